@@ -1,0 +1,156 @@
+# fplab: one GNU Makefile. `make` builds build/libfplab.a and build/fplab; `make help` lists
+# the targets. It detects OpenMP, MPFR, Criterion, a BLAS and nvcc and says what it found.
+# Opt-outs: NO_CUDA=1, NO_OMP=1. ARCH=... overrides -march=native (x86-64-v3 for valgrind).
+
+SHELL := /bin/bash
+CC ?= cc
+ARCH ?= native
+BUILD ?= build
+PREFIX ?= /usr/local
+OPT ?= -O3
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE $(OPT) -march=$(ARCH) -g -Wall -Wextra -Wno-unknown-pragmas \
+               -fno-math-errno -ffp-contract=off -I.
+LDLIBS_BASE := -lm
+
+# Debian packages the project needs (make deps installs the missing ones).
+DEB_PKGS := build-essential pkg-config libmpfr-dev libgmp-dev libcriterion-dev libopenblas-dev \
+            gnuplot-nox python3
+
+# --- detection
+have_hdr = $(shell printf '#include <$(1)>\nint main(void){return 0;}\n' | \
+             $(CC) -x c - -o /dev/null $(2) >/dev/null 2>&1 && echo yes)
+HAVE_MPFR := $(call have_hdr,mpfr.h,-lmpfr -lgmp)
+HAVE_CRITERION := $(call have_hdr,criterion/criterion.h,-lcriterion)
+HAVE_BLAS := $(call have_hdr,cblas.h,-lopenblas)
+ifeq ($(NO_OMP),)
+HAVE_OMP := $(call have_hdr,omp.h,-fopenmp)
+endif
+ifeq ($(NO_CUDA),)
+NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+endif
+OMPFLAGS := $(if $(HAVE_OMP),-fopenmp,)
+CFLAGS ?= $(CFLAGS_BASE)
+CFLAGS += $(OMPFLAGS)
+LDLIBS := $(LDLIBS_BASE) $(OMPFLAGS)
+
+# --- sources: every .c of a layer goes into the library; MPFR code is kept to its own files
+LIB_SRC := $(wildcard formats/*.c kernels/*.c autocast/*.c trainer/*.c experiments/*.c)
+REF_SRC := $(filter %_ref.c,$(LIB_SRC))
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_SRC := $(wildcard cli/*.c)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
+TEST_SRC := $(wildcard tests/test_*.c)
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+BENCH_SRC := $(wildcard bench/bench_*.c)
+BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+TOOL_SRC := $(wildcard tools/*.c)
+TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%)
+MPFR_LIBS := -lmpfr -lgmp
+
+.PHONY: all lib cli deps config test asan bench demo verify-exhaustive check-peers install \
+        uninstall clean help
+all: config lib cli
+
+help:
+	@echo "make            build build/libfplab.a and build/fplab"
+	@echo "make deps       install the Debian packages fplab needs (as root), or print the line"
+	@echo "make demo       the finfo table and a few casts (the README's main command)"
+	@echo "make test       build and run the Criterion suites"
+	@echo "make asan       the tests under AddressSanitizer and UBSan"
+	@echo "make bench      benchmarks (tables; never fail on a timing)"
+	@echo "make verify-exhaustive  every float32 input, every format <= 16 bits, against MPFR"
+	@echo "make check-peers        compare with ml_dtypes (pip) and write tests/fixtures"
+	@echo "make install PREFIX=... library, headers, command and fplab.pc"
+
+config:
+	@echo "fplab build: cc=$(CC) arch=$(ARCH) openmp=$(or $(HAVE_OMP),no) mpfr=$(or $(HAVE_MPFR),no)" \
+	  "criterion=$(or $(HAVE_CRITERION),no) blas=$(or $(HAVE_BLAS),no) nvcc=$(or $(NVCC),no)"
+
+# deps: install what is missing with apt-get when root, otherwise print the line to run.
+deps:
+	@missing=""; for p in $(DEB_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -z "$$missing" ]; then echo "deps: all present ($(DEB_PKGS))"; \
+	elif [ "$$(id -u)" = 0 ]; then echo "deps: installing$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null && echo "deps: done"; \
+	else echo "deps: missing$$missing; run: sudo apt-get install -y$$missing"; exit 1; fi
+
+lib: $(BUILD)/libfplab.a
+cli: $(BUILD)/fplab
+
+$(BUILD)/%.o: %.c $(wildcard */*.h) | $(BUILD)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD):
+	@mkdir -p $(BUILD)
+
+$(BUILD)/libfplab.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/fplab: $(CLI_OBJ) $(BUILD)/libfplab.a
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) $(MPFR_LIBS)
+
+$(BUILD)/tests/%: tests/%.c $(BUILD)/libfplab.a $(wildcard tests/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< -o $@ $(BUILD)/libfplab.a $(LDLIBS) $(MPFR_LIBS) -lcriterion
+
+$(BUILD)/bench/%: bench/%.c $(BUILD)/libfplab.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< -o $@ $(BUILD)/libfplab.a $(LDLIBS) $(MPFR_LIBS)
+
+$(BUILD)/tools/%: tools/%.c $(BUILD)/libfplab.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< -o $@ $(BUILD)/libfplab.a $(LDLIBS) $(MPFR_LIBS)
+
+# test: every suite runs even if one fails; the exit status says whether all passed.
+test: deps
+	@$(MAKE) --no-print-directory all $(TEST_BIN)
+	@fail=0; for t in $(TEST_BIN); do \
+	  echo "== $$t"; $$t --jobs 2 || fail=1; \
+	done; \
+	if [ -x tests/cli_test.sh ]; then echo "== tests/cli_test.sh"; bash tests/cli_test.sh $(BUILD)/fplab || fail=1; fi; \
+	exit $$fail
+
+asan:
+	@$(MAKE) --no-print-directory BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
+	  CFLAGS="$(CFLAGS_BASE) -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
+	  LDFLAGS="-fsanitize=address,undefined" test-only-asan
+
+test-only-asan: all $(TEST_BIN)
+	@fail=0; for t in $(TEST_BIN); do echo "== $$t (asan)"; \
+	  ASAN_OPTIONS=detect_leaks=1 $$t --jobs 1 || fail=1; done; exit $$fail
+
+bench: all $(BENCH_BIN)
+	@for b in $(BENCH_BIN); do $$b; done
+
+demo: deps
+	@$(MAKE) --no-print-directory all >/dev/null
+	@echo "\$$ fplab finfo"; $(BUILD)/fplab finfo
+	@echo; echo "\$$ fplab cast 0.1 300 464 500 1e-3 --to e4m3"; $(BUILD)/fplab cast 0.1 300 464 500 1e-3 --to e4m3
+	@echo; echo "\$$ fplab cast 0.1 300 464 500 1e-3 --to e4m3 --overflow saturate"; \
+	  $(BUILD)/fplab cast 0.1 300 464 500 1e-3 --to e4m3 --overflow saturate
+	@echo; echo "\$$ fplab cast 1 2.5 3.5 -0.3 7 --to e2m1 --round rne"; $(BUILD)/fplab cast 1 2.5 3.5 -0.3 7 --to e2m1 --round rne
+
+verify-exhaustive: all $(BUILD)/tools/verify_exhaustive
+	$(BUILD)/tools/verify_exhaustive
+
+check-peers: all
+	python3 tools/check_peers.py $(BUILD)/fplab
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/fplab/formats \
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 $(BUILD)/libfplab.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(BUILD)/fplab $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(filter-out %_internal.h,$(wildcard formats/*.h)) $(DESTDIR)$(PREFIX)/include/fplab/formats/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBS@|$(LDLIBS) $(MPFR_LIBS)|' fplab.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/fplab.pc
+
+uninstall:
+	rm -rf $(DESTDIR)$(PREFIX)/include/fplab $(DESTDIR)$(PREFIX)/lib/libfplab.a \
+	  $(DESTDIR)$(PREFIX)/bin/fplab $(DESTDIR)$(PREFIX)/lib/pkgconfig/fplab.pc
+
+clean:
+	rm -rf build build-asan

@@ -1,0 +1,167 @@
+// codec.c: encode/decode between values and codes, and sub-byte packing (see codec.h).
+#include "codec.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+size_t fmt_code_bytes(const fmt_t *f) {
+    return f->bits <= 8 ? 1 : f->bits <= 16 ? 2 : f->bits <= 32 ? 4 : 8;
+}
+
+static uint64_t code_load(const void *codes, size_t bytes, size_t i) {
+    const uint8_t *p = (const uint8_t *)codes + i * bytes;
+    uint64_t c = 0;
+    for (size_t b = 0; b < bytes; b++) c |= (uint64_t)p[b] << (8 * b);
+    return c;
+}
+
+static void code_store(void *codes, size_t bytes, size_t i, uint64_t c) {
+    uint8_t *p = (uint8_t *)codes + i * bytes;
+    for (size_t b = 0; b < bytes; b++) p[b] = (uint8_t)(c >> (8 * b));
+}
+
+double fmt_decode1(const fmt_t *f, uint64_t c) {
+    const int m = f->mbits;
+    const uint64_t emask = ((uint64_t)1 << f->ebits) - 1, mmask = ((uint64_t)1 << m) - 1;
+    if (f->bits < 64) c &= ((uint64_t)1 << f->bits) - 1;
+    const uint64_t sbit = f->is_signed ? (uint64_t)1 << (f->bits - 1) : 0;
+    const bool neg = (c & sbit) != 0;
+    const uint64_t E = (c >> m) & emask, M = c & mmask;
+    switch (f->special) {
+    case FMT_IEEE:
+        if (E == emask) return M ? NAN : neg ? -INFINITY : INFINITY;
+        break;
+    case FMT_FN:
+    case FMT_E8M0:
+        if (E == emask && M == mmask) return NAN;
+        break;
+    case FMT_FNUZ:
+        if (c == sbit) return NAN;
+        break;
+    case FMT_FINITE: break;
+    }
+    double v;
+    if (f->special == FMT_E8M0) v = ldexp(1.0 + ldexp((double)M, -m), (int)E - f->bias);
+    else if (E == 0) v = ldexp((double)M, f->emin - m);
+    else v = ldexp(1.0 + ldexp((double)M, -m), (int)E - f->bias);
+    return neg ? -v : v;
+}
+
+// The code of v, a value of f (or NaN, or an infinity f has).
+static uint64_t encode_exact(const fmt_t *f, double v) {
+    const int m = f->mbits;
+    const uint64_t emask = ((uint64_t)1 << f->ebits) - 1, mmask = ((uint64_t)1 << m) - 1;
+    const uint64_t sbit = f->is_signed ? (uint64_t)1 << (f->bits - 1) : 0;
+    const uint64_t s = signbit(v) ? sbit : 0;
+    if (isnan(v)) {
+        switch (f->special) {
+        case FMT_IEEE: return s | emask << m | (uint64_t)1 << (m - 1);
+        case FMT_FN: return s | emask << m | mmask;
+        case FMT_E8M0: return emask << m | mmask;
+        case FMT_FNUZ: return sbit;
+        case FMT_FINITE: return sbit;  // no NaN: -0, as rounding gives
+        }
+    }
+    if (isinf(v)) return s | emask << m;  // only IEEE formats keep inf after rounding
+    if (v == 0) return f->has_negzero ? s : 0;
+    const double a = fabs(v);
+    int k = ilogb(a);
+    if (f->special != FMT_E8M0 && k < f->emin)
+        return s | (uint64_t)ldexp(a, m - f->emin);  // subnormal: exponent field 0
+    const uint64_t E = (uint64_t)(k + f->bias);
+    const uint64_t M = (uint64_t)ldexp(ldexp(a, -k) - 1.0, m);
+    return s | E << m | M;
+}
+
+uint64_t fmt_encode1(const fmt_t *f, double v) {
+    return encode_exact(f, isnan(v) ? v : fmt_round1(f, v, &(fmt_round_opts){0}));
+}
+
+// Decode table for formats of 16 bits or fewer, built from fmt_decode1.
+static float *decode_table(const fmt_t *f) {
+    size_t n = (size_t)1 << f->bits;
+    float *t = malloc(n * sizeof *t);
+    if (t)
+        for (size_t c = 0; c < n; c++) t[c] = (float)fmt_decode1(f, c);
+    return t;
+}
+
+int fmt_decode_f32(const fmt_t *f, float *x, const void *codes, size_t n) {
+    const size_t bytes = fmt_code_bytes(f);
+    // A table costs 2^bits decodes: worth it when the array is at least that long, or tiny.
+    if (f->bits <= 8 || (f->bits <= 16 && n >= ((size_t)1 << f->bits))) {
+        float *t = decode_table(f);
+        if (!t) return FMT_ENOMEM;
+        const uint64_t mask = ((uint64_t)1 << f->bits) - 1;
+        if (bytes == 1) {
+            const uint8_t *c = codes;
+#pragma omp parallel for schedule(static) if (n > 65536)
+            for (size_t i = 0; i < n; i++) x[i] = t[c[i] & mask];
+        } else {
+            const uint16_t *c = codes;
+#pragma omp parallel for schedule(static) if (n > 65536)
+            for (size_t i = 0; i < n; i++) x[i] = t[c[i] & mask];
+        }
+        free(t);
+        return FMT_OK;
+    }
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (size_t i = 0; i < n; i++) x[i] = (float)fmt_decode1(f, code_load(codes, bytes, i));
+    return FMT_OK;
+}
+
+int fmt_encode_f32(const fmt_t *f, void *codes, const float *x, size_t n, const fmt_round_opts *o,
+                   fmt_stats *stats) {
+    const size_t bytes = fmt_code_bytes(f);
+    enum { BLK = 4096 };
+    for (size_t lo = 0; lo < n; lo += BLK) {
+        float buf[BLK];
+        size_t len = n - lo < BLK ? n - lo : BLK;
+        memcpy(buf, x + lo, len * sizeof *buf);
+        fmt_round_opts ob = *o;
+        ob.offset = o->offset + lo;  // the same draws as rounding the whole array at once
+        int st = fmt_round_f32(f, buf, len, &ob, stats);
+        if (st != FMT_OK) return st;
+        for (size_t i = 0; i < len; i++) code_store(codes, bytes, lo + i, encode_exact(f, buf[i]));
+    }
+    return FMT_OK;
+}
+
+size_t fmt_packed_bytes(const fmt_t *f, size_t n) {
+    if (f->bits < 8) return (n * (size_t)f->bits + 7) / 8;
+    return n * fmt_code_bytes(f);
+}
+
+int fmt_pack(const fmt_t *f, uint8_t *packed, const void *codes, size_t n) {
+    if (f->bits >= 8) {
+        memcpy(packed, codes, n * fmt_code_bytes(f));
+        return FMT_OK;
+    }
+    const uint8_t *c = codes;
+    const unsigned w = (unsigned)f->bits, mask = (1u << w) - 1;
+    memset(packed, 0, fmt_packed_bytes(f, n));
+    for (size_t i = 0; i < n; i++) {
+        size_t bit = i * w;
+        unsigned v = (c[i] & mask) << (bit % 8);  // at most 15 bits: spans two bytes
+        packed[bit / 8] |= (uint8_t)v;
+        if ((bit % 8) + w > 8) packed[bit / 8 + 1] |= (uint8_t)(v >> 8);
+    }
+    return FMT_OK;
+}
+
+int fmt_unpack(const fmt_t *f, void *codes, const uint8_t *packed, size_t n) {
+    if (f->bits >= 8) {
+        memcpy(codes, packed, n * fmt_code_bytes(f));
+        return FMT_OK;
+    }
+    uint8_t *c = codes;
+    const unsigned w = (unsigned)f->bits, mask = (1u << w) - 1;
+    for (size_t i = 0; i < n; i++) {
+        size_t bit = i * w;
+        unsigned v = packed[bit / 8];
+        if ((bit % 8) + w > 8) v |= (unsigned)packed[bit / 8 + 1] << 8;
+        c[i] = (uint8_t)((v >> (bit % 8)) & mask);
+    }
+    return FMT_OK;
+}

@@ -1,0 +1,86 @@
+// format.h: the one descriptor type for every floating-point format fplab knows, the table of
+// named formats, custom eXmY formats, and every property derived from a descriptor.
+// Constraints: no MPFR, no global state; every constant is computed from (bits, e, m, bias,
+// signedness, special), never typed in.
+#ifndef FPLAB_FORMAT_H
+#define FPLAB_FORMAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+// Status codes shared by every library call of formats/ (0 is success).
+enum {
+    FMT_OK = 0,
+    FMT_EINVAL = 1,    // an argument is out of range (message from fmt_validate_* says which)
+    FMT_EUNKNOWN = 2,  // a name that is not a known format, mode or recipe
+    FMT_ENOMEM = 3,
+};
+const char *fmt_strerror(int status);
+
+// How the top of the encoding space is used.
+typedef enum {
+    FMT_IEEE,    // all-ones exponent: inf (mantissa 0) and NaN (mantissa != 0)
+    FMT_FN,      // no inf; only all-ones exponent with all-ones mantissa is NaN (OCP e4m3)
+    FMT_FNUZ,    // no inf, no -0; the code 100...0 is the only NaN
+    FMT_FINITE,  // every code is finite: no inf, no NaN (OCP fp6/fp4)
+    FMT_E8M0,    // exponent-only scale style: no zero, no subnormals, all-ones code is NaN
+} fmt_special;
+
+typedef struct fmt {
+    char name[40];
+    int bits;          // total bits of a code
+    int ebits, mbits;  // exponent and explicit mantissa (fraction) bits
+    int bias;
+    bool is_signed;
+    fmt_special special;
+    // --- derived by fmt_make(), never set by hand
+    int emin;              // exponent of the smallest normal value
+    int emax;              // exponent of the largest finite value
+    double max;            // largest finite value
+    double min_normal;     // smallest positive normal value
+    double min_subnormal;  // smallest positive value (== min_normal when there are no subnormals)
+    bool has_inf, has_nan, has_zero, has_negzero, has_subnormals;
+} fmt_t;
+
+// Builds a descriptor and derives its properties. Checks that the format fits in fp64
+// (ebits <= 11, mbits <= 52), that bits == sign + ebits + mbits and that the special
+// encoding is possible (e.g. IEEE NaN needs mbits >= 1). Returns FMT_OK or FMT_EINVAL.
+int fmt_make(fmt_t *out, const char *name, int bits, int ebits, int mbits, int bias, bool is_signed,
+             fmt_special special);
+
+// Looks a format up by name: a table name (fp8_e4m3, bf16, ...), an alias people already use
+// (float8_e4m3fn, bfloat16, float16, ...), or a custom spec "eXmY[:FLAG...]" with flags
+// ieee|fn|fnuz|finite|e8m0, unsigned, bias=N (default: IEEE, signed, bias 2^(X-1)-1).
+// Returns FMT_OK or FMT_EUNKNOWN/FMT_EINVAL.
+int fmt_from_name(fmt_t *out, const char *name);
+
+// The table of named formats, in the order finfo prints them.
+size_t fmt_table_count(void);
+const fmt_t *fmt_table_get(size_t i);
+// Aliases of table entry i, as a NULL-terminated list (for --help and docs).
+const char *const *fmt_table_aliases(size_t i);
+
+// --- properties (finfo)
+typedef struct {
+    double max, min;          // min is the most negative finite value (smallest value if unsigned)
+    double smallest_normal;   // "tiny" in NumPy's finfo
+    double smallest_subnormal;
+    double eps;               // 2^-mbits: distance from 1 to the next larger value
+    double resolution;        // NumPy's definition: 10^-floor(-log10(eps))
+    uint64_t finite_values;   // distinct finite real values (+0 and -0 count once)
+    uint64_t nan_codes;       // number of codes that decode to NaN
+} fmt_info;
+void fmt_get_info(const fmt_t *f, fmt_info *out);
+
+// The NaN codes of f in increasing order: writes at most cap of them to codes and returns how
+// many there are in all.
+size_t fmt_nan_codes(const fmt_t *f, uint64_t *codes, size_t cap);
+
+// True when every float32 value is exactly a value of f (fp32 and wider): rounding is a copy.
+bool fmt_contains_f32(const fmt_t *f);
+// True when every value of f is a float32 value (all formats of 32 bits or fewer that fplab
+// names; custom ones only if they fit).
+bool fmt_embeds_in_f32(const fmt_t *f);
+
+#endif

@@ -1,0 +1,43 @@
+// rng.h: the counter-based generator behind stochastic rounding and every random choice in
+// fplab. A draw is a pure function of (key, index), key = fmt_rng_key(seed, stream), so parallel
+// loops give the same bits whatever the thread count and a run replays from its seed.
+// Constraints: no state, no clock; cheap enough to vectorise (32-bit multiplies only).
+#ifndef FPLAB_RNG_H
+#define FPLAB_RNG_H
+
+#include <stdint.h>
+
+typedef struct {
+    uint32_t k0, k1, k2;  // derived from (seed, stream), and mixed into every draw
+} fmt_rng_key;
+
+// Mixes the 128 bits of (seed, stream) into a key (splitmix64 finaliser, run once per call).
+fmt_rng_key fmt_rng_make_key(uint64_t seed, uint64_t stream);
+
+// A 32-bit bijective integer hash with low bias (the "lowbias32" constants found by Wellons'
+// hash prospector); three keyed rounds make one draw.
+static inline uint32_t fmt_rng_mix32(uint32_t x) {
+    x ^= x >> 16;
+    x *= 0x7feb352dU;
+    x ^= x >> 15;
+    x *= 0x846ca68bU;
+    x ^= x >> 16;
+    return x;
+}
+
+// Uniform 32-bit draw number `index` of the stream `key`. The high half of a 64-bit index is
+// folded into the key so that streams longer than 2^32 do not repeat.
+static inline uint32_t fmt_rng_u32(fmt_rng_key key, uint64_t index) {
+    uint32_t lo = (uint32_t)index, hi = (uint32_t)(index >> 32);
+    uint32_t x = fmt_rng_mix32(lo ^ key.k0);
+    x = fmt_rng_mix32(x + (key.k1 ^ hi * 0x9e3779b9U));
+    return fmt_rng_mix32(x ^ key.k2);
+}
+
+// Uniform double in [0, 1) with 53 random bits from draws 2*index and 2*index+1.
+static inline double fmt_rng_uniform(fmt_rng_key key, uint64_t index) {
+    uint64_t a = fmt_rng_u32(key, 2 * index), b = fmt_rng_u32(key, 2 * index + 1);
+    return (double)(((a << 32) | b) >> 11) * 0x1.0p-53;
+}
+
+#endif

@@ -1,0 +1,69 @@
+// round.h: the emulation primitive. Round a float32 or float64 array, in place, to the values of
+// a format F, with a rounding mode, an overflow policy and optional statistics.
+// Constraints: fast path only (no MPFR, no libm per element); results do not depend on the
+// number of threads, stochastic rounding included.
+#ifndef FPLAB_ROUND_H
+#define FPLAB_ROUND_H
+
+#include "format.h"
+
+typedef enum {
+    FMT_RNE,  // nearest, ties to even (the default)
+    FMT_RNA,  // nearest, ties away from zero
+    FMT_RTZ,  // toward zero
+    FMT_RUP,  // toward +inf
+    FMT_RDN,  // toward -inf
+    FMT_RTO,  // to odd: truncate, then set the last bit if inexact
+    FMT_SR,   // stochastic: up with probability (distance to the lower neighbour) / ulp
+    FMT_NMODES
+} fmt_round_mode;
+
+typedef enum {
+    FMT_OVERFLOW_IEEE,  // IEEE 754: +-inf in nearest modes, +-max toward zero; no inf -> NaN
+    FMT_SATURATE,       // always +-max (CUDA satfinite, Transformer Engine, torch._scaled_mm)
+} fmt_overflow;
+
+// All the knobs of one rounding call; zero-initialised means rne, IEEE overflow, subnormals kept.
+typedef struct {
+    fmt_round_mode mode;
+    fmt_overflow overflow;
+    bool flush_subnormals;  // results below the smallest normal become signed zero (counted)
+    int sr_bits;            // random bits per stochastic rounding, 1..32; 0 means 32
+    uint64_t seed;          // stochastic rounding: generator key (seed, stream) ...
+    uint64_t stream;
+    uint64_t offset;        // ... and counter of element 0: element i draws index offset + i
+} fmt_round_opts;
+
+// What happened in a call. Counts add up over calls (the caller zeroes the record).
+typedef struct {
+    uint64_t n;          // elements seen
+    uint64_t overflow;   // |x| rounded beyond max: saturated, or became inf or NaN
+    uint64_t underflow;  // nonzero finite input became zero (e8m0: clamped up to its minimum)
+    uint64_t subnormal;  // result is a nonzero subnormal of the format
+    uint64_t nan_in;     // NaN inputs (in formats without NaN they become -0, see docs)
+    uint64_t invalid;    // inputs the format cannot hold by sign: negative or zero into e8m0,
+                         // negative into unsigned formats (they become NaN, or 0 without NaN)
+    double amax;         // largest |x| of the input, NaN ignored
+} fmt_stats;
+
+// Mode names as the command line spells them: rne rna rtz rup rdn rto sr.
+const char *fmt_mode_name(fmt_round_mode m);
+int fmt_mode_from_name(fmt_round_mode *out, const char *name);
+const char *fmt_overflow_name(fmt_overflow o);
+int fmt_overflow_from_name(fmt_overflow *out, const char *name);
+
+// Checks opts against f. Returns FMT_OK, or FMT_EINVAL with a message in msg. Warnings
+// (valid, but worth saying) return FMT_OK with a message; msg[0] == 0 means none.
+int fmt_validate_round_opts(const fmt_t *f, const fmt_round_opts *o, char *msg, size_t msg_len);
+
+// x[0..n) = round_F(x[0..n)), in place. Every result is a value of F, stored exactly in
+// float32 (formats that do not fit in float32 are rounded through float64 and must still have
+// their values in float32's range: use fmt_round_f64 for those). stats may be NULL; when given,
+// its counts are added to. Returns FMT_OK or FMT_EINVAL.
+int fmt_round_f32(const fmt_t *f, float *x, size_t n, const fmt_round_opts *o, fmt_stats *stats);
+int fmt_round_f64(const fmt_t *f, double *x, size_t n, const fmt_round_opts *o, fmt_stats *stats);
+
+// One value, same semantics (stochastic rounding draws index o->offset).
+double fmt_round1(const fmt_t *f, double x, const fmt_round_opts *o);
+
+#endif
