@@ -9,7 +9,7 @@ BUILD ?= build
 PREFIX ?= /usr/local
 OPT ?= -O3
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE $(OPT) -march=$(ARCH) -g -Wall -Wextra -Wno-unknown-pragmas \
-               -fno-math-errno -ffp-contract=off -I.
+               -fno-math-errno -fno-trapping-math -ffp-contract=off -I.
 LDLIBS_BASE := -lm
 
 # Debian packages the project needs (make deps installs the missing ones).

@@ -114,8 +114,7 @@ int fmt_round_f32(const fmt_t *f, float *x, size_t n, const fmt_round_opts *o, f
     if (fmt_validate_round_opts(f, o, NULL, 0) != FMT_OK) return FMT_EINVAL;
     fmt__kparams k;
     fmt__kparams_make(&k, f, o);
-    // The fast kernel needs the format's normals to start at or above float32's.
-    const bool fast = fmt_embeds_in_f32(f) && f->emin >= -126;
+    const bool fast = fmt_embeds_in_f32(f);
     fmt__counts total = {0};
     const size_t nchunks = (n + CHUNK - 1) / CHUNK;
 #pragma omp parallel

@@ -26,7 +26,7 @@ round_one(const fmt__kparams *k, const fmt_round_mode mode, const double x, cons
     const uint64_t half = (1ULL << s54) >> 1;
     const unsigned guard = (rem & half) != 0, sticky = (rem & (half - 1)) != 0;
     const int64_t ue = Ep - 1075 + s;
-    const unsigned lsb = k->m == 0 ? (((uint64_t)(ue + k->bias) & 1u) & (q != 0)) : (q & 1u);
+    const unsigned lsb = k->m == 0 ? (unsigned)((uint64_t)(ue + k->bias) & 1u & ((0u - q) >> 63)) : (unsigned)(q & 1u);
     unsigned sr_up = 0;
     if (mode == FMT_SR) {
         const int64_t t = s - k->sr_bits;
@@ -42,17 +42,14 @@ round_one(const fmt__kparams *k, const fmt_round_mode mode, const double x, cons
     double r = over ? k->ovf[sign] : mag;
     r = special ? (is_nan ? (k->has_nan ? __builtin_nan("") : 0.0) : k->inf_result) : r;
     const unsigned tiny = !special & (r < k->min_normal);
-    if (k->flush) r = tiny ? 0.0 : r;
-    if (k->clamp_min) r = tiny ? k->min_normal : r;
-    unsigned inval = 0;
-    if (!k->is_signed) {
-        inval = (!is_nan) & ((sign & (a != 0)) | (!k->has_zero & (a == 0)));
-        r = inval ? (k->has_nan ? __builtin_nan("") : 0.0) : r;
-    }
+    r = (k->flush & tiny) ? 0.0 : r;
+    r = (k->clamp_min & tiny) ? k->min_normal : r;
+    const unsigned inval = !k->is_signed & !is_nan & ((sign & (a != 0)) | (!k->has_zero & (a == 0)));
+    r = inval ? (k->has_nan ? __builtin_nan("") : 0.0) : r;
     const unsigned zero = r == 0.0;
     uint64_t osign = sign & (k->negzero | !zero);
-    if (!k->has_nan) osign = is_nan ? (uint64_t)k->is_signed : osign;
-    if (!k->is_signed) osign = 0;
+    osign = ((!k->has_nan) & is_nan) ? (uint64_t)k->is_signed : osign;
+    osign &= k->is_signed;
 
     *ovf_out = (over | (special & !is_nan & !k->inf_exact)) & !inval;
     *unf_out = !special & !inval & (a != 0) & (zero | (k->clamp_min & tiny));

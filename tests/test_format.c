@@ -1,0 +1,167 @@
+// test_format.c: the format table and derived properties against values known independently:
+// ml_dtypes 0.6 and PyTorch finfo, the OCP MX v1.0 specification, IEEE 754 and NumPy's finfo.
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "formats/format.h"
+
+typedef struct {
+    const char *name;
+    double max, min, tiny, sub, eps, res;
+    uint64_t finite, nan_codes;
+    bool has_inf;
+} known;
+
+// Published values, typed here on purpose: they are the independent side of the comparison.
+static const known published[] = {
+    {"fp64", 0x1.fffffffffffffp+1023, -0x1.fffffffffffffp+1023, 0x1p-1022, 0x1p-1074, 0x1p-52, 1e-15,
+     18437736874454810623ULL, 9007199254740990ULL, true},
+    {"fp32", 3.4028234663852886e38, -3.4028234663852886e38, 1.1754943508222875e-38, 1.401298464324817e-45,
+     1.1920928955078125e-07, 1e-06, 4278190079ULL, 16777214ULL, true},
+    {"tf32", 0x1.ffcp+127, -0x1.ffcp+127, 0x1p-126, 0x1p-136, 0x1p-10, 1e-3, 522239ULL, 2046ULL, true},
+    {"fp16", 65504, -65504, 6.103515625e-05, 5.960464477539063e-08, 0.0009765625, 1e-3, 63487ULL, 2046ULL, true},
+    {"bf16", 3.3895313892515355e38, -3.3895313892515355e38, 1.1754943508222875e-38, 9.183549615799121e-41,
+     0.0078125, 0.01, 65279ULL, 254ULL, true},
+    {"e4m3", 448, -448, 0.015625, 0.001953125, 0.125, 1, 253, 2, false},
+    {"e5m2", 57344, -57344, 6.103515625e-05, 1.52587890625e-05, 0.25, 1, 247, 6, true},
+    {"e4m3fnuz", 240, -240, 0.0078125, 0.0009765625, 0.125, 1, 255, 1, false},
+    {"e5m2fnuz", 57344, -57344, 3.0517578125e-05, 7.62939453125e-06, 0.25, 1, 255, 1, false},
+    // OCP MX v1.0 Table: E8M0 max 2^127, min 2^-127 (the spec's table prints them swapped).
+    {"e8m0", 0x1p127, 0x1p-127, 0x1p-127, 0x1p-127, 1, 1, 255, 1, false},
+    {"e3m2", 28, -28, 0.25, 0.0625, 0.25, 1, 63, 0, false},
+    {"e2m3", 7.5, -7.5, 1, 0.125, 0.125, 1, 63, 0, false},
+    // fp4 has an eps like any float: 2^-1 (the OCP table gives none).
+    {"e2m1", 6, -6, 1, 0.5, 0.5, 1, 15, 0, false},
+};
+
+Test(format, table_matches_published_values) {
+    cr_assert_eq(fmt_table_count(), sizeof published / sizeof published[0]);
+    for (size_t i = 0; i < fmt_table_count(); i++) {
+        const known *k = &published[i];
+        const fmt_t *f = fmt_table_get(i);
+        cr_assert_str_eq(f->name, k->name);
+        fmt_info in;
+        fmt_get_info(f, &in);
+        cr_expect_eq(in.max, k->max, "%s max %a want %a", k->name, in.max, k->max);
+        cr_expect_eq(in.min, k->min, "%s min %a want %a", k->name, in.min, k->min);
+        cr_expect_eq(in.smallest_normal, k->tiny, "%s tiny %a want %a", k->name, in.smallest_normal, k->tiny);
+        cr_expect_eq(in.smallest_subnormal, k->sub, "%s sub %a want %a", k->name, in.smallest_subnormal, k->sub);
+        cr_expect_eq(in.eps, k->eps, "%s eps", k->name);
+        cr_expect_eq(in.resolution, k->res, "%s resolution %g want %g", k->name, in.resolution, k->res);
+        cr_expect_eq(in.finite_values, k->finite, "%s finite %llu want %llu", k->name,
+                     (unsigned long long)in.finite_values, (unsigned long long)k->finite);
+        cr_expect_eq(in.nan_codes, k->nan_codes, "%s nan codes", k->name);
+        cr_expect_eq(f->has_inf, k->has_inf, "%s has_inf", k->name);
+    }
+}
+
+// finite_values counted by brute force over every code of the small formats.
+Test(format, finite_values_by_enumeration) {
+    for (size_t i = 0; i < fmt_table_count(); i++) {
+        const fmt_t *f = fmt_table_get(i);
+        if (f->bits > 8) continue;
+        fmt_info in;
+        fmt_get_info(f, &in);
+        uint64_t nan_list[4];
+        size_t nn = fmt_nan_codes(f, nan_list, 4);
+        cr_assert_eq(nn, in.nan_codes);
+        uint64_t codes = (uint64_t)1 << f->bits, special = nn;
+        if (f->has_inf) special += f->is_signed ? 2 : 1;
+        cr_expect_eq(in.finite_values, codes - special - (f->has_negzero ? 1 : 0), "%s", f->name);
+    }
+}
+
+Test(format, nan_code_lists) {
+    fmt_t f;
+    uint64_t c[8];
+    cr_assert_eq(fmt_from_name(&f, "e4m3"), FMT_OK);
+    cr_assert_eq(fmt_nan_codes(&f, c, 8), 2);
+    cr_expect_eq(c[0], 0x7f);
+    cr_expect_eq(c[1], 0xff);
+    cr_assert_eq(fmt_from_name(&f, "e5m2"), FMT_OK);
+    cr_assert_eq(fmt_nan_codes(&f, c, 8), 6);
+    cr_expect_eq(c[0], 0x7d);
+    cr_expect_eq(c[5], 0xff);
+    cr_assert_eq(fmt_from_name(&f, "e4m3fnuz"), FMT_OK);
+    cr_assert_eq(fmt_nan_codes(&f, c, 8), 1);
+    cr_expect_eq(c[0], 0x80);
+    cr_assert_eq(fmt_from_name(&f, "e8m0"), FMT_OK);
+    cr_assert_eq(fmt_nan_codes(&f, c, 8), 1);
+    cr_expect_eq(c[0], 0xff);
+    cr_assert_eq(fmt_from_name(&f, "e2m1"), FMT_OK);
+    cr_expect_eq(fmt_nan_codes(&f, c, 8), 0);
+    cr_assert_eq(fmt_from_name(&f, "fp16"), FMT_OK);
+    cr_expect_eq(fmt_nan_codes(&f, c, 2), 2046);  // count is exact even when the list is capped
+    cr_expect_eq(c[0], 0x7c01);
+}
+
+Test(format, aliases_name_the_same_row) {
+    static const char *pairs[][2] = {
+        {"float8_e4m3fn", "e4m3"}, {"float8_e5m2", "e5m2"}, {"float8_e8m0fnu", "e8m0"},
+        {"float6_e3m2fn", "e3m2"}, {"float6_e2m3fn", "e2m3"}, {"float4_e2m1fn", "e2m1"},
+        {"float16", "fp16"}, {"bfloat16", "bf16"}, {"BFLOAT16", "bf16"}, {"float32", "fp32"},
+        {"float8_e4m3fnuz", "e4m3fnuz"}, {"float8_e5m2fnuz", "e5m2fnuz"}, {"double", "fp64"},
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        fmt_t f;
+        cr_assert_eq(fmt_from_name(&f, pairs[i][0]), FMT_OK, "%s", pairs[i][0]);
+        cr_expect_str_eq(f.name, pairs[i][1]);
+    }
+}
+
+// A custom format built from the same type agrees with the table row it spells.
+Test(format, custom_specs) {
+    static const char *same[][2] = {
+        {"e5m10", "fp16"}, {"e8m7", "bf16"}, {"e8m23", "fp32"}, {"e11m52", "fp64"}, {"e5m2", "e5m2"},
+        {"e4m3fn", "e4m3"}, {"e4m3:fn", "e4m3"}, {"e4m3:fnuz", "e4m3fnuz"}, {"e5m2:fnuz", "e5m2fnuz"},
+        {"e2m1:finite", "e2m1"}, {"e3m2:finite", "e3m2"}, {"ue8m0:e8m0", "e8m0"}, {"e8m10", "tf32"},
+    };
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        fmt_t a, b;
+        cr_assert_eq(fmt_from_name(&a, same[i][0]), FMT_OK, "%s", same[i][0]);
+        cr_assert_eq(fmt_from_name(&b, same[i][1]), FMT_OK);
+        cr_expect(a.bits == b.bits && a.ebits == b.ebits && a.mbits == b.mbits && a.bias == b.bias &&
+                      a.special == b.special && a.is_signed == b.is_signed && a.max == b.max &&
+                      a.min_subnormal == b.min_subnormal,
+                  "%s differs from %s", same[i][0], same[i][1]);
+    }
+    fmt_t f;
+    cr_assert_eq(fmt_from_name(&f, "e5m7"), FMT_OK);
+    cr_expect_eq(f.bits, 13);
+    cr_expect_eq(f.max, 0x1.fep15);  // (2 - 2^-7) * 2^15
+    cr_assert_eq(fmt_from_name(&f, "e4m3:bias=10:finite"), FMT_OK);
+    cr_expect_eq(f.max, 0x1.ep5);  // (2 - 2^-3) * 2^(15-10)
+    cr_assert_eq(fmt_from_name(&f, "ue4m3:fn"), FMT_OK);
+    cr_expect_eq(f.bits, 7);
+    cr_expect(!f.is_signed && !f.has_negzero);
+}
+
+Test(format, bad_names_and_descriptors) {
+    fmt_t f;
+    cr_expect_eq(fmt_from_name(&f, "fp7"), FMT_EUNKNOWN);
+    cr_expect_eq(fmt_from_name(&f, ""), FMT_EUNKNOWN);
+    cr_expect_eq(fmt_from_name(&f, "e4m3:bogus"), FMT_EUNKNOWN);
+    cr_expect_eq(fmt_from_name(&f, "e12m3"), FMT_EINVAL);  // does not fit in fp64
+    cr_expect_eq(fmt_from_name(&f, "e4m0"), FMT_EINVAL);   // IEEE needs a mantissa for NaN
+    cr_expect_eq(fmt_from_name(&f, "e4m3:bias=x"), FMT_EINVAL);
+    cr_expect_eq(fmt_make(&f, "x", 9, 4, 3, 7, true, FMT_FN), FMT_EINVAL);  // bits do not add up
+    cr_expect_eq(fmt_make(&f, "x", 8, 4, 3, 7, false, FMT_FNUZ), FMT_EINVAL);
+}
+
+Test(format, embedding_predicates) {
+    fmt_t f;
+    static const char *in32[] = {"fp32", "tf32", "fp16", "bf16", "e4m3", "e5m2", "e8m0", "e2m1"};
+    for (size_t i = 0; i < 8; i++) {
+        cr_assert_eq(fmt_from_name(&f, in32[i]), FMT_OK);
+        cr_expect(fmt_embeds_in_f32(&f), "%s", in32[i]);
+    }
+    cr_assert_eq(fmt_from_name(&f, "fp64"), FMT_OK);
+    cr_expect(!fmt_embeds_in_f32(&f) && fmt_contains_f32(&f));
+    cr_assert_eq(fmt_from_name(&f, "fp32"), FMT_OK);
+    cr_expect(fmt_contains_f32(&f));
+    cr_assert_eq(fmt_from_name(&f, "bf16"), FMT_OK);
+    cr_expect(!fmt_contains_f32(&f));
+    cr_assert_eq(fmt_from_name(&f, "e9m3"), FMT_OK);
+    cr_expect(!fmt_embeds_in_f32(&f));
+}
