@@ -8,7 +8,7 @@ ARCH ?= native
 BUILD ?= build
 PREFIX ?= /usr/local
 OPT ?= -O3
-CFLAGS_BASE := -std=c11 -D_GNU_SOURCE $(OPT) -march=$(ARCH) -g -Wall -Wextra -Wno-unknown-pragmas \
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE $(OPT) -march=$(ARCH) -g -Wall -Wextra -Wno-unknown-pragmas -Wno-psabi \
                -fno-math-errno -fno-trapping-math -ffp-contract=off -I.
 LDLIBS_BASE := -lm
 

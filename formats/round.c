@@ -117,7 +117,7 @@ int fmt_round_f32(const fmt_t *f, float *x, size_t n, const fmt_round_opts *o, f
     const bool fast = fmt_embeds_in_f32(f);
     fmt__counts total = {0};
     const size_t nchunks = (n + CHUNK - 1) / CHUNK;
-#pragma omp parallel
+#pragma omp parallel if (nchunks > 1)
     {
         fmt__counts local = {0};
 #pragma omp for schedule(static)
@@ -139,7 +139,7 @@ int fmt_round_f64(const fmt_t *f, double *x, size_t n, const fmt_round_opts *o, 
     fmt__kparams_make(&k, f, o);
     fmt__counts total = {0};
     const size_t nchunks = (n + CHUNK - 1) / CHUNK;
-#pragma omp parallel
+#pragma omp parallel if (nchunks > 1)
     {
         fmt__counts local = {0};
 #pragma omp for schedule(static)

@@ -134,15 +134,21 @@ round_loop(const k32 *k, const fmt_rng_key key, const uint64_t first, const fmt_
         v = round8(k, mode, v, rnd, c);
         memcpy(x + i, &v, sizeof v);
     }
-    if (i < n) {  // the tail, padded with +0 (which counts as nothing)
+    if (i < n) {  // the tail, padded with +0; the padding lanes are masked out of the counts
         float tail[W] = {0};
         memcpy(tail, x + i, (n - i) * sizeof *x);
         vf v;
         memcpy(&v, tail, sizeof v);
         const vu rnd = mode == FMT_SR ? fmt_rng_u32x8(key, first + i) : zero_draws;
-        v = round8(k, mode, v, rnd, c);
+        vcounts tc = {0};
+        v = round8(k, mode, v, rnd, c ? &tc : NULL);
         memcpy(tail, &v, sizeof v);
         memcpy(x + i, tail, (n - i) * sizeof *x);
+        const vu lane = {0, 1, 2, 3, 4, 5, 6, 7};
+        const vu live = (vu)(lane < (uint32_t)(n - i));
+        vc.ovf += tc.ovf & live, vc.unf += tc.unf & live, vc.sub += tc.sub & live;
+        vc.nan += tc.nan & live, vc.inv += tc.inv & live;
+        vc.amax = as_f(sel((vu)(tc.amax > vc.amax) & live, bits(tc.amax), bits(vc.amax)));
     }
     if (!out) return;
     out->overflow += hsum(vc.ovf), out->underflow += hsum(vc.unf), out->subnormal += hsum(vc.sub);

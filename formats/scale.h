@@ -10,11 +10,16 @@
 
 #include "round.h"
 
-// How a tile's scale is chosen from its amax (the largest |x| in the tile).
+// How a tile's scale is chosen from its amax (the largest |x| in the tile). The "needed" scale
+// (OCP's power of two, or amax / max_elem computed in double) is rounded into the scale format;
+// a need above the format's max gives max, one below lo = max(smallest positive value, 2^-127)
+// gives lo (so that 1/s is a finite float32; e8m0 has no zero anyway). Both are counted in
+// fmt_quant_info.scales_clipped, as is an UP scale that saturated below its need.
 typedef enum {
     FMT_SCALE_OCP,  // 2^(floor(log2 amax) - emax_elem): OCP MX v1.0; may clip the top of a tile
     FMT_SCALE_UP,   // amax / max_elem rounded up into the scale format: nothing clips (NVIDIA)
-    FMT_SCALE_RNE,  // amax / max_elem rounded to nearest-even into the scale format
+    FMT_SCALE_RNE,  // amax / max_elem rounded to nearest-even into the scale format (fp32: the
+                    // quotient itself, to float32)
 } fmt_scale_round;
 
 typedef struct {
@@ -25,16 +30,33 @@ typedef struct {
     fmt_scale_round scale_round;
     bool tensor_scale;     // two levels (NVFP4): an fp32 tensor scale maps the tensor amax to
                            // max_scale_fmt * max_elem, and tile scales are stored relative to it
+                           // (Transformer Engine's recipe, in float32 arithmetic):
+                           //   s_enc = (max_scale_fmt * max_elem) / A, clamped to FLT_MAX;
+                           //           1 when A is 0, inf or NaN
+                           //   sf    = round(amax_b / max_elem * s_enc) into the scale format,
+                           //           saturating, with no lower clamp (OCP: the power of two
+                           //           2^(floor(log2(amax_b * s_enc)) - emax_elem))
+                           //   q     = round_elem(x * (s_enc / sf)),  out = q * (sf / s_enc)
+                           // sf == 0 (an all-zero block, or one too small for the scale format:
+                           // counted as clipped, its nonzero elements as underflow) gives q = 0.
 } fmt_scaling;
 
 // Parses a recipe: none | tensor | row | col | mx | nvfp4 | block:K:SCALEFMT |
 // tile:RxC:SCALEFMT, with an optional ":ocp", ":up" or ":rne" suffix for the scale rounding.
+// Keywords are case-insensitive; K >= 1; R, C >= 0 (0 = the whole dimension); SCALEFMT is any
+// name fmt_from_name accepts, custom ":flag"s included (block:32:e5m3:fn:up), that fits in
+// float32 and holds 1.
 // Defaults: tensor/row/col use fp32 scales (RNE, i.e. the fp32 quotient); mx is block:32:e8m0
 // with OCP rounding; nvfp4 is block:16:e4m3 with RNE and a tensor scale; block and tile default
-// to OCP for power-of-two scale formats (e8m0) and RNE otherwise.
-// Returns FMT_OK, or FMT_EUNKNOWN/FMT_EINVAL with a message in msg naming what was expected.
+// to OCP for power-of-two scale formats (no mantissa bits: e8m0) and RNE otherwise.
+// Returns FMT_OK, or FMT_EUNKNOWN/FMT_EINVAL with a message in msg (may be NULL) that names the
+// spec and what was expected.
 int fmt_scaling_from_name(fmt_scaling *out, const char *spec, char *msg, size_t msg_len);
-// Writes the canonical spelling of sc into buf (e.g. "block:32:e8m0:ocp").
+// Writes the canonical spelling of sc into buf: the preset name where sc is a preset, with a
+// rounding suffix only when it differs from the preset's ("mx", "mx:up", "tensor", "nvfp4"),
+// otherwise the explicit form with its rounding ("block:16:e4m3:rne", "tile:128x128:fp32:rne").
+// It parses back to the same recipe; a hand-built two-level struct that is not nvfp4-shaped has
+// no spelling and gets a "+tensor" mark that does not parse.
 void fmt_scaling_name(const fmt_scaling *sc, char *buf, size_t len);
 
 // Optional outputs of a quantize call, all caller-owned; any pointer may be NULL.
@@ -45,14 +67,23 @@ typedef struct {
     uint64_t scales_clipped;  // tiles whose needed scale was out of the scale format's range
 } fmt_quant_info;
 
-// Number of tiles (and so of scales) for a rows x cols tensor under sc.
+// Number of tiles (and so of scales) for a rows x cols tensor under sc: ceil(rows/tr) *
+// ceil(cols/tc) (0 for an empty tensor, and for "none", which has no scales).
 size_t fmt_scale_count(const fmt_scaling *sc, size_t rows, size_t cols);
 
 // out = dequantize(quantize(in)): for each tile with decoded scale s (times the tensor scale),
 // q = round_elem(in * (1/s)) and out = q * s, in float32 arithmetic; 1/s and q*s are exact for
 // power-of-two scales. Scale rules for amax: 0 -> scale 1; inf or NaN -> scale 1, so the
 // non-finite values go through the element format's own rules and are counted.
-// out may equal in. stats counts the element rounding (overflow, underflow, ...), amax of in.
+// Two levels: see fmt_scaling.tensor_scale; info->scales holds sf and info->tensor_scale
+// 1/s_enc, while out is q * fl(sf / s_enc) (which can differ from q * sf * tensor_scale in
+// the last bit).
+// Element i = row*cols + col is rounded with stochastic-rounding counter o->offset + i, so the
+// result does not depend on the tile shape or the thread count. o may be NULL (defaults).
+// out may equal in (no other overlap). stats counts the element rounding (overflow, underflow,
+// ...; n = rows*cols) and amax of in, not of the scaled values. Returns FMT_OK, FMT_EINVAL
+// (bad options, element format beyond float32, negative tile sizes, bad scale format) or
+// FMT_ENOMEM; on error out is unspecified.
 int fmt_quantize_f32(const fmt_t *elem, const fmt_scaling *sc, float *out, const float *in,
                      size_t rows, size_t cols, const fmt_round_opts *o, fmt_stats *stats,
                      fmt_quant_info *info);

@@ -1,0 +1,278 @@
+// cli.c: the helpers every subcommand shares (declared in cli.h): dying with a clear message,
+// parsing option values, separating positionals from options, showing codes, and one table
+// writer for table/csv/json/md output.
+// Constraints: process level; every user error ends in exit status 2.
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "formats/format.h"
+
+void cli_die(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("fplab: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(CLI_EXIT_USAGE);
+}
+
+void cli_usage_error(const char *cmd) {
+    fprintf(stderr, "fplab: see 'fplab %s --help'\n", cmd);
+    exit(CLI_EXIT_USAGE);
+}
+
+// --- option values
+
+void cli_parse_format(fmt_t *out, const char *arg, const char *opt) {
+    int st = fmt_from_name(out, arg);
+    CLI_CHECK(st == FMT_OK,
+              "%s '%s': %s; expected a format of 'fplab finfo' (e.g. e4m3, bf16, fp4) or a custom "
+              "eXmY[:ieee|fn|fnuz|finite|e8m0][:unsigned][:bias=N]",
+              opt, arg, st == FMT_EINVAL ? "not a valid format (check sizes and flags)" : "unknown format");
+}
+
+fmt_round_mode cli_parse_mode(const char *arg) {
+    fmt_round_mode m;
+    CLI_CHECK(fmt_mode_from_name(&m, arg) == FMT_OK,
+              "--round '%s': unknown rounding mode; expected one of rne rna rtz rup rdn rto sr", arg);
+    return m;
+}
+
+fmt_overflow cli_parse_overflow(const char *arg) {
+    fmt_overflow o;
+    CLI_CHECK(fmt_overflow_from_name(&o, arg) == FMT_OK,
+              "--overflow '%s': unknown overflow policy; expected saturate or ieee", arg);
+    return o;
+}
+
+uint64_t cli_parse_u64(const char *arg, const char *opt) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(arg, &end, 0);
+    CLI_CHECK(*arg && *arg != '-' && !*end && errno == 0,
+              "%s '%s': expected a non-negative integer below 2^64", opt, arg);
+    return (uint64_t)v;
+}
+
+long cli_parse_long(const char *arg, const char *opt, long lo, long hi) {
+    char *end;
+    errno = 0;
+    long v = strtol(arg, &end, 0);
+    CLI_CHECK(*arg && !*end && errno == 0 && v >= lo && v <= hi,
+              "%s '%s': expected an integer in %ld..%ld", opt, arg, lo, hi);
+    return v;
+}
+
+double cli_parse_double(const char *arg, const char *what) {
+    char *end;
+    double v = strtod(arg, &end);
+    CLI_CHECK(end != arg && !*end,
+              "%s '%s': expected a real number (e.g. 0.1, -3e-5, 0x1.8p-3, inf, nan)", what, arg);
+    return v;
+}
+
+// --- positionals vs options
+
+static bool is_number(const char *s) {
+    char *end;
+    strtod(s, &end);
+    return end != s && !*end;
+}
+
+// True when token (an option of the form --name, without '=') takes the next token as value.
+static bool takes_value(const char *tok, const struct option *lo) {
+    if (strncmp(tok, "--", 2) || strchr(tok, '=')) return false;
+    size_t len = strlen(tok + 2), hits = 0;
+    int has = no_argument;
+    for (; lo->name; lo++) {
+        if (!strncmp(lo->name, tok + 2, len)) {  // getopt_long accepts unique prefixes too
+            if (strlen(lo->name) == len) return lo->has_arg == required_argument;
+            hits++, has = lo->has_arg;
+        }
+    }
+    return hits == 1 && has == required_argument;
+}
+
+int cli_split_args(int *argc, char **argv, const struct option *longopts, char **pos) {
+    int n = 1, npos = 0;
+    bool opts_done = false;
+    for (int i = 1; i < *argc; i++) {
+        const char *t = argv[i];
+        if (opts_done || t[0] != '-' || !t[1] || is_number(t)) {
+            pos[npos++] = argv[i];
+        } else if (!strcmp(t, "--")) {
+            opts_done = true;
+        } else {
+            argv[n++] = argv[i];
+            if (takes_value(t, longopts) && i + 1 < *argc) argv[n++] = argv[++i];
+        }
+    }
+    argv[n] = NULL;
+    *argc = n;
+    return npos;
+}
+
+// --- codes
+
+void cli_code_hex(char *buf, size_t len, const fmt_t *f, uint64_t c) {
+    snprintf(buf, len, "0x%0*llx", (f->bits + 3) / 4, (unsigned long long)c);
+}
+
+void cli_code_bits(char *buf, size_t len, const fmt_t *f, uint64_t c) {
+    size_t k = 0;
+    for (int b = f->bits - 1; b >= 0 && k + 2 < len; b--) {
+        buf[k++] = (char)('0' + ((c >> b) & 1));
+        bool sign_end = f->is_signed && b == f->bits - 1;
+        bool exp_end = f->mbits > 0 && b == f->mbits;
+        if ((sign_end || exp_end) && b > 0) buf[k++] = '|';
+    }
+    buf[k] = 0;
+}
+
+// --- output tables
+
+static const char *const out_names[] = {"table", "csv", "json", "md"};
+
+cli_out cli_parse_out(const char *arg, unsigned allowed) {
+    char list[64] = "";
+    for (int i = 0; i < 4; i++) {
+        if (!(allowed & (1u << i))) continue;
+        if (!strcmp(arg, out_names[i])) return (cli_out)i;
+        strcat(list, list[0] ? "|" : "");
+        strcat(list, out_names[i]);
+    }
+    cli_die("--format '%s': unknown output format; expected %s", arg, list);
+}
+
+struct cli_cell {
+    char *s;   // text (CLI_STR, CLI_JSON, CLI_INT)
+    double v;  // CLI_NUM
+    bool b;    // CLI_BOOL
+};
+
+static struct cli_cell *next_cell(cli_table *t) {
+    if (t->ncells == t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 64;
+        t->cells = realloc(t->cells, t->cap * sizeof *t->cells);
+        CLI_CHECK_LIB(t->cells ? 0 : 3, "out of memory building the output table");
+    }
+    struct cli_cell *c = &t->cells[t->ncells++];
+    memset(c, 0, sizeof *c);
+    return c;
+}
+
+void cli_table_init(cli_table *t, const cli_col *cols, int ncols) {
+    memset(t, 0, sizeof *t);
+    t->cols = cols, t->ncols = ncols;
+}
+void cli_cell_str(cli_table *t, const char *s) { next_cell(t)->s = strdup(s ? s : ""); }
+void cli_cell_num(cli_table *t, double v) { next_cell(t)->v = v; }
+void cli_cell_bool(cli_table *t, bool v) { next_cell(t)->b = v; }
+void cli_cell_int(cli_table *t, long long v) {
+    char b[24];
+    snprintf(b, sizeof b, "%lld", v);
+    cli_cell_str(t, b);
+}
+void cli_cell_u64(cli_table *t, uint64_t v) {
+    char b[24];
+    snprintf(b, sizeof b, "%llu", (unsigned long long)v);
+    cli_cell_str(t, b);
+}
+
+// The text of a cell as that output format shows it (json strings are quoted by the caller).
+static void cell_text(char *buf, size_t len, const struct cli_cell *c, cli_kind k, cli_out out, bool exact) {
+    switch (k) {
+    case CLI_STR:
+    case CLI_INT:
+    case CLI_JSON: snprintf(buf, len, "%s", c->s); break;
+    case CLI_BOOL:
+        snprintf(buf, len, "%s", (out == CLI_OUT_JSON || out == CLI_OUT_CSV) ? (c->b ? "true" : "false")
+                                                                           : (c->b ? "yes" : "no"));
+        break;
+    case CLI_NUM:
+        if (isnan(c->v)) snprintf(buf, len, "nan");
+        else if (isinf(c->v)) snprintf(buf, len, "%sinf", c->v < 0 ? "-" : "");
+        else snprintf(buf, len, (exact || out == CLI_OUT_JSON || out == CLI_OUT_CSV) ? "%.17g" : "%g", c->v);
+        break;
+    }
+}
+
+static void print_json_string(FILE *fp, const char *s) {
+    fputc('"', fp);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') fputc('\\', fp);
+        fputc(*s, fp);
+    }
+    fputc('"', fp);
+}
+
+static void print_json(const cli_table *t, FILE *fp) {
+    size_t nrows = t->ncells / t->ncols;
+    char buf[128];
+    fputs("[\n", fp);
+    for (size_t r = 0; r < nrows; r++) {
+        fputs("  {", fp);
+        for (int j = 0; j < t->ncols; j++) {
+            const struct cli_cell *c = &t->cells[r * t->ncols + j];
+            cli_kind k = t->cols[j].kind;
+            fprintf(fp, "%s\"%s\": ", j ? ", " : "", t->cols[j].name);
+            if (k == CLI_JSON) fputs(c->s, fp);
+            else if (k == CLI_STR || (k == CLI_NUM && !isfinite(c->v))) {
+                cell_text(buf, sizeof buf, c, k, CLI_OUT_JSON, t->exact);
+                print_json_string(fp, buf);
+            } else {
+                cell_text(buf, sizeof buf, c, k, CLI_OUT_JSON, t->exact);
+                fputs(buf, fp);
+            }
+        }
+        fprintf(fp, "}%s\n", r + 1 < nrows ? "," : "");
+    }
+    fputs("]\n", fp);
+}
+
+void cli_table_print(cli_table *t, cli_out out, FILE *fp) {
+    size_t nrows = t->ncells / t->ncols;
+    char buf[128];
+    if (out == CLI_OUT_JSON) {
+        print_json(t, fp);
+    } else {
+        int width[32] = {0};
+        for (int j = 0; j < t->ncols && j < 32; j++) {
+            width[j] = (int)strlen(t->cols[j].name);
+            for (size_t r = 0; r < nrows; r++) {
+                cell_text(buf, sizeof buf, &t->cells[r * t->ncols + j], t->cols[j].kind, out, t->exact);
+                if ((int)strlen(buf) > width[j]) width[j] = (int)strlen(buf);
+            }
+        }
+        const char *sep = out == CLI_OUT_CSV ? "," : out == CLI_OUT_MD ? " | " : "  ";
+        int last = t->ncols - 1;  // no padding after the last shown column
+        while (last > 0 && t->cols[last].kind == CLI_JSON) last--;
+        for (size_t r = 0; r <= nrows + (out == CLI_OUT_MD); r++) {
+            if (out == CLI_OUT_MD) fputs("| ", fp);
+            bool first = true;
+            for (int j = 0; j < t->ncols; j++) {
+                cli_kind k = t->cols[j].kind;
+                if (k == CLI_JSON) continue;
+                size_t data_r = r - (out == CLI_OUT_MD && r > 0) - 1;  // md: header, rule, rows
+                if (r == 0) snprintf(buf, sizeof buf, "%s", t->cols[j].name);
+                else if (out == CLI_OUT_MD && r == 1) snprintf(buf, sizeof buf, "%s", k == CLI_STR || k == CLI_BOOL ? "---" : "---:");
+                else cell_text(buf, sizeof buf, &t->cells[data_r * t->ncols + j], k, out, t->exact);
+                if (!first) fputs(sep, fp);
+                first = false;
+                if (out == CLI_OUT_TABLE)
+                    fprintf(fp, k == CLI_STR || k == CLI_BOOL ? "%-*s" : "%*s", k != CLI_NUM && k != CLI_INT && j == last ? 0 : width[j], buf);
+                else if (out == CLI_OUT_CSV && strpbrk(buf, ",\"")) print_json_string(fp, buf);
+                else fputs(buf, fp);
+            }
+            fputs(out == CLI_OUT_MD ? " |\n" : "\n", fp);
+        }
+    }
+    for (size_t i = 0; i < t->ncells; i++) free(t->cells[i].s);
+    free(t->cells);
+    t->cells = NULL, t->ncells = t->cap = 0;
+}

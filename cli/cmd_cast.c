@@ -1,0 +1,104 @@
+// cmd_cast.c: `fplab cast VALUE... --to FORMAT [...]`: round each value to a format and show
+// the code, the decoded value and the error (absolute, relative, in ulps of the format).
+// Rounding is fmt_round1 with the options given; codes are fmt_encode1 of the rounded value.
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "formats/codec.h"
+
+static void help(FILE *fp) {
+    fprintf(fp,
+            "usage: fplab cast VALUE... --to FORMAT [--round MODE] [--overflow saturate|ieee]\n"
+            "                 [--flush] [--seed N] [--sr-bits B] [--format table|csv|json]\n\n"
+            "Rounds each VALUE (as strtod reads it: 0.1, -3e-5, 0x1.8p-3, inf, nan) to FORMAT.\n"
+            "columns: input, code (hex), bits (sign|exponent|mantissa), value (the decoded\n"
+            "  result), abs_err = |value - input|, rel_err = abs_err / |input|, err_ulp =\n"
+            "  (value - input) / ulp, signed, with ulp = 2^(max(floor(log2|value|), emin) - mbits)\n"
+            "  taken in the binade of the result.\n\n"
+            "options:\n"
+            "  --to FORMAT     target format (see 'fplab finfo'; custom eXmY accepted); required\n"
+            "  --round MODE    rne (default), rna, rtz, rup, rdn, rto, sr (stochastic)\n"
+            "  --overflow P    ieee (default: inf, or NaN when the format has no inf; rtz/rup/rdn\n"
+            "                  toward +-max as IEEE 754 says) or saturate (always +-max)\n"
+            "  --flush         flush subnormal results to zero\n"
+            "  --seed N        stochastic rounding key; VALUE number i (from 0) draws counter i\n"
+            "  --sr-bits B     random bits per stochastic rounding, 1..32 (default 32)\n"
+            "  --format F      table (default), csv or json\n"
+            "  -h, --help      this text\n");
+}
+
+static const cli_col cols[] = {
+    {"input", CLI_NUM},   {"code", CLI_STR},    {"bits", CLI_STR},    {"value", CLI_NUM},
+    {"abs_err", CLI_NUM}, {"rel_err", CLI_NUM}, {"err_ulp", CLI_NUM},
+};
+
+// The ulp of f in the binade of r (subnormals share the ulp of the smallest normal binade).
+static double ulp_at(const fmt_t *f, double r) {
+    int e = f->emin;
+    if (r != 0 && isfinite(r)) {
+        int er = ilogb(r);
+        if (er > e) e = er;
+    }
+    return ldexp(1.0, e - f->mbits);
+}
+
+int cmd_cast(int argc, char **argv) {
+    static const struct option lo[] = {
+        {"to", required_argument, 0, 't'},    {"round", required_argument, 0, 'r'},
+        {"overflow", required_argument, 0, 'o'}, {"flush", no_argument, 0, 'F'},
+        {"seed", required_argument, 0, 's'},  {"sr-bits", required_argument, 0, 'b'},
+        {"format", required_argument, 0, 'f'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    char *pos[argc + 1];
+    int npos = cli_split_args(&argc, argv, lo, pos);
+    argv[0] = "fplab cast";
+    fmt_round_opts o = {0};
+    fmt_t f;
+    const char *to = NULL;
+    cli_out out = CLI_OUT_TABLE;
+    for (int c; (c = getopt_long(argc, argv, "h", lo, NULL)) != -1;) {
+        switch (c) {
+        case 't': to = optarg; break;
+        case 'r': o.mode = cli_parse_mode(optarg); break;
+        case 'o': o.overflow = cli_parse_overflow(optarg); break;
+        case 'F': o.flush_subnormals = true; break;
+        case 's': o.seed = cli_parse_u64(optarg, "--seed"); break;
+        case 'b': o.sr_bits = (int)cli_parse_long(optarg, "--sr-bits", 1, 32); break;
+        case 'f': out = cli_parse_out(optarg, 0x7); break;
+        case 'h': help(stdout); return 0;
+        default: cli_usage_error("cast");
+        }
+    }
+    CLI_CHECK(to, "cast: --to FORMAT is required (e.g. --to e4m3; see 'fplab cast --help')");
+    CLI_CHECK(npos > 0, "cast: expected at least one VALUE (e.g. fplab cast 0.1 --to %s)", to);
+    cli_parse_format(&f, to, "--to");
+    char msg[256];
+    CLI_CHECK(fmt_validate_round_opts(&f, &o, msg, sizeof msg) == FMT_OK, "cast: %s", msg);
+    if (msg[0]) fprintf(stderr, "fplab cast: %s\n", msg);
+
+    double x[npos];  // parse every value before printing anything
+    for (int i = 0; i < npos; i++) x[i] = cli_parse_double(pos[i], "VALUE");
+    cli_table t;
+    cli_table_init(&t, cols, sizeof cols / sizeof cols[0]);
+    t.exact = true;
+    char buf[96];
+    for (int i = 0; i < npos; i++) {
+        o.offset = (uint64_t)i;
+        double r = fmt_round1(&f, x[i], &o);
+        uint64_t code = fmt_encode1(&f, r);
+        double v = fmt_decode1(&f, code);
+        double err = v == x[i] ? 0 : v - x[i];  // inf -> inf is exact, not inf - inf
+        cli_cell_num(&t, x[i]);
+        cli_code_hex(buf, sizeof buf, &f, code);
+        cli_cell_str(&t, buf);
+        cli_code_bits(buf, sizeof buf, &f, code);
+        cli_cell_str(&t, buf);
+        cli_cell_num(&t, v);
+        cli_cell_num(&t, fabs(err));
+        cli_cell_num(&t, x[i] == 0 ? (err == 0 ? 0 : INFINITY) : fabs(err) / fabs(x[i]));
+        cli_cell_num(&t, isfinite(v) ? err / ulp_at(&f, v) : NAN);
+    }
+    cli_table_print(&t, out, stdout);
+    return 0;
+}

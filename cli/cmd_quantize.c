@@ -1,0 +1,124 @@
+// cmd_quantize.c: `fplab quantize IN.npy OUT.npy --to FORMAT [...]`: quantize-dequantize a
+// float32/float64 tensor with a scaling recipe and write the float32 result.
+// The work is fmt_quantize_f32 (or fmt_round_f64 for float64 input without scaling); OUT is
+// written through npy_write_f32, so it is never half-written and untouched on any error.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "formats/scale.h"
+#include "npy.h"
+
+static void help(FILE *fp) {
+    fprintf(fp,
+            "usage: fplab quantize IN.npy OUT.npy --to FORMAT [--round MODE] [--overflow P]\n"
+            "                      [--scale RECIPE] [--flush] [--seed N] [--sr-bits B] [--stats]\n\n"
+            "Reads IN.npy ('<f4' or '<f8', 1-D or 2-D, C order; 1-D is one row), rounds it to\n"
+            "FORMAT under the scaling RECIPE and writes the dequantized values as float32 OUT.npy\n"
+            "with the shape of IN. OUT is written to a temporary file and renamed: on any error\n"
+            "it is untouched.\n"
+            "float64 input: with --scale none each value is rounded directly from float64\n"
+            "(fmt_round_f64) and the result stored as float32 (exact for formats up to fp32);\n"
+            "with any other recipe the input is first rounded to float32 (nearest-even), which\n"
+            "can double-round.\n\n"
+            "options:\n"
+            "  --to FORMAT     element format (see 'fplab finfo'); required\n"
+            "  --round MODE    rne (default), rna, rtz, rup, rdn, rto, sr\n"
+            "  --overflow P    ieee (default) or saturate\n"
+            "  --scale RECIPE  none (default), tensor, row, col, mx (block:32:e8m0),\n"
+            "                  nvfp4 (block:16:e4m3 + fp32 tensor scale), block:K:SCALEFMT,\n"
+            "                  tile:RxC:SCALEFMT; optional :ocp, :up or :rne scale rounding\n"
+            "  --flush         flush subnormal results to zero\n"
+            "  --seed N        stochastic rounding key (element i, row-major, draws counter i)\n"
+            "  --sr-bits B     random bits per stochastic rounding, 1..32 (default 32)\n"
+            "  --stats         print n, overflow, underflow, subnormal, nan_in, invalid, amax,\n"
+            "                  scales_clipped as 'key: value' lines\n"
+            "  -h, --help      this text\n");
+}
+
+static void print_stats(const fmt_stats *s, uint64_t clipped, double tensor_scale) {
+    printf("n: %llu\noverflow: %llu\nunderflow: %llu\nsubnormal: %llu\nnan_in: %llu\ninvalid: %llu\n",
+           (unsigned long long)s->n, (unsigned long long)s->overflow, (unsigned long long)s->underflow,
+           (unsigned long long)s->subnormal, (unsigned long long)s->nan_in, (unsigned long long)s->invalid);
+    printf("amax: %.17g\nscales_clipped: %llu\ntensor_scale: %.17g\n", s->amax, (unsigned long long)clipped,
+           tensor_scale);
+}
+
+int cmd_quantize(int argc, char **argv) {
+    static const struct option lo[] = {
+        {"to", required_argument, 0, 't'},      {"round", required_argument, 0, 'r'},
+        {"overflow", required_argument, 0, 'o'}, {"scale", required_argument, 0, 'S'},
+        {"flush", no_argument, 0, 'F'},         {"seed", required_argument, 0, 's'},
+        {"sr-bits", required_argument, 0, 'b'}, {"stats", no_argument, 0, 'x'},
+        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+    char *pos[argc + 1];
+    int npos = cli_split_args(&argc, argv, lo, pos);
+    argv[0] = "fplab quantize";
+    fmt_round_opts o = {0};
+    const char *to = NULL, *scale = "none";
+    bool stats_on = false;
+    for (int c; (c = getopt_long(argc, argv, "h", lo, NULL)) != -1;) {
+        switch (c) {
+        case 't': to = optarg; break;
+        case 'r': o.mode = cli_parse_mode(optarg); break;
+        case 'o': o.overflow = cli_parse_overflow(optarg); break;
+        case 'S': scale = optarg; break;
+        case 'F': o.flush_subnormals = true; break;
+        case 's': o.seed = cli_parse_u64(optarg, "--seed"); break;
+        case 'b': o.sr_bits = (int)cli_parse_long(optarg, "--sr-bits", 1, 32); break;
+        case 'x': stats_on = true; break;
+        case 'h': help(stdout); return 0;
+        default: cli_usage_error("quantize");
+        }
+    }
+    CLI_CHECK(npos == 2, "quantize: expected IN.npy and OUT.npy, got %d arguments (see 'fplab quantize --help')", npos);
+    CLI_CHECK(to, "quantize: --to FORMAT is required (e.g. --to e4m3)");
+    const char *in_path = pos[0], *out_path = pos[1];
+    fmt_t f;
+    cli_parse_format(&f, to, "--to");
+    fmt_scaling sc;
+    char msg[512];
+    int st = fmt_scaling_from_name(&sc, scale, msg, sizeof msg);
+    if (st != FMT_OK && msg[0]) cli_die("--scale: %s", msg);  // the library's message names the spec
+    CLI_CHECK(st == FMT_OK, "--scale '%s': unknown recipe; expected none|tensor|row|col|mx|nvfp4|block:K:SCALEFMT|"
+                            "tile:RxC:SCALEFMT", scale);
+    CLI_CHECK(fmt_embeds_in_f32(&f) && f.max <= 3.4028234663852886e38,
+              "--to '%s': OUT is float32, so the element format must fit in float32 (fp32 or narrower)", to);
+    CLI_CHECK(fmt_validate_round_opts(&f, &o, msg, sizeof msg) == FMT_OK, "quantize: %s", msg);
+    if (msg[0]) fprintf(stderr, "fplab quantize: %s\n", msg);
+
+    npy_array a;
+    CLI_CHECK(npy_read(in_path, &a, msg, sizeof msg) == NPY_OK, "%s", msg);
+    // A 1-D array is one row, so 1-D blocks (mx, nvfp4) run along it.
+    size_t rows = a.ndim == 1 ? 1 : a.shape[0], cols = a.ndim == 1 ? a.shape[0] : a.shape[1];
+    char sname[96];
+    fmt_scaling_name(&sc, sname, sizeof sname);
+    fprintf(stderr, "fplab quantize: %s (%s, %zu x %zu) -> %s to=%s round=%s overflow=%s scale=%s%s seed=%llu\n",
+            in_path, a.dtype == NPY_F4 ? "float32" : "float64", rows, cols, out_path, f.name, fmt_mode_name(o.mode),
+            fmt_overflow_name(o.overflow), sname, o.flush_subnormals ? " flush" : "", (unsigned long long)o.seed);
+
+    float *y = malloc(a.n ? a.n * sizeof(float) : 1);
+    CLI_CHECK_LIB(y ? FMT_OK : FMT_ENOMEM, "the tensor does not fit in memory");
+    fmt_stats s = {0};
+    fmt_quant_info info = {.tensor_scale = 1};
+    if (a.dtype == NPY_F8 && sc.none) {
+        st = fmt_round_f64(&f, a.f8, a.n, &o, &s);
+        for (size_t i = 0; i < a.n; i++) y[i] = (float)a.f8[i];
+    } else {
+        if (a.dtype == NPY_F8)
+            for (size_t i = 0; i < a.n; i++) y[i] = (float)a.f8[i];
+        else
+            memcpy(y, a.f4, a.n * sizeof(float));
+        st = fmt_quantize_f32(&f, &sc, y, y, rows, cols, &o, &s, &info);
+    }
+    npy_free(&a);
+    CLI_CHECK(st == FMT_OK, "quantize: scale '%s' with element format %s refused the %zu x %zu tensor of %s (%s); "
+              "expected a recipe whose scale format and tile fit this shape", sname, f.name, rows, cols, in_path,
+              fmt_strerror(st));
+    st = npy_write_f32(out_path, y, a.ndim, a.shape, msg, sizeof msg);
+    free(y);
+    CLI_CHECK(st == NPY_OK, "%s", msg);
+    if (stats_on) print_stats(&s, info.scales_clipped, info.tensor_scale);
+    return 0;
+}

@@ -1,0 +1,45 @@
+// main.c: the `fplab` command's entry point: top-level help and dispatch to a subcommand.
+// Each subcommand lives in its own cmd_*.c and parses its own options.
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} commands[] = {
+    {"finfo", cmd_finfo, "properties of formats (max, min, eps, ...) as table, csv, json or md"},
+    {"values", cmd_values, "every code of a format of 8 bits or fewer with its value and class"},
+    {"cast", cmd_cast, "round numbers to a format: code, value and error"},
+    {"quantize", cmd_quantize, "quantize a float32/float64 .npy with a scaling recipe"},
+};
+enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
+
+static void usage(FILE *fp) {
+    fprintf(fp, "usage: fplab SUBCOMMAND [--option value ...]\n"
+                "       fplab SUBCOMMAND --help\n\n"
+                "fplab emulates floating-point formats (fp64 down to fp4, OCP MX, custom eXmY).\n\n"
+                "subcommands:\n");
+    for (int i = 0; i < NCOMMANDS; i++) fprintf(fp, "  %-9s %s\n", commands[i].name, commands[i].summary);
+    fprintf(fp, "\nexit status: 0 success, 2 bad input (unknown option, format, mode, malformed file),\n"
+                "1 internal failure.\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    for (int i = 0; i < NCOMMANDS; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "fplab: unknown subcommand '%s'; expected one of", argv[1]);
+    for (int i = 0; i < NCOMMANDS; i++) fprintf(stderr, " %s", commands[i].name);
+    fprintf(stderr, " (see 'fplab --help')\n");
+    return CLI_EXIT_USAGE;
+}

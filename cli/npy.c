@@ -1,0 +1,241 @@
+// npy.c: the .npy reader (versions 1.0/2.0/3.0, '<f4'/'<f8', 1-D or 2-D, C order) and the
+// float32 writer with the temporary-file + fsync + rename protocol. See npy.h for decisions.
+// Constraints: never exits, never leaves a partial output file; messages name the file.
+#include "npy.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "npy.c reads and writes little-endian data in place: little-endian hosts only"
+#endif
+
+static const char magic[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
+enum { MAX_HEADER = 1 << 20 };  // NumPy itself refuses headers over 10000 bytes by default
+
+static int fail(char *msg, size_t len, const char *path, const char *fmt, ...) {
+    if (msg && len) {
+        int k = snprintf(msg, len, "%s: ", path);
+        va_list ap;
+        va_start(ap, fmt);
+        if (k >= 0 && (size_t)k < len) vsnprintf(msg + k, len - (size_t)k, fmt, ap);
+        va_end(ap);
+    }
+    return NPY_ERR;
+}
+
+// --- header dict: {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
+
+typedef struct {
+    const char *p, *end;
+} cursor;
+
+static void skip_ws(cursor *c) {
+    while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r')) c->p++;
+}
+static bool eat(cursor *c, char ch) {
+    skip_ws(c);
+    if (c->p < c->end && *c->p == ch) return c->p++, true;
+    return false;
+}
+// A Python string literal in ' or " quotes (no escapes: the keys and dtypes never need them).
+static bool parse_str(cursor *c, char *out, size_t cap) {
+    skip_ws(c);
+    if (c->p >= c->end || (*c->p != '\'' && *c->p != '"')) return false;
+    char q = *c->p++;
+    size_t k = 0;
+    while (c->p < c->end && *c->p != q) {
+        if (k + 1 < cap) out[k++] = *c->p;
+        c->p++;
+    }
+    out[k] = 0;
+    return c->p < c->end && c->p++;
+}
+static bool parse_bool(cursor *c, bool *out) {
+    skip_ws(c);
+    size_t left = (size_t)(c->end - c->p);
+    if (left >= 4 && !memcmp(c->p, "True", 4)) return c->p += 4, *out = true, true;
+    if (left >= 5 && !memcmp(c->p, "False", 5)) return c->p += 5, *out = false, true;
+    return false;
+}
+// (), (5,), (2, 3), (2,3,): dims counted up to 8, the first two kept.
+static bool parse_shape(cursor *c, size_t *shape, int *ndim) {
+    if (!eat(c, '(')) return false;
+    *ndim = 0;
+    for (;;) {
+        if (eat(c, ')')) return true;
+        skip_ws(c);
+        if (c->p >= c->end || *c->p < '0' || *c->p > '9') return false;
+        uint64_t v = 0;
+        while (c->p < c->end && *c->p >= '0' && *c->p <= '9') {
+            if (v > (UINT64_MAX - 9) / 10) return false;
+            v = v * 10 + (uint64_t)(*c->p++ - '0');
+        }
+        if (c->p < c->end && *c->p == 'L') c->p++;  // Python 2 longs
+        if (*ndim < 2) shape[*ndim] = (size_t)v;
+        if (++*ndim > 8) return false;
+        if (!eat(c, ',')) return eat(c, ')');
+    }
+}
+
+static int parse_header(const char *path, const char *h, size_t hlen, npy_array *a, char *msg, size_t len) {
+    cursor c = {h, h + hlen};
+    bool got_descr = false, got_order = false, got_shape = false, fortran = false;
+    char descr[32] = "";
+    if (!eat(&c, '{')) return fail(msg, len, path, "header is not a Python dict (expected '{')");
+    for (;;) {
+        if (eat(&c, '}')) break;
+        char key[32];
+        if (!parse_str(&c, key, sizeof key) || !eat(&c, ':'))
+            return fail(msg, len, path, "malformed header dict near offset %d (expected 'key': value)", (int)(c.p - h));
+        bool ok;
+        if (!strcmp(key, "descr") && !got_descr) ok = got_descr = parse_str(&c, descr, sizeof descr);
+        else if (!strcmp(key, "fortran_order") && !got_order) ok = got_order = parse_bool(&c, &fortran);
+        else if (!strcmp(key, "shape") && !got_shape) ok = got_shape = parse_shape(&c, a->shape, &a->ndim);
+        else return fail(msg, len, path, "unexpected or repeated header key '%s' (expected descr, fortran_order, shape)", key);
+        if (!ok) return fail(msg, len, path, "malformed value of header key '%s'", key);
+        if (!eat(&c, ',')) {
+            if (eat(&c, '}')) break;
+            return fail(msg, len, path, "malformed header dict near offset %d (expected ',' or '}')", (int)(c.p - h));
+        }
+    }
+    if (!got_descr || !got_order || !got_shape)
+        return fail(msg, len, path, "header lacks key '%s'", !got_descr ? "descr" : !got_order ? "fortran_order" : "shape");
+    if (descr[0] == '>')
+        return fail(msg, len, path, "dtype '%s' is big-endian; expected '<f4' or '<f8' (convert with .astype('<f4'))", descr);
+    if ((descr[0] == '<' || descr[0] == '=') && !strcmp(descr + 1, "f4")) a->dtype = NPY_F4;
+    else if ((descr[0] == '<' || descr[0] == '=') && !strcmp(descr + 1, "f8")) a->dtype = NPY_F8;
+    else return fail(msg, len, path, "dtype '%s' is not supported; expected '<f4' (float32) or '<f8' (float64)", descr);
+    if (fortran) return fail(msg, len, path, "fortran_order is True; expected a C-order array (np.ascontiguousarray)");
+    if (a->ndim < 1 || a->ndim > 2)
+        return fail(msg, len, path, "array is %d-D; expected 1-D or 2-D", a->ndim);
+    if (a->ndim == 1) a->shape[1] = 1;
+    if (a->shape[1] && a->shape[0] > SIZE_MAX / 8 / a->shape[1])
+        return fail(msg, len, path, "shape %zu x %zu is too large", a->shape[0], a->shape[1]);
+    a->n = a->shape[0] * a->shape[1];
+    return NPY_OK;
+}
+
+// --- reading
+
+static uint32_t le32(const unsigned char *b) {
+    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+static int read_open(FILE *fp, const char *path, npy_array *a, char *msg, size_t len) {
+    unsigned char pre[12];
+    if (fread(pre, 1, 8, fp) != 8 || memcmp(pre, magic, 6))
+        return fail(msg, len, path, "not a .npy file (expected the magic \\x93NUMPY at the start)");
+    int major = pre[6], minor = pre[7];
+    if (!(minor == 0 && major >= 1 && major <= 3))
+        return fail(msg, len, path, ".npy version %d.%d is not supported; expected 1.0, 2.0 or 3.0", major, minor);
+    size_t lbytes = major == 1 ? 2 : 4;
+    if (fread(pre + 8, 1, lbytes, fp) != lbytes) return fail(msg, len, path, "file ends inside the header length");
+    size_t hlen = major == 1 ? (size_t)(pre[8] | pre[9] << 8) : le32(pre + 8);
+    if (hlen > MAX_HEADER) return fail(msg, len, path, "header length %zu is implausible (over %d bytes)", hlen, MAX_HEADER);
+    char *h = malloc(hlen + 1);
+    if (!h) return fail(msg, len, path, "out of memory");
+    int st = NPY_OK;
+    if (fread(h, 1, hlen, fp) != hlen) st = fail(msg, len, path, "file is shorter than its header length (%zu bytes)", hlen);
+    else st = parse_header(path, h, hlen, a, msg, len);
+    free(h);
+    if (st) return st;
+    size_t item = a->dtype == NPY_F4 ? 4 : 8;
+    a->data = malloc(a->n ? a->n * item : 1);
+    if (!a->data) return fail(msg, len, path, "out of memory for %zu elements", a->n);
+    size_t got = fread(a->data, item, a->n, fp);
+    if (got != a->n)
+        return fail(msg, len, path, "file is shorter than its header says: %zu elements of %zu bytes expected, %zu found",
+                    a->n, item, got);
+    return NPY_OK;
+}
+
+int npy_read(const char *path, npy_array *out, char *msg, size_t msglen) {
+    memset(out, 0, sizeof *out);
+    if (msg && msglen) msg[0] = 0;
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return fail(msg, msglen, path, "cannot open for reading: %s", strerror(errno));
+    int st = read_open(fp, path, out, msg, msglen);
+    fclose(fp);
+    if (st) npy_free(out);
+    return st;
+}
+
+void npy_free(npy_array *a) {
+    free(a->data);
+    a->data = NULL;
+}
+
+// --- writing
+
+static bool write_all(int fd, const void *buf, size_t n) {
+    const char *p = buf;
+    while (n) {
+        ssize_t k = write(fd, p, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return false;
+        p += k, n -= (size_t)k;
+    }
+    return true;
+}
+
+int npy_write_f32(const char *path, const float *data, int ndim, const size_t *shape, char *msg, size_t msglen) {
+    if (msg && msglen) msg[0] = 0;
+    if (ndim < 1 || ndim > 2) return fail(msg, msglen, path, "cannot write a %d-D array; expected 1-D or 2-D", ndim);
+    char dict[128];
+    int dl = ndim == 1 ? snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (%zu,), }", shape[0])
+                       : snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (%zu, %zu), }",
+                                  shape[0], shape[1]);
+    // Header: magic, version 1.0, 2-byte length, dict padded with spaces and ended by '\n' so
+    // that the data starts at a multiple of 64 bytes (what NumPy writes).
+    size_t total = ((10 + (size_t)dl + 1) + 63) / 64 * 64, hlen = total - 10;
+    unsigned char head[256];
+    memcpy(head, magic, 6);
+    head[6] = 1, head[7] = 0, head[8] = (unsigned char)(hlen & 0xff), head[9] = (unsigned char)(hlen >> 8);
+    memset(head + 10, ' ', hlen);
+    memcpy(head + 10, dict, (size_t)dl);
+    head[total - 1] = '\n';
+    size_t n = ndim == 1 ? shape[0] : shape[0] * shape[1];
+
+    size_t plen = strlen(path);
+    char *tmp = malloc(plen + 16);
+    if (!tmp) return fail(msg, msglen, path, "out of memory");
+    snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        int e = errno;
+        free(tmp);
+        return fail(msg, msglen, path, "cannot create a temporary file next to it: %s", strerror(e));
+    }
+    const char *what = NULL;
+    if (fchmod(fd, 0644)) what = "chmod";
+    else if (!write_all(fd, head, total) || !write_all(fd, data, n * sizeof(float))) what = "write";
+    else if (fsync(fd)) what = "fsync";
+    int e = errno;
+    if (close(fd) && !what) what = "close", e = errno;
+    if (!what && rename(tmp, path)) what = "rename", e = errno;
+    if (what) {
+        unlink(tmp);
+        free(tmp);
+        return fail(msg, msglen, path, "%s failed: %s (the file is untouched)", what, strerror(e));
+    }
+    free(tmp);
+    // Make the rename itself durable; a failure here cannot undo the (complete) file.
+    char *dir = strdup(path);
+    if (dir) {
+        char *slash = strrchr(dir, '/');
+        const char *d = slash ? (slash == dir ? "/" : (*slash = 0, dir)) : ".";
+        int dfd = open(d, O_RDONLY | O_DIRECTORY);
+        if (dfd >= 0) fsync(dfd), close(dfd);
+        free(dir);
+    }
+    return NPY_OK;
+}

@@ -1,0 +1,39 @@
+// npy.h: read float32/float64 NumPy .npy files (1-D or 2-D, C order) and write float32 ones.
+// Constraints: never exits; every failure returns NPY_ERR with a one-line message naming the
+// file and what was expected. Little-endian hosts only (checked at compile time).
+// Decisions: versions 1.0, 2.0 and 3.0 are read (3.0 differs only in allowing UTF-8 in the
+// header, which the parser does not need); big-endian dtypes ('>f4', '>f8') are rejected, not
+// byte-swapped; data after the last element is ignored, as NumPy does.
+#ifndef FPLAB_NPY_H
+#define FPLAB_NPY_H
+
+#include <stddef.h>
+
+enum { NPY_OK = 0, NPY_ERR = 1 };
+
+typedef enum { NPY_F4, NPY_F8 } npy_dtype;
+
+typedef struct {
+    npy_dtype dtype;
+    int ndim;          // 1 or 2
+    size_t shape[2];   // shape[1] is 1 when ndim == 1
+    size_t n;          // shape[0] * shape[1] (ndim 1: shape[0])
+    union {
+        void *data;    // malloc'd, n elements, C order; free with npy_free
+        float *f4;     // dtype NPY_F4
+        double *f8;    // dtype NPY_F8
+    };
+} npy_array;
+
+// Reads path into out (overwritten). On error out->data is NULL and msg says what is wrong.
+int npy_read(const char *path, npy_array *out, char *msg, size_t msglen);
+void npy_free(npy_array *a);
+
+// Writes data (n = product of shape, C order) as a version 1.0 '<f4' .npy. The bytes go to a
+// temporary file in the same directory, are fsync'ed, then renamed over path: path is either
+// the old file or the complete new one, never half-written; on error the temporary file is
+// removed and path is untouched. The new file has mode 0644. ndim is 1 or 2.
+int npy_write_f32(const char *path, const float *data, int ndim, const size_t *shape, char *msg,
+                  size_t msglen);
+
+#endif

@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# cli_test.sh: end-to-end checks of the fplab command: every subcommand's output on known
+# cases, exit status 2 on bad input, and OUT.npy untouched when quantize fails.
+# Usage: bash tests/cli_test.sh build/fplab. Prints "N passed, M failed" last; exits 1 on a failure.
+# Needs only bash and coreutils; checks that need numpy run when python3 can import it.
+set -u
+F=${1:?usage: cli_test.sh path/to/fplab}
+[[ $F == */* ]] || F=./$F
+T=$(mktemp -d /tmp/fplab_cli_XXXXXX)
+trap 'rm -rf "$T"' EXIT
+pass=0 fail=0
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $1"; [[ -n ${2:-} ]] && printf '  %s\n' "$2" | head -20; }
+
+# expect_rc NAME CODE CMD...: CMD exits with CODE.
+expect_rc() {
+    local name=$1 code=$2; shift 2
+    local out; out=$("$@" 2>&1); local rc=$?
+    [[ $rc == "$code" ]] && ok || bad "$name: exit $rc, expected $code" "$out"
+}
+# expect_has NAME TEXT CMD...: CMD exits 0 and its stdout+stderr contain TEXT (fixed string).
+expect_has() {
+    local name=$1 text=$2; shift 2
+    local out; out=$("$@" 2>&1); local rc=$?
+    [[ $rc == 0 && $out == *"$text"* ]] && ok || bad "$name: exit $rc, output lacks '$text'" "$out"
+}
+# expect_err NAME TEXT CMD...: CMD exits 2 and says TEXT.
+expect_err() {
+    local name=$1 text=$2; shift 2
+    local out; out=$("$@" 2>&1); local rc=$?
+    [[ $rc == 2 && $out == *"$text"* ]] && ok || bad "$name: exit $rc (expected 2), output lacks '$text'" "$out"
+}
+# expect_eq NAME EXPECTED ACTUAL
+expect_eq() { [[ $2 == "$3" ]] && ok || bad "$1: got '$3', expected '$2'"; }
+# csv_field CSV_LINE N: the Nth comma-separated field.
+csv_field() { cut -d, -f"$2" <<<"$1"; }
+
+# --- help and dispatch
+expect_has "top --help" "subcommands:" "$F" --help
+expect_has "top -h" "quantize" "$F" -h
+for c in finfo values cast quantize; do
+    expect_has "$c --help" "usage: fplab $c" "$F" "$c" --help
+    expect_has "$c -h" "usage: fplab $c" "$F" "$c" -h
+done
+expect_err "no subcommand" "usage" "$F"
+expect_err "unknown subcommand" "unknown subcommand 'frobnicate'" "$F" frobnicate
+expect_err "unknown option" "unrecognized option" "$F" finfo --bogus
+
+# --- finfo
+expect_has "finfo e4m3 json max" '"max": 448,' "$F" finfo e4m3 --format json
+expect_has "finfo e4m3 json nan list" '"nan_code_list": ["0x7f", "0xff"]' "$F" finfo e4m3 --format json
+expect_has "finfo e5m2 json inf" '"has_inf": true' "$F" finfo e5m2 --format json
+expect_has "finfo e2m1 json" '"smallest_subnormal": 0.5,' "$F" finfo fp4 --format json
+expect_has "finfo bf16 exact max" '"max": 3.3895313892515355e+38' "$F" finfo bfloat16 --format json
+expect_has "finfo custom e5m7" '"finite_values": 7935' "$F" finfo e5m7 --format json
+expect_eq "finfo alias == name" "$("$F" finfo e4m3 --format csv)" "$("$F" finfo float8_e4m3fn --format csv)"
+out=$("$F" finfo --format csv)
+expect_eq "finfo csv header" "name,bits,exponent_bits,mantissa_bits,bias,max,min,smallest_normal,smallest_subnormal,eps,resolution,finite_values,has_inf,nan_codes" "$(head -1 <<<"$out")"
+expect_eq "finfo csv fp16 row" "fp16,16,5,10,15,65504,-65504,6.103515625e-05,5.9604644775390625e-08,0.0009765625,0.001,63487,true,2046" "$(grep '^fp16,' <<<"$out")"
+rows_csv=$(($(wc -l <<<"$out") - 1)) rows_table=$(($("$F" finfo | wc -l) - 1))
+expect_eq "finfo table and csv list the same formats" "$rows_csv" "$rows_table"
+out=$("$F" finfo e4m3 e2m1 --format md)
+expect_eq "finfo md header" "| name | bits |" "$(head -1 <<<"$out" | cut -c1-15)"
+expect_eq "finfo md rule" "| --- | ---: |" "$(sed -n 2p <<<"$out" | cut -c1-14)"
+expect_eq "finfo md rows" 4 "$(wc -l <<<"$out")"
+expect_err "finfo unknown format" "'nosuchfmt'" "$F" finfo nosuchfmt
+expect_err "finfo bad --format" "expected table|csv|json|md" "$F" finfo --format xml
+
+# --- values
+out=$("$F" values e2m1 --format csv)
+expect_eq "values e2m1: 16 codes" 16 "$(tail -n +2 <<<"$out" | wc -l)"
+expect_eq "values e2m1 first" "0x0,0|00|0,0,zero" "$(sed -n 2p <<<"$out")"
+expect_eq "values e2m1 subnormal" "0x1,0|00|1,0.5,subnormal" "$(sed -n 3p <<<"$out")"
+expect_eq "values e2m1 last" "0xf,1|11|1,-6,normal" "$(tail -1 <<<"$out")"
+expect_eq "values e2m1 table: header + 16" 17 "$("$F" values e2m1 | wc -l)"
+out=$("$F" values e4m3 --format csv)
+expect_eq "values e4m3: 256 codes" 256 "$(tail -n +2 <<<"$out" | wc -l)"
+expect_eq "values e4m3 max" "0x7e,0|1111|110,448,normal" "$(grep '^0x7e,' <<<"$out")"
+expect_eq "values e4m3 nan" "0x7f,0|1111|111,nan,nan" "$(grep '^0x7f,' <<<"$out")"
+expect_eq "values e5m2 inf" "0x7c,0|11111|00,inf,inf" "$("$F" values e5m2 --format csv | grep '^0x7c,')"
+expect_eq "values e8m0 (unsigned, no mantissa)" "0x7f,01111111,1,normal" "$("$F" values e8m0 --format csv | grep '^0x7f,')"
+expect_has "values json" '{"code": "0xff", "bits": "1|1111|111", "value": "nan", "class": "nan"}' "$F" values e4m3 --format json
+expect_err "values bf16 too wide" "expected 8 bits or fewer" "$F" values bf16
+expect_err "values no format" "expected exactly one FORMAT" "$F" values
+expect_err "values md not offered" "expected table|csv|json" "$F" values e2m1 --format md
+
+# --- cast
+cast_value() { local l; l=$("$F" cast "$@" --format csv | tail -1); csv_field "$l" 4; }
+expect_eq "cast 464 -> e4m3" 448 "$(cast_value 464 --to e4m3)"
+expect_eq "cast 500 -> e4m3 ieee" nan "$(cast_value 500 --to e4m3)"
+expect_eq "cast 500 -> e4m3 saturate" 448 "$(cast_value 500 --to e4m3 --overflow saturate)"
+expect_eq "cast 500 -> e4m3 rtz" 448 "$(cast_value 500 --to e4m3 --round rtz)"
+expect_eq "cast 1e6 -> e5m2 ieee" inf "$(cast_value 1e6 --to e5m2)"
+expect_eq "cast negative positional" -0.5 "$(cast_value -0.3 --to e2m1)"
+expect_eq "cast hex float" 0.1875 "$(cast_value 0x1.8p-3 --to e5m2)"
+expect_eq "cast -inf" -inf "$(cast_value -inf --to fp16)"
+expect_eq "cast 0.1 -> bf16 rtz" 0.099609375 "$(cast_value 0.1 --to bf16 --round rtz)"
+expect_eq "cast flush" 0 "$(cast_value 0.002 --to e4m3 --flush)"
+expect_eq "cast 464 row" "464,0x7e,0|1111|110,448,16,0.034482758620689655,-0.5" "$("$F" cast 464 --to e4m3 --format csv | tail -1)"
+expect_eq "cast 2.5 rne ties to even" "2.5,0x4,0|10|0,2,0.5,0.20000000000000001,-0.5" "$("$F" cast 2.5 --to e2m1 --format csv | tail -1)"
+expect_eq "cast 2.5 rna" 3 "$(cast_value 2.5 --to e2m1 --round rna)"
+expect_eq "cast keeps argument order" "1 -0.5 6" "$("$F" cast 1 -0.3 7 --to e2m1 --format csv | tail -n +2 | cut -d, -f4 | tr '\n' ' ' | sed 's/ $//')"
+sr1=$("$F" cast 0.3 0.3 0.3 0.3 0.3 0.3 0.3 0.3 --to e2m1 --round sr --seed 7 --format csv)
+sr2=$("$F" cast 0.3 0.3 0.3 0.3 0.3 0.3 0.3 0.3 --to e2m1 --round sr --seed 7 --format csv)
+expect_eq "cast sr reproducible" "$sr1" "$sr2"
+expect_eq "cast sr gives neighbours only" "" "$(tail -n +2 <<<"$sr1" | cut -d, -f4 | grep -vx -e 0 -e 0.5)"
+expect_has "cast sr-bits warning" "warning" "$F" cast 0.3 --to e4m3 --round sr --sr-bits 2
+expect_has "cast json" '"value": 448' "$F" cast 464 --to e4m3 --format json
+expect_err "cast trailing garbage" "'1.5x'" "$F" cast 1.5x --to e4m3
+expect_err "cast empty value" "expected a real number" "$F" cast "" --to e4m3
+expect_err "cast unknown format" "--to 'e4m9x'" "$F" cast 1 --to e4m9x
+expect_err "cast unknown mode" "--round 'nearest'" "$F" cast 1 --to e4m3 --round nearest
+expect_err "cast unknown overflow" "--overflow 'clip'" "$F" cast 1 --to e4m3 --overflow clip
+expect_err "cast bad sr-bits" "--sr-bits '0'" "$F" cast 1 --to e4m3 --sr-bits 0
+expect_err "cast bad seed" "--seed '-1'" "$F" cast 1 --to e4m3 --seed -1
+expect_err "cast without --to" "--to FORMAT is required" "$F" cast 1
+expect_err "cast without values" "expected at least one VALUE" "$F" cast --to e4m3
+
+# --- quantize, with a .npy written by printf: '<f4', shape (4,), 1 464 500 0.1f
+# npy_f4 FILE DICT HEXBYTES: a version 1.0 file whose data starts at byte 128 (header 118 bytes).
+npy_f4() {
+    local dict=$2 pad=$((128 - 10 - ${#2} - 1))
+    { printf '\x93NUMPY\x01\x00\x76\x00'; printf '%s%*s\n' "$dict" "$pad" ""; printf "$3"; } >"$1"
+}
+d4="{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }"
+npy_f4 "$T/in.npy" "$d4" '\x00\x00\x80\x3f\x00\x00\xe8\x43\x00\x00\xfa\x43\xcd\xcc\xcc\x3d'
+words() { od -An -tx4 -j128 -v "$1" | tr -s ' \n' ' ' | sed 's/^ //; s/ $//'; }
+expect_eq "printf npy is well formed" "3f800000 43e80000 43fa0000 3dcccccd" "$(words "$T/in.npy")"
+expect_rc "quantize e4m3 saturate" 0 "$F" quantize "$T/in.npy" "$T/out.npy" --to e4m3 --overflow saturate
+expect_eq "quantize e4m3 values" "3f800000 43e00000 43e00000 3dd00000" "$(words "$T/out.npy")"
+expect_eq "quantize writes NumPy's header" "$(head -c 128 "$T/in.npy" | od -An -tx1)" "$(head -c 128 "$T/out.npy" | od -An -tx1)"
+expect_rc "quantize fp32 is a copy" 0 "$F" quantize "$T/in.npy" "$T/same.npy" --to fp32
+expect_eq "quantize fp32 is a copy (data)" "$(words "$T/in.npy")" "$(words "$T/same.npy")"
+out=$("$F" quantize "$T/in.npy" "$T/out2.npy" --to e4m3 --stats 2>"$T/err")
+expect_eq "quantize --stats n" "n: 4" "$(grep '^n:' <<<"$out")"
+expect_eq "quantize --stats overflow" "overflow: 1" "$(grep '^overflow:' <<<"$out")"
+expect_eq "quantize --stats amax" "amax: 500" "$(grep '^amax:' <<<"$out")"
+expect_eq "quantize --stats scales" "scales_clipped: 0" "$(grep '^scales_clipped:' <<<"$out")"
+expect_has "quantize prints its configuration" "to=e4m3 round=rne overflow=ieee scale=" cat "$T/err"
+expect_eq "quantize ieee overflow -> nan" "3f800000 43e00000 7fc00000 3dd00000" "$(words "$T/out2.npy" | sed 's/ffc00000/7fc00000/')"
+expect_rc "quantize --scale mx" 0 "$F" quantize "$T/in.npy" "$T/mx.npy" --to e4m3 --scale mx
+expect_rc "quantize --scale tensor" 0 "$F" quantize "$T/in.npy" "$T/ts.npy" --to e2m1 --scale tensor --round sr --seed 1
+
+# Bad inputs: exit 2, OUT keeps its bytes, no temporary file left.
+cp "$T/out.npy" "$T/keep.npy"
+bad_npy() {  # bad_npy NAME TEXT FILE-MAKER-ARGS...: quantize from that file must fail cleanly
+    local name=$1 text=$2
+    expect_err "quantize $name" "$text" "$F" quantize "$T/bad.npy" "$T/out.npy" --to e4m3
+    expect_rc "quantize $name: OUT untouched" 0 cmp "$T/out.npy" "$T/keep.npy"
+}
+printf 'PK\x03\x04 not numpy at all, a zip maybe' >"$T/bad.npy"; bad_npy "bad magic" "magic"
+npy_f4 "$T/bad.npy" "$d4" '\x00\x00\x80\x3f'; bad_npy "truncated data" "shorter than its header says"
+npy_f4 "$T/bad.npy" "{'descr': '<i4', 'fortran_order': False, 'shape': (4,), }" '\x00\x00\x00\x00'; bad_npy "int dtype" "'<i4'"
+npy_f4 "$T/bad.npy" "{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,4), }" ''; bad_npy "3-D" "3-D"
+npy_f4 "$T/bad.npy" "{'descr': '<f4', 'fortran_order': True, 'shape': (2,2), }" ''; bad_npy "fortran order" "fortran_order"
+{ printf '\x93NUMPY\x05\x00\x36\x00'; } >"$T/bad.npy"; bad_npy "version 5.0" "version 5.0"
+expect_err "quantize missing input" "cannot open" "$F" quantize "$T/nope.npy" "$T/out.npy" --to e4m3
+expect_err "quantize unknown recipe" "'blocky'" "$F" quantize "$T/in.npy" "$T/out.npy" --to e4m3 --scale blocky
+expect_err "quantize unknown format" "--to 'e4m3x'" "$F" quantize "$T/in.npy" "$T/out.npy" --to e4m3x
+expect_err "quantize unknown mode" "--round 'up'" "$F" quantize "$T/in.npy" "$T/out.npy" --to e4m3 --round up
+expect_err "quantize one path" "expected IN.npy and OUT.npy" "$F" quantize "$T/in.npy" --to e4m3
+expect_err "quantize unwritable OUT" "nodir/o.npy" "$F" quantize "$T/in.npy" "$T/nodir/o.npy" --to e4m3
+expect_rc "quantize failures: OUT untouched" 0 cmp "$T/out.npy" "$T/keep.npy"
+expect_eq "quantize failures: no temporary files" "" "$(ls "$T" | grep '\.tmp\.')"
+
+# --- numpy round trips, when numpy is there
+if python3 -c 'import numpy' 2>/dev/null; then
+    python3 - "$T" <<'EOF'
+import sys, numpy as np
+t = sys.argv[1]
+rng = np.random.default_rng(1)
+np.save(f"{t}/x64.npy", rng.standard_normal((3, 40)) * 100)
+np.save(f"{t}/x32.npy", (rng.standard_normal(50) * 100).astype(np.float32))
+EOF
+    expect_rc "numpy: quantize f8 to fp32" 0 "$F" quantize "$T/x64.npy" "$T/y64.npy" --to fp32
+    expect_rc "numpy: f8 -> fp32 equals astype(float32)" 0 python3 -c "
+import numpy as np, sys
+x = np.load('$T/x64.npy'); y = np.load('$T/y64.npy')
+sys.exit(not (y.dtype == np.float32 and y.shape == x.shape and np.array_equal(y, x.astype(np.float32))))"
+    expect_rc "numpy: quantize 1-D to e4m3" 0 "$F" quantize "$T/x32.npy" "$T/y32.npy" --to e4m3 --overflow saturate
+    "$F" values e4m3 --format csv | tail -n +2 | cut -d, -f3 >"$T/e4m3_values"
+    expect_rc "numpy: every result is an e4m3 value, nearest" 0 python3 -c "
+import numpy as np, sys
+x = np.load('$T/x32.npy'); y = np.load('$T/y32.npy')
+v = np.array([float(s) for s in open('$T/e4m3_values') if s.strip() != 'nan'])
+ok = y.shape == x.shape and np.isin(y, v).all()
+d = np.abs(v[None, :] - x[:, None]).min(axis=1)  # distance to the nearest value
+ok = ok and np.all(np.abs(y - x) <= d + 0.0)
+sys.exit(not ok)"
+    expect_rc "numpy: mx on a 2-D f8 tensor" 0 "$F" quantize "$T/x64.npy" "$T/ymx.npy" --to e4m3 --scale mx
+    expect_rc "numpy: mx result shape" 0 python3 -c "
+import numpy as np, sys; sys.exit(np.load('$T/ymx.npy').shape != (3, 40))"
+else
+    echo "note: numpy not importable; numpy round trips skipped"
+fi
+
+echo "$pass passed, $fail failed"
+[[ $fail == 0 ]]

@@ -1,0 +1,269 @@
+// test_npy.c: the .npy reader and writer of cli/npy.c: round trips, hand-built headers of
+// versions 1.0/2.0/3.0, every malformed case (an error with a message, never a crash), and the
+// temporary-file protocol (nothing left behind on error). Files live under a mkdtemp directory.
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/npy.c"  // the unit under test is not in libfplab.a (only the command reads files)
+
+static char dir[64];
+
+static void setup(void) {
+    snprintf(dir, sizeof dir, "/tmp/fplab_npy_XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+}
+static void teardown(void) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    char p[512];
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.') continue;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (unlink(p)) rmdir(p);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+TestSuite(npy, .init = setup, .fini = teardown);
+
+static const char *path_of(const char *name) {
+    static char p[256];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return p;
+}
+
+static int count_entries(void) {
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+// Writes magic, version, the header length (hlen_override if >= 0, else strlen(dict)), the dict,
+// then `data`.
+static const char *write_raw(const char *name, int major, int minor, const char *dict, long hlen_override,
+                             const void *data, size_t datalen) {
+    const char *p = path_of(name);
+    FILE *fp = fopen(p, "wb");
+    cr_assert_not_null(fp);
+    fwrite("\x93NUMPY", 1, 6, fp);
+    fputc(major, fp), fputc(minor, fp);
+    unsigned long h = hlen_override >= 0 ? (unsigned long)hlen_override : strlen(dict);
+    for (int i = 0; i < (major == 1 ? 2 : 4); i++) fputc((int)((h >> (8 * i)) & 0xff), fp);
+    fwrite(dict, 1, strlen(dict), fp);
+    if (datalen) fwrite(data, 1, datalen, fp);
+    fclose(fp);
+    return p;
+}
+
+static void assert_same_bits_f32(const float *a, const float *b, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        uint32_t ua, ub;
+        memcpy(&ua, &a[i], 4), memcpy(&ub, &b[i], 4);
+        cr_assert_eq(ua, ub, "element %zu: 0x%08x != 0x%08x", i, ua, ub);
+    }
+}
+
+// --- round trips
+
+Test(npy, roundtrip_2d) {
+    const float x[6] = {0.1f, -0.0f, INFINITY, NAN, 1e-45f, -3.5f};
+    const size_t shape[2] = {2, 3};
+    char msg[256];
+    cr_assert_eq(npy_write_f32(path_of("a.npy"), x, 2, shape, msg, sizeof msg), NPY_OK, "%s", msg);
+    npy_array a;
+    cr_assert_eq(npy_read(path_of("a.npy"), &a, msg, sizeof msg), NPY_OK, "%s", msg);
+    cr_assert_eq(a.dtype, NPY_F4);
+    cr_assert_eq(a.ndim, 2);
+    cr_assert(a.shape[0] == 2 && a.shape[1] == 3 && a.n == 6);
+    assert_same_bits_f32(a.f4, x, 6);
+    npy_free(&a);
+    cr_assert_eq(count_entries(), 1, "the temporary file was left behind");
+}
+
+Test(npy, roundtrip_1d_and_empty) {
+    const float x[5] = {1, 2, 3, 4, 5};
+    size_t shape[1] = {5};
+    char msg[256];
+    npy_array a;
+    cr_assert_eq(npy_write_f32(path_of("b.npy"), x, 1, shape, msg, sizeof msg), NPY_OK, "%s", msg);
+    cr_assert_eq(npy_read(path_of("b.npy"), &a, msg, sizeof msg), NPY_OK, "%s", msg);
+    cr_assert(a.ndim == 1 && a.shape[0] == 5 && a.shape[1] == 1 && a.n == 5);
+    assert_same_bits_f32(a.f4, x, 5);
+    npy_free(&a);
+    shape[0] = 0;
+    cr_assert_eq(npy_write_f32(path_of("e.npy"), x, 1, shape, msg, sizeof msg), NPY_OK, "%s", msg);
+    cr_assert_eq(npy_read(path_of("e.npy"), &a, msg, sizeof msg), NPY_OK, "%s", msg);
+    cr_assert(a.ndim == 1 && a.n == 0);
+    npy_free(&a);
+}
+
+Test(npy, written_header_is_numpy_layout) {
+    const float x[3] = {1, 2, 3};
+    const size_t shape[1] = {3};
+    char msg[256];
+    cr_assert_eq(npy_write_f32(path_of("h.npy"), x, 1, shape, msg, sizeof msg), NPY_OK, "%s", msg);
+    unsigned char b[256];
+    FILE *fp = fopen(path_of("h.npy"), "rb");
+    size_t got = fread(b, 1, sizeof b, fp);
+    fclose(fp);
+    size_t hlen = b[8] | b[9] << 8;
+    cr_assert_eq(memcmp(b, "\x93NUMPY\x01\x00", 8), 0);
+    cr_assert_eq((10 + hlen) % 64, 0, "data must start at a multiple of 64 bytes");
+    cr_assert_eq(b[10 + hlen - 1], '\n');
+    cr_assert_eq(got, 10 + hlen + 12);
+    cr_assert_not_null(strstr((char *)b + 10, "'shape': (3,)"));
+}
+
+// --- hand-built headers
+
+Test(npy, v1_f8_keys_in_any_order_with_spaces_and_trailing_comma) {
+    const double x[6] = {1, -2, 0.1, 1e300, -0.0, 5e-324};
+    const char *p = write_raw("f8.npy", 1, 0, "{ \"shape\" : ( 2 ,3 ) , 'fortran_order':False,'descr':'<f8', }   \n", -1, x,
+                              sizeof x);
+    npy_array a;
+    char msg[256];
+    cr_assert_eq(npy_read(p, &a, msg, sizeof msg), NPY_OK, "%s", msg);
+    cr_assert(a.dtype == NPY_F8 && a.ndim == 2 && a.shape[0] == 2 && a.shape[1] == 3);
+    cr_assert_eq(memcmp(a.f8, x, sizeof x), 0);
+    npy_free(&a);
+}
+
+Test(npy, v2_and_v3_headers) {
+    const float x[5] = {1, 2, 3, 4, 5};
+    for (int major = 2; major <= 3; major++) {
+        const char *p = write_raw("v.npy", major, 0, "{'descr': '<f4', 'fortran_order': False, 'shape': (5,), }\n", -1,
+                                  x, sizeof x);
+        npy_array a;
+        char msg[256];
+        cr_assert_eq(npy_read(p, &a, msg, sizeof msg), NPY_OK, "version %d: %s", major, msg);
+        cr_assert(a.ndim == 1 && a.shape[0] == 5);
+        assert_same_bits_f32(a.f4, x, 5);
+        npy_free(&a);
+    }
+}
+
+Test(npy, data_after_the_last_element_is_ignored) {
+    const float x[3] = {1, 2, 3};
+    const char *p = write_raw("long.npy", 1, 0, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,)}", -1, x, sizeof x);
+    npy_array a;
+    char msg[256];
+    cr_assert_eq(npy_read(p, &a, msg, sizeof msg), NPY_OK, "%s", msg);
+    cr_assert_eq(a.n, 2);
+    npy_free(&a);
+}
+
+// --- malformed files: each is an error with a message naming the file and the problem
+
+typedef struct {
+    const char *what;
+    int major, minor;
+    const char *dict;
+    long hlen;         // -1: the dict's length
+    size_t datalen;    // bytes of data after the header
+    const char *expect;  // substring of the message
+} bad_case;
+
+Test(npy, malformed_files_are_errors_with_messages) {
+    static const bad_case cases[] = {
+        {"version 4.0", 4, 0, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,)}", -1, 8, "version 4.0"},
+        {"version 1.1", 1, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,)}", -1, 8, "version 1.1"},
+        {"int dtype", 1, 0, "{'descr': '<i4', 'fortran_order': False, 'shape': (2,)}", -1, 8, "'<i4' is not supported"},
+        {"f2 dtype", 1, 0, "{'descr': '<f2', 'fortran_order': False, 'shape': (2,)}", -1, 8, "not supported"},
+        {"big-endian", 1, 0, "{'descr': '>f4', 'fortran_order': False, 'shape': (2,)}", -1, 8, "big-endian"},
+        {"fortran", 1, 0, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2)}", -1, 16, "fortran_order is True"},
+        {"3-D", 1, 0, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2, 2)}", -1, 32, "3-D"},
+        {"0-D", 1, 0, "{'descr': '<f4', 'fortran_order': False, 'shape': ()}", -1, 4, "0-D"},
+        {"short data", 1, 0, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3)}", -1, 20, "shorter than its header says"},
+        {"short header", 1, 0, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,)}", 400, 0, "shorter than its header length"},
+        {"missing key", 1, 0, "{'descr': '<f4', 'shape': (2,)}", -1, 8, "lacks key 'fortran_order'"},
+        {"unknown key", 1, 0, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}", -1, 8, "unexpected"},
+        {"repeated key", 1, 0, "{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2,)}", -1, 8, "repeated"},
+        {"not a dict", 1, 0, "descr: <f4", -1, 8, "not a Python dict"},
+        {"open tuple", 1, 0, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3", -1, 8, "malformed value of header key 'shape'"},
+        {"negative dim", 1, 0, "{'descr': '<f4', 'fortran_order': False, 'shape': (-2,)}", -1, 8, "malformed value"},
+        {"bad bool", 1, 0, "{'descr': '<f4', 'fortran_order': false, 'shape': (2,)}", -1, 8, "fortran_order"},
+        {"no closing brace", 1, 0, "{'descr': '<f4', 'fortran_order': False 'shape': (2,)}", -1, 8, "expected ',' or '}'"},
+        {"huge shape", 1, 0, "{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296)}", -1, 8, "too large"},
+        {"v2 huge header length", 2, 0, "{}", 0x7fffffff, 0, "implausible"},
+    };
+    const float zeros[16] = {0};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const bad_case *c = &cases[i];
+        const char *p = write_raw("bad.npy", c->major, c->minor, c->dict, c->hlen, zeros, c->datalen);
+        npy_array a;
+        char msg[256] = "";
+        cr_assert_eq(npy_read(p, &a, msg, sizeof msg), NPY_ERR, "%s: read succeeded", c->what);
+        cr_assert_null(a.data, "%s: data not freed", c->what);
+        cr_assert_not_null(strstr(msg, p), "%s: message does not name the file: %s", c->what, msg);
+        cr_assert_not_null(strstr(msg, c->expect), "%s: message '%s' lacks '%s'", c->what, msg, c->expect);
+    }
+}
+
+Test(npy, not_npy_empty_and_missing_files) {
+    char msg[256];
+    npy_array a;
+    FILE *fp = fopen(path_of("empty.npy"), "wb");
+    fclose(fp);
+    cr_assert_eq(npy_read(path_of("empty.npy"), &a, msg, sizeof msg), NPY_ERR);
+    cr_assert_not_null(strstr(msg, "not a .npy file"), "%s", msg);
+    fp = fopen(path_of("text.npy"), "wb");
+    fputs("hello, world\n", fp);
+    fclose(fp);
+    cr_assert_eq(npy_read(path_of("text.npy"), &a, msg, sizeof msg), NPY_ERR);
+    cr_assert_not_null(strstr(msg, "magic"), "%s", msg);
+    fp = fopen(path_of("cut.npy"), "wb");
+    fwrite("\x93NUMPY\x02\x00\x10", 1, 9, fp);  // ends inside a 4-byte header length
+    fclose(fp);
+    cr_assert_eq(npy_read(path_of("cut.npy"), &a, msg, sizeof msg), NPY_ERR);
+    cr_assert_not_null(strstr(msg, "header length"), "%s", msg);
+    cr_assert_eq(npy_read(path_of("missing.npy"), &a, msg, sizeof msg), NPY_ERR);
+    cr_assert_not_null(strstr(msg, "cannot open"), "%s", msg);
+    cr_assert_eq(npy_read(dir, &a, msg, sizeof msg), NPY_ERR, "a directory is not a .npy file");
+}
+
+// --- the write protocol
+
+Test(npy, failed_write_leaves_no_file_and_keeps_the_target) {
+    const float x[2] = {1, 2};
+    const size_t shape[1] = {2};
+    char msg[256];
+    cr_assert_eq(mkdir(path_of("sub"), 0755), 0);
+    // rename onto a directory fails after the temporary file was written: it must be removed.
+    cr_assert_eq(npy_write_f32(path_of("sub"), x, 1, shape, msg, sizeof msg), NPY_ERR);
+    cr_assert_not_null(strstr(msg, "rename"), "%s", msg);
+    cr_assert_eq(count_entries(), 1, "a temporary file was left behind");
+    // A directory that does not exist: no file anywhere.
+    cr_assert_eq(npy_write_f32(path_of("nodir/o.npy"), x, 1, shape, msg, sizeof msg), NPY_ERR);
+    cr_assert_not_null(strstr(msg, "nodir/o.npy"), "%s", msg);
+    cr_assert_eq(count_entries(), 1);
+    // A 3-D shape is refused before anything is written.
+    const size_t s3[3] = {1, 1, 2};
+    cr_assert_eq(npy_write_f32(path_of("three.npy"), x, 3, s3, msg, sizeof msg), NPY_ERR);
+    cr_assert_eq(access(path_of("three.npy"), F_OK), -1);
+    cr_assert_eq(count_entries(), 1);
+}
+
+Test(npy, overwrite_replaces_the_whole_file) {
+    const float big[100] = {7}, small[2] = {1, 2};
+    size_t shape[1] = {100};
+    char msg[256];
+    cr_assert_eq(npy_write_f32(path_of("o.npy"), big, 1, shape, msg, sizeof msg), NPY_OK, "%s", msg);
+    shape[0] = 2;
+    cr_assert_eq(npy_write_f32(path_of("o.npy"), small, 1, shape, msg, sizeof msg), NPY_OK, "%s", msg);
+    npy_array a;
+    cr_assert_eq(npy_read(path_of("o.npy"), &a, msg, sizeof msg), NPY_OK, "%s", msg);
+    cr_assert_eq(a.n, 2);
+    assert_same_bits_f32(a.f4, small, 2);
+    npy_free(&a);
+    struct stat st;
+    cr_assert_eq(stat(path_of("o.npy"), &st), 0);
+    cr_assert_eq(st.st_size, 128 + 8);
+    cr_assert_eq(count_entries(), 1);
+}

@@ -1,0 +1,838 @@
+// test_scale.c: scaling recipes (formats/scale.h). Hand-built blocks with expectations worked
+// out by hand (MX OCP vs UP vs RNE scales, exact max_elem*2^k amax, ragged blocks, NVFP4's two
+// levels, zero/inf/NaN tiles, clipped scales, statistics); an independent slow implementation
+// (scalar loops over tiles, one fmt_round_f32 call per element, scales computed in double from
+// the recipe's definition) compared bit for bit, with statistics, for every rounding mode and
+// many recipes; stochastic rounding independent of tile shape and thread count; every output
+// divided by its power-of-two scale is a value of the element format; parsing of every spelling
+// and of bad specs. Seed: env FPLAB_SEED (printed).
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <float.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "formats/scale.h"
+
+// --- helpers
+
+static uint64_t test_seed(void) {
+    const char *s = getenv("FPLAB_SEED");
+    return s && *s ? strtoull(s, NULL, 0) : 0x5ca1e2024ULL;
+}
+
+static uint64_t splitmix64(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static double unif(uint64_t *s) { return (double)(splitmix64(s) >> 11) * 0x1p-53; }
+
+static uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, sizeof u); return u; }
+
+// Bit-exact equality; any NaN equals any NaN.
+static bool same(float a, float b) { return (isnan(a) && isnan(b)) || f2u(a) == f2u(b); }
+
+static fmt_t F(const char *name) {
+    fmt_t f;
+    cr_assert_eq(fmt_from_name(&f, name), FMT_OK, "format %s", name);
+    return f;
+}
+
+static fmt_scaling S(const char *spec) {
+    fmt_scaling sc;
+    char msg[256];
+    cr_assert_eq(fmt_scaling_from_name(&sc, spec, msg, sizeof msg), FMT_OK, "%s: %s", spec, msg);
+    return sc;
+}
+
+static fmt_round_opts opts(fmt_round_mode m, fmt_overflow ov) {
+    fmt_round_opts o = {0};
+    o.mode = m, o.overflow = ov, o.seed = 7, o.stream = 3, o.offset = 1000;
+    return o;
+}
+
+// Random tensor: log-uniform magnitudes over 2^[-lo, hi], random signs, some exact zeros, and
+// per-row swings so that tiles see different amaxes.
+static float *random_tensor(size_t rows, size_t cols, uint64_t *s, int lo, int hi) {
+    float *x = malloc(rows * cols * sizeof *x);
+    for (size_t r = 0; r < rows; r++) {
+        const int swing = (int)(splitmix64(s) % 9) - 4;
+        for (size_t c = 0; c < cols; c++) {
+            double u = unif(s);
+            double v = ldexp(1.0 + unif(s), (int)floor(-lo + u * (lo + hi)) + swing);
+            if (splitmix64(s) % 23 == 0) v = 0;
+            x[r * cols + c] = (float)((splitmix64(s) & 1) ? -v : v);
+        }
+    }
+    return x;
+}
+
+// --- the independent slow implementation
+
+typedef struct {
+    float *scales;
+    float tensor_scale;
+    uint64_t clipped;
+    fmt_stats st;
+} ref_result;
+
+static void ref_quantize(const fmt_t *elem, const fmt_scaling *sc, float *out, const float *in,
+                         size_t rows, size_t cols, const fmt_round_opts *o, ref_result *res) {
+    memset(&res->st, 0, sizeof res->st);
+    res->clipped = 0, res->tensor_scale = 1.0f;
+    size_t tr = sc->tile_rows ? (size_t)sc->tile_rows : rows, tc = sc->tile_cols ? (size_t)sc->tile_cols : cols;
+    size_t ntr = (rows + tr - 1) / tr, ntc = (cols + tc - 1) / tc;
+    const fmt_t *sf = &sc->scale_fmt;
+    double A = 0;
+    bool A_nonfinite = false;
+    for (size_t i = 0; i < rows * cols; i++) {
+        if (!isfinite(in[i])) A_nonfinite = true;
+        if (!isnan(in[i])) res->st.amax = fmax(res->st.amax, fabs(in[i]));
+        if (isfinite(in[i])) A = fmax(A, fabs(in[i]));
+    }
+    float s_enc = 1.0f;
+    if (sc->tensor_scale && !A_nonfinite && A > 0) {
+        s_enc = (float)(sf->max * elem->max) / (float)A;
+        if (s_enc > FLT_MAX) s_enc = FLT_MAX;
+    }
+    res->tensor_scale = 1.0f / s_enc;
+    const double lo = fmax(sf->min_subnormal, 0x1p-127), hi = sf->max;
+    float *deqs = malloc(rows * cols * sizeof *deqs);
+    fmt_round_opts so = {0};
+    so.overflow = FMT_SATURATE;
+    so.mode = sc->scale_round == FMT_SCALE_UP ? FMT_RUP : FMT_RNE;
+    for (size_t bi = 0; bi < ntr; bi++)
+        for (size_t bj = 0; bj < ntc; bj++) {
+            const size_t r0 = bi * tr, r1 = r0 + tr < rows ? r0 + tr : rows;
+            const size_t c0 = bj * tc, c1 = c0 + tc < cols ? c0 + tc : cols;
+            double a = 0;
+            bool nonfinite = false;
+            for (size_t r = r0; r < r1; r++)
+                for (size_t c = c0; c < c1; c++) {
+                    float v = in[r * cols + c];
+                    if (!isfinite(v)) nonfinite = true;
+                    else a = fmax(a, fabs(v));
+                }
+            float mul, deq, reported;
+            if (sc->tensor_scale) {
+                float sfv;
+                if (nonfinite) sfv = 1.0f;
+                else {
+                    const float t = (float)a / (float)elem->max * s_enc;
+                    double need = t;
+                    if (sc->scale_round == FMT_SCALE_OCP && a > 0)
+                        need = ldexp(1.0, (int)floor(log2(a * (double)s_enc)) - elem->emax);
+                    if (need > hi) sfv = (float)hi, res->clipped++;
+                    else {
+                        sfv = (float)fmt_round1(sf, need, &so);
+                        if ((so.mode == FMT_RUP && sfv < need) || (a > 0 && sfv == 0)) res->clipped++;
+                    }
+                }
+                reported = sfv;
+                mul = sfv == 0 ? 0.0f : s_enc / sfv;
+                if (mul > FLT_MAX) mul = FLT_MAX;
+                deq = sfv == 0 ? 0.0f : sfv / s_enc;
+            } else {
+                double s = 1;
+                if (a > 0 && !nonfinite) {
+                    double need = sc->scale_round == FMT_SCALE_OCP
+                                      ? ldexp(1.0, (int)floor(log2(a)) - elem->emax) : a / elem->max;
+                    if (need > hi) s = hi, res->clipped++;
+                    else if (need < lo) s = lo, res->clipped++;
+                    else {
+                        s = fmt_round1(sf, need, &so);
+                        if (so.mode == FMT_RUP && s < need) res->clipped++;
+                    }
+                }
+                reported = (float)s, deq = (float)s, mul = 1.0f / (float)s;
+            }
+            res->scales[bi * ntc + bj] = reported;
+            for (size_t r = r0; r < r1; r++)
+                for (size_t c = c0; c < c1; c++) {
+                    const size_t i = r * cols + c;
+                    out[i] = in[i] * mul;
+                    if (mul == 0 && in[i] != 0) res->st.underflow++;
+                    deqs[i] = deq;
+                }
+        }
+    // One rounding call over the whole scaled tensor: element i draws o->offset + i by
+    // fmt_round_f32's own contract, independently of how the library splits the work.
+    fmt_stats st = {0};
+    fmt_round_f32(elem, out, rows * cols, o, &st);
+    res->st.n += st.n, res->st.overflow += st.overflow, res->st.underflow += st.underflow;
+    res->st.subnormal += st.subnormal, res->st.nan_in += st.nan_in, res->st.invalid += st.invalid;
+    for (size_t i = 0; i < rows * cols; i++) out[i] *= deqs[i];
+    free(deqs);
+}
+
+// Library vs reference on one tensor: values, scales, tensor scale, clipped count, statistics.
+static void check_against_ref(const fmt_t *elem, const char *spec, const float *in, size_t rows,
+                              size_t cols, const fmt_round_opts *o) {
+    const fmt_scaling sc = S(spec);
+    const size_t n = rows * cols, ns = fmt_scale_count(&sc, rows, cols);
+    float *got = malloc(n * sizeof *got), *want = malloc(n * sizeof *want);
+    float *gs = malloc((ns + 1) * sizeof *gs), *ws = malloc((ns + 1) * sizeof *ws);
+    fmt_stats st = {0};
+    fmt_quant_info info = {.scales = gs};
+    cr_assert_eq(fmt_quantize_f32(elem, &sc, got, in, rows, cols, o, &st, &info), FMT_OK);
+    ref_result ref = {.scales = ws};
+    ref_quantize(elem, &sc, want, in, rows, cols, o, &ref);
+    const char *mn = fmt_mode_name(o->mode);
+    for (size_t t = 0; t < ns; t++)
+        cr_assert(same(gs[t], ws[t]), "%s %s %s: scale %zu is %a, want %a", elem->name, spec, mn, t,
+                  gs[t], ws[t]);
+    for (size_t i = 0; i < n; i++)
+        cr_assert(same(got[i], want[i]), "%s %s %s: element (%zu,%zu) in %a: got %a want %a",
+                  elem->name, spec, mn, i / cols, i % cols, in[i], got[i], want[i]);
+    cr_assert(same(info.tensor_scale, ref.tensor_scale), "%s %s: tensor scale %a want %a", elem->name,
+              spec, info.tensor_scale, ref.tensor_scale);
+    cr_assert_eq(info.scales_clipped, ref.clipped, "%s %s %s: clipped %" PRIu64 " want %" PRIu64,
+                 elem->name, spec, mn, info.scales_clipped, ref.clipped);
+    cr_assert_eq(st.n, ref.st.n);
+    cr_assert_eq(st.overflow, ref.st.overflow, "%s %s %s: overflow %" PRIu64 " want %" PRIu64,
+                 elem->name, spec, mn, st.overflow, ref.st.overflow);
+    cr_assert_eq(st.underflow, ref.st.underflow, "%s %s %s: underflow %" PRIu64 " want %" PRIu64,
+                 elem->name, spec, mn, st.underflow, ref.st.underflow);
+    cr_assert_eq(st.subnormal, ref.st.subnormal, "%s %s %s: subnormal", elem->name, spec, mn);
+    cr_assert_eq(st.nan_in, ref.st.nan_in);
+    cr_assert_eq(st.invalid, ref.st.invalid);
+    cr_assert_eq(st.amax, ref.st.amax, "%s %s: amax %a want %a", elem->name, spec, st.amax, ref.st.amax);
+    free(got), free(want), free(gs), free(ws);
+}
+
+// Quantize one row of values with a recipe; returns outputs in out and the scales in scales.
+static void quant(const char *elem, const char *spec, float *out, const float *in, size_t rows,
+                  size_t cols, fmt_round_opts o, fmt_stats *st, fmt_quant_info *info) {
+    fmt_t e = F(elem);
+    fmt_scaling sc = S(spec);
+    cr_assert_eq(fmt_quantize_f32(&e, &sc, out, in, rows, cols, &o, st, info), FMT_OK);
+}
+
+// --- hand-built blocks
+
+// e4m3 (max 448, emax 8), one MX block of 32 with amax 500.
+//   OCP: floor(log2 500) = 8, 8 - 8 = 0: scale 1; 500 saturates to 448.
+//   UP:  500/448 = 1.116 rounded up in e8m0: 2; 500/2 = 250 -> e4m3 256 (grid 240, 256) -> 512.
+//   RNE: 1.116 to nearest e8m0: 1, as OCP.
+Test(scale, mx_e4m3_ocp_up_rne_amax_500) {
+    float in[32] = {500, -3, 0.5f, 100};
+    for (int i = 4; i < 32; i++) in[i] = 1.0f / (float)i;
+    const fmt_round_opts o = opts(FMT_RNE, FMT_SATURATE);
+    float out[32], s;
+    fmt_stats st = {0};
+    fmt_quant_info info = {.scales = &s};
+    quant("e4m3", "mx", out, in, 1, 32, o, &st, &info);
+    cr_assert_eq(s, 1.0f);
+    cr_assert_eq(out[0], 448.0f);
+    cr_assert_eq(out[1], -3.0f);
+    cr_assert_eq(st.overflow, 1);
+    quant("e4m3", "block:32:e8m0:rne", out, in, 1, 32, o, NULL, &info);
+    cr_assert_eq(s, 1.0f);
+    cr_assert_eq(out[0], 448.0f);
+    memset(&st, 0, sizeof st);
+    quant("e4m3", "mx:up", out, in, 1, 32, o, &st, &info);
+    cr_assert_eq(s, 2.0f);
+    cr_assert_eq(out[0], 512.0f);
+    cr_assert_eq(out[1], -3.0f);  // -1.5 is an e4m3 value
+    cr_assert_eq(st.overflow, 0);
+    cr_assert_eq(info.scales_clipped, 0);
+}
+
+// e2m1 (max 6, emax 2), MX blocks: amax 7 OCP: floor(log2 7) = 2, scale 1, 7 -> 6 (e2m1 has no
+// inf, so even the IEEE policy gives max); UP: 7/6 -> 2, 7/2 = 3.5 -> 4 (tie to even) -> 8.
+Test(scale, mx_e2m1_ocp_vs_up) {
+    float in[32] = {7, 1.25f, -0.2f};
+    float out[32], s;
+    fmt_quant_info info = {.scales = &s};
+    quant("e2m1", "mx", out, in, 1, 32, opts(FMT_RNE, FMT_OVERFLOW_IEEE), NULL, &info);
+    cr_assert_eq(s, 1.0f);
+    cr_assert_eq(out[0], 6.0f);
+    cr_assert_eq(out[1], 1.0f);   // 1.25 is the tie of 1 and 1.5: even is 1
+    cr_assert_eq(out[2], -0.0f);  // below 0.25: to zero, sign kept
+    cr_assert(signbit(out[2]));
+    quant("e2m1", "mx:up", out, in, 1, 32, opts(FMT_RNE, FMT_OVERFLOW_IEEE), NULL, &info);
+    cr_assert_eq(s, 2.0f);
+    cr_assert_eq(out[0], 8.0f);
+    cr_assert_eq(out[1], 1.0f);   // 0.625 -> 0.5 -> 1
+    cr_assert_eq(out[2], -0.0f);  // -0.1 -> -0
+}
+
+// amax exactly max_elem * 2^k: every rule gives 2^k and the amax is kept exactly.
+Test(scale, amax_is_max_times_power_of_two) {
+    const char *specs[] = {"mx", "mx:up", "mx:rne", "block:32:fp32", "block:32:e4m3:rne",
+                           "block:32:bf16:up"};
+    struct { const char *elem; float amax, scale; } cases[] = {
+        {"e4m3", 448 * 4, 4}, {"e4m3", 448.0f / 256, 1.0f / 256}, {"e2m1", 12, 2},
+        {"e5m2", 57344.0f / 8, 0.125f}, {"e2m3", 7.5f * 16, 16}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+        for (size_t j = 0; j < sizeof specs / sizeof specs[0]; j++) {
+            float in[32], out[32], s;
+            for (int i = 0; i < 32; i++) in[i] = cases[k].amax / (float)(1 << (i % 3));
+            in[7] = -cases[k].amax;
+            fmt_stats st = {0};
+            fmt_quant_info info = {.scales = &s};
+            quant(cases[k].elem, specs[j], out, in, 1, 32, opts(FMT_RNE, FMT_OVERFLOW_IEEE), &st, &info);
+            cr_assert_eq(s, cases[k].scale, "%s %s: scale %a want %a", cases[k].elem, specs[j], s,
+                         cases[k].scale);
+            for (int i = 0; i < 32; i++) cr_assert_eq(out[i], in[i], "%s %s [%d]", cases[k].elem, specs[j], i);
+            cr_assert_eq(st.overflow, 0);
+        }
+}
+
+// cols = 100 with k = 32: four blocks per row, the last of 4 elements, with a scale of its own.
+Test(scale, ragged_blocks) {
+    const size_t rows = 3, cols = 100;
+    float in[300], out[300], s[12];
+    for (size_t i = 0; i < 300; i++) in[i] = 0.25f;
+    for (size_t r = 0; r < rows; r++) {
+        in[r * cols + 97] = 3.0f * (float)(r + 1);  // last block: amax 3, 6, 9
+        in[r * cols + 5] = 100.0f;                  // first block: amax 100
+    }
+    fmt_scaling sc = S("block:32:e8m0");
+    cr_assert_eq(fmt_scale_count(&sc, rows, cols), 12);
+    fmt_quant_info info = {.scales = s};
+    quant("e2m1", "block:32:e8m0", out, in, rows, cols, opts(FMT_RNE, FMT_SATURATE), NULL, &info);
+    // e2m1 emax 2: OCP scale 2^(floor(log2 amax) - 2).
+    for (size_t r = 0; r < rows; r++) {
+        cr_assert_eq(s[r * 4 + 0], 16.0f);  // floor(log2 100) = 6
+        cr_assert_eq(s[r * 4 + 1], 0.0625f);  // 0.25: -2 - 2
+        cr_assert_eq(s[r * 4 + 2], 0.0625f);
+        const float want = r == 0 ? 0.5f : r == 1 ? 1.0f : 2.0f;  // 3, 6, 9: floor(log2) = 1, 2, 3
+        cr_assert_eq(s[r * 4 + 3], want, "row %zu: %a", r, s[r * 4 + 3]);
+        cr_assert_eq(out[r * cols + 97], r == 2 ? 8.0f : 3.0f * (float)(r + 1));  // 9/2 = 4.5 -> 4
+        cr_assert_eq(out[r * cols + 96], r == 0 ? 0.25f : 0.0f);  // 0.5 exact; 0.25 ties to 0; 0.125
+        cr_assert_eq(out[r * cols + 5], 96.0f);   // 100/16 = 6.25 -> 6
+        cr_assert_eq(out[r * cols + 6], 0.0f);    // 0.25/16 < 0.25: zero
+    }
+}
+
+// Per-tensor, per-row and per-column with fp32 scales: the scale is amax / max_elem in fp32.
+Test(scale, tensor_row_col_fp32_scales) {
+    const size_t rows = 4, cols = 6;
+    float in[24], out[24], s[8];
+    for (size_t i = 0; i < 24; i++) in[i] = (float)(i % 7) - 2.5f;
+    in[1 * cols + 2] = 30.0f, in[3 * cols + 5] = -90.0f;
+    const fmt_t e = F("e4m3");
+    fmt_quant_info info = {.scales = s};
+    quant("e4m3", "tensor", out, in, rows, cols, opts(FMT_RNE, FMT_SATURATE), NULL, &info);
+    cr_assert_eq(fmt_scale_count(&(fmt_scaling){.tile_rows = 0, .tile_cols = 0}, rows, cols), 1);
+    cr_assert_eq(s[0], (float)(90.0 / 448.0));
+    quant("e4m3", "row", out, in, rows, cols, opts(FMT_RNE, FMT_SATURATE), NULL, &info);
+    for (size_t r = 0; r < rows; r++) {
+        double a = 0;
+        for (size_t c = 0; c < cols; c++) a = fmax(a, fabs(in[r * cols + c]));
+        cr_assert_eq(s[r], (float)(a / e.max), "row %zu", r);
+        // The row's amax element comes back within e4m3's half-ulp (2^-4 relative).
+        for (size_t c = 0; c < cols; c++)
+            if (fabs(in[r * cols + c]) == a) cr_assert_leq(fabs(out[r * cols + c] - in[r * cols + c]), a / 16);
+    }
+    quant("e4m3", "col", out, in, rows, cols, opts(FMT_RNE, FMT_SATURATE), NULL, &info);
+    for (size_t c = 0; c < cols; c++) {
+        double a = 0;
+        for (size_t r = 0; r < rows; r++) a = fmax(a, fabs(in[r * cols + c]));
+        cr_assert_eq(s[c], (float)(a / e.max), "col %zu", c);
+    }
+    float s_up;
+    info.scales = &s_up;
+    quant("e4m3", "tensor:up", out, in, rows, cols, opts(FMT_RNE, FMT_SATURATE), NULL, &info);
+    float want_up = (float)(90.0 / 448.0);
+    if ((double)want_up < 90.0 / 448.0) want_up = nextafterf(want_up, INFINITY);
+    cr_assert_eq(s_up, want_up);
+}
+
+// NVFP4 by hand: A = 6, s_enc = 2688/6 = 448. Block 0 (amax 6): sf = 448, multiplier 1.
+// Block 1 (amax 0.75): sf = 0.75/6*448 = 56 (an e4m3 value), q = x * 448/56 = 8x, out = q/8.
+Test(scale, nvfp4_by_hand) {
+    float in[48] = {0}, out[48], s[3];
+    in[0] = 6, in[1] = -3, in[2] = 1.4f, in[3] = 0.2f;
+    in[16] = 0.75f, in[17] = 0.3f, in[18] = -0.1f, in[19] = 0.05f;
+    for (int i = 32; i < 48; i++) in[i] = -0.0f;  // block 2: all zero, sf = 0
+    fmt_stats st = {0};
+    fmt_quant_info info = {.scales = s};
+    quant("e2m1", "nvfp4", out, in, 1, 48, opts(FMT_RNE, FMT_SATURATE), &st, &info);
+    cr_assert_eq(info.tensor_scale, 1.0f / 448.0f);
+    cr_assert_eq(s[0], 448.0f);
+    cr_assert_eq(s[1], 56.0f);
+    cr_assert_eq(s[2], 0.0f);
+    cr_assert_eq(info.scales_clipped, 0);
+    cr_assert_eq(out[0], 6.0f);
+    cr_assert_eq(out[1], -3.0f);
+    cr_assert_eq(out[2], 1.5f);
+    cr_assert_eq(out[3], 0.0f);    // 0.2 < 0.25
+    cr_assert_eq(out[16], 0.75f);  // 6 * 0.125
+    cr_assert_eq(out[17], 0.25f);  // 2.4 -> 2
+    cr_assert_eq(out[18], -0.125f);   // -0.8 -> -1 (grid 0.5, 1)
+    cr_assert_eq(out[19], 0.0625f);   // 0.4 -> 0.5
+    for (int i = 32; i < 48; i++) cr_assert(out[i] == 0.0f && signbit(out[i]), "[%d] %a", i, out[i]);
+    cr_assert_eq(st.amax, 6.0);
+}
+
+// Empty, infinite and NaN tiles get scale 1: zeros keep their sign, non-finite values meet the
+// element format's own rules and are counted. MX e4m3, blocks of 32:
+//   block 0: zeros;  block 1: inf, 3, 1000;  block 2: NaN, 2, 1e6, 0.01 (an e4m3 subnormal).
+// IEEE policy: inf, 1000 and 1e6 become NaN (e4m3 has no inf): 3 overflows; saturate: 448.
+Test(scale, zero_inf_nan_tiles_and_stats) {
+    float in[96] = {0}, out[96], s[3];
+    for (int i = 0; i < 32; i += 2) in[i] = -0.0f;
+    in[32] = INFINITY, in[33] = 3, in[34] = 1000;
+    in[64] = NAN, in[65] = 2, in[66] = 1e6f, in[67] = 0.01f, in[68] = 1e-6f;
+    fmt_stats st = {0};
+    fmt_quant_info info = {.scales = s};
+    quant("e4m3", "mx", out, in, 1, 96, opts(FMT_RNE, FMT_OVERFLOW_IEEE), &st, &info);
+    cr_assert(s[0] == 1 && s[1] == 1 && s[2] == 1, "%a %a %a", s[0], s[1], s[2]);
+    for (int i = 0; i < 32; i++) cr_assert(same(out[i], in[i]), "[%d]", i);
+    cr_assert(isnan(out[32]) && out[33] == 3 && isnan(out[34]));
+    cr_assert(isnan(out[64]) && out[65] == 2 && isnan(out[66]));
+    cr_assert_eq(out[67], 0x5p-9f);  // 0.01 = 5.12 * 2^-9 -> 5 * 2^-9
+    cr_assert_eq(out[68], 0.0f);
+    cr_assert_eq(st.n, 96);
+    cr_assert_eq(st.overflow, 3);
+    cr_assert_eq(st.nan_in, 1);
+    cr_assert_eq(st.underflow, 1);
+    cr_assert_eq(st.subnormal, 1);
+    cr_assert_eq(st.amax, INFINITY);
+    cr_assert_eq(info.scales_clipped, 0);
+    quant("e4m3", "mx", out, in, 1, 96, opts(FMT_RNE, FMT_SATURATE), NULL, &info);
+    cr_assert(out[32] == 448 && out[34] == 448 && out[66] == 448 && isnan(out[64]));
+    // e5m2 keeps inf under the IEEE policy (not an overflow); 1e6 overflows to inf.
+    memset(&st, 0, sizeof st);
+    quant("e5m2", "mx", out, in, 1, 96, opts(FMT_RNE, FMT_OVERFLOW_IEEE), &st, &info);
+    cr_assert(out[32] == INFINITY && out[66] == INFINITY && out[34] == 1024);
+    cr_assert_eq(st.overflow, 1);
+    // NVFP4 with a non-finite tensor amax: s_enc = 1, the inf/NaN blocks get sf = 1, block 0 sf 0.
+    float s4[6];
+    info.scales = s4;
+    quant("e2m1", "nvfp4", out, in, 1, 96, opts(FMT_RNE, FMT_SATURATE), NULL, &info);
+    cr_assert_eq(info.tensor_scale, 1.0f);
+    cr_assert(s4[0] == 0 && s4[1] == 0 && s4[2] == 1 && s4[4] == 1, "%a %a %a %a", s4[0], s4[1], s4[2], s4[4]);
+    cr_assert(out[32] == 6 && out[33] == 3 && out[34] == 6 && isnan(out[64]) == 0);  // e2m1: NaN -> -0
+}
+
+// Scales the scale format cannot hold are clamped to its range and counted.
+Test(scale, clipped_scales) {
+    // e8m0 bottom: amax 2^-149 needs 2^-157 (OCP) or 2^-149/448 (UP): both clamp to 2^-127.
+    float in[32] = {0x1p-149f}, out[32], s;
+    fmt_stats st = {0};
+    fmt_quant_info info = {.scales = &s};
+    quant("e4m3", "mx", out, in, 1, 32, opts(FMT_RNE, FMT_SATURATE), &st, &info);
+    cr_assert_eq(s, 0x1p-127f);
+    cr_assert_eq(info.scales_clipped, 1);
+    cr_assert_eq(out[0], 0.0f);  // 2^-149 * 2^127 = 2^-22: below e4m3's 2^-10 half-subnormal
+    cr_assert_eq(st.underflow, 1);
+    quant("e4m3", "mx:up", out, in, 1, 32, opts(FMT_RNE, FMT_SATURATE), NULL, &info);
+    cr_assert_eq(s, 0x1p-127f);
+    cr_assert_eq(info.scales_clipped, 1);
+    // e3m2 scales (max 28, smallest 2^-4): amax 1e6 needs 2232 -> 28; amax 1e-3 needs 2.2e-6 -> 1/16.
+    float in2[64] = {1e6f, 5000.0f}, out2[64], s2[2];
+    in2[32] = 1e-3f;
+    info.scales = s2;
+    quant("e4m3", "block:32:e3m2", out2, in2, 1, 64, opts(FMT_RNE, FMT_SATURATE), NULL, &info);
+    cr_assert_eq(s2[0], 28.0f);
+    cr_assert_eq(s2[1], 0.0625f);
+    cr_assert_eq(info.scales_clipped, 2);
+    cr_assert_eq(out2[0], 448.0f * 28);   // 1e6/28 saturates
+    cr_assert_eq(out2[1], 176.0f * 28);   // 5000/28 = 178.6 -> 176 (grid 16 in [128, 256))
+    cr_assert_eq(out2[32], 0x1p-10f);     // 0.016 = 8.19 * 2^-9 -> 2^-6, times 1/16
+    // NVFP4: a nonzero block too small for e4m3 next to a big one gets sf = 0 and becomes zero.
+    float in3[32] = {6, 1}, out3[32], s3[2];
+    in3[16] = 1e-6f, in3[17] = -2e-6f;
+    fmt_stats st3 = {0};
+    info.scales = s3;
+    quant("e2m1", "nvfp4", out3, in3, 1, 32, opts(FMT_RNE, FMT_SATURATE), &st3, &info);
+    cr_assert_eq(s3[1], 0.0f);
+    cr_assert_eq(info.scales_clipped, 1);
+    cr_assert(out3[16] == 0 && out3[17] == 0 && signbit(out3[17]));
+    cr_assert_eq(st3.underflow, 2);
+}
+
+// --- against the slow implementation, every mode
+
+static const char *const ref_specs[] = {
+    "mx", "mx:up", "mx:rne", "nvfp4", "nvfp4:up", "nvfp4:ocp", "block:16:e4m3", "block:32:fp32",
+    "block:32:bf16:up", "block:7:e3m2", "tensor", "tensor:up", "row", "col", "col:up",
+    "tile:16x16:e8m0", "tile:4x8:e8m0:up", "tile:3x5:fp32", "tile:0x9:e4m3:ocp", "block:1:e8m0"};
+enum { NREF = sizeof ref_specs / sizeof ref_specs[0] };
+
+static void ref_sweep(const char *elem_name, const float *x, size_t rows, size_t cols, bool both_policies) {
+    const fmt_t e = F(elem_name);
+    for (int m = 0; m < FMT_NMODES; m++)
+        for (int p = 0; p < (both_policies ? 2 : 1); p++)
+            for (size_t k = 0; k < NREF; k++) {
+                fmt_round_opts o = opts((fmt_round_mode)m, p ? FMT_OVERFLOW_IEEE : FMT_SATURATE);
+                if (m == FMT_SR) o.sr_bits = 8 * (int)(k % 4);  // 0 (= 32), 8, 16, 24
+                check_against_ref(&e, ref_specs[k], x, rows, cols, &o);
+            }
+}
+
+Test(scale, matches_reference_e4m3) {
+    uint64_t seed = test_seed();
+    cr_log_info("seed 0x%" PRIx64 " (FPLAB_SEED)", seed);
+    float *x = random_tensor(21, 70, &seed, 20, 20);
+    ref_sweep("e4m3", x, 21, 70, true);
+    free(x);
+}
+
+Test(scale, matches_reference_e2m1_e5m2_e3m2) {
+    uint64_t seed = test_seed() + 1;
+    cr_log_info("seed 0x%" PRIx64 " (FPLAB_SEED + 1)", test_seed());
+    float *x = random_tensor(19, 67, &seed, 12, 12);
+    ref_sweep("e2m1", x, 19, 67, false);
+    ref_sweep("e5m2", x, 19, 67, false);
+    ref_sweep("e3m2", x, 19, 67, false);
+    free(x);
+}
+
+// Extreme inputs: fp32 subnormals to near FLT_MAX (clipped scales, overflowing q*s), inf, NaN.
+Test(scale, matches_reference_extremes) {
+    uint64_t seed = test_seed() + 2;
+    cr_log_info("seed 0x%" PRIx64 " (FPLAB_SEED + 2)", test_seed());
+    const size_t rows = 17, cols = 64;
+    float *x = random_tensor(rows, cols, &seed, 140, 120);
+    const fmt_t e4 = F("e4m3"), e2 = F("e2m1");
+    for (int k = 0; k < 2; k++) {
+        for (int m = 0; m < FMT_NMODES; m++)
+            for (size_t j = 0; j < NREF; j++) {
+                fmt_round_opts o = opts((fmt_round_mode)m, m % 2 ? FMT_OVERFLOW_IEEE : FMT_SATURATE);
+                check_against_ref(&e4, ref_specs[j], x, rows, cols, &o);
+                check_against_ref(&e2, ref_specs[j], x, rows, cols, &o);
+            }
+        // second round: with inf and NaN planted in a few tiles
+        x[3] = INFINITY, x[5 * cols + 40] = NAN, x[9 * cols + 17] = -INFINITY;
+    }
+    free(x);
+}
+
+// 2-D tiles 16x16 and 128x128 on a 130x70 matrix: ragged in both directions.
+Test(scale, tiles_2d_on_130x70) {
+    uint64_t seed = test_seed() + 3;
+    const size_t rows = 130, cols = 70;
+    float *x = random_tensor(rows, cols, &seed, 16, 16);
+    cr_assert_eq(fmt_scale_count(&(fmt_scaling){.tile_rows = 16, .tile_cols = 16}, rows, cols), 9 * 5);
+    cr_assert_eq(fmt_scale_count(&(fmt_scaling){.tile_rows = 128, .tile_cols = 128}, rows, cols), 2);
+    const char *specs[] = {"tile:16x16:e8m0", "tile:128x128:e8m0", "tile:16x16:fp32", "tile:128x128:bf16:up"};
+    const fmt_t e = F("e4m3");
+    for (size_t k = 0; k < 4; k++)
+        for (int m = 0; m < FMT_NMODES; m += 3) {  // rne, rup, sr
+            fmt_round_opts o = opts((fmt_round_mode)m, FMT_SATURATE);
+            check_against_ref(&e, specs[k], x, rows, cols, &o);
+        }
+    free(x);
+}
+
+// A tensor big enough for the parallel path: chunks of the flat array cut rows and tiles anywhere.
+Test(scale, matches_reference_parallel_path) {
+    uint64_t seed = test_seed() + 9;
+    cr_log_info("seed 0x%" PRIx64 " (FPLAB_SEED + 9)", test_seed());
+    const size_t rows = 301, cols = 700;
+    float *x = random_tensor(rows, cols, &seed, 24, 24);
+    x[77777] = NAN, x[123456] = -INFINITY;
+    const char *specs[] = {"mx", "nvfp4", "col", "row:up", "tile:128x128:e8m0", "tile:7x300:fp32", "tensor"};
+    const fmt_t e4 = F("e4m3"), e2 = F("e2m1");
+    for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
+        fmt_round_opts o = opts(FMT_SR, FMT_SATURATE);
+        check_against_ref(&e2, specs[k], x, rows, cols, &o);
+        o = opts(FMT_RNE, FMT_OVERFLOW_IEEE);
+        check_against_ref(&e4, specs[k], x, rows, cols, &o);
+    }
+    free(x);
+}
+
+// NVFP4 on a random tensor: every output is q * s_b with q a value of e2m1 and
+// s_b = sf / s_enc, s_enc = 2688 / A in fp32; the block holding A gets sf = 448 exactly.
+Test(scale, nvfp4_two_levels) {
+    uint64_t seed = test_seed() + 4;
+    const size_t rows = 40, cols = 96, n = rows * cols, nb = rows * cols / 16;
+    float *x = random_tensor(rows, cols, &seed, 10, 10), *out = malloc(n * sizeof *out);
+    float *sf = malloc(nb * sizeof *sf);
+    const fmt_t e4 = F("e4m3");
+    const fmt_round_opts rne = {0};
+    for (int m = 0; m < FMT_NMODES; m++) {
+        fmt_quant_info info = {.scales = sf};
+        quant("e2m1", "nvfp4", out, x, rows, cols, opts((fmt_round_mode)m, FMT_SATURATE), NULL, &info);
+        float A = 0;
+        size_t arg = 0;
+        for (size_t i = 0; i < n; i++)
+            if (fabsf(x[i]) > A) A = fabsf(x[i]), arg = i;
+        const float s_enc = 2688.0f / A;
+        cr_assert_eq(info.tensor_scale, 1.0f / s_enc);
+        cr_assert_eq(sf[arg / 16], 448.0f);
+        for (size_t b = 0; b < nb; b++) {
+            cr_assert(sf[b] <= 448.0f && sf[b] >= 0, "block %zu sf %a", b, sf[b]);
+            cr_assert_eq(fmt_round1(&e4, sf[b], &rne), sf[b], "sf %a is not an e4m3 value", sf[b]);
+            const float s_b = sf[b] / s_enc;
+            for (size_t i = b * 16; i < b * 16 + 16; i++) {
+                bool found = false;
+                static const float grid[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};  // e2m1, by hand
+                for (int c = 0; c < 16 && !found; c++) {
+                    const float q = c < 8 ? grid[c] : -grid[c - 8];
+                    found = same(q * s_b, out[i]);
+                }
+                cr_assert(found, "mode %d: out[%zu] = %a is not q * %a for an e2m1 q", m, i, out[i], s_b);
+                cr_assert_leq(fabsf(out[i]), 6.0f * s_b);
+            }
+        }
+    }
+    free(x), free(out), free(sf);
+}
+
+// Every output divided by its power-of-two tile scale is a value of the element format.
+Test(scale, outputs_are_element_values_times_scale) {
+    uint64_t seed = test_seed() + 5;
+    const size_t rows = 24, cols = 80;
+    float *x = random_tensor(rows, cols, &seed, 30, 30), *out = malloc(rows * cols * sizeof *out);
+    const char *specs[] = {"mx", "mx:up", "block:16:e8m0:rne", "tile:16x16:e8m0", "tile:5x7:e8m0:up"};
+    const char *elems[] = {"e4m3", "e5m2", "e2m1", "e3m2", "e2m3", "bf16"};
+    const fmt_round_opts rne = {0};
+    for (size_t k = 0; k < 5; k++)
+        for (size_t j = 0; j < 6; j++)
+            for (int m = 0; m < FMT_NMODES; m++) {
+                const fmt_scaling sc = S(specs[k]);
+                const fmt_t e = F(elems[j]);
+                float s[256];
+                cr_assert_leq(fmt_scale_count(&sc, rows, cols), 256);
+                fmt_quant_info info = {.scales = s};
+                fmt_round_opts o = opts((fmt_round_mode)m, FMT_SATURATE);
+                cr_assert_eq(fmt_quantize_f32(&e, &sc, out, x, rows, cols, &o, NULL, &info), FMT_OK);
+                const size_t tr = (size_t)sc.tile_rows, tc = (size_t)sc.tile_cols, ntc = (cols + tc - 1) / tc;
+                for (size_t i = 0; i < rows * cols; i++) {
+                    const float st = s[(i / cols / tr) * ntc + (i % cols) / tc];
+                    const double q = (double)out[i] / st;
+                    cr_assert_eq(fmt_round1(&e, q, &rne), q, "%s %s mode %d: out %a / scale %a = %a is "
+                                 "not a value", elems[j], specs[k], m, out[i], st, q);
+                    cr_assert_leq(fabs(q), e.max);
+                }
+            }
+    free(x), free(out);
+}
+
+// --- stochastic rounding: reproducible, independent of the tiling and of the thread count
+
+// Every row has +-112 = 448/4 at each column multiple of 8, so every tile of every recipe below
+// has amax 112 and scale 1/4: then the outputs can only differ through the random draws.
+Test(scale, sr_independent_of_tile_shape) {
+    uint64_t seed = test_seed() + 6;
+    const size_t rows = 64, cols = 64, n = rows * cols;
+    float *x = random_tensor(rows, cols, &seed, 8, 6), *ref = malloc(n * sizeof *ref), *out = malloc(n * sizeof *out);
+    for (size_t i = 0; i < n; i++) {
+        if (fabsf(x[i]) >= 112) x[i] = 100;
+        if (i % 8 == 0) x[i] = (i / 8) % 2 ? 112.0f : -112.0f;
+    }
+    const char *specs[] = {"tensor", "row", "mx", "block:8:e8m0", "block:16:e4m3", "tile:8x8:e8m0",
+                           "tile:16x16:fp32", "tile:4x64:e8m0:up", "tile:64x8:bf16", "nvfp4"};
+    const fmt_t e = F("e4m3");
+    fmt_round_opts o = opts(FMT_SR, FMT_SATURATE);
+    const fmt_scaling tensor = S("tensor");
+    fmt_stats st0 = {0};
+    cr_assert_eq(fmt_quantize_f32(&e, &tensor, ref, x, rows, cols, &o, &st0, NULL), FMT_OK);
+    size_t changed = 0;
+    for (size_t i = 0; i < n; i++) changed += ref[i] != x[i];
+    cr_assert_gt(changed, n / 2);
+    for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
+        if (!strcmp(specs[k], "nvfp4")) continue;  // scales relative to 448 * 6: not 1/4
+        const fmt_scaling sc = S(specs[k]);
+        fmt_stats st = {0};
+        cr_assert_eq(fmt_quantize_f32(&e, &sc, out, x, rows, cols, &o, &st, NULL), FMT_OK);
+        for (size_t i = 0; i < n; i++)
+            cr_assert(same(out[i], ref[i]), "%s: [%zu] %a vs tensor %a", specs[k], i, out[i], ref[i]);
+        cr_assert_eq(st.underflow, st0.underflow);
+        cr_assert_eq(st.subnormal, st0.subnormal);
+    }
+    // And the draws are the element's own: another offset or seed changes them.
+    o.offset += 1;
+    cr_assert_eq(fmt_quantize_f32(&e, &tensor, out, x, rows, cols, &o, NULL, NULL), FMT_OK);
+    changed = 0;
+    for (size_t i = 0; i < n; i++) changed += !same(out[i], ref[i]);
+    cr_assert_gt(changed, 0);
+    free(x), free(ref), free(out);
+}
+
+Test(scale, sr_independent_of_thread_count) {
+#ifndef _OPENMP
+    cr_skip_test("built without OpenMP");
+#else
+    uint64_t seed = test_seed() + 7;
+    const size_t rows = 160, cols = 1000, n = rows * cols;
+    float *x = random_tensor(rows, cols, &seed, 20, 20);
+    x[12345] = NAN, x[54321] = INFINITY;
+    float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+    const char *specs[] = {"mx", "tile:128x128:e8m0", "nvfp4", "col", "tensor:up", "none"};
+    const fmt_t e = F("e2m1");
+    const fmt_round_opts o = opts(FMT_SR, FMT_SATURATE);
+    for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
+        const fmt_scaling sc = S(specs[k]);
+        const size_t ns = fmt_scale_count(&sc, rows, cols);
+        float *sa = malloc((ns + 1) * sizeof *sa), *sb = malloc((ns + 1) * sizeof *sb);
+        fmt_stats s1 = {0};
+        fmt_quant_info ia = {.scales = sa};
+        omp_set_num_threads(1);
+        cr_assert_eq(fmt_quantize_f32(&e, &sc, a, x, rows, cols, &o, &s1, &ia), FMT_OK);
+        for (int t = 2; t <= 4; t += 2) {
+            omp_set_num_threads(t);
+            fmt_stats s2 = {0};
+            fmt_quant_info ib = {.scales = sb};
+            memcpy(b, x, n * sizeof *b);  // and in place this time
+            cr_assert_eq(fmt_quantize_f32(&e, &sc, b, b, rows, cols, &o, &s2, &ib), FMT_OK);
+            for (size_t i = 0; i < n; i++) cr_assert(same(a[i], b[i]), "%s, %d threads: [%zu]", specs[k], t, i);
+            for (size_t i = 0; i < ns; i++) cr_assert(same(sa[i], sb[i]));
+            cr_assert(s1.n == s2.n && s1.overflow == s2.overflow && s1.underflow == s2.underflow &&
+                      s1.subnormal == s2.subnormal && s1.nan_in == s2.nan_in && s1.amax == s2.amax,
+                      "%s: stats differ with %d threads", specs[k], t);
+            cr_assert_eq(ia.scales_clipped, ib.scales_clipped);
+            cr_assert(same(ia.tensor_scale, ib.tensor_scale));
+        }
+        cr_assert_eq(s1.n, n);
+        cr_assert_eq(s1.nan_in, 1);
+        free(sa), free(sb);
+    }
+    free(x), free(a), free(b);
+#endif
+}
+
+// --- none, in place, arguments
+
+Test(scale, none_is_plain_rounding) {
+    uint64_t seed = test_seed() + 8;
+    const size_t n = 5000;
+    float *x = random_tensor(1, n, &seed, 20, 20), *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+    const fmt_t e = F("e4m3");
+    const fmt_scaling sc = S("none");
+    cr_assert_eq(fmt_scale_count(&sc, 10, 500), 0);
+    for (int m = 0; m < FMT_NMODES; m++) {
+        fmt_round_opts o = opts((fmt_round_mode)m, FMT_OVERFLOW_IEEE);
+        fmt_stats sa = {0}, sb = {0};
+        fmt_quant_info info = {.scales = NULL, .tensor_scale = 5};
+        cr_assert_eq(fmt_quantize_f32(&e, &sc, a, x, 10, 500, &o, &sa, &info), FMT_OK);
+        memcpy(b, x, n * sizeof *b);
+        cr_assert_eq(fmt_round_f32(&e, b, n, &o, &sb), FMT_OK);
+        for (size_t i = 0; i < n; i++) cr_assert(same(a[i], b[i]));
+        cr_assert(sa.n == sb.n && sa.overflow == sb.overflow && sa.underflow == sb.underflow && sa.amax == sb.amax);
+        cr_assert_eq(info.tensor_scale, 1.0f);
+    }
+    free(x), free(a), free(b);
+}
+
+Test(scale, arguments) {
+    const fmt_t e = F("e4m3");
+    const fmt_scaling sc = S("mx");
+    float x[4] = {1, 2, 3, 4};
+    fmt_round_opts bad = {0};
+    bad.mode = (fmt_round_mode)99;
+    cr_assert_eq(fmt_quantize_f32(&e, &sc, x, x, 1, 4, &bad, NULL, NULL), FMT_EINVAL);
+    cr_assert_eq(fmt_quantize_f32(&e, &sc, x, x, 0, 4, NULL, NULL, NULL), FMT_OK);
+    cr_assert_eq(fmt_quantize_f32(&e, &sc, NULL, x, 1, 4, NULL, NULL, NULL), FMT_EINVAL);
+    fmt_scaling neg = sc;
+    neg.tile_cols = -1;
+    cr_assert_eq(fmt_quantize_f32(&e, &neg, x, x, 1, 4, NULL, NULL, NULL), FMT_EINVAL);
+    const fmt_t f64 = F("fp64");
+    cr_assert_eq(fmt_quantize_f32(&f64, &sc, x, x, 1, 4, NULL, NULL, NULL), FMT_EINVAL);
+    cr_assert_eq(fmt_quantize_f32(&e, &sc, x, x, 1, 4, NULL, NULL, NULL), FMT_OK);  // NULL opts: rne
+    cr_assert(x[0] == 1 && x[3] == 4);
+}
+
+// --- parsing
+
+Test(scale, parse_every_spelling) {
+    struct {
+        const char *spec;
+        bool none;
+        int tr, tc;
+        const char *fmt;
+        fmt_scale_round r;
+        bool ts;
+        const char *canon;
+    } cases[] = {
+        {"none", true, 0, 0, "fp32", FMT_SCALE_RNE, false, "none"},
+        {"NONE", true, 0, 0, "fp32", FMT_SCALE_RNE, false, "none"},
+        {"tensor", false, 0, 0, "fp32", FMT_SCALE_RNE, false, "tensor"},
+        {"tensor:up", false, 0, 0, "fp32", FMT_SCALE_UP, false, "tensor:up"},
+        {"tensor:rne", false, 0, 0, "fp32", FMT_SCALE_RNE, false, "tensor"},
+        {"row", false, 1, 0, "fp32", FMT_SCALE_RNE, false, "row"},
+        {"row:ocp", false, 1, 0, "fp32", FMT_SCALE_OCP, false, "row:ocp"},
+        {"col", false, 0, 1, "fp32", FMT_SCALE_RNE, false, "col"},
+        {"Col:UP", false, 0, 1, "fp32", FMT_SCALE_UP, false, "col:up"},
+        {"mx", false, 1, 32, "e8m0", FMT_SCALE_OCP, false, "mx"},
+        {"mx:up", false, 1, 32, "e8m0", FMT_SCALE_UP, false, "mx:up"},
+        {"mx:rne", false, 1, 32, "e8m0", FMT_SCALE_RNE, false, "mx:rne"},
+        {"nvfp4", false, 1, 16, "e4m3", FMT_SCALE_RNE, true, "nvfp4"},
+        {"nvfp4:up", false, 1, 16, "e4m3", FMT_SCALE_UP, true, "nvfp4:up"},
+        {"block:32:e8m0", false, 1, 32, "e8m0", FMT_SCALE_OCP, false, "mx"},
+        {"block:32:float8_e8m0fnu:ocp", false, 1, 32, "e8m0", FMT_SCALE_OCP, false, "mx"},
+        {"block:16:e4m3", false, 1, 16, "e4m3", FMT_SCALE_RNE, false, "block:16:e4m3:rne"},
+        {"block:16:e4m3:up", false, 1, 16, "e4m3", FMT_SCALE_UP, false, "block:16:e4m3:up"},
+        {"block:64:fp32", false, 1, 64, "fp32", FMT_SCALE_RNE, false, "block:64:fp32:rne"},
+        {"block:8:bf16:ocp", false, 1, 8, "bf16", FMT_SCALE_OCP, false, "block:8:bf16:ocp"},
+        {"block:32:e5m3:fn", false, 1, 32, "e5m3:fn", FMT_SCALE_RNE, false, "block:32:e5m3:fn:rne"},
+        {"block:32:e5m3:fn:up", false, 1, 32, "e5m3:fn", FMT_SCALE_UP, false, "block:32:e5m3:fn:up"},
+        {"tile:128x128:fp32", false, 128, 128, "fp32", FMT_SCALE_RNE, false, "tile:128x128:fp32:rne"},
+        {"tile:16x16:e8m0", false, 16, 16, "e8m0", FMT_SCALE_OCP, false, "tile:16x16:e8m0:ocp"},
+        {"TILE:1X32:e8m0:up", false, 1, 32, "e8m0", FMT_SCALE_UP, false, "mx:up"},
+        {"tile:0x0:fp32", false, 0, 0, "fp32", FMT_SCALE_RNE, false, "tensor"},
+        {"tile:0x0:bf16:up", false, 0, 0, "bf16", FMT_SCALE_UP, false, "tile:0x0:bf16:up"},
+        {"tile:1x0:fp32", false, 1, 0, "fp32", FMT_SCALE_RNE, false, "row"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const fmt_scaling sc = S(cases[i].spec);
+        cr_assert_eq(sc.none, cases[i].none, "%s", cases[i].spec);
+        cr_assert_eq(sc.tile_rows, cases[i].tr, "%s", cases[i].spec);
+        cr_assert_eq(sc.tile_cols, cases[i].tc, "%s", cases[i].spec);
+        const fmt_t want = F(cases[i].fmt);
+        cr_assert(sc.scale_fmt.bits == want.bits && sc.scale_fmt.mbits == want.mbits &&
+                  sc.scale_fmt.bias == want.bias && sc.scale_fmt.special == want.special, "%s", cases[i].spec);
+        cr_assert_eq(sc.scale_round, cases[i].r, "%s", cases[i].spec);
+        cr_assert_eq(sc.tensor_scale, cases[i].ts, "%s", cases[i].spec);
+        char name[128];
+        fmt_scaling_name(&sc, name, sizeof name);
+        cr_assert_str_eq(name, cases[i].canon, "%s", cases[i].spec);
+        // The canonical name parses back to the same recipe.
+        const fmt_scaling back = S(name);
+        cr_assert(back.none == sc.none && back.tile_rows == sc.tile_rows && back.tile_cols == sc.tile_cols &&
+                  back.scale_round == sc.scale_round && back.tensor_scale == sc.tensor_scale &&
+                  back.scale_fmt.bits == sc.scale_fmt.bits && back.scale_fmt.mbits == sc.scale_fmt.mbits,
+                  "%s -> %s", cases[i].spec, name);
+    }
+}
+
+Test(scale, parse_errors_name_the_spec) {
+    struct { const char *spec; int status; const char *says; } cases[] = {
+        {"", FMT_EUNKNOWN, "expected"},
+        {"foo", FMT_EUNKNOWN, "'foo'"},
+        {"mx32", FMT_EUNKNOWN, "expected none, tensor"},
+        {"block", FMT_EUNKNOWN, "expected"},
+        {"block:", FMT_EINVAL, "block size"},
+        {"block:0:e8m0", FMT_EINVAL, "positive integer"},
+        {"block:x:e8m0", FMT_EINVAL, "'x'"},
+        {"block:-4:e8m0", FMT_EINVAL, "positive integer"},
+        {"block:32", FMT_EINVAL, "no scale format"},
+        {"block:32:", FMT_EINVAL, "no scale format"},
+        {"block:32:nosuch", FMT_EUNKNOWN, "'nosuch' is not a format"},
+        {"block:32:fp64", FMT_EINVAL, "float32"},
+        {"tile:16:fp32", FMT_EINVAL, "RxC"},
+        {"tile:16x:fp32", FMT_EINVAL, "RxC"},
+        {"tile:axb:fp32", FMT_EINVAL, "RxC"},
+        {"tile:16x16", FMT_EINVAL, "no scale format"},
+        {"none:up", FMT_EINVAL, "none"},
+        {"mx:up:rne", FMT_EINVAL, "twice"},
+        {"mx:down", FMT_EUNKNOWN, "'mx:down'"},
+        {"tensor:e8m0", FMT_EUNKNOWN, "expected"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fmt_scaling sc;
+        char msg[512];
+        const int st = fmt_scaling_from_name(&sc, cases[i].spec, msg, sizeof msg);
+        cr_assert_eq(st, cases[i].status, "'%s': status %d want %d (%s)", cases[i].spec, st, cases[i].status, msg);
+        cr_assert(strstr(msg, cases[i].says), "'%s': message '%s' lacks '%s'", cases[i].spec, msg, cases[i].says);
+        if (cases[i].spec[0]) cr_assert(strstr(msg, cases[i].spec), "'%s': message '%s' does not name it",
+                                        cases[i].spec, msg);
+    }
+    fmt_scaling sc;
+    cr_assert_eq(fmt_scaling_from_name(&sc, "mx", NULL, 0), FMT_OK);  // msg is optional
+    cr_assert_eq(fmt_scaling_from_name(&sc, NULL, NULL, 0), FMT_EUNKNOWN);
+}
