@@ -31,12 +31,27 @@ endif
 OMPFLAGS := $(if $(HAVE_OMP),-fopenmp,)
 CFLAGS ?= $(CFLAGS_BASE)
 CFLAGS += $(OMPFLAGS)
-LDLIBS := $(LDLIBS_BASE) $(OMPFLAGS)
+BLAS_LIBS := $(if $(HAVE_BLAS),-lopenblas,)
+CFLAGS += $(if $(HAVE_BLAS),-DFPLAB_HAVE_BLAS,)
+LDLIBS := $(LDLIBS_BASE) $(OMPFLAGS) $(BLAS_LIBS)
+
+# CUDA: kernels/*.cu are built when nvcc is found (sm_90 for H100/H200 plus PTX for newer);
+# without it kernels/*_nocuda.c supplies the same functions returning MM_ENODEV.
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+NVCCFLAGS ?= -O3 -std=c++17 -I. -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
+             -Xcompiler -fPIC -Xcompiler -Wall
+CUDA_SRC := $(if $(NVCC),$(wildcard kernels/*.cu),)
+CUDA_OBJ := $(CUDA_SRC:%.cu=$(BUILD)/%.o)
+ifneq ($(NVCC),)
+CFLAGS += -DFPLAB_HAVE_CUDA
+LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcudart -lstdc++
+endif
 
 # --- sources: every .c of a layer goes into the library; MPFR code is kept to its own files
 LIB_SRC := $(wildcard formats/*.c kernels/*.c autocast/*.c trainer/*.c experiments/*.c)
+LIB_SRC := $(if $(NVCC),$(filter-out %_nocuda.c,$(LIB_SRC)),$(LIB_SRC))
 REF_SRC := $(filter %_ref.c,$(LIB_SRC))
-LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(CUDA_OBJ)
 CLI_SRC := $(wildcard cli/*.c)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
@@ -83,6 +98,10 @@ $(BUILD)/%.o: %.c $(wildcard */*.h) | $(BUILD)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
+$(BUILD)/%.o: %.cu $(wildcard */*.h) | $(BUILD)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
 $(BUILD):
 	@mkdir -p $(BUILD)
 
@@ -93,9 +112,11 @@ $(BUILD)/libfplab.a: $(LIB_OBJ)
 $(BUILD)/fplab: $(CLI_OBJ) $(BUILD)/libfplab.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) $(MPFR_LIBS)
 
-$(BUILD)/tests/%: tests/%.c $(BUILD)/libfplab.a $(wildcard tests/*.h)
+# Tests link the command's units too (all but main), so cli/ code is tested without #including .c files.
+CLI_UNITS := $(filter-out $(BUILD)/cli/main.o,$(CLI_OBJ))
+$(BUILD)/tests/%: tests/%.c $(CLI_UNITS) $(BUILD)/libfplab.a $(wildcard tests/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $< -o $@ $(BUILD)/libfplab.a $(LDLIBS) $(MPFR_LIBS) -lcriterion
+	$(CC) $(CFLAGS) $< -o $@ $(CLI_UNITS) $(BUILD)/libfplab.a $(LDLIBS) $(MPFR_LIBS) -lcriterion
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libfplab.a
 	@mkdir -p $(dir $@)

@@ -116,6 +116,19 @@ int fmt_round_f32(const fmt_t *f, float *x, size_t n, const fmt_round_opts *o, f
     fmt__kparams_make(&k, f, o);
     const bool fast = fmt_embeds_in_f32(f);
     fmt__counts total = {0};
+    if (!fast && fmt_contains_f32(f)) {
+        // fp64 and wider: every float32 is a value, nothing rounds, no float32 value is
+        // subnormal there, and an overflow to its max would not fit in float32 anyway.
+        if (st) {
+            for (size_t i = 0; i < n; i++) {
+                const float a = fabsf(x[i]);
+                total.nan_in += a != a;
+                if (a > total.amax) total.amax = a;
+            }
+            fmt__counts_add(st, &total, n);
+        }
+        return FMT_OK;
+    }
     const size_t nchunks = (n + CHUNK - 1) / CHUNK;
 #pragma omp parallel if (nchunks > 1)
     {

@@ -9,7 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/npy.c"  // the unit under test is not in libfplab.a (only the command reads files)
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "cli/npy.h"
 
 static char dir[64];
 

@@ -1,0 +1,98 @@
+// scaled_mm.h: scaled matrix multiplication for operands in any fplab format, with one interface
+// for every backend (ref: MPFR ground truth; cpu: BLAS + emulated accumulators; cuda).
+//
+//   C = round_out( alpha * ta * tb * sum_g  sa[i,g] * sb[g,j] * P_g[i,j]  + beta * C )
+//
+// where P_g is the sum of a[i,k] * b[k,j] over the K-block g (a, b: the operands' element
+// values, i.e. values of their formats, unscaled), sa/sb the block scales along K and ta/tb the
+// operands' tensor scales. Block scales are applied to each block's partial sum, as block-scaled
+// tensor cores do.
+//
+// Accumulation (mm_acc):
+// - fp32 (default): the exact value of the formula is the reference (mm_ref computes it exactly
+//   and rounds once to the output format); mm_cpu accumulates in float32 in its own order and is
+//   held to |err| <= gamma_{K+2} * |alpha ta tb| * sum_k |a b sa sb| (u = 2^-24) plus the output
+//   rounding.
+// - emulated (acc.fmt not fp32, e.g. bf16, fp16, or e8m13 for a 13-bit H100 fp8 accumulator):
+//   every addition is rounded, step by step, and the result is defined bit for bit:
+//     total = 0 (float32)
+//     for each segment of K (segments end at every K-block boundary and after every
+//     acc.promote_every products; promote_every 0 means only at block boundaries):
+//         s = 0;  for k in segment: s = round_acc(s + a[i,k] * b[k,j])   (product exact)
+//         total = fl32(total + fl32(s * fl32(sa * sb)))
+//     y = fl32(fl32(alpha * ta * tb) * total);  if beta != 0: y = fl32(y + fl32(beta * C))
+//     C = round_out(y)
+//   mm_ref follows these steps in MPFR; mm_cpu must match it exactly.
+//   Requires element formats of at most 12 bits of precision (so a product is exact in 24
+//   bits) and an accumulator of at most 24.
+//
+// Layout: every matrix row-major with a leading dimension; op(A) is M x K and op(B) is K x N;
+// an operand with trans set is stored transposed (A as K x M, B as N x K).
+// Constraints: outputs first, then inputs, then sizes; no global state.
+#ifndef FPLAB_SCALED_MM_H
+#define FPLAB_SCALED_MM_H
+
+#include "formats/round.h"
+
+enum { MM_OK = 0, MM_EINVAL = 1, MM_ENOMEM = 2, MM_ENODEV = 3, MM_EUNSUPPORTED = 4 };
+
+typedef struct {
+    const float *x;       // element values (values of fmt); stored (M x K) or, if trans, (K x M)
+                          // for A; (K x N) or, if trans, (N x K) for B
+    size_t ld;            // leading dimension of the stored matrix
+    bool trans;
+    fmt_t fmt;            // the element format the values belong to
+    const float *scales;  // NULL: all 1. A: (M, nblocks) row-major; B: (nblocks, N) row-major,
+                          // nblocks = ceil(K / block_k)
+    int block_k;          // K-block length of the scales; 0: one block spanning K (per-row of
+                          // A / per-column of B scales)
+    float tensor_scale;   // second-level scale (NVFP4); 0 is read as 1
+} mm_operand;
+
+typedef struct {
+    fmt_t fmt;            // accumulator format; fp32 means plain float32 accumulation
+    fmt_round_mode mode;  // rounding of each emulated addition: rne (default) or rtz, rup, ...
+    int promote_every;    // emulated only: add the partial sum into float32 every N products
+} mm_acc;
+
+typedef struct {
+    float alpha, beta;
+    mm_acc acc;
+    fmt_t out_fmt;            // C is rounded to this format (fp32: no extra rounding)
+    fmt_round_opts out_round; // mode and overflow policy of that rounding
+} mm_opts;
+
+// Fills o with alpha 1, beta 0, fp32 accumulation, fp32 output, rne.
+void mm_opts_default(mm_opts *o);
+// Parses an accumulator spec: fp32 | bf16 | fp16 | mNN (NN fraction bits, float32's exponent
+// range) | any format name, with an optional ":promote=N" and ":rtz"/":rne"/... suffix.
+int mm_acc_from_name(mm_acc *out, const char *spec, char *msg, size_t msg_len);
+// Checks shapes, leading dimensions, block sizes and the emulation's precision limits;
+// MM_OK or MM_EINVAL with a message.
+int mm_validate(const mm_operand *A, const mm_operand *B, size_t M, size_t N, size_t K,
+                const mm_opts *o, char *msg, size_t msg_len);
+// True when o asks for an emulated (rounded step by step) accumulator.
+bool mm_acc_is_emulated(const mm_acc *acc);
+
+// C (M x N, row-major, ldc) = the formula above. C is read when beta != 0 and overwritten.
+int mm_ref(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
+           size_t K, const mm_opts *o);
+int mm_cpu(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
+           size_t K, const mm_opts *o);
+
+// The CUDA backend (kernels/scaled_mm_cuda.cu). Operands are copied to the device, encoded as
+// packed codes of their formats, and multiplied there; MM_ENODEV when fplab was built without
+// nvcc (kernels/scaled_mm_nocuda.c) or no GPU is present, with the reason from
+// mm_cuda_available.
+int mm_cuda(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
+            size_t K, const mm_opts *o);
+bool mm_cuda_available(char *msg, size_t msg_len);
+
+// Exact value of the formula before output rounding, and the bound terms, for the verifier:
+// exact[i*N+j] (double nearest to the exact value) and absdot[i*N+j] = |alpha ta tb| *
+// sum_k |a b sa sb| + |beta C| (computed in MPFR, rounded to double). Either may be NULL.
+int mm_ref_exact(double *exact, double *absdot, const float *C_in, size_t ldc,
+                 const mm_operand *A, const mm_operand *B, size_t M, size_t N, size_t K,
+                 const mm_opts *o);
+
+#endif
