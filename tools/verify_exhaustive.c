@@ -186,14 +186,14 @@ static uint32_t first_at_or_above(double b) {
 static size_t classify_chunk(const grid_t *g, uint32_t first, seg_t *seg) {
     const uint32_t sign = first >> 31, a0 = first & 0x7fffffffu, a_end = a0 + CHUNK;
     size_t ns = 0;
+    if (sign && !g->is_signed) {  // -inf and -NaN included: NaN either way
+        seg[ns++] = (seg_t){first, first + CHUNK, 0, C_INVALID};
+        return ns;
+    }
     if ((a0 >> 23) == 255u) {  // a chunk never straddles an exponent boundary
         seg[ns++] = (seg_t){first, first + 1, 0, C_INF};
         seg[ns++] = (seg_t){first + 1, first + CHUNK, 0, C_NAN};
         if (a0 & 0x7fffffu) seg[0].cls = C_NAN;
-        return ns;
-    }
-    if (sign && !g->is_signed) {
-        seg[ns++] = (seg_t){first, first + CHUNK, 0, C_INVALID};
         return ns;
     }
     int i = grid_floor(g, u2f(a0));
