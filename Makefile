@@ -8,7 +8,7 @@ ARCH ?= native
 BUILD ?= build
 PREFIX ?= /usr/local
 OPT ?= -O3
-CFLAGS_BASE := -std=c11 -D_GNU_SOURCE $(OPT) -march=$(ARCH) -g -Wall -Wextra -Wno-unknown-pragmas -Wno-psabi \
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE $(OPT) $(SAN) -march=$(ARCH) -g -Wall -Wextra -Wno-unknown-pragmas -Wno-psabi \
                -fno-math-errno -fno-trapping-math -ffp-contract=off -I.
 LDLIBS_BASE := -lm
 
@@ -49,7 +49,7 @@ endif
 
 # --- sources: every .c of a layer goes into the library; MPFR code is kept to its own files
 LIB_SRC := $(wildcard formats/*.c kernels/*.c autocast/*.c trainer/*.c experiments/*.c)
-LIB_SRC := $(if $(NVCC),$(filter-out %_nocuda.c,$(LIB_SRC)),$(LIB_SRC))
+LIB_SRC := $(if $(CUDA_SRC),$(filter-out %_nocuda.c,$(LIB_SRC)),$(LIB_SRC))
 REF_SRC := $(filter %_ref.c,$(LIB_SRC))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(CUDA_OBJ)
 CLI_SRC := $(wildcard cli/*.c)
@@ -62,7 +62,7 @@ TOOL_SRC := $(wildcard tools/*.c)
 TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%)
 MPFR_LIBS := -lmpfr -lgmp
 
-.PHONY: all lib cli deps config test asan bench demo verify-exhaustive check-peers install \
+.PHONY: all lib cli deps config test test-gpu asan run-tests bench demo verify-exhaustive check-peers install \
         uninstall clean help
 all: config lib cli
 
@@ -73,6 +73,7 @@ help:
 	@echo "make test       build and run the Criterion suites"
 	@echo "make asan       the tests under AddressSanitizer and UBSan"
 	@echo "make bench      benchmarks (tables; never fail on a timing)"
+	@echo "make test-gpu   the CUDA suites, on a machine with a GPU"
 	@echo "make verify-exhaustive  every float32 input, every format <= 16 bits, against MPFR"
 	@echo "make check-peers        compare with ml_dtypes (pip) and write tests/fixtures"
 	@echo "make install PREFIX=... library, headers, command and fplab.pc"
@@ -128,21 +129,24 @@ $(BUILD)/tools/%: tools/%.c $(BUILD)/libfplab.a
 
 # test: every suite runs even if one fails; the exit status says whether all passed.
 test: deps
-	@$(MAKE) --no-print-directory all $(TEST_BIN)
+	@$(MAKE) --no-print-directory run-tests
+
+run-tests: all $(TEST_BIN)
 	@fail=0; for t in $(TEST_BIN); do \
 	  echo "== $$t"; $$t --jobs 2 || fail=1; \
 	done; \
-	if [ -x tests/cli_test.sh ]; then echo "== tests/cli_test.sh"; bash tests/cli_test.sh $(BUILD)/fplab || fail=1; fi; \
+	if [ -x tests/cli_test.sh ] || [ -f tests/cli_test.sh ]; then echo "== tests/cli_test.sh"; bash tests/cli_test.sh $(BUILD)/fplab || fail=1; fi; \
 	exit $$fail
 
-asan:
-	@$(MAKE) --no-print-directory BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
-	  CFLAGS="$(CFLAGS_BASE) -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
-	  LDFLAGS="-fsanitize=address,undefined" test-only-asan
+# asan: the same suites built with AddressSanitizer and UBSan in build-asan/ (CUDA left out).
+asan: deps
+	@$(MAKE) --no-print-directory BUILD=build-asan NO_CUDA=1 OPT="-O1 -fno-omit-frame-pointer" \
+	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" run-tests
 
-test-only-asan: all $(TEST_BIN)
-	@fail=0; for t in $(TEST_BIN); do echo "== $$t (asan)"; \
-	  ASAN_OPTIONS=detect_leaks=1 $$t --jobs 1 || fail=1; done; exit $$fail
+# GPU suites, on a machine with a GPU (they skip under make test without one).
+test-gpu: all $(BUILD)/tests/test_mm_cuda
+	@command -v nvidia-smi >/dev/null && nvidia-smi -L || { echo "test-gpu: no GPU found (nvidia-smi)"; exit 1; }
+	FPLAB_REQUIRE_GPU=1 $(BUILD)/tests/test_mm_cuda --jobs 1
 
 bench: all $(BENCH_BIN)
 	@for b in $(BENCH_BIN); do $$b; done
@@ -166,7 +170,7 @@ install: all
 	  $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 644 $(BUILD)/libfplab.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/fplab $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 $(filter-out %_internal.h,$(wildcard formats/*.h)) $(DESTDIR)$(PREFIX)/include/fplab/formats/
+	install -m 644 $(filter-out %_internal.h %round_scalar.h,$(wildcard formats/*.h)) $(DESTDIR)$(PREFIX)/include/fplab/formats/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBS@|$(LDLIBS) $(MPFR_LIBS)|' fplab.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/fplab.pc
 
 uninstall:

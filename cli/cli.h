@@ -104,5 +104,6 @@ int cmd_finfo(int argc, char **argv);
 int cmd_values(int argc, char **argv);
 int cmd_cast(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
+int cmd_matmul_check(int argc, char **argv);
 
 #endif

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "kernels/blas_tune.h"
 
 static const struct {
     const char *name;
@@ -14,6 +15,7 @@ static const struct {
     {"values", cmd_values, "every code of a format of 8 bits or fewer with its value and class"},
     {"cast", cmd_cast, "round numbers to a format: code, value and error"},
     {"quantize", cmd_quantize, "quantize a float32/float64 .npy with a scaling recipe"},
+    {"matmul-check", cmd_matmul_check, "scaled matmul on a backend vs the MPFR reference: ulps, bound, time"},
 };
 enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
 
@@ -28,6 +30,7 @@ static void usage(FILE *fp) {
 }
 
 int main(int argc, char **argv) {
+    mm_blas_tune_or_reexec(argv);  // before any BLAS call: may restart with OPENBLAS_CORETYPE
     if (argc < 2) {
         usage(stderr);
         return CLI_EXIT_USAGE;

@@ -478,7 +478,8 @@ static void stats_add(fmt_stats *into, const fmt_stats *s) {
     into->subnormal += s->subnormal, into->nan_in += s->nan_in, into->invalid += s->invalid;
 }
 
-static int round_scaled(const fmt_t *elem, float *x, const geom *g, const float *mul,
+// elems (optional, n floats) receives the rounded values before they are multiplied back.
+static int round_scaled(const fmt_t *elem, float *x, float *elems, const geom *g, const float *mul,
                         const float *deq, bool count_zeroed, const fmt_round_opts *o, fmt_stats *st) {
     const size_t n = g->rows * g->cols, nchunks = (n + CHUNK - 1) / CHUNK;
     fmt_stats total = {0};
@@ -487,6 +488,7 @@ static int round_scaled(const fmt_t *elem, float *x, const geom *g, const float 
         uint64_t zeroed = 0;
         mul_tiles(x, 0, n, g, mul, count_zeroed ? &zeroed : NULL);
         status = fmt_round_f32(elem, x, n, o, st ? &total : NULL);
+        if (elems) memcpy(elems, x, n * sizeof *x);
         mul_tiles(x, 0, n, g, deq, NULL);
         total.underflow += zeroed;
         if (st) stats_add(st, &total);
@@ -505,6 +507,7 @@ static int round_scaled(const fmt_t *elem, float *x, const geom *g, const float 
             mul_tiles(x, a, b, g, mul, count_zeroed ? &zeroed : NULL);
             int s = fmt_round_f32(elem, x + a, b - a, &oc, st ? &local : NULL);
             if (s != FMT_OK) my_status = s;
+            if (elems) memcpy(elems + a, x + a, (b - a) * sizeof *x);
             mul_tiles(x, a, b, g, deq, NULL);
         }
         local.underflow += zeroed;
@@ -540,7 +543,9 @@ int fmt_quantize_f32(const fmt_t *elem, const fmt_scaling *sc, float *out, const
 
     if (sc->none) {
         if (out != in) memcpy(out, in, n * sizeof *out);
-        return fmt_round_f32(elem, out, n, o, stats);
+        const int status = fmt_round_f32(elem, out, n, o, stats);
+        if (info && info->elems) memcpy(info->elems, out, n * sizeof *out);
+        return status;
     }
 
     const geom g = geom_make(sc, rows, cols);
@@ -568,7 +573,7 @@ int fmt_quantize_f32(const fmt_t *elem, const fmt_scaling *sc, float *out, const
     }
 
     fmt_stats st = {0};
-    const int status = round_scaled(elem, out, &g, mul, deq, zeroed_tiles > 0, o, stats ? &st : NULL);
+    const int status = round_scaled(elem, out, info ? info->elems : NULL, &g, mul, deq, zeroed_tiles > 0, o, stats ? &st : NULL);
     if (stats) {
         stats_add(stats, &st);
         if (in_amax > stats->amax) stats->amax = in_amax;  // of the input, not the scaled values

@@ -63,6 +63,9 @@ void fmt_scaling_name(const fmt_scaling *sc, char *buf, size_t len);
 typedef struct {
     float *scales;        // one decoded scale per tile, row-major over the tile grid:
                           // fmt_scale_count() floats (x ~= q * scale * tensor_scale)
+    float *elems;         // rows*cols floats: the element values q (values of the element
+                          // format, before the multiplication back by the scale), row-major;
+                          // must not overlap in or out ("none": a copy of out)
     float tensor_scale;   // the fp32 second-level scale (1 when the recipe has none)
     uint64_t scales_clipped;  // tiles whose needed scale was out of the scale format's range
 } fmt_quant_info;

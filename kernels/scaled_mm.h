@@ -22,7 +22,11 @@
 //         total = fl32(total + fl32(s * fl32(sa * sb)))
 //     y = fl32(fl32(alpha * ta * tb) * total);  if beta != 0: y = fl32(y + fl32(beta * C))
 //     C = round_out(y)
-//   mm_ref follows these steps in MPFR; mm_cpu must match it exactly.
+//   mm_ref follows these steps in MPFR; mm_cpu must match it exactly. Precisely: K-blocks come
+//   only from operands that have scales; promotion counts restart at each block's start;
+//   fl32(alpha * ta * tb) is one rounding of the exact triple product; an exact zero sum in
+//   round-down is -0. "Emulated" is any accumulator other than plain float32 rne without
+//   promotion (so fp32:rtz or fp32:promote=64 are emulated too).
 //   Requires element formats of at most 12 bits of precision (so a product is exact in 24
 //   bits) and an accumulator of at most 24.
 //

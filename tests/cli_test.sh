@@ -195,5 +195,45 @@ else
     echo "note: numpy not importable; numpy round trips skipped"
 fi
 
+# --- matmul-check: small cases on the cpu backend pass (exit 0), bad input exits 2, json parses
+MC=("$F" matmul-check --m 8 --n 12 --k 40)
+expect_has "matmul-check --help" "usage: fplab matmul-check" "$F" matmul-check --help
+expect_has "matmul-check e4m3 tensor" "PASS: 0 of 96 results outside" "${MC[@]}" --a e4m3 --b e4m3 --scale tensor
+expect_has "matmul-check prints its configuration" "M=8 N=12 K=40 a=e4m3 b=e5m2 out=bf16 scale=row" \
+    "${MC[@]}" --a e4m3 --b e5m2 --scale row --out bf16
+expect_rc "matmul-check mx e2m1 outliers" 0 "${MC[@]}" --a e2m1 --b e2m1 --scale mx --dist outliers
+expect_rc "matmul-check nvfp4 lognormal" 0 "${MC[@]}" --a e2m1 --b e2m1 --scale nvfp4 --dist lognormal
+expect_rc "matmul-check 2-D tiles, e4m3 out" 0 "${MC[@]}" --a e4m3 --b e4m3 --scale tile:4x16:fp32 --out e4m3
+expect_rc "matmul-check bf16 x fp16 uniform" 0 "${MC[@]}" --a bf16 --b fp16 --dist uniform
+expect_has "matmul-check m13 promote=16 is bit-exact" "PASS: 0 of 96 results differ from mm_ref" \
+    "${MC[@]}" --a e4m3 --b e4m3 --scale tensor --acc m13:promote=16
+expect_rc "matmul-check bf16 accumulator, mx" 0 "${MC[@]}" --a e5m2 --b e3m2 --scale mx --acc bf16 --seed 3
+expect_err "matmul-check no --a" "--a FORMAT and --b FORMAT are required" "$F" matmul-check --b e4m3
+expect_err "matmul-check unknown format" "--a 'e4m9x'" "$F" matmul-check --a e4m9x --b e4m3
+expect_err "matmul-check bad recipe" "--scale" "$F" matmul-check --a e4m3 --b e4m3 --scale block:0:e8m0
+expect_err "matmul-check bad accumulator" "--acc" "$F" matmul-check --a e4m3 --b e4m3 --acc m99
+expect_err "matmul-check bad dist" "--dist 'cauchy'" "$F" matmul-check --a e4m3 --b e4m3 --dist cauchy
+expect_err "matmul-check bad backend" "--backend 'tpu'" "$F" matmul-check --a e4m3 --b e4m3 --backend tpu
+expect_err "matmul-check zero size" "--m" "$F" matmul-check --a e4m3 --b e4m3 --m 0
+expect_err "matmul-check wide operand, emulated acc" "at most 12" "$F" matmul-check --a fp32 --b fp32 --acc bf16
+expect_err "matmul-check bad --format" "expected table|json" "$F" matmul-check --a e4m3 --b e4m3 --format csv
+# --backend cuda: 0 on a GPU that passes, 3 ("no GPU: ...") without one; nothing else.
+out=$("${MC[@]}" --a e4m3 --b e4m3 --backend cuda 2>&1); rc=$?
+if [[ $rc == 0 || ($rc == 3 && $out == *"no GPU: "*) ]]; then ok; else bad "matmul-check cuda: exit $rc" "$out"; fi
+"${MC[@]}" --a e2m1 --b e4m3 --scale nvfp4 --acc m13:promote=8 --format json >"$T/mc.json" 2>"$T/mc.err"
+expect_eq "matmul-check json exit" 0 $?
+expect_eq "matmul-check json: stdout holds only the object" "{" "$(head -c1 "$T/mc.json")"
+if command -v python3 >/dev/null; then
+    expect_rc "matmul-check json parses" 0 python3 -m json.tool "$T/mc.json"
+    expect_rc "matmul-check json fields" 0 python3 -c "
+import json, sys
+d = json.load(open('$T/mc.json'))
+ok = d['pass'] is True and d['config']['k'] == 40 and d['config']['promote_every'] == 8
+ok = ok and [r['backend'] for r in d['results']] == ['ref', 'cpu'] and d['results'][1]['mismatches_vs_ref'] == 0
+sys.exit(not ok)"
+else
+    echo "note: python3 not found; matmul-check json parse skipped"
+fi
+
 echo "$pass passed, $fail failed"
 [[ $fail == 0 ]]

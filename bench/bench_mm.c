@@ -1,0 +1,179 @@
+// bench_mm.c: throughput of mm_cpu for each element format with its natural scaling recipe
+// (fp16/bf16: none; e4m3/e5m2: tensor; e3m2/e2m3/e2m1: mx; e2m1 also nvfp4), against plain
+// OpenBLAS cblas_sgemm on float32 at the same sizes in the same run, and of the emulated 13-bit
+// accumulator (e8m13, promote=128). Operands are quantized once, outside the timing; each time
+// is the best of 3 calls (sgemm: of 6, 3 before and 3 after the formats of a size). Square n x n x n, fp32 output, GFLOP/s = 2 n^3 / time.
+// Not a test: prints a table, never fails on a timing.
+// Usage: bench_mm [--sizes 512,1024,2048] [--emu-sizes 256,512] [--quick]
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef FPLAB_HAVE_BLAS
+#include <cblas.h>
+#endif
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "kernels/blas_tune.h"
+#include "kernels/mm_operand.h"
+#include "kernels/scaled_mm.h"
+
+enum { MAX_SIZES = 16, REPS = 3 };
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int parse_sizes(const char *arg, size_t *out) {
+    int n = 0;
+    for (const char *p = arg; *p && n < MAX_SIZES;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || v > 16384) {
+            fprintf(stderr, "bench_mm: bad size list '%s'; expected e.g. 512,1024,2048\n", arg);
+            exit(2);
+        }
+        out[n++] = (size_t)v;
+        p = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',') {
+            fprintf(stderr, "bench_mm: bad size list '%s'; expected e.g. 512,1024,2048\n", arg);
+            exit(2);
+        }
+    }
+    return n;
+}
+
+typedef struct {
+    const char *elem, *recipe, *acc;
+} config;
+
+// Best of REPS calls of mm_cpu on operands quantized from (a, b); -1 when mm_cpu refuses.
+static double time_mm(const config *c, const float *a, const float *b, float *C, size_t n) {
+    fmt_t f;
+    fmt_scaling sc;
+    mm_opts o;
+    mm_opts_default(&o);
+    if (fmt_from_name(&f, c->elem) || fmt_scaling_from_name(&sc, c->recipe, NULL, 0) ||
+        mm_acc_from_name(&o.acc, c->acc, NULL, 0))
+        return -1;
+    const fmt_round_opts qo = {.overflow = FMT_SATURATE};
+    mm_qmat qa, qb;
+    if (mm_qmat_from_f32(&qa, MM_SIDE_A, a, n, n, &f, &sc, &qo)) return -1;
+    if (mm_qmat_from_f32(&qb, MM_SIDE_B, b, n, n, &f, &sc, &qo)) return mm_qmat_free(&qa), -1;
+    double best = -1;
+    for (int r = 0; r < REPS; r++) {
+        const double t0 = now_s();
+        const int st = mm_cpu(C, n, &qa.op, &qb.op, n, n, n, &o);
+        const double t = now_s() - t0;
+        if (st != MM_OK) {
+            best = -1;
+            break;
+        }
+        if (best < 0 || t < best) best = t;
+    }
+    mm_qmat_free(&qa), mm_qmat_free(&qb);
+    return best;
+}
+
+static double time_sgemm(const float *a, const float *b, float *C, size_t n) {
+#ifdef FPLAB_HAVE_BLAS
+    double best = -1;
+    for (int r = 0; r < REPS; r++) {
+        const double t0 = now_s();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0f, a, (int)n, b,
+                    (int)n, 0.0f, C, (int)n);
+        const double t = now_s() - t0;
+        if (best < 0 || t < best) best = t;
+    }
+    return best;
+#else
+    (void)a, (void)b, (void)C, (void)n;
+    return -1;
+#endif
+}
+
+static void row(const char *label, const char *recipe, const char *acc, size_t n, double t, double t_sgemm) {
+    const double flops = 2.0 * (double)n * (double)n * (double)n;
+    printf("%-8s %-7s %-18s %6zu ", label, recipe, acc, n);
+    if (t < 0) {
+        printf("%10s %9s %8s\n", "refused", "-", "-");
+        return;
+    }
+    printf("%10.2f %9.4f ", flops / t * 1e-9, t);
+    if (t_sgemm > 0) printf("%8.3f\n", t_sgemm / t);
+    else printf("%8s\n", "-");
+}
+
+int main(int argc, char **argv) {
+    mm_blas_tune_or_reexec(argv);  // before any BLAS call
+    size_t sizes[MAX_SIZES] = {512, 1024, 2048}, emu[MAX_SIZES] = {256, 512};
+    int nsizes = 3, nemu = 2;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) {
+            sizes[0] = 256, sizes[1] = 512, nsizes = 2;
+            emu[0] = 128, emu[1] = 256, nemu = 2;
+        } else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) {
+            nsizes = parse_sizes(argv[++i], sizes);
+        } else if (!strcmp(argv[i], "--emu-sizes") && i + 1 < argc) {
+            nemu = parse_sizes(argv[++i], emu);
+        } else {
+            fprintf(stderr, "usage: bench_mm [--sizes N,N,...] [--emu-sizes N,N,...] [--quick]\n");
+            return !strcmp(argv[i], "--help") ? 0 : 2;
+        }
+    }
+    size_t nmax = 0;
+    for (int i = 0; i < nsizes; i++) nmax = sizes[i] > nmax ? sizes[i] : nmax;
+    for (int i = 0; i < nemu; i++) nmax = emu[i] > nmax ? emu[i] : nmax;
+    float *a = malloc(nmax * nmax * sizeof *a), *b = malloc(nmax * nmax * sizeof *b);
+    float *C = malloc(nmax * nmax * sizeof *C);
+    if (!a || !b || !C) {
+        fprintf(stderr, "bench_mm: out of memory for n = %zu\n", nmax);
+        return 1;
+    }
+    int threads = 1;
+#ifdef _OPENMP
+    threads = omp_get_max_threads();
+#endif
+    printf("bench_mm: mm_cpu vs cblas_sgemm, square n, fp32 output, best of %d, %d OpenMP threads, "
+           "normal operands (seed 0)\n", REPS, threads);
+    printf("%-8s %-7s %-18s %6s %10s %9s %8s\n", "elem", "recipe", "acc", "n", "GFLOP/s", "time_s", "vs_sgemm");
+
+    static const config plain[] = {
+        {"fp16", "none", "fp32"},   {"bf16", "none", "fp32"}, {"e4m3", "tensor", "fp32"},
+        {"e5m2", "tensor", "fp32"}, {"e3m2", "mx", "fp32"},   {"e2m3", "mx", "fp32"},
+        {"e2m1", "mx", "fp32"},     {"e2m1", "nvfp4", "fp32"},
+    };
+    for (int s = 0; s < nsizes; s++) {
+        const size_t n = sizes[s];
+        mm_random_f32(a, n * n, MM_DIST_NORMAL, 0, 1);
+        mm_random_f32(b, n * n, MM_DIST_NORMAL, 0, 2);
+        // sgemm is timed before and after the formats and the faster run kept, so that a burst of
+        // load from elsewhere during one of them does not make every ratio look good.
+        double ts = time_sgemm(a, b, C, n), tq[sizeof plain / sizeof *plain];
+        for (size_t c = 0; c < sizeof plain / sizeof *plain; c++) tq[c] = time_mm(&plain[c], a, b, C, n);
+        const double ts2 = time_sgemm(a, b, C, n);
+        if (ts2 > 0 && ts2 < ts) ts = ts2;
+        row("fp32", "-", "sgemm (OpenBLAS)", n, ts, ts);
+        for (size_t c = 0; c < sizeof plain / sizeof *plain; c++)
+            row(plain[c].elem, plain[c].recipe, plain[c].acc, n, tq[c], ts);
+        fflush(stdout);
+    }
+    static const config emulated = {"e4m3", "tensor", "e8m13:promote=128"};
+    for (int s = 0; s < nemu; s++) {
+        const size_t n = emu[s];
+        mm_random_f32(a, n * n, MM_DIST_NORMAL, 0, 1);
+        mm_random_f32(b, n * n, MM_DIST_NORMAL, 0, 2);
+        const double ts = time_sgemm(a, b, C, n);
+        row("fp32", "-", "sgemm (OpenBLAS)", n, ts, ts);
+        row(emulated.elem, emulated.recipe, emulated.acc, n, time_mm(&emulated, a, b, C, n), ts);
+        fflush(stdout);
+    }
+    printf("vs_sgemm = sgemm time / mm_cpu time (1 = as fast as plain float32 sgemm)\n");
+    free(a), free(b), free(C);
+    return 0;
+}

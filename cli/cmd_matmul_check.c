@@ -1,0 +1,349 @@
+// cmd_matmul_check.c: `fplab matmul-check`: random operands quantized with a recipe, one scaled
+// matmul on a backend (cpu or cuda) and on mm_ref, and the backend's error against the exact
+// value (mm_ref_exact): max and median in ulps of the output format, relative error, and
+// - fp32 accumulation: the count of results outside |err| <= gamma_{K+2} * absdot + half an ulp
+//   of the output format at the value (gamma_n = n u / (1 - n u), u = 2^-24);
+// - emulated accumulators: the count of results that differ from mm_ref in any bit.
+// Exit status: 0 all within the bound (or all equal to ref), 1 otherwise, 2 bad input, 3 no GPU
+// for --backend cuda.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "formats/scale.h"
+#include "kernels/mm_operand.h"
+#include "kernels/scaled_mm.h"
+
+enum { EXIT_NO_GPU = 3 };
+
+static void help(FILE *fp) {
+    fprintf(fp,
+            "usage: fplab matmul-check --a FORMAT --b FORMAT [--out FORMAT] [--m M] [--n N] [--k K]\n"
+            "                          [--scale RECIPE] [--acc SPEC] [--backend cpu|cuda] [--seed S]\n"
+            "                          [--dist D] [--format table|json]\n\n"
+            "Draws A (M x K) and B (K x N) from distribution D, quantizes them to their formats\n"
+            "with the scaling RECIPE (tiles along K: A gets the recipe's tile, B its transpose;\n"
+            "elements round to nearest-even and saturate at the format's max),\n"
+            "computes C = A B rounded to the output format with the backend and with mm_ref\n"
+            "(MPFR), and compares both with the exact product (mm_ref_exact):\n"
+            "  err_ulp = |C - exact| / ulp_out(exact),  ulp_out(e) = 2^(max(floor(log2|e|), emin) - mbits)\n"
+            "  fp32 accumulation: bound |C - exact| <= gamma_{K+2} * sum_k|a b s| + ulp_out/2,\n"
+            "                     gamma_n = n u / (1 - n u), u = 2^-24 (Higham)\n"
+            "  emulated accumulator: the backend must equal mm_ref bit for bit.\n\n"
+            "options:\n"
+            "  --m, --n, --k N   sizes (default 64 each)\n"
+            "  --a, --b FORMAT   element formats of A and B (e4m3, e5m2, e2m1, bf16, ...); required\n"
+            "  --out FORMAT      output format of C (default fp32)\n"
+            "  --scale RECIPE    none (default), tensor, row, mx, nvfp4, block:K:SCALEFMT,\n"
+            "                    tile:RxC:SCALEFMT (see 'fplab quantize --help')\n"
+            "  --acc SPEC        fp32 (default), bf16, fp16, mNN (NN fraction bits, fp32 range),\n"
+            "                    with an optional :promote=N (e.g. m13:promote=128) and :rtz/...\n"
+            "  --backend B       cpu (default) or cuda\n"
+            "  --seed S          random operands (default 0); A draws stream 1, B stream 2\n"
+            "  --dist D          normal (default), uniform (U[-1,1)), lognormal (random sign times\n"
+            "                    exp(N(0,1))), outliers (normal; 1 element in 128 times 1000)\n"
+            "  --format F        table (default) or json\n"
+            "  -h, --help        this text\n\n"
+            "exit status: 0 every result within the bound (fp32 accumulation) or equal to mm_ref\n"
+            "(emulated), 1 otherwise, 2 bad input, 3 --backend cuda without a usable GPU.\n");
+}
+
+static const char *mm_status_name(int st) {
+    switch (st) {
+    case MM_OK: return "ok";
+    case MM_EINVAL: return "invalid argument";
+    case MM_ENOMEM: return "out of memory";
+    case MM_ENODEV: return "no device";
+    case MM_EUNSUPPORTED: return "unsupported";
+    default: return "unknown status";
+    }
+}
+
+// A kernels/ call that failed after validation: not the user's doing; exit 1.
+#define MM_CHECK(call, hint)                                                                       \
+    do {                                                                                           \
+        int mm_st_ = (call);                                                                       \
+        if (mm_st_ != MM_OK) {                                                                     \
+            fprintf(stderr, "fplab: %s:%d: %s returned %d (%s); %s\n", __FILE__, __LINE__, #call, \
+                    mm_st_, mm_status_name(mm_st_), hint);                                         \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+// Median of v[0..n) (sorted in place); NaN when n is 0.
+static double median(double *v, size_t n) {
+    if (!n) return NAN;
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// ulp of the output format at |e|: 2^(max(floor(log2|e|), emin) - mbits).
+static double ulp_out(const fmt_t *f, double e) {
+    int ex = f->emin;
+    if (e != 0.0 && isfinite(e)) {
+        int k;
+        frexp(fabs(e), &k);  // |e| = m 2^k, m in [0.5, 1): floor(log2|e|) = k - 1
+        if (k - 1 > ex) ex = k - 1;
+    }
+    return ldexp(1.0, ex - f->mbits);
+}
+
+static bool same_bits(float a, float b) {
+    if (isnan(a) && isnan(b)) return true;
+    uint32_t ua, ub;
+    memcpy(&ua, &a, 4), memcpy(&ub, &b, 4);
+    return ua == ub;
+}
+
+typedef struct {
+    const char *name;
+    double time_s;
+    double max_ulp, med_ulp, max_rel, med_rel;
+    size_t outside;     // fp32 accumulation: outside the bound
+    size_t mismatches;  // emulated: bits differ from mm_ref
+    size_t overflow;    // exact value beyond the output format's overflow threshold: no error
+                        // bound holds there (ref too is +-max or inf/NaN); left out of the rest
+} result;
+
+// Errors of C against exact; outside counts the bound violations (gamma_n from u = 2^-24).
+static void evaluate(result *r, const float *C, const float *Cref, const double *exact, const double *absdot,
+                     size_t n, size_t K, const fmt_t *out, bool emulated, double *scratch) {
+    const double u = 0x1p-24, nu = (double)(K + 2) * u;
+    const double gamma = nu < 1.0 ? nu / (1.0 - nu) : INFINITY;
+    double *rel = scratch + n;
+    size_t nrel = 0;
+    // Round-to-nearest overflows at max + half an ulp of max.
+    const double top = out->max + 0.5 * ulp_out(out, out->max);
+    size_t m = 0;
+    r->max_ulp = 0, r->max_rel = 0, r->outside = 0, r->mismatches = 0, r->overflow = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (emulated) r->mismatches += !same_bits(C[i], Cref[i]);
+        const double e = exact[i], c = C[i];
+        if (!(fabs(e) < top)) {
+            r->overflow++;
+            continue;
+        }
+        const double err = isnan(c) ? INFINITY : fabs(c - e);
+        scratch[m] = err / ulp_out(out, e);
+        if (scratch[m] > r->max_ulp || isnan(scratch[m])) r->max_ulp = scratch[m];
+        m++;
+        if (e != 0.0) {
+            rel[nrel] = err / fabs(e);
+            if (rel[nrel] > r->max_rel) r->max_rel = rel[nrel];
+            nrel++;
+        } else if (err != 0.0) {
+            r->max_rel = INFINITY;
+        }
+        if (!emulated) {
+            const double half_ulp = 0.5 * ulp_out(out, fmax(fabs(e), fabs(c)));
+            if (!(err <= gamma * absdot[i] + half_ulp)) r->outside++;
+        }
+    }
+    r->med_ulp = median(scratch, m);
+    r->med_rel = median(rel, nrel);
+}
+
+static void json_num(const char *key, double v, bool comma) {
+    if (isfinite(v)) printf("\"%s\": %.17g%s", key, v, comma ? ", " : "");
+    else printf("\"%s\": \"%s\"%s", key, isnan(v) ? "nan" : v > 0 ? "inf" : "-inf", comma ? ", " : "");
+}
+
+int cmd_matmul_check(int argc, char **argv) {
+    static const struct option lo[] = {
+        {"m", required_argument, 0, 'M'},       {"n", required_argument, 0, 'N'},
+        {"k", required_argument, 0, 'K'},       {"a", required_argument, 0, 'a'},
+        {"b", required_argument, 0, 'b'},       {"out", required_argument, 0, 'o'},
+        {"scale", required_argument, 0, 'S'},   {"acc", required_argument, 0, 'c'},
+        {"backend", required_argument, 0, 'B'}, {"seed", required_argument, 0, 's'},
+        {"dist", required_argument, 0, 'd'},    {"format", required_argument, 0, 'f'},
+        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+    char *pos[argc + 1];
+    int npos = cli_split_args(&argc, argv, lo, pos);
+    argv[0] = "fplab matmul-check";
+    size_t M = 64, N = 64, K = 64;
+    const char *a_name = NULL, *b_name = NULL, *out_name = "fp32", *scale = "none", *acc_spec = "fp32";
+    const char *backend = "cpu", *dist_name = "normal";
+    uint64_t seed = 0;
+    cli_out outfmt = CLI_OUT_TABLE;
+    for (int c; (c = getopt_long(argc, argv, "h", lo, NULL)) != -1;) {
+        switch (c) {
+        case 'M': M = (size_t)cli_parse_long(optarg, "--m", 1, 1L << 20); break;
+        case 'N': N = (size_t)cli_parse_long(optarg, "--n", 1, 1L << 20); break;
+        case 'K': K = (size_t)cli_parse_long(optarg, "--k", 1, 1L << 24); break;
+        case 'a': a_name = optarg; break;
+        case 'b': b_name = optarg; break;
+        case 'o': out_name = optarg; break;
+        case 'S': scale = optarg; break;
+        case 'c': acc_spec = optarg; break;
+        case 'B': backend = optarg; break;
+        case 's': seed = cli_parse_u64(optarg, "--seed"); break;
+        case 'd': dist_name = optarg; break;
+        case 'f': outfmt = cli_parse_out(optarg, 1u << CLI_OUT_TABLE | 1u << CLI_OUT_JSON); break;
+        case 'h': help(stdout); return 0;
+        default: cli_usage_error("matmul-check");
+        }
+    }
+    CLI_CHECK(npos == 0, "matmul-check: unexpected argument '%s'; every input is an option (see "
+              "'fplab matmul-check --help')", pos[0]);
+    CLI_CHECK(a_name && b_name, "matmul-check: --a FORMAT and --b FORMAT are required (e.g. --a e4m3 --b e4m3)");
+    CLI_CHECK(M * N <= (1u << 24) && M * K <= (1u << 28) && K * N <= (1u << 28),
+              "matmul-check: %zu x %zu x %zu is too large for a check against MPFR; expected M*N <= 2^24 "
+              "and M*K, K*N <= 2^28", M, N, K);
+    const bool use_cuda = !strcmp(backend, "cuda");
+    CLI_CHECK(use_cuda || !strcmp(backend, "cpu"), "--backend '%s': expected cpu or cuda", backend);
+    mm_dist dist;
+    CLI_CHECK(mm_dist_from_name(&dist, dist_name) == MM_OK,
+              "--dist '%s': expected normal, uniform, lognormal or outliers", dist_name);
+    fmt_t fa, fb;
+    mm_opts o;
+    mm_opts_default(&o);
+    cli_parse_format(&fa, a_name, "--a");
+    cli_parse_format(&fb, b_name, "--b");
+    cli_parse_format(&o.out_fmt, out_name, "--out");
+    CLI_CHECK(fmt_embeds_in_f32(&fa) && fa.max <= 3.4028234663852886e38,
+              "--a '%s': operands are held in float32; expected a format of float32 or narrower", a_name);
+    CLI_CHECK(fmt_embeds_in_f32(&fb) && fb.max <= 3.4028234663852886e38,
+              "--b '%s': operands are held in float32; expected a format of float32 or narrower", b_name);
+    CLI_CHECK(fmt_embeds_in_f32(&o.out_fmt) && o.out_fmt.max <= 3.4028234663852886e38,
+              "--out '%s': C is float32; expected a format of float32 or narrower", out_name);
+    char msg[512];
+    fmt_scaling sc;
+    int st = fmt_scaling_from_name(&sc, scale, msg, sizeof msg);
+    CLI_CHECK(st == FMT_OK, "--scale: %s", msg[0] ? msg : "unknown recipe");
+    st = mm_acc_from_name(&o.acc, acc_spec, msg, sizeof msg);
+    CLI_CHECK(st == MM_OK, "--acc: %s", msg[0] ? msg : "unknown accumulator; expected fp32, bf16, fp16 or mNN[:promote=N]");
+    const bool emulated = mm_acc_is_emulated(&o.acc);
+
+    char sname[96];
+    fmt_scaling_name(&sc, sname, sizeof sname);
+    char acc_desc[128];
+    snprintf(acc_desc, sizeof acc_desc, "%s%s", o.acc.fmt.name, emulated ? "" : " (float32)");
+    if (emulated && o.acc.promote_every > 0)
+        snprintf(acc_desc, sizeof acc_desc, "%s promote=%d round=%s", o.acc.fmt.name, o.acc.promote_every,
+                 fmt_mode_name(o.acc.mode));
+    else if (emulated)
+        snprintf(acc_desc, sizeof acc_desc, "%s round=%s", o.acc.fmt.name, fmt_mode_name(o.acc.mode));
+    if (outfmt == CLI_OUT_TABLE) {
+        printf("matmul-check: M=%zu N=%zu K=%zu a=%s b=%s out=%s scale=%s acc=%s backend=%s seed=%llu dist=%s\n",
+               M, N, K, fa.name, fb.name, o.out_fmt.name, sname, acc_desc, backend, (unsigned long long)seed,
+               mm_dist_name(dist));
+        fflush(stdout);
+    }
+
+    // --- operands
+    float *xa = malloc(M * K * sizeof *xa), *xb = malloc(K * N * sizeof *xb);
+    CLI_CHECK_LIB(xa && xb ? 0 : FMT_ENOMEM, "the operands do not fit in memory");
+    mm_random_f32(xa, M * K, dist, seed, 1);
+    mm_random_f32(xb, K * N, dist, seed, 2);
+    // Elements round to nearest-even and saturate (satfinite), as MX/NVFP4/fp8 casts do: an OCP
+    // scale can put the top of a block above the element format's max.
+    const fmt_round_opts qo = {.mode = FMT_RNE, .overflow = FMT_SATURATE};
+    mm_qmat qa, qb;
+    st = mm_qmat_from_f32(&qa, MM_SIDE_A, xa, M, K, &fa, &sc, &qo);
+    CLI_CHECK(st == MM_OK, "matmul-check: --scale '%s' cannot quantize A (%zu x %zu) to %s", sname, M, K, fa.name);
+    st = mm_qmat_from_f32(&qb, MM_SIDE_B, xb, K, N, &fb, &sc, &qo);
+    CLI_CHECK(st == MM_OK, "matmul-check: --scale '%s' cannot quantize B (%zu x %zu) to %s", sname, K, N, fb.name);
+    free(xa), free(xb);
+    st = mm_validate(&qa.op, &qb.op, M, N, K, &o, msg, sizeof msg);
+    CLI_CHECK(st == MM_OK, "matmul-check: %s", msg[0] ? msg : "the configuration is not valid");
+
+    // --- run
+    float *Cref = calloc(M * N, sizeof *Cref), *C = calloc(M * N, sizeof *C);
+    double *exact = malloc(M * N * sizeof *exact), *absdot = malloc(M * N * sizeof *absdot);
+    double *scratch = malloc(2 * M * N * sizeof *scratch);
+    CLI_CHECK_LIB(Cref && C && exact && absdot && scratch ? 0 : FMT_ENOMEM, "the results do not fit in memory");
+    result res[2] = {{.name = "ref"}, {.name = backend}};
+    double t0 = now_s();
+    if (use_cuda) {
+        st = mm_cuda(C, N, &qa.op, &qb.op, M, N, K, &o);
+        if (st == MM_ENODEV) {
+            mm_cuda_available(msg, sizeof msg);
+            fprintf(stderr, "fplab matmul-check: no GPU: %s\n", msg[0] ? msg : "mm_cuda returned MM_ENODEV");
+            mm_qmat_free(&qa), mm_qmat_free(&qb);
+            free(Cref), free(C), free(exact), free(absdot), free(scratch);
+            return EXIT_NO_GPU;
+        }
+    } else {
+        st = mm_cpu(C, N, &qa.op, &qb.op, M, N, K, &o);
+    }
+    res[1].time_s = now_s() - t0;
+    CLI_CHECK(st != MM_EUNSUPPORTED, "matmul-check: backend %s does not support this configuration", backend);
+    MM_CHECK(st, "the backend failed on a configuration mm_validate accepted");
+    t0 = now_s();
+    MM_CHECK(mm_ref(Cref, N, &qa.op, &qb.op, M, N, K, &o), "mm_ref failed on a validated configuration");
+    res[0].time_s = now_s() - t0;
+    // The exact product (infinitely precise sums), whatever accumulator was asked for.
+    mm_opts oe = o;
+    MM_CHECK(mm_acc_from_name(&oe.acc, "fp32", NULL, 0), "fp32 accumulator spec refused");
+    MM_CHECK(mm_ref_exact(exact, absdot, NULL, N, &qa.op, &qb.op, M, N, K, &oe), "mm_ref_exact failed");
+
+    evaluate(&res[0], Cref, Cref, exact, absdot, M * N, K, &o.out_fmt, false, scratch);
+    evaluate(&res[1], C, Cref, exact, absdot, M * N, K, &o.out_fmt, emulated, scratch);
+    if (emulated) res[0].outside = 0;  // the fp32 bound does not apply to an emulated accumulator
+    const bool pass = emulated ? res[1].mismatches == 0 : res[0].outside == 0 && res[1].outside == 0;
+    const double flops = 2.0 * (double)M * (double)N * (double)K;
+
+    if (outfmt == CLI_OUT_JSON) {
+        printf("{\n  \"config\": {\"m\": %zu, \"n\": %zu, \"k\": %zu, \"a\": \"%s\", \"b\": \"%s\", \"out\": \"%s\", "
+               "\"scale\": \"%s\", \"acc\": \"%s\", \"promote_every\": %d, \"emulated\": %s, \"backend\": \"%s\", "
+               "\"seed\": %llu, \"dist\": \"%s\"},\n  \"results\": [\n",
+               M, N, K, fa.name, fb.name, o.out_fmt.name, sname, o.acc.fmt.name, o.acc.promote_every,
+               emulated ? "true" : "false", backend, (unsigned long long)seed, mm_dist_name(dist));
+        for (int i = 0; i < 2; i++) {
+            printf("    {\"backend\": \"%s\", ", res[i].name);
+            json_num("time_s", res[i].time_s, true);
+            json_num("gflops", flops / res[i].time_s * 1e-9, true);
+            json_num("max_err_ulp", res[i].max_ulp, true);
+            json_num("median_err_ulp", res[i].med_ulp, true);
+            json_num("max_rel_err", res[i].max_rel, true);
+            json_num("median_rel_err", res[i].med_rel, true);
+            printf("\"outside_bound\": %zu, \"mismatches_vs_ref\": %zu, \"out_overflow\": %zu}%s\n", res[i].outside,
+                   res[i].mismatches, res[i].overflow, i ? "" : ",");
+        }
+        printf("  ],\n  \"pass\": %s\n}\n", pass ? "true" : "false");
+    } else {
+        const cli_col cols[] = {
+            {"backend", CLI_STR},      {"time_s", CLI_NUM},        {"gflops", CLI_NUM},
+            {"max_err_ulp", CLI_NUM},  {"median_err_ulp", CLI_NUM}, {"max_rel_err", CLI_NUM},
+            {"median_rel_err", CLI_NUM}, {emulated ? "mismatches_vs_ref" : "outside_bound", CLI_INT}};
+        cli_table t;
+        cli_table_init(&t, cols, 8);
+        for (int i = 0; i < 2; i++) {
+            cli_cell_str(&t, res[i].name);
+            cli_cell_num(&t, res[i].time_s);
+            cli_cell_num(&t, flops / res[i].time_s * 1e-9);
+            cli_cell_num(&t, res[i].max_ulp);
+            cli_cell_num(&t, res[i].med_ulp);
+            cli_cell_num(&t, res[i].max_rel);
+            cli_cell_num(&t, res[i].med_rel);
+            cli_cell_u64(&t, emulated ? res[i].mismatches : res[i].outside);
+        }
+        cli_table_print(&t, CLI_OUT_TABLE, stdout);
+        if (emulated)
+            printf("%s: %zu of %zu results differ from mm_ref (emulated accumulator: bit-exact required)\n",
+                   pass ? "PASS" : "FAIL", res[1].mismatches, M * N);
+        else
+            printf("%s: %zu of %zu results outside |err| <= gamma_%zu * sum|a b s| + ulp_out/2 (%s), %zu (ref)\n",
+                   pass ? "PASS" : "FAIL", res[1].outside, M * N, K + 2, backend, res[0].outside);
+        if (res[0].overflow)
+            printf("note: %zu exact results overflow %s (beyond max + ulp/2); left out of the errors and the "
+                   "bound\n", res[0].overflow, o.out_fmt.name);
+    }
+    mm_qmat_free(&qa), mm_qmat_free(&qb);
+    free(Cref), free(C), free(exact), free(absdot), free(scratch);
+    return pass ? 0 : 1;
+}

@@ -1,0 +1,52 @@
+// blas_tune.c: OPENBLAS_CORETYPE for CPUs that Debian's OpenBLAS does not recognise
+// (see blas_tune.h).
+#include "blas_tune.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifdef FPLAB_HAVE_BLAS
+char *openblas_get_corename(void);
+#endif
+
+// OpenBLAS core families that predate AVX2 / AVX-512 kernels.
+static bool name_in(const char *name, const char *const *list) {
+    for (; *list; list++)
+        if (!strcasecmp(name, *list)) return true;
+    return false;
+}
+
+bool mm_blas_better_coretype(char *want, size_t len) {
+#if defined(FPLAB_HAVE_BLAS) && (defined(__x86_64__) || defined(__i386__))
+    if (getenv("OPENBLAS_CORETYPE")) return false;
+    const char *core = openblas_get_corename();
+    if (!core) return false;
+    static const char *const pre_avx2[] = {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem",
+                                           "Sandybridge", "Atom", "Bulldozer", "Piledriver",
+                                           "Steamroller", "Excavator", "Barcelona", "Opteron", NULL};
+    static const char *const avx512[] = {"SkylakeX", "Cooperlake", "SapphireRapids", NULL};
+    __builtin_cpu_init();
+    const char *pick = NULL;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && !name_in(core, avx512))
+        pick = "SkylakeX";
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && name_in(core, pre_avx2))
+        pick = "Haswell";
+    if (!pick) return false;
+    snprintf(want, len, "%s", pick);
+    return true;
+#else
+    (void)want, (void)len;
+    return false;
+#endif
+}
+
+void mm_blas_tune_or_reexec(char **argv) {
+    char want[32];
+    if (getenv("FPLAB_BLAS_REEXEC") || !mm_blas_better_coretype(want, sizeof want)) return;
+    setenv("OPENBLAS_CORETYPE", want, 1);
+    setenv("FPLAB_BLAS_REEXEC", "1", 1);  // never loop, even if OpenBLAS ignores the variable
+    execv("/proc/self/exe", argv);
+    // exec failed: carry on with the slower kernels rather than fail.
+}

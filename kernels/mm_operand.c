@@ -1,0 +1,127 @@
+// mm_operand.c: scaled-matmul operands from float32 matrices (quantize with a recipe, expand the
+// tile scales along K) and random test matrices from the counter-based generator.
+// Constraints: no MPFR; the quantization is fmt_quantize_f32's, unchanged.
+#include "kernels/mm_operand.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "formats/rng.h"
+
+// ---------------------------------------------------------------------------------------------
+// operands
+
+static size_t resolve(int t, size_t n) { return t <= 0 || (size_t)t >= n ? n : (size_t)t; }
+
+void mm_qmat_free(mm_qmat *m) {
+    if (!m) return;
+    free(m->q), free(m->scales), free(m->deq);
+    memset(m, 0, sizeof *m);
+}
+
+int mm_qmat_from_f32(mm_qmat *m, mm_side side, const float *x, size_t rows, size_t cols,
+                     const fmt_t *elem, const fmt_scaling *sc, const fmt_round_opts *o) {
+    if (!m || !x || !elem || !sc || rows == 0 || cols == 0) return MM_EINVAL;
+    memset(m, 0, sizeof *m);
+    if (cols > SIZE_MAX / sizeof(float) / rows) return MM_EINVAL;
+    const size_t n = rows * cols;
+    const bool is_a = side == MM_SIDE_A;
+    const size_t K = is_a ? cols : rows, other = is_a ? rows : cols;  // other: M for A, N for B
+
+    // The recipe's tile is (rows along M, cols along K) for A; B gets it transposed.
+    fmt_scaling s = *sc;
+    if (!is_a) s.tile_rows = sc->tile_cols, s.tile_cols = sc->tile_rows;
+    const size_t kt = resolve(sc->tile_cols, K), ot = resolve(sc->tile_rows, other);
+    const size_t ntk = (K + kt - 1) / kt, nto = (other + ot - 1) / ot;
+    const bool as_tensor = !sc->none && sc->tile_rows == 0 && sc->tile_cols == 0 && !sc->tensor_scale;
+    const size_t nt = fmt_scale_count(&s, rows, cols);
+
+    m->q = malloc(n * sizeof *m->q);
+    m->deq = malloc(n * sizeof *m->deq);
+    float *tile_s = nt ? malloc(nt * sizeof *tile_s) : NULL;
+    if (!sc->none && !as_tensor) m->scales = malloc(ntk * other * sizeof *m->scales);
+    if (!m->q || !m->deq || (nt && !tile_s) || (!sc->none && !as_tensor && !m->scales)) {
+        free(tile_s);
+        mm_qmat_free(m);
+        return MM_ENOMEM;
+    }
+    fmt_quant_info info = {.scales = tile_s, .elems = m->q};
+    const int st = fmt_quantize_f32(elem, &s, m->deq, x, rows, cols, o, &m->stats, &info);
+    if (st != FMT_OK) {
+        free(tile_s);
+        mm_qmat_free(m);
+        return st == FMT_ENOMEM ? MM_ENOMEM : MM_EINVAL;
+    }
+    m->rows = rows, m->cols = cols, m->scales_clipped = info.scales_clipped;
+
+    float ts = info.tensor_scale;
+    if (as_tensor) {
+        ts *= tile_s[0];  // info.tensor_scale is 1 here: one level
+    } else if (m->scales) {
+        // Tile grid of the quantize call: A (nto x ntk), B (ntk x nto), row-major.
+        m->nblocks = ntk;
+        if (is_a) {
+            for (size_t i = 0; i < rows; i++)
+                for (size_t g = 0; g < ntk; g++) m->scales[i * ntk + g] = tile_s[(i / ot) * ntk + g];
+        } else {
+            for (size_t g = 0; g < ntk; g++)
+                for (size_t j = 0; j < cols; j++) m->scales[g * cols + j] = tile_s[g * nto + j / ot];
+        }
+    }
+    free(tile_s);
+
+    m->op = (mm_operand){
+        .x = m->q,
+        .ld = cols,
+        .trans = false,
+        .fmt = *elem,
+        .scales = m->scales,
+        .block_k = m->scales && kt < K ? (int)kt : 0,
+        .tensor_scale = ts,
+    };
+    return MM_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// random matrices
+
+static const char *const dist_names[MM_DIST_COUNT] = {"normal", "uniform", "lognormal", "outliers"};
+
+const char *mm_dist_name(mm_dist d) { return (unsigned)d < MM_DIST_COUNT ? dist_names[d] : "?"; }
+
+int mm_dist_from_name(mm_dist *out, const char *name) {
+    for (int i = 0; name && i < MM_DIST_COUNT; i++)
+        if (!strcasecmp(name, dist_names[i])) return *out = (mm_dist)i, MM_OK;
+    return MM_EINVAL;
+}
+
+// Box-Muller on draws 2i and 2i+1; 1 - u lies in (0, 1], so the log is finite.
+static double normal_at(fmt_rng_key key, uint64_t i) {
+    const double u1 = fmt_rng_uniform(key, 2 * i), u2 = fmt_rng_uniform(key, 2 * i + 1);
+    return sqrt(-2.0 * log(1.0 - u1)) * cos(6.283185307179586 * u2);
+}
+
+void mm_random_f32(float *x, size_t n, mm_dist d, uint64_t seed, uint64_t stream) {
+    const fmt_rng_key key = fmt_rng_make_key(seed, stream);
+    // Signs and outlier choices come from a second stream, so the normal draws are shared.
+    const fmt_rng_key aux = fmt_rng_make_key(seed, stream ^ 0x8000000000000000ULL);
+#pragma omp parallel for schedule(static) if (n >= (1u << 16))
+    for (size_t i = 0; i < n; i++) {
+        double v;
+        switch (d) {
+        case MM_DIST_UNIFORM: v = 2.0 * fmt_rng_uniform(key, i) - 1.0; break;
+        case MM_DIST_LOGNORMAL:
+            v = exp(normal_at(key, i));
+            if (fmt_rng_u32(aux, i) & 1) v = -v;
+            break;
+        case MM_DIST_OUTLIERS:
+            v = normal_at(key, i);
+            if ((fmt_rng_u32(aux, i) & 127) == 0) v *= 1000.0;
+            break;
+        default: v = normal_at(key, i); break;
+        }
+        x[i] = (float)v;
+    }
+}

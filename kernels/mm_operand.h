@@ -1,0 +1,60 @@
+// mm_operand.h: build the operands of scaled_mm.h from float32 matrices and a scaling recipe,
+// and draw random test matrices.
+//
+// A (M x K) is quantized with fmt_quantize_f32 with the recipe's tile as is, so its tiles run
+// along K (block:k -> 1 x k, tile:RxC -> R x C, row -> (1,0), mx -> 1x32, nvfp4 -> 1x16 plus an
+// fp32 tensor scale). B (K x N) is quantized with the transposed tile (block:k -> k x 1,
+// tile:RxC -> C x R, row -> (0,1): one scale per column), so that in both cases a tile spans
+// one K-block. The tile scales are then expanded to the arrays mm_operand wants: A (M, nblocks)
+// and B (nblocks, N) row-major, nblocks = ceil(K / block_k), with block_k the tile length
+// along K (0 when one tile spans K). The recipe "tensor" (a single tile, 0 x 0) becomes the
+// operand's tensor_scale with no scale array; "none" has neither.
+// Then x = q * s * ts (q the element values, s the expanded scale, ts the tensor scale) equals
+// fmt_quantize_f32's dequantized output whenever s and ts are powers of two (exact products);
+// otherwise it can differ in the last bit of float32 (see scale.h).
+// Constraints: no MPFR; buffers are owned by the mm_qmat and freed by mm_qmat_free.
+#ifndef FPLAB_MM_OPERAND_H
+#define FPLAB_MM_OPERAND_H
+
+#include "formats/scale.h"
+#include "kernels/scaled_mm.h"
+
+typedef enum { MM_SIDE_A, MM_SIDE_B } mm_side;
+
+typedef struct {
+    mm_operand op;           // ready for mm_ref/mm_cpu/mm_cuda; points into the buffers below
+    float *q;                // (rows x cols) element values, row-major, ld = cols, not transposed
+    float *scales;           // A: (M, nblocks), B: (nblocks, N); NULL when the recipe has none
+    float *deq;              // (rows x cols) fmt_quantize_f32's dequantized output
+    size_t rows, cols;       // as stored: A is M x K, B is K x N
+    size_t nblocks;          // K-blocks of the scales (0 without a scale array)
+    fmt_stats stats;         // of the element rounding (fmt_quantize_f32's count)
+    uint64_t scales_clipped;
+} mm_qmat;
+
+// Quantizes x (rows x cols, row-major; A: M x K, B: K x N) to elem under sc for the given side
+// and fills m. o may be NULL (rne, IEEE overflow). The element format must fit in float32.
+// Returns MM_OK, MM_EINVAL (bad recipe or format, empty matrix) or MM_ENOMEM; on error m holds
+// no buffers. The tile along K must not be larger than needed: a tile length >= K is one block.
+int mm_qmat_from_f32(mm_qmat *m, mm_side side, const float *x, size_t rows, size_t cols,
+                     const fmt_t *elem, const fmt_scaling *sc, const fmt_round_opts *o);
+void mm_qmat_free(mm_qmat *m);
+
+// Distributions of random test matrices.
+typedef enum {
+    MM_DIST_NORMAL,    // N(0, 1)
+    MM_DIST_UNIFORM,   // U[-1, 1)
+    MM_DIST_LOGNORMAL, // random sign times exp(N(0, 1)): magnitudes over several binades
+    MM_DIST_OUTLIERS,  // N(0, 1), with one element in 128 (chosen at random) multiplied by 1000
+    MM_DIST_COUNT
+} mm_dist;
+
+const char *mm_dist_name(mm_dist d);
+// MM_OK, or MM_EINVAL when name is none of normal, uniform, lognormal, outliers.
+int mm_dist_from_name(mm_dist *out, const char *name);
+
+// x[0..n) = draws of d: element i is a pure function of (seed, stream, i) (formats/rng.h), so
+// the matrix does not depend on the thread count.
+void mm_random_f32(float *x, size_t n, mm_dist d, uint64_t seed, uint64_t stream);
+
+#endif

@@ -1,0 +1,251 @@
+// scaled_mm.c: the backend-independent part of the scaled-matmul interface (scaled_mm.h):
+// default options, accumulator specs, validation, and the test for an emulated accumulator.
+// Constraints: no MPFR here (every backend links it); no global state; messages name the input
+// and what was expected.
+//
+// Decisions the backends share (keep mm_ref and mm_cpu in step with them):
+// - An accumulator is emulated (rounded step by step, bit-exact across backends) unless it is
+//   plain float32 with rne and no promotion: "fp32:rtz" or "fp32:promote=64" ask for the
+//   step-by-step definition with a float32-precision accumulator.
+// - K-blocks come from the operands that have scales: an operand with scales == NULL has no
+//   blocks, and its block_k is ignored (a warning). When both have scales with block_k > 0 the
+//   two block_k must be equal.
+// - Emulated accumulators are signed formats with a zero, NaN and at least one fraction bit
+//   (IEEE-like); stochastic rounding of the accumulator is not supported (mm_acc carries no
+//   generator key, and bit-exact results are the point of the emulation).
+#include "scaled_mm.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// --- helpers
+
+static void mm__msg(char *msg, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void mm__msg(char *msg, size_t len, const char *fmt, ...) {
+    if (!msg || !len) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, len, fmt, ap);
+    va_end(ap);
+}
+
+// The float32 layout itself (whatever name it was given: fp32, float, e8m23).
+static bool mm__is_f32_layout(const fmt_t *f) {
+    return f->ebits == 8 && f->mbits == 23 && f->bias == 127 && f->is_signed && f->special == FMT_IEEE;
+}
+
+// What an accumulator must be, whatever the operands: shared by mm_acc_from_name and mm_validate.
+static int mm__acc_check(const mm_acc *acc, char *msg, size_t len) {
+    const fmt_t *f = &acc->fmt;
+    if ((unsigned)acc->mode >= FMT_NMODES) {
+        mm__msg(msg, len, "accumulator rounding mode %d is not one of rne rna rtz rup rdn rto", acc->mode);
+        return MM_EINVAL;
+    }
+    if (acc->promote_every < 0) {
+        mm__msg(msg, len, "accumulator promote_every is %d; expected >= 0 (0: promote only at "
+                "K-block boundaries)", acc->promote_every);
+        return MM_EINVAL;
+    }
+    if (!mm_acc_is_emulated(acc)) return MM_OK;
+    if (acc->mode == FMT_SR) {
+        mm__msg(msg, len, "accumulator %s: stochastic rounding of the accumulator is not supported "
+                "(use rne, rna, rtz, rup, rdn or rto)", f->name);
+        return MM_EINVAL;
+    }
+    if (!fmt_embeds_in_f32(f)) {
+        mm__msg(msg, len, "accumulator %s does not fit in float32 (at most 8 exponent bits and 23 "
+                "fraction bits, float32's range)", f->name);
+        return MM_EINVAL;
+    }
+    if (f->mbits + 1 > 24) {  // implied by embedding; kept as the header states it
+        mm__msg(msg, len, "accumulator %s has %d bits of precision; at most 24", f->name, f->mbits + 1);
+        return MM_EINVAL;
+    }
+    if (!f->is_signed || !f->has_zero || !f->has_nan || f->mbits < 1) {
+        mm__msg(msg, len, "accumulator %s must be a signed format with zero, NaN and at least one "
+                "fraction bit (IEEE-like, e.g. bf16, fp16, e8m13)", f->name);
+        return MM_EINVAL;
+    }
+    return MM_OK;
+}
+
+// --- public
+
+void mm_opts_default(mm_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->alpha = 1.0f;
+    o->beta = 0.0f;
+    fmt_from_name(&o->acc.fmt, "fp32");  // a table row: cannot fail
+    o->acc.mode = FMT_RNE;
+    o->acc.promote_every = 0;
+    o->out_fmt = o->acc.fmt;
+    // out_round zeroed: rne, IEEE overflow, subnormals kept.
+}
+
+bool mm_acc_is_emulated(const mm_acc *acc) {
+    return !mm__is_f32_layout(&acc->fmt) || acc->mode != FMT_RNE || acc->promote_every != 0;
+}
+
+int mm_acc_from_name(mm_acc *out, const char *spec, char *msg, size_t msg_len) {
+    mm__msg(msg, msg_len, "%s", "");
+    if (!spec || !*spec) {
+        mm__msg(msg, msg_len, "empty accumulator spec; expected fp32 | bf16 | fp16 | mNN | a format "
+                "name, with optional :promote=N and :MODE");
+        return MM_EINVAL;
+    }
+    char buf[128];
+    if (strlen(spec) >= sizeof buf) {
+        mm__msg(msg, msg_len, "accumulator spec '%.40s...' is too long", spec);
+        return MM_EINVAL;
+    }
+    snprintf(buf, sizeof buf, "%s", spec);
+
+    // Tokens after the first ':' are promote=N, a mode name, or a flag of a custom format
+    // (e.g. "e5m10:fn"), which goes back onto the format name.
+    char name[160];
+    mm_acc acc;
+    memset(&acc, 0, sizeof acc);
+    acc.mode = FMT_RNE;
+    bool have_mode = false, have_promote = false;
+    char *save = NULL;
+    char *tok = strtok_r(buf, ":", &save);
+    if (!tok) {
+        mm__msg(msg, msg_len, "accumulator spec '%s' has no format name", spec);
+        return MM_EINVAL;
+    }
+    // mNN: NN fraction bits with float32's exponent range.
+    if ((tok[0] == 'm' || tok[0] == 'M') && tok[1]) {
+        const char *p = tok + 1;
+        while (isdigit((unsigned char)*p)) p++;
+        if (*p || p - tok > 3) {
+            mm__msg(msg, msg_len, "accumulator '%s' in '%s': mNN needs NN = 1..23 fraction bits "
+                    "(e.g. m13 for e8m13)", tok, spec);
+            return MM_EINVAL;
+        }
+        const int nn = atoi(tok + 1);
+        if (nn < 1 || nn > 23) {
+            mm__msg(msg, msg_len, "accumulator '%s' in '%s': mNN needs NN = 1..23 fraction bits", tok, spec);
+            return MM_EINVAL;
+        }
+        snprintf(name, sizeof name, "e8m%d", nn);
+    } else {
+        snprintf(name, sizeof name, "%s", tok);
+    }
+    while ((tok = strtok_r(NULL, ":", &save))) {
+        fmt_round_mode m;
+        if (!strncmp(tok, "promote=", 8)) {
+            const char *v = tok + 8;
+            char *end;
+            errno = 0;
+            const long n = strtol(v, &end, 10);
+            if (have_promote || !*v || *end || errno || n < 0 || n > 1L << 30) {
+                mm__msg(msg, msg_len, "'%s' in accumulator spec '%s': expected one promote=N with "
+                        "N >= 0 (products between float32 promotions; 0: at K-block ends)", tok, spec);
+                return MM_EINVAL;
+            }
+            acc.promote_every = (int)n, have_promote = true;
+        } else if (fmt_mode_from_name(&m, tok) == FMT_OK) {
+            if (have_mode) {
+                mm__msg(msg, msg_len, "accumulator spec '%s' names two rounding modes", spec);
+                return MM_EINVAL;
+            }
+            acc.mode = m, have_mode = true;
+        } else {
+            const size_t n = strlen(name);
+            snprintf(name + n, sizeof name - n, ":%s", tok);  // a format flag (checked below)
+        }
+    }
+    const int st = fmt_from_name(&acc.fmt, name);
+    if (st != FMT_OK) {
+        mm__msg(msg, msg_len, "accumulator spec '%s': '%s' is not a format (expected fp32 | bf16 | "
+                "fp16 | mNN | a format name), and not promote=N or a rounding mode (rne rna rtz rup "
+                "rdn rto)", spec, name);
+        return MM_EINVAL;
+    }
+    const int ck = mm__acc_check(&acc, msg, msg_len);
+    if (ck != MM_OK) return ck;
+    *out = acc;
+    return MM_OK;
+}
+
+// Checks one operand: its format, its storage and its scales.
+static int mm__operand_check(const mm_operand *X, char which, size_t rows, size_t cols, char *msg,
+                             size_t len) {
+    if (!X->x) {
+        mm__msg(msg, len, "operand %c: x is NULL", which);
+        return MM_EINVAL;
+    }
+    if (!fmt_embeds_in_f32(&X->fmt)) {
+        mm__msg(msg, len, "operand %c: element format %s does not fit in float32", which, X->fmt.name);
+        return MM_EINVAL;
+    }
+    // rows x cols is the stored shape.
+    if (X->ld < cols) {
+        mm__msg(msg, len, "operand %c is stored %zu x %zu%s: ld is %zu, expected >= %zu", which, rows,
+                cols, X->trans ? " (transposed)" : "", X->ld, cols);
+        return MM_EINVAL;
+    }
+    if (X->block_k < 0) {
+        mm__msg(msg, len, "operand %c: block_k is %d; expected >= 0 (0: one block spanning K)", which,
+                X->block_k);
+        return MM_EINVAL;
+    }
+    return MM_OK;
+}
+
+int mm_validate(const mm_operand *A, const mm_operand *B, size_t M, size_t N, size_t K,
+                const mm_opts *o, char *msg, size_t msg_len) {
+    mm__msg(msg, msg_len, "%s", "");
+    if (!A || !B || !o) {
+        mm__msg(msg, msg_len, "mm_validate: A, B and opts must not be NULL");
+        return MM_EINVAL;
+    }
+    if (M < 1 || N < 1 || K < 1) {
+        mm__msg(msg, msg_len, "shape M=%zu N=%zu K=%zu: every dimension must be >= 1", M, N, K);
+        return MM_EINVAL;
+    }
+    int st = mm__operand_check(A, 'A', A->trans ? K : M, A->trans ? M : K, msg, msg_len);
+    if (st == MM_OK) st = mm__operand_check(B, 'B', B->trans ? N : K, B->trans ? K : N, msg, msg_len);
+    if (st != MM_OK) return st;
+    if (A->scales && B->scales && A->block_k > 0 && B->block_k > 0 && A->block_k != B->block_k) {
+        mm__msg(msg, msg_len, "A.block_k is %d and B.block_k is %d: when both operands have K-block "
+                "scales the blocks must have the same length", A->block_k, B->block_k);
+        return MM_EINVAL;
+    }
+    st = mm__acc_check(&o->acc, msg, msg_len);
+    if (st != MM_OK) return st;
+    if (mm_acc_is_emulated(&o->acc)) {
+        const mm_operand *ops[2] = {A, B};
+        for (int t = 0; t < 2; t++) {
+            if (ops[t]->fmt.mbits + 1 > 12) {
+                mm__msg(msg, msg_len, "emulated accumulator %s: operand %c's format %s has %d bits "
+                        "of precision; at most 12 (so that a product is exact in 24 bits)",
+                        o->acc.fmt.name, "AB"[t], ops[t]->fmt.name, ops[t]->fmt.mbits + 1);
+                return MM_EINVAL;
+            }
+        }
+    }
+    if (!fmt_embeds_in_f32(&o->out_fmt)) {
+        mm__msg(msg, msg_len, "output format %s does not fit in float32 (C is a float array)",
+                o->out_fmt.name);
+        return MM_EINVAL;
+    }
+    char w[200];
+    if (fmt_validate_round_opts(&o->out_fmt, &o->out_round, w, sizeof w) != FMT_OK) {
+        mm__msg(msg, msg_len, "output rounding: %s", w);
+        return MM_EINVAL;
+    }
+    // Warnings: valid, but worth saying (MM_OK with a message).
+    if (w[0]) {
+        mm__msg(msg, msg_len, "output rounding: %s", w);
+    } else if ((!A->scales && A->block_k > 0) || (!B->scales && B->block_k > 0)) {
+        mm__msg(msg, msg_len, "warning: operand %c has block_k %d but no scales; its block_k is "
+                "ignored", !A->scales && A->block_k > 0 ? 'A' : 'B',
+                !A->scales && A->block_k > 0 ? A->block_k : B->block_k);
+    }
+    return MM_OK;
+}
