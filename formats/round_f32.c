@@ -9,6 +9,7 @@
 // the mode decides from (lsb, guard, sticky) whether to add one; the result is q * 2^ue, exact
 // in float32. Overflow is judged on that unbounded-exponent result, as IEEE 754 defines it.
 // round_f64.c is the same method on scalar 64-bit lanes, and the tests hold the two together.
+#include <math.h>
 #include <string.h>
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -38,7 +39,8 @@ typedef struct {
     bool m0, signed_fmt, flush, clamp_min, has_nan, has_zero;
     uint32_t negzero_mask, inf_exact_mask;  // all-ones when true
     float max, min_normal;
-    uint32_t min_normal_bits, ovf0, ovf1, inf_res, nan_res, inval_res;  // float32 bit patterns
+    // float32 bit patterns; min_sub is 2^(emin-m), the last place of the lowest binade
+    uint32_t max_bits, min_sub_bits, min_normal_bits, ovf0, ovf1, inf_res, nan_res, inval_res;
 } k32;
 
 typedef struct {
@@ -74,13 +76,13 @@ round8(const k32 *k, const fmt_round_mode mode, const vf x, const vu rnd, vcount
     d = (vi)sel(Ez | (vu)(d > 0), (vu)d, one * 0);
     const vi s = k->sbase + d;
     const vu s25 = sel((vu)(s < 25), (vu)s, one * 25);  // sig < 2^24: dropping 25 bits drops all
-    vu q = sig >> s25;
+    const vu q = sig >> s25;
     const vu rem = sig & ((one << s25) - 1u);
     const vu half = (one << s25) >> 1;
     const vu guard = (vu)((rem & half) != 0) & 1u, sticky = (vu)((rem & (half - 1u)) != 0) & 1u;
-    const vi ue = (vi)Ep - 150 + s;
-    // With no fraction bits the last bit of a code is the exponent's (exponent-only codes).
-    const vu lsb = k->m0 ? ((vu)(ue + k->bias) & 1u & ((0u - q) >> 31)) : (q & 1u);
+    // With no fraction bits the last bit of a code is the exponent's (exponent-only codes):
+    // the parity of ue + bias, ue = E' - 150 + s the exponent of the last place.
+    const vu lsb = k->m0 ? ((vu)((vi)Ep - 150 + s + k->bias) & 1u & ((0u - q) >> 31)) : (q & 1u);
     vu sr_up = q * 0;
     if (mode == FMT_SR) {
         // Round up iff the top r dropped bits exceed an r-bit uniform draw.
@@ -89,13 +91,18 @@ round8(const k32 *k, const fmt_round_mode mode, const vf x, const vu rnd, vcount
         const vu top = sel((vu)(t >= 0), rem >> tr, rem << tl);
         sr_up = (vu)((rnd >> (32 - k->r)) < top) & 1u;
     }
-    q += round_inc(mode, sign, lsb, guard, sticky, sr_up);
-    const vu p2 = sel((vu)(ue >= -126), (vu)(ue + 127) << 23, one << ((vu)(ue + 149) & 31u));
-    const vf mag = __builtin_convertvector((vi)q, vf) * as_f(p2);
+    const vu inc = round_inc(mode, sign, lsb, guard, sticky, sr_up);
+    // Rebuild the magnitude in the bit pattern: when at most 23 bits are dropped they all lie in
+    // x's fraction field, so clearing them and adding one last place carries into the exponent
+    // exactly as the value does. Dropping 24 or more bits only happens below the format's
+    // smallest subnormal, where the result is that subnormal or zero.
+    const vu rb = ((a >> s25) + inc) << s25;
+    const vu mag_bits = sel((vu)(s < 24), rb, (0u - inc) & k->min_sub_bits);
+    const vf mag = as_f(mag_bits);
 
     const vu special = (vu)(E == 255u), is_nan = special & (vu)((a & 0x7fffffu) != 0);
     const vu neg = (vu)(sign != 0);
-    const vu over = ~special & (vu)(mag > k->max);
+    const vu over = ~special & (vu)(mag_bits > k->max_bits);  // both non-negative: bits order as values
     vu r = sel(over, sel(neg, one * k->ovf1, one * k->ovf0), bits(mag));
     r = sel(special, sel(is_nan, one * k->nan_res, one * k->inf_res), r);
     const vu tiny = ~special & (vu)(as_f(r) < k->min_normal);  // includes zero
@@ -182,6 +189,7 @@ void fmt__round_f32_kernel(const fmt__kparams *p, fmt_round_mode mode, float *x,
         .has_nan = p->has_nan, .has_zero = p->has_zero,
         .negzero_mask = p->negzero ? ~0u : 0u, .inf_exact_mask = p->inf_exact ? ~0u : 0u,
         .max = (float)p->max, .min_normal = (float)p->min_normal, .min_normal_bits = f2u(p->min_normal),
+        .max_bits = f2u(p->max), .min_sub_bits = f2u(ldexp(1.0, p->emin - p->m)),
         .ovf0 = f2u(p->ovf[0]), .ovf1 = f2u(p->ovf[1]), .inf_res = f2u(p->inf_result),
         .nan_res = p->has_nan ? 0x7fc00000u : 0u, .inval_res = p->has_nan ? 0x7fc00000u : 0u,
     };
