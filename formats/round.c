@@ -98,37 +98,37 @@ static void counts_merge(fmt__counts *into, const fmt__counts *c) {
     if (c->amax > into->amax) into->amax = c->amax;
 }
 
-// Rounds float32 data through the float64 kernel, CHUNK elements at a time on the stack.
-static void round_f32_via_f64(const fmt__kparams *k, fmt_round_mode mode, float *x, size_t n,
-                              uint64_t base, fmt__counts *c) {
+// A kernel over elements [lo, lo+len) of an array, with per-thread counts (NULL: none wanted).
+typedef void chunk_fn(const fmt__kparams *k, fmt_round_mode mode, void *x, size_t lo, size_t len,
+                      fmt__counts *c);
+
+static void chunk_f32(const fmt__kparams *k, fmt_round_mode mode, void *x, size_t lo, size_t len,
+                      fmt__counts *c) {
+    fmt__round_f32_kernel(k, mode, (float *)x + lo, len, lo, c);
+}
+
+// Float32 data through the float64 kernel, 1024 elements at a time on the stack.
+static void chunk_f32_via_f64(const fmt__kparams *k, fmt_round_mode mode, void *xv, size_t lo,
+                              size_t len, fmt__counts *c) {
+    float *x = (float *)xv + lo;
     double buf[1024];
-    for (size_t i = 0; i < n; i += 1024) {
-        size_t len = n - i < 1024 ? n - i : 1024;
-        for (size_t j = 0; j < len; j++) buf[j] = x[i + j];
-        fmt__round_f64_kernel(k, mode, buf, len, base + i, c);
-        for (size_t j = 0; j < len; j++) x[i + j] = (float)buf[j];
+    for (size_t i = 0; i < len; i += 1024) {
+        size_t m = len - i < 1024 ? len - i : 1024;
+        for (size_t j = 0; j < m; j++) buf[j] = x[i + j];
+        fmt__round_f64_kernel(k, mode, buf, m, lo + i, c);
+        for (size_t j = 0; j < m; j++) x[i + j] = (float)buf[j];
     }
 }
 
-int fmt_round_f32(const fmt_t *f, float *x, size_t n, const fmt_round_opts *o, fmt_stats *st) {
-    if (fmt_validate_round_opts(f, o, NULL, 0) != FMT_OK) return FMT_EINVAL;
-    fmt__kparams k;
-    fmt__kparams_make(&k, f, o);
-    const bool fast = fmt_embeds_in_f32(f);
+static void chunk_f64(const fmt__kparams *k, fmt_round_mode mode, void *x, size_t lo, size_t len,
+                      fmt__counts *c) {
+    fmt__round_f64_kernel(k, mode, (double *)x + lo, len, lo, c);
+}
+
+// Splits [0, n) into CHUNK-sized tasks over the threads and merges their counts.
+static void round_parallel(const fmt__kparams *k, fmt_round_mode mode, void *x, size_t n,
+                           chunk_fn *fn, fmt_stats *st) {
     fmt__counts total = {0};
-    if (!fast && fmt_contains_f32(f)) {
-        // fp64 and wider: every float32 is a value, nothing rounds, no float32 value is
-        // subnormal there, and an overflow to its max would not fit in float32 anyway.
-        if (st) {
-            for (size_t i = 0; i < n; i++) {
-                const float a = fabsf(x[i]);
-                total.nan_in += a != a;
-                if (a > total.amax) total.amax = a;
-            }
-            fmt__counts_add(st, &total, n);
-        }
-        return FMT_OK;
-    }
     const size_t nchunks = (n + CHUNK - 1) / CHUNK;
 #pragma omp parallel if (nchunks > 1)
     {
@@ -136,13 +136,34 @@ int fmt_round_f32(const fmt_t *f, float *x, size_t n, const fmt_round_opts *o, f
 #pragma omp for schedule(static)
         for (size_t ci = 0; ci < nchunks; ci++) {
             size_t lo = ci * CHUNK, len = n - lo < CHUNK ? n - lo : CHUNK;
-            if (fast) fmt__round_f32_kernel(&k, o->mode, x + lo, len, lo, st ? &local : NULL);
-            else round_f32_via_f64(&k, o->mode, x + lo, len, lo, &local);
+            fn(k, mode, x, lo, len, st ? &local : NULL);
         }
 #pragma omp critical
         counts_merge(&total, &local);
     }
     if (st) fmt__counts_add(st, &total, n);
+}
+
+int fmt_round_f32(const fmt_t *f, float *x, size_t n, const fmt_round_opts *o, fmt_stats *st) {
+    if (fmt_validate_round_opts(f, o, NULL, 0) != FMT_OK) return FMT_EINVAL;
+    fmt__kparams k;
+    fmt__kparams_make(&k, f, o);
+    if (fmt_embeds_in_f32(f)) {
+        round_parallel(&k, o->mode, x, n, chunk_f32, st);
+    } else if (fmt_contains_f32(f)) {
+        // fp64 and wider: every float32 is a value, nothing rounds, no float32 value is
+        // subnormal there, and an overflow to its max would not fit in float32 anyway.
+        if (!st) return FMT_OK;
+        fmt__counts total = {0};
+        for (size_t i = 0; i < n; i++) {
+            const float a = fabsf(x[i]);
+            total.nan_in += a != a;
+            if (a > total.amax) total.amax = a;
+        }
+        fmt__counts_add(st, &total, n);
+    } else {
+        round_parallel(&k, o->mode, x, n, chunk_f32_via_f64, st);
+    }
     return FMT_OK;
 }
 
@@ -150,20 +171,7 @@ int fmt_round_f64(const fmt_t *f, double *x, size_t n, const fmt_round_opts *o, 
     if (fmt_validate_round_opts(f, o, NULL, 0) != FMT_OK) return FMT_EINVAL;
     fmt__kparams k;
     fmt__kparams_make(&k, f, o);
-    fmt__counts total = {0};
-    const size_t nchunks = (n + CHUNK - 1) / CHUNK;
-#pragma omp parallel if (nchunks > 1)
-    {
-        fmt__counts local = {0};
-#pragma omp for schedule(static)
-        for (size_t ci = 0; ci < nchunks; ci++) {
-            size_t lo = ci * CHUNK, len = n - lo < CHUNK ? n - lo : CHUNK;
-            fmt__round_f64_kernel(&k, o->mode, x + lo, len, lo, &local);
-        }
-#pragma omp critical
-        counts_merge(&total, &local);
-    }
-    if (st) fmt__counts_add(st, &total, n);
+    round_parallel(&k, o->mode, x, n, chunk_f64, st);
     return FMT_OK;
 }
 
