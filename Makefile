@@ -167,10 +167,11 @@ check-peers: all
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/fplab/formats \
-	  $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	  $(DESTDIR)$(PREFIX)/include/fplab/kernels $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 644 $(BUILD)/libfplab.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/fplab $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(filter-out %_internal.h %round_scalar.h,$(wildcard formats/*.h)) $(DESTDIR)$(PREFIX)/include/fplab/formats/
+	install -m 644 $(wildcard kernels/*.h) $(DESTDIR)$(PREFIX)/include/fplab/kernels/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBS@|$(LDLIBS) $(MPFR_LIBS)|' fplab.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/fplab.pc
 
 uninstall:
