@@ -20,27 +20,12 @@
 
 #include "formats/codec.h"
 #include "formats/round_ref.h"
+#include "test_util.h"
 
 // --- helpers
 
-static uint64_t test_seed(void) {
-    const char *s = getenv("FPLAB_SEED");
-    return s && *s ? strtoull(s, NULL, 0) : 0x5eed2024ULL;
-}
-
-static uint64_t splitmix64(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-static uint64_t d2u(double d) { uint64_t u; memcpy(&u, &d, sizeof u); return u; }
-static float u2f(uint32_t u) { float f; memcpy(&f, &u, sizeof f); return f; }
-static uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, sizeof u); return u; }
-
-// Bit-exact equality; any NaN equals any NaN (the sign of a NaN is not specified).
-static bool same(double a, double b) { return (isnan(a) && isnan(b)) || d2u(a) == d2u(b); }
+// This suite's seed: FPLAB_SEED, else its default; printed with the test's name.
+static uint64_t test_seed(const char *test) { return tu_seed("test_codec", test, 0x5eed2024ULL); }
 
 static uint64_t code_mask(const fmt_t *f) {
     return f->bits >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << f->bits) - 1;
@@ -70,7 +55,7 @@ static uint64_t *codes_to_test(const fmt_t *f, uint64_t seed, size_t cap, size_t
     for (size_t e = 0; e < sizeof edges / sizeof edges[0]; e++)
         for (int d = -512; d <= 512; d++) c[k++] = (edges[e] + (uint64_t)(int64_t)d) & mask;
     uint64_t s = seed ^ 0xDEC0DE;
-    while (k < cap) c[k++] = splitmix64(&s) & mask;
+    while (k < cap) c[k++] = tu_splitmix64(&s) & mask;
     return *n = k, c;
 }
 
@@ -94,10 +79,6 @@ static size_t all_formats(fmt_param *p, size_t cap, bool with_fp64) {
     return n;
 }
 
-static void get_format(fmt_t *f, const char *name) {
-    cr_assert_eq(fmt_from_name(f, name), FMT_OK, "format %s", name);
-}
-
 // Criterion runs tests as parallel processes (--jobs): one OpenMP thread each, or spinning
 // threads of one process starve the other's and small calls take milliseconds.
 static void one_thread(void) {
@@ -115,9 +96,8 @@ ParameterizedTestParameters(codec, decode_encode) {
 }
 
 ParameterizedTest(fmt_param *p, codec, decode_encode) {
-    fmt_t f;
-    get_format(&f, p->name);
-    const uint64_t seed = test_seed();
+    fmt_t f = tu_fmt(p->name);
+    const uint64_t seed = test_seed("decode_encode");
     size_t n;
     uint64_t *codes = codes_to_test(&f, seed, 200000, &n);
     const size_t bytes = fmt_code_bytes(&f);
@@ -134,8 +114,8 @@ ParameterizedTest(fmt_param *p, codec, decode_encode) {
         const uint64_t c = codes[i];
         const double want = fmt_ref_decode(&f, c), got = fmt_decode1(&f, c);
         const double got_hi = fmt_decode1(&f, c | above);  // bits above f->bits are ignored
-        const bool ok32 = !to_f32 || same((double)y[i], want);
-        if (!same(got, want) || !same(got_hi, want) || !ok32) {
+        const bool ok32 = !to_f32 || tu_same((double)y[i], want);
+        if (!tu_same(got, want) || !tu_same(got_hi, want) || !ok32) {
             if (++fails <= 8)
                 cr_expect_fail("decode %s code 0x%" PRIx64 ": decode1 %a, with high bit %a, "
                                "decode_f32 %a, want %a", f.name, c, got, got_hi,
@@ -186,7 +166,7 @@ static float *codec_inputs(const fmt_t *f, uint64_t seed, size_t *n_out) {
                            FLT_TRUE_MIN, -FLT_TRUE_MIN, FLT_MIN, 1.0f, -1.0f, 0.1f};
     for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++) x[n++] = extra[i];
     uint64_t s = seed ^ 0xC0DEC;
-    for (size_t i = 0; i < nrand; i++) x[n++] = u2f((uint32_t)splitmix64(&s));
+    for (size_t i = 0; i < nrand; i++) x[n++] = tu_u2f((uint32_t)tu_splitmix64(&s));
     return *n_out = n, x;
 }
 
@@ -202,9 +182,8 @@ ParameterizedTestParameters(codec, encode_decode_is_round) {
 }
 
 ParameterizedTest(fmt_param *p, codec, encode_decode_is_round) {
-    fmt_t f;
-    get_format(&f, p->name);
-    const uint64_t seed = test_seed();
+    fmt_t f = tu_fmt(p->name);
+    const uint64_t seed = test_seed("encode_decode_is_round");
     size_t n;
     float *x = codec_inputs(&f, seed, &n);
     const size_t bytes = fmt_code_bytes(&f);
@@ -228,11 +207,11 @@ ParameterizedTest(fmt_param *p, codec, encode_decode_is_round) {
                     cr_expect_fail("%s %s %s: encode and round count differently", f.name,
                                    fmt_mode_name(o.mode), fmt_overflow_name(o.overflow));
                 for (size_t i = 0; i < n; i++, checked++)
-                    if (!same(y[i], z[i]) && ++fails <= 8)
+                    if (!tu_same(y[i], z[i]) && ++fails <= 8)
                         cr_expect_fail("%s %s %s sr_bits=%d offset=%" PRIu64 ": x=%a (0x%08" PRIx32
                                        ", element %zu): decode(encode) %a, round %a",
                                        f.name, fmt_mode_name(o.mode), fmt_overflow_name(o.overflow),
-                                       o.sr_bits, o.offset, x[i], f2u(x[i]), i, y[i], z[i]);
+                                       o.sr_bits, o.offset, x[i], tu_f2u(x[i]), i, y[i], z[i]);
             }
     cr_log_info("%s: %zu inputs, %zu comparisons, seed 0x%" PRIx64, f.name, n, checked, seed);
     free(x), free(codes), free(y), free(z);
@@ -243,9 +222,9 @@ ParameterizedTest(fmt_param *p, codec, encode_decode_is_round) {
 
 Test(codec, packed_bytes) {
     fmt_t fp4, fp6, e4m3, fp16, tf32, fp64, e8m0, u7;
-    get_format(&fp4, "e2m1"), get_format(&fp6, "e3m2"), get_format(&e4m3, "e4m3");
-    get_format(&fp16, "fp16"), get_format(&tf32, "tf32"), get_format(&fp64, "fp64");
-    get_format(&e8m0, "e8m0"), get_format(&u7, "ue4m3");
+    fp4 = tu_fmt("e2m1"), fp6 = tu_fmt("e3m2"), e4m3 = tu_fmt("e4m3");
+    fp16 = tu_fmt("fp16"), tf32 = tu_fmt("tf32"), fp64 = tu_fmt("fp64");
+    e8m0 = tu_fmt("e8m0"), u7 = tu_fmt("ue4m3");
     cr_assert_eq(fmt_code_bytes(&fp4), 1);
     cr_assert_eq(fmt_code_bytes(&tf32), 4);
     cr_assert_eq(fmt_code_bytes(&fp64), 8);
@@ -262,8 +241,7 @@ Test(codec, packed_bytes) {
 }
 
 Test(codec, pack_fp4_layout) {
-    fmt_t f;
-    get_format(&f, "e2m1");
+    fmt_t f = tu_fmt("e2m1");
     // Element 0 in the low nibble (PyTorch float4_e2m1fn_x2, OCP MX).
     const uint8_t codes[] = {1, 2, 0xf, 0x0, 0x7};
     uint8_t packed[3] = {0xaa, 0xaa, 0xaa};
@@ -284,8 +262,7 @@ Test(codec, pack_fp4_layout) {
 }
 
 Test(codec, pack_fp6_layout) {
-    fmt_t f;
-    get_format(&f, "e3m2");
+    fmt_t f = tu_fmt("e3m2");
     // Little-endian bit stream: 1 | 2 << 6 | 3 << 12 | 4 << 18 = 0x103081.
     const uint8_t a[] = {1, 2, 3, 4};
     uint8_t pa[3];
@@ -315,14 +292,13 @@ ParameterizedTestParameters(codec, pack_roundtrip) {
 }
 
 ParameterizedTest(fmt_param *p, codec, pack_roundtrip) {
-    fmt_t f;
-    get_format(&f, p->name);
-    uint64_t s = test_seed() ^ 0xBACC;
+    fmt_t f = tu_fmt(p->name);
+    uint64_t s = test_seed("pack_roundtrip") ^ 0xBACC;
     const size_t bytes = fmt_code_bytes(&f), nmax = 67;
     uint8_t codes[67 * 8], dirty[67 * 8], back[67 * 8], packed[67 * 8 + 1];
     for (size_t n = 0; n <= nmax; n++) {
         for (size_t i = 0; i < n; i++) {
-            const uint64_t r = splitmix64(&s);
+            const uint64_t r = tu_splitmix64(&s);
             code_put(codes, bytes, i, r & code_mask(&f));
             // The same codes with junk above the width (only where a byte has room for it).
             code_put(dirty, bytes, i, f.bits < 8 ? r : r & code_mask(&f));

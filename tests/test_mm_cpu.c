@@ -17,63 +17,27 @@
 #include "formats/rng.h"
 #include "formats/round.h"
 #include "kernels/scaled_mm.h"
+#include "test_mm_util.h"
+#include "test_util.h"
 
-static uint64_t test_seed(const char *test) {
-    const char *e = getenv("FPLAB_SEED");
-    const uint64_t seed = e && *e ? strtoull(e, NULL, 0) : 0x6d6d637075ULL;
-    fprintf(stderr, "test_mm_cpu %s: seed %llu (FPLAB_SEED=%llu replays)\n", test,
-            (unsigned long long)seed, (unsigned long long)seed);
-    return seed;
-}
-
-static uint32_t f32_bits(float f) { uint32_t u; memcpy(&u, &f, sizeof u); return u; }
+static uint64_t test_seed(const char *test) { return tu_seed("test_mm_cpu", test, 0x6d6d637075ULL); }
 
 // --- random inputs
 
-typedef struct {
-    fmt_rng_key key;
-    uint64_t n;
-} rng;
-
-static uint32_t r_u32(rng *r) { return fmt_rng_u32(r->key, r->n++); }
-static double r_unif(rng *r) { return ((double)r_u32(r) + 0.5) * 0x1p-32; }
-static int r_int(rng *r, int lo, int hi) { return lo + (int)(r_u32(r) % (uint32_t)(hi - lo + 1)); }
-static double r_normal(rng *r) {
-    const double u1 = r_unif(r), u2 = r_unif(r);
-    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-}
-
-static fmt_t fmt_named(const char *name) {
-    fmt_t f;
-    cr_assert_eq(fmt_from_name(&f, name), FMT_OK, "format %s", name);
-    return f;
-}
-
 // x[0..n) = values of f: random normals times vscale, rounded (rne) to f.
-static void fill_values(rng *r, const fmt_t *f, float *x, size_t n, double vscale) {
-    for (size_t i = 0; i < n; i++) x[i] = (float)(r_normal(r) * vscale);
+static void fill_values(tu_rng *r, const fmt_t *f, float *x, size_t n, double vscale) {
+    for (size_t i = 0; i < n; i++) x[i] = (float)(tu_rng_normal(r) * vscale);
     const fmt_round_opts ro = {0};
     cr_assert_eq(fmt_round_f32(f, x, n, &ro, NULL), FMT_OK);
 }
 
-// One operand with its storage. rows x cols is the op shape (A: M x K, B: K x N); stored
-// transposed if trans; the padding of each stored row holds NaN so that reading it shows.
-typedef struct {
-    float *x, *scales;
-    mm_operand op;
-} operand;
-
-typedef enum { SC_NONE, SC_POW2, SC_E4M3 } scale_kind;
-
-static void make_operand(operand *o, rng *r, bool is_a, const fmt_t *f, size_t rows, size_t cols,
-                         size_t K, bool trans, int block_k, scale_kind sk, float tensor_scale,
+// One random operand (see tu_operand): values of f, random normals times vscale rounded
+// through float32; scales of kind sk.
+static void make_operand(tu_operand *o, tu_rng *r, bool is_a, const fmt_t *f, size_t rows, size_t cols,
+                         size_t K, bool trans, int block_k, tu_scale_kind sk, float tensor_scale,
                          double vscale) {
-    memset(o, 0, sizeof *o);
+    const size_t ld = tu_operand_storage(o, r, rows, cols, trans);
     const size_t srows = trans ? cols : rows, scols = trans ? rows : cols;
-    const size_t ld = scols + (size_t)r_int(r, 0, 3);
-    o->x = malloc(srows * ld * sizeof *o->x + 1);
-    cr_assert(o->x);
-    for (size_t i = 0; i < srows * ld; i++) o->x[i] = NAN;
     float *v = malloc(srows * scols * sizeof *v + 1);
     fill_values(r, f, v, srows * scols, vscale);
     for (size_t i = 0; i < srows; i++)
@@ -81,55 +45,39 @@ static void make_operand(operand *o, rng *r, bool is_a, const fmt_t *f, size_t r
     free(v);
     o->op = (mm_operand){.x = o->x, .ld = ld, .trans = trans, .fmt = *f, .block_k = block_k,
                          .tensor_scale = tensor_scale};
-    if (sk != SC_NONE) {
-        const size_t bk = block_k > 0 ? (size_t)block_k : K;
-        const size_t nb = (K + bk - 1) / bk, other = is_a ? rows : cols, ns = nb * other;
-        o->scales = malloc(ns * sizeof *o->scales);
-        const fmt_t e4m3 = fmt_named("e4m3");
-        for (size_t i = 0; i < ns; i++)
-            o->scales[i] = sk == SC_POW2 ? ldexpf(1.0f, r_int(r, -4, 4))
-                                         : (float)fmt_round1(&e4m3, fabs(r_normal(r)) * 2 + 0.05,
-                                                             &(fmt_round_opts){0});
-        o->op.scales = o->scales;
-    }
-}
-
-static void free_operand(operand *o) { free(o->x), free(o->scales); }
-
-static bool same_result(float a, float b) {
-    return (isnan(a) && isnan(b)) || f32_bits(a) == f32_bits(b);
+    tu_operand_scales(o, r, is_a, rows, cols, K, block_k, sk);
 }
 
 // --- emulated accumulators: bit-exact with mm_ref
 
 static void emulated_random(const char *test, const char *acc_spec, int ncases) {
-    rng r = {fmt_rng_make_key(test_seed(test), 11), 0};
+    tu_rng r = {fmt_rng_make_key(test_seed(test), 11), 0};
     static const char *const elems[] = {"e4m3", "e5m2", "e2m1", "bf16", "fp16", "e3m2"};
     static const char *const outs[] = {"fp32", "bf16", "e4m3"};
     for (int c = 0; c < ncases; c++) {
-        const size_t M = (size_t)r_int(&r, 1, 12), N = (size_t)r_int(&r, 1, 12);
-        const size_t K = (size_t)(c % 4 == 0 ? r_int(&r, 1, 40) : r_int(&r, 1, 300));
-        const fmt_t fa = fmt_named(elems[r_int(&r, 0, 5)]), fb = fmt_named(elems[r_int(&r, 0, 5)]);
+        const size_t M = (size_t)tu_rng_int(&r, 1, 12), N = (size_t)tu_rng_int(&r, 1, 12);
+        const size_t K = (size_t)(c % 4 == 0 ? tu_rng_int(&r, 1, 40) : tu_rng_int(&r, 1, 300));
+        const fmt_t fa = tu_fmt(elems[tu_rng_int(&r, 0, 5)]), fb = tu_fmt(elems[tu_rng_int(&r, 0, 5)]);
         const int bks[] = {0, 16, 32, 128};
-        const int block_k = bks[r_int(&r, 0, 3)];
-        const scale_kind sk = (scale_kind)r_int(&r, 0, 2);
-        const float ta = r_int(&r, 0, 1) ? 0.0f : ldexpf(1.0f, r_int(&r, -3, 3)) * 1.5f;
-        const float tb = r_int(&r, 0, 1) ? 0.0f : 0.75f;
-        operand A, B;
-        make_operand(&A, &r, true, &fa, M, K, K, r_int(&r, 0, 1), block_k, sk, ta, 1.0);
-        make_operand(&B, &r, false, &fb, K, N, K, r_int(&r, 0, 1), block_k,
-                     (scale_kind)r_int(&r, 0, 1), tb, 1.0);
+        const int block_k = bks[tu_rng_int(&r, 0, 3)];
+        const tu_scale_kind sk = (tu_scale_kind)tu_rng_int(&r, 0, 2);
+        const float ta = tu_rng_int(&r, 0, 1) ? 0.0f : ldexpf(1.0f, tu_rng_int(&r, -3, 3)) * 1.5f;
+        const float tb = tu_rng_int(&r, 0, 1) ? 0.0f : 0.75f;
+        tu_operand A, B;
+        make_operand(&A, &r, true, &fa, M, K, K, tu_rng_int(&r, 0, 1), block_k, sk, ta, 1.0);
+        make_operand(&B, &r, false, &fb, K, N, K, tu_rng_int(&r, 0, 1), block_k,
+                     (tu_scale_kind)tu_rng_int(&r, 0, 1), tb, 1.0);
         mm_opts o;
         mm_opts_default(&o);
         char msg[256];
         cr_assert_eq(mm_acc_from_name(&o.acc, acc_spec, msg, sizeof msg), MM_OK, "%s: %s", acc_spec, msg);
-        o.alpha = r_int(&r, 0, 2) ? 1.0f : (float)r_normal(&r);
-        o.beta = r_int(&r, 0, 2) ? 0.0f : (float)r_normal(&r);
-        o.out_fmt = fmt_named(outs[r_int(&r, 0, 2)]);
-        o.out_round.mode = r_int(&r, 0, 1) ? FMT_RNE : FMT_RTZ;
-        const size_t ldc = N + (size_t)r_int(&r, 0, 2);
+        o.alpha = tu_rng_int(&r, 0, 2) ? 1.0f : (float)tu_rng_normal(&r);
+        o.beta = tu_rng_int(&r, 0, 2) ? 0.0f : (float)tu_rng_normal(&r);
+        o.out_fmt = tu_fmt(outs[tu_rng_int(&r, 0, 2)]);
+        o.out_round.mode = tu_rng_int(&r, 0, 1) ? FMT_RNE : FMT_RTZ;
+        const size_t ldc = N + (size_t)tu_rng_int(&r, 0, 2);
         float *C0 = malloc(M * ldc * sizeof *C0), *C1 = malloc(M * ldc * sizeof *C1);
-        for (size_t i = 0; i < M * ldc; i++) C0[i] = C1[i] = (float)r_normal(&r);
+        for (size_t i = 0; i < M * ldc; i++) C0[i] = C1[i] = (float)tu_rng_normal(&r);
         const int s1 = mm_ref(C0, ldc, &A.op, &B.op, M, N, K, &o);
         const int s2 = mm_cpu(C1, ldc, &A.op, &B.op, M, N, K, &o);
         cr_assert_eq(s1, MM_OK, "%s case %d: mm_ref status %d", acc_spec, c, s1);
@@ -137,15 +85,15 @@ static void emulated_random(const char *test, const char *acc_spec, int ncases) 
         for (size_t i = 0; i < M; i++)
             for (size_t j = 0; j < ldc; j++) {
                 const float x = C0[i * ldc + j], y = C1[i * ldc + j];
-                cr_assert(same_result(x, y),
+                cr_assert(tu_samef(x, y),
                           "%s case %d (M %zu N %zu K %zu %s x %s, trans %d%d, block_k %d, scales "
                           "%d%d, out %s): C[%zu,%zu] ref %a (0x%08x) cpu %a (0x%08x)",
                           acc_spec, c, M, N, K, fa.name, fb.name, A.op.trans, B.op.trans, block_k,
-                          A.scales != NULL, B.scales != NULL, o.out_fmt.name, i, j, x, f32_bits(x),
-                          y, f32_bits(y));
+                          A.scales != NULL, B.scales != NULL, o.out_fmt.name, i, j, x, tu_f2u(x),
+                          y, tu_f2u(y));
             }
         free(C0), free(C1);
-        free_operand(&A), free_operand(&B);
+        tu_operand_free(&A), tu_operand_free(&B);
     }
 }
 
@@ -160,16 +108,18 @@ Test(mm_cpu, emulated_fp16_rup) { emulated_random("emulated_fp16_rup", "fp16:rup
 // Inf and NaN in the operands: the emulated result (inf, NaN, or inf - inf = NaN in the float32
 // total) matches mm_ref.
 Test(mm_cpu, emulated_inf_nan) {
-    rng r = {fmt_rng_make_key(test_seed("emulated_inf_nan"), 12), 0};
-    const fmt_t f = fmt_named("bf16");
+    tu_rng r = {fmt_rng_make_key(test_seed("emulated_inf_nan"), 12), 0};
+    const fmt_t f = tu_fmt("bf16");
     for (int c = 0; c < 40; c++) {
-        const size_t M = 3, N = 4, K = (size_t)r_int(&r, 1, 70);
-        operand A, B;
+        const size_t M = 3, N = 4, K = (size_t)tu_rng_int(&r, 1, 70);
+        tu_operand A, B;
         make_operand(&A, &r, true, &f, M, K, K, false, 32, SC_NONE, 0, 1.0);
         make_operand(&B, &r, false, &f, K, N, K, c & 1, 32, SC_POW2, 0, 1.0);
         const float specials[] = {INFINITY, -INFINITY, NAN};
-        A.x[r_int(&r, 0, (int)M - 1) * A.op.ld + r_int(&r, 0, (int)K - 1)] = specials[r_int(&r, 0, 2)];
-        A.x[r_int(&r, 0, (int)M - 1) * A.op.ld + r_int(&r, 0, (int)K - 1)] = specials[r_int(&r, 0, 1)];
+        A.x[tu_rng_int(&r, 0, (int)M - 1) * A.op.ld + tu_rng_int(&r, 0, (int)K - 1)] =
+            specials[tu_rng_int(&r, 0, 2)];
+        A.x[tu_rng_int(&r, 0, (int)M - 1) * A.op.ld + tu_rng_int(&r, 0, (int)K - 1)] =
+            specials[tu_rng_int(&r, 0, 1)];
         mm_opts o;
         mm_opts_default(&o);
         char msg[256];
@@ -178,89 +128,56 @@ Test(mm_cpu, emulated_inf_nan) {
         cr_assert_eq(mm_ref(C0, N, &A.op, &B.op, M, N, K, &o), MM_OK);
         cr_assert_eq(mm_cpu(C1, N, &A.op, &B.op, M, N, K, &o), MM_OK);
         for (size_t i = 0; i < M * N; i++)
-            cr_assert(same_result(C0[i], C1[i]), "case %d C[%zu]: ref %a cpu %a", c, i, C0[i], C1[i]);
-        free_operand(&A), free_operand(&B);
+            cr_assert(tu_samef(C0[i], C1[i]), "case %d C[%zu]: ref %a cpu %a", c, i, C0[i], C1[i]);
+        tu_operand_free(&A), tu_operand_free(&B);
     }
 }
 
-// --- fp32 accumulator: the dot-product bound
+// --- fp32 accumulator: the dot-product bound (tu_check_bound)
 
-static double gamma_n(double n) { const double u = 0x1p-24; return n * u / (1 - n * u); }
-
-// Distance from |x| to the next value of f above it (its ulp at x; subnormal spacing below
-// the smallest normal).
-static double ulp_at(const fmt_t *f, double x) {
-    x = fabs(x);
-    int e = x > 0 ? ilogb(x) : f->emin;
-    if (e < f->emin) e = f->emin;
-    return ldexp(1.0, e - f->mbits);
-}
-
-// Checks C against exact + bound for every element; returns nothing, asserts.
-static void check_bound(const char *what, const float *C, size_t ldc, const double *exact,
-                        const double *absdot, size_t M, size_t N, size_t K, const mm_opts *o) {
-    const bool nearest = o->out_round.mode == FMT_RNE || o->out_round.mode == FMT_RNA;
-    for (size_t i = 0; i < M; i++)
-        for (size_t j = 0; j < N; j++) {
-            const double c = C[i * ldc + j], ex = exact[i * N + j], ad = absdot[i * N + j];
-            if (isnan(ex)) {
-                cr_assert(isnan(c), "%s C[%zu,%zu]: exact NaN, got %a", what, i, j, c);
-                continue;
-            }
-            if (isinf(ex)) {
-                cr_assert(c == ex, "%s C[%zu,%zu]: exact %g, got %a", what, i, j, ex, c);
-                continue;
-            }
-            const double out_err = (nearest ? 0.5 : 1.0) * ulp_at(&o->out_fmt, c);
-            const double tol = gamma_n((double)K + 2) * ad + out_err;
-            cr_assert(fabs(c - ex) <= tol, "%s C[%zu,%zu]: got %a exact %a |err| %g > %g (absdot %g)",
-                      what, i, j, c, ex, fabs(c - ex), tol, ad);
-        }
-}
-
-static void fp32_case(rng *r, const char *what, const fmt_t *fa, const fmt_t *fb, size_t M,
-                      size_t N, size_t K, scale_kind ska, scale_kind skb, int block_k,
+static void fp32_case(tu_rng *r, const char *what, const fmt_t *fa, const fmt_t *fb, size_t M,
+                      size_t N, size_t K, tu_scale_kind ska, tu_scale_kind skb, int block_k,
                       const fmt_t *out, fmt_round_mode mode, double vscale) {
-    operand A, B;
-    make_operand(&A, r, true, fa, M, K, K, r_int(r, 0, 1), block_k, ska,
+    tu_operand A, B;
+    make_operand(&A, r, true, fa, M, K, K, tu_rng_int(r, 0, 1), block_k, ska,
                  ska == SC_E4M3 ? 0.25f : 0.0f, vscale);
-    make_operand(&B, r, false, fb, K, N, K, r_int(r, 0, 1), block_k, skb, 0.0f, vscale);
+    make_operand(&B, r, false, fb, K, N, K, tu_rng_int(r, 0, 1), block_k, skb, 0.0f, vscale);
     mm_opts o;
     mm_opts_default(&o);
-    o.alpha = r_int(r, 0, 1) ? 1.0f : (float)r_normal(r);
-    o.beta = r_int(r, 0, 1) ? 0.0f : (float)r_normal(r);
+    o.alpha = tu_rng_int(r, 0, 1) ? 1.0f : (float)tu_rng_normal(r);
+    o.beta = tu_rng_int(r, 0, 1) ? 0.0f : (float)tu_rng_normal(r);
     o.out_fmt = *out;
     o.out_round.mode = mode;
-    const size_t ldc = N + (size_t)r_int(r, 0, 2);
+    const size_t ldc = N + (size_t)tu_rng_int(r, 0, 2);
     float *C = malloc(M * ldc * sizeof *C), *Cin = malloc(M * ldc * sizeof *Cin);
     double *exact = malloc(M * N * sizeof *exact), *absdot = malloc(M * N * sizeof *absdot);
-    for (size_t i = 0; i < M * ldc; i++) C[i] = Cin[i] = (float)r_normal(r);
+    for (size_t i = 0; i < M * ldc; i++) C[i] = Cin[i] = (float)tu_rng_normal(r);
     cr_assert_eq(mm_ref_exact(exact, absdot, Cin, ldc, &A.op, &B.op, M, N, K, &o), MM_OK);
     cr_assert_eq(mm_cpu(C, ldc, &A.op, &B.op, M, N, K, &o), MM_OK, "%s: mm_cpu failed", what);
     char buf[256];
     snprintf(buf, sizeof buf, "%s (%s x %s, M %zu N %zu K %zu, trans %d%d, out %s %s)", what,
              fa->name, fb->name, M, N, K, A.op.trans, B.op.trans, out->name, fmt_mode_name(mode));
-    check_bound(buf, C, ldc, exact, absdot, M, N, K, &o);
+    tu_check_bound(buf, C, NULL, ldc, exact, absdot, M, N, K, &o, 0x1p-24);
     free(C), free(Cin), free(exact), free(absdot);
-    free_operand(&A), free_operand(&B);
+    tu_operand_free(&A), tu_operand_free(&B);
 }
 
 // Every table format of 16 bits or fewer as elements (e8m0 excepted: it is a scale format with
 // no zero and no sign), with power-of-two block scales, fp32 and narrower outputs.
 Test(mm_cpu, fp32_every_format) {
-    rng r = {fmt_rng_make_key(test_seed("fp32_every_format"), 21), 0};
-    const fmt_t outs[] = {fmt_named("fp32"), fmt_named("bf16"), fmt_named("fp16")};
+    tu_rng r = {fmt_rng_make_key(test_seed("fp32_every_format"), 21), 0};
+    const fmt_t outs[] = {tu_fmt("fp32"), tu_fmt("bf16"), tu_fmt("fp16")};
     for (size_t t = 0; t < fmt_table_count(); t++) {
         const fmt_t *f = fmt_table_get(t);
-        if (f->bits > 16 || !f->has_zero || !f->is_signed) continue;
-        const double vscale = f->max < 8 ? f->max / 4 : 1.0;
+        if (!tu_elem_format(f)) continue;
+        const double vscale = tu_vscale(f);
         for (int c = 0; c < 24; c++) {
-            const size_t M = (size_t)r_int(&r, 1, 12), N = (size_t)r_int(&r, 1, 12);
-            const size_t K = (size_t)r_int(&r, 1, 300);
+            const size_t M = (size_t)tu_rng_int(&r, 1, 12), N = (size_t)tu_rng_int(&r, 1, 12);
+            const size_t K = (size_t)tu_rng_int(&r, 1, 300);
             const int bks[] = {0, 16, 32};
             const fmt_round_mode modes[] = {FMT_RNE, FMT_RTZ, FMT_RUP};
-            fp32_case(&r, "fp32_every_format", f, f, M, N, K, (scale_kind)(c % 2 ? SC_POW2 : SC_NONE),
-                      (scale_kind)(c % 3 ? SC_POW2 : SC_NONE), bks[c % 3], &outs[c % 3],
+            fp32_case(&r, "fp32_every_format", f, f, M, N, K, (tu_scale_kind)(c % 2 ? SC_POW2 : SC_NONE),
+                      (tu_scale_kind)(c % 3 ? SC_POW2 : SC_NONE), bks[c % 3], &outs[c % 3],
                       modes[(c / 3) % 3], vscale);
         }
     }
@@ -268,23 +185,24 @@ Test(mm_cpu, fp32_every_format) {
 
 // NVFP4-style: e2m1 elements with e4m3 block scales of 16 (the fold is exact) and a tensor scale.
 Test(mm_cpu, fp32_nvfp4_scales) {
-    rng r = {fmt_rng_make_key(test_seed("fp32_nvfp4_scales"), 22), 0};
-    const fmt_t f = fmt_named("e2m1"), out = fmt_named("fp32");
+    tu_rng r = {fmt_rng_make_key(test_seed("fp32_nvfp4_scales"), 22), 0};
+    const fmt_t f = tu_fmt("e2m1"), out = tu_fmt("fp32");
     for (int c = 0; c < 60; c++)
-        fp32_case(&r, "fp32_nvfp4_scales", &f, &f, (size_t)r_int(&r, 1, 12), (size_t)r_int(&r, 1, 12),
-                  (size_t)r_int(&r, 1, 300), SC_E4M3, SC_E4M3, 16, &out, FMT_RNE, 1.5);
+        fp32_case(&r, "fp32_nvfp4_scales", &f, &f, (size_t)tu_rng_int(&r, 1, 12),
+                  (size_t)tu_rng_int(&r, 1, 12), (size_t)tu_rng_int(&r, 1, 300), SC_E4M3, SC_E4M3, 16,
+                  &out, FMT_RNE, 1.5);
 }
 
 // Larger shapes, where sgemm blocks and threads; the bound is the same.
 Test(mm_cpu, fp32_large) {
-    rng r = {fmt_rng_make_key(test_seed("fp32_large"), 23), 0};
-    const fmt_t f = fmt_named("e4m3"), out = fmt_named("fp32");
+    tu_rng r = {fmt_rng_make_key(test_seed("fp32_large"), 23), 0};
+    const fmt_t f = tu_fmt("e4m3"), out = tu_fmt("fp32");
     fp32_case(&r, "fp32_large", &f, &f, 97, 130, 515, SC_POW2, SC_POW2, 32, &out, FMT_RNE, 1.0);
     fp32_case(&r, "fp32_large", &f, &f, 64, 200, 256, SC_NONE, SC_POW2, 32, &out, FMT_RNE, 1.0);
 }
 
 Test(mm_cpu, fp32_zeros) {
-    const fmt_t f = fmt_named("e4m3");
+    const fmt_t f = tu_fmt("e4m3");
     float A[6] = {0}, B[6] = {0}, C[4] = {NAN, NAN, NAN, NAN};
     mm_operand a = {.x = A, .ld = 3, .fmt = f}, b = {.x = B, .ld = 2, .fmt = f};
     mm_opts o;
@@ -301,35 +219,38 @@ Test(mm_cpu, fp32_zeros) {
 // Inf and NaN operands: NaN where the exact result is NaN (inf * 0, inf - inf), inf of the
 // right sign where it is infinite.
 Test(mm_cpu, fp32_inf_nan) {
-    rng r = {fmt_rng_make_key(test_seed("fp32_inf_nan"), 24), 0};
-    const fmt_t f = fmt_named("fp16");
+    tu_rng r = {fmt_rng_make_key(test_seed("fp32_inf_nan"), 24), 0};
+    const fmt_t f = tu_fmt("fp16");
     for (int c = 0; c < 30; c++) {
-        const size_t M = 4, N = 5, K = (size_t)r_int(&r, 2, 40);
-        operand A, B;
+        const size_t M = 4, N = 5, K = (size_t)tu_rng_int(&r, 2, 40);
+        tu_operand A, B;
         make_operand(&A, &r, true, &f, M, K, K, false, 0, SC_NONE, 0, 1.0);
         make_operand(&B, &r, false, &f, K, N, K, c & 1, 0, SC_NONE, 0, 1.0);
         const float specials[] = {INFINITY, -INFINITY, NAN};
-        A.x[r_int(&r, 0, (int)M - 1) * A.op.ld + r_int(&r, 0, (int)K - 1)] = specials[r_int(&r, 0, 2)];
-        A.x[r_int(&r, 0, (int)M - 1) * A.op.ld + r_int(&r, 0, (int)K - 1)] = specials[r_int(&r, 0, 1)];
+        A.x[tu_rng_int(&r, 0, (int)M - 1) * A.op.ld + tu_rng_int(&r, 0, (int)K - 1)] =
+            specials[tu_rng_int(&r, 0, 2)];
+        A.x[tu_rng_int(&r, 0, (int)M - 1) * A.op.ld + tu_rng_int(&r, 0, (int)K - 1)] =
+            specials[tu_rng_int(&r, 0, 1)];
         mm_opts o;
         mm_opts_default(&o);
         float C[20];
         double exact[20], absdot[20];
         cr_assert_eq(mm_ref_exact(exact, absdot, NULL, N, &A.op, &B.op, M, N, K, &o), MM_OK);
         cr_assert_eq(mm_cpu(C, N, &A.op, &B.op, M, N, K, &o), MM_OK);
-        check_bound("fp32_inf_nan", C, N, exact, absdot, M, N, K, &o);
-        free_operand(&A), free_operand(&B);
+        tu_check_bound("fp32_inf_nan", C, NULL, N, exact, absdot, M, N, K, &o, 0x1p-24);
+        tu_operand_free(&A), tu_operand_free(&B);
     }
 }
 
 // e4m3 output with saturation: |exact| well beyond max gives exactly +-448; the rest is within
 // the bound.
 Test(mm_cpu, fp32_saturating_e4m3_output) {
-    rng r = {fmt_rng_make_key(test_seed("fp32_saturating_e4m3_output"), 25), 0};
-    const fmt_t f = fmt_named("bf16"), out = fmt_named("e4m3");
+    tu_rng r = {fmt_rng_make_key(test_seed("fp32_saturating_e4m3_output"), 25), 0};
+    const fmt_t f = tu_fmt("bf16"), out = tu_fmt("e4m3");
     for (int c = 0; c < 20; c++) {
-        const size_t M = (size_t)r_int(&r, 1, 12), N = (size_t)r_int(&r, 1, 12), K = (size_t)r_int(&r, 1, 100);
-        operand A, B;
+        const size_t M = (size_t)tu_rng_int(&r, 1, 12), N = (size_t)tu_rng_int(&r, 1, 12),
+                     K = (size_t)tu_rng_int(&r, 1, 100);
+        tu_operand A, B;
         make_operand(&A, &r, true, &f, M, K, K, c & 1, 0, SC_NONE, 0, 8.0);
         make_operand(&B, &r, false, &f, K, N, K, c & 2, 0, SC_NONE, 0, 8.0);
         mm_opts o;
@@ -342,24 +263,24 @@ Test(mm_cpu, fp32_saturating_e4m3_output) {
         cr_assert_eq(mm_cpu(C, N, &A.op, &B.op, M, N, K, &o), MM_OK);
         int nsat = 0;
         for (size_t i = 0; i < M * N; i++) {
-            if (fabs(exact[i]) > 480 && fabs(exact[i]) - gamma_n((double)K + 2) * absdot[i] > 464) {
+            if (fabs(exact[i]) > 480 && fabs(exact[i]) - tu_gamma((double)K + 2, 0x1p-24) * absdot[i] > 464) {
                 cr_assert(C[i] == copysignf(448.0f, (float)exact[i]), "C[%zu] = %a, exact %g: expected "
                           "saturation to +-448", i, C[i], exact[i]);
                 nsat++;
             } else if (fabs(exact[i]) <= 448) {
-                const double tol = gamma_n((double)K + 2) * absdot[i] + 0.5 * ulp_at(&out, C[i]);
+                const double tol = tu_gamma((double)K + 2, 0x1p-24) * absdot[i] + 0.5 * tu_ulp_at(&out, C[i]);
                 cr_assert(fabs(C[i] - exact[i]) <= tol, "C[%zu] = %a, exact %g", i, C[i], exact[i]);
             }
             cr_assert(!isinf(C[i]) && !isnan(C[i]), "C[%zu] = %a: saturating output", i, C[i]);
         }
         free(C), free(exact), free(absdot);
-        free_operand(&A), free_operand(&B);
+        tu_operand_free(&A), tu_operand_free(&B);
     }
 }
 
 // K == 0 and beta: C = round_out(beta * C).
 Test(mm_cpu, empty_k) {
-    const fmt_t f = fmt_named("e4m3");
+    const fmt_t f = tu_fmt("e4m3");
     float A[1] = {0}, B[1] = {0}, C[4] = {1, 2, 3, 4};
     mm_operand a = {.x = A, .ld = 1, .fmt = f}, b = {.x = B, .ld = 2, .fmt = f};
     mm_opts o;
@@ -375,18 +296,19 @@ Test(mm_cpu, empty_k) {
 // Terms of very different magnitudes, so that s + a*b spans more than 53 bits: the directed
 // modes then depend on the sticky bits below a double (the round-to-odd step of mm_cpu).
 Test(mm_cpu, emulated_wide_range) {
-    rng r = {fmt_rng_make_key(test_seed("emulated_wide_range"), 13), 0};
-    const fmt_t f = fmt_named("bf16");
+    tu_rng r = {fmt_rng_make_key(test_seed("emulated_wide_range"), 13), 0};
+    const fmt_t f = tu_fmt("bf16");
     static const char *const specs[] = {"m13:rup", "m13:rdn", "bf16:rtz", "fp16:rto", "m13", "bf16:rna"};
     for (int c = 0; c < 120; c++) {
-        const size_t M = (size_t)r_int(&r, 1, 5), N = (size_t)r_int(&r, 1, 9), K = (size_t)r_int(&r, 2, 40);
-        operand A, B;
+        const size_t M = (size_t)tu_rng_int(&r, 1, 5), N = (size_t)tu_rng_int(&r, 1, 9),
+                     K = (size_t)tu_rng_int(&r, 2, 40);
+        tu_operand A, B;
         make_operand(&A, &r, true, &f, M, K, K, c & 1, 0, SC_NONE, 0, 1.0);
         make_operand(&B, &r, false, &f, K, N, K, c & 2, 0, SC_NONE, 0, 1.0);
         for (size_t i = 0; i < M; i++)  // scale each element of A by 2^(-60..10)
             for (size_t k = 0; k < K; k++) {
                 float *a = A.op.trans ? &A.x[k * A.op.ld + i] : &A.x[i * A.op.ld + k];
-                *a = ldexpf(*a, r_int(&r, -60, 10));
+                *a = ldexpf(*a, tu_rng_int(&r, -60, 10));
             }
         mm_opts o;
         mm_opts_default(&o);
@@ -397,8 +319,8 @@ Test(mm_cpu, emulated_wide_range) {
         cr_assert_eq(mm_ref(C0, N, &A.op, &B.op, M, N, K, &o), MM_OK);
         cr_assert_eq(mm_cpu(C1, N, &A.op, &B.op, M, N, K, &o), MM_OK);
         for (size_t i = 0; i < M * N; i++)
-            cr_assert(same_result(C0[i], C1[i]), "%s case %d C[%zu]: ref %a (0x%08x) cpu %a (0x%08x)",
-                      spec, c, i, C0[i], f32_bits(C0[i]), C1[i], f32_bits(C1[i]));
-        free_operand(&A), free_operand(&B);
+            cr_assert(tu_samef(C0[i], C1[i]), "%s case %d C[%zu]: ref %a (0x%08x) cpu %a (0x%08x)",
+                      spec, c, i, C0[i], tu_f2u(C0[i]), C1[i], tu_f2u(C1[i]));
+        tu_operand_free(&A), tu_operand_free(&B);
     }
 }

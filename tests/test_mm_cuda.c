@@ -30,6 +30,8 @@
 #include "formats/rng.h"
 #include "formats/round.h"
 #include "kernels/scaled_mm.h"
+#include "test_mm_util.h"
+#include "test_util.h"
 
 // --- GPU or skip
 
@@ -46,44 +48,14 @@ static void use_kernel(const char *k) {
     else unsetenv("FPLAB_CUDA_KERNEL");
 }
 
-static uint64_t test_seed(const char *test) {
-    const char *e = getenv("FPLAB_SEED");
-    const uint64_t seed = e && *e ? strtoull(e, NULL, 0) : 0x6d6d63756461ULL;
-    fprintf(stderr, "test_mm_cuda %s: seed %llu (FPLAB_SEED=%llu replays)\n", test,
-            (unsigned long long)seed, (unsigned long long)seed);
-    return seed;
-}
+static uint64_t test_seed(const char *test) { return tu_seed("test_mm_cuda", test, 0x6d6d63756461ULL); }
 
 // --- random inputs
-
-typedef struct {
-    fmt_rng_key key;
-    uint64_t n;
-} rng;
-
-static uint32_t r_u32(rng *r) { return fmt_rng_u32(r->key, r->n++); }
-static double r_unif(rng *r) { return ((double)r_u32(r) + 0.5) * 0x1p-32; }
-static int r_int(rng *r, int lo, int hi) { return lo + (int)(r_u32(r) % (uint32_t)(hi - lo + 1)); }
-static double r_normal(rng *r) {
-    const double u1 = r_unif(r), u2 = r_unif(r);
-    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-}
-
-static fmt_t fmt_named(const char *name) {
-    fmt_t f;
-    cr_assert_eq(fmt_from_name(&f, name), FMT_OK, "format %s", name);
-    return f;
-}
-
-// Element magnitudes that keep a format's products and sums finite in float32.
-static double vscale_of(const fmt_t *f) { return f->max < 8 ? f->max / 4 : 1.0; }
-
-typedef enum { SC_NONE, SC_POW2, SC_E4M3 } scale_kind;
 
 // Scaling recipes of the tests: scales, block_k and tensor scales of both operands.
 typedef struct {
     const char *name;
-    scale_kind sk;
+    tu_scale_kind sk;
     int block_k;
     bool tensor;  // random tensor scales
 } recipe;
@@ -93,54 +65,24 @@ static const recipe R_MX = {"mx", SC_POW2, 32, false};
 static const recipe R_NVFP4 = {"nvfp4", SC_E4M3, 16, true};
 static const recipe R_ROW = {"row", SC_POW2, 0, false};
 
-// One operand with its storage; the padding of each stored row holds NaN so that reading it shows.
-typedef struct {
-    float *x, *scales;
-    mm_operand op;
-} operand;
-
-static void make_operand(operand *o, rng *r, bool is_a, const fmt_t *f, size_t rows, size_t cols,
+// One random operand (see tu_operand): values of f, random normals times tu_vscale(f) rounded
+// to f; scales, block_k and tensor scale from the recipe.
+static void make_operand(tu_operand *o, tu_rng *r, bool is_a, const fmt_t *f, size_t rows, size_t cols,
                          size_t K, bool trans, const recipe *rc) {
-    memset(o, 0, sizeof *o);
+    const size_t ld = tu_operand_storage(o, r, rows, cols, trans);
     const size_t srows = trans ? cols : rows, scols = trans ? rows : cols;
-    const size_t ld = scols + (size_t)r_int(r, 0, 3);
-    o->x = malloc(srows * ld * sizeof *o->x + 1);
-    cr_assert(o->x);
-    for (size_t i = 0; i < srows * ld; i++) o->x[i] = NAN;
-    const double vs = vscale_of(f);
+    const double vs = tu_vscale(f);
     const fmt_round_opts ro = {0};
     for (size_t i = 0; i < srows; i++)
         for (size_t j = 0; j < scols; j++)
-            o->x[i * ld + j] = (float)fmt_round1(f, r_normal(r) * vs, &ro);
-    const float ts = rc->tensor ? (float)(0.5 + r_unif(r)) : 0.0f;  // any float32
+            o->x[i * ld + j] = (float)fmt_round1(f, tu_rng_normal(r) * vs, &ro);
+    const float ts = rc->tensor ? (float)(0.5 + tu_rng_unif(r)) : 0.0f;  // any float32
     o->op = (mm_operand){.x = o->x, .ld = ld, .trans = trans, .fmt = *f, .block_k = rc->block_k,
                          .tensor_scale = ts};
-    if (rc->sk != SC_NONE) {
-        const size_t bk = rc->block_k > 0 ? (size_t)rc->block_k : K;
-        const size_t nb = (K + bk - 1) / bk, ns = nb * (is_a ? rows : cols);
-        o->scales = malloc(ns * sizeof *o->scales);
-        cr_assert(o->scales);
-        const fmt_t e4m3 = fmt_named("e4m3");
-        for (size_t i = 0; i < ns; i++)
-            o->scales[i] = rc->sk == SC_POW2 ? ldexpf(1.0f, r_int(r, -4, 4))
-                                             : (float)fmt_round1(&e4m3, fabs(r_normal(r)) * 2 + 0.05, &ro);
-        o->op.scales = o->scales;
-    }
+    tu_operand_scales(o, r, is_a, rows, cols, K, rc->block_k, rc->sk);
 }
 
-static void free_operand(operand *o) { free(o->x), free(o->scales); }
-
-// --- the bound
-
-static double gamma_u(double n, double u) { return n * u / (1 - n * u); }
-
-// Distance from |x| to the next value of f above it.
-static double ulp_at(const fmt_t *f, double x) {
-    x = fabs(x);
-    int e = x > 0 ? ilogb(x) : f->emin;
-    if (e < f->emin) e = f->emin;
-    return ldexp(1.0, e - f->mbits);
-}
+// --- the bound (tu_check_bound)
 
 // Unit roundoff of the accumulation a path performs (see the file comment).
 static double path_u(const char *kernel, const fmt_t *fa) {
@@ -148,52 +90,26 @@ static double path_u(const char *kernel, const fmt_t *fa) {
     return 0x1p-24;
 }
 
-static void check_bound(const char *what, const float *C, const float *Cin, size_t ldc,
-                        const double *exact, const double *absdot, size_t M, size_t N, size_t K,
-                        const mm_opts *o, double u) {
-    const bool nearest = o->out_round.mode == FMT_RNE || o->out_round.mode == FMT_RNA;
-    for (size_t i = 0; i < M; i++) {
-        for (size_t j = 0; j < N; j++) {
-            const double c = C[i * ldc + j], ex = exact[i * N + j], ad = absdot[i * N + j];
-            if (isnan(ex)) {
-                cr_assert(isnan(c), "%s C[%zu,%zu]: exact NaN, got %a", what, i, j, c);
-                continue;
-            }
-            if (isinf(ex)) {
-                cr_assert(c == ex, "%s C[%zu,%zu]: exact %g, got %a", what, i, j, ex, c);
-                continue;
-            }
-            const double out_err = (nearest ? 0.5 : 1.0) * ulp_at(&o->out_fmt, c);
-            const double tol = gamma_u((double)K + 2, u) * ad + out_err;
-            cr_assert(fabs(c - ex) <= tol, "%s C[%zu,%zu]: got %a exact %a |err| %g > %g (absdot %g)",
-                      what, i, j, c, ex, fabs(c - ex), tol, ad);
-        }
-        for (size_t j = N; j < ldc; j++)  // the padding of C is not written
-            cr_assert(memcmp(&C[i * ldc + j], &Cin[i * ldc + j], sizeof(float)) == 0,
-                      "%s: padding C[%zu,%zu] was overwritten", what, i, j);
-    }
-}
-
 // One random product of op shape M x N x K through mm_cuda with the given kernel (NULL: auto),
 // checked against mm_ref_exact.
-static void cuda_case(rng *r, const char *what, const char *kernel, const fmt_t *fa,
+static void cuda_case(tu_rng *r, const char *what, const char *kernel, const fmt_t *fa,
                       const fmt_t *fb, size_t M, size_t N, size_t K, const recipe *rc,
                       const fmt_t *out, fmt_round_mode mode) {
-    operand A, B;
-    make_operand(&A, r, true, fa, M, K, K, r_int(r, 0, 1), rc);
-    make_operand(&B, r, false, fb, K, N, K, r_int(r, 0, 1), rc);
+    tu_operand A, B;
+    make_operand(&A, r, true, fa, M, K, K, tu_rng_int(r, 0, 1), rc);
+    make_operand(&B, r, false, fb, K, N, K, tu_rng_int(r, 0, 1), rc);
     mm_opts o;
     mm_opts_default(&o);
-    o.alpha = r_int(r, 0, 1) ? 1.0f : (float)r_normal(r);
-    o.beta = r_int(r, 0, 1) ? 0.0f : (float)r_normal(r);
+    o.alpha = tu_rng_int(r, 0, 1) ? 1.0f : (float)tu_rng_normal(r);
+    o.beta = tu_rng_int(r, 0, 1) ? 0.0f : (float)tu_rng_normal(r);
     o.out_fmt = *out;
     o.out_round.mode = mode;
     o.out_round.overflow = FMT_SATURATE;
-    const size_t ldc = N + (size_t)r_int(r, 0, 2);
+    const size_t ldc = N + (size_t)tu_rng_int(r, 0, 2);
     float *C = malloc(M * ldc * sizeof *C), *Cin = malloc(M * ldc * sizeof *Cin);
     double *exact = malloc(M * N * sizeof *exact), *absdot = malloc(M * N * sizeof *absdot);
     cr_assert(C && Cin && exact && absdot);
-    for (size_t i = 0; i < M * ldc; i++) C[i] = Cin[i] = (float)r_normal(r);
+    for (size_t i = 0; i < M * ldc; i++) C[i] = Cin[i] = (float)tu_rng_normal(r);
     char buf[320];
     snprintf(buf, sizeof buf, "%s [%s] (%s x %s, %s, M %zu N %zu K %zu, trans %d%d, alpha %g beta %g, out %s %s)",
              what, kernel ? kernel : "auto", fa->name, fb->name, rc->name, M, N, K, A.op.trans,
@@ -207,29 +123,26 @@ static void cuda_case(rng *r, const char *what, const char *kernel, const fmt_t 
     if (!kernel && !A.scales && !B.scales && fa->bits <= 16 && fb->bits <= 16 && fa->bits >= 8 &&
         fb->bits >= 8)
         path = "cublaslt";
-    check_bound(buf, C, Cin, ldc, exact, absdot, M, N, K, &o, path_u(path, fa));
+    tu_check_bound(buf, C, Cin, ldc, exact, absdot, M, N, K, &o, path_u(path, fa));
     free(C), free(Cin), free(exact), free(absdot);
-    free_operand(&A), free_operand(&B);
+    tu_operand_free(&A), tu_operand_free(&B);
 }
-
-// Table formats that make sense as elements: <= 16 bits, signed, with a zero (e8m0 excepted).
-static bool elem_format(const fmt_t *f) { return f->bits <= 16 && f->has_zero && f->is_signed; }
 
 // --- own kernel
 
 static void own_every_format(const char *test, const recipe *rc, int ncases) {
     need_gpu();
-    rng r = {fmt_rng_make_key(test_seed(test), 31), 0};
-    const fmt_t outs[] = {fmt_named("fp32"), fmt_named("bf16"), fmt_named("fp16")};
+    tu_rng r = {fmt_rng_make_key(test_seed(test), 31), 0};
+    const fmt_t outs[] = {tu_fmt("fp32"), tu_fmt("bf16"), tu_fmt("fp16")};
     const fmt_round_mode modes[] = {FMT_RNE, FMT_RTZ, FMT_RUP};
     for (size_t t = 0; t < fmt_table_count(); t++) {
         const fmt_t *f = fmt_table_get(t);
-        if (!elem_format(f)) continue;
+        if (!tu_elem_format(f)) continue;
         for (int c = 0; c < ncases; c++) {
             // K: small, just around a block, or up to 300 (ragged against the block).
-            const size_t K = (size_t)(c % 3 == 0 ? r_int(&r, 1, 40) : r_int(&r, 1, 300));
-            cuda_case(&r, test, "own", f, f, (size_t)r_int(&r, 1, 64), (size_t)r_int(&r, 1, 64), K, rc,
-                      &outs[c % 3], modes[(c / 3) % 3]);
+            const size_t K = (size_t)(c % 3 == 0 ? tu_rng_int(&r, 1, 40) : tu_rng_int(&r, 1, 300));
+            cuda_case(&r, test, "own", f, f, (size_t)tu_rng_int(&r, 1, 64), (size_t)tu_rng_int(&r, 1, 64),
+                      K, rc, &outs[c % 3], modes[(c / 3) % 3]);
         }
     }
 }
@@ -242,27 +155,29 @@ Test(mm_cuda, own_row_scales) { own_every_format("own_row_scales", &R_ROW, 6); }
 // A and B in different formats (different decode paths in one kernel instance).
 Test(mm_cuda, own_mixed_formats) {
     need_gpu();
-    rng r = {fmt_rng_make_key(test_seed("own_mixed_formats"), 32), 0};
+    tu_rng r = {fmt_rng_make_key(test_seed("own_mixed_formats"), 32), 0};
     const char *const names[] = {"e2m1", "e3m2", "e2m3", "e4m3", "e5m2", "e4m3fnuz", "bf16", "fp16", "fp32"};
     const recipe *rcs[] = {&R_TENSOR, &R_MX, &R_NVFP4, &R_ROW};
-    const fmt_t out = fmt_named("fp32");
+    const fmt_t out = tu_fmt("fp32");
     const int n = (int)(sizeof names / sizeof *names);
     for (int a = 0; a < n; a++)
         for (int b = 0; b < n; b++) {
-            const fmt_t fa = fmt_named(names[a]), fb = fmt_named(names[b]);
-            cuda_case(&r, "own_mixed_formats", "own", &fa, &fb, (size_t)r_int(&r, 1, 64),
-                      (size_t)r_int(&r, 1, 64), (size_t)r_int(&r, 1, 300), rcs[(a + b) % 4], &out, FMT_RNE);
+            const fmt_t fa = tu_fmt(names[a]), fb = tu_fmt(names[b]);
+            cuda_case(&r, "own_mixed_formats", "own", &fa, &fb, (size_t)tu_rng_int(&r, 1, 64),
+                      (size_t)tu_rng_int(&r, 1, 64), (size_t)tu_rng_int(&r, 1, 300), rcs[(a + b) % 4],
+                      &out, FMT_RNE);
         }
 }
 
 // Shapes at and around the tile edges (64 x 64, 16 along K).
 Test(mm_cuda, own_tile_edges) {
     need_gpu();
-    rng r = {fmt_rng_make_key(test_seed("own_tile_edges"), 33), 0};
-    const fmt_t f = fmt_named("e4m3"), out = fmt_named("fp32");
+    tu_rng r = {fmt_rng_make_key(test_seed("own_tile_edges"), 33), 0};
+    const fmt_t f = tu_fmt("e4m3"), out = tu_fmt("fp32");
     const size_t sizes[] = {1, 15, 16, 17, 63, 64, 65, 128, 130};
     for (int c = 0; c < 24; c++) {
-        const size_t M = sizes[r_int(&r, 0, 8)], N = sizes[r_int(&r, 0, 8)], K = sizes[r_int(&r, 0, 8)];
+        const size_t M = sizes[tu_rng_int(&r, 0, 8)], N = sizes[tu_rng_int(&r, 0, 8)],
+                     K = sizes[tu_rng_int(&r, 0, 8)];
         cuda_case(&r, "own_tile_edges", "own", &f, &f, M, N, K, c % 2 ? &R_MX : &R_TENSOR, &out, FMT_RNE);
     }
 }
@@ -270,33 +185,35 @@ Test(mm_cuda, own_tile_edges) {
 // Inf and NaN in the operands: NaN where the exact result is NaN, inf of the right sign.
 Test(mm_cuda, own_inf_nan) {
     need_gpu();
-    rng r = {fmt_rng_make_key(test_seed("own_inf_nan"), 34), 0};
-    const fmt_t fs[] = {fmt_named("fp16"), fmt_named("bf16"), fmt_named("e5m2")};
+    tu_rng r = {fmt_rng_make_key(test_seed("own_inf_nan"), 34), 0};
+    const fmt_t fs[] = {tu_fmt("fp16"), tu_fmt("bf16"), tu_fmt("e5m2")};
     use_kernel("own");
     for (int c = 0; c < 30; c++) {
         const fmt_t *f = &fs[c % 3];
-        const size_t M = 4, N = 5, K = (size_t)r_int(&r, 2, 40);
-        operand A, B;
+        const size_t M = 4, N = 5, K = (size_t)tu_rng_int(&r, 2, 40);
+        tu_operand A, B;
         make_operand(&A, &r, true, f, M, K, K, false, &R_TENSOR);
         make_operand(&B, &r, false, f, K, N, K, c & 1, &R_TENSOR);
         const float specials[] = {INFINITY, -INFINITY, NAN};
-        A.x[r_int(&r, 0, (int)M - 1) * A.op.ld + r_int(&r, 0, (int)K - 1)] = specials[r_int(&r, 0, 2)];
-        A.x[r_int(&r, 0, (int)M - 1) * A.op.ld + r_int(&r, 0, (int)K - 1)] = specials[r_int(&r, 0, 1)];
+        A.x[tu_rng_int(&r, 0, (int)M - 1) * A.op.ld + tu_rng_int(&r, 0, (int)K - 1)] =
+            specials[tu_rng_int(&r, 0, 2)];
+        A.x[tu_rng_int(&r, 0, (int)M - 1) * A.op.ld + tu_rng_int(&r, 0, (int)K - 1)] =
+            specials[tu_rng_int(&r, 0, 1)];
         mm_opts o;
         mm_opts_default(&o);
         float C[20], Cin[20] = {0};
         double exact[20], absdot[20];
         cr_assert_eq(mm_ref_exact(exact, absdot, NULL, N, &A.op, &B.op, M, N, K, &o), MM_OK);
         cr_assert_eq(mm_cuda(C, N, &A.op, &B.op, M, N, K, &o), MM_OK);
-        check_bound("own_inf_nan", C, Cin, N, exact, absdot, M, N, K, &o, 0x1p-24);
-        free_operand(&A), free_operand(&B);
+        tu_check_bound("own_inf_nan", C, Cin, N, exact, absdot, M, N, K, &o, 0x1p-24);
+        tu_operand_free(&A), tu_operand_free(&B);
     }
 }
 
 // beta = 0 does not read C (NaN there stays out); K = 0 gives round_out(beta * C).
 Test(mm_cuda, zeros_and_empty_k) {
     need_gpu();
-    const fmt_t f = fmt_named("e4m3");
+    const fmt_t f = tu_fmt("e4m3");
     float A[6] = {0}, B[6] = {0}, C[4] = {NAN, NAN, NAN, NAN};
     mm_operand a = {.x = A, .ld = 3, .fmt = f}, b = {.x = B, .ld = 2, .fmt = f};
     mm_opts o;
@@ -321,13 +238,13 @@ Test(mm_cuda, zeros_and_empty_k) {
 
 static void cublaslt_pair(const char *test, const char *na, const char *nb, int ncases) {
     need_gpu();
-    rng r = {fmt_rng_make_key(test_seed(test), 41), 0};
-    const fmt_t fa = fmt_named(na), fb = fmt_named(nb);
-    const fmt_t outs[] = {fmt_named("fp32"), fmt_named("bf16")};
+    tu_rng r = {fmt_rng_make_key(test_seed(test), 41), 0};
+    const fmt_t fa = tu_fmt(na), fb = tu_fmt(nb);
+    const fmt_t outs[] = {tu_fmt("fp32"), tu_fmt("bf16")};
     const recipe none = {"none", SC_NONE, 0, false};
     for (int c = 0; c < ncases; c++) {
-        const size_t K = (size_t)(c % 3 == 0 ? r_int(&r, 1, 40) : r_int(&r, 1, 300));
-        const size_t M = (size_t)r_int(&r, 1, 64), N = (size_t)r_int(&r, 1, 64);
+        const size_t K = (size_t)(c % 3 == 0 ? tu_rng_int(&r, 1, 40) : tu_rng_int(&r, 1, 300));
+        const size_t M = (size_t)tu_rng_int(&r, 1, 64), N = (size_t)tu_rng_int(&r, 1, 64);
         // The same case through both paths.
         const uint64_t at = r.n;
         cuda_case(&r, test, "cublaslt", &fa, &fb, M, N, K, c % 2 ? &R_TENSOR : &none, &outs[c % 2], FMT_RNE);
@@ -346,13 +263,13 @@ Test(mm_cuda, cublaslt_e5m2_e4m3) { cublaslt_pair("cublaslt_e5m2_e4m3", "e5m2", 
 // The automatic choice: cuBLASLt-able products and the rest, each within its path's bound.
 Test(mm_cuda, auto_choice) {
     need_gpu();
-    rng r = {fmt_rng_make_key(test_seed("auto_choice"), 42), 0};
-    const fmt_t out = fmt_named("fp32");
+    tu_rng r = {fmt_rng_make_key(test_seed("auto_choice"), 42), 0};
+    const fmt_t out = tu_fmt("fp32");
     const char *const names[] = {"bf16", "fp16", "e4m3", "e2m1", "e3m2", "fp32"};
     for (int c = 0; c < 24; c++) {
-        const fmt_t f = fmt_named(names[c % 6]);
-        cuda_case(&r, "auto_choice", NULL, &f, &f, (size_t)r_int(&r, 1, 64), (size_t)r_int(&r, 1, 64),
-                  (size_t)r_int(&r, 1, 300), (c / 6) % 2 ? &R_MX : &R_TENSOR, &out, FMT_RNE);
+        const fmt_t f = tu_fmt(names[c % 6]);
+        cuda_case(&r, "auto_choice", NULL, &f, &f, (size_t)tu_rng_int(&r, 1, 64), (size_t)tu_rng_int(&r, 1, 64),
+                  (size_t)tu_rng_int(&r, 1, 300), (c / 6) % 2 ? &R_MX : &R_TENSOR, &out, FMT_RNE);
     }
 }
 
@@ -360,10 +277,10 @@ Test(mm_cuda, auto_choice) {
 
 static void large_vs_cpu(const char *test, const char *kernel, const char *name, const recipe *rc) {
     need_gpu();
-    rng r = {fmt_rng_make_key(test_seed(test), 51), 0};
+    tu_rng r = {fmt_rng_make_key(test_seed(test), 51), 0};
     const size_t M = 256, N = 256, K = 256;
-    const fmt_t f = fmt_named(name);
-    operand A, B;
+    const fmt_t f = tu_fmt(name);
+    tu_operand A, B;
     make_operand(&A, &r, true, &f, M, K, K, false, rc);
     make_operand(&B, &r, false, &f, K, N, K, true, rc);
     mm_opts o;
@@ -372,7 +289,7 @@ static void large_vs_cpu(const char *test, const char *kernel, const char *name,
     float *C0 = malloc(M * N * sizeof *C0), *C1 = malloc(M * N * sizeof *C1);
     double *absdot = malloc(M * N * sizeof *absdot);
     cr_assert(C0 && C1 && absdot);
-    for (size_t i = 0; i < M * N; i++) C0[i] = C1[i] = (float)r_normal(&r);
+    for (size_t i = 0; i < M * N; i++) C0[i] = C1[i] = (float)tu_rng_normal(&r);
     // absdot in double (relative error below K 2^-53, covered by the factor 1 + 2^-30).
     const double ab = fabs((double)o.alpha * (A.op.tensor_scale ? A.op.tensor_scale : 1.0f) *
                            (B.op.tensor_scale ? B.op.tensor_scale : 1.0f));
@@ -390,13 +307,13 @@ static void large_vs_cpu(const char *test, const char *kernel, const char *name,
     cr_assert_eq(mm_cpu(C0, N, &A.op, &B.op, M, N, K, &o), MM_OK);
     use_kernel(kernel);
     cr_assert_eq(mm_cuda(C1, N, &A.op, &B.op, M, N, K, &o), MM_OK);
-    const double g = gamma_u((double)K + 2, path_u(kernel, &f)) + gamma_u((double)K + 2, 0x1p-24);
+    const double g = tu_gamma((double)K + 2, path_u(kernel, &f)) + tu_gamma((double)K + 2, 0x1p-24);
     for (size_t t = 0; t < M * N; t++)
         cr_assert(fabs((double)C0[t] - C1[t]) <= g * absdot[t], "%s [%s] %s C[%zu,%zu]: cpu %a cuda %a "
                   "|diff| %g > %g", test, kernel, name, t / N, t % N, C0[t], C1[t],
                   fabs((double)C0[t] - C1[t]), g * absdot[t]);
     free(C0), free(C1), free(absdot);
-    free_operand(&A), free_operand(&B);
+    tu_operand_free(&A), tu_operand_free(&B);
 }
 
 Test(mm_cuda, large_own_mx_e4m3) { large_vs_cpu("large_own_mx_e4m3", "own", "e4m3", &R_MX); }
@@ -408,7 +325,7 @@ Test(mm_cuda, large_cublaslt_e4m3) { large_vs_cpu("large_cublaslt_e4m3", "cublas
 
 Test(mm_cuda, refusals) {
     need_gpu();
-    const fmt_t f = fmt_named("e2m1"), bf = fmt_named("bf16");
+    const fmt_t f = tu_fmt("e2m1"), bf = tu_fmt("bf16");
     float A[6] = {1, 2, 3, 0.5f, 1, 1}, B[6] = {1, 1, 1, 1, 1, 1}, C[4], scales[2] = {1, 2};
     mm_operand a = {.x = A, .ld = 3, .fmt = f}, b = {.x = B, .ld = 2, .fmt = f};
     mm_opts o;

@@ -15,37 +15,17 @@
 #include <string.h>
 
 #include "kernels/mm_operand.h"
+#include "test_util.h"
 
 // --- helpers
 
-static uint64_t test_seed(void) {
-    const char *s = getenv("FPLAB_SEED");
-    uint64_t v = s && *s ? strtoull(s, NULL, 0) : 0x6d6d6f70ULL;
-    static bool said;
-    if (!said) cr_log_info("FPLAB_SEED=0x%llx", (unsigned long long)v), said = true;
-    return v;
-}
-
-static uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, sizeof u); return u; }
-static bool same(float a, float b) { return (isnan(a) && isnan(b)) || f2u(a) == f2u(b); }
-
-static fmt_t F(const char *name) {
-    fmt_t f;
-    cr_assert_eq(fmt_from_name(&f, name), FMT_OK, "format %s", name);
-    return f;
-}
-
-static fmt_scaling S(const char *spec) {
-    fmt_scaling sc;
-    char msg[256];
-    cr_assert_eq(fmt_scaling_from_name(&sc, spec, msg, sizeof msg), FMT_OK, "%s: %s", spec, msg);
-    return sc;
-}
+// This suite's seed: FPLAB_SEED, else its default; printed with the test's name.
+static uint64_t test_seed(const char *test) { return tu_seed("test_mm_operand", test, 0x6d6d6f70ULL); }
 
 // Rows with different magnitudes (so tiles get different scales) and some zeros.
-static float *test_matrix(size_t rows, size_t cols, uint64_t stream) {
+static float *test_matrix(size_t rows, size_t cols, uint64_t seed, uint64_t stream) {
     float *x = malloc(rows * cols * sizeof *x);
-    mm_random_f32(x, rows * cols, MM_DIST_LOGNORMAL, test_seed(), stream);
+    mm_random_f32(x, rows * cols, MM_DIST_LOGNORMAL, seed, stream);
     for (size_t i = 0; i < rows * cols; i++) {
         x[i] = ldexpf(x[i], (int)((i / cols) % 7) - 3);
         if (i % 37 == 5) x[i] = 0.0f;
@@ -60,7 +40,7 @@ static void assert_elems_are_values(const mm_qmat *m, const char *what) {
     fmt_round_opts o = {0};
     cr_assert_eq(fmt_round_f32(&m->op.fmt, y, n, &o, NULL), FMT_OK);
     for (size_t i = 0; i < n; i++)
-        cr_assert(same(y[i], m->q[i]), "%s: q[%zu] = %a is not a value of %s (rounds to %a)", what, i,
+        cr_assert(tu_samef(y[i], m->q[i]), "%s: q[%zu] = %a is not a value of %s (rounds to %a)", what, i,
                   (double)m->q[i], m->op.fmt.name, (double)y[i]);
     free(y);
 }
@@ -88,13 +68,14 @@ enum { NONE_LEVEL = sizeof one_level / sizeof one_level[0] };
 Test(mm_operand, reconstruct_one_level_every_mode) {
     const char *elems[] = {"e4m3", "e2m1", "e5m2", "e3m2", "bf16"};
     const size_t R = 13, C = 70;
-    float *x = test_matrix(R, C, 11);
+    const uint64_t seed = test_seed("reconstruct_one_level_every_mode");
+    float *x = test_matrix(R, C, seed, 11);
     for (size_t e = 0; e < sizeof elems / sizeof *elems; e++)
         for (int r = 0; r < NONE_LEVEL; r++)
             for (int side = 0; side < 2; side++)
                 for (int mode = 0; mode < FMT_NMODES; mode++) {
-                    fmt_t f = F(elems[e]);
-                    fmt_scaling sc = S(one_level[r]);
+                    fmt_t f = tu_fmt(elems[e]);
+                    fmt_scaling sc = tu_scaling(one_level[r]);
                     fmt_round_opts o = {0};
                     o.mode = (fmt_round_mode)mode, o.overflow = FMT_SATURATE, o.seed = 5;
                     mm_qmat m;
@@ -112,7 +93,7 @@ Test(mm_operand, reconstruct_one_level_every_mode) {
                             const float s = op_scale(&m, (mm_side)side, i, j);
                             cr_assert(s == 1.0f || ts == 1.0f, "%s: two scales in a one-level recipe", what);
                             const float y = (m.q[i * C + j] * s) * ts;
-                            cr_assert(same(y, m.deq[i * C + j]), "%s: (%zu,%zu) q=%a s=%a ts=%a: %a != %a", what,
+                            cr_assert(tu_samef(y, m.deq[i * C + j]), "%s: (%zu,%zu) q=%a s=%a ts=%a: %a != %a", what,
                                       i, j, (double)m.q[i * C + j], (double)s, (double)ts, (double)y,
                                       (double)m.deq[i * C + j]);
                         }
@@ -125,8 +106,9 @@ Test(mm_operand, reconstruct_one_level_every_mode) {
 // block (block_k 0); tensor -> no array, a tensor scale; none -> neither.
 Test(mm_operand, scale_shapes) {
     const size_t M = 10, K = 50, N = 6;
-    float *a = test_matrix(M, K, 1), *b = test_matrix(K, N, 2);
-    const fmt_t f = F("e4m3");
+    const uint64_t seed = test_seed("scale_shapes");
+    float *a = test_matrix(M, K, seed, 1), *b = test_matrix(K, N, seed, 2);
+    const fmt_t f = tu_fmt("e4m3");
     const struct { const char *spec; size_t nblocks; int block_k; bool has_scales; } cases[] = {
         {"mx", 2, 32, true},           {"nvfp4", 4, 16, true},          {"block:7:e8m0", 8, 7, true},
         {"block:50:e8m0", 1, 0, true}, {"block:64:e8m0", 1, 0, true},   {"row", 1, 0, true},
@@ -134,7 +116,7 @@ Test(mm_operand, scale_shapes) {
         {"tensor", 0, 0, false},       {"tile:0x0:e8m0", 0, 0, false},  {"none", 0, 0, false},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-        fmt_scaling sc = S(cases[c].spec);
+        fmt_scaling sc = tu_scaling(cases[c].spec);
         mm_qmat qa, qb;
         cr_assert_eq(mm_qmat_from_f32(&qa, MM_SIDE_A, a, M, K, &f, &sc, NULL), MM_OK, "%s", cases[c].spec);
         cr_assert_eq(mm_qmat_from_f32(&qb, MM_SIDE_B, b, K, N, &f, &sc, NULL), MM_OK, "%s", cases[c].spec);
@@ -156,7 +138,8 @@ Test(mm_operand, scale_shapes) {
 // fmt_quantize_f32 call's tile grid; B (built from A^T) holds the same numbers transposed.
 Test(mm_operand, tiles_2d_expand_and_transpose) {
     const size_t M = 11, K = 23;
-    float *a = test_matrix(M, K, 3), *at = malloc(M * K * sizeof *at);
+    const uint64_t seed = test_seed("tiles_2d_expand_and_transpose");
+    float *a = test_matrix(M, K, seed, 3), *at = malloc(M * K * sizeof *at);
     for (size_t i = 0; i < M; i++)
         for (size_t k = 0; k < K; k++) at[k * M + i] = a[i * K + k];
     const char *specs[] = {"tile:4x8:fp32", "tile:3x5:e8m0", "tile:2x0:bf16", "tile:0x6:fp32", "mx", "nvfp4",
@@ -164,8 +147,8 @@ Test(mm_operand, tiles_2d_expand_and_transpose) {
     for (size_t c = 0; c < sizeof specs / sizeof *specs; c++)
         for (int mode = 0; mode < FMT_NMODES; mode++) {
             if (mode == FMT_SR) continue;  // SR draws by flat index, which the transpose changes
-            const fmt_t f = F("e2m3");
-            fmt_scaling sc = S(specs[c]);
+            const fmt_t f = tu_fmt("e2m3");
+            fmt_scaling sc = tu_scaling(specs[c]);
             fmt_round_opts o = {0};
             o.mode = (fmt_round_mode)mode;
             // The tile grid as fmt_quantize_f32 reports it for A.
@@ -183,14 +166,16 @@ Test(mm_operand, tiles_2d_expand_and_transpose) {
             cr_assert_eq(qa.nblocks, ntc, "%s: nblocks %zu, tiles along K %zu", specs[c], qa.nblocks, ntc);
             cr_assert_eq(qb.nblocks, qa.nblocks);
             cr_assert_eq(qb.op.block_k, qa.op.block_k);
-            cr_assert(same(qb.op.tensor_scale, qa.op.tensor_scale));
+            cr_assert(tu_samef(qb.op.tensor_scale, qa.op.tensor_scale));
             for (size_t i = 0; i < M; i++)
                 for (size_t k = 0; k < K; k++) {
                     const float want = ts[(i / tr) * ntc + k / tc];
-                    cr_assert(same(op_scale(&qa, MM_SIDE_A, i, k), want), "%s: A scale at (%zu,%zu): %a, tile's %a",
-                              specs[c], i, k, (double)op_scale(&qa, MM_SIDE_A, i, k), (double)want);
-                    cr_assert(same(op_scale(&qb, MM_SIDE_B, k, i), want), "%s: B scale at (%zu,%zu)", specs[c], k, i);
-                    cr_assert(same(qb.q[k * M + i], qa.q[i * K + k]), "%s mode %d: q of A^T at (%zu,%zu)", specs[c],
+                    cr_assert(tu_samef(op_scale(&qa, MM_SIDE_A, i, k), want),
+                              "%s: A scale at (%zu,%zu): %a, tile's %a", specs[c], i, k,
+                              (double)op_scale(&qa, MM_SIDE_A, i, k), (double)want);
+                    cr_assert(tu_samef(op_scale(&qb, MM_SIDE_B, k, i), want), "%s: B scale at (%zu,%zu)",
+                              specs[c], k, i);
+                    cr_assert(tu_samef(qb.q[k * M + i], qa.q[i * K + k]), "%s mode %d: q of A^T at (%zu,%zu)", specs[c],
                               mode, k, i);
                 }
             mm_qmat_free(&qa), mm_qmat_free(&qb);
@@ -204,17 +189,18 @@ Test(mm_operand, tiles_2d_expand_and_transpose) {
 // fl(sf / s_enc), we by sf and ts = fl(1 / s_enc)).
 Test(mm_operand, nvfp4_tensor_scale) {
     const size_t M = 9, K = 80;
-    float *x = test_matrix(M, K, 4);
+    const uint64_t seed = test_seed("nvfp4_tensor_scale");
+    float *x = test_matrix(M, K, seed, 4);
     for (size_t i = 0; i < M * K; i++) x[i] *= 1000.0f;  // tensor scale far from 1
-    const fmt_t f = F("e2m1"), e4m3 = F("e4m3");
-    fmt_scaling sc = S("nvfp4");
+    const fmt_t f = tu_fmt("e2m1"), e4m3 = tu_fmt("e4m3");
+    fmt_scaling sc = tu_scaling("nvfp4");
     fmt_quant_info info = {0};
     float *tmp = malloc(M * K * sizeof *tmp);
     cr_assert_eq(fmt_quantize_f32(&f, &sc, tmp, x, M, K, NULL, NULL, &info), FMT_OK);
     for (int side = 0; side < 2; side++) {
         mm_qmat m;
         cr_assert_eq(mm_qmat_from_f32(&m, (mm_side)side, x, M, K, &f, &sc, NULL), MM_OK);
-        cr_assert(same(m.op.tensor_scale, info.tensor_scale), "tensor scale %a, quantizer's %a",
+        cr_assert(tu_samef(m.op.tensor_scale, info.tensor_scale), "tensor scale %a, quantizer's %a",
                   (double)m.op.tensor_scale, (double)info.tensor_scale);
         cr_assert_neq(m.op.tensor_scale, 1.0f);
         assert_elems_are_values(&m, "nvfp4");
@@ -237,29 +223,30 @@ Test(mm_operand, nvfp4_tensor_scale) {
 // fmt_quant_info.elems: q such that out = q * s; with "none" a copy of out.
 Test(mm_operand, quant_info_elems) {
     const size_t R = 5, C = 40;
-    float *x = test_matrix(R, C, 5), *out = malloc(R * C * sizeof *out), *q = malloc(R * C * sizeof *q);
-    const fmt_t f = F("e4m3");
+    const uint64_t seed = test_seed("quant_info_elems");
+    float *x = test_matrix(R, C, seed, 5), *out = malloc(R * C * sizeof *out), *q = malloc(R * C * sizeof *q);
+    const fmt_t f = tu_fmt("e4m3");
     const char *specs[] = {"none", "mx", "tensor", "nvfp4"};
     for (size_t c = 0; c < 4; c++) {
-        fmt_scaling sc = S(specs[c]);
+        fmt_scaling sc = tu_scaling(specs[c]);
         float s[64];
         fmt_quant_info info = {.scales = s, .elems = q};
         cr_assert_eq(fmt_quantize_f32(&f, &sc, out, x, R, C, NULL, NULL, &info), FMT_OK);
         for (size_t i = 0; i < R * C; i++) {
             float y = q[i];
             fmt_round_f32(&f, &y, 1, &(fmt_round_opts){0}, NULL);
-            cr_assert(same(y, q[i]), "%s: q[%zu] = %a not an e4m3 value", specs[c], i, (double)q[i]);
-            if (!strcmp(specs[c], "none")) cr_assert(same(q[i], out[i]));
-            if (!strcmp(specs[c], "mx")) cr_assert(same(q[i] * s[(i / C) * 2 + (i % C) / 32], out[i]));
-            if (!strcmp(specs[c], "tensor")) cr_assert(same(q[i] * s[0], out[i]));
+            cr_assert(tu_samef(y, q[i]), "%s: q[%zu] = %a not an e4m3 value", specs[c], i, (double)q[i]);
+            if (!strcmp(specs[c], "none")) cr_assert(tu_samef(q[i], out[i]));
+            if (!strcmp(specs[c], "mx")) cr_assert(tu_samef(q[i] * s[(i / C) * 2 + (i % C) / 32], out[i]));
+            if (!strcmp(specs[c], "tensor")) cr_assert(tu_samef(q[i] * s[0], out[i]));
         }
     }
     free(x), free(out), free(q);
 }
 
 Test(mm_operand, bad_arguments) {
-    const fmt_t f = F("e4m3"), big = F("fp64");
-    fmt_scaling sc = S("mx");
+    const fmt_t f = tu_fmt("e4m3"), big = tu_fmt("fp64");
+    fmt_scaling sc = tu_scaling("mx");
     float x[4] = {1, 2, 3, 4};
     mm_qmat m;
     cr_assert_eq(mm_qmat_from_f32(&m, MM_SIDE_A, x, 0, 4, &f, &sc, NULL), MM_EINVAL);
@@ -275,7 +262,7 @@ Test(mm_operand, bad_arguments) {
 Test(mm_operand, random_is_counter_based) {
     enum { n = 5000 };
     static float x[n], y[n], z[n];
-    const uint64_t seed = test_seed();
+    const uint64_t seed = test_seed("random_is_counter_based");
     for (int d = 0; d < MM_DIST_COUNT; d++) {
         mm_random_f32(x, n, (mm_dist)d, seed, 1);
         mm_random_f32(y, n, (mm_dist)d, seed, 1);
@@ -297,7 +284,7 @@ Test(mm_operand, random_is_counter_based) {
 Test(mm_operand, random_distributions) {
     enum { n = 1 << 16 };
     static float x[n];
-    const uint64_t seed = test_seed();
+    const uint64_t seed = test_seed("random_distributions");
     const double se = 1.0 / sqrt((double)n);
 
     mm_random_f32(x, n, MM_DIST_NORMAL, seed, 7);

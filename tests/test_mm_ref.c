@@ -16,36 +16,17 @@
 
 #include "formats/round_ref.h"
 #include "kernels/scaled_mm.h"
+#include "test_util.h"
 
 // --- helpers
 
-static uint64_t test_seed(void) {
-    const char *s = getenv("FPLAB_SEED");
-    return s && *s ? strtoull(s, NULL, 0) : 0x5eed2024ULL;
-}
-
-static uint64_t splitmix64(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-static int rnd_int(uint64_t *s, int lo, int hi) { return lo + (int)(splitmix64(s) % (uint64_t)(hi - lo + 1)); }
-
-static uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, sizeof u); return u; }
-// Bit-exact equality; any NaN equals any NaN.
-static bool same(float a, float b) { return (isnan(a) && isnan(b)) || f2u(a) == f2u(b); }
-
-static fmt_t F(const char *name) {
-    fmt_t f;
-    cr_assert_eq(fmt_from_name(&f, name), FMT_OK, "format %s", name);
-    return f;
-}
+// This suite's seed: FPLAB_SEED, else its default; printed with the test's name.
+static uint64_t test_seed(const char *test) { return tu_seed("test_mm_ref", test, 0x5eed2024ULL); }
 
 static mm_operand operand(const float *x, size_t ld, bool trans, const char *fmt) {
     mm_operand o;
     memset(&o, 0, sizeof o);
-    o.x = x, o.ld = ld, o.trans = trans, o.fmt = F(fmt);
+    o.x = x, o.ld = ld, o.trans = trans, o.fmt = tu_fmt(fmt);
     return o;
 }
 
@@ -162,21 +143,21 @@ Test(mm_api, validate) {
     o = opts_acc("bf16");
     cr_assert_eq(mm_validate(&A, &B, 2, 3, 5, &o, msg, sizeof msg), MM_EINVAL);
     cr_assert(strstr(msg, "precision") != NULL, "%s", msg);
-    A.fmt = F("fp16"), B.fmt = F("e4m3");
+    A.fmt = tu_fmt("fp16"), B.fmt = tu_fmt("e4m3");
     cr_assert_eq(mm_validate(&A, &B, 2, 3, 5, &o, msg, sizeof msg), MM_OK, "%s", msg);
-    A.fmt = F("e4m12");  // 13 bits
+    A.fmt = tu_fmt("e4m12");  // 13 bits
     cr_assert_eq(mm_validate(&A, &B, 2, 3, 5, &o, msg, sizeof msg), MM_EINVAL);
-    A.fmt = F("fp16");
+    A.fmt = tu_fmt("fp16");
     o.acc.promote_every = -1;
     cr_assert_eq(mm_validate(&A, &B, 2, 3, 5, &o, msg, sizeof msg), MM_EINVAL);
     o.acc.promote_every = 0;
-    o.acc.fmt = F("e8m24");  // 25 bits: beyond float32
+    o.acc.fmt = tu_fmt("e8m24");  // 25 bits: beyond float32
     cr_assert_eq(mm_validate(&A, &B, 2, 3, 5, &o, msg, sizeof msg), MM_EINVAL);
-    o.acc.fmt = F("bf16");
-    o.out_fmt = F("fp64");
+    o.acc.fmt = tu_fmt("bf16");
+    o.out_fmt = tu_fmt("fp64");
     cr_assert_eq(mm_validate(&A, &B, 2, 3, 5, &o, msg, sizeof msg), MM_EINVAL);
     cr_assert(strstr(msg, "output") != NULL, "%s", msg);
-    o.out_fmt = F("e4m3");
+    o.out_fmt = tu_fmt("e4m3");
     o.out_round.mode = (fmt_round_mode)42;
     cr_assert_eq(mm_validate(&A, &B, 2, 3, 5, &o, msg, sizeof msg), MM_EINVAL);
     // mm_ref refuses what mm_validate refuses, and a short ldc.
@@ -230,14 +211,14 @@ Test(mm_ref, one_rounding_every_mode) {
         mm_opts_default(&o);
         o.out_round.mode = cases[t].m;
         const char *mn = fmt_mode_name(cases[t].m);
-        cr_assert(same(dot1(a, b, 3, "fp32", &o), cases[t].pos), "%s", mn);
-        cr_assert(same(dot1(a, b, 2, "fp32", &o), cases[t].tie), "%s: tie", mn);  // 1 + 2^-24
+        cr_assert(tu_samef(dot1(a, b, 3, "fp32", &o), cases[t].pos), "%s", mn);
+        cr_assert(tu_samef(dot1(a, b, 2, "fp32", &o), cases[t].tie), "%s: tie", mn);  // 1 + 2^-24
         // Negated through alpha: the directed modes swap.
         o.alpha = -1.0f;
         float neg = -cases[t].pos;
         if (cases[t].m == FMT_RUP) neg = -1.0f;
         if (cases[t].m == FMT_RDN) neg = -up;
-        cr_assert(same(dot1(a, b, 3, "fp32", &o), neg), "%s: negative", mn);
+        cr_assert(tu_samef(dot1(a, b, 3, "fp32", &o), neg), "%s: negative", mn);
     }
 }
 
@@ -334,7 +315,7 @@ Test(mm_ref, e4m3_output) {
     const float tiny[2] = {0x1p-30f, -0x1p-30f};
     mm_opts o;
     mm_opts_default(&o);
-    o.out_fmt = F("e4m3");
+    o.out_fmt = tu_fmt("e4m3");
     o.out_round.overflow = FMT_SATURATE;
     cr_assert_eq(dot1(a, b, 1, "fp32", &o), 448.0f);
     o.alpha = -1;
@@ -366,9 +347,9 @@ Test(mm_ref, stochastic_output) {
     mm_operand A = operand(a, 2, false, "fp32"), B = operand(b, N, false, "fp32");
     mm_opts o;
     mm_opts_default(&o);
-    o.out_fmt = F("e4m3");
+    o.out_fmt = tu_fmt("e4m3");
     o.out_round.mode = FMT_SR;
-    o.out_round.seed = test_seed();
+    o.out_round.seed = test_seed("stochastic_output");
     cr_assert_eq(mm_ref(c, N, &A, &B, 1, N, 2, &o), MM_OK);
     int up = 0;
     for (int j = 0; j < N; j++) {
@@ -433,7 +414,7 @@ Test(mm_emulated, bf16_swamping_every_mode) {
     for (size_t t = 0; t < sizeof cases / sizeof *cases; t++) {
         mm_opts o = opts_acc(cases[t].spec);
         const float c = dot1(a, b, K, "bf16", &o);
-        cr_assert(same(c, cases[t].want), "%s: %a, want %a", cases[t].spec, c, cases[t].want);
+        cr_assert(tu_samef(c, cases[t].want), "%s: %a, want %a", cases[t].spec, c, cases[t].want);
     }
     // K-blocks end segments like promotion: block_k 16 with unit scales is promote=16.
     float sa[17], sb[17];
@@ -539,7 +520,7 @@ Test(mm_emulated, alpha_beta_output) {
     // Output rounding of y to e4m3 with saturation.
     B.tensor_scale = 0;
     o.alpha = 1000, A.tensor_scale = 0;
-    o.out_fmt = F("e4m3");
+    o.out_fmt = tu_fmt("e4m3");
     o.out_round.overflow = FMT_SATURATE;
     cr_assert_eq(mm_ref(&c, 1, &A, &B, 1, 1, 2, &o), MM_OK);
     cr_assert_eq(c, 448.0f);
@@ -549,13 +530,12 @@ Test(mm_emulated, alpha_beta_output) {
 // (s = 0) and K = 2 (s = round_acc(a0 b0)), random bf16-grid elements spread over the
 // accumulator's range (subnormals, overflow), every deterministic mode.
 Test(mm_emulated, rounding_matches_fmt_ref_round) {
-    uint64_t seed = test_seed();
-    printf("test_mm_ref: FPLAB_SEED=%#llx\n", (unsigned long long)seed);
+    uint64_t seed = test_seed("rounding_matches_fmt_ref_round");
     const char *accs[] = {"bf16", "fp16", "e8m13", "e5m2", "e4m3", "e8m3", "e4m3fnuz", "fp32"};
-    const fmt_t elem = F("bf16");
+    const fmt_t elem = tu_fmt("bf16");
     const fmt_round_mode modes[] = {FMT_RNE, FMT_RNA, FMT_RTZ, FMT_RUP, FMT_RDN, FMT_RTO};
     for (size_t f = 0; f < sizeof accs / sizeof *accs; f++) {
-        const fmt_t acc = F(accs[f]);
+        const fmt_t acc = tu_fmt(accs[f]);
         const int elo = (acc.emin - acc.mbits - 3) / 2, ehi = (acc.emax + 3) / 2;
         for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
             mm_opts o;
@@ -565,11 +545,11 @@ Test(mm_emulated, rounding_matches_fmt_ref_round) {
             for (int n = 0; n < 300; n++) {
                 float a[2], b[2];
                 for (int t = 0; t < 2; t++) {
-                    const int ea = rnd_int(&seed, elo, ehi), eb = rnd_int(&seed, elo, ehi);
-                    a[t] = (float)fmt_ref_round(&elem, ldexp(1 + rnd_int(&seed, 0, 127) / 128.0, ea) *
-                                                           (rnd_int(&seed, 0, 1) ? -1 : 1), FMT_RNE,
+                    const int ea = tu_sm_int(&seed, elo, ehi), eb = tu_sm_int(&seed, elo, ehi);
+                    a[t] = (float)fmt_ref_round(&elem, ldexp(1 + tu_sm_int(&seed, 0, 127) / 128.0, ea) *
+                                                           (tu_sm_int(&seed, 0, 1) ? -1 : 1), FMT_RNE,
                                                 FMT_OVERFLOW_IEEE, false);
-                    b[t] = (float)ldexp(1 + rnd_int(&seed, 0, 127) / 128.0, eb);
+                    b[t] = (float)ldexp(1 + tu_sm_int(&seed, 0, 127) / 128.0, eb);
                     if (n % 7 == 0 && t == 1) a[1] = -a[0], b[1] = b[0];  // exact cancellation
                 }
                 const double p0 = (double)a[0] * b[0], p1 = (double)a[1] * b[1];
@@ -578,7 +558,7 @@ Test(mm_emulated, rounding_matches_fmt_ref_round) {
                 float c = dot1(a, b, 1, "bf16", &o);
                 // total starts at +0, so the sign of a zero accumulator does not reach C.
                 const float w1 = s1 == 0 ? 0.0f : (float)s1;
-                cr_assert(same(c, w1), "%s %s K=1: a*b = %a -> %a, want %a", accs[f],
+                cr_assert(tu_samef(c, w1), "%s %s K=1: a*b = %a -> %a, want %a", accs[f],
                           fmt_mode_name(md), p0, c, w1);
                 const double x = s1 + p1, bv = x - s1;  // TwoSum: the error of s1 + p1
                 const double err = (s1 - (x - bv)) + (p1 - bv);
@@ -586,7 +566,7 @@ Test(mm_emulated, rounding_matches_fmt_ref_round) {
                 const double s2 = fmt_ref_round(&acc, x, md, FMT_OVERFLOW_IEEE, false);
                 c = dot1(a, b, 2, "bf16", &o);
                 const float w2 = s2 == 0 ? 0.0f : (float)s2;
-                cr_assert(same(c, w2), "%s %s K=2: %a + %a -> %a, want %a", accs[f],
+                cr_assert(tu_samef(c, w2), "%s %s K=2: %a + %a -> %a, want %a", accs[f],
                           fmt_mode_name(md), s1, p1, c, w2);
             }
         }
@@ -602,19 +582,19 @@ typedef struct {
     float *a, *b, *sa, *sb, *c;
 } rproblem;
 
-static float pow2f(uint64_t *s, int lo, int hi) { return ldexpf(1.0f, rnd_int(s, lo, hi)); }
+static float pow2f(uint64_t *s, int lo, int hi) { return ldexpf(1.0f, tu_sm_int(s, lo, hi)); }
 
 // Small integers times powers of two; scales powers of two, or with pow2_scales false,
 // 24-bit significands (then sums are no longer exact in double).
 static void rproblem_make(rproblem *p, uint64_t *s, bool small_elems, bool pow2_scales) {
-    p->M = (size_t)rnd_int(s, 1, 5), p->N = (size_t)rnd_int(s, 1, 5), p->K = (size_t)rnd_int(s, 1, 40);
-    p->ta = rnd_int(s, 0, 1), p->tb = rnd_int(s, 0, 1);
+    p->M = (size_t)tu_sm_int(s, 1, 5), p->N = (size_t)tu_sm_int(s, 1, 5), p->K = (size_t)tu_sm_int(s, 1, 40);
+    p->ta = tu_sm_int(s, 0, 1), p->tb = tu_sm_int(s, 0, 1);
     const size_t ar = p->ta ? p->K : p->M, ac = p->ta ? p->M : p->K;
     const size_t br = p->tb ? p->N : p->K, bc = p->tb ? p->K : p->N;
-    p->lda = ac + (size_t)rnd_int(s, 0, 2), p->ldb = bc + (size_t)rnd_int(s, 0, 2);
-    p->ldc = p->N + (size_t)rnd_int(s, 0, 2);
-    const int bk = rnd_int(s, 1, (int)p->K + 1);  // a shared block length, maybe not dividing K
-    p->bka = rnd_int(s, -1, 1), p->bkb = rnd_int(s, -1, 1);
+    p->lda = ac + (size_t)tu_sm_int(s, 0, 2), p->ldb = bc + (size_t)tu_sm_int(s, 0, 2);
+    p->ldc = p->N + (size_t)tu_sm_int(s, 0, 2);
+    const int bk = tu_sm_int(s, 1, (int)p->K + 1);  // a shared block length, maybe not dividing K
+    p->bka = tu_sm_int(s, -1, 1), p->bkb = tu_sm_int(s, -1, 1);
     p->bka = p->bka < 0 ? -1 : p->bka ? bk : 0;
     p->bkb = p->bkb < 0 ? -1 : p->bkb ? bk : 0;
     p->a = malloc(ar * p->lda * sizeof(float));
@@ -626,14 +606,14 @@ static void rproblem_make(rproblem *p, uint64_t *s, bool small_elems, bool pow2_
     cr_assert(p->a && p->b && p->c && p->sa && p->sb);
     // Elements: integers times a power of two, on the bf16 grid (at most 8 significant bits).
     const int lim = small_elems ? 7 : 255;
-    for (size_t i = 0; i < ar * p->lda; i++) p->a[i] = (float)rnd_int(s, -lim, lim) * pow2f(s, -2, 2);
-    for (size_t i = 0; i < br * p->ldb; i++) p->b[i] = (float)rnd_int(s, -lim, lim) * pow2f(s, -2, 2);
-    for (size_t i = 0; i < p->M * p->ldc; i++) p->c[i] = (float)rnd_int(s, -50, 50);
+    for (size_t i = 0; i < ar * p->lda; i++) p->a[i] = (float)tu_sm_int(s, -lim, lim) * pow2f(s, -2, 2);
+    for (size_t i = 0; i < br * p->ldb; i++) p->b[i] = (float)tu_sm_int(s, -lim, lim) * pow2f(s, -2, 2);
+    for (size_t i = 0; i < p->M * p->ldc; i++) p->c[i] = (float)tu_sm_int(s, -50, 50);
     for (size_t i = 0; i < p->M * nb; i++) p->sa[i] = pow2f(s, -3, 3);
     for (size_t i = 0; i < nb * p->N; i++) p->sb[i] = pow2f(s, -3, 3);
     if (!pow2_scales) {
-        for (size_t i = 0; i < p->M * nb; i++) p->sa[i] *= 1 + (float)rnd_int(s, 0, (1 << 23) - 1) * 0x1p-23f;
-        for (size_t i = 0; i < nb * p->N; i++) p->sb[i] *= 1 + (float)rnd_int(s, 0, (1 << 23) - 1) * 0x1p-23f;
+        for (size_t i = 0; i < p->M * nb; i++) p->sa[i] *= 1 + (float)tu_sm_int(s, 0, (1 << 23) - 1) * 0x1p-23f;
+        for (size_t i = 0; i < nb * p->N; i++) p->sb[i] *= 1 + (float)tu_sm_int(s, 0, (1 << 23) - 1) * 0x1p-23f;
     }
 }
 
@@ -657,7 +637,7 @@ static double rsb(const rproblem *p, size_t k, size_t j) {
 
 // float32 accumulation: C and mm_ref_exact against a double computation (exact here).
 Test(mm_ref, random_small_integers) {
-    uint64_t seed = test_seed() ^ 0x1234;
+    uint64_t seed = test_seed("random_small_integers") ^ 0x1234;
     for (int rep = 0; rep < 60; rep++) {
         rproblem p;
         rproblem_make(&p, &seed, false, true);
@@ -690,7 +670,7 @@ Test(mm_ref, random_small_integers) {
                              j, p.c[i * p.ldc + j], w);
             }
         for (size_t i = 0; i < p.M; i++)
-            for (size_t j = p.N; j < p.ldc; j++) cr_assert_eq(f2u(p.c[i * p.ldc + j]), f2u(c0[i * p.ldc + j]));
+            for (size_t j = p.N; j < p.ldc; j++) cr_assert_eq(tu_f2u(p.c[i * p.ldc + j]), tu_f2u(c0[i * p.ldc + j]));
         free(ex), free(ad), free(c0);
         rproblem_free(&p);
     }
@@ -700,8 +680,8 @@ Test(mm_ref, random_small_integers) {
 // fmt_ref_round on double sums (exact: small integers), random promotion and scales (float32
 // significands half of the time, so that every fl32 step rounds).
 Test(mm_emulated, random_steps) {
-    uint64_t seed = test_seed() ^ 0x5678;
-    const fmt_t acc = F("bf16");
+    uint64_t seed = test_seed("random_steps") ^ 0x5678;
+    const fmt_t acc = tu_fmt("bf16");
     for (int rep = 0; rep < 60; rep++) {
         rproblem p;
         rproblem_make(&p, &seed, true, rep % 2 == 0);
@@ -710,8 +690,8 @@ Test(mm_emulated, random_steps) {
         mm_opts o;
         mm_opts_default(&o);
         o.acc.fmt = acc;
-        o.acc.mode = (fmt_round_mode)rnd_int(&seed, 0, FMT_RTO);
-        o.acc.promote_every = rnd_int(&seed, 0, 1) ? 0 : rnd_int(&seed, 1, 12);
+        o.acc.mode = (fmt_round_mode)tu_sm_int(&seed, 0, FMT_RTO);
+        o.acc.promote_every = tu_sm_int(&seed, 0, 1) ? 0 : tu_sm_int(&seed, 1, 12);
         o.alpha = pow2f(&seed, -2, 2) * 3;
         o.beta = rep % 2 ? 0 : 0.75f;
         B.tensor_scale = 1.5f;
@@ -744,7 +724,7 @@ Test(mm_emulated, random_steps) {
                     const float bc = o.beta * c0[i * p.ldc + j];
                     y = y + bc;
                 }
-                cr_assert(same(p.c[i * p.ldc + j], y), "rep %d (%s promote %d) C[%zu,%zu] = %a, want %a",
+                cr_assert(tu_samef(p.c[i * p.ldc + j], y), "rep %d (%s promote %d) C[%zu,%zu] = %a, want %a",
                           rep, fmt_mode_name(o.acc.mode), o.acc.promote_every, i, j, p.c[i * p.ldc + j], y);
             }
         free(c0);

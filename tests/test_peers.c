@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "formats/codec.h"
+#include "test_util.h"
 
 typedef struct {
     char name[24];  // ml_dtypes name, also an fplab alias and the fixture's suffix (an array, not
@@ -40,8 +41,6 @@ static FILE *open_fixture(const char *file) {
               "regenerate the fixtures with `make check-peers`", path);
     return fh;
 }
-
-static float bits_f32(uint32_t u) { float f; memcpy(&f, &u, sizeof f); return f; }
 
 // --- codes
 
@@ -82,7 +81,7 @@ ParameterizedTest(const peer_case *pc, peers, codes) {
         if (line[0] == '#' || line[0] == '\n') continue;
         unsigned in, want;
         cr_assert_eq(sscanf(line, "%x %x", &in, &want), 2, "%s: malformed line '%s'", file, line);
-        const float x = bits_f32(in);
+        const float x = tu_u2f(in);
         uint64_t got = 0;  // fmt_code_bytes(f) <= 2 here, little-endian: the low bytes
         cr_assert_eq(fmt_encode_f32(&f, &got, &x, 1, &o, NULL), FMT_OK);
         n++;

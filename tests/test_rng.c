@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "formats/rng.h"
+#include "test_util.h"
 
 enum { N = 1000000 };
 
@@ -19,13 +20,7 @@ static const double CHI2_255_P1EM6 = 377.08;
 // 4.89 sigma is the two-sided 1e-6 point of a normal; 5 sigma is used throughout.
 static const double ZMAX = 5.0;
 
-static uint64_t test_seed(const char *test) {
-    const char *e = getenv("FPLAB_SEED");
-    const uint64_t seed = e && *e ? strtoull(e, NULL, 0) : 0x5eedf00dULL;
-    fprintf(stderr, "test_rng %s: seed %llu (FPLAB_SEED=%llu replays)\n", test,
-            (unsigned long long)seed, (unsigned long long)seed);
-    return seed;
-}
+static uint64_t test_seed(const char *test) { return tu_seed("test_rng", test, 0x5eedf00dULL); }
 
 static double chi2_256(const uint64_t *count, uint64_t n) {
     const double e = n / 256.0;

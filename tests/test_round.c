@@ -22,26 +22,12 @@
 #endif
 
 #include "formats/round_ref.h"
+#include "test_util.h"
 
 // --- helpers
 
-static uint64_t test_seed(void) {
-    const char *s = getenv("FPLAB_SEED");
-    return s && *s ? strtoull(s, NULL, 0) : 0x5eed2024ULL;
-}
-
-static uint64_t splitmix64(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-static uint64_t d2u(double d) { uint64_t u; memcpy(&u, &d, sizeof u); return u; }
-static float u2f(uint32_t u) { float f; memcpy(&f, &u, sizeof f); return f; }
-
-// Bit-exact equality; any NaN equals any NaN (the docs leave a NaN result's sign open).
-static bool same(double a, double b) { return (isnan(a) && isnan(b)) || d2u(a) == d2u(b); }
+// This suite's seed: FPLAB_SEED, else its default; printed with the test's name.
+static uint64_t test_seed(const char *test) { return tu_seed("test_round", test, 0x5eed2024ULL); }
 
 static bool is_f32(double x) { return isnan(x) || (double)(float)x == x; }
 
@@ -84,7 +70,7 @@ static uint64_t positive_code_count(const fmt_t *f) {
 }
 
 static int cmp_double_bits(const void *a, const void *b) {
-    uint64_t x = d2u(*(const double *)a), y = d2u(*(const double *)b);
+    uint64_t x = tu_d2u(*(const double *)a), y = tu_d2u(*(const double *)b);
     return x < y ? -1 : x > y;
 }
 
@@ -101,7 +87,7 @@ static void build_inputs(const fmt_t *f, dvec *d, uint64_t seed) {
     for (uint64_t i = 0; i < nsample; i++) {
         uint64_t c;
         if (enumerate) c = i;
-        else if (i < 4096) c = splitmix64(&rs) % npos;
+        else if (i < 4096) c = tu_splitmix64(&rs) % npos;
         else {
             uint64_t j = i - 4096, which = j / (2 * window), k = j % (2 * window);
             uint64_t centre = which == 0 ? window : which == 1 ? (uint64_t)1 << f->mbits : npos - window;
@@ -141,10 +127,10 @@ static void build_inputs(const fmt_t *f, dvec *d, uint64_t seed) {
                             FLT_MIN - FLT_TRUE_MIN, FLT_MIN / 2, FLT_MAX, 1.0, 0.1, 1.0 / 3,
                             DBL_MAX, DBL_MIN, DBL_TRUE_MIN, 1e300, 1e-300};
     for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++) push(&pos, extra[i]);
-    push(&pos, (double)u2f(0x7fa00000u));  // a signalling NaN pattern (converted: quiet)
+    push(&pos, (double)tu_u2f(0x7fa00000u));  // a signalling NaN pattern (converted: quiet)
     // Random float32 subnormals and random float32 bit patterns over the whole range.
-    for (int i = 0; i < 256; i++) push(&pos, (double)u2f((uint32_t)splitmix64(&rs) & 0x7fffffu));
-    for (int i = 0; i < 20000; i++) push(&pos, (double)u2f((uint32_t)splitmix64(&rs) & 0x7fffffffu));
+    for (int i = 0; i < 256; i++) push(&pos, (double)tu_u2f((uint32_t)tu_splitmix64(&rs) & 0x7fffffu));
+    for (int i = 0; i < 20000; i++) push(&pos, (double)tu_u2f((uint32_t)tu_splitmix64(&rs) & 0x7fffffffu));
 
     for (size_t i = 0; i < pos.n; i++) {
         push(d, fabs(pos.v[i]));
@@ -154,7 +140,7 @@ static void build_inputs(const fmt_t *f, dvec *d, uint64_t seed) {
     qsort(d->v, d->n, sizeof *d->v, cmp_double_bits);
     size_t w = 0;
     for (size_t i = 0; i < d->n; i++)
-        if (w == 0 || d2u(d->v[i]) != d2u(d->v[w - 1])) d->v[w++] = d->v[i];
+        if (w == 0 || tu_d2u(d->v[i]) != tu_d2u(d->v[w - 1])) d->v[w++] = d->v[i];
     d->n = w;
 }
 
@@ -167,12 +153,12 @@ typedef struct {
 static void report(tally *t, const fmt_t *f, const char *path, fmt_round_mode mode, fmt_overflow ov,
                    bool flush, double x, double got, double want) {
     t->checked++;
-    if (same(got, want)) return;
+    if (tu_same(got, want)) return;
     if (++t->failed <= 8)
         cr_expect_fail("%s %s %s %s%s: x=%a (0x%016" PRIx64 ") got %a (0x%016" PRIx64
                        ") want %a (0x%016" PRIx64 ")",
                        path, f->name, fmt_mode_name(mode), fmt_overflow_name(ov),
-                       flush ? " flush" : "", x, d2u(x), got, d2u(got), want, d2u(want));
+                       flush ? " flush" : "", x, tu_d2u(x), got, tu_d2u(got), want, tu_d2u(want));
 }
 
 static void check_combo(const fmt_t *f, const dvec *in, fmt_round_mode mode, fmt_overflow ov,
@@ -223,7 +209,7 @@ static void check_combo(const fmt_t *f, const dvec *in, fmt_round_mode mode, fmt
 }
 
 static void check_format(const fmt_t *f) {
-    const uint64_t seed = test_seed();
+    const uint64_t seed = test_seed(f->name);
     dvec in = {0}, small = {0};
     build_inputs(f, &in, seed);
     // Flushing only changes results below the smallest normal: run it on those inputs and on
@@ -351,19 +337,19 @@ Test(round, ref_known_values) {
         fmt_t f;
         cr_assert_eq(fmt_from_name(&f, cases[i].fmt), FMT_OK);
         const double got = fmt_ref_round(&f, cases[i].x, cases[i].mode, cases[i].ov, false);
-        cr_expect(same(got, cases[i].want), "ref %s %s %s: x=%a got %a want %a", cases[i].fmt,
+        cr_expect(tu_same(got, cases[i].want), "ref %s %s %s: x=%a got %a want %a", cases[i].fmt,
                   fmt_mode_name(cases[i].mode), fmt_overflow_name(cases[i].ov), cases[i].x, got,
                   cases[i].want);
     }
     // Flushing: a subnormal result becomes a zero of the input's sign.
     fmt_t f;
     cr_assert_eq(fmt_from_name(&f, "fp16"), FMT_OK);
-    cr_expect(same(fmt_ref_round(&f, -0x1p-20, FMT_RNE, FMT_OVERFLOW_IEEE, true), -0.0));
-    cr_expect(same(fmt_ref_round(&f, 0x1p-14, FMT_RNE, FMT_OVERFLOW_IEEE, true), 0x1p-14));
+    cr_expect(tu_same(fmt_ref_round(&f, -0x1p-20, FMT_RNE, FMT_OVERFLOW_IEEE, true), -0.0));
+    cr_expect(tu_same(fmt_ref_round(&f, 0x1p-14, FMT_RNE, FMT_OVERFLOW_IEEE, true), 0x1p-14));
     // Judged after rounding: above the largest subnormal, up is the smallest normal (kept),
     // down the largest subnormal (flushed).
-    cr_expect(same(fmt_ref_round(&f, 0x1.ffcp-15, FMT_RUP, FMT_OVERFLOW_IEEE, true), 0x1p-14));
-    cr_expect(same(fmt_ref_round(&f, 0x1.ffcp-15, FMT_RDN, FMT_OVERFLOW_IEEE, true), 0.0));
+    cr_expect(tu_same(fmt_ref_round(&f, 0x1.ffcp-15, FMT_RUP, FMT_OVERFLOW_IEEE, true), 0x1p-14));
+    cr_expect(tu_same(fmt_ref_round(&f, 0x1.ffcp-15, FMT_RDN, FMT_OVERFLOW_IEEE, true), 0.0));
 }
 
 // --- statistics on hand-built arrays
@@ -399,7 +385,7 @@ Test(round, stats_e4m3) {
                   sd.subnormal == st.subnormal && sd.nan_in == st.nan_in &&
                   sd.invalid == st.invalid && sd.amax == st.amax, "f64 stats differ from f32");
         for (size_t i = 0; i < n; i++)
-            cr_assert(same(y[i], yd[i]), "x=%a: f32 %a f64 %a", x[i], y[i], yd[i]);
+            cr_assert(tu_same(y[i], yd[i]), "x=%a: f32 %a f64 %a", x[i], y[i], yd[i]);
     }
     // Finite amax; counts add up over calls; flushing counts a flushed subnormal as underflow.
     float z[] = {-2.0f, 0.5f, 0x1p-8f};
@@ -435,7 +421,7 @@ Test(round, stats_e8m0) {
     cr_assert(isinf(st.amax), "amax %g", st.amax);
     // Ties go to the even code: 3 -> 2 (code 128), 6 -> 8 (code 130).
     const double want[] = {1.0, 2.0, NAN, NAN, NAN, NAN, NAN, 0x1p-127, 0x1p-127, 0x1p127, NAN, 8.0};
-    for (size_t i = 0; i < n; i++) cr_assert(same(y[i], want[i]), "x=%a: got %a want %a", x[i], y[i], want[i]);
+    for (size_t i = 0; i < n; i++) cr_assert(tu_same(y[i], want[i]), "x=%a: got %a want %a", x[i], y[i], want[i]);
 }
 
 // Results and statistics do not depend on the number of threads, stochastic rounding included
@@ -446,10 +432,10 @@ Test(round, thread_count) {
     const size_t n = 100003;
     float *x = malloc(n * sizeof *x), *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
     cr_assert(x && a && b);
-    uint64_t s = test_seed();
+    uint64_t s = test_seed("thread_count");
     for (size_t i = 0; i < n; i++) {  // both signs, binades 2^-12 .. 2^11 around e4m3's range
-        const uint64_t r = splitmix64(&s);
-        x[i] = u2f((uint32_t)(r >> 63) << 31 | (uint32_t)(115 + (r >> 32) % 24) << 23 |
+        const uint64_t r = tu_splitmix64(&s);
+        x[i] = tu_u2f((uint32_t)(r >> 63) << 31 | (uint32_t)(115 + (r >> 32) % 24) << 23 |
                    ((uint32_t)r & 0x7fffffu));
     }
     for (int mode = 0; mode < FMT_NMODES; mode++) {

@@ -18,40 +18,12 @@
 #endif
 
 #include "formats/scale.h"
+#include "test_util.h"
 
 // --- helpers
 
-static uint64_t test_seed(void) {
-    const char *s = getenv("FPLAB_SEED");
-    return s && *s ? strtoull(s, NULL, 0) : 0x5ca1e2024ULL;
-}
-
-static uint64_t splitmix64(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-static double unif(uint64_t *s) { return (double)(splitmix64(s) >> 11) * 0x1p-53; }
-
-static uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, sizeof u); return u; }
-
-// Bit-exact equality; any NaN equals any NaN.
-static bool same(float a, float b) { return (isnan(a) && isnan(b)) || f2u(a) == f2u(b); }
-
-static fmt_t F(const char *name) {
-    fmt_t f;
-    cr_assert_eq(fmt_from_name(&f, name), FMT_OK, "format %s", name);
-    return f;
-}
-
-static fmt_scaling S(const char *spec) {
-    fmt_scaling sc;
-    char msg[256];
-    cr_assert_eq(fmt_scaling_from_name(&sc, spec, msg, sizeof msg), FMT_OK, "%s: %s", spec, msg);
-    return sc;
-}
+// This suite's seed: FPLAB_SEED, else its default; printed with the test's name.
+static uint64_t test_seed(const char *test) { return tu_seed("test_scale", test, 0x5ca1e2024ULL); }
 
 static fmt_round_opts opts(fmt_round_mode m, fmt_overflow ov) {
     fmt_round_opts o = {0};
@@ -64,12 +36,12 @@ static fmt_round_opts opts(fmt_round_mode m, fmt_overflow ov) {
 static float *random_tensor(size_t rows, size_t cols, uint64_t *s, int lo, int hi) {
     float *x = malloc(rows * cols * sizeof *x);
     for (size_t r = 0; r < rows; r++) {
-        const int swing = (int)(splitmix64(s) % 9) - 4;
+        const int swing = (int)(tu_splitmix64(s) % 9) - 4;
         for (size_t c = 0; c < cols; c++) {
-            double u = unif(s);
-            double v = ldexp(1.0 + unif(s), (int)floor(-lo + u * (lo + hi)) + swing);
-            if (splitmix64(s) % 23 == 0) v = 0;
-            x[r * cols + c] = (float)((splitmix64(s) & 1) ? -v : v);
+            double u = tu_sm_unif(s);
+            double v = ldexp(1.0 + tu_sm_unif(s), (int)floor(-lo + u * (lo + hi)) + swing);
+            if (tu_splitmix64(s) % 23 == 0) v = 0;
+            x[r * cols + c] = (float)((tu_splitmix64(s) & 1) ? -v : v);
         }
     }
     return x;
@@ -176,7 +148,7 @@ static void ref_quantize(const fmt_t *elem, const fmt_scaling *sc, float *out, c
 // Library vs reference on one tensor: values, scales, tensor scale, clipped count, statistics.
 static void check_against_ref(const fmt_t *elem, const char *spec, const float *in, size_t rows,
                               size_t cols, const fmt_round_opts *o) {
-    const fmt_scaling sc = S(spec);
+    const fmt_scaling sc = tu_scaling(spec);
     const size_t n = rows * cols, ns = fmt_scale_count(&sc, rows, cols);
     float *got = malloc(n * sizeof *got), *want = malloc(n * sizeof *want);
     float *gs = malloc((ns + 1) * sizeof *gs), *ws = malloc((ns + 1) * sizeof *ws);
@@ -187,12 +159,12 @@ static void check_against_ref(const fmt_t *elem, const char *spec, const float *
     ref_quantize(elem, &sc, want, in, rows, cols, o, &ref);
     const char *mn = fmt_mode_name(o->mode);
     for (size_t t = 0; t < ns; t++)
-        cr_assert(same(gs[t], ws[t]), "%s %s %s: scale %zu is %a, want %a", elem->name, spec, mn, t,
+        cr_assert(tu_samef(gs[t], ws[t]), "%s %s %s: scale %zu is %a, want %a", elem->name, spec, mn, t,
                   gs[t], ws[t]);
     for (size_t i = 0; i < n; i++)
-        cr_assert(same(got[i], want[i]), "%s %s %s: element (%zu,%zu) in %a: got %a want %a",
+        cr_assert(tu_samef(got[i], want[i]), "%s %s %s: element (%zu,%zu) in %a: got %a want %a",
                   elem->name, spec, mn, i / cols, i % cols, in[i], got[i], want[i]);
-    cr_assert(same(info.tensor_scale, ref.tensor_scale), "%s %s: tensor scale %a want %a", elem->name,
+    cr_assert(tu_samef(info.tensor_scale, ref.tensor_scale), "%s %s: tensor scale %a want %a", elem->name,
               spec, info.tensor_scale, ref.tensor_scale);
     cr_assert_eq(info.scales_clipped, ref.clipped, "%s %s %s: clipped %" PRIu64 " want %" PRIu64,
                  elem->name, spec, mn, info.scales_clipped, ref.clipped);
@@ -211,8 +183,8 @@ static void check_against_ref(const fmt_t *elem, const char *spec, const float *
 // Quantize one row of values with a recipe; returns outputs in out and the scales in scales.
 static void quant(const char *elem, const char *spec, float *out, const float *in, size_t rows,
                   size_t cols, fmt_round_opts o, fmt_stats *st, fmt_quant_info *info) {
-    fmt_t e = F(elem);
-    fmt_scaling sc = S(spec);
+    fmt_t e = tu_fmt(elem);
+    fmt_scaling sc = tu_scaling(spec);
     cr_assert_eq(fmt_quantize_f32(&e, &sc, out, in, rows, cols, &o, st, info), FMT_OK);
 }
 
@@ -296,7 +268,7 @@ Test(scale, ragged_blocks) {
         in[r * cols + 97] = 3.0f * (float)(r + 1);  // last block: amax 3, 6, 9
         in[r * cols + 5] = 100.0f;                  // first block: amax 100
     }
-    fmt_scaling sc = S("block:32:e8m0");
+    fmt_scaling sc = tu_scaling("block:32:e8m0");
     cr_assert_eq(fmt_scale_count(&sc, rows, cols), 12);
     fmt_quant_info info = {.scales = s};
     quant("e2m1", "block:32:e8m0", out, in, rows, cols, opts(FMT_RNE, FMT_SATURATE), NULL, &info);
@@ -320,7 +292,7 @@ Test(scale, tensor_row_col_fp32_scales) {
     float in[24], out[24], s[8];
     for (size_t i = 0; i < 24; i++) in[i] = (float)(i % 7) - 2.5f;
     in[1 * cols + 2] = 30.0f, in[3 * cols + 5] = -90.0f;
-    const fmt_t e = F("e4m3");
+    const fmt_t e = tu_fmt("e4m3");
     fmt_quant_info info = {.scales = s};
     quant("e4m3", "tensor", out, in, rows, cols, opts(FMT_RNE, FMT_SATURATE), NULL, &info);
     cr_assert_eq(fmt_scale_count(&(fmt_scaling){.tile_rows = 0, .tile_cols = 0}, rows, cols), 1);
@@ -388,7 +360,7 @@ Test(scale, zero_inf_nan_tiles_and_stats) {
     fmt_quant_info info = {.scales = s};
     quant("e4m3", "mx", out, in, 1, 96, opts(FMT_RNE, FMT_OVERFLOW_IEEE), &st, &info);
     cr_assert(s[0] == 1 && s[1] == 1 && s[2] == 1, "%a %a %a", s[0], s[1], s[2]);
-    for (int i = 0; i < 32; i++) cr_assert(same(out[i], in[i]), "[%d]", i);
+    for (int i = 0; i < 32; i++) cr_assert(tu_samef(out[i], in[i]), "[%d]", i);
     cr_assert(isnan(out[32]) && out[33] == 3 && isnan(out[34]));
     cr_assert(isnan(out[64]) && out[65] == 2 && isnan(out[66]));
     cr_assert_eq(out[67], 0x5p-9f);  // 0.01 = 5.12 * 2^-9 -> 5 * 2^-9
@@ -462,7 +434,7 @@ static const char *const ref_specs[] = {
 enum { NREF = sizeof ref_specs / sizeof ref_specs[0] };
 
 static void ref_sweep(const char *elem_name, const float *x, size_t rows, size_t cols, bool both_policies) {
-    const fmt_t e = F(elem_name);
+    const fmt_t e = tu_fmt(elem_name);
     for (int m = 0; m < FMT_NMODES; m++)
         for (int p = 0; p < (both_policies ? 2 : 1); p++)
             for (size_t k = 0; k < NREF; k++) {
@@ -473,16 +445,14 @@ static void ref_sweep(const char *elem_name, const float *x, size_t rows, size_t
 }
 
 Test(scale, matches_reference_e4m3) {
-    uint64_t seed = test_seed();
-    cr_log_info("seed 0x%" PRIx64 " (FPLAB_SEED)", seed);
+    uint64_t seed = test_seed("matches_reference_e4m3");
     float *x = random_tensor(21, 70, &seed, 20, 20);
     ref_sweep("e4m3", x, 21, 70, true);
     free(x);
 }
 
 Test(scale, matches_reference_e2m1_e5m2_e3m2) {
-    uint64_t seed = test_seed() + 1;
-    cr_log_info("seed 0x%" PRIx64 " (FPLAB_SEED + 1)", test_seed());
+    uint64_t seed = test_seed("matches_reference_e2m1_e5m2_e3m2") + 1;
     float *x = random_tensor(19, 67, &seed, 12, 12);
     ref_sweep("e2m1", x, 19, 67, false);
     ref_sweep("e5m2", x, 19, 67, false);
@@ -492,11 +462,10 @@ Test(scale, matches_reference_e2m1_e5m2_e3m2) {
 
 // Extreme inputs: fp32 subnormals to near FLT_MAX (clipped scales, overflowing q*s), inf, NaN.
 Test(scale, matches_reference_extremes) {
-    uint64_t seed = test_seed() + 2;
-    cr_log_info("seed 0x%" PRIx64 " (FPLAB_SEED + 2)", test_seed());
+    uint64_t seed = test_seed("matches_reference_extremes") + 2;
     const size_t rows = 17, cols = 64;
     float *x = random_tensor(rows, cols, &seed, 140, 120);
-    const fmt_t e4 = F("e4m3"), e2 = F("e2m1");
+    const fmt_t e4 = tu_fmt("e4m3"), e2 = tu_fmt("e2m1");
     for (int k = 0; k < 2; k++) {
         for (int m = 0; m < FMT_NMODES; m++)
             for (size_t j = 0; j < NREF; j++) {
@@ -512,13 +481,13 @@ Test(scale, matches_reference_extremes) {
 
 // 2-D tiles 16x16 and 128x128 on a 130x70 matrix: ragged in both directions.
 Test(scale, tiles_2d_on_130x70) {
-    uint64_t seed = test_seed() + 3;
+    uint64_t seed = test_seed("tiles_2d_on_130x70") + 3;
     const size_t rows = 130, cols = 70;
     float *x = random_tensor(rows, cols, &seed, 16, 16);
     cr_assert_eq(fmt_scale_count(&(fmt_scaling){.tile_rows = 16, .tile_cols = 16}, rows, cols), 9 * 5);
     cr_assert_eq(fmt_scale_count(&(fmt_scaling){.tile_rows = 128, .tile_cols = 128}, rows, cols), 2);
     const char *specs[] = {"tile:16x16:e8m0", "tile:128x128:e8m0", "tile:16x16:fp32", "tile:128x128:bf16:up"};
-    const fmt_t e = F("e4m3");
+    const fmt_t e = tu_fmt("e4m3");
     for (size_t k = 0; k < 4; k++)
         for (int m = 0; m < FMT_NMODES; m += 3) {  // rne, rup, sr
             fmt_round_opts o = opts((fmt_round_mode)m, FMT_SATURATE);
@@ -529,13 +498,12 @@ Test(scale, tiles_2d_on_130x70) {
 
 // A tensor big enough for the parallel path: chunks of the flat array cut rows and tiles anywhere.
 Test(scale, matches_reference_parallel_path) {
-    uint64_t seed = test_seed() + 9;
-    cr_log_info("seed 0x%" PRIx64 " (FPLAB_SEED + 9)", test_seed());
+    uint64_t seed = test_seed("matches_reference_parallel_path") + 9;
     const size_t rows = 301, cols = 700;
     float *x = random_tensor(rows, cols, &seed, 24, 24);
     x[77777] = NAN, x[123456] = -INFINITY;
     const char *specs[] = {"mx", "nvfp4", "col", "row:up", "tile:128x128:e8m0", "tile:7x300:fp32", "tensor"};
-    const fmt_t e4 = F("e4m3"), e2 = F("e2m1");
+    const fmt_t e4 = tu_fmt("e4m3"), e2 = tu_fmt("e2m1");
     for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
         fmt_round_opts o = opts(FMT_SR, FMT_SATURATE);
         check_against_ref(&e2, specs[k], x, rows, cols, &o);
@@ -548,11 +516,11 @@ Test(scale, matches_reference_parallel_path) {
 // NVFP4 on a random tensor: every output is q * s_b with q a value of e2m1 and
 // s_b = sf / s_enc, s_enc = 2688 / A in fp32; the block holding A gets sf = 448 exactly.
 Test(scale, nvfp4_two_levels) {
-    uint64_t seed = test_seed() + 4;
+    uint64_t seed = test_seed("nvfp4_two_levels") + 4;
     const size_t rows = 40, cols = 96, n = rows * cols, nb = rows * cols / 16;
     float *x = random_tensor(rows, cols, &seed, 10, 10), *out = malloc(n * sizeof *out);
     float *sf = malloc(nb * sizeof *sf);
-    const fmt_t e4 = F("e4m3");
+    const fmt_t e4 = tu_fmt("e4m3");
     const fmt_round_opts rne = {0};
     for (int m = 0; m < FMT_NMODES; m++) {
         fmt_quant_info info = {.scales = sf};
@@ -573,7 +541,7 @@ Test(scale, nvfp4_two_levels) {
                 static const float grid[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};  // e2m1, by hand
                 for (int c = 0; c < 16 && !found; c++) {
                     const float q = c < 8 ? grid[c] : -grid[c - 8];
-                    found = same(q * s_b, out[i]);
+                    found = tu_samef(q * s_b, out[i]);
                 }
                 cr_assert(found, "mode %d: out[%zu] = %a is not q * %a for an e2m1 q", m, i, out[i], s_b);
                 cr_assert_leq(fabsf(out[i]), 6.0f * s_b);
@@ -585,7 +553,7 @@ Test(scale, nvfp4_two_levels) {
 
 // Every output divided by its power-of-two tile scale is a value of the element format.
 Test(scale, outputs_are_element_values_times_scale) {
-    uint64_t seed = test_seed() + 5;
+    uint64_t seed = test_seed("outputs_are_element_values_times_scale") + 5;
     const size_t rows = 24, cols = 80;
     float *x = random_tensor(rows, cols, &seed, 30, 30), *out = malloc(rows * cols * sizeof *out);
     const char *specs[] = {"mx", "mx:up", "block:16:e8m0:rne", "tile:16x16:e8m0", "tile:5x7:e8m0:up"};
@@ -594,8 +562,8 @@ Test(scale, outputs_are_element_values_times_scale) {
     for (size_t k = 0; k < 5; k++)
         for (size_t j = 0; j < 6; j++)
             for (int m = 0; m < FMT_NMODES; m++) {
-                const fmt_scaling sc = S(specs[k]);
-                const fmt_t e = F(elems[j]);
+                const fmt_scaling sc = tu_scaling(specs[k]);
+                const fmt_t e = tu_fmt(elems[j]);
                 float s[256];
                 cr_assert_leq(fmt_scale_count(&sc, rows, cols), 256);
                 fmt_quant_info info = {.scales = s};
@@ -618,7 +586,7 @@ Test(scale, outputs_are_element_values_times_scale) {
 // Every row has +-112 = 448/4 at each column multiple of 8, so every tile of every recipe below
 // has amax 112 and scale 1/4: then the outputs can only differ through the random draws.
 Test(scale, sr_independent_of_tile_shape) {
-    uint64_t seed = test_seed() + 6;
+    uint64_t seed = test_seed("sr_independent_of_tile_shape") + 6;
     const size_t rows = 64, cols = 64, n = rows * cols;
     float *x = random_tensor(rows, cols, &seed, 8, 6), *ref = malloc(n * sizeof *ref), *out = malloc(n * sizeof *out);
     for (size_t i = 0; i < n; i++) {
@@ -627,9 +595,9 @@ Test(scale, sr_independent_of_tile_shape) {
     }
     const char *specs[] = {"tensor", "row", "mx", "block:8:e8m0", "block:16:e4m3", "tile:8x8:e8m0",
                            "tile:16x16:fp32", "tile:4x64:e8m0:up", "tile:64x8:bf16", "nvfp4"};
-    const fmt_t e = F("e4m3");
+    const fmt_t e = tu_fmt("e4m3");
     fmt_round_opts o = opts(FMT_SR, FMT_SATURATE);
-    const fmt_scaling tensor = S("tensor");
+    const fmt_scaling tensor = tu_scaling("tensor");
     fmt_stats st0 = {0};
     cr_assert_eq(fmt_quantize_f32(&e, &tensor, ref, x, rows, cols, &o, &st0, NULL), FMT_OK);
     size_t changed = 0;
@@ -637,11 +605,11 @@ Test(scale, sr_independent_of_tile_shape) {
     cr_assert_gt(changed, n / 2);
     for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
         if (!strcmp(specs[k], "nvfp4")) continue;  // scales relative to 448 * 6: not 1/4
-        const fmt_scaling sc = S(specs[k]);
+        const fmt_scaling sc = tu_scaling(specs[k]);
         fmt_stats st = {0};
         cr_assert_eq(fmt_quantize_f32(&e, &sc, out, x, rows, cols, &o, &st, NULL), FMT_OK);
         for (size_t i = 0; i < n; i++)
-            cr_assert(same(out[i], ref[i]), "%s: [%zu] %a vs tensor %a", specs[k], i, out[i], ref[i]);
+            cr_assert(tu_samef(out[i], ref[i]), "%s: [%zu] %a vs tensor %a", specs[k], i, out[i], ref[i]);
         cr_assert_eq(st.underflow, st0.underflow);
         cr_assert_eq(st.subnormal, st0.subnormal);
     }
@@ -649,7 +617,7 @@ Test(scale, sr_independent_of_tile_shape) {
     o.offset += 1;
     cr_assert_eq(fmt_quantize_f32(&e, &tensor, out, x, rows, cols, &o, NULL, NULL), FMT_OK);
     changed = 0;
-    for (size_t i = 0; i < n; i++) changed += !same(out[i], ref[i]);
+    for (size_t i = 0; i < n; i++) changed += !tu_samef(out[i], ref[i]);
     cr_assert_gt(changed, 0);
     free(x), free(ref), free(out);
 }
@@ -658,16 +626,16 @@ Test(scale, sr_independent_of_thread_count) {
 #ifndef _OPENMP
     cr_skip_test("built without OpenMP");
 #else
-    uint64_t seed = test_seed() + 7;
+    uint64_t seed = test_seed("sr_independent_of_thread_count") + 7;
     const size_t rows = 160, cols = 1000, n = rows * cols;
     float *x = random_tensor(rows, cols, &seed, 20, 20);
     x[12345] = NAN, x[54321] = INFINITY;
     float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
     const char *specs[] = {"mx", "tile:128x128:e8m0", "nvfp4", "col", "tensor:up", "none"};
-    const fmt_t e = F("e2m1");
+    const fmt_t e = tu_fmt("e2m1");
     const fmt_round_opts o = opts(FMT_SR, FMT_SATURATE);
     for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
-        const fmt_scaling sc = S(specs[k]);
+        const fmt_scaling sc = tu_scaling(specs[k]);
         const size_t ns = fmt_scale_count(&sc, rows, cols);
         float *sa = malloc((ns + 1) * sizeof *sa), *sb = malloc((ns + 1) * sizeof *sb);
         fmt_stats s1 = {0};
@@ -680,13 +648,13 @@ Test(scale, sr_independent_of_thread_count) {
             fmt_quant_info ib = {.scales = sb};
             memcpy(b, x, n * sizeof *b);  // and in place this time
             cr_assert_eq(fmt_quantize_f32(&e, &sc, b, b, rows, cols, &o, &s2, &ib), FMT_OK);
-            for (size_t i = 0; i < n; i++) cr_assert(same(a[i], b[i]), "%s, %d threads: [%zu]", specs[k], t, i);
-            for (size_t i = 0; i < ns; i++) cr_assert(same(sa[i], sb[i]));
+            for (size_t i = 0; i < n; i++) cr_assert(tu_samef(a[i], b[i]), "%s, %d threads: [%zu]", specs[k], t, i);
+            for (size_t i = 0; i < ns; i++) cr_assert(tu_samef(sa[i], sb[i]));
             cr_assert(s1.n == s2.n && s1.overflow == s2.overflow && s1.underflow == s2.underflow &&
                       s1.subnormal == s2.subnormal && s1.nan_in == s2.nan_in && s1.amax == s2.amax,
                       "%s: stats differ with %d threads", specs[k], t);
             cr_assert_eq(ia.scales_clipped, ib.scales_clipped);
-            cr_assert(same(ia.tensor_scale, ib.tensor_scale));
+            cr_assert(tu_samef(ia.tensor_scale, ib.tensor_scale));
         }
         cr_assert_eq(s1.n, n);
         cr_assert_eq(s1.nan_in, 1);
@@ -699,11 +667,11 @@ Test(scale, sr_independent_of_thread_count) {
 // --- none, in place, arguments
 
 Test(scale, none_is_plain_rounding) {
-    uint64_t seed = test_seed() + 8;
+    uint64_t seed = test_seed("none_is_plain_rounding") + 8;
     const size_t n = 5000;
     float *x = random_tensor(1, n, &seed, 20, 20), *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
-    const fmt_t e = F("e4m3");
-    const fmt_scaling sc = S("none");
+    const fmt_t e = tu_fmt("e4m3");
+    const fmt_scaling sc = tu_scaling("none");
     cr_assert_eq(fmt_scale_count(&sc, 10, 500), 0);
     for (int m = 0; m < FMT_NMODES; m++) {
         fmt_round_opts o = opts((fmt_round_mode)m, FMT_OVERFLOW_IEEE);
@@ -712,7 +680,7 @@ Test(scale, none_is_plain_rounding) {
         cr_assert_eq(fmt_quantize_f32(&e, &sc, a, x, 10, 500, &o, &sa, &info), FMT_OK);
         memcpy(b, x, n * sizeof *b);
         cr_assert_eq(fmt_round_f32(&e, b, n, &o, &sb), FMT_OK);
-        for (size_t i = 0; i < n; i++) cr_assert(same(a[i], b[i]));
+        for (size_t i = 0; i < n; i++) cr_assert(tu_samef(a[i], b[i]));
         cr_assert(sa.n == sb.n && sa.overflow == sb.overflow && sa.underflow == sb.underflow && sa.amax == sb.amax);
         cr_assert_eq(info.tensor_scale, 1.0f);
     }
@@ -720,8 +688,8 @@ Test(scale, none_is_plain_rounding) {
 }
 
 Test(scale, arguments) {
-    const fmt_t e = F("e4m3");
-    const fmt_scaling sc = S("mx");
+    const fmt_t e = tu_fmt("e4m3");
+    const fmt_scaling sc = tu_scaling("mx");
     float x[4] = {1, 2, 3, 4};
     fmt_round_opts bad = {0};
     bad.mode = (fmt_round_mode)99;
@@ -731,7 +699,7 @@ Test(scale, arguments) {
     fmt_scaling neg = sc;
     neg.tile_cols = -1;
     cr_assert_eq(fmt_quantize_f32(&e, &neg, x, x, 1, 4, NULL, NULL, NULL), FMT_EINVAL);
-    const fmt_t f64 = F("fp64");
+    const fmt_t f64 = tu_fmt("fp64");
     cr_assert_eq(fmt_quantize_f32(&f64, &sc, x, x, 1, 4, NULL, NULL, NULL), FMT_EINVAL);
     cr_assert_eq(fmt_quantize_f32(&e, &sc, x, x, 1, 4, NULL, NULL, NULL), FMT_OK);  // NULL opts: rne
     cr_assert(x[0] == 1 && x[3] == 4);
@@ -779,11 +747,11 @@ Test(scale, parse_every_spelling) {
         {"tile:1x0:fp32", false, 1, 0, "fp32", FMT_SCALE_RNE, false, "row"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const fmt_scaling sc = S(cases[i].spec);
+        const fmt_scaling sc = tu_scaling(cases[i].spec);
         cr_assert_eq(sc.none, cases[i].none, "%s", cases[i].spec);
         cr_assert_eq(sc.tile_rows, cases[i].tr, "%s", cases[i].spec);
         cr_assert_eq(sc.tile_cols, cases[i].tc, "%s", cases[i].spec);
-        const fmt_t want = F(cases[i].fmt);
+        const fmt_t want = tu_fmt(cases[i].fmt);
         cr_assert(sc.scale_fmt.bits == want.bits && sc.scale_fmt.mbits == want.mbits &&
                   sc.scale_fmt.bias == want.bias && sc.scale_fmt.special == want.special, "%s", cases[i].spec);
         cr_assert_eq(sc.scale_round, cases[i].r, "%s", cases[i].spec);
@@ -792,7 +760,7 @@ Test(scale, parse_every_spelling) {
         fmt_scaling_name(&sc, name, sizeof name);
         cr_assert_str_eq(name, cases[i].canon, "%s", cases[i].spec);
         // The canonical name parses back to the same recipe.
-        const fmt_scaling back = S(name);
+        const fmt_scaling back = tu_scaling(name);
         cr_assert(back.none == sc.none && back.tile_rows == sc.tile_rows && back.tile_cols == sc.tile_cols &&
                   back.scale_round == sc.scale_round && back.tensor_scale == sc.tensor_scale &&
                   back.scale_fmt.bits == sc.scale_fmt.bits && back.scale_fmt.mbits == sc.scale_fmt.mbits,

@@ -18,19 +18,11 @@
 
 #include "formats/rng.h"
 #include "formats/round.h"
+#include "test_util.h"
 
 enum { NREP = 100000 };  // draws per replicated input
 
-static uint64_t test_seed(const char *test) {
-    const char *e = getenv("FPLAB_SEED");
-    const uint64_t seed = e && *e ? strtoull(e, NULL, 0) : 0x5eedf00dULL;
-    fprintf(stderr, "test_sr %s: seed %llu (FPLAB_SEED=%llu replays)\n", test,
-            (unsigned long long)seed, (unsigned long long)seed);
-    return seed;
-}
-
-static uint64_t f64_bits(double d) { uint64_t u; memcpy(&u, &d, sizeof u); return u; }
-static uint32_t f32_bits(float f) { uint32_t u; memcpy(&u, &f, sizeof u); return u; }
+static uint64_t test_seed(const char *test) { return tu_seed("test_sr", test, 0x5eedf00dULL); }
 
 // The statistical tests make thousands of calls on 1e5 elements: on a busy machine the OpenMP
 // barrier of each call costs more than the rounding. Results do not depend on the thread
@@ -40,9 +32,6 @@ static void one_thread(void) {
     omp_set_num_threads(1);
 #endif
 }
-
-// Bit-exact equality where every NaN equals every NaN (payloads and NaN signs are not specified).
-static bool same(double a, double b) { return (isnan(a) && isnan(b)) || f64_bits(a) == f64_bits(b); }
 
 // Which formats a float32 or float64 API test covers: fp64 values do not fit in float32.
 static bool covered(const fmt_t *f, bool f64) { return f64 || f->bits <= 32; }
@@ -76,15 +65,8 @@ static void round_arr(const fmt_t *f, bool f64, double *x, size_t n, const fmt_r
 static double random_input(const fmt_t *f, bool f64, fmt_rng_key key, uint64_t i) {
     const uint32_t a = fmt_rng_u32(key, 3 * i), b = fmt_rng_u32(key, 3 * i + 1), c = fmt_rng_u32(key, 3 * i + 2);
     if ((c & 15) == 0) {
-        if (f64) {
-            const uint64_t u = (uint64_t)a << 32 | b;
-            double d;
-            memcpy(&d, &u, sizeof d);
-            return d;
-        }
-        float g;
-        memcpy(&g, &a, sizeof g);
-        return g;
+        if (f64) return tu_u2d((uint64_t)a << 32 | b);
+        return tu_u2f(a);
     }
     const int lo = (int)round(log2(f->min_subnormal)) - 3, hi = f->emax + 3;
     const int e = lo + (int)((c >> 4) % (uint32_t)(hi - lo + 1));
@@ -122,7 +104,7 @@ static void check_neighbours(bool f64) {
                 dn.mode = FMT_RDN, up.mode = FMT_RUP;
                 for (size_t i = 0; i < N; i++) {
                     const double a = fmt_round1(f, x[i], &dn), b = fmt_round1(f, x[i], &up);
-                    cr_assert(same(y[i], a) || same(y[i], b),
+                    cr_assert(tu_same(y[i], a) || tu_same(y[i], b),
                               "%s %s sr_bits=%d %s: sr(%a) = %a is neither rdn %a nor rup %a",
                               f->name, f64 ? "f64" : "f32", srb[r], fmt_overflow_name(o.overflow),
                               x[i], y[i], a, b);
@@ -152,10 +134,10 @@ static int check_frequency(const fmt_t *f, bool f64, double x, double ulp, fmt_o
     double *y = malloc(NREP * sizeof *y);
     for (size_t i = 0; i < NREP; i++) y[i] = x;
     round_arr(f, f64, y, NREP, &o, NULL);
-    if (same(dn, upv)) {  // the upper neighbour overflows to max (saturate, or no inf nor NaN)
+    if (tu_same(dn, upv)) {  // the upper neighbour overflows to max (saturate, or no inf nor NaN)
         size_t bad = NREP;
         for (size_t i = 0; i < NREP && bad == NREP; i++)
-            if (!same(y[i], dn)) bad = i;
+            if (!tu_same(y[i], dn)) bad = i;
         cr_assert_eq(bad, NREP, "%s %s: sr(%a) = %a, want %a", f->name, fmt_overflow_name(ov), x,
                      y[bad < NREP ? bad : 0], dn);
         free(y);
@@ -167,8 +149,8 @@ static int check_frequency(const fmt_t *f, bool f64, double x, double ulp, fmt_o
     const double pr = floor(ldexp(p, rb)) * ldexp(1, -rb);
     size_t k = 0, bad = NREP;  // per-element asserts would cost more than the rounding
     for (size_t i = 0; i < NREP; i++) {
-        const bool is_up = same(y[i], upv);
-        if (!is_up && !same(y[i], dn) && bad == NREP) bad = i;
+        const bool is_up = tu_same(y[i], upv);
+        if (!is_up && !tu_same(y[i], dn) && bad == NREP) bad = i;
         k += is_up;
     }
     cr_assert_eq(bad, NREP, "%s %s sr_bits=%d: sr(%a)[%zu] = %a, not %a or %a", f->name,
@@ -297,7 +279,7 @@ static void fill_halfway(const fmt_t *f, bool f64, double *x, size_t n, uint64_t
 
 static size_t count_diff(const double *a, const double *b, size_t n) {
     size_t d = 0;
-    for (size_t i = 0; i < n; i++) d += !same(a[i], b[i]);
+    for (size_t i = 0; i < n; i++) d += !tu_same(a[i], b[i]);
     return d;
 }
 
@@ -414,7 +396,7 @@ Test(sr, exact_values_and_specials) {
                 round_arr(f, f64, y, NV * REP, &o, NULL);
                 for (int i = 0; i < NV * REP; i++) {
                     const double want = fmt_round1(f, v[i / REP], &ne);
-                    cr_assert(same(y[i], want), "%s %s %s: sr(%a) = %a, rne gives %a", f->name,
+                    cr_assert(tu_same(y[i], want), "%s %s %s: sr(%a) = %a, rne gives %a", f->name,
                               f64 ? "f64" : "f32", fmt_overflow_name(o.overflow), v[i / REP], y[i], want);
                 }
             }
@@ -434,6 +416,6 @@ Test(sr, f32_results_are_format_values) {
     fmt_round_f32(f, y, N, &o, NULL);
     const fmt_round_opts ne = {.mode = FMT_RNE};
     for (int i = 0; i < N; i++)  // a value of the format rounds to itself
-        cr_assert(same(fmt_round1(f, y[i], &ne), y[i]), "e4m3: sr result 0x%08x is not an e4m3 value",
-                  f32_bits(y[i]));
+        cr_assert(tu_same(fmt_round1(f, y[i], &ne), y[i]), "e4m3: sr result 0x%08x is not an e4m3 value",
+                  tu_f2u(y[i]));
 }

@@ -1,0 +1,107 @@
+// test_mm_util.h: matmul helpers shared by the scaled_mm backend suites (test_mm_cpu.c,
+// test_mm_cuda.c), header-only: random operands (NaN-padded storage, random block scales) drawn
+// from a tu_rng, and the check of a float32-accumulated product against mm_ref_exact's exact
+// value within gamma_{K+2}(u) * absdot plus the output rounding.
+#ifndef FPLAB_TEST_MM_UTIL_H
+#define FPLAB_TEST_MM_UTIL_H
+
+#include "formats/round.h"
+#include "kernels/scaled_mm.h"
+#include "test_util.h"
+
+// --- random operands
+
+typedef enum { SC_NONE, SC_POW2, SC_E4M3 } tu_scale_kind;
+
+// One operand with its storage. rows x cols is the op shape (A: M x K, B: K x N), stored
+// transposed if trans.
+typedef struct {
+    float *x, *scales;
+    mm_operand op;
+} tu_operand;
+
+// Table formats that make sense as elements: <= 16 bits, signed, with a zero (e8m0 excepted:
+// a scale format with no zero and no sign).
+static inline bool tu_elem_format(const fmt_t *f) { return f->bits <= 16 && f->has_zero && f->is_signed; }
+
+// Element magnitudes that keep a format's products and sums finite in float32.
+static inline double tu_vscale(const fmt_t *f) { return f->max < 8 ? f->max / 4 : 1.0; }
+
+// Zeroes *o and allocates its storage with a random leading dimension (the stored row length
+// plus 0..3, one draw of r), every element NaN: the caller writes the values, and the padding
+// keeps its NaN so that reading it shows. Returns the leading dimension.
+static inline size_t tu_operand_storage(tu_operand *o, tu_rng *r, size_t rows, size_t cols, bool trans) {
+    memset(o, 0, sizeof *o);
+    const size_t srows = trans ? cols : rows, scols = trans ? rows : cols;
+    const size_t ld = scols + (size_t)tu_rng_int(r, 0, 3);
+    o->x = malloc(srows * ld * sizeof *o->x + 1);
+    cr_assert(o->x);
+    for (size_t i = 0; i < srows * ld; i++) o->x[i] = NAN;
+    return ld;
+}
+
+// Random scales of kind sk (none: nothing drawn), one per (row, K-block) of A or (K-block,
+// column) of B, K-blocks of block_k (0: all of K): 2^[-4, 4] for SC_POW2, e4m3 values of
+// 2 |normal| + 0.05 for SC_E4M3. Sets o->scales and o->op.scales.
+static inline void tu_operand_scales(tu_operand *o, tu_rng *r, bool is_a, size_t rows, size_t cols,
+                                     size_t K, int block_k, tu_scale_kind sk) {
+    if (sk == SC_NONE) return;
+    const size_t bk = block_k > 0 ? (size_t)block_k : K;
+    const size_t nb = (K + bk - 1) / bk, ns = nb * (is_a ? rows : cols);
+    o->scales = malloc(ns * sizeof *o->scales);
+    cr_assert(o->scales);
+    const fmt_t e4m3 = tu_fmt("e4m3");
+    const fmt_round_opts ro = {0};
+    for (size_t i = 0; i < ns; i++)
+        o->scales[i] = sk == SC_POW2 ? ldexpf(1.0f, tu_rng_int(r, -4, 4))
+                                     : (float)fmt_round1(&e4m3, fabs(tu_rng_normal(r)) * 2 + 0.05, &ro);
+    o->op.scales = o->scales;
+}
+
+static inline void tu_operand_free(tu_operand *o) { free(o->x), free(o->scales); }
+
+// --- the bound
+
+// gamma_n = n u / (1 - n u) for unit roundoff u.
+static inline double tu_gamma(double n, double u) { return n * u / (1 - n * u); }
+
+// Distance from |x| to the next value of f above it (its ulp at x; subnormal spacing below the
+// smallest normal).
+static inline double tu_ulp_at(const fmt_t *f, double x) {
+    x = fabs(x);
+    int e = x > 0 ? ilogb(x) : f->emin;
+    if (e < f->emin) e = f->emin;
+    return ldexp(1.0, e - f->mbits);
+}
+
+// Asserts, for every element of the M x N result C (leading dimension ldc), that it is exact's
+// NaN or inf, or within gamma_{K+2}(u) * absdot plus the output rounding of exact. With Cin (C
+// before the call) also asserts that the padding of C was not written; NULL skips that check.
+static inline void tu_check_bound(const char *what, const float *C, const float *Cin, size_t ldc,
+                                  const double *exact, const double *absdot, size_t M, size_t N,
+                                  size_t K, const mm_opts *o, double u) {
+    const bool nearest = o->out_round.mode == FMT_RNE || o->out_round.mode == FMT_RNA;
+    for (size_t i = 0; i < M; i++) {
+        for (size_t j = 0; j < N; j++) {
+            const double c = C[i * ldc + j], ex = exact[i * N + j], ad = absdot[i * N + j];
+            if (isnan(ex)) {
+                cr_assert(isnan(c), "%s C[%zu,%zu]: exact NaN, got %a", what, i, j, c);
+                continue;
+            }
+            if (isinf(ex)) {
+                cr_assert(c == ex, "%s C[%zu,%zu]: exact %g, got %a", what, i, j, ex, c);
+                continue;
+            }
+            const double out_err = (nearest ? 0.5 : 1.0) * tu_ulp_at(&o->out_fmt, c);
+            const double tol = tu_gamma((double)K + 2, u) * ad + out_err;
+            cr_assert(fabs(c - ex) <= tol, "%s C[%zu,%zu]: got %a exact %a |err| %g > %g (absdot %g)",
+                      what, i, j, c, ex, fabs(c - ex), tol, ad);
+        }
+        if (!Cin) continue;
+        for (size_t j = N; j < ldc; j++)  // the padding of C is not written
+            cr_assert(memcmp(&C[i * ldc + j], &Cin[i * ldc + j], sizeof(float)) == 0,
+                      "%s: padding C[%zu,%zu] was overwritten", what, i, j);
+    }
+}
+
+#endif
