@@ -1,0 +1,288 @@
+// llama_ops.c: the Llama operations on the CPU (see llama_ops.h for shapes and the = / +=
+// contract). Elementwise and attention loops are OpenMP-parallel over rows or (batch, head);
+// the projections are mm_cpu calls (one sgemm each).
+// Constraints: deterministic for a given thread count: every reduction has a fixed order (the
+// `omp simd` reductions are vectorised in an order fixed at compile time), no atomics.
+#include "kernels/llama_ops.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "kernels/scaled_mm.h"
+
+// --- embedding
+
+void encoder_forward(float *out, const int *tokens, const float *wte, size_t N, size_t C) {
+#pragma omp parallel for schedule(static)
+    for (size_t n = 0; n < N; n++) memcpy(out + n * C, wte + (size_t)tokens[n] * C, C * sizeof *out);
+}
+
+void encoder_backward(float *dwte, const float *dout, const int *tokens, size_t N, size_t C) {
+    // Rows in sequence: two positions with the same token add into one row, so a parallel
+    // loop would race; this is O(N*C), negligible next to the matmuls.
+    for (size_t n = 0; n < N; n++) {
+        float *d = dwte + (size_t)tokens[n] * C;
+        const float *g = dout + n * C;
+        for (size_t c = 0; c < C; c++) d[c] += g[c];
+    }
+}
+
+// --- RMSNorm
+
+void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *weight, size_t N,
+                     size_t C, float eps) {
+#pragma omp parallel for schedule(static)
+    for (size_t n = 0; n < N; n++) {
+        const float *x = inp + n * C;
+        double ss = 0.0;
+        for (size_t c = 0; c < C; c++) ss += (double)x[c] * x[c];
+        const float r = (float)(1.0 / sqrt(ss / (double)C + (double)eps));
+        rstd[n] = r;
+        float *o = out + n * C;
+        for (size_t c = 0; c < C; c++) o[c] = x[c] * r * weight[c];
+    }
+}
+
+// y = x r w with r = (mean x^2 + eps)^-1/2:  dx = r (w dy) - x r^3 / C * sum_c (w dy x)
+void rmsnorm_backward(float *dinp, float *dweight, const float *dout, const float *inp,
+                      const float *weight, const float *rstd, size_t N, size_t C) {
+#pragma omp parallel for schedule(static)
+    for (size_t n = 0; n < N; n++) {
+        const float *x = inp + n * C, *dy = dout + n * C;
+        const float r = rstd[n];
+        double dot = 0.0;
+        for (size_t c = 0; c < C; c++) dot += (double)(weight[c] * dy[c]) * x[c];
+        const float k = (float)(dot * (double)r * r * r / (double)C);
+        float *dx = dinp + n * C;
+        for (size_t c = 0; c < C; c++) dx[c] += r * weight[c] * dy[c] - k * x[c];
+    }
+    // dweight: a column sum over rows; parallel over columns, rows in order (deterministic).
+#pragma omp parallel for schedule(static)
+    for (size_t c = 0; c < C; c++) {
+        double s = 0.0;
+        for (size_t n = 0; n < N; n++) s += (double)dout[n * C + c] * inp[n * C + c] * rstd[n];
+        dweight[c] += (float)s;
+    }
+}
+
+// --- RoPE
+
+void rope_tables(float *cos_t, float *sin_t, size_t T, size_t hs, double theta) {
+    const size_t half = hs / 2;
+    for (size_t t = 0; t < T; t++)
+        for (size_t i = 0; i < half; i++) {
+            const double a = (double)t * pow(theta, -(double)(2 * i) / (double)hs);
+            cos_t[t * half + i] = (float)cos(a);
+            sin_t[t * half + i] = (float)sin(a);
+        }
+}
+
+// dir +1 rotates by +angle (forward); -1 by -angle (the transpose, for the gradient).
+static void rope_rotate(float *x, const float *cos_t, const float *sin_t, size_t B, size_t T,
+                        size_t nheads, size_t hs, float dir) {
+    const size_t half = hs / 2, width = nheads * hs;
+#pragma omp parallel for schedule(static)
+    for (size_t n = 0; n < B * T; n++) {
+        const float *c = cos_t + (n % T) * half, *s = sin_t + (n % T) * half;
+        for (size_t h = 0; h < nheads; h++) {
+            float *p = x + n * width + h * hs;
+            for (size_t i = 0; i < half; i++) {
+                const float a = p[2 * i], b = p[2 * i + 1], si = dir * s[i];
+                p[2 * i] = a * c[i] - b * si;
+                p[2 * i + 1] = a * si + b * c[i];
+            }
+        }
+    }
+}
+
+void rope_forward(float *x, const float *cos_t, const float *sin_t, size_t B, size_t T,
+                  size_t nheads, size_t hs) {
+    rope_rotate(x, cos_t, sin_t, B, T, nheads, hs, 1.0f);
+}
+
+void rope_backward(float *dx, const float *cos_t, const float *sin_t, size_t B, size_t T,
+                   size_t nheads, size_t hs) {
+    rope_rotate(dx, cos_t, sin_t, B, T, nheads, hs, -1.0f);
+}
+
+// --- attention
+
+static inline float dot_f32(const float *a, const float *b, size_t n) {
+    float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+    for (size_t i = 0; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+void attention_forward(float *y, float *att, const float *q, const float *k, const float *v,
+                       size_t B, size_t T, size_t NH, size_t NKV, size_t hs) {
+    const size_t qw = NH * hs, kw = NKV * hs, group = NH / NKV;
+    const float scale = 1.0f / sqrtf((float)hs);
+#pragma omp parallel for collapse(2) schedule(static)
+    for (size_t b = 0; b < B; b++)
+        for (size_t h = 0; h < NH; h++) {
+            const size_t kh = h / group;
+            for (size_t t = 0; t < T; t++) {
+                const float *qt = q + (b * T + t) * qw + h * hs;
+                float *p = att + ((b * NH + h) * T + t) * T;
+                float mx = -INFINITY;
+                for (size_t t2 = 0; t2 <= t; t2++) {
+                    p[t2] = dot_f32(qt, k + (b * T + t2) * kw + kh * hs, hs) * scale;
+                    mx = fmaxf(mx, p[t2]);
+                }
+                float sum = 0.0f;
+                for (size_t t2 = 0; t2 <= t; t2++) {
+                    p[t2] = expf(p[t2] - mx);
+                    sum += p[t2];
+                }
+                const float inv = 1.0f / sum;
+                for (size_t t2 = 0; t2 <= t; t2++) p[t2] *= inv;
+                for (size_t t2 = t + 1; t2 < T; t2++) p[t2] = 0.0f;
+                float *yt = y + (b * T + t) * qw + h * hs;
+                for (size_t d = 0; d < hs; d++) yt[d] = 0.0f;
+                for (size_t t2 = 0; t2 <= t; t2++) {
+                    const float *vt = v + (b * T + t2) * kw + kh * hs;
+                    const float pt = p[t2];
+                    for (size_t d = 0; d < hs; d++) yt[d] += pt * vt[d];
+                }
+            }
+        }
+}
+
+// Parallel over (batch, kv head): the query heads of one group add into the same dk, dv rows,
+// so they run in sequence inside one task.
+void attention_backward(float *dq, float *dk, float *dv, const float *dy, const float *att,
+                        const float *q, const float *k, const float *v, size_t B, size_t T,
+                        size_t NH, size_t NKV, size_t hs) {
+    const size_t qw = NH * hs, kw = NKV * hs, group = NH / NKV;
+    const float scale = 1.0f / sqrtf((float)hs);
+#pragma omp parallel for collapse(2) schedule(static)
+    for (size_t b = 0; b < B; b++)
+        for (size_t kh = 0; kh < NKV; kh++) {
+            float dp[T];
+            for (size_t t = 0; t < T; t++) {
+                memset(dk + (b * T + t) * kw + kh * hs, 0, hs * sizeof *dk);
+                memset(dv + (b * T + t) * kw + kh * hs, 0, hs * sizeof *dv);
+            }
+            for (size_t h = kh * group; h < (kh + 1) * group; h++)
+                for (size_t t = 0; t < T; t++) {
+                    const float *p = att + ((b * NH + h) * T + t) * T;
+                    const float *dyt = dy + (b * T + t) * qw + h * hs;
+                    const float *qt = q + (b * T + t) * qw + h * hs;
+                    float *dqt = dq + (b * T + t) * qw + h * hs;
+                    // dp = dy . v;  ds = p (dp - sum p dp);  softmax Jacobian
+                    float pdp = 0.0f;
+                    for (size_t t2 = 0; t2 <= t; t2++) {
+                        dp[t2] = dot_f32(dyt, v + (b * T + t2) * kw + kh * hs, hs);
+                        pdp += p[t2] * dp[t2];
+                    }
+                    for (size_t d = 0; d < hs; d++) dqt[d] = 0.0f;
+                    for (size_t t2 = 0; t2 <= t; t2++) {
+                        const float ds = p[t2] * (dp[t2] - pdp) * scale;
+                        const float *kt = k + (b * T + t2) * kw + kh * hs;
+                        float *dkt = dk + (b * T + t2) * kw + kh * hs;
+                        float *dvt = dv + (b * T + t2) * kw + kh * hs;
+                        for (size_t d = 0; d < hs; d++) {
+                            dqt[d] += ds * kt[d];
+                            dkt[d] += ds * qt[d];
+                            dvt[d] += p[t2] * dyt[d];
+                        }
+                    }
+                }
+        }
+}
+
+// --- SwiGLU
+
+void swiglu_forward(float *out, const float *gate, const float *up, size_t n) {
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        const float g = gate[i];
+        out[i] = g / (1.0f + expf(-g)) * up[i];
+    }
+}
+
+// d silu(g)/dg = s (1 + g (1 - s)), s = sigmoid(g)
+void swiglu_backward(float *dgate, float *dup, const float *dout, const float *gate,
+                     const float *up, size_t n) {
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        const float g = gate[i], s = 1.0f / (1.0f + expf(-g));
+        dgate[i] = dout[i] * up[i] * s * (1.0f + g * (1.0f - s));
+        dup[i] = dout[i] * g * s;
+    }
+}
+
+// --- softmax cross-entropy
+
+double crossentropy_forward(float *lse, const float *logits, const int *targets, size_t N,
+                            size_t V) {
+    double loss = 0.0;
+    size_t count = 0;
+#pragma omp parallel for schedule(static)
+    for (size_t n = 0; n < N; n++) {
+        const float *l = logits + n * V;
+        float mx = -INFINITY;
+        for (size_t i = 0; i < V; i++) mx = fmaxf(mx, l[i]);
+        double s = 0.0;
+        for (size_t i = 0; i < V; i++) s += exp((double)(l[i] - mx));
+        lse[n] = (float)((double)mx + log(s));
+    }
+    // The loss sum in row order (the parallel loop above leaves no order-dependent sum).
+    for (size_t n = 0; n < N; n++)
+        if (targets[n] >= 0) {
+            loss += (double)lse[n] - (double)logits[n * V + (size_t)targets[n]];
+            count++;
+        }
+    return count ? loss / (double)count : 0.0;
+}
+
+void crossentropy_backward(float *dlogits, const float *logits, const float *lse,
+                           const int *targets, size_t N, size_t V, float scale) {
+    size_t count = 0;
+    for (size_t n = 0; n < N; n++) count += targets[n] >= 0;
+    const float s = count ? scale / (float)count : 0.0f;
+#pragma omp parallel for schedule(static)
+    for (size_t n = 0; n < N; n++) {
+        const float *l = logits + n * V;
+        float *d = dlogits + n * V;
+        if (targets[n] < 0) {
+            memset(d, 0, V * sizeof *d);
+            continue;
+        }
+        for (size_t i = 0; i < V; i++) d[i] = s * expf(l[i] - lse[n]);
+        d[targets[n]] -= s;
+    }
+}
+
+// --- projections
+
+static mm_operand operand(const float *x, size_t ld, bool trans) {
+    mm_operand o = {0};
+    o.x = x;
+    o.ld = ld;
+    o.trans = trans;
+    fmt_from_name(&o.fmt, "fp32");
+    return o;
+}
+
+int matmul_forward(float *out, const float *inp, const float *weight, size_t N, size_t IC,
+                   size_t OC) {
+    mm_opts o;
+    mm_opts_default(&o);
+    const mm_operand a = operand(inp, IC, false), b = operand(weight, IC, true);
+    return mm_cpu(out, OC, &a, &b, N, OC, IC, &o);
+}
+
+int matmul_backward(float *dinp, float *dweight, const float *dout, const float *inp,
+                    const float *weight, size_t N, size_t IC, size_t OC, bool accumulate) {
+    mm_opts o;
+    mm_opts_default(&o);
+    o.beta = accumulate ? 1.0f : 0.0f;
+    const mm_operand g = operand(dout, OC, false), w = operand(weight, IC, false);
+    int st = mm_cpu(dinp, IC, &g, &w, N, IC, OC, &o);  // (N,OC) x (OC,IC)
+    if (st != MM_OK) return st;
+    o.beta = 1.0f;
+    const mm_operand gt = operand(dout, OC, true), x = operand(inp, IC, false);
+    return mm_cpu(dweight, IC, &gt, &x, OC, IC, N, &o);  // (OC,N) x (N,IC)
+}

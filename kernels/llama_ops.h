@@ -1,0 +1,110 @@
+// llama_ops.h: the operations of a Llama decoder, forward and backward, on the CPU: token
+// embedding, RMSNorm, RoPE, causal grouped-query attention, SwiGLU, softmax cross-entropy and
+// the projection matmul (through mm_cpu, so the precision layers above can swap its operands).
+// Constraints: float32 storage; deterministic for a given thread count (static OpenMP loops,
+// no atomics); outputs first, then inputs, then sizes; shapes in a comment on every pointer.
+//
+// Written (=) and accumulated (+=) buffers, which gradient accumulation and recompute rely on:
+//   forward ops overwrite their outputs;
+//   backward ops ACCUMULATE parameter gradients (dweight, dwte) and the residual-stream input
+//   gradient of rmsnorm_backward (dinp +=, since the residual branch adds into the same
+//   buffer); every other input gradient is OVERWRITTEN (matmul_backward: dinp = unless
+//   accumulate is set).
+// N = B*T rows; C model width; hs head size; NH query heads, NKV key/value heads; H SwiGLU width.
+#ifndef FPLAB_LLAMA_OPS_H
+#define FPLAB_LLAMA_OPS_H
+#include <stdbool.h>
+#include <stddef.h>
+
+// out[n,:] = wte[tokens[n],:]
+void encoder_forward(float *out,           // (N, C)
+                     const int *tokens,    // (N)
+                     const float *wte,     // (V, C)
+                     size_t N, size_t C);
+// dwte[tokens[n],:] += dout[n,:] (rows in order: deterministic)
+void encoder_backward(float *dwte,         // (V, C) +=
+                      const float *dout,   // (N, C)
+                      const int *tokens, size_t N, size_t C);
+
+// out = inp * rstd * weight, rstd = 1/sqrt(mean(inp^2) + eps) per row (sums in double).
+void rmsnorm_forward(float *out,           // (N, C)
+                     float *rstd,          // (N)
+                     const float *inp,     // (N, C)
+                     const float *weight,  // (C)
+                     size_t N, size_t C, float eps);
+void rmsnorm_backward(float *dinp,         // (N, C) +=
+                      float *dweight,      // (C) +=
+                      const float *dout,   // (N, C)
+                      const float *inp,    // (N, C)
+                      const float *weight, // (C)
+                      const float *rstd,   // (N)
+                      size_t N, size_t C);
+
+// Rotates the adjacent pairs (2i, 2i+1) of every head of x in place by the angle pos * theta_i
+// (cos/sin tables (T, hs/2)); x holds nheads heads of size hs per row; pos = row % T.
+void rope_forward(float *x,                // (B, T, nheads*hs) in place
+                  const float *cos_t, const float *sin_t,  // (>=T, hs/2)
+                  size_t B, size_t T, size_t nheads, size_t hs);
+// The inverse rotation of the gradient (the transpose of the rotation), in place.
+void rope_backward(float *dx,              // (B, T, nheads*hs) in place
+                   const float *cos_t, const float *sin_t, size_t B, size_t T, size_t nheads,
+                   size_t hs);
+// Tables for rope_*: cos/sin(t * theta^(-2i/hs)), computed in double.
+void rope_tables(float *cos_t, float *sin_t,  // (T, hs/2)
+                 size_t T, size_t hs, double theta);
+
+// Causal attention; query head h reads key/value head h / (NH/NKV).
+//   att[b,h,t,t2] = softmax_t2<=t( q[b,t,h]·k[b,t2,kvh] / sqrt(hs) ),  y[b,t,h] = sum att * v
+void attention_forward(float *y,           // (B, T, NH*hs)
+                       float *att,         // (B, NH, T, T) probabilities (t2 > t left 0)
+                       const float *q,     // (B, T, NH*hs)
+                       const float *k,     // (B, T, NKV*hs)
+                       const float *v,     // (B, T, NKV*hs)
+                       size_t B, size_t T, size_t NH, size_t NKV, size_t hs);
+void attention_backward(float *dq,         // (B, T, NH*hs) =
+                        float *dk,         // (B, T, NKV*hs) =
+                        float *dv,         // (B, T, NKV*hs) =
+                        const float *dy,   // (B, T, NH*hs)
+                        const float *att,  // (B, NH, T, T)
+                        const float *q, const float *k, const float *v, size_t B, size_t T,
+                        size_t NH, size_t NKV, size_t hs);
+
+// out = silu(gate) * up, silu(g) = g / (1 + exp(-g))
+void swiglu_forward(float *out,            // (N, H)
+                    const float *gate,     // (N, H)
+                    const float *up,       // (N, H)
+                    size_t n);
+void swiglu_backward(float *dgate,         // (N, H) =
+                     float *dup,           // (N, H) =
+                     const float *dout,    // (N, H)
+                     const float *gate, const float *up, size_t n);
+
+// Mean cross-entropy over the rows whose target is >= 0; lse[n] = log sum exp logits[n,:]
+// (kept for backward). Returns the mean loss (0 when no target counts), sums in double.
+double crossentropy_forward(float *lse,         // (N)
+                            const float *logits, // (N, V)
+                            const int *targets,  // (N)
+                            size_t N, size_t V);
+// dlogits = scale * (softmax(logits) - onehot(target)) / count for counted rows, 0 for the
+// others; may alias logits (in place).
+void crossentropy_backward(float *dlogits,        // (N, V) =
+                           const float *logits,   // (N, V)
+                           const float *lse,      // (N)
+                           const int *targets,    // (N)
+                           size_t N, size_t V, float scale);
+
+// out = inp W^T (a linear layer without bias; W stored (OC, IC) as nn.Linear keeps it).
+// Returns the mm_cpu status (MM_OK).
+int matmul_forward(float *out,             // (N, OC)
+                   const float *inp,       // (N, IC)
+                   const float *weight,    // (OC, IC)
+                   size_t N, size_t IC, size_t OC);
+// dinp (= or, with accumulate, +=) dout W;  dweight += dout^T inp.
+int matmul_backward(float *dinp,           // (N, IC)
+                    float *dweight,        // (OC, IC) +=
+                    const float *dout,     // (N, OC)
+                    const float *inp,      // (N, IC)
+                    const float *weight,   // (OC, IC)
+                    size_t N, size_t IC, size_t OC, bool accumulate);
+
+#endif

@@ -1,0 +1,347 @@
+// test_llama.c: the Llama model (trainer/llama.c): analytic gradients against central finite
+// differences of an independent double-precision forward written here; the float32 forward
+// against that reference; causality; gradient accumulation; block recompute.
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/test_util.h"
+#include "trainer/llama.h"
+
+// --- an independent double-precision forward (naive loops, straight from the equations)
+
+typedef struct {
+    const llama_config *c;
+    const double *p;  // parameters in llama's buffer order
+    size_t off[LP_COUNT];
+} ref_model;
+
+static void ref_init(ref_model *r, const llama_config *c, const double *p) {
+    size_t s[LP_COUNT], o = 0;
+    llama_param_sizes(c, s);
+    for (int i = 0; i < LP_COUNT; i++) r->off[i] = o, o += s[i];
+    r->c = c, r->p = p;
+}
+
+static const double *P(const ref_model *r, llama_param_id id) { return r->p + r->off[id]; }
+
+static void ref_rmsnorm(double *out, const double *x, const double *w, int C, double eps) {
+    double ss = 0;
+    for (int i = 0; i < C; i++) ss += x[i] * x[i];
+    const double rs = 1.0 / sqrt(ss / C + eps);
+    for (int i = 0; i < C; i++) out[i] = x[i] * rs * w[i];
+}
+
+static void ref_linear(double *y, const double *x, const double *W, int in, int out) {
+    for (int o = 0; o < out; o++) {
+        double s = 0;
+        for (int i = 0; i < in; i++) s += W[(size_t)o * in + i] * x[i];
+        y[o] = s;
+    }
+}
+
+static void ref_rope(double *x, int nheads, int hs, int pos, double theta) {
+    for (int h = 0; h < nheads; h++)
+        for (int i = 0; i < hs / 2; i++) {
+            const double a = pos * pow(theta, -2.0 * i / hs), c = cos(a), s = sin(a);
+            double *p = x + h * hs + 2 * i;
+            const double x0 = p[0], x1 = p[1];
+            p[0] = x0 * c - x1 * s, p[1] = x0 * s + x1 * c;
+        }
+}
+
+// Mean cross-entropy of one sequence batch (B, T) over targets >= 0; logits (B*T, V) if non-NULL.
+static double ref_loss(const ref_model *r, const int *tok, const int *tgt, int B, int T, double *logits) {
+    const llama_config *c = r->c;
+    const int C = c->dim, NH = c->n_heads, NKV = c->n_kv_heads, hs = C / NH, H = c->hidden_dim,
+              V = c->vocab_size, L = c->n_layers, kvd = NKV * hs;
+    const int N = B * T;
+    double *x = calloc((size_t)N * C, sizeof *x), *h = malloc(C * sizeof *h);
+    double *q = malloc((size_t)N * C * sizeof *q), *k = malloc((size_t)N * kvd * sizeof *k),
+           *v = malloc((size_t)N * kvd * sizeof *v), *y = malloc((size_t)N * C * sizeof *y);
+    double *g = malloc(H * sizeof *g), *u = malloc(H * sizeof *u), *o = malloc(C * sizeof *o),
+           *sc = malloc(T * sizeof *sc), *lg = malloc(V * sizeof *lg);
+    for (int n = 0; n < N; n++)
+        for (int i = 0; i < C; i++) x[(size_t)n * C + i] = P(r, LP_TOK_EMB)[(size_t)tok[n] * C + i];
+    for (int l = 0; l < L; l++) {
+        const double *wq = P(r, LP_WQ) + (size_t)l * C * C, *wk = P(r, LP_WK) + (size_t)l * kvd * C,
+                     *wv = P(r, LP_WV) + (size_t)l * kvd * C, *wo = P(r, LP_WO) + (size_t)l * C * C,
+                     *wg = P(r, LP_W_GATE) + (size_t)l * H * C, *wd = P(r, LP_W_DOWN) + (size_t)l * C * H,
+                     *wu = P(r, LP_W_UP) + (size_t)l * H * C;
+        for (int n = 0; n < N; n++) {
+            ref_rmsnorm(h, x + (size_t)n * C, P(r, LP_ATTN_NORM) + l * C, C, c->norm_eps);
+            ref_linear(q + (size_t)n * C, h, wq, C, C);
+            ref_linear(k + (size_t)n * kvd, h, wk, C, kvd);
+            ref_linear(v + (size_t)n * kvd, h, wv, C, kvd);
+            ref_rope(q + (size_t)n * C, NH, hs, n % T, c->rope_theta);
+            ref_rope(k + (size_t)n * kvd, NKV, hs, n % T, c->rope_theta);
+        }
+        for (int b = 0; b < B; b++)
+            for (int t = 0; t < T; t++)
+                for (int hh = 0; hh < NH; hh++) {
+                    const int kh = hh / (NH / NKV);
+                    const double *qt = q + (size_t)(b * T + t) * C + hh * hs;
+                    double mx = -INFINITY, sum = 0;
+                    for (int t2 = 0; t2 <= t; t2++) {
+                        double s = 0;
+                        for (int d = 0; d < hs; d++) s += qt[d] * k[(size_t)(b * T + t2) * kvd + kh * hs + d];
+                        sc[t2] = s / sqrt(hs);
+                        mx = fmax(mx, sc[t2]);
+                    }
+                    for (int t2 = 0; t2 <= t; t2++) sum += (sc[t2] = exp(sc[t2] - mx));
+                    for (int d = 0; d < hs; d++) {
+                        double s = 0;
+                        for (int t2 = 0; t2 <= t; t2++) s += sc[t2] / sum * v[(size_t)(b * T + t2) * kvd + kh * hs + d];
+                        y[(size_t)(b * T + t) * C + hh * hs + d] = s;
+                    }
+                }
+        for (int n = 0; n < N; n++) {
+            double *xn = x + (size_t)n * C;
+            ref_linear(o, y + (size_t)n * C, wo, C, C);
+            for (int i = 0; i < C; i++) xn[i] += o[i];
+            ref_rmsnorm(h, xn, P(r, LP_MLP_NORM) + l * C, C, c->norm_eps);
+            ref_linear(g, h, wg, C, H);
+            ref_linear(u, h, wu, C, H);
+            for (int i = 0; i < H; i++) g[i] = g[i] / (1 + exp(-g[i])) * u[i];
+            ref_linear(o, g, wd, H, C);
+            for (int i = 0; i < C; i++) xn[i] += o[i];
+        }
+    }
+    double loss = 0;
+    int count = 0;
+    const double *head = c->tied ? P(r, LP_TOK_EMB) : P(r, LP_LM_HEAD);
+    for (int n = 0; n < N; n++) {
+        ref_rmsnorm(h, x + (size_t)n * C, P(r, LP_FINAL_NORM), C, c->norm_eps);
+        ref_linear(lg, h, head, C, V);
+        if (logits) memcpy(logits + (size_t)n * V, lg, V * sizeof *lg);
+        if (tgt[n] < 0) continue;
+        double mx = -INFINITY, s = 0;
+        for (int i = 0; i < V; i++) mx = fmax(mx, lg[i]);
+        for (int i = 0; i < V; i++) s += exp(lg[i] - mx);
+        loss += mx + log(s) - lg[tgt[n]];
+        count++;
+    }
+    free(x), free(h), free(q), free(k), free(v), free(y), free(g), free(u), free(o), free(sc), free(lg);
+    return loss / count;
+}
+
+// --- fixtures
+
+static llama_config tiny_config(bool tied) {
+    llama_config c;
+    cr_assert_eq(llama_config_named(&c, "tiny"), LLAMA_OK);
+    c.vocab_size = 11;
+    c.tied = tied;
+    return c;
+}
+
+// Parameters large enough that attention is far from uniform and every path carries gradient:
+// matrices uniform in +-0.5, norm gains in [0.5, 1.5].
+static void fill_params(llama_model *m, uint64_t seed) {
+    tu_rng r = {fmt_rng_make_key(seed, 7), 0};
+    size_t s[LP_COUNT];
+    llama_param_sizes(&m->cfg, s);
+    for (int i = 0; i < LP_COUNT; i++)
+        for (size_t j = 0; j < s[i]; j++)
+            m->p.t[i][j] = llama_param_is_matrix(i) ? (float)(tu_rng_unif(&r) - 0.5)
+                                                    : (float)(0.5 + tu_rng_unif(&r));
+}
+
+static void fill_tokens(int *tok, int *tgt, int n, int V, uint64_t seed) {
+    tu_rng r = {fmt_rng_make_key(seed, 8), 0};
+    for (int i = 0; i < n; i++) tok[i] = tu_rng_int(&r, 0, V - 1), tgt[i] = tu_rng_int(&r, 0, V - 1);
+}
+
+// Tolerance of the float32 forward and backward against the exact function: every quantity is
+// a chain of at most ~20 dependent ops (2 layers x ~8 + head) each a sum of at most K = 64
+// terms (max of C, H, N, T here), so gamma_K per op with u = 2^-24 compounds to about
+// 20 * 64 * 2^-24 = 7.6e-5 of the magnitudes involved; we allow 1e-4 of the tensor's largest
+// gradient (norm-wise, as gradient checks are stated).
+static const double GRAD_TOL = 1e-4;
+
+static void gradcheck(bool tied, llama_recompute rc) {
+    const uint64_t seed = tu_seed("llama", "gradcheck", 20261122);
+    llama_config c = tiny_config(tied);
+    llama_model m;
+    char msg[256];
+    cr_assert_eq(llama_init(&m, &c, rc, msg, sizeof msg), LLAMA_OK, "%s", msg);
+    fill_params(&m, seed);
+    enum { B = 2, T = 8 };
+    int tok[B * T], tgt[B * T];
+    fill_tokens(tok, tgt, B * T, c.vocab_size, seed);
+    tgt[3] = -1;  // an ignored position
+    const float loss = llama_forward(&m, tok, tgt, B, T);
+    llama_zero_grad(&m);
+    llama_backward(&m, tok, tgt, 1.0f);
+
+    double *p = malloc(m.n_params * sizeof *p);
+    for (size_t i = 0; i < m.n_params; i++) p[i] = m.params[i];
+    ref_model r;
+    ref_init(&r, &c, p);
+    const double ref = ref_loss(&r, tok, tgt, B, T, NULL);
+    cr_assert(fabs(loss - ref) <= GRAD_TOL * ref, "loss %.9g, double reference %.9g", loss, ref);
+
+    size_t sizes[LP_COUNT];
+    llama_param_sizes(&c, sizes);
+    const double h = 1e-6;  // truncation ~h^2 |L'''| ~ 1e-12, rounding ~1e-16 / h ~ 1e-10
+    for (int t = 0; t < LP_COUNT; t++) {
+        if (!sizes[t]) continue;
+        double *fd = malloc(sizes[t] * sizeof *fd), gmax = 0, emax = 0;
+        size_t worst = 0;
+        for (size_t j = 0; j < sizes[t]; j++) {
+            double *x = p + r.off[t] + j, x0 = *x;
+            *x = x0 + h;
+            const double lp = ref_loss(&r, tok, tgt, B, T, NULL);
+            *x = x0 - h;
+            const double lm = ref_loss(&r, tok, tgt, B, T, NULL);
+            *x = x0;
+            fd[j] = (lp - lm) / (2 * h);
+            gmax = fmax(gmax, fabs(fd[j]));
+        }
+        for (size_t j = 0; j < sizes[t]; j++) {
+            const double e = fabs(m.g.t[t][j] - fd[j]);
+            if (e > emax) emax = e, worst = j;
+        }
+        cr_assert(gmax > 0, "%s: zero gradient everywhere (the check would be vacuous)", llama_param_name(t));
+        cr_assert(emax <= GRAD_TOL * gmax, "%s[%zu]: analytic %.9g, finite difference %.9g (max |g| %.3g)",
+                  llama_param_name(t), worst, m.g.t[t][worst], fd[worst], gmax);
+        free(fd);
+    }
+    free(p);
+    llama_free(&m);
+}
+
+Test(llama, gradcheck_tied) { gradcheck(true, LLAMA_RECOMPUTE_NONE); }
+Test(llama, gradcheck_untied) { gradcheck(false, LLAMA_RECOMPUTE_NONE); }
+Test(llama, gradcheck_recompute) { gradcheck(false, LLAMA_RECOMPUTE_BLOCK); }
+
+Test(llama, logits_match_double_reference) {
+    llama_config c = tiny_config(false);
+    llama_model m;
+    cr_assert_eq(llama_init(&m, &c, LLAMA_RECOMPUTE_NONE, NULL, 0), LLAMA_OK);
+    fill_params(&m, 5);
+    enum { B = 3, T = 8 };
+    int tok[B * T], tgt[B * T];
+    fill_tokens(tok, tgt, B * T, c.vocab_size, 5);
+    llama_forward(&m, tok, NULL, B, T);
+    double *p = malloc(m.n_params * sizeof *p), ref[B * T * 11], lmax = 0;
+    for (size_t i = 0; i < m.n_params; i++) p[i] = m.params[i];
+    ref_model r;
+    ref_init(&r, &c, p);
+    ref_loss(&r, tok, tgt, B, T, ref);
+    for (int i = 0; i < B * T * c.vocab_size; i++) lmax = fmax(lmax, fabs(ref[i]));
+    for (int i = 0; i < B * T * c.vocab_size; i++)
+        cr_assert(fabs(llama_logits(&m)[i] - ref[i]) <= GRAD_TOL * lmax, "logit %d: %.9g vs %.9g", i,
+                  llama_logits(&m)[i], ref[i]);
+    free(p);
+    llama_free(&m);
+}
+
+// Changing the tokens after position t leaves the logits at positions <= t bitwise unchanged.
+Test(llama, causal) {
+    llama_config c = tiny_config(true);
+    llama_model m;
+    cr_assert_eq(llama_init(&m, &c, LLAMA_RECOMPUTE_NONE, NULL, 0), LLAMA_OK);
+    fill_params(&m, 9);
+    enum { B = 1, T = 8 };
+    const int V = c.vocab_size;
+    int tok[T], tgt[T];
+    fill_tokens(tok, tgt, T, V, 9);
+    llama_forward(&m, tok, NULL, B, T);
+    float before[T * 11];
+    memcpy(before, llama_logits(&m), sizeof before);
+    for (int t = 0; t < T - 1; t++) {
+        int alt[T];
+        memcpy(alt, tok, sizeof alt);
+        for (int u = t + 1; u < T; u++) alt[u] = (tok[u] + 1 + u) % V;
+        llama_forward(&m, alt, NULL, B, T);
+        const float *after = llama_logits(&m);
+        for (int i = 0; i <= t * V + V - 1; i++)
+            cr_assert(tu_samef(before[i], after[i]), "t=%d: logit %d changed (%a -> %a)", t, i, before[i], after[i]);
+        bool changed = false;  // and the future does see the change
+        for (int i = (t + 1) * V; i < T * V; i++) changed |= !tu_samef(before[i], after[i]);
+        cr_assert(changed, "t=%d: changing later tokens changed no later logit", t);
+    }
+    llama_free(&m);
+}
+
+static void grads_of(llama_model *m, const int *tok, const int *tgt, int B, int T, int micro, float *out) {
+    llama_zero_grad(m);
+    const int b = B / micro;
+    for (int k = 0; k < micro; k++) {
+        llama_forward(m, tok + k * b * T, tgt + k * b * T, b, T);
+        llama_backward(m, tok + k * b * T, tgt + k * b * T, 1.0f / (float)micro);
+    }
+    memcpy(out, m->grads, m->n_params * sizeof *out);
+}
+
+// 4 micro-batches of B, each loss divided by 4, equal one batch of 4B: the two differ only in
+// the order of the additions over rows, within GRAD_TOL of each tensor's largest gradient.
+Test(llama, accumulation_matches_big_batch) {
+    llama_config c = tiny_config(false);
+    llama_model m;
+    cr_assert_eq(llama_init(&m, &c, LLAMA_RECOMPUTE_NONE, NULL, 0), LLAMA_OK);
+    fill_params(&m, 11);
+    enum { B = 8, T = 8 };
+    int tok[B * T], tgt[B * T];
+    fill_tokens(tok, tgt, B * T, c.vocab_size, 11);
+    float *g1 = malloc(m.n_params * sizeof *g1), *g4 = malloc(m.n_params * sizeof *g4);
+    grads_of(&m, tok, tgt, B, T, 1, g1);
+    grads_of(&m, tok, tgt, B, T, 4, g4);
+    size_t s[LP_COUNT], off = 0;
+    llama_param_sizes(&c, s);
+    bool differ = false;
+    for (int t = 0; t < LP_COUNT; t++, off += s[t - 1]) {
+        double gmax = 0;
+        for (size_t j = 0; j < s[t]; j++) gmax = fmax(gmax, fabs(g1[off + j]));
+        for (size_t j = 0; j < s[t]; j++) {
+            cr_assert(fabs(g1[off + j] - g4[off + j]) <= GRAD_TOL * gmax, "%s[%zu]: %.9g vs %.9g",
+                      llama_param_name(t), j, g1[off + j], g4[off + j]);
+            differ |= g1[off + j] != g4[off + j];
+        }
+    }
+    cr_log_info("accumulation: gradients %s bitwise", differ ? "differ (within tolerance)" : "agree");
+    free(g1), free(g4);
+    llama_free(&m);
+}
+
+// Recomputing each block in backward gives bitwise the gradients of storing activations.
+Test(llama, recompute_is_bitwise) {
+    llama_config c = tiny_config(true);
+    c.n_layers = 3;
+    llama_model a, b;
+    cr_assert_eq(llama_init(&a, &c, LLAMA_RECOMPUTE_NONE, NULL, 0), LLAMA_OK);
+    cr_assert_eq(llama_init(&b, &c, LLAMA_RECOMPUTE_BLOCK, NULL, 0), LLAMA_OK);
+    fill_params(&a, 13);
+    memcpy(b.params, a.params, a.n_params * sizeof *a.params);
+    enum { B = 4, T = 8 };
+    int tok[B * T], tgt[B * T];
+    fill_tokens(tok, tgt, B * T, c.vocab_size, 13);
+    float *ga = malloc(a.n_params * sizeof *ga), *gb = malloc(a.n_params * sizeof *gb);
+    grads_of(&a, tok, tgt, B, T, 2, ga);
+    grads_of(&b, tok, tgt, B, T, 2, gb);
+    cr_assert(memcmp(ga, gb, a.n_params * sizeof *ga) == 0, "recompute changed the gradients");
+    cr_assert(llama_acts_bytes(&b) < llama_acts_bytes(&a), "recompute saved no memory (%zu vs %zu)",
+              llama_acts_bytes(&b), llama_acts_bytes(&a));
+    free(ga), free(gb);
+    llama_free(&a), llama_free(&b);
+}
+
+Test(llama, bad_input) {
+    llama_config c = tiny_config(true);
+    char msg[256] = "";
+    llama_model m;
+    c.n_kv_heads = 3;
+    cr_assert_eq(llama_init(&m, &c, LLAMA_RECOMPUTE_NONE, msg, sizeof msg), LLAMA_EINVAL);
+    cr_assert(strstr(msg, "n_kv_heads"), "%s", msg);
+    c = tiny_config(true);
+    cr_assert_eq(llama_init(&m, &c, LLAMA_RECOMPUTE_NONE, msg, sizeof msg), LLAMA_OK);
+    int tok[4] = {0, 1, 11, 2}, tgt[4] = {0, 0, 0, 0};
+    cr_assert(isnan(llama_forward(&m, tok, tgt, 1, 4)), "token 11 of a vocabulary of 11 accepted");
+    tok[2] = 2;
+    cr_assert(isnan(llama_forward(&m, tok, tgt, 1, c.seq_len + 1)), "T > seq_len accepted");
+    cr_assert(!isnan(llama_forward(&m, tok, tgt, 1, 4)));
+    cr_assert_eq(llama_config_named(&c, "nope"), LLAMA_EINVAL);
+    llama_free(&m);
+}

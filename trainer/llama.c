@@ -1,0 +1,388 @@
+// llama.c: the Llama model: configs, the parameter table, activations, forward and backward
+// (with optional recompute of each block), weight initialisation.
+// Constraints: float32; every op is a kernels/llama_ops.h call, so the precision layers can
+// intervene at the matmul sites; deterministic for a given thread count.
+#include "trainer/llama.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/rng.h"
+#include "kernels/llama_ops.h"
+
+// --- configs
+
+int llama_default_hidden(int dim) {
+    const int h = 2 * (4 * dim) / 3;
+    return (h + 31) / 32 * 32;
+}
+
+static const struct {
+    const char *name;
+    int dim, n_layers, n_heads, n_kv_heads, seq_len;
+} named[] = {
+    {"tiny", 16, 2, 4, 2, 8},
+    {"shakespeare", 128, 4, 4, 4, 64},
+    {"260k", 64, 5, 8, 4, 512},
+    {"15m", 288, 6, 6, 6, 256},
+};
+
+int llama_config_named(llama_config *out, const char *name) {
+    for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
+        if (!strcmp(name, named[i].name)) {
+            *out = (llama_config){.dim = named[i].dim,
+                                  .n_layers = named[i].n_layers,
+                                  .n_heads = named[i].n_heads,
+                                  .n_kv_heads = named[i].n_kv_heads,
+                                  .hidden_dim = llama_default_hidden(named[i].dim),
+                                  .vocab_size = 0,
+                                  .seq_len = named[i].seq_len,
+                                  .rope_theta = 10000.0f,
+                                  .norm_eps = 1e-5f,
+                                  .tied = true};
+            return LLAMA_OK;
+        }
+    return LLAMA_EINVAL;
+}
+
+const char *llama_config_names(void) { return "tiny, shakespeare, 260k, 15m"; }
+
+int llama_config_validate(const llama_config *c, char *msg, size_t msg_len) {
+#define REQUIRE(cond, ...)                           \
+    do {                                             \
+        if (!(cond)) {                               \
+            if (msg) snprintf(msg, msg_len, __VA_ARGS__); \
+            return LLAMA_EINVAL;                     \
+        }                                            \
+    } while (0)
+    REQUIRE(c->dim > 0 && c->n_layers > 0 && c->n_heads > 0 && c->n_kv_heads > 0 &&
+                c->hidden_dim > 0 && c->vocab_size > 0 && c->seq_len > 0,
+            "model config: dim %d, layers %d, heads %d, kv heads %d, hidden %d, vocab %d, seq_len "
+            "%d: expected all positive",
+            c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->hidden_dim, c->vocab_size, c->seq_len);
+    REQUIRE(c->dim % c->n_heads == 0, "model config: dim %d is not a multiple of n_heads %d", c->dim,
+            c->n_heads);
+    REQUIRE((c->dim / c->n_heads) % 2 == 0, "model config: head size %d must be even for RoPE",
+            c->dim / c->n_heads);
+    REQUIRE(c->n_heads % c->n_kv_heads == 0, "model config: n_heads %d is not a multiple of n_kv_heads %d",
+            c->n_heads, c->n_kv_heads);
+    REQUIRE(c->rope_theta > 0 && isfinite(c->rope_theta), "model config: rope_theta %g: expected > 0",
+            c->rope_theta);
+    REQUIRE(c->norm_eps >= 0 && isfinite(c->norm_eps), "model config: norm_eps %g: expected >= 0",
+            c->norm_eps);
+    REQUIRE((double)c->dim * c->vocab_size < 1e11 && (double)c->dim * c->hidden_dim * c->n_layers < 1e11,
+            "model config: too large for this trainer");
+#undef REQUIRE
+    return LLAMA_OK;
+}
+
+// --- parameters
+
+static const char *param_names[LP_COUNT] = {
+    "tok_emb", "layers.attn_norm", "layers.wq", "layers.wk", "layers.wv", "layers.wo",
+    "layers.mlp_norm", "layers.w_gate", "layers.w_down", "layers.w_up", "final_norm", "lm_head"};
+
+const char *llama_param_name(llama_param_id p) { return p < LP_COUNT ? param_names[p] : "?"; }
+
+bool llama_param_is_matrix(llama_param_id p) {
+    return p != LP_ATTN_NORM && p != LP_MLP_NORM && p != LP_FINAL_NORM;
+}
+
+size_t llama_param_sizes(const llama_config *c, size_t s[LP_COUNT]) {
+    const size_t C = c->dim, L = c->n_layers, V = c->vocab_size, H = c->hidden_dim;
+    const size_t hs = C / c->n_heads, qd = c->n_heads * hs, kvd = c->n_kv_heads * hs;
+    s[LP_TOK_EMB] = V * C;
+    s[LP_ATTN_NORM] = L * C;
+    s[LP_WQ] = L * qd * C;
+    s[LP_WK] = L * kvd * C;
+    s[LP_WV] = L * kvd * C;
+    s[LP_WO] = L * C * qd;
+    s[LP_MLP_NORM] = L * C;
+    s[LP_W_GATE] = L * H * C;
+    s[LP_W_DOWN] = L * C * H;
+    s[LP_W_UP] = L * H * C;
+    s[LP_FINAL_NORM] = C;
+    s[LP_LM_HEAD] = c->tied ? 0 : V * C;
+    size_t total = 0;
+    for (int i = 0; i < LP_COUNT; i++) total += s[i];
+    return total;
+}
+
+void llama_tensors_carve(llama_tensors *out, const llama_config *c, float *buf) {
+    size_t s[LP_COUNT];
+    llama_param_sizes(c, s);
+    for (int i = 0; i < LP_COUNT; i++) {
+        out->t[i] = buf;
+        buf += s[i];
+    }
+}
+
+// --- activations
+
+// What one layer keeps for backward (views into the activation buffer).
+typedef struct {
+    float *rstd1;  // (N)
+    float *h1;     // (N, C)      attention-norm output
+    float *q;      // (N, qd)     after RoPE
+    float *k, *v;  // (N, kvd)    k after RoPE
+    float *att;    // (B, NH, T, T)
+    float *y;      // (N, qd)     attention output before wo
+    float *x_mid;  // (N, C)      residual after attention
+    float *rstd2;  // (N)
+    float *h2;     // (N, C)      MLP-norm output
+    float *gate, *up, *act;  // (N, H)
+} layer_acts;
+
+struct llama_acts {
+    size_t cap_rows, cap_att;  // rows N and attention entries B*NH*T*T this was sized for
+    float *buf;
+    size_t bytes;
+    float **x_in;       // [L+1]: x_in[l] (N, C) is layer l's input; x_in[L] the final residual
+    layer_acts *lay;    // [L], or [1] shared by every layer with recompute = block
+    float *rstd_f, *hf, *logits, *lse;                // final norm (N), (N, C), (N, V), (N)
+    float *dx, *dh, *dq, *dk, *dv, *dy, *dgate, *dup, *dact;  // backward scratch
+};
+
+static size_t layer_floats(size_t N, size_t att, size_t C, size_t qd, size_t kvd, size_t H) {
+    return 2 * N + 3 * N * C + 2 * N * qd + 2 * N * kvd + att + 3 * N * H;
+}
+
+static float *take(float **p, size_t n) {
+    float *r = *p;
+    *p += n;
+    return r;
+}
+
+int llama_reserve(llama_model *m, int B, int T) {
+    const llama_config *c = &m->cfg;
+    const size_t N = (size_t)B * T, NH = c->n_heads, att = (size_t)B * NH * T * T;
+    if (m->acts && m->acts->cap_rows >= N && m->acts->cap_att >= att) return LLAMA_OK;
+    const size_t C = c->dim, L = c->n_layers, V = c->vocab_size, H = c->hidden_dim;
+    const size_t hs = C / NH, qd = NH * hs, kvd = c->n_kv_heads * hs;
+    const size_t nlay = m->recompute == LLAMA_RECOMPUTE_BLOCK ? 1 : L;
+    const size_t floats = (L + 1) * N * C + nlay * layer_floats(N, att, C, qd, kvd, H) +
+                          N * (2 + C + V) + N * (2 * C + 2 * qd + 2 * kvd + 3 * H);
+    llama_acts *a = calloc(1, sizeof *a);
+    float *buf = a ? malloc(floats * sizeof *buf) : NULL;
+    float **x_in = buf ? malloc((L + 1) * sizeof *x_in) : NULL;
+    layer_acts *lay = x_in ? malloc(nlay * sizeof *lay) : NULL;
+    if (!lay) {
+        free(a), free(buf), free(x_in);
+        return LLAMA_ENOMEM;
+    }
+    if (m->acts) {
+        free(m->acts->buf), free(m->acts->x_in), free(m->acts->lay), free(m->acts);
+    }
+    *a = (llama_acts){.cap_rows = N, .cap_att = att, .buf = buf, .bytes = floats * sizeof *buf,
+                      .x_in = x_in, .lay = lay};
+    float *p = buf;
+    for (size_t l = 0; l <= L; l++) x_in[l] = take(&p, N * C);
+    for (size_t l = 0; l < nlay; l++) {
+        layer_acts *la = &lay[l];
+        la->rstd1 = take(&p, N), la->h1 = take(&p, N * C), la->q = take(&p, N * qd);
+        la->k = take(&p, N * kvd), la->v = take(&p, N * kvd), la->att = take(&p, att);
+        la->y = take(&p, N * qd), la->x_mid = take(&p, N * C), la->rstd2 = take(&p, N);
+        la->h2 = take(&p, N * C), la->gate = take(&p, N * H), la->up = take(&p, N * H);
+        la->act = take(&p, N * H);
+    }
+    a->rstd_f = take(&p, N), a->hf = take(&p, N * C), a->logits = take(&p, N * V), a->lse = take(&p, N);
+    a->dx = take(&p, N * C), a->dh = take(&p, N * C), a->dq = take(&p, N * qd);
+    a->dk = take(&p, N * kvd), a->dv = take(&p, N * kvd), a->dy = take(&p, N * qd);
+    a->dgate = take(&p, N * H), a->dup = take(&p, N * H), a->dact = take(&p, N * H);
+    m->acts = a;
+    return LLAMA_OK;
+}
+
+size_t llama_acts_bytes(const llama_model *m) { return m->acts ? m->acts->bytes : 0; }
+
+// --- model
+
+int llama_init(llama_model *m, const llama_config *c, llama_recompute rc, char *msg, size_t msg_len) {
+    memset(m, 0, sizeof *m);
+    int st = llama_config_validate(c, msg, msg_len);
+    if (st != LLAMA_OK) return st;
+    m->cfg = *c;
+    m->recompute = rc;
+    size_t sizes[LP_COUNT];
+    m->n_params = llama_param_sizes(c, sizes);
+    const size_t half = (size_t)(c->dim / c->n_heads) / 2;
+    m->params = calloc(m->n_params, sizeof *m->params);
+    m->grads = calloc(m->n_params, sizeof *m->grads);
+    m->rope_cos = malloc((size_t)c->seq_len * half * sizeof(float));
+    m->rope_sin = malloc((size_t)c->seq_len * half * sizeof(float));
+    if (!m->params || !m->grads || !m->rope_cos || !m->rope_sin) {
+        llama_free(m);
+        if (msg) snprintf(msg, msg_len, "out of memory for %zu parameters", m->n_params);
+        return LLAMA_ENOMEM;
+    }
+    llama_tensors_carve(&m->p, c, m->params);
+    llama_tensors_carve(&m->g, c, m->grads);
+    rope_tables(m->rope_cos, m->rope_sin, (size_t)c->seq_len, 2 * half, c->rope_theta);
+    return LLAMA_OK;
+}
+
+void llama_free(llama_model *m) {
+    if (m->acts) free(m->acts->buf), free(m->acts->x_in), free(m->acts->lay), free(m->acts);
+    free(m->params), free(m->grads), free(m->rope_cos), free(m->rope_sin);
+    memset(m, 0, sizeof *m);
+}
+
+void llama_zero_grad(llama_model *m) { memset(m->grads, 0, m->n_params * sizeof *m->grads); }
+
+// Normal draws by Box-Muller from the counter-based generator: stream = tensor id.
+static void fill_normal(float *x, size_t n, double std, uint64_t seed, uint64_t stream) {
+    const fmt_rng_key key = fmt_rng_make_key(seed, stream);
+    for (size_t i = 0; i < n; i++) {
+        const double u1 = 1.0 - fmt_rng_uniform(key, 2 * (uint64_t)i);  // (0, 1]
+        const double u2 = fmt_rng_uniform(key, 2 * (uint64_t)i + 1);
+        x[i] = (float)(std * sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2));
+    }
+}
+
+void llama_init_weights(llama_model *m, uint64_t seed) {
+    size_t s[LP_COUNT];
+    llama_param_sizes(&m->cfg, s);
+    const double std = 0.02, std_out = 0.02 / sqrt(2.0 * m->cfg.n_layers);
+    for (int i = 0; i < LP_COUNT; i++) {
+        if (!llama_param_is_matrix(i)) {
+            for (size_t j = 0; j < s[i]; j++) m->p.t[i][j] = 1.0f;
+        } else {
+            fill_normal(m->p.t[i], s[i], (i == LP_WO || i == LP_W_DOWN) ? std_out : std, seed, i);
+        }
+    }
+}
+
+// --- forward
+
+typedef struct {  // one layer's weights (views)
+    const float *attn_norm, *wq, *wk, *wv, *wo, *mlp_norm, *w_gate, *w_down, *w_up;
+} layer_w;
+
+typedef struct {  // one layer's weight gradients (views)
+    float *attn_norm, *wq, *wk, *wv, *wo, *mlp_norm, *w_gate, *w_down, *w_up;
+} layer_g;
+
+#define LAYER_VIEWS(T, src, l, c)                                                         \
+    (T) {                                                                                 \
+        .attn_norm = (src).t[LP_ATTN_NORM] + (l) * (c).C,                                  \
+        .wq = (src).t[LP_WQ] + (l) * (c).qd * (c).C, .wk = (src).t[LP_WK] + (l) * (c).kvd * (c).C, \
+        .wv = (src).t[LP_WV] + (l) * (c).kvd * (c).C, .wo = (src).t[LP_WO] + (l) * (c).C * (c).qd, \
+        .mlp_norm = (src).t[LP_MLP_NORM] + (l) * (c).C,                                    \
+        .w_gate = (src).t[LP_W_GATE] + (l) * (c).H * (c).C,                                \
+        .w_down = (src).t[LP_W_DOWN] + (l) * (c).C * (c).H,                                \
+        .w_up = (src).t[LP_W_UP] + (l) * (c).H * (c).C                                     \
+    }
+
+typedef struct {  // sizes of one forward, as size_t
+    size_t B, T, N, C, NH, NKV, hs, qd, kvd, H, V;
+} dims;
+
+static dims dims_of(const llama_model *m, int B, int T) {
+    const llama_config *c = &m->cfg;
+    dims d = {.B = B, .T = T, .N = (size_t)B * T, .C = c->dim, .NH = c->n_heads,
+              .NKV = c->n_kv_heads, .hs = c->dim / c->n_heads, .H = c->hidden_dim,
+              .V = c->vocab_size};
+    d.qd = d.NH * d.hs;
+    d.kvd = d.NKV * d.hs;
+    return d;
+}
+
+static layer_acts *acts_of(llama_model *m, size_t l) {
+    return m->recompute == LLAMA_RECOMPUTE_BLOCK ? &m->acts->lay[0] : &m->acts->lay[l];
+}
+
+static void layer_forward(llama_model *m, const dims *d, size_t l, layer_acts *a, const float *x,
+                          float *x_out) {
+    const layer_w w = LAYER_VIEWS(layer_w, m->p, l, *d);
+    const float eps = m->cfg.norm_eps;
+    rmsnorm_forward(a->h1, a->rstd1, x, w.attn_norm, d->N, d->C, eps);
+    matmul_forward(a->q, a->h1, w.wq, d->N, d->C, d->qd);
+    matmul_forward(a->k, a->h1, w.wk, d->N, d->C, d->kvd);
+    matmul_forward(a->v, a->h1, w.wv, d->N, d->C, d->kvd);
+    rope_forward(a->q, m->rope_cos, m->rope_sin, d->B, d->T, d->NH, d->hs);
+    rope_forward(a->k, m->rope_cos, m->rope_sin, d->B, d->T, d->NKV, d->hs);
+    attention_forward(a->y, a->att, a->q, a->k, a->v, d->B, d->T, d->NH, d->NKV, d->hs);
+    matmul_forward(a->x_mid, a->y, w.wo, d->N, d->qd, d->C);
+    for (size_t i = 0; i < d->N * d->C; i++) a->x_mid[i] += x[i];
+    rmsnorm_forward(a->h2, a->rstd2, a->x_mid, w.mlp_norm, d->N, d->C, eps);
+    matmul_forward(a->gate, a->h2, w.w_gate, d->N, d->C, d->H);
+    matmul_forward(a->up, a->h2, w.w_up, d->N, d->C, d->H);
+    swiglu_forward(a->act, a->gate, a->up, d->N * d->H);
+    matmul_forward(x_out, a->act, w.w_down, d->N, d->H, d->C);
+    for (size_t i = 0; i < d->N * d->C; i++) x_out[i] += a->x_mid[i];
+}
+
+float llama_forward(llama_model *m, const int *tokens, const int *targets, int B, int T) {
+    const llama_config *c = &m->cfg;
+    if (B <= 0 || T <= 0 || T > c->seq_len) return NAN;
+    for (size_t i = 0; i < (size_t)B * T; i++)
+        if (tokens[i] < 0 || tokens[i] >= c->vocab_size || (targets && targets[i] >= c->vocab_size))
+            return NAN;
+    if (llama_reserve(m, B, T) != LLAMA_OK) return NAN;
+    m->B = B, m->T = T;
+    const dims d = dims_of(m, B, T);
+    llama_acts *a = m->acts;
+    encoder_forward(a->x_in[0], tokens, m->p.t[LP_TOK_EMB], d.N, d.C);
+    for (size_t l = 0; l < (size_t)c->n_layers; l++)
+        layer_forward(m, &d, l, acts_of(m, l), a->x_in[l], a->x_in[l + 1]);
+    rmsnorm_forward(a->hf, a->rstd_f, a->x_in[c->n_layers], m->p.t[LP_FINAL_NORM], d.N, d.C,
+                    c->norm_eps);
+    const float *head = c->tied ? m->p.t[LP_TOK_EMB] : m->p.t[LP_LM_HEAD];
+    matmul_forward(a->logits, a->hf, head, d.N, d.C, d.V);
+    if (!targets) return 0.0f;
+    return (float)crossentropy_forward(a->lse, a->logits, targets, d.N, d.V);
+}
+
+const float *llama_logits(const llama_model *m) { return m->acts ? m->acts->logits : NULL; }
+
+// --- backward
+
+// dx (N, C) holds the gradient of the layer's output on entry and of its input on exit.
+static void layer_backward(llama_model *m, const dims *d, size_t l, const layer_acts *a,
+                           const float *x) {
+    const layer_w w = LAYER_VIEWS(layer_w, m->p, l, *d);
+    const layer_g g = LAYER_VIEWS(layer_g, m->g, l, *d);
+    llama_acts *s = m->acts;
+    // MLP branch: x_out = x_mid + w_down(silu(w_gate h2) * w_up h2)
+    matmul_backward(s->dact, g.w_down, s->dx, a->act, w.w_down, d->N, d->H, d->C, false);
+    swiglu_backward(s->dgate, s->dup, s->dact, a->gate, a->up, d->N * d->H);
+    matmul_backward(s->dh, g.w_gate, s->dgate, a->h2, w.w_gate, d->N, d->C, d->H, false);
+    matmul_backward(s->dh, g.w_up, s->dup, a->h2, w.w_up, d->N, d->C, d->H, true);
+    rmsnorm_backward(s->dx, g.mlp_norm, s->dh, a->x_mid, w.mlp_norm, a->rstd2, d->N, d->C);
+    // attention branch: x_mid = x + wo(attention(rope(wq h1), rope(wk h1), wv h1))
+    matmul_backward(s->dy, g.wo, s->dx, a->y, w.wo, d->N, d->qd, d->C, false);
+    attention_backward(s->dq, s->dk, s->dv, s->dy, a->att, a->q, a->k, a->v, d->B, d->T, d->NH,
+                       d->NKV, d->hs);
+    rope_backward(s->dq, m->rope_cos, m->rope_sin, d->B, d->T, d->NH, d->hs);
+    rope_backward(s->dk, m->rope_cos, m->rope_sin, d->B, d->T, d->NKV, d->hs);
+    matmul_backward(s->dh, g.wq, s->dq, a->h1, w.wq, d->N, d->C, d->qd, false);
+    matmul_backward(s->dh, g.wk, s->dk, a->h1, w.wk, d->N, d->C, d->kvd, true);
+    matmul_backward(s->dh, g.wv, s->dv, a->h1, w.wv, d->N, d->C, d->kvd, true);
+    rmsnorm_backward(s->dx, g.attn_norm, s->dh, x, w.attn_norm, a->rstd1, d->N, d->C);
+}
+
+void llama_backward(llama_model *m, const int *tokens, const int *targets, float loss_scale) {
+    const llama_config *c = &m->cfg;
+    const dims d = dims_of(m, m->B, m->T);
+    llama_acts *a = m->acts;
+    const bool tied = c->tied;
+    const float *head = tied ? m->p.t[LP_TOK_EMB] : m->p.t[LP_LM_HEAD];
+    float *dhead = tied ? m->g.t[LP_TOK_EMB] : m->g.t[LP_LM_HEAD];
+    // the logits buffer becomes dlogits (the logits are not needed after this)
+    crossentropy_backward(a->logits, a->logits, a->lse, targets, d.N, d.V, loss_scale);
+    matmul_backward(a->dh, dhead, a->logits, a->hf, head, d.N, d.C, d.V, false);
+    memset(a->dx, 0, d.N * d.C * sizeof *a->dx);
+    rmsnorm_backward(a->dx, m->g.t[LP_FINAL_NORM], a->dh, a->x_in[c->n_layers],
+                     m->p.t[LP_FINAL_NORM], a->rstd_f, d.N, d.C);
+    for (size_t l = (size_t)c->n_layers; l-- > 0;) {
+        layer_acts *la = acts_of(m, l);
+        // Recompute: the block's forward again from its saved input. The ops are
+        // deterministic, so the activations (and the gradients) are bitwise those of a run
+        // that stored them. x_in[l+1] is rewritten with the same values.
+        if (m->recompute == LLAMA_RECOMPUTE_BLOCK) layer_forward(m, &d, l, la, a->x_in[l], a->x_in[l + 1]);
+        layer_backward(m, &d, l, la, a->x_in[l]);
+    }
+    encoder_backward(m->g.t[LP_TOK_EMB], a->dx, tokens, d.N, d.C);
+}
