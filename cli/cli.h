@@ -105,5 +105,8 @@ int cmd_values(int argc, char **argv);
 int cmd_cast(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_matmul_check(int argc, char **argv);
+int cmd_train(int argc, char **argv);
+int cmd_sample(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 #endif

@@ -16,6 +16,9 @@ static const struct {
     {"cast", cmd_cast, "round numbers to a format: code, value and error"},
     {"quantize", cmd_quantize, "quantize a float32/float64 .npy with a scaling recipe"},
     {"matmul-check", cmd_matmul_check, "scaled matmul on a backend vs the MPFR reference: ulps, bound, time"},
+    {"train", cmd_train, "train a Llama on a text file or llm.c token shards (checkpoints, resume)"},
+    {"sample", cmd_sample, "generate text from a trained checkpoint (greedy, temperature, top-p)"},
+    {"export", cmd_export, "write a checkpoint as a llama2.c model (and tokenizer.bin) for run.c"},
 };
 enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
 

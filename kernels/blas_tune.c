@@ -7,8 +7,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #ifdef FPLAB_HAVE_BLAS
 char *openblas_get_corename(void);
+void openblas_set_num_threads(int n);
 #endif
 
 // OpenBLAS core families that predate AVX2 / AVX-512 kernels.
@@ -49,4 +54,14 @@ void mm_blas_tune_or_reexec(char **argv) {
     setenv("FPLAB_BLAS_REEXEC", "1", 1);  // never loop, even if OpenBLAS ignores the variable
     execv("/proc/self/exe", argv);
     // exec failed: carry on with the slower kernels rather than fail.
+}
+
+void mm_set_threads(int n) {
+    if (n <= 0) return;
+#ifdef FPLAB_HAVE_BLAS
+    openblas_set_num_threads(n);
+#endif
+#ifdef _OPENMP
+    omp_set_num_threads(n);
+#endif
 }

@@ -17,4 +17,7 @@ bool mm_blas_better_coretype(char *want, size_t len);
 // (/proc/self/exe with the same argv) once; returns normally otherwise or if exec fails.
 void mm_blas_tune_or_reexec(char **argv);
 
+// Threads for OpenBLAS and OpenMP both (n > 0); n <= 0 leaves their defaults.
+void mm_set_threads(int n);
+
 #endif

@@ -8,7 +8,12 @@
 #include <math.h>
 #include <string.h>
 
+#include "kernels/blas_tune.h"
 #include "kernels/scaled_mm.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 // --- embedding
 
@@ -56,12 +61,23 @@ void rmsnorm_backward(float *dinp, float *dweight, const float *dout, const floa
         float *dx = dinp + n * C;
         for (size_t c = 0; c < C; c++) dx[c] += r * weight[c] * dy[c] - k * x[c];
     }
-    // dweight: a column sum over rows; parallel over columns, rows in order (deterministic).
-#pragma omp parallel for schedule(static)
-    for (size_t c = 0; c < C; c++) {
-        double s = 0.0;
-        for (size_t n = 0; n < N; n++) s += (double)dout[n * C + c] * inp[n * C + c] * rstd[n];
-        dweight[c] += (float)s;
+    // dweight: column sums over rows in row order (deterministic), in double; each thread
+    // owns a range of columns and walks the rows, so the inner loop is contiguous.
+#pragma omp parallel
+    {
+        size_t c0 = 0, c1 = C;
+#ifdef _OPENMP
+        const size_t nt = (size_t)omp_get_num_threads(), id = (size_t)omp_get_thread_num();
+        c0 = C * id / nt, c1 = C * (id + 1) / nt;
+#endif
+        double acc[c1 > c0 ? c1 - c0 : 1];
+        for (size_t c = c0; c < c1; c++) acc[c - c0] = 0.0;
+        for (size_t n = 0; n < N; n++) {
+            const float *dy = dout + n * C, *x = inp + n * C;
+            const float r = rstd[n];
+            for (size_t c = c0; c < c1; c++) acc[c - c0] += (double)dy[c] * x[c] * r;
+        }
+        for (size_t c = c0; c < c1; c++) dweight[c] += (float)acc[c - c0];
     }
 }
 
@@ -114,6 +130,11 @@ static inline float dot_f32(const float *a, const float *b, size_t n) {
     return s;
 }
 
+// y += p v  (restrict: lets the compiler vectorise; the rows never overlap)
+static inline void axpy(float *restrict y, float a, const float *restrict x, size_t n) {
+    for (size_t i = 0; i < n; i++) y[i] += a * x[i];
+}
+
 void attention_forward(float *y, float *att, const float *q, const float *k, const float *v,
                        size_t B, size_t T, size_t NH, size_t NKV, size_t hs) {
     const size_t qw = NH * hs, kw = NKV * hs, group = NH / NKV;
@@ -140,11 +161,7 @@ void attention_forward(float *y, float *att, const float *q, const float *k, con
                 for (size_t t2 = t + 1; t2 < T; t2++) p[t2] = 0.0f;
                 float *yt = y + (b * T + t) * qw + h * hs;
                 for (size_t d = 0; d < hs; d++) yt[d] = 0.0f;
-                for (size_t t2 = 0; t2 <= t; t2++) {
-                    const float *vt = v + (b * T + t2) * kw + kh * hs;
-                    const float pt = p[t2];
-                    for (size_t d = 0; d < hs; d++) yt[d] += pt * vt[d];
-                }
+                for (size_t t2 = 0; t2 <= t; t2++) axpy(yt, p[t2], v + (b * T + t2) * kw + kh * hs, hs);
             }
         }
 }
@@ -179,14 +196,10 @@ void attention_backward(float *dq, float *dk, float *dv, const float *dy, const 
                     for (size_t d = 0; d < hs; d++) dqt[d] = 0.0f;
                     for (size_t t2 = 0; t2 <= t; t2++) {
                         const float ds = p[t2] * (dp[t2] - pdp) * scale;
-                        const float *kt = k + (b * T + t2) * kw + kh * hs;
-                        float *dkt = dk + (b * T + t2) * kw + kh * hs;
-                        float *dvt = dv + (b * T + t2) * kw + kh * hs;
-                        for (size_t d = 0; d < hs; d++) {
-                            dqt[d] += ds * kt[d];
-                            dkt[d] += ds * qt[d];
-                            dvt[d] += p[t2] * dyt[d];
-                        }
+                        const size_t row = (b * T + t2) * kw + kh * hs;
+                        axpy(dqt, ds, k + row, hs);
+                        axpy(dk + row, ds, qt, hs);
+                        axpy(dv + row, p[t2], dyt, hs);
                     }
                 }
         }
@@ -194,20 +207,21 @@ void attention_backward(float *dq, float *dk, float *dv, const float *dy, const 
 
 // --- SwiGLU
 
-void swiglu_forward(float *out, const float *gate, const float *up, size_t n) {
+void swiglu_forward(float *out, float *sig, const float *gate, const float *up, size_t n) {
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) {
-        const float g = gate[i];
-        out[i] = g / (1.0f + expf(-g)) * up[i];
+        const float g = gate[i], s = 1.0f / (1.0f + expf(-g));
+        sig[i] = s;
+        out[i] = g * s * up[i];
     }
 }
 
 // d silu(g)/dg = s (1 + g (1 - s)), s = sigmoid(g)
 void swiglu_backward(float *dgate, float *dup, const float *dout, const float *gate,
-                     const float *up, size_t n) {
+                     const float *up, const float *sig, size_t n) {
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) {
-        const float g = gate[i], s = 1.0f / (1.0f + expf(-g));
+        const float g = gate[i], s = sig[i];
         dgate[i] = dout[i] * up[i] * s * (1.0f + g * (1.0f - s));
         dup[i] = dout[i] * g * s;
     }
@@ -266,12 +280,44 @@ static mm_operand operand(const float *x, size_t ld, bool trans) {
     return o;
 }
 
+void llama_ops_threads(int n) {
+    mm_set_threads(1);  // OpenBLAS and OpenMP to 1 ...
+#ifdef _OPENMP
+    omp_set_num_threads(n > 0 ? n : omp_get_num_procs());  // ... then OpenMP to n
+#else
+    (void)n;
+#endif
+}
+
+// C = A B (+ beta C) with the M rows of C split over the OpenMP threads, one single-threaded
+// sgemm each: one thread pool for the whole step. (OpenBLAS's own threads next to OpenMP's
+// spin against each other on 2 cores: a shakespeare step took 190 ms that way, 107 ms on one
+// thread.) Each row's sum is the same whatever the split: the K loop does not depend on M.
+static int mm_rows(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M,
+                   size_t N, size_t K, const mm_opts *o) {
+    int st = MM_OK;
+#pragma omp parallel reduction(| : st)
+    {
+        size_t m0 = 0, m1 = M;
+#ifdef _OPENMP
+        const size_t nt = (size_t)omp_get_num_threads(), id = (size_t)omp_get_thread_num();
+        m0 = M * id / nt, m1 = M * (id + 1) / nt;
+#endif
+        if (m1 > m0) {
+            mm_operand a = *A;
+            a.x += A->trans ? m0 : m0 * A->ld;
+            st |= mm_cpu(C + m0 * ldc, ldc, &a, B, m1 - m0, N, K, o);
+        }
+    }
+    return st;
+}
+
 int matmul_forward(float *out, const float *inp, const float *weight, size_t N, size_t IC,
                    size_t OC) {
     mm_opts o;
     mm_opts_default(&o);
     const mm_operand a = operand(inp, IC, false), b = operand(weight, IC, true);
-    return mm_cpu(out, OC, &a, &b, N, OC, IC, &o);
+    return mm_rows(out, OC, &a, &b, N, OC, IC, &o);
 }
 
 int matmul_backward(float *dinp, float *dweight, const float *dout, const float *inp,
@@ -280,9 +326,9 @@ int matmul_backward(float *dinp, float *dweight, const float *dout, const float 
     mm_opts_default(&o);
     o.beta = accumulate ? 1.0f : 0.0f;
     const mm_operand g = operand(dout, OC, false), w = operand(weight, IC, false);
-    int st = mm_cpu(dinp, IC, &g, &w, N, IC, OC, &o);  // (N,OC) x (OC,IC)
+    int st = mm_rows(dinp, IC, &g, &w, N, IC, OC, &o);  // (N,OC) x (OC,IC)
     if (st != MM_OK) return st;
     o.beta = 1.0f;
     const mm_operand gt = operand(dout, OC, true), x = operand(inp, IC, false);
-    return mm_cpu(dweight, IC, &gt, &x, OC, IC, N, &o);  // (OC,N) x (N,IC)
+    return mm_rows(dweight, IC, &gt, &x, OC, IC, N, &o);  // (OC,N) x (N,IC)
 }

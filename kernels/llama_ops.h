@@ -1,6 +1,8 @@
 // llama_ops.h: the operations of a Llama decoder, forward and backward, on the CPU: token
 // embedding, RMSNorm, RoPE, causal grouped-query attention, SwiGLU, softmax cross-entropy and
 // the projection matmul (through mm_cpu, so the precision layers above can swap its operands).
+// Threads: the projections split their rows over the OpenMP threads and call a single-threaded
+// BLAS in each, so that one thread pool serves the whole step: call llama_ops_threads first.
 // Constraints: float32 storage; deterministic for a given thread count (static OpenMP loops,
 // no atomics); outputs first, then inputs, then sizes; shapes in a comment on every pointer.
 //
@@ -69,15 +71,16 @@ void attention_backward(float *dq,         // (B, T, NH*hs) =
                         const float *q, const float *k, const float *v, size_t B, size_t T,
                         size_t NH, size_t NKV, size_t hs);
 
-// out = silu(gate) * up, silu(g) = g / (1 + exp(-g))
+// out = silu(gate) * up, silu(g) = g sig(g), sig(g) = 1 / (1 + exp(-g)) (kept for backward)
 void swiglu_forward(float *out,            // (N, H)
+                    float *sig,            // (N, H)
                     const float *gate,     // (N, H)
                     const float *up,       // (N, H)
                     size_t n);
 void swiglu_backward(float *dgate,         // (N, H) =
                      float *dup,           // (N, H) =
                      const float *dout,    // (N, H)
-                     const float *gate, const float *up, size_t n);
+                     const float *gate, const float *up, const float *sig, size_t n);
 
 // Mean cross-entropy over the rows whose target is >= 0; lse[n] = log sum exp logits[n,:]
 // (kept for backward). Returns the mean loss (0 when no target counts), sums in double.
@@ -92,6 +95,9 @@ void crossentropy_backward(float *dlogits,        // (N, V) =
                            const float *lse,      // (N)
                            const int *targets,    // (N)
                            size_t N, size_t V, float scale);
+
+// Sets OpenBLAS to one thread and OpenMP to n threads (n <= 0: one per processor).
+void llama_ops_threads(int n);
 
 // out = inp W^T (a linear layer without bias; W stored (OC, IC) as nn.Linear keeps it).
 // Returns the mm_cpu status (MM_OK).

@@ -6,8 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/llama_ops.h"
 #include "tests/test_util.h"
 #include "trainer/llama.h"
+
+static void setup(void) { llama_ops_threads(0); }
+TestSuite(llama, .init = setup);
 
 // --- an independent double-precision forward (naive loops, straight from the equations)
 

@@ -132,7 +132,7 @@ typedef struct {
     float *x_mid;  // (N, C)      residual after attention
     float *rstd2;  // (N)
     float *h2;     // (N, C)      MLP-norm output
-    float *gate, *up, *act;  // (N, H)
+    float *gate, *up, *sig, *act;  // (N, H)  sig = sigmoid(gate)
 } layer_acts;
 
 struct llama_acts {
@@ -146,7 +146,7 @@ struct llama_acts {
 };
 
 static size_t layer_floats(size_t N, size_t att, size_t C, size_t qd, size_t kvd, size_t H) {
-    return 2 * N + 3 * N * C + 2 * N * qd + 2 * N * kvd + att + 3 * N * H;
+    return 2 * N + 3 * N * C + 2 * N * qd + 2 * N * kvd + att + 4 * N * H;
 }
 
 static float *take(float **p, size_t n) {
@@ -185,6 +185,7 @@ int llama_reserve(llama_model *m, int B, int T) {
         la->k = take(&p, N * kvd), la->v = take(&p, N * kvd), la->att = take(&p, att);
         la->y = take(&p, N * qd), la->x_mid = take(&p, N * C), la->rstd2 = take(&p, N);
         la->h2 = take(&p, N * C), la->gate = take(&p, N * H), la->up = take(&p, N * H);
+        la->sig = take(&p, N * H);
         la->act = take(&p, N * H);
     }
     a->rstd_f = take(&p, N), a->hf = take(&p, N * C), a->logits = take(&p, N * V), a->lse = take(&p, N);
@@ -309,7 +310,7 @@ static void layer_forward(llama_model *m, const dims *d, size_t l, layer_acts *a
     rmsnorm_forward(a->h2, a->rstd2, a->x_mid, w.mlp_norm, d->N, d->C, eps);
     matmul_forward(a->gate, a->h2, w.w_gate, d->N, d->C, d->H);
     matmul_forward(a->up, a->h2, w.w_up, d->N, d->C, d->H);
-    swiglu_forward(a->act, a->gate, a->up, d->N * d->H);
+    swiglu_forward(a->act, a->sig, a->gate, a->up, d->N * d->H);
     matmul_forward(x_out, a->act, w.w_down, d->N, d->H, d->C);
     for (size_t i = 0; i < d->N * d->C; i++) x_out[i] += a->x_mid[i];
 }
@@ -347,7 +348,7 @@ static void layer_backward(llama_model *m, const dims *d, size_t l, const layer_
     llama_acts *s = m->acts;
     // MLP branch: x_out = x_mid + w_down(silu(w_gate h2) * w_up h2)
     matmul_backward(s->dact, g.w_down, s->dx, a->act, w.w_down, d->N, d->H, d->C, false);
-    swiglu_backward(s->dgate, s->dup, s->dact, a->gate, a->up, d->N * d->H);
+    swiglu_backward(s->dgate, s->dup, s->dact, a->gate, a->up, a->sig, d->N * d->H);
     matmul_backward(s->dh, g.w_gate, s->dgate, a->h2, w.w_gate, d->N, d->C, d->H, false);
     matmul_backward(s->dh, g.w_up, s->dup, a->h2, w.w_up, d->N, d->C, d->H, true);
     rmsnorm_backward(s->dx, g.mlp_norm, s->dh, a->x_mid, w.mlp_norm, a->rstd2, d->N, d->C);

@@ -1,0 +1,182 @@
+// test_train.c: the training run (trainer/train.c) end to end on a small generated corpus:
+// the loss falls on learnable text; a run stopped and resumed from its checkpoint gives
+// bitwise the losses and parameters of the uninterrupted run; damaged checkpoints and bad
+// options are refused with a message.
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kernels/llama_ops.h"
+#include "tests/test_util.h"
+#include "trainer/checkpoint.h"
+#include "trainer/train.h"
+
+static char dir[64];
+
+static void setup(void) {
+    snprintf(dir, sizeof dir, "/tmp/fplab_train_XXXXXX");
+    cr_assert(mkdtemp(dir), "mkdtemp");
+    // A corpus with structure a small model learns quickly: words from a small list.
+    static const char *words[] = {"the ", "cat ", "sat ", "on ", "a ", "mat.\n", "and ", "dog "};
+    char path[128];
+    snprintf(path, sizeof path, "%s/corpus.txt", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    uint64_t s = 42;
+    for (int i = 0; i < 6000; i++) fputs(words[tu_splitmix64(&s) % 8], f);
+    fclose(f);
+}
+
+static void teardown(void) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(train, .init = setup, .fini = teardown);
+
+static train_opts small_opts(const char *sub) {
+    train_opts o;
+    train_opts_default(&o);
+    snprintf(o.model, sizeof o.model, "tiny");
+    snprintf(o.data, sizeof o.data, "%s/corpus.txt", dir);
+    if (sub) snprintf(o.ckpt_dir, sizeof o.ckpt_dir, "%s/%s", dir, sub);
+    o.batch = 4, o.steps = 24, o.warmup = 2, o.lr = 1e-2f, o.lr_min = 1e-3f;
+    o.eval_every = 8, o.eval_batches = 2, o.progress = 0, o.threads = 2;
+    return o;
+}
+
+Test(train, loss_falls) {
+    train_opts o = small_opts(NULL);
+    o.steps = 60;
+    float losses[60];
+    train_report rep = {.losses = losses, .losses_cap = 60};
+    char msg[512] = "";
+    cr_assert_eq(train_run(&o, NULL, &rep, msg, sizeof msg), 0, "%s", msg);
+    cr_assert_eq(rep.steps_done, 60);
+    // uniform over the 14 characters of the corpus is ln 14 = 2.64; the words are learnable
+    cr_assert(losses[0] > 2.3f, "first loss %g", losses[0]);
+    cr_assert(rep.final_val_loss < 0.7f * losses[0], "val loss %g after 60 steps (first train loss %g)",
+              rep.final_val_loss, losses[0]);
+}
+
+static void read_params(const char *path, float **out, size_t *n) {
+    ckpt_file f;
+    char msg[512];
+    cr_assert_eq(ckpt_read(&f, path, msg, sizeof msg), CKPT_OK, "%s", msg);
+    const ckpt_section *p = ckpt_find(&f, "params");
+    cr_assert(p);
+    *n = p->nbytes / sizeof(float);
+    *out = malloc(p->nbytes);
+    memcpy(*out, p->data, p->nbytes);
+    ckpt_file_free(&f);
+}
+
+static void resume_is_bitwise(int accum, const char *recompute) {
+    char msg[512] = "", path[160];
+    float full[24], part[24];
+    memset(part, 0, sizeof part);
+    train_opts o = small_opts("full");
+    o.accum = accum;
+    snprintf(o.recompute, sizeof o.recompute, "%s", recompute);
+    train_report rep = {.losses = full, .losses_cap = 24};
+    cr_assert_eq(train_run(&o, NULL, &rep, msg, sizeof msg), 0, "%s", msg);
+
+    train_opts a = small_opts("part");
+    a.accum = accum;
+    snprintf(a.recompute, sizeof a.recompute, "%s", recompute);
+    a.stop_at = 10;
+    train_report ra = {.losses = part, .losses_cap = 24};
+    cr_assert_eq(train_run(&a, NULL, &ra, msg, sizeof msg), 0, "%s", msg);
+    cr_assert_eq(ra.steps_done, 10);
+    snprintf(path, sizeof path, "%s/part/ckpt.bin", dir);
+    train_opts run_only = small_opts("part");  // only the run_only fields are read on resume
+    run_only.stop_at = 0;
+    train_report rb = {.losses = part, .losses_cap = 24};
+    cr_assert_eq(train_run(&run_only, path, &rb, msg, sizeof msg), 0, "%s", msg);
+    cr_assert_eq(rb.steps_done, 24);
+    for (int s = 0; s < 24; s++)
+        cr_assert(tu_samef(full[s], part[s]), "step %d: loss %a uninterrupted, %a resumed", s + 1, full[s], part[s]);
+
+    float *p1, *p2;
+    size_t n1, n2;
+    snprintf(path, sizeof path, "%s/full/ckpt.bin", dir);
+    read_params(path, &p1, &n1);
+    snprintf(path, sizeof path, "%s/part/ckpt.bin", dir);
+    read_params(path, &p2, &n2);
+    cr_assert(n1 == n2 && memcmp(p1, p2, n1 * sizeof *p1) == 0, "final parameters differ");
+    free(p1), free(p2);
+
+    // the log of the resumed run holds each step once
+    snprintf(path, sizeof path, "%s/part/log.jsonl", dir);
+    FILE *f = fopen(path, "r");
+    cr_assert(f);
+    char line[512];
+    int lines = 0;
+    while (fgets(line, sizeof line, f)) lines += strstr(line, "\"step\":") != NULL;
+    fclose(f);
+    cr_assert_eq(lines, 24, "log has %d step lines", lines);
+}
+
+Test(train, resume_is_bitwise) { resume_is_bitwise(1, "none"); }
+Test(train, resume_is_bitwise_accum_recompute) { resume_is_bitwise(3, "block"); }
+
+Test(train, damaged_checkpoints_are_refused) {
+    char msg[512] = "", path[160], bad[176];
+    train_opts o = small_opts("d");
+    o.steps = 2;
+    cr_assert_eq(train_run(&o, NULL, NULL, msg, sizeof msg), 0, "%s", msg);
+    snprintf(path, sizeof path, "%s/d/ckpt.bin", dir);
+    FILE *f = fopen(path, "rb");
+    cr_assert(f);
+    fseek(f, 0, SEEK_END);
+    const long size = ftell(f);
+    rewind(f);
+    unsigned char *buf = malloc(size);
+    cr_assert_eq(fread(buf, 1, size, f), (size_t)size);
+    fclose(f);
+    snprintf(bad, sizeof bad, "%s/bad.bin", dir);
+    struct { long at, len; unsigned char x; const char *expect; } cases[] = {
+        {200, size, 0x40, "damaged"},  // a flipped bit inside the config/params sections
+        {-1, size / 2, 0, "truncated"},
+        {0, size, 0x01, "magic"},
+        {4, size, 0x02, "version"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        f = fopen(bad, "wb");
+        if (cases[i].at >= 0) buf[cases[i].at] ^= cases[i].x;
+        fwrite(buf, 1, cases[i].len, f);
+        fclose(f);
+        if (cases[i].at >= 0) buf[cases[i].at] ^= cases[i].x;
+        msg[0] = 0;
+        cr_assert_neq(train_run(&o, bad, NULL, msg, sizeof msg), 0, "case %zu accepted", i);
+        cr_assert(strstr(msg, cases[i].expect) && strstr(msg, bad), "case %zu: message '%s'", i, msg);
+    }
+    free(buf);
+    // the good one still resumes (and has nothing left to do)
+    train_report rep = {0};
+    cr_assert_eq(train_run(&o, path, &rep, msg, sizeof msg), 0, "%s", msg);
+    cr_assert_eq(rep.steps_done, 2);
+}
+
+Test(train, bad_options) {
+    char msg[512];
+    train_opts o = small_opts(NULL);
+    cr_assert_eq(train_opt_set(&o, "lr", "fast", msg, sizeof msg), -1);
+    cr_assert(strstr(msg, "--lr"), "%s", msg);
+    cr_assert_eq(train_opt_set(&o, "nope", "1", msg, sizeof msg), -1);
+    snprintf(o.model, sizeof o.model, "gpt5");
+    cr_assert_eq(train_run(&o, NULL, NULL, msg, sizeof msg), -1);
+    cr_assert(strstr(msg, "gpt5"), "%s", msg);
+    o = small_opts(NULL);
+    snprintf(o.data, sizeof o.data, "%s/missing.txt", dir);
+    cr_assert_eq(train_run(&o, NULL, NULL, msg, sizeof msg), -1);
+    cr_assert(strstr(msg, "missing.txt"), "%s", msg);
+    o = small_opts(NULL);
+    o.context = 1000;
+    cr_assert_eq(train_run(&o, NULL, NULL, msg, sizeof msg), -1);
+    cr_assert(strstr(msg, "context"), "%s", msg);
+}

@@ -1,0 +1,41 @@
+// optim.h: AdamW, the learning-rate schedule (linear warmup, cosine decay to a floor) and
+// global-norm gradient clipping, over the flat parameter buffer of the model.
+// Constraints: flat loops over the buffers carved by llama's size table; deterministic (the
+// norm is summed in double in a fixed order).
+#ifndef FPLAB_OPTIM_H
+#define FPLAB_OPTIM_H
+#include <stddef.h>
+
+#include "trainer/llama.h"
+
+typedef struct {
+    float lr;            // learning rate of this step (from lr_schedule)
+    float beta1, beta2;  // 0.9, 0.95 (nanoGPT's CPU Shakespeare recipe uses 0.99)
+    float eps;           // 1e-8
+    float weight_decay;  // decoupled, applied to matrices only (llama_param_is_matrix)
+} adamw_opts;
+
+// One AdamW step t (1-based: bias corrections 1 - beta^t), PyTorch's order:
+//   p -= lr * wd * p (matrices);  m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
+//   p -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)
+// params, m, v are overwritten; grads are read.
+void adamw_step(float *params, float *m, float *v, const float *grads, const llama_config *cfg,
+                const adamw_opts *o, long t);
+
+typedef struct {
+    float lr_max, lr_min;  // peak and floor
+    long warmup;           // optimizer steps of linear warmup
+    long total;            // optimizer steps in the run
+} lr_schedule;
+
+// Learning rate of optimizer step `step` (0-based): lr_max (step+1)/warmup while step < warmup,
+// then lr_min + (lr_max - lr_min) (1 + cos(pi r)) / 2 with r = (step - warmup)/(total - warmup),
+// and lr_min from `total` on.
+float lr_at(const lr_schedule *s, long step);
+
+// Global L2 norm of grads (n floats), in double. With max_norm > 0 and a larger norm, the
+// gradients are scaled by max_norm / norm. Returns the norm before clipping (inf or NaN if a
+// gradient is; then nothing is scaled).
+double clip_grad_norm(float *grads, size_t n, double max_norm);
+
+#endif

@@ -1,0 +1,92 @@
+// train.h: the training run: options (one table drives the command line, the printed
+// configuration, the checkpoint's "options" section and resume), the loop (gradient
+// accumulation, clipping, AdamW, schedule, validation, checkpoints, progress and JSON-lines
+// log) and resume.
+// Constraints: process level (prints progress to stderr) but returns errors with a message
+// instead of exiting, so tests drive it; a resumed run is bitwise the uninterrupted one for the
+// same thread count.
+#ifndef FPLAB_TRAIN_H
+#define FPLAB_TRAIN_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trainer/llama.h"
+
+enum { TRAIN_PATH_MAX = 1024 };
+
+typedef struct {
+    // model: a named config, fields > 0 override it
+    char model[32];
+    int dim, n_layers, n_heads, n_kv_heads, hidden_dim, seq_len, untied;
+    float rope_theta, norm_eps;
+    // data
+    char data[TRAIN_PATH_MAX];      // text file, or llm.c shards (comma-separated)
+    char tokens[8];                 // char | byte | shard
+    char val_data[TRAIN_PATH_MAX];  // shards: a validation shard (else the last 10%)
+    int vocab_size;                 // shards: 0 = largest token + 1
+    // batch and schedule
+    int batch;         // sequences per micro-batch B
+    int context;       // tokens per sequence T (<= seq_len; 0 = seq_len)
+    int accum;         // micro-batches per optimizer step K (each loss divided by K)
+    long steps;        // optimizer steps
+    float lr, lr_min;  // peak and floor of the cosine schedule
+    long warmup;       // optimizer steps of linear warmup
+    float beta1, beta2, adam_eps, weight_decay, grad_clip;  // grad_clip 0: off
+    // evaluation, checkpoints, logging
+    long eval_every;   // validation every N steps (and at the end); 0: only at the end
+    int eval_batches;  // fixed validation batches (the same every time)
+    char ckpt_dir[TRAIN_PATH_MAX];  // "": no checkpoints
+    long ckpt_every;   // 0: only at the end
+    char log[TRAIN_PATH_MAX];       // JSON lines; "" = <ckpt_dir>/log.jsonl or none
+    int progress;      // -1 auto (a terminal), 0 off, 1 on
+    long stop_at;      // > 0: end this invocation after that step (checkpointed) as if
+                       // interrupted; the schedule still spans `steps` (resume continues)
+    // run
+    uint64_t seed;
+    int threads;       // 0: as OpenMP/OpenBLAS decide
+    char recompute[8]; // none | block
+} train_opts;
+
+// nanoGPT's CPU Shakespeare recipe on the shakespeare config: batch 12, context 64, 2000 steps,
+// lr 1e-3 -> 1e-4, warmup 100, beta2 0.99, weight decay 0.1, clip 1, no dropout.
+void train_opts_default(train_opts *o);
+
+// --- the option table
+typedef enum { TOPT_INT, TOPT_LONG, TOPT_FLOAT, TOPT_U64, TOPT_STR } train_opt_type;
+typedef struct {
+    const char *name;    // the long option and the key in checkpoints and printouts
+    train_opt_type type;
+    size_t offset, size; // in train_opts (size: of the char array for strings)
+    bool run_only;       // true: may change on resume (does not affect the trajectory)
+    const char *help;
+} train_opt_desc;
+const train_opt_desc *train_opt_table(size_t *n);
+// Sets option `name` from text; -1 with a message for an unknown name or a malformed value.
+int train_opt_set(train_opts *o, const char *name, const char *value, char *msg, size_t msg_len);
+// The option's value as text.
+void train_opt_get(const train_opts *o, const train_opt_desc *d, char *buf, size_t len);
+// Checks ranges and names; 0 or -1 with a message naming the option.
+int train_opts_validate(const train_opts *o, char *msg, size_t msg_len);
+// The model config the options describe (vocab_size from the data); -1 with a message.
+int train_model_config(llama_config *c, const train_opts *o, int vocab_size, char *msg, size_t msg_len);
+
+// --- the run
+typedef struct {
+    long steps_done;          // optimizer steps completed when the run ended
+    float final_loss;         // mean train loss of the last step
+    float final_val_loss;     // last validation loss (NAN if none)
+    double seconds;           // wall time of the loop
+    double tokens_per_s;
+    double fwd_s, bwd_s, opt_s, eval_s;  // where the loop's time went
+    size_t n_params;
+    float *losses;            // optional, caller-owned: losses[s] = train loss of step s
+    size_t losses_cap;
+} train_report;
+
+// Trains from scratch, or, with resume non-NULL and non-empty, continues that checkpoint: the
+// checkpoint's options are used, except the run_only ones, which come from `o` (the command
+// line refuses other options given with --resume). Returns 0, or -1 with a message.
+int train_run(const train_opts *o, const char *resume, train_report *rep, char *msg, size_t msg_len);
+
+#endif

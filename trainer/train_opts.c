@@ -1,0 +1,188 @@
+// train_opts.c: the training options: defaults (nanoGPT's CPU Shakespeare recipe), one table
+// that the command line, the printed configuration, the checkpoint and resume all read, and
+// validation.
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trainer/train.h"
+
+void train_opts_default(train_opts *o) {
+    memset(o, 0, sizeof *o);
+    snprintf(o->model, sizeof o->model, "shakespeare");
+    snprintf(o->tokens, sizeof o->tokens, "char");
+    snprintf(o->recompute, sizeof o->recompute, "none");
+    o->batch = 12, o->accum = 1, o->steps = 2000;
+    o->lr = 1e-3f, o->lr_min = 1e-4f, o->warmup = 100;
+    o->beta1 = 0.9f, o->beta2 = 0.99f, o->adam_eps = 1e-8f, o->weight_decay = 0.1f, o->grad_clip = 1.0f;
+    o->eval_every = 250, o->eval_batches = 20;
+    o->progress = -1;
+    o->seed = 1337;
+}
+
+#define OPT(name, field, type, run_only, help) \
+    {name, type, offsetof(train_opts, field), sizeof(((train_opts *)0)->field), run_only, help}
+
+static const train_opt_desc table[] = {
+    OPT("model", model, TOPT_STR, false, "named config: tiny, shakespeare, 260k, 15m"),
+    OPT("dim", dim, TOPT_INT, false, "model width (0: the named config's)"),
+    OPT("n-layers", n_layers, TOPT_INT, false, "layers (0: the named config's)"),
+    OPT("n-heads", n_heads, TOPT_INT, false, "query heads (0: the named config's)"),
+    OPT("n-kv-heads", n_kv_heads, TOPT_INT, false, "key/value heads (0: the named config's)"),
+    OPT("hidden-dim", hidden_dim, TOPT_INT, false, "SwiGLU width (0: 2/3 of 4*dim rounded up to 32)"),
+    OPT("seq-len", seq_len, TOPT_INT, false, "context of the model (0: the named config's)"),
+    OPT("untied", untied, TOPT_INT, false, "1: separate LM head; 0: tied to the embedding"),
+    OPT("rope-theta", rope_theta, TOPT_FLOAT, false, "RoPE base (0: 10000)"),
+    OPT("norm-eps", norm_eps, TOPT_FLOAT, false, "RMSNorm epsilon (0: 1e-5)"),
+    OPT("data", data, TOPT_STR, false, "text file, or llm.c token shards (comma-separated)"),
+    OPT("tokens", tokens, TOPT_STR, false, "char (vocabulary from the text) | byte (256) | shard"),
+    OPT("val-data", val_data, TOPT_STR, false, "shards: a validation shard (default: the last 10%)"),
+    OPT("vocab-size", vocab_size, TOPT_INT, false, "shards: vocabulary size (0: largest token + 1)"),
+    OPT("batch", batch, TOPT_INT, false, "sequences per micro-batch"),
+    OPT("context", context, TOPT_INT, false, "tokens per sequence (0: seq_len)"),
+    OPT("accum", accum, TOPT_INT, false, "micro-batches per optimizer step (gradient accumulation)"),
+    OPT("steps", steps, TOPT_LONG, false, "optimizer steps"),
+    OPT("lr", lr, TOPT_FLOAT, false, "peak learning rate"),
+    OPT("lr-min", lr_min, TOPT_FLOAT, false, "learning-rate floor of the cosine decay"),
+    OPT("warmup", warmup, TOPT_LONG, false, "optimizer steps of linear warmup"),
+    OPT("beta1", beta1, TOPT_FLOAT, false, "AdamW beta1"),
+    OPT("beta2", beta2, TOPT_FLOAT, false, "AdamW beta2"),
+    OPT("adam-eps", adam_eps, TOPT_FLOAT, false, "AdamW epsilon"),
+    OPT("weight-decay", weight_decay, TOPT_FLOAT, false, "decoupled weight decay (matrices only)"),
+    OPT("grad-clip", grad_clip, TOPT_FLOAT, false, "global gradient-norm clip (0: off)"),
+    OPT("eval-every", eval_every, TOPT_LONG, false, "validation every N steps (0: only at the end)"),
+    OPT("eval-batches", eval_batches, TOPT_INT, false, "validation batches (a fixed set)"),
+    OPT("seed", seed, TOPT_U64, false, "seed of the initialisation and the batches"),
+    OPT("recompute", recompute, TOPT_STR, false, "gradient checkpointing: none | block"),
+    OPT("ckpt-dir", ckpt_dir, TOPT_STR, true, "directory for ckpt.bin (and log.jsonl); '' = none"),
+    OPT("ckpt-every", ckpt_every, TOPT_LONG, true, "checkpoint every N steps (0: only at the end)"),
+    OPT("log", log, TOPT_STR, true, "JSON-lines log (default <ckpt_dir>/log.jsonl)"),
+    OPT("progress", progress, TOPT_INT, true, "progress line: -1 on a terminal, 0 off, 1 on"),
+    OPT("stop-at", stop_at, TOPT_LONG, true, "end this invocation after step N, checkpointed (0: run to --steps)"),
+    OPT("threads", threads, TOPT_INT, true, "threads for BLAS and OpenMP (0: their default)"),
+};
+#undef OPT
+
+const train_opt_desc *train_opt_table(size_t *n) {
+    *n = sizeof table / sizeof table[0];
+    return table;
+}
+
+static const train_opt_desc *find(const char *name) {
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (!strcmp(table[i].name, name)) return &table[i];
+    return NULL;
+}
+
+int train_opt_set(train_opts *o, const char *name, const char *value, char *msg, size_t msg_len) {
+    const train_opt_desc *d = find(name);
+    if (!d) {
+        snprintf(msg, msg_len, "unknown training option '%s'", name);
+        return -1;
+    }
+    char *end = NULL, *p = (char *)o + d->offset;
+    errno = 0;
+    switch (d->type) {
+    case TOPT_INT: {
+        const long v = strtol(value, &end, 10);
+        if (v < -2147483647L || v > 2147483647L) errno = ERANGE;
+        *(int *)p = (int)v;
+        break;
+    }
+    case TOPT_LONG: *(long *)p = strtol(value, &end, 10); break;
+    case TOPT_U64: *(uint64_t *)p = strtoull(value, &end, 0); break;
+    case TOPT_FLOAT: *(float *)p = strtof(value, &end); break;
+    case TOPT_STR:
+        if (strlen(value) >= d->size) {
+            snprintf(msg, msg_len, "--%s: '%.40s...' is longer than %zu characters", name, value, d->size - 1);
+            return -1;
+        }
+        snprintf(p, d->size, "%s", value);
+        return 0;
+    }
+    if (errno || end == value || *end) {
+        snprintf(msg, msg_len, "--%s: '%s' is not a valid %s", name, value,
+                 d->type == TOPT_FLOAT ? "number" : "integer");
+        return -1;
+    }
+    return 0;
+}
+
+void train_opt_get(const train_opts *o, const train_opt_desc *d, char *buf, size_t len) {
+    const char *p = (const char *)o + d->offset;
+    switch (d->type) {
+    case TOPT_INT: snprintf(buf, len, "%d", *(const int *)p); break;
+    case TOPT_LONG: snprintf(buf, len, "%ld", *(const long *)p); break;
+    case TOPT_U64: snprintf(buf, len, "%llu", (unsigned long long)*(const uint64_t *)p); break;
+    case TOPT_FLOAT: {  // the shortest text that reads back as the same float
+        const float v = *(const float *)p;
+        for (int prec = 6; prec <= 9; prec++) {
+            snprintf(buf, len, "%.*g", prec, v);
+            if (strtof(buf, NULL) == v) break;
+        }
+        break;
+    }
+    case TOPT_STR: snprintf(buf, len, "%s", p); break;
+    }
+}
+
+int train_opts_validate(const train_opts *o, char *msg, size_t msg_len) {
+#define REQUIRE(cond, ...)                         \
+    do {                                           \
+        if (!(cond)) {                             \
+            snprintf(msg, msg_len, __VA_ARGS__);   \
+            return -1;                             \
+        }                                          \
+    } while (0)
+    llama_config c;
+    REQUIRE(llama_config_named(&c, o->model) == LLAMA_OK, "--model '%s': expected one of %s", o->model,
+            llama_config_names());
+    REQUIRE(o->data[0], "--data: a text file or token shards is required");
+    REQUIRE(!strcmp(o->tokens, "char") || !strcmp(o->tokens, "byte") || !strcmp(o->tokens, "shard"),
+            "--tokens '%s': expected char, byte or shard", o->tokens);
+    REQUIRE(!strcmp(o->recompute, "none") || !strcmp(o->recompute, "block"),
+            "--recompute '%s': expected none or block", o->recompute);
+    REQUIRE(o->batch > 0 && o->accum > 0 && o->steps > 0 && o->context >= 0 && o->eval_batches > 0,
+            "--batch %d, --accum %d, --steps %ld, --eval-batches %d: expected positive", o->batch,
+            o->accum, o->steps, o->eval_batches);
+    REQUIRE(o->lr > 0 && o->lr_min >= 0 && o->lr_min <= o->lr && isfinite(o->lr),
+            "--lr %g, --lr-min %g: expected 0 <= lr_min <= lr, lr > 0", o->lr, o->lr_min);
+    REQUIRE(o->warmup >= 0 && o->eval_every >= 0 && o->ckpt_every >= 0,
+            "--warmup, --eval-every, --ckpt-every: expected >= 0");
+    REQUIRE(o->beta1 >= 0 && o->beta1 < 1 && o->beta2 >= 0 && o->beta2 < 1 && o->adam_eps > 0,
+            "--beta1 %g, --beta2 %g, --adam-eps %g: expected betas in [0, 1), eps > 0", o->beta1,
+            o->beta2, o->adam_eps);
+    REQUIRE(o->weight_decay >= 0 && o->grad_clip >= 0, "--weight-decay, --grad-clip: expected >= 0");
+    REQUIRE(o->progress >= -1 && o->progress <= 1, "--progress %d: expected -1, 0 or 1", o->progress);
+    REQUIRE(o->stop_at >= 0, "--stop-at %ld: expected >= 0", o->stop_at);
+    REQUIRE(o->threads >= 0, "--threads %d: expected >= 0", o->threads);
+    REQUIRE(o->untied == 0 || o->untied == 1, "--untied %d: expected 0 or 1", o->untied);
+#undef REQUIRE
+    return 0;
+}
+
+int train_model_config(llama_config *c, const train_opts *o, int vocab_size, char *msg, size_t msg_len) {
+    if (llama_config_named(c, o->model) != LLAMA_OK) {
+        snprintf(msg, msg_len, "--model '%s': expected one of %s", o->model, llama_config_names());
+        return -1;
+    }
+    if (o->dim > 0) c->dim = o->dim, c->hidden_dim = llama_default_hidden(o->dim);
+    if (o->n_layers > 0) c->n_layers = o->n_layers;
+    if (o->n_heads > 0) c->n_heads = o->n_heads, c->n_kv_heads = o->n_kv_heads > 0 ? o->n_kv_heads : o->n_heads;
+    if (o->n_kv_heads > 0) c->n_kv_heads = o->n_kv_heads;
+    if (o->hidden_dim > 0) c->hidden_dim = o->hidden_dim;
+    if (o->seq_len > 0) c->seq_len = o->seq_len;
+    if (o->rope_theta > 0) c->rope_theta = o->rope_theta;
+    if (o->norm_eps > 0) c->norm_eps = o->norm_eps;
+    c->tied = !o->untied;
+    c->vocab_size = vocab_size;
+    if (llama_config_validate(c, msg, msg_len) != LLAMA_OK) return -1;
+    if (o->context > c->seq_len) {
+        snprintf(msg, msg_len, "--context %d exceeds the model's seq_len %d", o->context, c->seq_len);
+        return -1;
+    }
+    return 0;
+}
