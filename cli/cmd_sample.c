@@ -1,0 +1,132 @@
+// cmd_sample.c: `fplab sample --ckpt FILE [...]`: generates text from a trained checkpoint
+// (trainer/sample.h) and prints the prompt, then each token as it comes.
+// The resolved configuration goes to stderr, the text alone to stdout (so it can be piped).
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "kernels/llama_ops.h"
+#include "trainer/checkpoint.h"
+#include "trainer/sample.h"
+
+static void help(FILE *fp) {
+    const sample_opts d = sample_opts_default();
+    fprintf(fp,
+            "usage: fplab sample --ckpt FILE [--prompt TEXT] [--tokens N] [--temperature T]\n"
+            "                    [--top-p P] [--seed S] [--threads N]\n\n"
+            "Generates text from a checkpoint written by 'fplab train': prints the prompt, then each\n"
+            "generated token as it comes. The output is a pure function of the checkpoint, the options\n"
+            "and the thread count (draw i of the sampler is counter i of the generator keyed by seed).\n"
+            "There is no KV cache: each token reruns the model over the last seq_len tokens.\n\n"
+            "options:\n"
+            "  --ckpt FILE        the checkpoint (required)\n"
+            "  --prompt TEXT      text to start from, in the checkpoint's vocabulary (default: a\n"
+            "                     newline if the vocabulary has one, else token 0; token-id\n"
+            "                     vocabularies always start from token 0)\n"
+            "  --tokens N         tokens to generate [%ld]\n"
+            "  --temperature T    0: greedy (argmax); else softmax(logits / T) [%g]\n"
+            "  --top-p P          nucleus sampling: keep the most probable tokens whose mass first\n"
+            "                     exceeds P, in (0, 1]; 1: off [%g]\n"
+            "  --seed S           seed of the sampler's draws [%llu]\n"
+            "  --threads N        OpenMP threads (0: one per processor) [0]\n"
+            "  -h, --help         this text\n",
+            d.n_tokens, d.temperature, d.top_p, (unsigned long long)d.seed);
+}
+
+typedef struct {
+    const data_vocab *v;
+    FILE *fp;
+} printer;
+
+// Writes the text of token t (byte token 0 is one NUL byte: fwrite, not fputs).
+static int print_token(void *ctx, int32_t t) {
+    const printer *p = ctx;
+    char buf[32];
+    const int n = data_decode(p->v, t, buf, sizeof buf);
+    if (n > 0) fwrite(buf, 1, (size_t)n, p->fp);
+    fflush(p->fp);
+    return ferror(p->fp) ? 1 : 0;  // e.g. a closed pipe: stop generating
+}
+
+static const char *vocab_kind(const data_vocab *v) {
+    return v->kind == DATA_VOCAB_CHAR ? "char" : v->kind == DATA_VOCAB_BYTE ? "byte" : "token ids";
+}
+
+int cmd_sample(int argc, char **argv) {
+    static const struct option lo[] = {
+        {"ckpt", required_argument, 0, 'c'},    {"prompt", required_argument, 0, 'p'},
+        {"tokens", required_argument, 0, 'n'},  {"temperature", required_argument, 0, 't'},
+        {"top-p", required_argument, 0, 'P'},   {"seed", required_argument, 0, 's'},
+        {"threads", required_argument, 0, 'j'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    argv[0] = "fplab sample";
+    sample_opts o = sample_opts_default();
+    const char *ckpt = NULL, *prompt = NULL;
+    int threads = 0;
+    for (int c; (c = getopt_long(argc, argv, "h", lo, NULL)) != -1;) {
+        switch (c) {
+        case 'c': ckpt = optarg; break;
+        case 'p': prompt = optarg; break;
+        case 'n': o.n_tokens = cli_parse_long(optarg, "--tokens", 0, 1000000000L); break;
+        case 't': o.temperature = cli_parse_double(optarg, "--temperature"); break;
+        case 'P': o.top_p = cli_parse_double(optarg, "--top-p"); break;
+        case 's': o.seed = cli_parse_u64(optarg, "--seed"); break;
+        case 'j': threads = (int)cli_parse_long(optarg, "--threads", 0, 4096); break;
+        case 'h': help(stdout); return 0;
+        default: cli_usage_error("sample");
+        }
+    }
+    CLI_CHECK(optind == argc, "sample: unexpected argument '%s' (options take the form --name value)",
+              argv[optind]);
+    CLI_CHECK(ckpt, "sample: --ckpt FILE is required (see 'fplab sample --help')");
+    char msg[512];
+    CLI_CHECK(sample_opts_validate(&o, msg, sizeof msg) == SAMPLE_OK, "sample: --%s", msg);
+
+    llama_model m;
+    data_vocab v;
+    CLI_CHECK(ckpt_load_model(ckpt, &m, &v, msg, sizeof msg) == CKPT_OK, "sample: %s", msg);
+    llama_ops_threads(threads);
+
+    // The prompt as tokens: the text given, or a newline, or token 0.
+    long n = 0;
+    if (prompt && *prompt) {
+        CLI_CHECK(v.kind != DATA_VOCAB_TOKENS,
+                  "sample: --prompt: checkpoint '%s' has a token-id vocabulary (llm.c shards); it "
+                  "cannot encode text, leave --prompt out to start from token 0", ckpt);
+        n = data_encode(&v, prompt, NULL, 0, msg, sizeof msg);
+        CLI_CHECK(n >= 0, "sample: --prompt: %s (checkpoint '%s')", msg, ckpt);
+        CLI_CHECK(n <= 1000000000L, "sample: --prompt: %ld tokens is too long", n);
+    }
+    int32_t *tok = malloc(((size_t)n + 1) * sizeof *tok);
+    CLI_CHECK(tok, "sample: out of memory for a prompt of %ld tokens", n);
+    if (n > 0) {
+        CLI_CHECK(data_encode(&v, prompt, tok, (size_t)n, msg, sizeof msg) == n, "sample: --prompt: %s", msg);
+    } else {
+        n = v.kind != DATA_VOCAB_TOKENS && data_encode(&v, "\n", tok, 1, NULL, 0) == 1 ? 1 : 0;
+        if (n == 0) tok[0] = 0, n = 1;
+    }
+
+    const llama_config *c = &m.cfg;
+    fprintf(stderr,
+            "fplab sample: %s: dim %d, layers %d, heads %d/%d, vocab %d (%s), seq_len %d; prompt %ld "
+            "tokens, generating %ld, temperature %g, top-p %g, seed %llu\n",
+            ckpt, c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->vocab_size, vocab_kind(&v),
+            c->seq_len, n, o.n_tokens, o.temperature, o.top_p, (unsigned long long)o.seed);
+    printer pr = {&v, stdout};
+    for (long i = 0; i < n; i++) print_token(&pr, tok[i]);
+    long done = 0;
+    const int st = sample_generate(&m, tok, (int)n, &o, print_token, &pr, NULL, &done, msg, sizeof msg);
+    if (st == SAMPLE_OK && done == o.n_tokens) fputc('\n', stdout);
+    fflush(stdout);
+    free(tok);
+    data_vocab_free(&v);
+    llama_free(&m);
+    if (st != SAMPLE_OK) {
+        fprintf(stderr, "fplab: sample: %s (checkpoint '%s')\n", msg, ckpt);
+        return 1;
+    }
+    if (done < o.n_tokens) {
+        fprintf(stderr, "fplab: sample: output failed after %ld tokens\n", done);
+        return 1;
+    }
+    return 0;
+}
