@@ -62,8 +62,8 @@ TOOL_SRC := $(wildcard tools/*.c)
 TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%)
 MPFR_LIBS := -lmpfr -lgmp
 
-.PHONY: all lib cli deps config test test-gpu asan run-tests bench demo verify-exhaustive check-peers install \
-        uninstall clean help
+.PHONY: all lib cli deps config test test-gpu asan run-tests bench demo verify-exhaustive check-peers \
+        check-trainer-torch install uninstall clean help
 all: config lib cli
 
 help:
@@ -76,6 +76,7 @@ help:
 	@echo "make test-gpu   the CUDA suites, on a machine with a GPU"
 	@echo "make verify-exhaustive  every float32 input, every format <= 16 bits, against MPFR"
 	@echo "make check-peers        compare with ml_dtypes (pip) and write tests/fixtures"
+	@echo "make check-trainer-torch  the Llama against transformers (pip: torch) and write tests/fixtures"
 	@echo "make install PREFIX=... library, headers, command and fplab.pc"
 
 config:
@@ -164,6 +165,9 @@ verify-exhaustive: all $(BUILD)/tools/verify_exhaustive
 
 check-peers: all
 	python3 tools/check_peers.py $(BUILD)/fplab
+
+check-trainer-torch: all $(BUILD)/tools/dump_llama
+	python3 tools/check_llama_torch.py $(BUILD)/tools/dump_llama
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/fplab/formats \
