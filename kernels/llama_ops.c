@@ -292,7 +292,9 @@ void llama_ops_threads(int n) {
 // C = A B (+ beta C) with the M rows of C split over the OpenMP threads, one single-threaded
 // sgemm each: one thread pool for the whole step. (OpenBLAS's own threads next to OpenMP's
 // spin against each other on 2 cores: a shakespeare step took 190 ms that way, 107 ms on one
-// thread.) Each row's sum is the same whatever the split: the K loop does not depend on M.
+// thread.) The bits depend on the split (OpenBLAS picks its blocking from M: 221 of 1024
+// outputs of a 32x96x32 product differ between 1 and 2 threads), so results are deterministic
+// for a given thread count only.
 static int mm_rows(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M,
                    size_t N, size_t K, const mm_opts *o) {
     int st = MM_OK;
@@ -320,15 +322,26 @@ int matmul_forward(float *out, const float *inp, const float *weight, size_t N, 
     return mm_rows(out, OC, &a, &b, N, OC, IC, &o);
 }
 
-int matmul_backward(float *dinp, float *dweight, const float *dout, const float *inp,
-                    const float *weight, size_t N, size_t IC, size_t OC, bool accumulate) {
+int matmul_dgrad(float *dinp, const float *dout, const float *weight, size_t N, size_t IC,
+                 size_t OC, bool accumulate) {
     mm_opts o;
     mm_opts_default(&o);
     o.beta = accumulate ? 1.0f : 0.0f;
     const mm_operand g = operand(dout, OC, false), w = operand(weight, IC, false);
-    int st = mm_rows(dinp, IC, &g, &w, N, IC, OC, &o);  // (N,OC) x (OC,IC)
-    if (st != MM_OK) return st;
+    return mm_rows(dinp, IC, &g, &w, N, IC, OC, &o);  // (N,OC) x (OC,IC)
+}
+
+int matmul_wgrad(float *dweight, const float *dout, const float *inp, size_t N, size_t IC,
+                 size_t OC) {
+    mm_opts o;
+    mm_opts_default(&o);
     o.beta = 1.0f;
     const mm_operand gt = operand(dout, OC, true), x = operand(inp, IC, false);
     return mm_rows(dweight, IC, &gt, &x, OC, IC, N, &o);  // (OC,N) x (N,IC)
+}
+
+int matmul_backward(float *dinp, float *dweight, const float *dout, const float *inp,
+                    const float *weight, size_t N, size_t IC, size_t OC, bool accumulate) {
+    const int st = matmul_dgrad(dinp, dout, weight, N, IC, OC, accumulate);
+    return st != MM_OK ? st : matmul_wgrad(dweight, dout, inp, N, IC, OC);
 }

@@ -113,4 +113,15 @@ int matmul_backward(float *dinp,           // (N, IC)
                     const float *weight,   // (OC, IC)
                     size_t N, size_t IC, size_t OC, bool accumulate);
 
+// The two halves of matmul_backward, for callers that cast the operands of each product
+// differently (block scales run along K, which is OC for dgrad and N for wgrad).
+int matmul_dgrad(float *dinp,              // (N, IC) = or +=
+                 const float *dout,        // (N, OC)
+                 const float *weight,      // (OC, IC)
+                 size_t N, size_t IC, size_t OC, bool accumulate);
+int matmul_wgrad(float *dweight,           // (OC, IC) +=
+                 const float *dout,        // (N, OC)
+                 const float *inp,         // (N, IC)
+                 size_t N, size_t IC, size_t OC);
+
 #endif

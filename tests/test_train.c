@@ -75,17 +75,19 @@ static void read_params(const char *path, float **out, size_t *n) {
     ckpt_file_free(&f);
 }
 
-static void resume_is_bitwise(int accum, const char *recompute) {
+static void resume_is_bitwise(int accum, const char *recompute, const char *policy) {
     char msg[512] = "", path[160];
     float full[24], part[24];
     memset(part, 0, sizeof part);
     train_opts o = small_opts("full");
+    snprintf(o.policy, sizeof o.policy, "%s", policy);
     o.accum = accum;
     snprintf(o.recompute, sizeof o.recompute, "%s", recompute);
     train_report rep = {.losses = full, .losses_cap = 24};
     cr_assert_eq(train_run(&o, NULL, &rep, msg, sizeof msg), 0, "%s", msg);
 
     train_opts a = small_opts("part");
+    snprintf(a.policy, sizeof a.policy, "%s", policy);
     a.accum = accum;
     snprintf(a.recompute, sizeof a.recompute, "%s", recompute);
     a.stop_at = 10;
@@ -121,8 +123,52 @@ static void resume_is_bitwise(int accum, const char *recompute) {
     cr_assert_eq(lines, 24, "log has %d step lines", lines);
 }
 
-Test(train, resume_is_bitwise) { resume_is_bitwise(1, "none"); }
-Test(train, resume_is_bitwise_accum_recompute) { resume_is_bitwise(3, "block"); }
+Test(train, resume_is_bitwise) { resume_is_bitwise(1, "none", "fp32"); }
+Test(train, resume_is_bitwise_accum_recompute) { resume_is_bitwise(3, "block", "fp32"); }
+// dynamic loss scaling (its scale and counters in the checkpoint), SR and Kahan state, delayed
+// amax histories
+Test(train, resume_is_bitwise_fp16_amp) { resume_is_bitwise(2, "none", "fp16-amp"); }
+Test(train, resume_is_bitwise_pure_bf16_kahan) { resume_is_bitwise(1, "block", "pure-bf16-kahan"); }
+Test(train, resume_is_bitwise_pure_bf16_sr) { resume_is_bitwise(1, "none", "pure-bf16-sr"); }
+Test(train, resume_is_bitwise_fp8_delayed) { resume_is_bitwise(2, "block", "fp8-delayed"); }
+
+// A loss scale that overflows fp16 gradients to inf: every step is skipped, so the weights
+// stay the initial ones and the AdamW moments stay zero; the schedule does not advance.
+Test(train, skipped_steps_change_nothing) {
+    char path[160], msg[512] = "";
+    snprintf(path, sizeof path, "%s/overflow.policy", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs("name overflow\nsite *.grad fp16 none rne ieee\nloss_scale static 1e30\n", f);
+    fclose(f);
+    train_opts o = small_opts("skip");
+    snprintf(o.policy, sizeof o.policy, "%s", path);
+    o.steps = 3;
+    train_report rep = {0};
+    cr_assert_eq(train_run(&o, NULL, &rep, msg, sizeof msg), 0, "%s", msg);
+    cr_assert_eq(rep.skipped, 3, "skipped %ld of 3", rep.skipped);
+    snprintf(path, sizeof path, "%s/skip/ckpt.bin", dir);
+    ckpt_file cf;
+    cr_assert_eq(ckpt_read(&cf, path, msg, sizeof msg), CKPT_OK, "%s", msg);
+    const ckpt_section *ps = ckpt_find(&cf, "params"), *ms = ckpt_find(&cf, "adam_m"), *vs = ckpt_find(&cf, "adam_v");
+    llama_config c;
+    llama_model m;
+    cr_assert_eq(ckpt_config_unpack(&c, ckpt_find(&cf, "config")), CKPT_OK);
+    cr_assert_eq(llama_init(&m, &c, LLAMA_RECOMPUTE_NONE, NULL, 0), LLAMA_OK);
+    llama_init_weights(&m, o.seed);
+    cr_assert(memcmp(ps->data, m.params, ps->nbytes) == 0, "weights changed on skipped steps");
+    for (size_t i = 0; i < m.n_params; i++)
+        cr_assert(((const float *)ms->data)[i] == 0 && ((const float *)vs->data)[i] == 0, "moment %zu changed", i);
+    llama_free(&m);
+    ckpt_file_free(&cf);
+    snprintf(path, sizeof path, "%s/skip/log.jsonl", dir);
+    f = fopen(path, "r");
+    char line[8192];
+    int skipped = 0;
+    while (fgets(line, sizeof line, f)) skipped += strstr(line, "\"skipped\":1") != NULL;
+    fclose(f);
+    cr_assert_eq(skipped, 3, "log shows %d skipped steps", skipped);
+}
 
 Test(train, damaged_checkpoints_are_refused) {
     char msg[512] = "", path[160], bad[176];

@@ -196,6 +196,18 @@ int llama_reserve(llama_model *m, int B, int T) {
     return LLAMA_OK;
 }
 
+size_t llama_max_operand(const llama_config *c, int B, int T) {
+    const size_t N = (size_t)B * T, C = c->dim, H = c->hidden_dim, V = c->vocab_size;
+    const size_t qd = c->dim;  // n_heads * head size
+    size_t w = C > H ? C : H;
+    if (V > w) w = V;
+    if (qd > w) w = qd;
+    size_t most = N * w;  // activations and gradients (N, width)
+    if (V * C > most) most = V * C;  // weights: embedding / head, MLP
+    if (H * C > most) most = H * C;
+    return most;
+}
+
 size_t llama_acts_bytes(const llama_model *m) { return m->acts ? m->acts->bytes : 0; }
 
 // --- model
@@ -294,25 +306,59 @@ static layer_acts *acts_of(llama_model *m, size_t l) {
     return m->recompute == LLAMA_RECOMPUTE_BLOCK ? &m->acts->lay[0] : &m->acts->lay[l];
 }
 
+// Casts for the precision policy (no-ops when m->ac is NULL or a site is inactive). Operands
+// of a product go to scratch slots (0: activation, 1: weight); stored tensors are cast in
+// place. A recomputed forward casts again, identically, without counting.
+static const float *cast_op(llama_model *m, ac_site s, size_t l, const float *x, size_t rows,
+                            size_t cols, int slot) {
+    return ac_cast(m->ac, s, (int)l, x, rows, cols, false, slot, !m->uncounted);
+}
+
+static void cast_store(llama_model *m, ac_site s, size_t l, float *x, size_t rows, size_t cols) {
+    ac_cast_inplace(m->ac, s, (int)l, x, rows, cols, !m->uncounted);
+}
+
+// out = xc W^T: xc already cast for its site, W cast here for site ws.
+static void proj(llama_model *m, ac_site ws, size_t l, float *out, const float *xc, const float *w,
+                 size_t N, size_t IC, size_t OC) {
+    matmul_forward(out, xc, cast_op(m, ws, l, w, OC, IC, 1), N, IC, OC);
+}
+
 static void layer_forward(llama_model *m, const dims *d, size_t l, layer_acts *a, const float *x,
                           float *x_out) {
     const layer_w w = LAYER_VIEWS(layer_w, m->p, l, *d);
     const float eps = m->cfg.norm_eps;
-    rmsnorm_forward(a->h1, a->rstd1, x, w.attn_norm, d->N, d->C, eps);
-    matmul_forward(a->q, a->h1, w.wq, d->N, d->C, d->qd);
-    matmul_forward(a->k, a->h1, w.wk, d->N, d->C, d->kvd);
-    matmul_forward(a->v, a->h1, w.wv, d->N, d->C, d->kvd);
+    const size_t N = d->N;
+    rmsnorm_forward(a->h1, a->rstd1, x, w.attn_norm, N, d->C, eps);
+    cast_store(m, AC_SAVED, l, a->h1, N, d->C);
+    const float *h1c = cast_op(m, AC_QKV_IN, l, a->h1, N, d->C, 0);
+    proj(m, AC_QKV_W, l, a->q, h1c, w.wq, N, d->C, d->qd);
+    proj(m, AC_QKV_W, l, a->k, h1c, w.wk, N, d->C, d->kvd);
+    proj(m, AC_QKV_W, l, a->v, h1c, w.wv, N, d->C, d->kvd);
     rope_forward(a->q, m->rope_cos, m->rope_sin, d->B, d->T, d->NH, d->hs);
     rope_forward(a->k, m->rope_cos, m->rope_sin, d->B, d->T, d->NKV, d->hs);
+    cast_store(m, AC_SAVED, l, a->q, N, d->qd);
+    cast_store(m, AC_SAVED, l, a->k, N, d->kvd);
+    cast_store(m, AC_SAVED, l, a->v, N, d->kvd);
     attention_forward(a->y, a->att, a->q, a->k, a->v, d->B, d->T, d->NH, d->NKV, d->hs);
-    matmul_forward(a->x_mid, a->y, w.wo, d->N, d->qd, d->C);
-    for (size_t i = 0; i < d->N * d->C; i++) a->x_mid[i] += x[i];
-    rmsnorm_forward(a->h2, a->rstd2, a->x_mid, w.mlp_norm, d->N, d->C, eps);
-    matmul_forward(a->gate, a->h2, w.w_gate, d->N, d->C, d->H);
-    matmul_forward(a->up, a->h2, w.w_up, d->N, d->C, d->H);
-    swiglu_forward(a->act, a->sig, a->gate, a->up, d->N * d->H);
-    matmul_forward(x_out, a->act, w.w_down, d->N, d->H, d->C);
-    for (size_t i = 0; i < d->N * d->C; i++) x_out[i] += a->x_mid[i];
+    cast_store(m, AC_SAVED, l, a->y, N, d->qd);
+    const float *yc = cast_op(m, AC_O_IN, l, a->y, N, d->qd, 0);
+    proj(m, AC_O_W, l, a->x_mid, yc, w.wo, N, d->qd, d->C);
+    for (size_t i = 0; i < N * d->C; i++) a->x_mid[i] += x[i];
+    cast_store(m, AC_RESIDUAL, l, a->x_mid, N, d->C);
+    rmsnorm_forward(a->h2, a->rstd2, a->x_mid, w.mlp_norm, N, d->C, eps);
+    cast_store(m, AC_SAVED, l, a->h2, N, d->C);
+    const float *h2c = cast_op(m, AC_GATEUP_IN, l, a->h2, N, d->C, 0);
+    proj(m, AC_GATEUP_W, l, a->gate, h2c, w.w_gate, N, d->C, d->H);
+    proj(m, AC_GATEUP_W, l, a->up, h2c, w.w_up, N, d->C, d->H);
+    cast_store(m, AC_SAVED, l, a->gate, N, d->H);
+    cast_store(m, AC_SAVED, l, a->up, N, d->H);
+    swiglu_forward(a->act, a->sig, a->gate, a->up, N * d->H);
+    cast_store(m, AC_SAVED, l, a->act, N, d->H);
+    const float *actc = cast_op(m, AC_DOWN_IN, l, a->act, N, d->H, 0);
+    proj(m, AC_DOWN_W, l, x_out, actc, w.w_down, N, d->H, d->C);
+    for (size_t i = 0; i < N * d->C; i++) x_out[i] += a->x_mid[i];
+    cast_store(m, AC_RESIDUAL, l, x_out, N, d->C);
 }
 
 float llama_forward(llama_model *m, const int *tokens, const int *targets, int B, int T) {
@@ -326,12 +372,14 @@ float llama_forward(llama_model *m, const int *tokens, const int *targets, int B
     const dims d = dims_of(m, B, T);
     llama_acts *a = m->acts;
     encoder_forward(a->x_in[0], tokens, m->p.t[LP_TOK_EMB], d.N, d.C);
+    cast_store(m, AC_RESIDUAL, (size_t)c->n_layers, a->x_in[0], d.N, d.C);
     for (size_t l = 0; l < (size_t)c->n_layers; l++)
         layer_forward(m, &d, l, acts_of(m, l), a->x_in[l], a->x_in[l + 1]);
     rmsnorm_forward(a->hf, a->rstd_f, a->x_in[c->n_layers], m->p.t[LP_FINAL_NORM], d.N, d.C,
                     c->norm_eps);
     const float *head = c->tied ? m->p.t[LP_TOK_EMB] : m->p.t[LP_LM_HEAD];
-    matmul_forward(a->logits, a->hf, head, d.N, d.C, d.V);
+    const size_t top = (size_t)c->n_layers;  // model-level sites count as "layer" L
+    proj(m, AC_HEAD_W, top, a->logits, cast_op(m, AC_HEAD_IN, top, a->hf, d.N, d.C, 0), head, d.N, d.C, d.V);
     if (!targets) return 0.0f;
     return (float)crossentropy_forward(a->lse, a->logits, targets, d.N, d.V);
 }
@@ -340,28 +388,52 @@ const float *llama_logits(const llama_model *m) { return m->acts ? m->acts->logi
 
 // --- backward
 
+// dinp (= or +=) dout W and dW += dout^T inp, each product with its operands cast for the
+// policy: the output gradient along OC for dgrad and along N for wgrad, the weight along OC,
+// the input along N (block scales run along the summed dimension K of each product).
+static void proj_backward(llama_model *m, ac_site in, ac_site ws, ac_site gs, size_t l, float *dinp,
+                          float *dw, const float *dout, const float *x, const float *w, size_t N,
+                          size_t IC, size_t OC, bool accumulate) {
+    ac_ctx *ac = m->ac;
+    if (!ac) {
+        matmul_backward(dinp, dw, dout, x, w, N, IC, OC, accumulate);
+        return;
+    }
+    const int L = (int)l;
+    matmul_dgrad(dinp, ac_cast(ac, gs, L, dout, N, OC, false, 0, true),
+                 ac_cast(ac, ws, L, w, OC, IC, true, 1, false), N, IC, OC, accumulate);
+    if (ac->pol.hadamard) {  // NVFP4: rotate both wgrad operands along N, the summed dimension
+        ac_hadamard16(ac, ac->buf[2], dout, N, OC);
+        ac_hadamard16(ac, ac->buf[3], x, N, IC);
+        dout = ac->buf[2], x = ac->buf[3];
+    }
+    matmul_wgrad(dw, ac_cast(ac, gs, L, dout, N, OC, true, 2, false),
+                 ac_cast(ac, in, L, x, N, IC, true, 3, false), N, IC, OC);
+}
+
 // dx (N, C) holds the gradient of the layer's output on entry and of its input on exit.
 static void layer_backward(llama_model *m, const dims *d, size_t l, const layer_acts *a,
                            const float *x) {
     const layer_w w = LAYER_VIEWS(layer_w, m->p, l, *d);
     const layer_g g = LAYER_VIEWS(layer_g, m->g, l, *d);
     llama_acts *s = m->acts;
+    const size_t N = d->N, C = d->C, H = d->H;
     // MLP branch: x_out = x_mid + w_down(silu(w_gate h2) * w_up h2)
-    matmul_backward(s->dact, g.w_down, s->dx, a->act, w.w_down, d->N, d->H, d->C, false);
-    swiglu_backward(s->dgate, s->dup, s->dact, a->gate, a->up, a->sig, d->N * d->H);
-    matmul_backward(s->dh, g.w_gate, s->dgate, a->h2, w.w_gate, d->N, d->C, d->H, false);
-    matmul_backward(s->dh, g.w_up, s->dup, a->h2, w.w_up, d->N, d->C, d->H, true);
-    rmsnorm_backward(s->dx, g.mlp_norm, s->dh, a->x_mid, w.mlp_norm, a->rstd2, d->N, d->C);
+    proj_backward(m, AC_DOWN_IN, AC_DOWN_W, AC_DOWN_GRAD, l, s->dact, g.w_down, s->dx, a->act, w.w_down, N, H, C, false);
+    swiglu_backward(s->dgate, s->dup, s->dact, a->gate, a->up, a->sig, N * H);
+    proj_backward(m, AC_GATEUP_IN, AC_GATEUP_W, AC_GATEUP_GRAD, l, s->dh, g.w_gate, s->dgate, a->h2, w.w_gate, N, C, H, false);
+    proj_backward(m, AC_GATEUP_IN, AC_GATEUP_W, AC_GATEUP_GRAD, l, s->dh, g.w_up, s->dup, a->h2, w.w_up, N, C, H, true);
+    rmsnorm_backward(s->dx, g.mlp_norm, s->dh, a->x_mid, w.mlp_norm, a->rstd2, N, C);
     // attention branch: x_mid = x + wo(attention(rope(wq h1), rope(wk h1), wv h1))
-    matmul_backward(s->dy, g.wo, s->dx, a->y, w.wo, d->N, d->qd, d->C, false);
+    proj_backward(m, AC_O_IN, AC_O_W, AC_O_GRAD, l, s->dy, g.wo, s->dx, a->y, w.wo, N, d->qd, C, false);
     attention_backward(s->dq, s->dk, s->dv, s->dy, a->att, a->q, a->k, a->v, d->B, d->T, d->NH,
                        d->NKV, d->hs);
     rope_backward(s->dq, m->rope_cos, m->rope_sin, d->B, d->T, d->NH, d->hs);
     rope_backward(s->dk, m->rope_cos, m->rope_sin, d->B, d->T, d->NKV, d->hs);
-    matmul_backward(s->dh, g.wq, s->dq, a->h1, w.wq, d->N, d->C, d->qd, false);
-    matmul_backward(s->dh, g.wk, s->dk, a->h1, w.wk, d->N, d->C, d->kvd, true);
-    matmul_backward(s->dh, g.wv, s->dv, a->h1, w.wv, d->N, d->C, d->kvd, true);
-    rmsnorm_backward(s->dx, g.attn_norm, s->dh, x, w.attn_norm, a->rstd1, d->N, d->C);
+    proj_backward(m, AC_QKV_IN, AC_QKV_W, AC_QKV_GRAD, l, s->dh, g.wq, s->dq, a->h1, w.wq, N, C, d->qd, false);
+    proj_backward(m, AC_QKV_IN, AC_QKV_W, AC_QKV_GRAD, l, s->dh, g.wk, s->dk, a->h1, w.wk, N, C, d->kvd, true);
+    proj_backward(m, AC_QKV_IN, AC_QKV_W, AC_QKV_GRAD, l, s->dh, g.wv, s->dv, a->h1, w.wv, N, C, d->kvd, true);
+    rmsnorm_backward(s->dx, g.attn_norm, s->dh, x, w.attn_norm, a->rstd1, N, C);
 }
 
 void llama_backward(llama_model *m, const int *tokens, const int *targets, float loss_scale) {
@@ -373,7 +445,8 @@ void llama_backward(llama_model *m, const int *tokens, const int *targets, float
     float *dhead = tied ? m->g.t[LP_TOK_EMB] : m->g.t[LP_LM_HEAD];
     // the logits buffer becomes dlogits (the logits are not needed after this)
     crossentropy_backward(a->logits, a->logits, a->lse, targets, d.N, d.V, loss_scale);
-    matmul_backward(a->dh, dhead, a->logits, a->hf, head, d.N, d.C, d.V, false);
+    proj_backward(m, AC_HEAD_IN, AC_HEAD_W, AC_HEAD_GRAD, (size_t)c->n_layers, a->dh, dhead, a->logits,
+                  a->hf, head, d.N, d.C, d.V, false);
     memset(a->dx, 0, d.N * d.C * sizeof *a->dx);
     rmsnorm_backward(a->dx, m->g.t[LP_FINAL_NORM], a->dh, a->x_in[c->n_layers],
                      m->p.t[LP_FINAL_NORM], a->rstd_f, d.N, d.C);
@@ -382,7 +455,11 @@ void llama_backward(llama_model *m, const int *tokens, const int *targets, float
         // Recompute: the block's forward again from its saved input. The ops are
         // deterministic, so the activations (and the gradients) are bitwise those of a run
         // that stored them. x_in[l+1] is rewritten with the same values.
-        if (m->recompute == LLAMA_RECOMPUTE_BLOCK) layer_forward(m, &d, l, la, a->x_in[l], a->x_in[l + 1]);
+        if (m->recompute == LLAMA_RECOMPUTE_BLOCK) {
+            m->uncounted = true;
+            layer_forward(m, &d, l, la, a->x_in[l], a->x_in[l + 1]);
+            m->uncounted = false;
+        }
         layer_backward(m, &d, l, la, a->x_in[l]);
     }
     encoder_backward(m->g.t[LP_TOK_EMB], a->dx, tokens, d.N, d.C);

@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "autocast/autocast.h"
+
 typedef struct {
     int dim;          // model width C
     int n_layers;     // L
@@ -84,6 +86,9 @@ typedef struct {
     int B, T;
     llama_recompute recompute;
     float *rope_cos, *rope_sin;  // (seq_len, hs/2)
+    ac_ctx *ac;             // precision policy applied at the cast sites; NULL: float32
+    bool uncounted;        // a recomputed forward or an evaluation: casts are done but not
+                            // counted (telemetry, amax history), so they change nothing
 } llama_model;
 
 // Allocates parameters (zeroed) and gradients (zeroed); activations come with the first
@@ -109,6 +114,9 @@ const float *llama_logits(const llama_model *m);
 // (loss_scale: 1, or 1/K for gradient accumulation over K micro-batches, or a loss scale.)
 void llama_backward(llama_model *m, const int *tokens, const int *targets, float loss_scale);
 void llama_zero_grad(llama_model *m);
+// The largest tensor a cast site sees for batches up to (B, T), in floats (ac_init's
+// max_operand).
+size_t llama_max_operand(const llama_config *c, int B, int T);
 // Bytes held by the activations (for the memory table of make bench).
 size_t llama_acts_bytes(const llama_model *m);
 

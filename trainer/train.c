@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "kernels/llama_ops.h"
+#include "autocast/autocast.h"
 #include "trainer/checkpoint.h"
 #include "trainer/data.h"
 #include "trainer/optim.h"
@@ -25,7 +26,8 @@ static double now_s(void) {
 
 // The training state section: what a resumed run needs besides parameters and moments.
 typedef struct {
-    int64_t step;           // optimizer steps done
+    int64_t step;           // optimizer steps done (applied or skipped by the loss scaler)
+    int64_t applied;        // optimizer steps applied: the schedule and AdamW's t count these
     int64_t batches_drawn;  // micro-batches drawn from the training split (the data position)
     uint64_t seed;          // the key of every random draw (no other generator state exists)
     float last_val_loss;
@@ -37,7 +39,13 @@ typedef struct {
     llama_model m;
     data_set data;
     float *adam_m, *adam_v;
+    float *p_old, *kahan;  // low-precision weights: the weights before the update; Kahan's
+                           // compensation (float32)
+    ac_policy pol;
+    char *pol_text;        // the policy as text (saved in checkpoints; resume parses it)
+    ac_ctx ac;
     train_state st;
+    bool fresh;  // a new run (not resumed)
     int B, T;
     int32_t *x, *y;  // (B, T)
     FILE *log;
@@ -47,7 +55,9 @@ typedef struct {
 static void run_free(run *r) {
     llama_free(&r->m);
     data_free(&r->data);
-    free(r->adam_m), free(r->adam_v), free(r->x), free(r->y);
+    free(r->adam_m), free(r->adam_v), free(r->x), free(r->y), free(r->p_old), free(r->kahan);
+    free(r->pol_text);
+    ac_free(&r->ac);
     if (r->log) fclose(r->log);
 }
 
@@ -110,14 +120,22 @@ static int save_checkpoint(run *r, char *msg, size_t msg_len) {
     }
     ckpt_vocab_pack(voc, &r->data.vocab);
     opts_text(&r->o, opt, obytes + 1);
-    const size_t pb = r->m.n_params * sizeof(float);
-    const ckpt_section s[] = {
+    const size_t pb = r->m.n_params * sizeof(float), ab = ac_state_bytes(&r->ac);
+    void *acs = malloc(ab);
+    if (!acs) {
+        free(voc), free(opt);
+        snprintf(msg, msg_len, "out of memory writing a checkpoint");
+        return -1;
+    }
+    ac_state_save(&r->ac, acs);
+    ckpt_section s[] = {
         {"config", cfg, sizeof cfg}, {"params", r->m.params, pb}, {"adam_m", r->adam_m, pb},
         {"adam_v", r->adam_v, pb},   {"state", &r->st, sizeof r->st}, {"vocab", voc, vbytes},
-        {"options", opt, obytes},
+        {"options", opt, obytes},    {"policy", r->pol_text, strlen(r->pol_text)},
+        {"acstate", acs, ab},        {"kahan", r->kahan, r->kahan ? pb : 0},
     };
-    const int st = ckpt_write(r->ckpt_path, s, sizeof s / sizeof s[0], msg, msg_len);
-    free(voc), free(opt);
+    const int st = ckpt_write(r->ckpt_path, s, sizeof s / sizeof s[0] - (r->kahan ? 0 : 1), msg, msg_len);
+    free(voc), free(opt), free(acs);
     return st == CKPT_OK ? 0 : -1;
 }
 
@@ -158,10 +176,12 @@ static int load_data(run *r, const data_vocab *vocab, char *msg, size_t msg_len)
 
 static float eval_loss(run *r) {
     double sum = 0.0;
+    r->m.uncounted = true;  // evaluation casts leave telemetry and amax histories alone
     for (int i = 0; i < r->o.eval_batches; i++) {
         data_batch(&r->data, 1, r->st.seed, (uint64_t)i, r->B, r->T, r->x, r->y);
         sum += llama_forward(&r->m, r->x, r->y, r->B, r->T);
     }
+    r->m.uncounted = false;
     return (float)(sum / r->o.eval_batches);
 }
 
@@ -170,6 +190,74 @@ static void fmt_duration(char *buf, size_t len, double s) {
     if (s < 60) snprintf(buf, len, "%.0fs", s);
     else if (s < 3600) snprintf(buf, len, "%dm%02ds", (int)s / 60, (int)s % 60);
     else snprintf(buf, len, "%dh%02dm", (int)s / 3600, (int)s % 3600 / 60);
+}
+
+// --- precision policy
+
+// The policy: from --policy on a fresh run; from the checkpoint's own copy on resume (so an
+// edited policy file cannot change a run halfway).
+static int setup_policy(run *r, const ckpt_file *f, const char *path, char *msg, size_t msg_len) {
+    if (f) {
+        const ckpt_section *ps = ckpt_find(f, "policy");
+        if (!ps) {
+            snprintf(msg, msg_len, "checkpoint '%s': section 'policy' missing", path);
+            return -1;
+        }
+        r->pol_text = strndup(ps->data, ps->nbytes);
+        char origin[TRAIN_PATH_MAX + 32];
+        snprintf(origin, sizeof origin, "checkpoint %s", path);
+        if (!r->pol_text || ac_policy_parse(&r->pol, r->pol_text, origin, msg, msg_len) != AC_OK) return -1;
+    } else {
+        if (ac_policy_load(&r->pol, r->o.policy, msg, msg_len) != AC_OK) return -1;
+        const size_t n = ac_policy_text(&r->pol, NULL, 0);
+        r->pol_text = malloc(n + 1);
+        if (!r->pol_text) return -1;
+        ac_policy_text(&r->pol, r->pol_text, n + 1);
+    }
+    // What the trainer does not do yet, refused rather than ignored.
+    const char *why = mm_acc_is_emulated(&r->pol.acc) ? "an emulated accumulator (the CPU kernel for it runs "
+                                                        "at about 0.1 GFLOP/s: use fplab matmul-check)"
+                      : r->pol.site[AC_ATT_SCORES].active || r->pol.site[AC_ATT_PROBS].active
+                          ? "casting attention scores or probabilities"
+                      : r->pol.hadamard != 0 && r->pol.hadamard != 16 ? "a Hadamard size other than 16"
+                                                                        : NULL;
+    if (why) {
+        snprintf(msg, msg_len, "--policy '%s': %s is not supported by the trainer yet", r->o.policy, why);
+        return -1;
+    }
+    return 0;
+}
+
+static int setup_autocast(run *r, const ckpt_file *f, const char *path, char *msg, size_t msg_len) {
+    const ac_telemetry tel = !strcmp(r->o.telemetry, "off")      ? AC_TEL_OFF
+                             : !strcmp(r->o.telemetry, "layers") ? AC_TEL_LAYERS
+                                                                 : AC_TEL_SITES;
+    if (ac_init(&r->ac, &r->pol, r->m.cfg.n_layers, r->st.seed, tel,
+                llama_max_operand(&r->m.cfg, r->B, r->T), msg, msg_len) != AC_OK)
+        return -1;
+    r->m.ac = &r->ac;
+    const size_t n = r->m.n_params;
+    if (r->pol.site[AC_MASTER].active) {
+        r->p_old = malloc(n * sizeof *r->p_old);
+        if (r->pol.update == AC_UPDATE_KAHAN) r->kahan = calloc(n, sizeof *r->kahan);
+        if (!r->p_old || (r->pol.update == AC_UPDATE_KAHAN && !r->kahan)) {
+            snprintf(msg, msg_len, "out of memory for the low-precision weight update");
+            return -1;
+        }
+    }
+    if (!f) {  // a fresh run stores its initial weights (and zero moments) in their formats
+        ac_cast_inplace(&r->ac, AC_MASTER, -1, r->m.params, n, 1, false);
+        return 0;
+    }
+    const ckpt_section *as = ckpt_find(f, "acstate"), *ks = ckpt_find(f, "kahan");
+    if (!as || ac_state_load(&r->ac, as->data, as->nbytes) != AC_OK ||
+        (r->kahan && (!ks || ks->nbytes != n * sizeof(float)))) {
+        snprintf(msg, msg_len, "checkpoint '%s': section '%s' missing or of the wrong size", path,
+                 !as ? "acstate" : "kahan");
+        return -1;
+    }
+    if (r->kahan) memcpy(r->kahan, ks->data, ks->nbytes);
+    return 0;
 }
 
 int train_run(const train_opts *opts, const char *resume, train_report *rep, char *msg, size_t msg_len) {
@@ -193,6 +281,7 @@ int train_run(const train_opts *opts, const char *resume, train_report *rep, cha
             if (t[i].run_only) memcpy((char *)&r.o + t[i].offset, (const char *)opts + t[i].offset, t[i].size);
     }
     if (train_opts_validate(&r.o, msg, msg_len) != 0) goto out;
+    if (setup_policy(&r, resuming ? &f : NULL, resume, msg, msg_len) != 0) goto out;
     llama_ops_threads(r.o.threads);
     if (load_data(&r, resuming ? &vocab : NULL, msg, msg_len) != 0) goto out;
     llama_config cfg;
@@ -218,6 +307,7 @@ int train_run(const train_opts *opts, const char *resume, train_report *rep, cha
         llama_init_weights(&r.m, r.o.seed);
         r.adam_m = calloc(r.m.n_params, sizeof(float)), r.adam_v = calloc(r.m.n_params, sizeof(float));
         r.st = (train_state){.seed = r.o.seed, .last_val_loss = NAN};
+        r.fresh = true;
     }
     r.B = r.o.batch, r.T = r.o.context > 0 ? r.o.context : cfg.seq_len;
     r.x = malloc((size_t)r.B * r.T * sizeof *r.x), r.y = malloc((size_t)r.B * r.T * sizeof *r.y);
@@ -225,6 +315,7 @@ int train_run(const train_opts *opts, const char *resume, train_report *rep, cha
         snprintf(msg, msg_len, "out of memory for %zu parameters and (B %d, T %d) activations", r.m.n_params, r.B, r.T);
         goto out;
     }
+    if (setup_autocast(&r, resuming ? &f : NULL, resume, msg, msg_len) != 0) goto out;
     for (int split = 0; split < 2; split++)
         if (data_batch(&r.data, split, r.st.seed, 0, r.B, r.T, r.x, r.y) != DATA_OK) {
             snprintf(msg, msg_len, "--data '%s': the %s split is shorter than one sequence of %d tokens",
@@ -242,6 +333,11 @@ int train_run(const train_opts *opts, const char *resume, train_report *rep, cha
         snprintf(msg, msg_len, "--log '%s': cannot open for writing", log_path);
         goto out;
     }
+    if (r.log)
+        fprintf(r.log, "{\"event\":\"start\",\"policy\":\"%s\",\"seed\":%llu,\"model\":\"%s\",\"steps\":%ld,"
+                       "\"tokens_per_step\":%ld,\"resumed_from\":%lld}\n",
+                r.pol.name, (unsigned long long)r.o.seed, r.o.model, r.o.steps,
+                (long)r.o.accum * r.o.batch * r.T, (long long)r.st.step);
     const bool progress = r.o.progress < 0 ? isatty(fileno(stderr)) : r.o.progress;
     print_config(stderr, &r.o, &cfg, r.m.n_params);
     if (resuming) fprintf(stderr, "resuming from '%s' at step %lld\n", resume, (long long)r.st.step);
@@ -254,21 +350,41 @@ int train_run(const train_opts *opts, const char *resume, train_report *rep, cha
     double fwd = 0, bwd = 0, opt = 0, ev = 0;
     for (long step = first; step < r.o.steps; step++) {
         llama_zero_grad(&r.m);
+        ac_begin_step(&r.ac, (uint64_t)step);
+        const float S = r.ac.scaler.scale;  // the loss scale of this step (1: none)
         double lsum = 0;
         for (int k = 0; k < r.o.accum; k++) {
+            ac_begin_micro(&r.ac, k);
             data_batch(&r.data, 0, r.st.seed, (uint64_t)r.st.batches_drawn++, r.B, r.T, r.x, r.y);
             const double t0 = now_s();
             lsum += llama_forward(&r.m, r.x, r.y, r.B, r.T);
             const double t1 = now_s();
-            llama_backward(&r.m, r.x, r.y, 1.0f / (float)r.o.accum);
+            llama_backward(&r.m, r.x, r.y, S / (float)r.o.accum);
+            ac_cast_inplace(&r.ac, AC_GRADS, -1, r.m.grads, r.m.n_params, 1, true);
             fwd += t1 - t0, bwd += now_s() - t1;
         }
         loss = (float)(lsum / r.o.accum);
         const double t2 = now_s();
-        const double gnorm = clip_grad_norm(r.m.grads, r.m.n_params, r.o.grad_clip);
+        // Unscale (in float32), then decide: a non-finite gradient skips the step when the
+        // policy scales the loss; without loss scaling it goes into the weights, as it would.
+        bool finite = true;
+        const float inv = 1.0f / S;
+        for (size_t i = 0; i < r.m.n_params; i++) {
+            if (S != 1.0f) r.m.grads[i] *= inv;
+            finite &= isfinite(r.m.grads[i]);
+        }
+        const bool skip = ac_scaler_update(&r.ac.scaler, &r.pol.scaler, finite);
+        const double gnorm = clip_grad_norm(r.m.grads, r.m.n_params, skip ? 0.0 : r.o.grad_clip);
         adamw_opts ao = ao0;
-        ao.lr = lr_at(&sched, step);
-        adamw_step(r.m.params, r.adam_m, r.adam_v, r.m.grads, &r.m.cfg, &ao, step + 1);
+        ao.lr = lr_at(&sched, (long)r.st.applied);
+        if (!skip) {
+            if (r.p_old) memcpy(r.p_old, r.m.params, r.m.n_params * sizeof *r.p_old);
+            adamw_step(r.m.params, r.adam_m, r.adam_v, r.m.grads, &r.m.cfg, &ao, (long)r.st.applied + 1);
+            if (r.p_old) ac_round_update(&r.ac, r.m.params, r.p_old, r.kahan, r.m.n_params);
+            ac_cast_inplace(&r.ac, AC_ADAM_M, -1, r.adam_m, r.m.n_params, 1, true);
+            ac_cast_inplace(&r.ac, AC_ADAM_V, -1, r.adam_v, r.m.n_params, 1, true);
+            r.st.applied++;
+        }
         r.st.step = step + 1;
         opt += now_s() - t2;
         if (rep && rep->losses && (size_t)step < rep->losses_cap) rep->losses[step] = loss;
@@ -284,9 +400,10 @@ int train_run(const train_opts *opts, const char *resume, train_report *rep, cha
         const double tps = (double)(step + 1 - first) * r.o.accum * r.B * r.T / el;
         if (r.log) {
             fprintf(r.log, "{\"step\":%ld,\"loss\":%.9g,\"lr\":%.9g,\"grad_norm\":%.9g,\"tokens_per_s\":%.1f,"
-                           "\"elapsed_s\":%.3f",
-                    step + 1, loss, ao.lr, gnorm, tps, el);
+                           "\"elapsed_s\":%.3f,\"loss_scale\":%.9g,\"skipped\":%d",
+                    step + 1, loss, ao.lr, gnorm, tps, el, S, skip);
             if (!isnan(val)) fprintf(r.log, ",\"val_loss\":%.9g", val);
+            ac_write_json(&r.ac, r.log);
             fprintf(r.log, "}\n");
         }
         if (progress || !isnan(val)) {
@@ -314,6 +431,8 @@ int train_run(const train_opts *opts, const char *resume, train_report *rep, cha
         rep->tokens_per_s = (double)(r.st.step - first) * r.o.accum * r.B * r.T / rep->seconds;
         rep->fwd_s = fwd, rep->bwd_s = bwd, rep->opt_s = opt, rep->eval_s = ev;
         rep->n_params = r.m.n_params;
+        rep->skipped = (long)r.ac.scaler.skipped;
+        rep->loss_scale = r.ac.scaler.scale;
     }
     rc = 0;
 out:

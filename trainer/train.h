@@ -46,6 +46,9 @@ typedef struct {
     uint64_t seed;
     int threads;       // 0: as OpenMP/OpenBLAS decide
     char recompute[8]; // none | block
+    // precision
+    char policy[TRAIN_PATH_MAX];  // preset name or policy file (autocast/presets)
+    char telemetry[8];  // off | sites | layers
 } train_opts;
 
 // nanoGPT's CPU Shakespeare recipe on the shakespeare config: batch 12, context 64, 2000 steps,
@@ -79,6 +82,8 @@ typedef struct {
     double seconds;           // wall time of the loop
     double tokens_per_s;
     double fwd_s, bwd_s, opt_s, eval_s;  // where the loop's time went
+    long skipped;             // optimizer steps skipped by the loss scaler
+    float loss_scale;         // the scaler's scale at the end
     size_t n_params;
     float *losses;            // optional, caller-owned: losses[s] = train loss of step s
     size_t losses_cap;

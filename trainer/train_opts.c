@@ -15,6 +15,8 @@ void train_opts_default(train_opts *o) {
     snprintf(o->model, sizeof o->model, "shakespeare");
     snprintf(o->tokens, sizeof o->tokens, "char");
     snprintf(o->recompute, sizeof o->recompute, "none");
+    snprintf(o->policy, sizeof o->policy, "fp32");
+    snprintf(o->telemetry, sizeof o->telemetry, "sites");
     o->batch = 12, o->accum = 1, o->steps = 2000;
     o->lr = 1e-3f, o->lr_min = 1e-4f, o->warmup = 100;
     o->beta1 = 0.9f, o->beta2 = 0.99f, o->adam_eps = 1e-8f, o->weight_decay = 0.1f, o->grad_clip = 1.0f;
@@ -57,6 +59,8 @@ static const train_opt_desc table[] = {
     OPT("eval-batches", eval_batches, TOPT_INT, false, "validation batches (a fixed set)"),
     OPT("seed", seed, TOPT_U64, false, "seed of the initialisation and the batches"),
     OPT("recompute", recompute, TOPT_STR, false, "gradient checkpointing: none | block"),
+    OPT("policy", policy, TOPT_STR, false, "precision policy: a preset (fplab policy --list) or a policy file"),
+    OPT("telemetry", telemetry, TOPT_STR, true, "per-site numerics in the log: off | sites | layers"),
     OPT("ckpt-dir", ckpt_dir, TOPT_STR, true, "directory for ckpt.bin (and log.jsonl); '' = none"),
     OPT("ckpt-every", ckpt_every, TOPT_LONG, true, "checkpoint every N steps (0: only at the end)"),
     OPT("log", log, TOPT_STR, true, "JSON-lines log (default <ckpt_dir>/log.jsonl)"),
@@ -157,6 +161,9 @@ int train_opts_validate(const train_opts *o, char *msg, size_t msg_len) {
             o->beta2, o->adam_eps);
     REQUIRE(o->weight_decay >= 0 && o->grad_clip >= 0, "--weight-decay, --grad-clip: expected >= 0");
     REQUIRE(o->progress >= -1 && o->progress <= 1, "--progress %d: expected -1, 0 or 1", o->progress);
+    REQUIRE(!strcmp(o->telemetry, "off") || !strcmp(o->telemetry, "sites") || !strcmp(o->telemetry, "layers"),
+            "--telemetry '%s': expected off, sites or layers", o->telemetry);
+    REQUIRE(o->policy[0], "--policy: expected a preset name or a policy file");
     REQUIRE(o->stop_at >= 0, "--stop-at %ld: expected >= 0", o->stop_at);
     REQUIRE(o->threads >= 0, "--threads %d: expected >= 0", o->threads);
     REQUIRE(o->untied == 0 || o->untied == 1, "--untied %d: expected 0 or 1", o->untied);

@@ -1,0 +1,277 @@
+// autocast.c: casting at the sites of a policy, delayed scaling, telemetry, weight-update
+// rounding (see autocast.h).
+#include "autocast/autocast.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/rng.h"
+
+
+static size_t slot_index(const ac_ctx *c, ac_site s, int layer) {
+    return (size_t)s * (size_t)(c->n_layers + 1) + (size_t)(layer < 0 ? c->n_layers : layer);
+}
+
+int ac_init(ac_ctx *c, const ac_policy *p, int n_layers, uint64_t seed, ac_telemetry t,
+            size_t max_operand, char *msg, size_t msg_len) {
+    memset(c, 0, sizeof *c);
+    c->pol = *p;
+    c->n_layers = n_layers;
+    c->seed = seed;
+    c->telemetry = t;
+    ac_scaler_init(&c->scaler, &p->scaler);
+    const size_t slots = (size_t)AC_NSITES * (size_t)(n_layers + 1);
+    const size_t hl = p->amax_history > 0 ? (size_t)p->amax_history : 1;
+    c->hist = calloc(slots * hl, sizeof *c->hist);
+    c->hist_count = calloc(slots, sizeof *c->hist_count);
+    c->tel = calloc(slots, sizeof *c->tel);
+    c->buf_cap = max_operand;
+    bool ok = c->hist && c->hist_count && c->tel;
+    for (int i = 0; i < 4 && ok; i++) ok = (c->buf[i] = malloc((max_operand ? max_operand : 1) * sizeof(float)));
+    if (!ok) {
+        ac_free(c);
+        snprintf(msg, msg_len, "autocast: out of memory for %zu-float cast buffers", max_operand);
+        return AC_EINVAL;
+    }
+    return AC_OK;
+}
+
+void ac_free(ac_ctx *c) {
+    free(c->hist), free(c->hist_count), free(c->tel);
+    for (int i = 0; i < 4; i++) free(c->buf[i]);
+    memset(c, 0, sizeof *c);
+}
+
+void ac_begin_step(ac_ctx *c, uint64_t step) {
+    if (!c) return;
+    c->step = step;
+    c->micro = 0;
+    memset(c->tel, 0, (size_t)AC_NSITES * (size_t)(c->n_layers + 1) * sizeof *c->tel);
+    c->upd_n = c->upd_swamped = c->upd_changed = 0;
+}
+
+void ac_begin_micro(ac_ctx *c, int micro) {
+    if (c) c->micro = micro;
+}
+
+// Rounding options of one cast: the rule's, with a stochastic-rounding stream that names the
+// cast (not a running counter, so recompute and resume draw the same bits).
+static fmt_round_opts cast_opts(const ac_ctx *c, const ac_rule *r, ac_site s, int layer, bool k_rows) {
+    fmt_round_opts o = r->round;
+    o.seed = c->seed ^ 0x6175746f63617374ULL;  // "autocast"
+    o.stream = ((c->step * 64 + (uint64_t)c->micro) * AC_NSITES + (uint64_t)s) * 1024 +
+               (uint64_t)(layer + 1) * 2 + (k_rows ? 1 : 0);
+    o.offset = 0;
+    return o;
+}
+
+static void add_tel(ac_ctx *c, ac_site s, int layer, const fmt_stats *st, double amax, float scale) {
+    ac_tel *t = &c->tel[slot_index(c, s, layer)];
+    t->n += st->n, t->overflow += st->overflow, t->underflow += st->underflow;
+    t->subnormal += st->subnormal, t->nan += st->nan_in;
+    if (amax > t->amax) t->amax = amax;
+    t->scale = scale;
+}
+
+// Delayed scaling (Transformer Engine): scale = max_elem / (2^margin * max(history)), from the
+// amaxes of earlier casts of this site; 1 while the history is empty. Then the current amax
+// joins the history (when counted).
+static float delayed_scale(ac_ctx *c, ac_site s, int layer, const ac_rule *r) {
+    const size_t k = slot_index(c, s, layer), hl = (size_t)c->pol.amax_history;
+    const int64_t cnt = c->hist_count[k];
+    if (cnt == 0) return 1.0f;
+    const size_t m = cnt < (int64_t)hl ? (size_t)cnt : hl;
+    float amax = 0.0f;
+    for (size_t i = 0; i < m; i++) amax = fmaxf(amax, c->hist[k * hl + i]);
+    if (!(amax > 0.0f) || !isfinite(amax)) return 1.0f;
+    const double sc = r->fmt.max / (pow(2.0, c->pol.amax_margin) * amax);
+    return isfinite(sc) && sc > 0 ? (float)fmin(sc, 3.0e38) : 1.0f;
+}
+
+static void push_amax(ac_ctx *c, ac_site s, int layer, float amax) {
+    const size_t k = slot_index(c, s, layer), hl = (size_t)c->pol.amax_history;
+    c->hist[k * hl + (size_t)(c->hist_count[k] % (int64_t)hl)] = amax;
+    c->hist_count[k]++;
+}
+
+static void cast_into(ac_ctx *c, ac_site s, int layer, float *out, const float *x, size_t rows,
+                      size_t cols, bool k_rows, bool count) {
+    const ac_rule *r = &c->pol.site[s];
+    const size_t n = rows * cols;
+    const fmt_round_opts o = cast_opts(c, r, s, layer, k_rows);
+    fmt_stats st = {0};
+    float scale = 1.0f;
+    double amax;
+    if (r->delayed) {
+        scale = delayed_scale(c, s, layer, r);
+        const float inv = 1.0f / scale;
+        for (size_t i = 0; i < n; i++) out[i] = x[i] * scale;
+        fmt_round_f32(&r->fmt, out, n, &o, &st);
+        for (size_t i = 0; i < n; i++) out[i] *= inv;
+        amax = st.amax / scale;
+        if (count) push_amax(c, s, layer, (float)amax);
+    } else {
+        fmt_scaling sc = r->scaling;
+        if (k_rows) {  // scales run along K: down the columns of this operand
+            const int t = sc.tile_rows;
+            sc.tile_rows = sc.tile_cols, sc.tile_cols = t;
+        }
+        float one_scale = 0.0f;
+        fmt_quant_info info = {0};
+        const bool single = !sc.none && fmt_scale_count(&sc, rows, cols) == 1;
+        if (single) info.scales = &one_scale;
+        fmt_quantize_f32(&r->fmt, &sc, out, x, rows, cols, &o, &st, &info);
+        scale = sc.none ? 1.0f : single ? 1.0f / (one_scale * info.tensor_scale) : 0.0f;
+        amax = st.amax;
+    }
+    if (count && c->telemetry != AC_TEL_OFF) add_tel(c, s, layer, &st, amax, scale);
+}
+
+const float *ac_cast(ac_ctx *c, ac_site s, int layer, const float *x, size_t rows, size_t cols,
+                     bool k_rows, int slot, bool count) {
+    if (!ac_active(c, s)) return x;
+    float *out = c->buf[slot];
+    cast_into(c, s, layer, out, x, rows, cols, k_rows, count);
+    return out;
+}
+
+void ac_cast_inplace(ac_ctx *c, ac_site s, int layer, float *x, size_t rows, size_t cols, bool count) {
+    if (ac_active(c, s)) cast_into(c, s, layer, x, x, rows, cols, false, count);
+}
+
+void ac_round_update(ac_ctx *c, float *p, const float *p_old, float *comp, size_t n) {
+    if (!ac_active(c, AC_MASTER)) return;
+    const ac_rule *r = &c->pol.site[AC_MASTER];
+    fmt_round_opts o = cast_opts(c, r, AC_MASTER, -1, false);
+    o.mode = c->pol.update == AC_UPDATE_SR ? FMT_SR : r->round.mode == FMT_SR ? FMT_RNE : r->round.mode;
+    const bool kahan = c->pol.update == AC_UPDATE_KAHAN && comp;
+    uint64_t swamped = 0, changed = 0;
+    fmt_stats st = {0};
+    enum { CHUNK = 4096 };
+    float target[CHUNK];
+    for (size_t i0 = 0; i0 < n; i0 += CHUNK) {
+        const size_t m = n - i0 < CHUNK ? n - i0 : CHUNK;
+        float *q = p + i0;
+        const float *q0 = p_old + i0;
+        // Kahan: the float32 target carries what earlier roundings lost (comp, kept in
+        // float32); after rounding, comp = target - stored, exact as the two are close.
+        if (kahan)
+            for (size_t i = 0; i < m; i++) q[i] = q0[i] + ((q[i] - q0[i]) + comp[i0 + i]);
+        memcpy(target, q, m * sizeof *target);
+        o.offset = i0;
+        fmt_round_f32(&r->fmt, q, m, &o, &st);
+        for (size_t i = 0; i < m; i++) {
+            const bool same = q[i] == q0[i];
+            swamped += target[i] != q0[i] && same;  // moved in float32, rounded back: lost
+            changed += !same;
+        }
+        if (kahan)
+            for (size_t i = 0; i < m; i++) comp[i0 + i] = target[i] - q[i];
+    }
+    c->upd_n += n, c->upd_swamped += swamped, c->upd_changed += changed;
+    if (c->telemetry != AC_TEL_OFF) add_tel(c, AC_MASTER, -1, &st, st.amax, 1.0f);
+}
+
+void ac_hadamard16(const ac_ctx *c, float *out, const float *x, size_t rows, size_t cols) {
+    float sign[16];
+    const fmt_rng_key key = fmt_rng_make_key(c->seed ^ 0x68616461ULL, c->step);  // "hada"
+    for (int i = 0; i < 16; i++) sign[i] = (fmt_rng_u32(key, (uint64_t)i) & 1) ? -1.0f : 1.0f;
+    const size_t full = rows / 16 * 16;
+#pragma omp parallel for schedule(static)
+    for (size_t r0 = 0; r0 < full; r0 += 16)
+        for (size_t j = 0; j < cols; j++) {
+            float v[16];
+            for (int i = 0; i < 16; i++) v[i] = sign[i] * x[(r0 + (size_t)i) * cols + j];
+            for (int h = 1; h < 16; h *= 2)  // fast Walsh-Hadamard butterflies
+                for (int i = 0; i < 16; i += 2 * h)
+                    for (int k = i; k < i + h; k++) {
+                        const float a = v[k], b = v[k + h];
+                        v[k] = a + b, v[k + h] = a - b;
+                    }
+            for (int i = 0; i < 16; i++) out[(r0 + (size_t)i) * cols + j] = 0.25f * v[i];
+        }
+    if (out != x) memcpy(out + full * cols, x + full * cols, (rows - full) * cols * sizeof *out);
+}
+
+// --- telemetry as JSON
+
+static void json_num(FILE *f, double v) {
+    if (isnan(v)) fputs("\"nan\"", f);
+    else if (isinf(v)) fputs(v > 0 ? "\"inf\"" : "\"-inf\"", f);
+    else fprintf(f, "%.6g", v);
+}
+
+static void write_tel(FILE *f, const char *prefix, const char *name, const ac_tel *t, bool *first) {
+    const double n = (double)t->n;
+    fprintf(f, "%s\"%s%s\":{\"n\":%llu,\"overflow\":", *first ? "" : ",", prefix, name,
+            (unsigned long long)t->n);
+    json_num(f, t->overflow / n);
+    fputs(",\"underflow\":", f), json_num(f, t->underflow / n);
+    fputs(",\"subnormal\":", f), json_num(f, t->subnormal / n);
+    fputs(",\"nan\":", f), json_num(f, t->nan / n);
+    fputs(",\"amax\":", f), json_num(f, t->amax);
+    fputs(",\"scale\":", f), json_num(f, t->scale);
+    fputc('}', f);
+    *first = false;
+}
+
+void ac_write_json(const ac_ctx *c, FILE *f) {
+    if (!c || c->telemetry == AC_TEL_OFF) return;
+    bool first = true;
+    for (int s = 0; s < AC_NSITES; s++) {
+        ac_tel sum = {0};
+        for (int l = 0; l <= c->n_layers; l++) {
+            const ac_tel *t = &c->tel[slot_index(c, s, l == c->n_layers ? -1 : l)];
+            sum.n += t->n, sum.overflow += t->overflow, sum.underflow += t->underflow;
+            sum.subnormal += t->subnormal, sum.nan += t->nan;
+            if (t->amax > sum.amax) sum.amax = t->amax;
+            if (t->n) sum.scale = t->scale;
+        }
+        if (!sum.n) continue;
+        fputs(first ? ",\"sites\":{" : "", f);
+        write_tel(f, "", ac_site_name(s), &sum, &first);
+        if (c->telemetry == AC_TEL_LAYERS)
+            for (int l = 0; l < c->n_layers; l++) {
+                const ac_tel *t = &c->tel[slot_index(c, s, l)];
+                if (!t->n) continue;
+                char prefix[16];
+                snprintf(prefix, sizeof prefix, "L%d.", l);
+                write_tel(f, prefix, ac_site_name(s), t, &first);
+            }
+    }
+    if (!first) fputc('}', f);
+    if (c->upd_n) {
+        fputs(",\"update\":{\"swamped\":", f), json_num(f, (double)c->upd_swamped / (double)c->upd_n);
+        fputs(",\"changed\":", f), json_num(f, (double)c->upd_changed / (double)c->upd_n);
+        fputc('}', f);
+    }
+}
+
+// --- checkpoint state
+
+size_t ac_state_bytes(const ac_ctx *c) {
+    const size_t slots = (size_t)AC_NSITES * (size_t)(c->n_layers + 1);
+    const size_t hl = c->pol.amax_history > 0 ? (size_t)c->pol.amax_history : 1;
+    return sizeof c->scaler + slots * sizeof *c->hist_count + slots * hl * sizeof *c->hist;
+}
+
+void ac_state_save(const ac_ctx *c, void *out) {
+    const size_t slots = (size_t)AC_NSITES * (size_t)(c->n_layers + 1);
+    const size_t hl = c->pol.amax_history > 0 ? (size_t)c->pol.amax_history : 1;
+    char *p = out;
+    memcpy(p, &c->scaler, sizeof c->scaler), p += sizeof c->scaler;
+    memcpy(p, c->hist_count, slots * sizeof *c->hist_count), p += slots * sizeof *c->hist_count;
+    memcpy(p, c->hist, slots * hl * sizeof *c->hist);
+}
+
+int ac_state_load(ac_ctx *c, const void *in, size_t n) {
+    if (n != ac_state_bytes(c)) return AC_EINVAL;
+    const size_t slots = (size_t)AC_NSITES * (size_t)(c->n_layers + 1);
+    const size_t hl = c->pol.amax_history > 0 ? (size_t)c->pol.amax_history : 1;
+    const char *p = in;
+    memcpy(&c->scaler, p, sizeof c->scaler), p += sizeof c->scaler;
+    memcpy(c->hist_count, p, slots * sizeof *c->hist_count), p += slots * sizeof *c->hist_count;
+    memcpy(c->hist, p, slots * hl * sizeof *c->hist);
+    return AC_OK;
+}

@@ -1,0 +1,90 @@
+// autocast.h: applying a precision policy while the model runs. The trainer hands each tensor
+// to the context at its cast site; the context rounds it (with its scaling recipe, delayed
+// amax-history scaling, or plain rounding), counts what happened (telemetry), and returns the
+// values to compute with. It also rounds stored buffers (gradients, master weights, AdamW
+// moments) and the weight update (round to nearest, stochastic, Kahan-compensated), counting
+// swamped updates.
+// Constraints: library level; deterministic: stochastic rounding draws are keyed by
+// (seed, step, call number within the step), so a resumed run draws the same bits.
+#ifndef FPLAB_AUTOCAST_H
+#define FPLAB_AUTOCAST_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "autocast/policy.h"
+#include "autocast/scaler.h"
+
+typedef enum { AC_TEL_OFF, AC_TEL_SITES, AC_TEL_LAYERS } ac_telemetry;
+
+typedef struct {
+    uint64_t n, overflow, underflow, subnormal, nan;
+    double amax;   // of the input (before scaling)
+    float scale;   // last per-tensor scale used (1 when the recipe has none; tile recipes:
+                   // the mean of log2 of the tile scales is not kept, 0 is written)
+} ac_tel;
+
+typedef struct {
+    ac_policy pol;
+    ac_scaler scaler;
+    int n_layers;         // site instances 0..n_layers-1 are per layer; n_layers is model-level
+    ac_telemetry telemetry;
+    uint64_t seed, step;  // stochastic rounding key: (seed, step, micro, site, layer, orientation)
+    int micro;            // micro-batch within the step (ac_begin_micro)
+    float *hist;          // delayed scaling: [AC_NSITES][n_layers+1][pol.amax_history] amaxes
+    int64_t *hist_count;  // [AC_NSITES][n_layers+1] amaxes pushed so far
+    ac_tel *tel;          // [AC_NSITES][n_layers+1], reset by ac_begin_step
+    float *buf[4];        // cast outputs, buf_cap floats each
+    size_t buf_cap;
+    uint64_t upd_n, upd_swamped, upd_changed;  // weight update telemetry of this step
+} ac_ctx;
+
+// max_operand: the largest tensor (in floats) that will be cast out of place.
+int ac_init(ac_ctx *c, const ac_policy *p, int n_layers, uint64_t seed, ac_telemetry t,
+            size_t max_operand, char *msg, size_t msg_len);
+void ac_free(ac_ctx *c);
+static inline bool ac_active(const ac_ctx *c, ac_site s) { return c && c->pol.site[s].active; }
+
+// Starts optimizer step `step` (resets the telemetry) and micro-batch `micro` within it. The
+// stochastic-rounding draws of a cast depend only on (seed, step, micro, site, layer,
+// orientation), so recomputing a block in backward draws the same bits as its forward did.
+void ac_begin_step(ac_ctx *c, uint64_t step);
+void ac_begin_micro(ac_ctx *c, int micro);
+
+// The values of x (rows, cols), row-major, cast for site s of `layer` (-1: model level) into
+// c->buf[slot] and returned; x itself when the site is inactive (or c is NULL). k_rows: the
+// matmul sums along the rows of x (x is the right-hand operand of the product, or a transposed
+// left one), so 1-D block scales run down columns; otherwise along rows. count: add to the
+// telemetry and, for delayed scaling, push its amax to the history (false for the second
+// orientation of a tensor and for recomputed forwards, which then reproduce the first cast).
+const float *ac_cast(ac_ctx *c, ac_site s, int layer, const float *x, size_t rows, size_t cols,
+                     bool k_rows, int slot, bool count);
+// The same in place (for tensors that are stored in the format: residual, saved activations,
+// gradients, AdamW moments).
+void ac_cast_inplace(ac_ctx *c, ac_site s, int layer, float *x, size_t rows, size_t cols, bool count);
+
+// The random Hadamard transform of the NVFP4 recipe: out = (1/4) H16 D x on each group of 16
+// rows of x (rows, cols), with H16 the 16-point Walsh-Hadamard matrix and D a diagonal of random
+// signs drawn from (seed, step); a ragged last group is copied unchanged. Applied to both
+// operands of a product along its summed dimension it changes nothing in exact arithmetic
+// (H16 D is orthogonal) but spreads outliers across each block before quantization.
+void ac_hadamard16(const ac_ctx *c, float *out, const float *x, size_t rows, size_t cols);
+
+// After an optimizer step computed p (float32) from p_old: stores p in the master site's
+// format as the policy's update says (round: nearest; sr: stochastic; kahan: nearest with the
+// compensation comp (n floats, zero at the start) carried to the next step), and counts
+// swamped (an update that changed p but vanished in the rounding) and changed weights.
+// No-op (counts nothing) when the master site is inactive.
+void ac_round_update(ac_ctx *c, float *p, const float *p_old, float *comp, size_t n);
+
+// Writes the telemetry of the step as JSON members: ,"sites":{...},"update":{...} (nothing
+// when telemetry is off or nothing was counted).
+void ac_write_json(const ac_ctx *c, FILE *f);
+
+// Delayed-scaling state for checkpoints: a flat byte image (hist and hist_count).
+size_t ac_state_bytes(const ac_ctx *c);
+void ac_state_save(const ac_ctx *c, void *out);
+int ac_state_load(ac_ctx *c, const void *in, size_t n);  // AC_EINVAL on a size mismatch
+
+#endif

@@ -1,0 +1,703 @@
+// policy.c: precision policies (policy.h): site names, the policy text format (parse, check,
+// canonical text), equality, and loading a preset or a file. The preset texts live in presets.c.
+// Constraints: library level: status codes and messages ("ORIGIN:LINE: ..."), never exits; no
+// global state. Every name (formats, recipes, modes, accumulators) is parsed by the layer
+// below that owns it; this file only adds the policy's own words.
+#include "autocast/policy.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <float.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+// ---------------------------------------------------------------------------------------------
+// sites
+
+static const char *const site_names[AC_NSITES] = {
+#define AC_NAME(id, name) name,
+    AC_SITE_LIST(AC_NAME)
+#undef AC_NAME
+};
+
+const char *ac_site_name(ac_site s) { return (unsigned)s < AC_NSITES ? site_names[s] : "?"; }
+
+int ac_site_from_name(const char *name) {
+    for (int s = 0; name && s < AC_NSITES; s++)
+        if (!strcmp(name, site_names[s])) return s;
+    return -1;
+}
+
+// The operands of the matmuls (.in, .w, .grad): they come first in AC_SITE_LIST.
+static bool is_matmul_site(int s) { return s < AC_ATT_SCORES; }
+// Sites that hold gradients: what loss scaling protects.
+static bool is_grad_site(int s) {
+    return s == AC_QKV_GRAD || s == AC_O_GRAD || s == AC_GATEUP_GRAD || s == AC_DOWN_GRAD ||
+           s == AC_HEAD_GRAD || s == AC_GRADS;
+}
+
+static void site_list(char *buf, size_t len) {
+    size_t n = 0;
+    buf[0] = 0;
+    for (int s = 0; s < AC_NSITES && n < len; s++) {
+        const int w = snprintf(buf + n, len - n, "%s%s", s ? " " : "", site_names[s]);
+        if (w < 0) break;
+        n += (size_t)w;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// defaults
+
+static const char *const update_names[] = {"fp32", "round", "sr", "kahan"};
+enum { NUPDATES = sizeof update_names / sizeof update_names[0] };
+
+// The float32 layout under any name (fp32, float, e8m23): a site in it rounds nothing.
+static bool is_f32_layout(const fmt_t *f) { return fmt_contains_f32(f) && fmt_embeds_in_f32(f); }
+
+static void rule_default(ac_rule *r, const fmt_t *f, bool active) {
+    memset(r, 0, sizeof *r);
+    r->active = active;
+    r->fmt = *f;
+    fmt_scaling_from_name(&r->scaling, "none", NULL, 0);  // cannot fail
+    r->delayed = false;
+    r->round.mode = FMT_RNE;
+    r->round.overflow = FMT_SATURATE;  // training recipes saturate (TE, satfinite)
+}
+
+static void scaler_none(ac_scaler_cfg *c) {
+    *c = (ac_scaler_cfg){.kind = AC_SCALE_NONE, .init = 1, .growth = 1, .backoff = 1, .interval = 0,
+                         .min_scale = 1};
+}
+
+void ac_policy_fp32(ac_policy *p) {
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "fp32");
+    fmt_t f32;
+    fmt_from_name(&f32, "fp32");  // a table row: cannot fail
+    for (int s = 0; s < AC_NSITES; s++) rule_default(&p->site[s], &f32, false);
+    scaler_none(&p->scaler);
+    p->update = AC_UPDATE_FP32;
+    p->acc.fmt = f32, p->acc.mode = FMT_RNE, p->acc.promote_every = 0;
+    p->amax_history = 1024;
+    p->amax_margin = 0;
+    p->hadamard = 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// messages: errors and warnings, located by origin and line when there are any
+
+typedef struct {
+    const char *origin;        // NULL: a policy struct checked by ac_policy_validate
+    const char *pname;         // its name, for messages without an origin
+    int site_line[AC_NSITES];  // line that last set each site (0: none)
+    int update_line, scale_line, acc_line, hist_line, margin_line, had_line, name_line;
+    char *msg;
+    size_t len;
+    char warn[512];
+} ctx;
+
+static void vlocate(const ctx *c, int line, char *buf, size_t len, const char *fmt, va_list ap) {
+    int n;
+    if (c->origin && line > 0) n = snprintf(buf, len, "%s:%d: ", c->origin, line);
+    else if (c->origin) n = snprintf(buf, len, "%s: ", c->origin);
+    else n = snprintf(buf, len, "policy '%s': ", c->pname);
+    if (n >= 0 && (size_t)n < len) vsnprintf(buf + n, len - (size_t)n, fmt, ap);
+}
+
+__attribute__((format(printf, 3, 4))) static int fail(ctx *c, int line, const char *fmt, ...) {
+    if (c->msg && c->len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vlocate(c, line, c->msg, c->len, fmt, ap);
+        va_end(ap);
+    }
+    return AC_EINVAL;
+}
+
+// Warnings pile up in c->warn, separated by "; ", and reach msg only if the policy is valid.
+__attribute__((format(printf, 3, 4))) static void warn(ctx *c, int line, const char *fmt, ...) {
+    const size_t n = strlen(c->warn);
+    if (n + 3 >= sizeof c->warn) return;
+    char *w = c->warn + n;
+    size_t left = sizeof c->warn - n;
+    if (n) {
+        snprintf(w, left, "; ");
+        w += 2, left -= 2;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vlocate(c, line, w, left, fmt, ap);
+    va_end(ap);
+}
+
+// ---------------------------------------------------------------------------------------------
+// checks shared by parsing and ac_policy_validate
+
+static int check_element(ctx *c, int line, int s, const fmt_t *f, const char *token) {
+    const char *name = token ? token : f->name;
+    if (!fmt_embeds_in_f32(f))
+        return fail(c, line, "site %s: format '%s' does not fit in float32; expected a format of "
+                    "32 bits or fewer (bf16, fp16, e4m3, e5m2, e2m1, ...): sites are emulated in float32",
+                    site_names[s], name);
+    if (f->special == FMT_E8M0)
+        return fail(c, line, "site %s: '%s' is a scale format (powers of two, no zero), not an element "
+                    "format; expected an element format (bf16, fp16, e4m3, e5m2, ...), with e8m0 as the "
+                    "scale of a recipe (mx, block:32:e8m0)", site_names[s], name);
+    if (!f->is_signed && s != AC_ADAM_V)
+        return fail(c, line, "site %s: format '%s' is unsigned, but the values of this site have both "
+                    "signs; expected a signed format", site_names[s], name);
+    return AC_OK;
+}
+
+static bool is_tensor_recipe(const fmt_scaling *sc) {
+    return !sc->none && sc->tile_rows == 0 && sc->tile_cols == 0 && !sc->tensor_scale;
+}
+
+static int check_rule(ctx *c, int s, const ac_rule *r) {
+    const int line = c->site_line[s];
+    if (!r->active) return AC_OK;
+    if (is_f32_layout(&r->fmt))
+        return fail(c, line, "site %s is active in float32, which rounds nothing; expected active = "
+                    "false (what format fp32 means in a policy)", site_names[s]);
+    int st = check_element(c, line, s, &r->fmt, NULL);
+    if (st) return st;
+    char m[256];
+    if (fmt_validate_round_opts(&r->fmt, &r->round, m, sizeof m) != FMT_OK)
+        return fail(c, line, "site %s: %s", site_names[s], m);
+    if (m[0]) warn(c, line, "site %s: %s", site_names[s], m);
+    const fmt_scaling *sc = &r->scaling;
+    if (!sc->none && (sc->tile_rows < 0 || sc->tile_cols < 0 || (unsigned)sc->scale_round > FMT_SCALE_RNE))
+        return fail(c, line, "site %s: scaling has tile %dx%d and scale rounding %d; expected tile sizes "
+                    ">= 0 and a rounding of ocp, up or rne", site_names[s], sc->tile_rows, sc->tile_cols,
+                    (int)sc->scale_round);
+    if (r->delayed && !is_tensor_recipe(sc))
+        return fail(c, line, "site %s: delayed scaling needs the per-tensor recipe (tensor); the rule has "
+                    "another one", site_names[s]);
+    return AC_OK;
+}
+
+static int check_scaler(ctx *c, const ac_scaler_cfg *k) {
+    const int line = c->scale_line;
+    switch (k->kind) {
+    case AC_SCALE_NONE: return AC_OK;
+    case AC_SCALE_STATIC:
+        if (!(k->init > 0) || !isfinite(k->init))
+            return fail(c, line, "loss_scale static %g: expected a positive finite scale", k->init);
+        return AC_OK;
+    case AC_SCALE_DYNAMIC:
+        if (!(k->init > 0) || !isfinite(k->init))
+            return fail(c, line, "loss_scale dynamic: init=%g; expected a positive finite scale", k->init);
+        if (!(k->growth >= 1) || !isfinite(k->growth))
+            return fail(c, line, "loss_scale dynamic: growth=%g; expected a finite factor >= 1", k->growth);
+        if (!(k->backoff > 0 && k->backoff <= 1))
+            return fail(c, line, "loss_scale dynamic: backoff=%g; expected a factor in (0, 1]", k->backoff);
+        if (k->interval < 1)
+            return fail(c, line, "loss_scale dynamic: interval=%d; expected a number of steps >= 1",
+                        k->interval);
+        if (!(k->min_scale > 0) || !isfinite(k->min_scale))
+            return fail(c, line, "loss_scale dynamic: min=%g; expected a positive finite floor", k->min_scale);
+        if (k->init < k->min_scale)
+            return fail(c, line, "loss_scale dynamic: init=%g is below min=%g; expected init >= min",
+                        k->init, k->min_scale);
+        return AC_OK;
+    }
+    return fail(c, line, "loss scaler kind %d; expected none, static or dynamic", (int)k->kind);
+}
+
+static int check_policy(ctx *c, const ac_policy *p) {
+    int st;
+    if (!memchr(p->name, 0, sizeof p->name)) return fail(c, 0, "the name is not terminated");
+    for (const char *q = p->name; *q; q++)
+        if (isspace((unsigned char)*q) || *q == '#')
+            return fail(c, c->name_line, "name '%s' holds a space or '#'; expected one word", p->name);
+    for (int s = 0; s < AC_NSITES; s++)
+        if ((st = check_rule(c, s, &p->site[s]))) return st;
+
+    const ac_rule *master = &p->site[AC_MASTER];
+    if ((unsigned)p->update >= NUPDATES)
+        return fail(c, c->update_line, "update %d; expected fp32, round, sr or kahan", (int)p->update);
+    if (p->update != AC_UPDATE_FP32 && !master->active)
+        return fail(c, c->update_line, "update %s stores the weights in the master site's format, but "
+                    "site master is fp32; expected a 'site master FORMAT' line (e.g. site master bf16), "
+                    "or update fp32", update_names[p->update]);
+    if (p->update == AC_UPDATE_FP32 && master->active)
+        return fail(c, c->update_line ? c->update_line : c->site_line[AC_MASTER],
+                    "site master is %s, but update fp32 keeps float32 master weights; expected update "
+                    "round, sr or kahan (how the %s weights are updated), or site master fp32",
+                    master->fmt.name, master->fmt.name);
+
+    if ((st = check_scaler(c, &p->scaler))) return st;
+    if (p->amax_history < 1)
+        return fail(c, c->hist_line, "amax_history %d; expected a history length >= 1", p->amax_history);
+    if (!isfinite(p->amax_margin))
+        return fail(c, c->margin_line, "amax_margin %g; expected a finite number", p->amax_margin);
+    if (p->hadamard != 0 && p->hadamard != 16)
+        return fail(c, c->had_line, "hadamard %d; expected 0 (off) or 16", p->hadamard);
+
+    if (mm_acc_is_emulated(&p->acc)) {
+        for (int s = 0; s < AC_NSITES; s++) {
+            if (!is_matmul_site(s)) continue;
+            const ac_rule *r = &p->site[s];
+            if (!r->active || r->fmt.mbits + 1 > 12)
+                return fail(c, c->acc_line, "accumulator %s is emulated, which needs matmul operands of at "
+                            "most 12 bits of precision (exact products), but site %s is %s; expected "
+                            "that site in bf16, fp16 or narrower, or accumulator fp32", p->acc.fmt.name,
+                            site_names[s], r->active ? r->fmt.name : "fp32");
+        }
+    }
+
+    // Warnings: valid, but worth saying.
+    for (int s = 0; s < AC_NSITES; s++) {
+        const ac_rule *r = &p->site[s];
+        if (is_grad_site(s) && r->active && r->scaling.none && p->scaler.kind == AC_SCALE_NONE &&
+            r->fmt.min_subnormal > 0x1p-40) {
+            warn(c, c->site_line[s], "site %s: %s gradients with neither loss scaling nor a scaling "
+                 "recipe: values below 2^%d round to zero (the point of an ablation such as "
+                 "fp16-amp-noscale; loss_scale dynamic avoids it)", site_names[s], r->fmt.name,
+                 ilogb(r->fmt.min_subnormal) - 1);
+            break;
+        }
+    }
+    for (int s = 0; s < AC_NSITES; s++) {
+        const ac_rule *r = &p->site[s];
+        if (is_grad_site(s) && r->active && r->scaling.none && p->scaler.kind != AC_SCALE_NONE &&
+            r->round.overflow == FMT_SATURATE && r->fmt.has_inf) {
+            warn(c, c->site_line[s], "site %s saturates on overflow, so the loss scaler never sees an "
+                 "inf there and cannot back off; expected 'ieee' with loss scaling", site_names[s]);
+            break;
+        }
+    }
+    return AC_OK;
+}
+
+static void finish_warnings(ctx *c) {
+    if (c->msg && c->len) snprintf(c->msg, c->len, "%s", c->warn);
+}
+
+int ac_policy_validate(const ac_policy *p, char *msg, size_t msg_len) {
+    ctx c;
+    memset(&c, 0, sizeof c);
+    c.pname = p->name, c.msg = msg, c.len = msg_len;
+    if (msg && msg_len) msg[0] = 0;
+    const int st = check_policy(&c, p);
+    if (st == AC_OK) finish_warnings(&c);
+    return st;
+}
+
+// ---------------------------------------------------------------------------------------------
+// parsing
+
+enum { MAX_TOKENS = 16, MAX_LINE = 1024 };
+
+static bool parse_float(const char *t, float *out) {
+    char *end;
+    const double v = strtod(t, &end);
+    if (end == t || *end || !isfinite(v) || fabs(v) > FLT_MAX) return false;
+    *out = (float)v;
+    return true;
+}
+
+static bool parse_int(const char *t, int *out) {
+    char *end;
+    errno = 0;
+    const long v = strtol(t, &end, 10);
+    if (end == t || *end || errno || v < INT_MIN || v > INT_MAX) return false;
+    *out = (int)v;
+    return true;
+}
+
+static bool has_glob(const char *t) { return strpbrk(t, "*?[") != NULL; }
+
+// site SITE FORMAT [RECIPE] [MODE] [saturate|ieee]: the optional fields are told apart by what
+// they are (mode and overflow names do not collide with recipes), so their order is free.
+static int parse_site(ctx *c, ac_policy *p, int line, char **tok, int n) {
+    if (n < 3)
+        return fail(c, line, "site needs a site and a format; expected site SITE FORMAT [RECIPE] [MODE] "
+                    "[saturate|ieee]");
+    if (n > 6)
+        return fail(c, line, "site %s: too many fields ('%s'); expected site SITE FORMAT [RECIPE] "
+                    "[MODE] [saturate|ieee]", tok[1], tok[6]);
+    bool match[AC_NSITES] = {false};
+    int nmatch = 0;
+    for (int s = 0; s < AC_NSITES; s++)
+        if (has_glob(tok[1]) ? !fnmatch(tok[1], site_names[s], 0) : !strcmp(tok[1], site_names[s]))
+            match[s] = true, nmatch++;
+    if (!nmatch) {
+        char list[512];
+        site_list(list, sizeof list);
+        return fail(c, line, "%s '%s'%s; expected a site (%s) or a glob such as *.w",
+                    has_glob(tok[1]) ? "site pattern" : "unknown site", tok[1],
+                    has_glob(tok[1]) ? " matches no site" : "", list);
+    }
+
+    fmt_t f;
+    if (fmt_from_name(&f, tok[2]) != FMT_OK)
+        return fail(c, line, "unknown format '%s'; expected a format name (fp32, bf16, fp16, e4m3, e5m2, "
+                    "e3m2, e2m3, e2m1, ... or eXmY[:flags])", tok[2]);
+    ac_rule r;
+    if (is_f32_layout(&f)) {
+        if (n > 3)
+            return fail(c, line, "site %s: format %s leaves the site in float32 and takes no recipe, mode "
+                        "or overflow policy; found '%s'", tok[1], tok[2], tok[3]);
+        rule_default(&r, &f, false);
+    } else {
+        // The sign check depends on the site; check every matched one.
+        for (int s = 0; s < AC_NSITES; s++) {
+            if (!match[s]) continue;
+            const int st = check_element(c, line, s, &f, tok[2]);
+            if (st) return st;
+        }
+        rule_default(&r, &f, true);
+        bool have_recipe = false, have_mode = false, have_ov = false;
+        int recipe_at = 0;
+        for (int i = 3; i < n; i++) {
+            const char *t = tok[i];
+            fmt_round_mode mode;
+            fmt_overflow ov;
+            if (fmt_mode_from_name(&mode, t) == FMT_OK) {
+                if (have_mode)
+                    return fail(c, line, "site %s: a second rounding mode '%s'; expected one mode", tok[1], t);
+                r.round.mode = mode, have_mode = true;
+                continue;
+            }
+            if (fmt_overflow_from_name(&ov, t) == FMT_OK) {
+                if (have_ov)
+                    return fail(c, line, "site %s: a second overflow policy '%s'; expected one of saturate "
+                                "or ieee", tok[1], t);
+                r.round.overflow = ov, have_ov = true;
+                continue;
+            }
+            if (have_recipe)
+                return fail(c, line, "site %s: '%s' is not a rounding mode (rne rna rtz rup rdn rto sr) or "
+                            "an overflow policy (saturate|ieee), and the site has its recipe already "
+                            "('%s'); expected at most one recipe", tok[1], t, tok[recipe_at]);
+            have_recipe = true, recipe_at = i;
+            if (!strcasecmp(t, "delayed")) {
+                fmt_scaling_from_name(&r.scaling, "tensor", NULL, 0);  // cannot fail
+                r.delayed = true;
+                continue;
+            }
+            // RECIPE+tensor: the recipe's tiles under an fp32 tensor scale.
+            char spec[MAX_LINE];
+            snprintf(spec, sizeof spec, "%s", t);
+            const size_t len = strlen(spec);
+            const bool two = len > 7 && !strcasecmp(spec + len - 7, "+tensor");
+            if (two) spec[len - 7] = 0;
+            char m[384];
+            if (fmt_scaling_from_name(&r.scaling, spec, m, sizeof m) != FMT_OK)
+                return fail(c, line, "site %s: '%s' is not a rounding mode (rne rna rtz rup rdn rto sr), "
+                            "an overflow policy (saturate|ieee), delayed, or a recipe: %s", tok[1], t, m);
+            if (two) {
+                if (r.scaling.none || r.scaling.tensor_scale || is_tensor_recipe(&r.scaling))
+                    return fail(c, line, "site %s: '%s': +tensor puts tile scales under a tensor scale; "
+                                "expected a recipe with tiles and one level (block:K:FMT+tensor, "
+                                "tile:RxC:FMT+tensor)", tok[1], t);
+                r.scaling.tensor_scale = true;
+            }
+        }
+    }
+    for (int s = 0; s < AC_NSITES; s++)
+        if (match[s]) p->site[s] = r, c->site_line[s] = line;
+    return AC_OK;
+}
+
+static int parse_loss_scale(ctx *c, ac_policy *p, int line, char **tok, int n) {
+    static const char expect[] = "expected loss_scale none | static S | dynamic [init=65536] [growth=2] "
+                                 "[backoff=0.5] [interval=2000] [min=1]";
+    if (n < 2) return fail(c, line, "loss_scale needs a kind; %s", expect);
+    ac_scaler_cfg k;
+    if (!strcmp(tok[1], "none")) {
+        if (n > 2) return fail(c, line, "loss_scale none takes nothing more; found '%s'", tok[2]);
+        scaler_none(&k);
+    } else if (!strcmp(tok[1], "static")) {
+        float s;
+        if (n != 3 || !parse_float(tok[2], &s) || !(s > 0))
+            return fail(c, line, "loss_scale static %s: expected one positive finite scale S",
+                        n > 2 ? tok[2] : "(missing)");
+        k = (ac_scaler_cfg){.kind = AC_SCALE_STATIC, .init = s, .growth = 1, .backoff = 1, .interval = 0,
+                            .min_scale = s};
+    } else if (!strcmp(tok[1], "dynamic")) {
+        k = (ac_scaler_cfg){.kind = AC_SCALE_DYNAMIC, .init = 65536, .growth = 2, .backoff = 0.5f,
+                            .interval = 2000, .min_scale = 1};
+        for (int i = 2; i < n; i++) {
+            const char *eq = strchr(tok[i], '=');
+            const size_t kl = eq ? (size_t)(eq - tok[i]) : 0;
+            const char *v = eq ? eq + 1 : "";
+            bool ok;
+            if (kl == 4 && !strncmp(tok[i], "init", 4)) ok = parse_float(v, &k.init);
+            else if (kl == 6 && !strncmp(tok[i], "growth", 6)) ok = parse_float(v, &k.growth);
+            else if (kl == 7 && !strncmp(tok[i], "backoff", 7)) ok = parse_float(v, &k.backoff);
+            else if (kl == 8 && !strncmp(tok[i], "interval", 8)) ok = parse_int(v, &k.interval);
+            else if (kl == 3 && !strncmp(tok[i], "min", 3)) ok = parse_float(v, &k.min_scale);
+            else
+                return fail(c, line, "loss_scale dynamic: unknown setting '%s'; expected init=, growth=, "
+                            "backoff=, interval= or min=", tok[i]);
+            if (!ok)
+                return fail(c, line, "loss_scale dynamic: '%s' is not a number; expected %.*s=NUMBER",
+                            tok[i], (int)kl, tok[i]);
+        }
+    } else {
+        return fail(c, line, "unknown loss_scale '%s'; %s", tok[1], expect);
+    }
+    p->scaler = k, c->scale_line = line;
+    return AC_OK;
+}
+
+static int parse_line(ctx *c, ac_policy *p, int line, char **tok, int n) {
+    const char *key = tok[0];
+    if (!strcmp(key, "site")) return parse_site(c, p, line, tok, n);
+    if (!strcmp(key, "loss_scale")) return parse_loss_scale(c, p, line, tok, n);
+    if (n != 2) {
+        const bool known = !strcmp(key, "name") || !strcmp(key, "update") || !strcmp(key, "accumulator") ||
+                           !strcmp(key, "amax_history") || !strcmp(key, "amax_margin") ||
+                           !strcmp(key, "hadamard");
+        if (known)
+            return fail(c, line, "%s takes one value; found %d", key, n - 1);
+    }
+    if (!strcmp(key, "name")) {
+        if (strlen(tok[1]) >= sizeof p->name)
+            return fail(c, line, "name '%s' is too long; expected at most %zu characters", tok[1],
+                        sizeof p->name - 1);
+        snprintf(p->name, sizeof p->name, "%s", tok[1]);
+        c->name_line = line;
+        return AC_OK;
+    }
+    if (!strcmp(key, "update")) {
+        for (int u = 0; u < NUPDATES; u++)
+            if (!strcmp(tok[1], update_names[u])) {
+                p->update = (ac_update)u, c->update_line = line;
+                return AC_OK;
+            }
+        return fail(c, line, "unknown update '%s'; expected fp32, round, sr or kahan", tok[1]);
+    }
+    if (!strcmp(key, "accumulator")) {
+        char m[384];
+        if (mm_acc_from_name(&p->acc, tok[1], m, sizeof m) != MM_OK)
+            return fail(c, line, "accumulator '%s': %s", tok[1], m);
+        c->acc_line = line;
+        return AC_OK;
+    }
+    if (!strcmp(key, "amax_history")) {
+        if (!parse_int(tok[1], &p->amax_history) || p->amax_history < 1)
+            return fail(c, line, "amax_history '%s'; expected a history length >= 1 (1024)", tok[1]);
+        c->hist_line = line;
+        return AC_OK;
+    }
+    if (!strcmp(key, "amax_margin")) {
+        if (!parse_float(tok[1], &p->amax_margin))
+            return fail(c, line, "amax_margin '%s'; expected a finite number (0)", tok[1]);
+        c->margin_line = line;
+        return AC_OK;
+    }
+    if (!strcmp(key, "hadamard")) {
+        if (!parse_int(tok[1], &p->hadamard) || (p->hadamard != 0 && p->hadamard != 16))
+            return fail(c, line, "hadamard '%s'; expected 0 (off) or 16", tok[1]);
+        c->had_line = line;
+        return AC_OK;
+    }
+    return fail(c, line, "unknown setting '%s'; expected name, site, loss_scale, update, accumulator, "
+                "amax_history, amax_margin or hadamard", key);
+}
+
+int ac_policy_parse(ac_policy *p, const char *text, const char *origin, char *msg, size_t msg_len) {
+    ctx c;
+    memset(&c, 0, sizeof c);
+    c.origin = origin && *origin ? origin : "policy", c.msg = msg, c.len = msg_len;
+    if (msg && msg_len) msg[0] = 0;
+    if (!text) return fail(&c, 0, "no text");
+    ac_policy q;
+    ac_policy_fp32(&q);
+    q.name[0] = 0;
+    int line = 0;
+    for (const char *s = text; *s;) {
+        const char *e = strchr(s, '\n');
+        const size_t len = e ? (size_t)(e - s) : strlen(s);
+        line++;
+        char buf[MAX_LINE];
+        if (len >= sizeof buf)
+            return fail(&c, line, "line of %zu characters; expected at most %d", len, MAX_LINE - 1);
+        memcpy(buf, s, len);
+        buf[len] = 0;
+        char *hash = strchr(buf, '#');
+        if (hash) *hash = 0;
+        char *tok[MAX_TOKENS];
+        int n = 0;
+        char *save = NULL;
+        for (char *t = strtok_r(buf, " \t\r\v\f", &save); t; t = strtok_r(NULL, " \t\r\v\f", &save)) {
+            if (n == MAX_TOKENS)
+                return fail(&c, line, "more than %d fields on one line", MAX_TOKENS);
+            tok[n++] = t;
+        }
+        if (n) {
+            const int st = parse_line(&c, &q, line, tok, n);
+            if (st) return st;
+        }
+        s += len + (e ? 1 : 0);
+    }
+    c.pname = q.name;
+    const int st = check_policy(&c, &q);
+    if (st) return st;
+    finish_warnings(&c);
+    *p = q;
+    return AC_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// loading
+
+enum { MAX_FILE = 1 << 20 };
+
+int ac_policy_load(ac_policy *p, const char *name_or_path, char *msg, size_t msg_len) {
+    if (msg && msg_len) msg[0] = 0;
+    if (!name_or_path || !*name_or_path) {
+        if (msg) snprintf(msg, msg_len, "no policy given; expected a preset (%s) or a policy file",
+                          ac_preset_names());
+        return AC_EINVAL;
+    }
+    const size_t tlen = ac_preset_text(name_or_path, NULL, 0);
+    if (tlen) {
+        char *text = malloc(tlen + 1);
+        if (!text) {
+            if (msg) snprintf(msg, msg_len, "out of memory loading preset %s", name_or_path);
+            return AC_EIO;
+        }
+        ac_preset_text(name_or_path, text, tlen + 1);
+        char origin[96];
+        snprintf(origin, sizeof origin, "preset %s", name_or_path);
+        const int st = ac_policy_parse(p, text, origin, msg, msg_len);
+        free(text);
+        return st;
+    }
+
+    FILE *fh = fopen(name_or_path, "rb");
+    if (!fh) {
+        const int err = errno;
+        const bool static_family = !strncmp(name_or_path, "fp16-static-", 12);
+        if (msg)
+            snprintf(msg, msg_len, "'%s' is not a preset%s and cannot be read as a policy file (%s); "
+                     "expected a preset (%s, fp16-static-S) or a path", name_or_path,
+                     static_family ? " (fp16-static-S needs a positive number S)" : "", strerror(err),
+                     ac_preset_names());
+        return static_family ? AC_EINVAL : AC_EIO;
+    }
+    char *text = malloc(MAX_FILE + 1);
+    size_t n = text ? fread(text, 1, MAX_FILE + 1, fh) : 0;
+    const bool bad = !text || ferror(fh) || n > MAX_FILE;
+    fclose(fh);
+    if (bad) {
+        if (msg) snprintf(msg, msg_len, "%s: %s", name_or_path,
+                          !text ? "out of memory" : n > MAX_FILE ? "larger than 1 MiB; expected a policy "
+                          "file" : "read error");
+        free(text);
+        return AC_EIO;
+    }
+    text[n] = 0;
+    if (memchr(text, 0, n)) {
+        if (msg) snprintf(msg, msg_len, "%s: holds a NUL byte; expected a policy text file", name_or_path);
+        free(text);
+        return AC_EINVAL;
+    }
+    ac_policy q;
+    const int st = ac_policy_parse(&q, text, name_or_path, msg, msg_len);
+    free(text);
+    if (st) return st;
+    if (!q.name[0]) {  // named after the file: "dir/my-fp8.policy" -> "my-fp8"
+        const char *base = strrchr(name_or_path, '/');
+        base = base ? base + 1 : name_or_path;
+        size_t bl = strlen(base);
+        if (bl > 7 && !strcmp(base + bl - 7, ".policy")) bl -= 7;
+        if (bl >= sizeof q.name) bl = sizeof q.name - 1;
+        memcpy(q.name, base, bl);
+        q.name[bl] = 0;
+        for (char *t = q.name; *t; t++)
+            if (isspace((unsigned char)*t) || *t == '#') *t = '_';
+    }
+    *p = q;
+    return AC_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// canonical text
+
+typedef struct {
+    char *buf;
+    size_t cap, n;
+} out;
+
+__attribute__((format(printf, 2, 3))) static void put(out *o, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    const int w = vsnprintf(o->n < o->cap ? o->buf + o->n : NULL, o->n < o->cap ? o->cap - o->n : 0, fmt, ap);
+    va_end(ap);
+    if (w > 0) o->n += (size_t)w;
+}
+
+size_t ac_policy_text(const ac_policy *p, char *buf, size_t cap) {
+    out o = {buf, buf ? cap : 0, 0};
+    if (o.cap) buf[0] = 0;
+    put(&o, "# fplab precision policy (canonical form)\n");
+    if (p->name[0]) put(&o, "name %s\n", p->name);
+    for (int s = 0; s < AC_NSITES; s++) {
+        const ac_rule *r = &p->site[s];
+        if (!r->active) {
+            put(&o, "site %s fp32\n", site_names[s]);
+            continue;
+        }
+        char recipe[128];
+        if (r->delayed) snprintf(recipe, sizeof recipe, "delayed");
+        else fmt_scaling_name(&r->scaling, recipe, sizeof recipe);
+        put(&o, "site %s %s %s %s %s\n", site_names[s], r->fmt.name, recipe, fmt_mode_name(r->round.mode),
+            fmt_overflow_name(r->round.overflow));
+    }
+    const ac_scaler_cfg *k = &p->scaler;
+    if (k->kind == AC_SCALE_STATIC) put(&o, "loss_scale static %.9g\n", k->init);
+    else if (k->kind == AC_SCALE_DYNAMIC)
+        put(&o, "loss_scale dynamic init=%.9g growth=%.9g backoff=%.9g interval=%d min=%.9g\n", k->init,
+            k->growth, k->backoff, k->interval, k->min_scale);
+    else put(&o, "loss_scale none\n");
+    put(&o, "update %s\n", (unsigned)p->update < NUPDATES ? update_names[p->update] : "?");
+    put(&o, "accumulator %s", p->acc.fmt.name);
+    if (p->acc.promote_every) put(&o, ":promote=%d", p->acc.promote_every);
+    if (p->acc.mode != FMT_RNE) put(&o, ":%s", fmt_mode_name(p->acc.mode));
+    put(&o, "\namax_history %d\namax_margin %.9g\nhadamard %d\n", p->amax_history, p->amax_margin,
+        p->hadamard);
+    return o.n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// equality
+
+static bool fmt_same(const fmt_t *a, const fmt_t *b) {
+    return !strcmp(a->name, b->name) && a->bits == b->bits && a->ebits == b->ebits && a->mbits == b->mbits &&
+           a->bias == b->bias && a->is_signed == b->is_signed && a->special == b->special;
+}
+
+static bool rule_same(const ac_rule *a, const ac_rule *b) {
+    const fmt_scaling *x = &a->scaling, *y = &b->scaling;
+    const fmt_round_opts *r = &a->round, *t = &b->round;
+    return a->active == b->active && fmt_same(&a->fmt, &b->fmt) && a->delayed == b->delayed &&
+           x->none == y->none && x->tile_rows == y->tile_rows && x->tile_cols == y->tile_cols &&
+           fmt_same(&x->scale_fmt, &y->scale_fmt) && x->scale_round == y->scale_round &&
+           x->tensor_scale == y->tensor_scale && r->mode == t->mode && r->overflow == t->overflow &&
+           r->flush_subnormals == t->flush_subnormals && r->sr_bits == t->sr_bits && r->seed == t->seed &&
+           r->stream == t->stream && r->offset == t->offset;
+}
+
+bool ac_policy_equal(const ac_policy *a, const ac_policy *b) {
+    if (strncmp(a->name, b->name, sizeof a->name)) return false;
+    for (int s = 0; s < AC_NSITES; s++)
+        if (!rule_same(&a->site[s], &b->site[s])) return false;
+    const ac_scaler_cfg *x = &a->scaler, *y = &b->scaler;
+    return x->kind == y->kind && x->init == y->init && x->growth == y->growth && x->backoff == y->backoff &&
+           x->interval == y->interval && x->min_scale == y->min_scale && a->update == b->update &&
+           fmt_same(&a->acc.fmt, &b->acc.fmt) && a->acc.mode == b->acc.mode &&
+           a->acc.promote_every == b->acc.promote_every && a->amax_history == b->amax_history &&
+           a->amax_margin == b->amax_margin && a->hadamard == b->hadamard;
+}

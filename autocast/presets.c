@@ -1,0 +1,253 @@
+// presets.c: the preset policies as text, the source of truth for ac_policy_load. The files
+// autocast/presets/NAME.policy are the same texts for a user to copy (test_policy checks that
+// they are equal). fp16-static-S is one template: "@S@" stands for the scale, so that
+// fp16-static-1024 is the example file and any positive S loads by name.
+// Constraints: data and lookup only; parsing lives in policy.c.
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autocast/policy.h"
+
+typedef struct {
+    const char *name;
+    const char *text;
+} preset;
+
+static const preset presets[] = {
+    {"fp32",
+     "# fp32: the baseline. Nothing is cast: every site stays float32, the weights are updated in\n"
+     "# float32 and the loss is not scaled.\n"
+     "name fp32\n"
+     "site * fp32\n"
+     "loss_scale none\n"
+     "update fp32\n"},
+    {"bf16-amp",
+     "# bf16-amp: mixed precision after Micikevicius et al. 2018 (\"Mixed Precision Training\", ICLR)\n"
+     "# with bfloat16 in place of fp16, as PyTorch's autocast(dtype=torch.bfloat16) runs it: the\n"
+     "# operands of every matmul in bf16, float32 master weights, optimizer and everything else.\n"
+     "# bf16 has float32's exponent range, so the loss is not scaled.\n"
+     "name bf16-amp\n"
+     "site *.in   bf16\n"
+     "site *.w    bf16\n"
+     "site *.grad bf16\n"
+     "loss_scale none\n"
+     "update fp32\n"},
+    {"fp16-amp",
+     "# fp16-amp: Micikevicius et al. 2018 (\"Mixed Precision Training\", ICLR): the operands of every\n"
+     "# matmul in fp16, float32 master weights, and dynamic loss scaling with PyTorch GradScaler's\n"
+     "# defaults (a step whose gradients hold an inf or NaN is skipped and the scale halved; the\n"
+     "# scale doubles after 2000 clean steps). Casts overflow to inf as a real fp16 cast does: the\n"
+     "# scaler needs the inf to see the overflow.\n"
+     "name fp16-amp\n"
+     "site *.in   fp16 none rne ieee\n"
+     "site *.w    fp16 none rne ieee\n"
+     "site *.grad fp16 none rne ieee\n"
+     "loss_scale dynamic init=65536 growth=2 backoff=0.5 interval=2000 min=1\n"
+     "update fp32\n"},
+    {"fp16-amp-noscale",
+     "# fp16-amp-noscale: fp16-amp without loss scaling, the ablation of Micikevicius et al. 2018\n"
+     "# (\"Mixed Precision Training\", ICLR): gradients below fp16's smallest subnormal (2^-24)\n"
+     "# underflow to zero, and an overflow goes into the weights, since no step is ever skipped.\n"
+     "name fp16-amp-noscale\n"
+     "site *.in   fp16 none rne ieee\n"
+     "site *.w    fp16 none rne ieee\n"
+     "site *.grad fp16 none rne ieee\n"
+     "loss_scale none\n"
+     "update fp32\n"},
+    {"fp16-static-@S@",
+     "# fp16-static-@S@: fp16-amp with a constant loss scale of @S@, the first recipe of\n"
+     "# Micikevicius et al. 2018 (\"Mixed Precision Training\", ICLR): a step whose gradients hold an\n"
+     "# inf or NaN is skipped, and the scale never changes. Any positive scale loads by name:\n"
+     "# fp16-static-S (fp16-static-8, fp16-static-32768, ...).\n"
+     "name fp16-static-@S@\n"
+     "site *.in   fp16 none rne ieee\n"
+     "site *.w    fp16 none rne ieee\n"
+     "site *.grad fp16 none rne ieee\n"
+     "loss_scale static @S@\n"
+     "update fp32\n"},
+    {"pure-bf16",
+     "# pure-bf16: everything in bfloat16, with no float32 copy of the weights: matmul operands,\n"
+     "# weights, parameter gradients and both Adam moments in bf16, and each new weight rounded to\n"
+     "# nearest. An update smaller than half an ulp of its weight is lost (swamping): the failure\n"
+     "# that Zamirai et al. 2020 (\"Revisiting BFloat16 Training\") fix with stochastic rounding or\n"
+     "# Kahan summation (pure-bf16-sr, pure-bf16-kahan).\n"
+     "name pure-bf16\n"
+     "site *.in   bf16\n"
+     "site *.w    bf16\n"
+     "site *.grad bf16\n"
+     "site master bf16\n"
+     "site grads  bf16\n"
+     "site adam.m bf16\n"
+     "site adam.v bf16\n"
+     "loss_scale none\n"
+     "update round\n"},
+    {"pure-bf16-sr",
+     "# pure-bf16-sr: pure-bf16 with the weight update rounded stochastically (Zamirai et al. 2020,\n"
+     "# \"Revisiting BFloat16 Training\"): a small update moves its weight one ulp with probability\n"
+     "# |update| / ulp, so it is kept in expectation instead of being swamped.\n"
+     "name pure-bf16-sr\n"
+     "site *.in   bf16\n"
+     "site *.w    bf16\n"
+     "site *.grad bf16\n"
+     "site master bf16\n"
+     "site grads  bf16\n"
+     "site adam.m bf16\n"
+     "site adam.v bf16\n"
+     "loss_scale none\n"
+     "update sr\n"},
+    {"pure-bf16-kahan",
+     "# pure-bf16-kahan: pure-bf16 with Kahan-compensated weight updates (Zamirai et al. 2020,\n"
+     "# \"Revisiting BFloat16 Training\"): a bf16 buffer per weight keeps the part of each update that\n"
+     "# rounding lost and adds it back at the next step.\n"
+     "name pure-bf16-kahan\n"
+     "site *.in   bf16\n"
+     "site *.w    bf16\n"
+     "site *.grad bf16\n"
+     "site master bf16\n"
+     "site grads  bf16\n"
+     "site adam.m bf16\n"
+     "site adam.v bf16\n"
+     "loss_scale none\n"
+     "update kahan\n"},
+    {"fp8-delayed",
+     "# fp8-delayed: FP8 training with NVIDIA Transformer Engine's DelayedScaling recipe at its\n"
+     "# defaults: format HYBRID (e4m3 for activations and weights, e5m2 for gradients),\n"
+     "# amax_history_len 1024, amax_compute_algo \"max\", margin 0, saturating casts; each tensor is\n"
+     "# scaled by max_fp8 / (largest amax of its last 1024 steps). Float32 master weights.\n"
+     "# Transformer Engine keeps the first and last layers in higher precision: the LM head is bf16.\n"
+     "name fp8-delayed\n"
+     "site *.in   e4m3 delayed\n"
+     "site *.w    e4m3 delayed\n"
+     "site *.grad e5m2 delayed\n"
+     "site lm_head.* bf16\n"
+     "amax_history 1024\n"
+     "amax_margin 0\n"
+     "loss_scale none\n"
+     "update fp32\n"},
+    {"fp8-current",
+     "# fp8-current: fp8-delayed with current scaling, as Transformer Engine's\n"
+     "# Float8CurrentScaling recipe: each tensor is scaled by max_fp8 / its own amax, computed on the\n"
+     "# spot (recipe tensor). e4m3 activations and weights, e5m2 gradients, float32 master weights;\n"
+     "# the LM head stays bf16 (Transformer Engine keeps the first and last layers in higher\n"
+     "# precision).\n"
+     "name fp8-current\n"
+     "site *.in   e4m3 tensor\n"
+     "site *.w    e4m3 tensor\n"
+     "site *.grad e5m2 tensor\n"
+     "site lm_head.* bf16\n"
+     "loss_scale none\n"
+     "update fp32\n"},
+    {"fp8-block",
+     "# fp8-block: fine-grained FP8 after DeepSeek-V3 (DeepSeek-AI 2024, technical report): e4m3\n"
+     "# everywhere, gradients included; activations and gradients get one scale per 1x128 tile\n"
+     "# (per token, per 128 channels), weights one per 128x128 block. Here the scales are powers of\n"
+     "# two (e8m0) rounded up, so nothing clips; tile:1x128:fp32 gives the report's float32 scales.\n"
+     "# Float32 master weights; the LM head stays bf16.\n"
+     "name fp8-block\n"
+     "site *.in   e4m3 tile:1x128:e8m0:up\n"
+     "site *.w    e4m3 tile:128x128:e8m0:up\n"
+     "site *.grad e4m3 tile:1x128:e8m0:up\n"
+     "site lm_head.* bf16\n"
+     "loss_scale none\n"
+     "update fp32\n"},
+    {"mxfp8",
+     "# mxfp8: OCP Microscaling Formats (MX) Specification v1.0: every block of 32 elements along K\n"
+     "# shares an e8m0 scale, chosen as OCP specifies (2^(floor(log2 amax) - emax_elem), which may\n"
+     "# clip the top of a block); e4m3 activations and weights, e5m2 gradients. \"mx:up\" rounds the\n"
+     "# scale up instead so that nothing clips (NVIDIA's MXFP8 training recipe).\n"
+     "# Float32 master weights; the LM head stays bf16.\n"
+     "name mxfp8\n"
+     "site *.in   e4m3 mx\n"
+     "site *.w    e4m3 mx\n"
+     "site *.grad e5m2 mx\n"
+     "site lm_head.* bf16\n"
+     "loss_scale none\n"
+     "update fp32\n"},
+    {"mxfp6",
+     "# mxfp6: OCP Microscaling Formats (MX) Specification v1.0, MXFP6: blocks of 32 with an e8m0\n"
+     "# scale (OCP rounding; mx:up is the alternative), e2m3 activations and weights (more\n"
+     "# precision), e3m2 gradients (more range). Float32 master weights; the LM head stays bf16.\n"
+     "name mxfp6\n"
+     "site *.in   e2m3 mx\n"
+     "site *.w    e2m3 mx\n"
+     "site *.grad e3m2 mx\n"
+     "site lm_head.* bf16\n"
+     "loss_scale none\n"
+     "update fp32\n"},
+    {"mxfp4",
+     "# mxfp4: OCP Microscaling Formats (MX) Specification v1.0, MXFP4: e2m1 elements in blocks of\n"
+     "# 32 with an e8m0 scale (OCP rounding; mx:up is the alternative) on every matmul operand.\n"
+     "# Float32 master weights; the LM head stays bf16.\n"
+     "name mxfp4\n"
+     "site *.in   e2m1 mx\n"
+     "site *.w    e2m1 mx\n"
+     "site *.grad e2m1 mx\n"
+     "site lm_head.* bf16\n"
+     "loss_scale none\n"
+     "update fp32\n"},
+    {"nvfp4",
+     "# nvfp4: NVIDIA's NVFP4 pretraining recipe (NVIDIA 2025, \"Pretraining Large Language Models\n"
+     "# with NVFP4\"): e2m1 elements, blocks of 16 with e4m3 scales under a float32 tensor scale.\n"
+     "# Weights use 16x16 tiles of e4m3 scales under the tensor scale (\"+tensor\"), so the same\n"
+     "# quantized weight serves the forward and the transposed dgrad product; gradients are rounded\n"
+     "# stochastically; a random 16x16 Hadamard transform is applied to the wgrad operands.\n"
+     "# Float32 master weights; the LM head stays bf16 (the paper also keeps a few of the last\n"
+     "# blocks in bf16).\n"
+     "name nvfp4\n"
+     "site *.in   e2m1 nvfp4\n"
+     "site *.w    e2m1 tile:16x16:e4m3+tensor\n"
+     "site *.grad e2m1 nvfp4 sr\n"
+     "site lm_head.* bf16\n"
+     "hadamard 16\n"
+     "loss_scale none\n"
+     "update fp32\n"},
+};
+enum { NPRESETS = sizeof presets / sizeof presets[0] };
+
+static const char static_prefix[] = "fp16-static-";
+static const char static_marker[] = "@S@";
+enum { STATIC_PREFIX_LEN = sizeof static_prefix - 1, MARKER_LEN = sizeof static_marker - 1 };
+
+const char *ac_preset_names(void) {
+    return "fp32,bf16-amp,fp16-amp,fp16-amp-noscale,fp16-static-1024,pure-bf16,pure-bf16-sr,"
+           "pure-bf16-kahan,fp8-delayed,fp8-current,fp8-block,mxfp8,mxfp6,mxfp4,nvfp4";
+}
+
+// S of fp16-static-S: a plain positive number (digits first, no sign or space) that is a
+// positive finite float32, and a name that fits in ac_policy.name.
+static bool static_scale_ok(const char *s) {
+    if (!((*s >= '0' && *s <= '9') || *s == '.')) return false;
+    char *end;
+    const double v = strtod(s, &end);
+    return end != s && !*end && isfinite(v) && v <= FLT_MAX && (float)v > 0 &&
+           STATIC_PREFIX_LEN + strlen(s) < sizeof ((ac_policy *)0)->name;
+}
+
+size_t ac_preset_text(const char *name, char *buf, size_t cap) {
+    if (!name) return 0;
+    const char *tmpl = NULL, *s = NULL;
+    for (int i = 0; i < NPRESETS && !tmpl; i++) {
+        if (strstr(presets[i].name, static_marker)) {
+            if (!strncmp(name, static_prefix, STATIC_PREFIX_LEN) && static_scale_ok(name + STATIC_PREFIX_LEN))
+                tmpl = presets[i].text, s = name + STATIC_PREFIX_LEN;
+        } else if (!strcmp(name, presets[i].name)) {
+            tmpl = presets[i].text;
+        }
+    }
+    if (!tmpl) return 0;
+    // Copy, putting S in place of every marker (like snprintf: the length of the whole text).
+    size_t n = 0;
+    for (const char *t = tmpl; *t;) {
+        const char *piece = t;
+        size_t len = 1;
+        if (s && !strncmp(t, static_marker, MARKER_LEN)) piece = s, len = strlen(s), t += MARKER_LEN;
+        else t++;
+        for (size_t j = 0; j < len; j++, n++)
+            if (buf && n + 1 < cap) buf[n] = piece[j];
+    }
+    if (buf && cap) buf[n < cap ? n : cap - 1] = 0;
+    return n;
+}

@@ -1,0 +1,201 @@
+// test_autocast.c: applying policies (autocast/autocast.c) and their effect on the model: the
+// fp32 policy is bitwise the plain model; cast tensors hold values of their format; telemetry
+// counts match hand-built tensors; the weight update rounds, stochastically rounds or
+// compensates as its policy says, and swamping is counted.
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autocast/autocast.h"
+#include "kernels/llama_ops.h"
+#include "tests/test_util.h"
+#include "trainer/llama.h"
+
+static void setup(void) { llama_ops_threads(0); }
+TestSuite(autocast, .init = setup);
+
+static ac_policy policy(const char *name) {
+    ac_policy p;
+    char msg[256];
+    cr_assert_eq(ac_policy_load(&p, name, msg, sizeof msg), AC_OK, "%s", msg);
+    return p;
+}
+
+static void init_ctx(ac_ctx *c, const ac_policy *p, int layers, size_t cap) {
+    char msg[256];
+    cr_assert_eq(ac_init(c, p, layers, 1, AC_TEL_SITES, cap, msg, sizeof msg), AC_OK, "%s", msg);
+    ac_begin_step(c, 0);
+}
+
+static bool representable(const fmt_t *f, float v) {
+    float r = v;
+    fmt_round_opts o = {0};
+    fmt_round_f32(f, &r, 1, &o, NULL);
+    return tu_samef(r, v);
+}
+
+// The fp32 policy (every site inactive) gives bitwise the loss and gradients of the model
+// without a policy, with and without recompute.
+Test(autocast, fp32_policy_is_the_plain_model) {
+    llama_config c;
+    llama_config_named(&c, "tiny");
+    c.vocab_size = 13;
+    for (int rc = 0; rc < 2; rc++) {
+        llama_model a, b;
+        cr_assert_eq(llama_init(&a, &c, rc, NULL, 0), LLAMA_OK);
+        cr_assert_eq(llama_init(&b, &c, rc, NULL, 0), LLAMA_OK);
+        llama_init_weights(&a, 3);
+        llama_init_weights(&b, 3);
+        ac_policy p = policy("fp32");
+        ac_ctx ctx;
+        init_ctx(&ctx, &p, c.n_layers, llama_max_operand(&c, 2, 8));
+        b.ac = &ctx;
+        int tok[16], tgt[16];
+        for (int i = 0; i < 16; i++) tok[i] = (i * 5) % 13, tgt[i] = (i * 7 + 1) % 13;
+        const float la = llama_forward(&a, tok, tgt, 2, 8), lb = llama_forward(&b, tok, tgt, 2, 8);
+        llama_backward(&a, tok, tgt, 1.0f);
+        llama_backward(&b, tok, tgt, 1.0f);
+        cr_assert(tu_samef(la, lb), "loss %a vs %a", la, lb);
+        cr_assert(memcmp(a.grads, b.grads, a.n_params * sizeof(float)) == 0, "gradients differ");
+        ac_free(&ctx);
+        llama_free(&a), llama_free(&b);
+    }
+}
+
+// Every value a bf16 policy feeds a matmul is a bf16 value, and the model's output changes.
+Test(autocast, bf16_operands_are_bf16) {
+    ac_policy p = policy("bf16-amp");
+    ac_ctx c;
+    init_ctx(&c, &p, 1, 4096);
+    tu_rng r = {fmt_rng_make_key(5, 0), 0};
+    float x[4096];
+    for (int i = 0; i < 4096; i++) x[i] = (float)tu_rng_normal(&r);
+    const float *y = ac_cast(&c, AC_QKV_IN, 0, x, 64, 64, false, 0, true);
+    cr_assert(y != x);
+    fmt_t bf16;
+    fmt_from_name(&bf16, "bf16");
+    int changed = 0;
+    for (int i = 0; i < 4096; i++) {
+        cr_assert(representable(&bf16, y[i]), "element %d: %a is not bf16", i, y[i]);
+        cr_assert(fabsf(y[i] - x[i]) <= ldexpf(fabsf(x[i]), -8), "element %d: error beyond half a bf16 ulp", i);
+        changed += y[i] != x[i];
+    }
+    cr_assert(changed > 3000, "only %d of 4096 values changed", changed);
+    ac_free(&c);
+}
+
+// A per-tensor fp8 cast: value * scale is an e4m3 value (up to float32 rounding of the scale's
+// inverse) for every element; delayed scaling
+// uses the amax of earlier casts (scale 1 on the first).
+Test(autocast, fp8_values_scale_into_e4m3) {
+    ac_policy p = policy("fp8-delayed");
+    ac_ctx c;
+    init_ctx(&c, &p, 1, 1024);
+    fmt_t e4m3;
+    fmt_from_name(&e4m3, "e4m3");
+    float x[1024];
+    tu_rng r = {fmt_rng_make_key(6, 0), 0};
+    for (int i = 0; i < 1024; i++) x[i] = (float)(tu_rng_normal(&r) * 0.01);
+    const float *y = ac_cast(&c, AC_QKV_IN, 0, x, 32, 32, false, 0, true);
+    const size_t k = (size_t)AC_QKV_IN * 2 + 0;
+    cr_assert_eq(c.tel[k].scale, 1.0f, "first delayed cast: scale %g", c.tel[k].scale);
+    for (int i = 0; i < 1024; i++) cr_assert(representable(&e4m3, y[i]));
+    y = ac_cast(&c, AC_QKV_IN, 0, x, 32, 32, false, 0, true);
+    const float s = c.tel[k].scale;
+    cr_assert_float_eq(s, (float)(448.0 / c.tel[k].amax), 1e-6 * s, "second cast: scale %g, amax %g", s, c.tel[k].amax);
+    // y = q * fl(1/s) in float32: q is an e4m3 value and y * s is within two float32 roundings
+    // (2^-23 relative) of it, far inside e4m3's spacing (2^-3 relative)
+    for (int i = 0; i < 1024; i++) {
+        float q = y[i] * s;
+        fmt_round_opts o = {0};
+        fmt_round_f32(&e4m3, &q, 1, &o, NULL);
+        cr_assert(fabsf(q - y[i] * s) <= 0x1p-22f * fabsf(q), "element %d: %a * %g is not near an e4m3 value", i, y[i], s);
+    }
+    ac_free(&c);
+}
+
+// Telemetry against a hand-built tensor: fp16 with IEEE overflow (fp16-amp's grad sites).
+Test(autocast, telemetry_counts) {
+    ac_policy p = policy("fp16-amp");
+    ac_ctx c;
+    init_ctx(&c, &p, 1, 16);
+    const float x[8] = {1e5f, -7e4f, 1e-9f, -1e-10f, 1e-6f, 3.0f, NAN, 0.0f};
+    ac_cast(&c, AC_O_GRAD, 0, x, 1, 8, false, 0, true);
+    const ac_tel *t = &c.tel[(size_t)AC_O_GRAD * 2 + 0];
+    cr_assert_eq(t->n, 8);
+    cr_assert_eq(t->overflow, 2, "overflow %llu", (unsigned long long)t->overflow);  // 1e5, -7e4 > 65504
+    cr_assert_eq(t->underflow, 2, "underflow %llu", (unsigned long long)t->underflow);  // below 2^-25
+    cr_assert_eq(t->subnormal, 1, "subnormal %llu", (unsigned long long)t->subnormal);  // 1e-6
+    cr_assert_eq(t->nan, 1);
+    cr_assert_float_eq(t->amax, 1e5, 1e-3);
+    const float *y = c.buf[0];
+    cr_assert(isinf(y[0]) && isinf(y[1]) && y[2] == 0 && y[3] == 0, "IEEE overflow to inf, underflow to 0");
+    ac_cast(&c, AC_O_GRAD, 0, x, 1, 8, false, 0, false);  // not counted
+    cr_assert_eq(t->n, 8);
+    ac_free(&c);
+}
+
+// The weight update in bf16: nearest rounding loses updates below half an ulp (swamping);
+// Kahan's compensation carries them until they add up; stochastic rounding keeps them in
+// expectation.
+Test(autocast, update_rounding_and_swamping) {
+    enum { N = 4096, STEPS = 64 };
+    const char *names[3] = {"pure-bf16", "pure-bf16-kahan", "pure-bf16-sr"};
+    double moved[3];
+    for (int v = 0; v < 3; v++) {
+        ac_policy p = policy(names[v]);
+        ac_ctx c;
+        init_ctx(&c, &p, 1, 16);
+        float *w = malloc(N * sizeof *w), *old = malloc(N * sizeof *old), *comp = calloc(N, sizeof *comp);
+        for (int i = 0; i < N; i++) w[i] = 1.0f;
+        // each step adds 2^-10: a quarter of bf16's ulp at 1 (2^-7 / 2 = 2^-8 is half an ulp)
+        for (int s = 0; s < STEPS; s++) {
+            ac_begin_step(&c, (uint64_t)s);
+            memcpy(old, w, N * sizeof *w);
+            for (int i = 0; i < N; i++) w[i] += 0x1p-10f;
+            ac_round_update(&c, w, old, comp, N);
+            if (v == 0 && s == 0) cr_assert_eq(c.upd_swamped, N, "rne: every update swamped (%llu)", (unsigned long long)c.upd_swamped);
+        }
+        double sum = 0;
+        fmt_t bf16;
+        fmt_from_name(&bf16, "bf16");
+        for (int i = 0; i < N; i++) {
+            sum += w[i] - 1.0;
+            cr_assert(representable(&bf16, w[i]));
+        }
+        moved[v] = sum / N;  // exact: 64 * 2^-10 = 0.0625
+        free(w), free(old), free(comp);
+        ac_free(&c);
+    }
+    cr_assert_eq(moved[0], 0.0, "nearest: weights moved by %g (all updates swamped)", moved[0]);
+    cr_assert_float_eq(moved[1], 0.0625, 1e-9, "kahan: mean move %g, exact 0.0625", moved[1]);
+    // SR: each step moves up one ulp (2^-7) with probability 1/8 at first: the mean move is
+    // 0.0625 within a few standard errors (a loose 10% over 4096 weights)
+    cr_assert(fabs(moved[2] - 0.0625) < 0.00625, "sr: mean move %g, expected 0.0625", moved[2]);
+}
+
+Test(autocast, hadamard_is_orthogonal) {
+    ac_policy p = policy("nvfp4");
+    ac_ctx c;
+    init_ctx(&c, &p, 1, 16);
+    enum { R = 37, C = 5 };  // two full groups of 16 and a ragged 5
+    float a[R * C], b[R * C], ha[R * C], hb[R * C];
+    tu_rng r = {fmt_rng_make_key(9, 0), 0};
+    for (int i = 0; i < R * C; i++) a[i] = (float)tu_rng_normal(&r), b[i] = (float)tu_rng_normal(&r);
+    ac_hadamard16(&c, ha, a, R, C);
+    ac_hadamard16(&c, hb, b, R, C);
+    for (int i = 0; i < C; i++)
+        for (int j = 0; j < C; j++) {  // (Ha)^T (Hb) = a^T b
+            double d0 = 0, d1 = 0, mag = 0;
+            for (int k = 0; k < R; k++) {
+                d0 += (double)a[k * C + i] * b[k * C + j];
+                d1 += (double)ha[k * C + i] * hb[k * C + j];
+                mag += fabs((double)a[k * C + i] * b[k * C + j]);
+            }
+            cr_assert(fabs(d0 - d1) <= 64 * 0x1p-24 * mag, "(%d,%d): %g vs %g", i, j, d0, d1);
+        }
+    cr_assert(memcmp(ha + 32 * C, a + 32 * C, 5 * C * sizeof(float)) == 0, "ragged rows changed");
+    cr_assert(memcmp(ha, a, 32 * C * sizeof(float)) != 0, "nothing rotated");
+    ac_free(&c);
+}
