@@ -3,13 +3,15 @@
 // definition), the 90/10 split (train = floor(0.9 n)), llm.c shards (uint16, uint32, lists,
 // a validation shard), batch sampling (determinism, rows are the corpus at a start, every start
 // reachable and uniform by chi-square), and every error: code, file named, one line.
-// Inputs are temporary files under /tmp, removed by the suite's fini even when a test fails.
+// Inputs are temporary files under /tmp, removed by the suite's fini even when an assertion
+// fails (a crash can leave them behind).
 // Random tests print their seed and read FPLAB_SEED to replay.
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/test_util.h"
@@ -60,16 +62,45 @@ static void put_le(unsigned char *p, uint32_t v, int bytes) {
     for (int i = 0; i < bytes; i++) p[i] = (unsigned char)(v >> (8 * i));
 }
 
-// An llm.c shard: header {magic, version, count, 0...} and n tokens of elt (2 or 4) bytes.
-static const char *tmp_shard(uint32_t magic, uint32_t version, uint32_t count, const uint32_t *tok, size_t n,
-                             int elt) {
-    const size_t bytes = 1024 + n * (size_t)elt;
-    unsigned char *b = calloc(bytes, 1);
+// The bytes of an llm.c shard (malloc'd, *bytes long): header {magic, version, count, 0...}
+// and n tokens of elt (2 or 4) bytes.
+static unsigned char *shard_bytes(uint32_t magic, uint32_t version, uint32_t count, const uint32_t *tok, size_t n,
+                                  int elt, size_t *bytes) {
+    *bytes = 1024 + n * (size_t)elt;
+    unsigned char *b = calloc(*bytes, 1);
     put_le(b, magic, 4), put_le(b + 4, version, 4), put_le(b + 8, count, 4);
     for (size_t i = 0; i < n; i++) put_le(b + 1024 + i * (size_t)elt, tok[i], elt);
+    return b;
+}
+
+static const char *tmp_shard(uint32_t magic, uint32_t version, uint32_t count, const uint32_t *tok, size_t n,
+                             int elt) {
+    size_t bytes;
+    unsigned char *b = shard_bytes(magic, version, count, tok, n, elt, &bytes);
     const char *p = tmp_file(b, bytes);
     free(b);
     return p;
+}
+
+// A pipe holding n bytes, as a path ("/dev/fd/N"): not a regular file, so the loaders cannot
+// learn its size in advance. A child process writes (a pipe buffers only 64 KiB).
+static const char *pipe_of(const void *bytes, size_t n, char path[32]) {
+    int fds[2];
+    cr_assert_eq(pipe(fds), 0);
+    const pid_t pid = fork();
+    cr_assert_geq(pid, 0, "fork failed");
+    if (pid == 0) {
+        close(fds[0]);
+        for (size_t done = 0; done < n;) {
+            const ssize_t w = write(fds[1], (const char *)bytes + done, n - done);
+            if (w <= 0) _exit(1);
+            done += (size_t)w;
+        }
+        _exit(0);
+    }
+    close(fds[1]);
+    snprintf(path, 32, "/dev/fd/%d", fds[0]);
+    return path;
 }
 
 static const char *shard16(const uint32_t *tok, size_t n) { return tmp_shard(20240520, 1, (uint32_t)n, tok, n, 2); }
@@ -83,7 +114,9 @@ static void load_iota(data_set *d, size_t n) {
     const char *p = shard16(t, n);
     free(t);
     char msg[MSG_LEN] = "";
-    cr_assert_eq(data_load_shards(d, p, NULL, 0, msg, sizeof msg), DATA_OK, "%s", msg);
+    const int rc = data_load_shards(d, p, NULL, 0, msg, sizeof msg);
+    unlink(p);  // now, not at fini: a test that crashes later leaves nothing behind
+    cr_assert_eq(rc, DATA_OK, "%s", msg);
 }
 
 // --- expected failures: the code, the file named, one line, nothing left in *d
@@ -450,6 +483,14 @@ Test(data, shard_errors) {
     const char *zero = tmp_shard(20240520, 1, 0, t, 0, 2);
     shards_fail(zero, NULL, 0, DATA_EFORMAT, zero, "0 tokens");
     shards_fail(good, NULL, 256, DATA_EFORMAT, good, "token 500 at position 7, expected tokens below the vocabulary size 256");
+    shards_fail(good, NULL, 500, DATA_EFORMAT, good, "token 500 at position 7, expected tokens below the vocabulary size 500");
+    data_set d;
+    char msg[MSG_LEN] = "";
+    cr_assert_eq(data_load_shards(&d, good, NULL, 501, msg, sizeof msg), DATA_OK, "token 500 fits 501: %s", msg);
+    data_free(&d);
+    const uint32_t int_max[20] = {3, 2147483647u};  // vocab_size 0: the largest + 1 must be an int
+    const char *im = shard32(int_max, 20);
+    shards_fail(im, NULL, 0, DATA_EFORMAT, im, "token 2147483647 at position 1, expected tokens below 2147483647");
     const uint32_t huge[20] = {3, 0xFFFFFFFFu};
     const char *big = shard32(huge, 20);
     shards_fail(big, NULL, 0, DATA_EFORMAT, big, "token 4294967295 at position 1");
@@ -465,8 +506,6 @@ Test(data, shard_errors) {
     shards_fail(good, missing, 0, DATA_EIO, missing, "cannot open");
     shards_fail(good, magic, 0, DATA_EFORMAT, magic, "magic 12345");
     shards_fail(good, NULL, -1, DATA_EINVAL, good, "vocabulary size -1");
-    data_set d;
-    char msg[MSG_LEN] = "";
     cr_assert_eq(data_load_shards(&d, "", NULL, 0, msg, sizeof msg), DATA_EINVAL);
     cr_assert_eq(data_load_shards(&d, NULL, NULL, 0, NULL, 0), DATA_EINVAL);
 }
@@ -534,6 +573,36 @@ Test(data, vocab_copy_is_deep) {
     const data_vocab b = {DATA_VOCAB_BYTE, 256, NULL};
     cr_assert_eq(data_vocab_copy(&c, &b), DATA_OK);
     cr_assert(c.kind == DATA_VOCAB_BYTE && c.size == 256 && c.cp == NULL);
+}
+
+// Pipes: the size is not known in advance, so the length checks happen while reading; a text
+// of 200000 bytes makes the reader grow its buffer.
+Test(data, pipes_take_the_streaming_path) {
+    uint32_t t[20];
+    for (int i = 0; i < 20; i++) t[i] = (uint32_t)(7 * i);
+    char path[32], msg[MSG_LEN] = "";
+    size_t n;
+    data_set d;
+    unsigned char *b = shard_bytes(20240520, 1, 20, t, 20, 2, &n);
+    cr_assert_eq(data_load_shards(&d, pipe_of(b, n, path), NULL, 0, msg, sizeof msg), DATA_OK, "%s", msg);
+    cr_assert(d.n_tokens == 20 && d.tokens[19] == 133 && d.vocab.size == 134);
+    data_free(&d);
+    free(b);
+    b = shard_bytes(20240520, 1, 40, t, 20, 2, &n);
+    shards_fail(pipe_of(b, n, path), NULL, 0, DATA_EFORMAT, path, "header says 40 uint16 tokens (1104 bytes in all), but the file ends after 20 tokens");
+    free(b);
+    b = shard_bytes(20240801, 7, 10, t, 20, 4, &n);
+    shards_fail(pipe_of(b, n, path), NULL, 0, DATA_EFORMAT, path, "header says 10 uint32 tokens (1064 bytes in all), but the file is longer");
+    free(b);
+    enum { TEXT = 200000 };
+    char *text = malloc(TEXT);
+    for (int i = 0; i < TEXT; i++) text[i] = (char)('a' + i % 7);
+    cr_assert_eq(data_load_text(&d, pipe_of(text, TEXT, path), DATA_VOCAB_CHAR, NULL, msg, sizeof msg), DATA_OK, "%s", msg);
+    cr_assert(d.n_tokens == TEXT && d.vocab.size == 7 && d.n_train == 180000);
+    for (int i = 0; i < TEXT; i++) cr_assert_eq(d.tokens[i], i % 7, "token %d", i);
+    data_free(&d);
+    free(text);
+    while (wait(NULL) > 0) {}
 }
 
 // --- batches
