@@ -48,12 +48,19 @@ bool mm_blas_better_coretype(char *want, size_t len) {
 }
 
 void mm_blas_tune_or_reexec(char **argv) {
+    if (getenv("FPLAB_BLAS_REEXEC")) return;
     char want[32];
-    if (getenv("FPLAB_BLAS_REEXEC") || !mm_blas_better_coretype(want, sizeof want)) return;
-    setenv("OPENBLAS_CORETYPE", want, 1);
-    setenv("FPLAB_BLAS_REEXEC", "1", 1);  // never loop, even if OpenBLAS ignores the variable
+    bool again = false;
+    if (mm_blas_better_coretype(want, sizeof want)) setenv("OPENBLAS_CORETYPE", want, 1), again = true;
+    // libgomp's idle threads spin for 300000 iterations before they sleep. With another process
+    // on one of 2 cores, the spinning thread takes that core's time slices from the working
+    // one: a training step ran 16x slower (1000 against 15000 tokens/s); with a spin count of
+    // 1000 it ran 7100 tokens/s, and as fast as before on an idle machine.
+    if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT")) setenv("GOMP_SPINCOUNT", "1000", 1), again = true;
+    if (!again) return;
+    setenv("FPLAB_BLAS_REEXEC", "1", 1);  // never loop, even if a library ignores the variables
     execv("/proc/self/exe", argv);
-    // exec failed: carry on with the slower kernels rather than fail.
+    // exec failed: carry on with the defaults rather than fail.
 }
 
 void mm_set_threads(int n) {

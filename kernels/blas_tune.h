@@ -13,8 +13,11 @@
 // fine, when OPENBLAS_CORETYPE is already set, or without OpenBLAS.
 bool mm_blas_better_coretype(char *want, size_t len);
 
-// If mm_blas_better_coretype says so, sets OPENBLAS_CORETYPE and re-executes the program
-// (/proc/self/exe with the same argv) once; returns normally otherwise or if exec fails.
+// If mm_blas_better_coretype says so, sets OPENBLAS_CORETYPE; unless the user set
+// OMP_WAIT_POLICY or GOMP_SPINCOUNT, sets GOMP_SPINCOUNT=1000 (short spinning: a shared or busy
+// machine no longer slows OpenMP loops tenfold); then re-executes the program (/proc/self/exe
+// with the same argv) once, since both libraries read their variables when they load.
+// Returns normally when nothing needs setting or if exec fails.
 void mm_blas_tune_or_reexec(char **argv);
 
 // Threads for OpenBLAS and OpenMP both (n > 0); n <= 0 leaves their defaults.
