@@ -14,7 +14,7 @@ LDLIBS_BASE := -lm
 
 # Debian packages the project needs (make deps installs the missing ones).
 DEB_PKGS := build-essential pkg-config libmpfr-dev libgmp-dev libcriterion-dev libopenblas-dev \
-            gnuplot-nox python3
+            gnuplot-nox python3 fortunes
 
 # --- detection
 have_hdr = $(shell printf '#include <$(1)>\nint main(void){return 0;}\n' | \
@@ -69,7 +69,7 @@ all: config lib cli
 help:
 	@echo "make            build build/libfplab.a and build/fplab"
 	@echo "make deps       install the Debian packages fplab needs (as root), or print the line"
-	@echo "make demo       the finfo table and a few casts (the README's main command)"
+	@echo "make demo       the finfo table, a few casts and a 2-minute precision ablation (the README's main command)"
 	@echo "make test       build and run the Criterion suites"
 	@echo "make asan       the tests under AddressSanitizer and UBSan"
 	@echo "make bench      benchmarks (tables; never fail on a timing)"
@@ -152,13 +152,22 @@ test-gpu: all $(BUILD)/tests/test_mm_cuda
 bench: all $(BENCH_BIN)
 	@for b in $(BENCH_BIN); do $$b; done
 
+# demo: the finfo table, a few casts, then a short precision ablation on a small Llama (about
+# 2 minutes on 2 cores). The corpus comes with Debian's fortunes package (make deps).
+DEMO_DATA ?= /usr/share/games/fortunes/cookie
+DEMO_OUT ?= demo-ablation
+DEMO_PRESETS := fp32,bf16-amp,fp16-amp,fp16-amp-noscale,pure-bf16,pure-bf16-sr,fp8-delayed,mxfp8,mxfp4,nvfp4
 demo: deps
 	@$(MAKE) --no-print-directory all >/dev/null
 	@echo "\$$ fplab finfo"; $(BUILD)/fplab finfo
 	@echo; echo "\$$ fplab cast 0.1 300 464 500 1e-3 --to e4m3"; $(BUILD)/fplab cast 0.1 300 464 500 1e-3 --to e4m3
 	@echo; echo "\$$ fplab cast 0.1 300 464 500 1e-3 --to e4m3 --overflow saturate"; \
 	  $(BUILD)/fplab cast 0.1 300 464 500 1e-3 --to e4m3 --overflow saturate
-	@echo; echo "\$$ fplab cast 1 2.5 3.5 -0.3 7 --to e2m1 --round rne"; $(BUILD)/fplab cast 1 2.5 3.5 -0.3 7 --to e2m1 --round rne
+	@echo; echo "\$$ fplab ablate --presets $(DEMO_PRESETS) ..."
+	$(BUILD)/fplab ablate --presets $(DEMO_PRESETS) --model shakespeare \
+	  --extra "--dim 64 --n-layers 2 --batch 8" --data $(DEMO_DATA) --steps 400 --eval-every 50 \
+	  --out $(DEMO_OUT)
+	@echo; echo "demo: the ablation report is $(DEMO_OUT)/report.md (plots in $(DEMO_OUT)/plots)"
 
 verify-exhaustive: all $(BUILD)/tools/verify_exhaustive
 	$(BUILD)/tools/verify_exhaustive

@@ -196,22 +196,22 @@ void ac_hadamard16(const ac_ctx *c, float *out, const float *x, size_t rows, siz
 
 // --- telemetry as JSON
 
-static void json_num(FILE *f, double v) {
+void ac_json_num(FILE *f, double v, int digits) {
     if (isnan(v)) fputs("\"nan\"", f);
     else if (isinf(v)) fputs(v > 0 ? "\"inf\"" : "\"-inf\"", f);
-    else fprintf(f, "%.6g", v);
+    else fprintf(f, "%.*g", digits, v);
 }
 
 static void write_tel(FILE *f, const char *prefix, const char *name, const ac_tel *t, bool *first) {
     const double n = (double)t->n;
     fprintf(f, "%s\"%s%s\":{\"n\":%llu,\"overflow\":", *first ? "" : ",", prefix, name,
             (unsigned long long)t->n);
-    json_num(f, t->overflow / n);
-    fputs(",\"underflow\":", f), json_num(f, t->underflow / n);
-    fputs(",\"subnormal\":", f), json_num(f, t->subnormal / n);
-    fputs(",\"nan\":", f), json_num(f, t->nan / n);
-    fputs(",\"amax\":", f), json_num(f, t->amax);
-    fputs(",\"scale\":", f), json_num(f, t->scale);
+    ac_json_num(f, t->overflow / n, 6);
+    fputs(",\"underflow\":", f), ac_json_num(f, t->underflow / n, 6);
+    fputs(",\"subnormal\":", f), ac_json_num(f, t->subnormal / n, 6);
+    fputs(",\"nan\":", f), ac_json_num(f, t->nan / n, 6);
+    fputs(",\"amax\":", f), ac_json_num(f, t->amax, 6);
+    fputs(",\"scale\":", f), ac_json_num(f, t->scale, 6);
     fputc('}', f);
     *first = false;
 }
@@ -242,8 +242,8 @@ void ac_write_json(const ac_ctx *c, FILE *f) {
     }
     if (!first) fputc('}', f);
     if (c->upd_n) {
-        fputs(",\"update\":{\"swamped\":", f), json_num(f, (double)c->upd_swamped / (double)c->upd_n);
-        fputs(",\"changed\":", f), json_num(f, (double)c->upd_changed / (double)c->upd_n);
+        fputs(",\"update\":{\"swamped\":", f), ac_json_num(f, (double)c->upd_swamped / (double)c->upd_n, 6);
+        fputs(",\"changed\":", f), ac_json_num(f, (double)c->upd_changed / (double)c->upd_n, 6);
         fputc('}', f);
     }
 }

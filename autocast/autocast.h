@@ -82,6 +82,10 @@ void ac_round_update(ac_ctx *c, float *p, const float *p_old, float *comp, size_
 // when telemetry is off or nothing was counted).
 void ac_write_json(const ac_ctx *c, FILE *f);
 
+// A number for the JSON-lines logs with `digits` significant digits (9 reads back as the same
+// float32), and the strings "nan", "inf", "-inf" for the values JSON has no literal for.
+void ac_json_num(FILE *f, double v, int digits);
+
 // Delayed-scaling state for checkpoints: a flat byte image (hist and hist_count).
 size_t ac_state_bytes(const ac_ctx *c);
 void ac_state_save(const ac_ctx *c, void *out);

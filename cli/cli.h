@@ -106,7 +106,10 @@ int cmd_cast(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_matmul_check(int argc, char **argv);
 int cmd_train(int argc, char **argv);
+int cmd_policy(int argc, char **argv);
 int cmd_sample(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_ablate(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 #endif

@@ -19,6 +19,9 @@ static const struct {
     {"train", cmd_train, "train a Llama on a text file or llm.c token shards (checkpoints, resume)"},
     {"sample", cmd_sample, "generate text from a trained checkpoint (greedy, temperature, top-p)"},
     {"export", cmd_export, "write a checkpoint as a llama2.c model (and tokenizer.bin) for run.c"},
+    {"policy", cmd_policy, "list, show or check precision policies (presets: fp32, bf16-amp, mxfp4, ...)"},
+    {"ablate", cmd_ablate, "run a grid of precision policies x seeds (child trainings), then the report"},
+    {"report", cmd_report, "report.md and gnuplot plots of an ablation directory"},
 };
 enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
 
@@ -27,7 +30,7 @@ static void usage(FILE *fp) {
                 "       fplab SUBCOMMAND --help\n\n"
                 "fplab emulates floating-point formats (fp64 down to fp4, OCP MX, custom eXmY).\n\n"
                 "subcommands:\n");
-    for (int i = 0; i < NCOMMANDS; i++) fprintf(fp, "  %-9s %s\n", commands[i].name, commands[i].summary);
+    for (int i = 0; i < NCOMMANDS; i++) fprintf(fp, "  %-13s %s\n", commands[i].name, commands[i].summary);
     fprintf(fp, "\nexit status: 0 success, 2 bad input (unknown option, format, mode, malformed file),\n"
                 "1 internal failure.\n");
 }

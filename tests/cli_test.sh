@@ -235,5 +235,29 @@ else
     echo "note: python3 not found; matmul-check json parse skipped"
 fi
 
+# --- ablate and report: help, bad input (exit 2), and a tiny real grid (tiny model, 4 steps)
+expect_has "ablate --help" "usage: fplab ablate" "$F" ablate --help
+expect_has "report --help" "usage: fplab report" "$F" report --help
+expect_err "report missing dir" "'$T/no-such-abl': no such directory" "$F" report "$T/no-such-abl"
+expect_err "report without DIR" "expected exactly one DIR" "$F" report
+mkdir -p "$T/empty-abl"
+expect_err "report dir without runs" "no runs/ directory" "$F" report "$T/empty-abl"
+head -c 4000 "$(dirname "$0")/fixtures/ml_dtypes_float16.txt" >"$T/corpus.txt"
+expect_err "ablate without --presets" "--presets LIST is required" "$F" ablate --data "$T/corpus.txt" --out "$T/abl"
+expect_err "ablate unknown preset" "'nosuch'" "$F" ablate --presets fp32,nosuch --data "$T/corpus.txt" --out "$T/abl"
+expect_err "ablate reserved --extra" "is set by ablate" "$F" ablate --presets fp32 --data "$T/corpus.txt" --out "$T/abl" --extra "--seed 3"
+expect_err "ablate unknown train option" "unknown training option 'batchsize'" "$F" ablate --presets fp32 --data "$T/corpus.txt" --out "$T/abl" --extra "--batchsize 8"
+expect_err "ablate unknown model" "--model 'huge'" "$F" ablate --presets fp32 --data "$T/corpus.txt" --out "$T/abl" --model huge
+expect_err "ablate missing data" "cannot read" "$F" ablate --presets fp32 --data "$T/nope.txt" --out "$T/abl"
+expect_rc "ablate: nothing written on bad input" 1 test -e "$T/abl"
+ABL=("$F" ablate --presets fp32,bf16-amp --seeds 1 --model tiny --steps 4 --data "$T/corpus.txt" --out "$T/abl" --threads 1 --no-plots)
+expect_has "ablate tiny grid" "report: $T/abl/report.md" "${ABL[@]}"
+expect_has "ablate report row" "| bf16-amp | 1/1 |" cat "$T/abl/report.md"
+expect_has "ablate keeps the run's log" '"step":4' cat "$T/abl/runs/bf16-amp/seed-1/log.jsonl"
+expect_has "ablate again skips finished runs" "already done" "${ABL[@]}"
+expect_err "ablate other settings, same --out" "made with --steps 4 (now 5)" \
+    "$F" ablate --presets fp32 --model tiny --steps 5 --data "$T/corpus.txt" --out "$T/abl" --no-plots
+expect_has "report rewrites the report" "2 completed" "$F" report "$T/abl" --no-plots
+
 echo "$pass passed, $fail failed"
 [[ $fail == 0 ]]

@@ -399,10 +399,14 @@ int train_run(const train_opts *opts, const char *resume, train_report *rep, cha
         const double el = now_s() - t_start;
         const double tps = (double)(step + 1 - first) * r.o.accum * r.B * r.T / el;
         if (r.log) {
-            fprintf(r.log, "{\"step\":%ld,\"loss\":%.9g,\"lr\":%.9g,\"grad_norm\":%.9g,\"tokens_per_s\":%.1f,"
-                           "\"elapsed_s\":%.3f,\"loss_scale\":%.9g,\"skipped\":%d",
-                    step + 1, loss, ao.lr, gnorm, tps, el, S, skip);
-            if (!isnan(val)) fprintf(r.log, ",\"val_loss\":%.9g", val);
+            fprintf(r.log, "{\"step\":%ld,\"loss\":", step + 1);
+            ac_json_num(r.log, loss, 9);
+            fputs(",\"lr\":", r.log), ac_json_num(r.log, ao.lr, 9);
+            fputs(",\"grad_norm\":", r.log), ac_json_num(r.log, gnorm, 9);
+            fprintf(r.log, ",\"tokens_per_s\":%.1f,\"elapsed_s\":%.3f,\"loss_scale\":", tps, el);
+            ac_json_num(r.log, S, 9);
+            fprintf(r.log, ",\"skipped\":%d", skip);
+            if (!isnan(val)) fputs(",\"val_loss\":", r.log), ac_json_num(r.log, val, 9);
             ac_write_json(&r.ac, r.log);
             fprintf(r.log, "}\n");
         }

@@ -1,0 +1,533 @@
+// ablate.c: the ablation runner of ablate.h: the grid in seed-major order (every preset of
+// seed 1 first, so an early look already compares all presets), children started with
+// xp_spawn and polled with waitpid(pid, WNOHANG) so that no other child of the caller is reaped.
+#include "experiments/ablate.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "autocast/policy.h"
+#include "experiments/json.h"
+#include "experiments/runlog.h"
+#include "trainer/train.h"
+
+enum { NAME_MAX_ = 64, PATH_MAX_ = 4096 };
+
+// The options the runner sets itself; --extra may not repeat them.
+static const char *const reserved[] = {"policy", "seed", "ckpt-dir", "progress", "telemetry", "model",
+                                       "data", "steps", "log", "resume", "eval-every", "threads", "stop-at"};
+
+// The directory name of a preset: a policy file "dir/x.policy" runs as "x".
+static void run_name(char *buf, size_t cap, const char *preset) {
+    const char *b = strrchr(preset, '/');
+    b = b ? b + 1 : preset;
+    snprintf(buf, cap, "%s", b);
+    const size_t n = strlen(buf);
+    if (n > 7 && !strcmp(buf + n - 7, ".policy")) buf[n - 7] = 0;
+}
+
+static bool name_ok(const char *s) {
+    if (!*s || *s == '.') return false;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              strchr("._+-", *s)))
+            return false;
+    return true;
+}
+
+// What the child `fplab train` would refuse, found before any run: the options through the
+// trainer's table (full names only: "--name value" or "--name=value") and every policy.
+static int check_train(const ablate_opts *o, char *msg, size_t msg_len) {
+    train_opts t;
+    train_opts_default(&t);
+    char num[4][32], why[512];
+    snprintf(num[0], sizeof num[0], "%ld", o->steps);
+    snprintf(num[1], sizeof num[1], "%ld", o->eval_every);
+    snprintf(num[2], sizeof num[2], "%d", o->threads);
+    const char *set[][2] = {{"model", o->model}, {"data", o->data}, {"steps", num[0]}, {"telemetry", o->telemetry},
+                            {"eval-every", o->eval_every >= 0 ? num[1] : NULL},
+                            {"threads", o->threads > 0 ? num[2] : NULL}};
+    for (size_t i = 0; i < sizeof set / sizeof set[0]; i++)
+        if (set[i][1] && train_opt_set(&t, set[i][0], set[i][1], why, sizeof why) != 0)
+            return snprintf(msg, msg_len, "%s", why), XP_EINVAL;
+    for (int i = 0; i < o->nextra; i++) {
+        const char *a = o->extra[i];
+        if (strncmp(a, "--", 2) || !a[2])
+            return snprintf(msg, msg_len, "--extra: '%s': expected train options as --name value", a), XP_EINVAL;
+        char name[64];
+        const char *eq = strchr(a, '='), *val;
+        if (eq) {
+            snprintf(name, sizeof name, "%.*s", (int)(eq - a - 2), a + 2);
+            val = eq + 1;
+        } else {
+            if (i + 1 == o->nextra)
+                return snprintf(msg, msg_len, "--extra: '%s' has no value", a), XP_EINVAL;
+            snprintf(name, sizeof name, "%s", a + 2);
+            val = o->extra[++i];
+        }
+        if (train_opt_set(&t, name, val, why, sizeof why) != 0)
+            return snprintf(msg, msg_len, "--extra: %s (see 'fplab train --help')", why), XP_EINVAL;
+    }
+    if (train_opts_validate(&t, why, sizeof why) != 0) return snprintf(msg, msg_len, "%s", why), XP_EINVAL;
+    for (int i = 0; i < o->npresets; i++) {
+        ac_policy pol;
+        if (ac_policy_load(&pol, o->presets[i], why, sizeof why) != AC_OK)
+            return snprintf(msg, msg_len, "--presets: %s", why), XP_EINVAL;
+    }
+    return XP_OK;
+}
+
+int ablate_validate(const ablate_opts *o, char *msg, size_t msg_len) {
+#define BAD(...) return snprintf(msg, msg_len, __VA_ARGS__), XP_EINVAL
+    if (o->npresets < 1) BAD("--presets: expected at least one policy (e.g. fp32,bf16-amp)");
+    if (o->nseeds < 1 || o->nseeds > 100000) BAD("--seeds %d: expected 1..100000", o->nseeds);
+    if (o->steps < 1) BAD("--steps %ld: expected at least 1", o->steps);
+    if (o->jobs < 1 || o->jobs > 1024) BAD("--jobs %d: expected 1..1024", o->jobs);
+    if (!o->out || !*o->out) BAD("--out DIR is required");
+    if (!o->data || !*o->data) BAD("--data FILE is required");
+    if (!o->model || !*o->model) BAD("--model: expected a model name");
+    if (!o->telemetry || !*o->telemetry) BAD("--telemetry: expected off, sites or layers");
+    for (int i = 0; i < o->npresets; i++) {
+        char a[NAME_MAX_ + 8], b[NAME_MAX_ + 8];
+        run_name(a, sizeof a, o->presets[i]);
+        if (strlen(a) >= NAME_MAX_ || !name_ok(a))
+            BAD("--presets: '%s' cannot name a run directory (letters, digits and . _ + - only, "
+                "shorter than %d characters)", o->presets[i], NAME_MAX_);
+        for (int j = 0; j < i; j++) {
+            run_name(b, sizeof b, o->presets[j]);
+            if (!strcmp(a, b)) BAD("--presets: '%s' and '%s' would share the run directory '%s'", o->presets[j],
+                                   o->presets[i], a);
+        }
+    }
+    for (int i = 0; i < o->nextra; i++) {
+        const char *t = o->extra[i];
+        if (strncmp(t, "--", 2)) continue;
+        const size_t len = strcspn(t + 2, "=");
+        for (size_t r = 0; r < sizeof reserved / sizeof reserved[0]; r++)
+            if (len >= 3 && len <= strlen(reserved[r]) && !strncmp(t + 2, reserved[r], len))
+                BAD("--extra: '%s' is set by ablate for each run (%s); %s", t, reserved[r],
+                    !strcmp(reserved[r], "eval-every") || !strcmp(reserved[r], "threads")
+                        ? "use ablate's own option of that name"
+                        : "give it to ablate instead, or leave it out");
+    }
+    if (o->check_train) return check_train(o, msg, msg_len);
+    return XP_OK;
+#undef BAD
+}
+
+int ablate_split_args(const char *s, char **out, int cap, char **store, char *msg, size_t msg_len) {
+    *store = malloc(strlen(s) + 1);
+    if (!*store) return snprintf(msg, msg_len, "out of memory"), -1;
+    char *w = *store;
+    int n = 0;
+    while (*s) {
+        while (*s == ' ' || *s == '\t' || *s == '\n') s++;
+        if (!*s) break;
+        if (n == cap) return snprintf(msg, msg_len, "--extra: more than %d arguments", cap), -1;
+        out[n++] = w;
+        while (*s && *s != ' ' && *s != '\t' && *s != '\n') {
+            if (*s == '\'' || *s == '"') {
+                const char q = *s++;
+                while (*s && *s != q) *w++ = *s++;
+                if (!*s) return snprintf(msg, msg_len, "--extra: unclosed %c quote", q), -1;
+                s++;
+            } else {
+                *w++ = *s++;
+            }
+        }
+        *w++ = 0;
+    }
+    return n;
+}
+
+void ablate_quote_command(char *buf, size_t cap, const char *const *argv, int argc) {
+    size_t k = 0;
+    buf[0] = 0;
+#define PUT(ch) (k + 1 < cap ? (void)(buf[k++] = (ch)) : (void)0)
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (i) PUT(' ');
+        bool plain = *a != 0;
+        for (const char *p = a; *p; p++)
+            if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                  strchr("_./=:,+-@%", *p)))
+                plain = false;
+        if (plain) {
+            for (const char *p = a; *p; p++) PUT(*p);
+            continue;
+        }
+        PUT('\'');
+        for (const char *p = a; *p; p++) {
+            if (*p == '\'') {
+                PUT('\''), PUT('\\'), PUT('\''), PUT('\'');
+            } else {
+                PUT(*p);
+            }
+        }
+        PUT('\'');
+    }
+    buf[k] = 0;
+#undef PUT
+}
+
+// --- ablate.json
+
+static void write_str_array(FILE *f, const char *const *v, int n) {
+    fputc('[', f);
+    for (int i = 0; i < n; i++) {
+        if (i) fputc(',', f);
+        jx_write_str(f, v[i]);
+    }
+    fputc(']', f);
+}
+
+static int write_manifest(const ablate_opts *o, const char *path, char *msg, size_t msg_len) {
+    char tmp[PATH_MAX_ + 32], cmd[8192], cwd[PATH_MAX_];
+    FILE *f = xp_create(path, tmp, sizeof tmp, msg, msg_len);
+    if (!f) return XP_EIO;
+    ablate_quote_command(cmd, sizeof cmd, o->argv, o->argc);
+    if (!getcwd(cwd, sizeof cwd)) cwd[0] = 0;
+    char when[32] = "";
+    const time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm)) strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    fputs("{\"command\":", f), jx_write_str(f, cmd);
+    fputs(",\n \"cwd\":", f), jx_write_str(f, cwd);
+    fputs(",\n \"argv\":", f), write_str_array(f, o->argv, o->argc);
+    fputs(",\n \"presets\":", f), write_str_array(f, o->presets, o->npresets);
+    fputs(",\n \"run_names\":[", f);
+    for (int i = 0; i < o->npresets; i++) {
+        char nm[NAME_MAX_ + 8];
+        run_name(nm, sizeof nm, o->presets[i]);
+        fputs(i ? "," : "", f), jx_write_str(f, nm);
+    }
+    fputs("],\n \"seeds\":[", f);
+    for (int i = 0; i < o->nseeds; i++)
+        fprintf(f, "%s%llu", i ? "," : "", (unsigned long long)(o->seed_base + (uint64_t)i));
+    fputs("],\n \"model\":", f), jx_write_str(f, o->model);
+    fputs(",\n \"data\":", f), jx_write_str(f, o->data);
+    fprintf(f, ",\n \"steps\":%ld,\n \"eval_every\":%ld,\n \"threads\":%d,\n \"jobs\":%d", o->steps,
+            o->eval_every, o->threads, o->jobs);
+    fputs(",\n \"telemetry\":", f), jx_write_str(f, o->telemetry);
+    fputs(",\n \"extra\":", f), write_str_array(f, o->extra, o->nextra);
+    fputs(",\n \"started\":", f), jx_write_str(f, when);
+    fputs("}\n", f);
+    return xp_commit(f, tmp, path, msg, msg_len);
+}
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    const long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (s) s[fread(s, 1, (size_t)n, f)] = 0;
+    fclose(f);
+    return s;
+}
+
+// An earlier ablate.json in OUT: its runs are only comparable (and resumable) under the same
+// model, data, steps, evaluation, telemetry and extra arguments.
+static int check_manifest(const ablate_opts *o, const char *path, char *msg, size_t msg_len) {
+    char *text = slurp(path);
+    if (!text) return XP_OK;
+    jx_cur c;
+    jx_init(&c, text);
+    char key[32], model[256] = "", data[PATH_MAX_] = "", tel[32] = "", extra[8192] = "", mine[8192] = "";
+    double steps = -1, eval = -1;
+    if (jx_open(&c, '{')) do {
+            jx_key(&c, key, sizeof key);
+            if (!strcmp(key, "model")) jx_str(&c, model, sizeof model);
+            else if (!strcmp(key, "data")) jx_str(&c, data, sizeof data);
+            else if (!strcmp(key, "telemetry")) jx_str(&c, tel, sizeof tel);
+            else if (!strcmp(key, "steps")) steps = jx_num(&c);
+            else if (!strcmp(key, "eval_every")) eval = jx_num(&c);
+            else if (!strcmp(key, "extra")) {
+                const char *a = c.p;
+                jx_skip(&c);
+                snprintf(extra, sizeof extra, "%.*s", (int)(c.p - a), a);
+            } else jx_skip(&c);
+        } while (jx_more(&c, '}'));
+    jx_end(&c);
+    free(text);
+    if (!jx_ok(&c)) {
+        snprintf(msg, msg_len, "%s: malformed (%s); move it away to start a new ablation in this directory", path, c.err);
+        return XP_EINVAL;
+    }
+    // The extra arguments compare as the JSON text this runner writes for them.
+    FILE *m = fmemopen(mine, sizeof mine - 1, "w");
+    if (m) write_str_array(m, o->extra, o->nextra), fclose(m);
+    const char *e = extra;
+    while (*e == ' ') e++;
+    char what[PATH_MAX_ + 256] = "";
+    if (strcmp(model, o->model)) snprintf(what, sizeof what, "--model %s (now %s)", model, o->model);
+    else if (strcmp(data, o->data)) snprintf(what, sizeof what, "--data %s (now %s)", data, o->data);
+    else if (steps != (double)o->steps) snprintf(what, sizeof what, "--steps %.0f (now %ld)", steps, o->steps);
+    else if (eval != (double)o->eval_every)
+        snprintf(what, sizeof what, "--eval-every %.0f (now %ld; -1: not given)", eval, o->eval_every);
+    else if (strcmp(tel, o->telemetry)) snprintf(what, sizeof what, "--telemetry %s (now %s)", tel, o->telemetry);
+    else if (strcmp(e, mine)) snprintf(what, sizeof what, "--extra %.1500s (now %.1500s)", e, mine);
+    if (!what[0]) return XP_OK;
+    snprintf(msg, msg_len, "%s: this directory holds an ablation made with %s; its runs would not compare. "
+             "Use another --out, or the same settings (presets and seeds may change)", path, what);
+    return XP_EINVAL;
+}
+
+// --- the runs
+
+typedef struct {
+    const char *preset;
+    char name[NAME_MAX_ + 8];
+    uint64_t seed;
+    char dir[PATH_MAX_];
+    pid_t pid;
+    double t0;
+} run_t;
+
+static void run_file(char *buf, size_t cap, const run_t *r, const char *file) {
+    snprintf(buf, cap, "%s/%s", r->dir, file);
+}
+
+// Reads the run's log: true when it ends with the final step. *val gets the last val_loss;
+// err (when not NULL) why the log could not be read ("" if it could).
+static bool run_complete(const run_t *r, long steps, double *val, long *last, char *err, size_t err_len) {
+    char path[PATH_MAX_ + 16], msg[512];
+    runlog l;
+    *val = NAN, *last = 0;
+    if (err) err[0] = 0;
+    run_file(path, sizeof path, r, "log.jsonl");
+    if (runlog_read(&l, path, false, msg, sizeof msg) != RUNLOG_OK) {
+        if (err) snprintf(err, err_len, "%s", msg);
+        return false;
+    }
+    for (size_t i = l.n; i-- > 0;)
+        if (l.step[i].has_val) {
+            *val = l.step[i].val_loss;
+            break;
+        }
+    *last = l.n ? l.step[l.n - 1].step : 0;
+    const bool done = l.n && *last == steps && (!l.has_start || l.steps < 0 || l.steps == steps);
+    runlog_free(&l);
+    return done;
+}
+
+// The child's argv: EXE train --model M ... extra..., in store (freed by the caller).
+static char **child_argv(const ablate_opts *o, const run_t *r, char nums[4][32]) {
+    const int max = 32 + o->nextra;
+    char **v = calloc((size_t)max, sizeof *v);
+    if (!v) return NULL;
+    int n = 0;
+    snprintf(nums[0], 32, "%ld", o->steps);
+    snprintf(nums[1], 32, "%llu", (unsigned long long)r->seed);
+    snprintf(nums[2], 32, "%ld", o->eval_every);
+    snprintf(nums[3], 32, "%d", o->threads);
+    v[n++] = "fplab", v[n++] = "train";
+    v[n++] = "--model", v[n++] = (char *)o->model;
+    v[n++] = "--data", v[n++] = (char *)o->data;
+    v[n++] = "--steps", v[n++] = nums[0];
+    v[n++] = "--policy", v[n++] = (char *)r->preset;
+    v[n++] = "--seed", v[n++] = nums[1];
+    v[n++] = "--ckpt-dir", v[n++] = (char *)r->dir;
+    v[n++] = "--progress", v[n++] = "0";
+    v[n++] = "--telemetry", v[n++] = (char *)o->telemetry;
+    if (o->eval_every >= 0) v[n++] = "--eval-every", v[n++] = nums[2];
+    if (o->threads > 0) v[n++] = "--threads", v[n++] = nums[3];
+    for (int i = 0; i < o->nextra; i++) v[n++] = (char *)o->extra[i];
+    v[n] = NULL;
+    return v;
+}
+
+static void mark_failed(const run_t *r, const char *why) {
+    char path[PATH_MAX_ + 16];
+    run_file(path, sizeof path, r, "FAILED");
+    FILE *f = fopen(path, "w");
+    if (f) fprintf(f, "%s\n", why), fclose(f);
+}
+
+static void print_tail(FILE *p, const run_t *r) {
+    char path[PATH_MAX_ + 16], tail[2048];
+    run_file(path, sizeof path, r, "train.err");
+    if (!xp_tail(path, 8, tail, sizeof tail)) {
+        fprintf(p, "    (%s is empty)\n", path);
+        return;
+    }
+    fprintf(p, "    last lines of %s:\n", path);
+    for (char *s = tail, *e; *s; s = e + (*e != 0)) {
+        e = strchr(s, '\n');
+        if (!e) e = s + strlen(s);
+        fprintf(p, "    | %.*s\n", (int)(e - s), s);
+    }
+}
+
+int ablate_run(const ablate_opts *o, ablate_result *res, char *msg, size_t msg_len) {
+    memset(res, 0, sizeof *res);
+    int st = ablate_validate(o, msg, msg_len);
+    if (st) return st;
+    const char *exe = o->exe ? o->exe : "/proc/self/exe";
+    FILE *p = o->progress;
+    char path[PATH_MAX_ + 32];
+    int lock = -1;
+    const size_t nruns = (size_t)o->npresets * (size_t)o->nseeds;
+    run_t *runs = calloc(nruns, sizeof *runs);
+    if (!runs) return snprintf(msg, msg_len, "out of memory"), XP_ENOMEM;
+    for (int s = 0; s < o->nseeds; s++)
+        for (int i = 0; i < o->npresets; i++) {
+            run_t *r = &runs[(size_t)s * (size_t)o->npresets + (size_t)i];
+            r->preset = o->presets[i];
+            r->seed = o->seed_base + (uint64_t)s;
+            run_name(r->name, sizeof r->name, r->preset);
+            if (snprintf(r->dir, sizeof r->dir, "%s/runs/%s/seed-%llu", o->out, r->name,
+                         (unsigned long long)r->seed) >= (int)sizeof r->dir) {
+                free(runs);
+                return snprintf(msg, msg_len, "--out '%.60s...': path too long", o->out), XP_EINVAL;
+            }
+        }
+    snprintf(path, sizeof path, "%s/ablate.json", o->out);
+    if (!o->dry_run) {
+        if ((st = xp_mkdir_p(o->out, msg, msg_len)) != XP_OK) goto out;
+        if ((lock = xp_lock(o->out, msg, msg_len)) < 0) {
+            st = XP_EINVAL;
+            goto out;
+        }
+    }
+    if ((st = check_manifest(o, path, msg, msg_len)) != XP_OK) goto out;
+    if (!o->dry_run && (st = write_manifest(o, path, msg, msg_len)) != XP_OK) goto out;
+
+    // Which runs are done already.
+    bool *todo = calloc(nruns, sizeof *todo);
+    double *done_val = calloc(nruns, sizeof *done_val);
+    if (!todo || !done_val) {
+        free(todo), free(done_val);
+        st = XP_ENOMEM, snprintf(msg, msg_len, "out of memory");
+        goto out;
+    }
+    res->total = (int)nruns;
+    int ntodo = 0, k = 0;
+    for (size_t i = 0; i < nruns; i++) {
+        long last;
+        todo[i] = !run_complete(&runs[i], o->steps, &done_val[i], &last, NULL, 0);
+        ntodo += todo[i];
+        res->skipped += !todo[i];
+        if (!todo[i] && !o->dry_run) {
+            run_file(path, sizeof path, &runs[i], "FAILED");
+            unlink(path);  // a stale marker of an attempt that a later one completed
+        }
+    }
+    if (p) {
+        char one[8192];
+        char thr[32];
+        snprintf(thr, sizeof thr, "%d", o->threads);
+        fprintf(p, "ablate: %d presets x %d seeds = %zu runs (%d to run, %d done), %d at a time, "
+                   "threads per run: %s, out %s\n",
+                o->npresets, o->nseeds, nruns, ntodo, res->skipped, o->jobs,
+                o->threads > 0 ? thr : "the trainer's default", o->out);
+        for (size_t i = 0; i < nruns; i++) {
+            if (!todo[i]) continue;
+            char nums[4][32];
+            char **v = child_argv(o, &runs[i], nums);
+            if (v) {
+                int n = 0;
+                while (v[n]) n++;
+                ablate_quote_command(one, sizeof one, (const char *const *)v, n);
+                fprintf(p, "%s%s\n", o->dry_run ? "  " : "  first run: ", one);
+                free(v);
+            }
+            if (!o->dry_run) break;
+        }
+        for (size_t i = 0; i < nruns; i++)
+            if (!todo[i])
+                fprintf(p, "[%d/%zu] %s seed %llu: already done (val loss %.4f), skipped\n", ++k, nruns, runs[i].name,
+                        (unsigned long long)runs[i].seed, done_val[i]);
+        fflush(p);
+    }
+    free(done_val);
+    if (o->dry_run) {
+        free(todo);
+        goto out;
+    }
+
+    const double t_start = xp_now();
+    size_t next = 0;
+    int running = 0, executed = 0;
+    while (next < nruns || running) {
+        while (running < o->jobs && next < nruns) {  // start runs
+            run_t *r = &runs[next];
+            if (!todo[next++]) continue;
+            char nums[4][32], err[PATH_MAX_ + 32], why[PATH_MAX_ + 64] = "";
+            run_file(path, sizeof path, r, "FAILED");
+            unlink(path);
+            run_file(err, sizeof err, r, "train.err");
+            char **v = NULL;
+            r->pid = -1;
+            if (xp_mkdir_p(r->dir, why, sizeof why) == XP_OK && (v = child_argv(o, r, nums)))
+                r->pid = xp_spawn(exe, v, NULL, err, why, sizeof why);
+            else if (!v && !why[0]) snprintf(why, sizeof why, "out of memory");
+            free(v);
+            r->t0 = xp_now();
+            if (r->pid < 0) {
+                res->failed++, executed++;
+                mark_failed(r, why);
+                if (p) fprintf(p, "[%d/%zu] %s seed %llu: FAILED to start: %s\n", ++k, nruns, r->name,
+                               (unsigned long long)r->seed, why);
+                continue;
+            }
+            running++;
+        }
+        if (!running) continue;
+        bool reaped = false;
+        for (size_t i = 0; i < next; i++) {  // poll the running children
+            run_t *r = &runs[i];
+            if (!todo[i] || r->pid <= 0) continue;
+            int ws;
+            const pid_t w = waitpid(r->pid, &ws, WNOHANG);
+            if (w == 0 || (w < 0 && errno == EINTR)) continue;
+            reaped = true;
+            running--, executed++;
+            const double secs = xp_now() - r->t0;
+            r->pid = 0;
+            char why[1024], dur[32], eta[32], err[512];
+            double val;
+            long last;
+            if (w < 0) snprintf(why, sizeof why, "waitpid: %s", strerror(errno));
+            else xp_describe_status(ws, why, sizeof why);
+            const bool exited0 = w > 0 && WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
+            const bool complete = run_complete(r, o->steps, &val, &last, err, sizeof err);
+            if (exited0 && !complete && err[0])
+                snprintf(why, sizeof why, "exit status 0, but its log cannot be read: %s", err);
+            else if (exited0 && !complete)
+                snprintf(why, sizeof why, "exit status 0, but its log ends at step %ld of %ld", last, o->steps);
+            xp_fmt_duration(secs, dur, sizeof dur);
+            const int left = ntodo - executed;
+            xp_fmt_duration(left ? (xp_now() - t_start) / executed * left : 0, eta, sizeof eta);
+            if (exited0 && complete) {
+                res->done++;
+                if (p) fprintf(p, "[%d/%zu] %s seed %llu: val loss %.4f, %s; ETA %s\n", ++k, nruns, r->name,
+                               (unsigned long long)r->seed, val, dur, eta);
+            } else {
+                res->failed++;
+                mark_failed(r, why);
+                if (p) {
+                    fprintf(p, "[%d/%zu] %s seed %llu: FAILED (%s) after %s; ETA %s\n", ++k, nruns, r->name,
+                            (unsigned long long)r->seed, why, dur, eta);
+                    print_tail(p, r);
+                }
+            }
+            if (p) fflush(p);
+        }
+        if (!reaped) nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
+    }
+    res->seconds = xp_now() - t_start;
+    free(todo);
+    st = XP_OK;
+out:
+    if (lock >= 0) close(lock);
+    free(runs);
+    return st;
+}

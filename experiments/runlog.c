@@ -1,0 +1,229 @@
+// runlog.c: the training-log reader of runlog.h: one line at a time through json.h's cursor.
+#include "experiments/runlog.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "experiments/json.h"
+
+void runlog_free(runlog *l) {
+    free(l->step);
+    free(l->ent);
+    free(l->sites);
+    memset(l, 0, sizeof *l);
+    l->steps = l->tokens_per_step = -1;
+}
+
+int runlog_site_index(const runlog *l, const char *name) {
+    for (int i = 0; i < l->nsites; i++)
+        if (!strcmp(l->sites[i], name)) return i;
+    return -1;
+}
+
+const runlog_tel *runlog_tel_of(const runlog *l, size_t i, int site) {
+    const runlog_step *s = &l->step[i];
+    for (size_t k = s->ent0; k < s->ent0 + s->nent; k++)
+        if (l->ent[k].site == site) return &l->ent[k].t;
+    return NULL;
+}
+
+static bool grow(void **p, size_t *cap, size_t need, size_t elem) {
+    if (need <= *cap) return true;
+    size_t c = *cap ? *cap * 2 : 64;
+    while (c < need) c *= 2;
+    void *q = realloc(*p, c * elem);
+    if (!q) return false;
+    *p = q, *cap = c;
+    return true;
+}
+
+static int site_intern(runlog *l, const char *name) {
+    int i = runlog_site_index(l, name);
+    if (i >= 0) return i;
+    if (l->nsites == l->sites_cap) {
+        const int c = l->sites_cap ? 2 * l->sites_cap : 32;
+        void *q = realloc(l->sites, (size_t)c * sizeof *l->sites);
+        if (!q) return -1;
+        l->sites = q, l->sites_cap = c;
+    }
+    snprintf(l->sites[l->nsites], sizeof l->sites[0], "%s", name);
+    return l->nsites++;
+}
+
+// "L<digits>." starts a per-layer key.
+static bool is_layer_key(const char *k) {
+    if (k[0] != 'L' || !isdigit((unsigned char)k[1])) return false;
+    k++;
+    while (isdigit((unsigned char)*k)) k++;
+    return *k == '.';
+}
+
+// Drops the steps numbered > last (and their site entries), keeping the entries appended
+// after them (those of the line being read: ent[keep_from .. nent)).
+static void drop_after(runlog *l, long last, size_t keep_from) {
+    size_t k = l->n;
+    while (k > 0 && l->step[k - 1].step > last) k--;
+    if (k == l->n) return;
+    const size_t base = l->step[k].ent0, cnt = l->nent - keep_from;
+    memmove(l->ent + base, l->ent + keep_from, cnt * sizeof *l->ent);
+    l->nent = base + cnt;
+    l->n = k;
+}
+
+static runlog_tel parse_tel(jx_cur *c) {
+    runlog_tel t = {NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+    char k[32];
+    if (jx_open(c, '{')) do {
+            jx_key(c, k, sizeof k);
+            double *f = !strcmp(k, "n") ? &t.n : !strcmp(k, "overflow") ? &t.overflow
+                      : !strcmp(k, "underflow") ? &t.underflow : !strcmp(k, "subnormal") ? &t.subnormal
+                      : !strcmp(k, "nan") ? &t.nan : !strcmp(k, "amax") ? &t.amax
+                      : !strcmp(k, "scale") ? &t.scale : NULL;
+            if (f) *f = jx_num(c);
+            else jx_skip(c);
+        } while (jx_more(c, '}'));
+    return t;
+}
+
+// Parses one line. Returns RUNLOG_OK, RUNLOG_EFORMAT (c->err says why) or RUNLOG_ENOMEM.
+static int parse_line(runlog *l, jx_cur *c, bool layers) {
+    char key[64], event[32] = "";
+    runlog_step s = {.step = -1, .loss = NAN, .lr = NAN, .grad_norm = NAN, .tokens_per_s = NAN,
+                     .elapsed_s = NAN, .loss_scale = 1, .val_loss = NAN, .swamped = NAN, .changed = NAN};
+    bool have_step = false;
+    char policy[sizeof l->policy] = "", model[sizeof l->model] = "";
+    uint64_t seed = 0;
+    double steps = -1, tps = -1, resumed = 0;
+    const size_t e0 = l->nent;
+    if (!jx_open(c, '{')) {
+        if (jx_ok(c)) return jx_end(c) ? RUNLOG_OK : RUNLOG_EFORMAT;  // "{}": nothing to record
+        return RUNLOG_EFORMAT;
+    }
+    do {
+        jx_key(c, key, sizeof key);
+        if (!strcmp(key, "event")) jx_str(c, event, sizeof event);
+        else if (!strcmp(key, "policy")) jx_str(c, policy, sizeof policy);
+        else if (!strcmp(key, "model")) jx_str(c, model, sizeof model);
+        else if (!strcmp(key, "seed")) jx_u64(c, &seed);
+        else if (!strcmp(key, "steps")) steps = jx_num(c);
+        else if (!strcmp(key, "tokens_per_step")) tps = jx_num(c);
+        else if (!strcmp(key, "resumed_from")) resumed = jx_num(c);
+        else if (!strcmp(key, "step")) {
+            const double v = jx_num(c);
+            if (jx_ok(c) && !(v >= 1 && v == floor(v) && v < 1e15)) {
+                snprintf(c->err, sizeof c->err, "column %d: \"step\" must be an integer >= 1",
+                         (int)(c->p - c->s));
+                return RUNLOG_EFORMAT;
+            }
+            s.step = (long)v, have_step = true;
+        } else if (!strcmp(key, "loss")) s.loss = jx_num(c);
+        else if (!strcmp(key, "lr")) s.lr = jx_num(c);
+        else if (!strcmp(key, "grad_norm")) s.grad_norm = jx_num(c);
+        else if (!strcmp(key, "tokens_per_s")) s.tokens_per_s = jx_num(c);
+        else if (!strcmp(key, "elapsed_s")) s.elapsed_s = jx_num(c);
+        else if (!strcmp(key, "loss_scale")) s.loss_scale = jx_num(c);
+        else if (!strcmp(key, "val_loss")) s.val_loss = jx_num(c), s.has_val = true;
+        else if (!strcmp(key, "skipped")) s.skipped = jx_num(c) != 0;
+        else if (!strcmp(key, "update")) {
+            s.has_update = true;
+            if (jx_open(c, '{')) do {
+                    jx_key(c, key, sizeof key);
+                    if (!strcmp(key, "swamped")) s.swamped = jx_num(c);
+                    else if (!strcmp(key, "changed")) s.changed = jx_num(c);
+                    else jx_skip(c);
+                } while (jx_more(c, '}'));
+        } else if (!strcmp(key, "sites")) {
+            if (jx_open(c, '{')) do {
+                    if (!jx_key(c, key, sizeof key)) break;
+                    if (!layers && is_layer_key(key)) {
+                        jx_skip(c);
+                        continue;
+                    }
+                    runlog_entry e = {site_intern(l, key), parse_tel(c)};
+                    if (e.site < 0 || !grow((void **)&l->ent, &l->ent_cap, l->nent + 1, sizeof *l->ent))
+                        return RUNLOG_ENOMEM;
+                    l->ent[l->nent++] = e;
+                } while (jx_more(c, '}'));
+        } else jx_skip(c);
+    } while (jx_more(c, '}'));
+    if (!jx_end(c)) return RUNLOG_EFORMAT;
+
+    if (event[0]) {  // an event line: only "start" means something here
+        l->nent = e0;
+        if (strcmp(event, "start")) return RUNLOG_OK;
+        if (!l->has_start) {
+            l->has_start = true;
+            snprintf(l->policy, sizeof l->policy, "%s", policy);
+            snprintf(l->model, sizeof l->model, "%s", model);
+            l->seed = seed;
+            l->steps = isfinite(steps) ? (long)steps : -1;
+            l->tokens_per_step = isfinite(tps) ? (long)tps : -1;
+        }
+        if (resumed > 0) {
+            l->resumes++;
+            drop_after(l, (long)resumed, l->nent);
+        }
+        return RUNLOG_OK;
+    }
+    if (!have_step) {
+        snprintf(c->err, sizeof c->err, "an object with neither \"step\" nor \"event\"");
+        return RUNLOG_EFORMAT;
+    }
+    // A step at or before the last one without a start line in between: the run was restarted
+    // from an earlier point; the later lines are the trajectory that stands.
+    if (l->n && s.step <= l->step[l->n - 1].step) drop_after(l, s.step - 1, e0);
+    s.ent0 = l->n ? l->step[l->n - 1].ent0 + l->step[l->n - 1].nent : 0;
+    s.nent = l->nent - s.ent0;
+    if (!grow((void **)&l->step, &l->cap, l->n + 1, sizeof *l->step)) return RUNLOG_ENOMEM;
+    l->step[l->n++] = s;
+    return RUNLOG_OK;
+}
+
+int runlog_read(runlog *l, const char *path, bool layers, char *msg, size_t msg_len) {
+    memset(l, 0, sizeof *l);
+    l->steps = l->tokens_per_step = -1;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(msg, msg_len, "%s: cannot open for reading", path);
+        return RUNLOG_EIO;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    long lineno = 0;
+    int rc = RUNLOG_OK;
+    while ((len = getline(&line, &cap, f)) > 0) {
+        lineno++;
+        const bool complete = line[len - 1] == '\n';
+        jx_cur c;
+        jx_init(&c, line);
+        if (strlen(line) != (size_t)len) {
+            snprintf(c.err, sizeof c.err, "a NUL byte in the line");
+            rc = RUNLOG_EFORMAT;
+        } else {
+            size_t k = 0;
+            while (line[k] == ' ' || line[k] == '\t' || line[k] == '\r' || line[k] == '\n') k++;
+            if (!line[k]) continue;  // blank line
+            rc = parse_line(l, &c, layers);
+        }
+        if (rc == RUNLOG_EFORMAT && !complete) {  // the last write of a crashed run, cut short
+            l->truncated++;
+            rc = RUNLOG_OK;
+            break;
+        }
+        if (rc == RUNLOG_EFORMAT) snprintf(msg, msg_len, "%s:%ld: %s", path, lineno, c.err);
+        else if (rc == RUNLOG_ENOMEM) snprintf(msg, msg_len, "%s:%ld: out of memory", path, lineno);
+        if (rc != RUNLOG_OK) break;
+    }
+    if (rc == RUNLOG_OK && ferror(f)) {
+        snprintf(msg, msg_len, "%s: read error", path);
+        rc = RUNLOG_EIO;
+    }
+    free(line);
+    fclose(f);
+    if (rc != RUNLOG_OK) runlog_free(l);
+    return rc;
+}

@@ -1,0 +1,76 @@
+// runlog.h: reads the JSON-lines log of one `fplab train` run (DIR/log.jsonl) into memory.
+// The schema (written by trainer/ and autocast/):
+//   {"event":"start","policy":P,"seed":S,"model":M,"steps":N,"tokens_per_step":K,"resumed_from":R}
+//   {"step":N,"loss":F,"lr":F,"grad_norm":F,"tokens_per_s":F,"elapsed_s":F,"loss_scale":F,
+//    "skipped":0|1,"val_loss":F (evaluation steps only),
+//    "sites":{"attn.qkv.in":{"n":C,"overflow":F,"underflow":F,"subnormal":F,"nan":F,"amax":F,
+//             "scale":F}, ..., "L0.attn.qkv.in":{...} (--telemetry layers)},
+//    "update":{"swamped":F,"changed":F} (low-precision weights only)}
+// Numbers may be the strings "nan", "inf", "-inf". Members this reader does not know are
+// skipped, lines with another "event" are ignored, so the schema can grow.
+// A resumed run appends to its log: a start line with resumed_from R drops the steps after R
+// that the interrupted invocation had logged (they are redone), so the result holds each step
+// once, as the final trajectory has it. A last line without its newline that does not parse
+// is a write cut short by a crash: it is dropped and counted in `truncated`.
+// Constraints: library level (status + message naming file and line, never exits); the
+// parser is json.h's minimal reader.
+#ifndef FPLAB_RUNLOG_H
+#define FPLAB_RUNLOG_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum { RUNLOG_OK = 0, RUNLOG_EIO = 1, RUNLOG_EFORMAT = 2, RUNLOG_ENOMEM = 3 };
+
+// One cast site's telemetry of one step. Fractions are of the `n` values cast at the site;
+// NaN where the log had "nan" or lacked the member.
+typedef struct {
+    double n, overflow, underflow, subnormal, nan, amax, scale;
+} runlog_tel;
+
+typedef struct {
+    int site;  // index into runlog.sites
+    runlog_tel t;
+} runlog_entry;
+
+typedef struct {
+    long step;  // 1-based optimizer step
+    double loss, lr, grad_norm, tokens_per_s, elapsed_s;
+    double loss_scale;      // 1 when the log has none (no loss scaling)
+    double val_loss;        // NaN on steps without evaluation (and "nan" on a diverged one)
+    bool has_val;           // the step was an evaluation step (val_loss was logged)
+    int skipped;            // 1: the optimizer step was skipped (inf/NaN gradients)
+    bool has_update;
+    double swamped, changed;  // "update" fractions (NaN when absent)
+    size_t ent0, nent;      // this step's site entries: ent[ent0 .. ent0 + nent)
+} runlog_step;
+
+typedef struct {
+    // the first start line (has_start false when the log has none; older logs)
+    bool has_start;
+    char policy[128], model[64];
+    uint64_t seed;
+    long steps, tokens_per_step;  // -1 when unknown
+    int resumes;                  // start lines with resumed_from > 0
+    size_t truncated;             // 1 if a cut-short last line was dropped
+    runlog_step *step;            // in order of step, each step once
+    size_t n, cap;
+    runlog_entry *ent;
+    size_t nent, ent_cap;
+    char (*sites)[64];            // site names in order of first appearance
+    int nsites, sites_cap;
+} runlog;
+
+// Reads the log at path. layers: also keep the per-layer site keys ("L0.attn.qkv.in");
+// otherwise they are skipped (they are many, and the report uses the model-level sums).
+// On error returns RUNLOG_EIO (cannot open/read) or RUNLOG_EFORMAT with msg
+// "PATH:LINE: what was wrong (column C)"; *l is then empty (runlog_free is still safe).
+int runlog_read(runlog *l, const char *path, bool layers, char *msg, size_t msg_len);
+void runlog_free(runlog *l);
+
+// The index of site `name` in l->sites, or -1.
+int runlog_site_index(const runlog *l, const char *name);
+// Step i's telemetry of site index `site`, or NULL if that step did not report the site.
+const runlog_tel *runlog_tel_of(const runlog *l, size_t i, int site);
+
+#endif

@@ -1,0 +1,179 @@
+// xp_util.c: directories, atomic files, file tails and child processes for experiments/.
+#include "experiments/xp_util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+bool xp_is_dir(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool xp_is_file(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int xp_mkdir_p(const char *path, char *msg, size_t msg_len) {
+    char p[4096];
+    if (snprintf(p, sizeof p, "%s", path) >= (int)sizeof p) {
+        snprintf(msg, msg_len, "'%.60s...': path too long", path);
+        return XP_EINVAL;
+    }
+    for (char *q = p + 1;; q++) {
+        if (*q != '/' && *q) continue;
+        const char keep = *q;
+        *q = 0;
+        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+            snprintf(msg, msg_len, "cannot create directory '%s': %s", p, strerror(errno));
+            return XP_EIO;
+        }
+        if (!xp_is_dir(p)) {
+            snprintf(msg, msg_len, "'%s' exists and is not a directory", p);
+            return XP_EIO;
+        }
+        *q = keep;
+        if (!keep) break;
+    }
+    return XP_OK;
+}
+
+FILE *xp_create(const char *path, char *tmp, size_t tmp_cap, char *msg, size_t msg_len) {
+    snprintf(tmp, tmp_cap, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) snprintf(msg, msg_len, "cannot write '%s': %s", tmp, strerror(errno));
+    return f;
+}
+
+int xp_commit(FILE *f, const char *tmp, const char *path, char *msg, size_t msg_len) {
+    const bool bad = ferror(f) != 0;
+    if (fclose(f) != 0 || bad) {
+        snprintf(msg, msg_len, "write error on '%s' (disk full?)", tmp);
+        unlink(tmp);
+        return XP_EIO;
+    }
+    if (rename(tmp, path) != 0) {
+        snprintf(msg, msg_len, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
+        unlink(tmp);
+        return XP_EIO;
+    }
+    return XP_OK;
+}
+
+size_t xp_tail(const char *path, int lines, char *buf, size_t cap) {
+    buf[0] = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f || cap < 2) {
+        if (f) fclose(f);
+        return 0;
+    }
+    // Read the last cap-1 bytes at most, then keep the last `lines` lines of them.
+    fseek(f, 0, SEEK_END);
+    const long size = ftell(f);
+    const long start = size > (long)cap - 1 ? size - ((long)cap - 1) : 0;
+    fseek(f, start, SEEK_SET);
+    size_t n = fread(buf, 1, cap - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!buf[i]) buf[i] = ' ';  // a NUL would end the text early
+    while (n && buf[n - 1] == '\n') buf[--n] = 0;
+    size_t from = 0;
+    int seen = 0;
+    for (size_t i = n; i-- > 0;)
+        if (buf[i] == '\n' && ++seen == lines) {
+            from = i + 1;
+            break;
+        }
+    memmove(buf, buf + from, n - from + 1);
+    return n - from;
+}
+
+pid_t xp_spawn(const char *exe, char *const argv[], const char *cwd, const char *out, char *msg,
+               size_t msg_len) {
+    const int fd = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        snprintf(msg, msg_len, "cannot write '%s': %s", out ? out : "/dev/null", strerror(errno));
+        return -1;
+    }
+    fflush(NULL);  // nothing buffered here may be written twice by the child
+    const pid_t parent = getpid();
+    const pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(msg, msg_len, "fork: %s", strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (pid == 0) {  // child: only async-signal-safe calls until exec
+        // A child does not outlive its parent: an ablation that is killed takes its runs with
+        // it, instead of leaving them writing into directories a rerun will use.
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent) _exit(127);
+        const int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (in >= 0) dup2(in, 0);
+        dup2(fd, 1), dup2(fd, 2);
+        if (cwd && chdir(cwd) != 0) {
+            static const char m[] = "fplab: cannot change to the run directory\n";
+            (void)!write(2, m, sizeof m - 1);
+            _exit(127);
+        }
+        execv(exe, argv);
+        const char *e = strerror(errno);  // not async-signal-safe in theory; fine in practice
+        (void)!write(2, "fplab: cannot execute ", 22);
+        (void)!write(2, exe, strlen(exe));
+        (void)!write(2, ": ", 2);
+        (void)!write(2, e, strlen(e));
+        (void)!write(2, "\n", 1);
+        _exit(127);
+    }
+    close(fd);
+    return pid;
+}
+
+void xp_describe_status(int ws, char *buf, size_t cap) {
+    if (WIFEXITED(ws)) snprintf(buf, cap, "exit status %d%s", WEXITSTATUS(ws),
+                                WEXITSTATUS(ws) == 127 ? " (could not execute?)" : "");
+    else if (WIFSIGNALED(ws)) snprintf(buf, cap, "killed by signal %d (%s)", WTERMSIG(ws), strsignal(WTERMSIG(ws)));
+    else snprintf(buf, cap, "wait status 0x%x", ws);
+}
+
+void xp_fmt_duration(double s, char *buf, size_t cap) {
+    if (!(s >= 0)) snprintf(buf, cap, "?");
+    else if (s < 60) snprintf(buf, cap, "%.1f s", s);
+    else if (s < 3600) snprintf(buf, cap, "%dm%02ds", (int)(s / 60), (int)s % 60);
+    else snprintf(buf, cap, "%dh%02dm", (int)(s / 3600), (int)(s / 60) % 60);
+}
+
+double xp_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+int xp_lock(const char *dir, char *msg, size_t msg_len) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/.lock", dir);
+    // Deliberately without O_CLOEXEC: the children inherit the descriptor, so the lock is held
+    // until the last of them has exited, even if this process dies first.
+    const int fd = open(path, O_RDWR | O_CREAT, 0666);
+    if (fd < 0) {
+        snprintf(msg, msg_len, "cannot open '%s': %s", path, strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        snprintf(msg, msg_len, "'%s' is in use by another 'fplab ablate' (or a run it started is still going); "
+                 "wait for it, or stop it first", dir);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}

@@ -1,0 +1,516 @@
+// test_report.c: the training-log reader (experiments/runlog.h) and the ablation report
+// (experiments/report.h) on synthetic logs written here: 3 presets x 2 seeds, 10 steps,
+// evaluations at steps 5 and 10, with "nan"/"inf" strings, a skipped step, loss-scale changes,
+// per-site telemetry (and per-layer keys), swamped updates. Checked: the parsed numbers; the
+// summary rows of report.md (means, [min, max] spreads, the gap to fp32 paired by seed,
+// skipped steps, swamped fraction, worst sites); the plot data and scripts; PNGs when gnuplot
+// is on PATH (skipped otherwise); the report without gnuplot; failed, incomplete and diverged
+// runs; resumed and cut-short logs; a malformed line named by file and line.
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "experiments/report.h"
+#include "experiments/runlog.h"
+#include "experiments/xp_util.h"
+
+static char dir[64];
+
+static void teardown(void) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+// --- fixture
+
+static FILE *open_log(const char *preset, int seed) {
+    char p[256], msg[256];
+    snprintf(p, sizeof p, "%s/runs/%s/seed-%d", dir, preset, seed);
+    cr_assert_eq(xp_mkdir_p(p, msg, sizeof msg), XP_OK, "%s", msg);
+    strcat(p, "/log.jsonl");
+    FILE *f = fopen(p, "w");
+    cr_assert(f, "%s", p);
+    return f;
+}
+
+static void start_line(FILE *f, const char *preset, int seed) {
+    fprintf(f, "{\"event\":\"start\",\"policy\":\"%s\",\"seed\":%d,\"model\":\"tiny\",\"steps\":10,"
+               "\"tokens_per_step\":96,\"resumed_from\":0}\n", preset, seed);
+}
+
+// fp32 seed s: loss 3 - 0.1 i + 0.01 s, val 2.6 + 0.01 s at step 5 and 2.1 + 0.01 s at step 10,
+// 1000 s tokens/s; no loss scale, no sites.
+static void write_fp32(int s, int upto) {
+    FILE *f = open_log("fp32", s);
+    start_line(f, "fp32", s);
+    for (int i = 1; i <= upto; i++) {
+        fprintf(f, "{\"step\":%d,\"loss\":%.9g,\"lr\":0.001,\"grad_norm\":0.5,\"tokens_per_s\":%d,"
+                   "\"elapsed_s\":%.3f,\"loss_scale\":1,\"skipped\":0",
+                i, 3 - 0.1 * i + 0.01 * s, 1000 * s, 0.1 * i);
+        if (i == 5) fprintf(f, ",\"val_loss\":%.9g", 2.6 + 0.01 * s);
+        if (i == 10) fprintf(f, ",\"val_loss\":%.9g", 2.1 + 0.01 * s);
+        fputs("}\n", f);
+    }
+    fclose(f);
+}
+
+// fp16-amp seed s: fp32's losses + 0.03 (val + 0.05); loss scale 65536 for steps 1-3 and
+// 32768 from step 4; seed 1 skips step 4 (loss "nan", grad_norm "inf", attn.qkv.grad overflow
+// 0.5 there). Sites: attn.qkv.grad underflow 0.01 s, mlp.down.grad underflow 0.001,
+// attn.qkv.in all zero, lm_head.grad n=0 with "nan" fractions at step 2 (left out of means).
+static void write_fp16(int s) {
+    FILE *f = open_log("fp16-amp", s);
+    start_line(f, "fp16-amp", s);
+    for (int i = 1; i <= 10; i++) {
+        const bool skip = s == 1 && i == 4;
+        fprintf(f, "{\"step\":%d,", i);
+        if (skip) fputs("\"loss\":\"nan\",\"lr\":0.001,\"grad_norm\":\"inf\",", f);
+        else fprintf(f, "\"loss\":%.9g,\"lr\":0.001,\"grad_norm\":0.5,", 3 - 0.1 * i + 0.01 * s + 0.03);
+        fprintf(f, "\"tokens_per_s\":500,\"elapsed_s\":%.3f,\"loss_scale\":%d,\"skipped\":%d", 0.2 * i,
+                i < 4 ? 65536 : 32768, skip);
+        if (i == 5) fprintf(f, ",\"val_loss\":%.9g", 2.6 + 0.01 * s + 0.05);
+        if (i == 10) fprintf(f, ",\"val_loss\":%.9g", 2.1 + 0.01 * s + 0.05);
+        fprintf(f, ",\"sites\":{\"attn.qkv.in\":{\"n\":3072,\"overflow\":0,\"underflow\":0,\"subnormal\":0,"
+                   "\"nan\":0,\"amax\":2.5,\"scale\":1},"
+                   "\"attn.qkv.grad\":{\"n\":6144,\"overflow\":%g,\"underflow\":%g,\"subnormal\":0.002,\"nan\":0,"
+                   "\"amax\":%s,\"scale\":1},"
+                   "\"mlp.down.grad\":{\"n\":3072,\"overflow\":0,\"underflow\":0.001,\"subnormal\":0,\"nan\":0,"
+                   "\"amax\":3,\"scale\":1}",
+                skip ? 0.5 : 0.0, 0.01 * s, skip ? "\"inf\"" : "100");
+        if (i == 2)
+            fputs(",\"lm_head.grad\":{\"n\":0,\"overflow\":\"nan\",\"underflow\":\"nan\",\"subnormal\":\"nan\","
+                  "\"nan\":\"nan\",\"amax\":0,\"scale\":1}", f);
+        fputs("}}\n", f);
+    }
+    fclose(f);
+}
+
+// pure-bf16 seed s: fp32's losses + 0.2 (val + 0.2), swamped 0.1 s at every step, a master site
+// and a per-layer key; 2000 tokens/s.
+static void write_bf16(int s) {
+    FILE *f = open_log("pure-bf16", s);
+    start_line(f, "pure-bf16", s);
+    for (int i = 1; i <= 10; i++) {
+        fprintf(f, "{\"step\":%d,\"loss\":%.9g,\"lr\":0.001,\"grad_norm\":0.5,\"tokens_per_s\":2000,"
+                   "\"elapsed_s\":%.3f,\"loss_scale\":1,\"skipped\":0",
+                i, 3 - 0.1 * i + 0.01 * s + 0.2, 0.3 * i);
+        if (i == 5) fprintf(f, ",\"val_loss\":%.9g", 2.6 + 0.01 * s + 0.2);
+        if (i == 10) fprintf(f, ",\"val_loss\":%.9g", 2.1 + 0.01 * s + 0.2);
+        fputs(",\"sites\":{\"master\":{\"n\":1000,\"overflow\":0,\"underflow\":0.0001,\"subnormal\":0,\"nan\":0,"
+              "\"amax\":0.1,\"scale\":1},\"L0.attn.qkv.in\":{\"n\":10,\"overflow\":0,\"underflow\":0,"
+              "\"subnormal\":0,\"nan\":0,\"amax\":1,\"scale\":1}}", f);
+        fprintf(f, ",\"update\":{\"swamped\":%g,\"changed\":0.9}}\n", 0.1 * s);
+    }
+    fclose(f);
+}
+
+static void write_grid(void) {
+    snprintf(dir, sizeof dir, "/tmp/fplab_report_XXXXXX");
+    cr_assert(mkdtemp(dir), "mkdtemp");
+    for (int s = 1; s <= 2; s++) write_fp32(s, 10), write_fp16(s), write_bf16(s);
+}
+
+static void write_file(const char *rel, const char *text) {
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", dir, rel);
+    FILE *f = fopen(p, "w");
+    cr_assert(f, "%s", p);
+    fputs(text, f);
+    fclose(f);
+}
+
+static char *read_file(const char *rel) {
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", dir, rel);
+    FILE *f = fopen(p, "rb");
+    cr_assert(f, "cannot read %s", p);
+    static char buf[1 << 17];
+    const size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return buf;
+}
+
+static bool exists(const char *rel) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, rel);
+    return access(p, F_OK) == 0;
+}
+
+// The line of text that starts with prefix (copied into out), failing the test if none.
+static const char *line_of(const char *text, const char *prefix, char *out, size_t cap) {
+    for (const char *s = text; *s;) {
+        const char *e = strchr(s, '\n');
+        const size_t n = e ? (size_t)(e - s) : strlen(s);
+        if (!strncmp(s, prefix, strlen(prefix))) {
+            snprintf(out, cap, "%.*s", (int)n, s);
+            return out;
+        }
+        s += n + (e != NULL);
+    }
+    cr_assert_fail("no line starts with '%s' in:\n%s", prefix, text);
+    return NULL;
+}
+
+static void report_ok(const char *gnuplot, report_result *r) {
+    char msg[1024] = "";
+    report_opts o = {.dir = dir, .gnuplot = gnuplot};
+    cr_assert_eq(report_write(&o, r, msg, sizeof msg), XP_OK, "report_write: %s", msg);
+}
+
+TestSuite(report, .fini = teardown);
+
+// --- the reader
+
+Test(report, parses_numbers_nan_strings_and_sites) {
+    write_grid();
+    char p[256], msg[512];
+    snprintf(p, sizeof p, "%s/runs/fp16-amp/seed-1/log.jsonl", dir);
+    runlog l;
+    cr_assert_eq(runlog_read(&l, p, false, msg, sizeof msg), RUNLOG_OK, "%s", msg);
+    cr_assert(l.has_start);
+    cr_assert_str_eq(l.policy, "fp16-amp");
+    cr_assert_str_eq(l.model, "tiny");
+    cr_assert_eq(l.seed, 1);
+    cr_assert_eq(l.steps, 10);
+    cr_assert_eq(l.tokens_per_step, 96);
+    cr_assert_eq(l.n, 10);
+    cr_assert_eq(l.step[0].step, 1);
+    cr_assert_float_eq(l.step[0].loss, 2.94, 1e-12);
+    cr_assert_eq(l.step[0].loss_scale, 65536);
+    cr_assert_eq(l.step[3].loss_scale, 32768);
+    cr_assert(isnan(l.step[3].loss), "\"nan\" reads as NaN");
+    cr_assert(isinf(l.step[3].grad_norm) && l.step[3].grad_norm > 0, "\"inf\" reads as +inf");
+    cr_assert_eq(l.step[3].skipped, 1);
+    cr_assert_eq(l.step[2].skipped, 0);
+    cr_assert(!l.step[3].has_val && isnan(l.step[3].val_loss));
+    cr_assert(l.step[4].has_val);
+    cr_assert_float_eq(l.step[9].val_loss, 2.16, 1e-12);
+    cr_assert_float_eq(l.step[9].elapsed_s, 2.0, 1e-12);
+    cr_assert(!l.step[0].has_update && isnan(l.step[0].swamped));
+    cr_assert_eq(l.nsites, 4, "attn.qkv.in, attn.qkv.grad, mlp.down.grad, lm_head.grad");
+    const int g = runlog_site_index(&l, "attn.qkv.grad"), h = runlog_site_index(&l, "lm_head.grad");
+    cr_assert(g >= 0 && h >= 0);
+    cr_assert_eq(runlog_site_index(&l, "nope"), -1);
+    const runlog_tel *t = runlog_tel_of(&l, 3, g);
+    cr_assert(t);
+    cr_assert_eq(t->n, 6144);
+    cr_assert_eq(t->overflow, 0.5);
+    cr_assert_float_eq(t->underflow, 0.01, 1e-15);
+    cr_assert_eq(t->subnormal, 0.002);
+    cr_assert(isinf(t->amax));
+    cr_assert_eq(runlog_tel_of(&l, 0, g)->amax, 100);
+    cr_assert(runlog_tel_of(&l, 1, h) && isnan(runlog_tel_of(&l, 1, h)->underflow));
+    cr_assert_null(runlog_tel_of(&l, 2, h), "lm_head.grad only at step 2");
+    runlog_free(&l);
+
+    snprintf(p, sizeof p, "%s/runs/pure-bf16/seed-2/log.jsonl", dir);
+    cr_assert_eq(runlog_read(&l, p, false, msg, sizeof msg), RUNLOG_OK, "%s", msg);
+    cr_assert(l.step[0].has_update);
+    cr_assert_float_eq(l.step[0].swamped, 0.2, 1e-15);
+    cr_assert_eq(l.step[0].changed, 0.9);
+    cr_assert_eq(l.nsites, 1, "per-layer keys skipped");
+    runlog_free(&l);
+    cr_assert_eq(runlog_read(&l, p, true, msg, sizeof msg), RUNLOG_OK, "%s", msg);
+    cr_assert_eq(l.nsites, 2);
+    cr_assert(runlog_site_index(&l, "L0.attn.qkv.in") >= 0, "per-layer keys kept with layers");
+    runlog_free(&l);
+}
+
+Test(report, reader_resume_truncation_and_tolerance) {
+    snprintf(dir, sizeof dir, "/tmp/fplab_report_XXXXXX");
+    cr_assert(mkdtemp(dir));
+    // steps 1-6, then a resume from step 4 that redoes 5 and 6 with other numbers, an unknown
+    // member, an unknown event, bare NaN (as Python writes it) and -nan (as printf does), CRLF, a
+    // blank line, and a last line cut short by a crash (no newline).
+    write_file("log.jsonl",
+               "{\"event\":\"start\",\"policy\":\"x\",\"seed\":18446744073709551615,\"steps\":8}\n"
+               "{\"step\":1,\"loss\":1}\n{\"step\":2,\"loss\":2}\n{\"step\":3,\"loss\":3}\n"
+               "{\"step\":4,\"loss\":4,\"sites\":{\"a\":{\"n\":1,\"underflow\":0.5}}}\n"
+               "{\"step\":5,\"loss\":5,\"sites\":{\"a\":{\"n\":1,\"underflow\":0.25}}}\n{\"step\":6,\"loss\":6}\n"
+               "{\"event\":\"start\",\"policy\":\"x\",\"seed\":1,\"steps\":8,\"resumed_from\":4}\n"
+               "{\"step\":5,\"loss\":50,\"future\":[1,{\"b\":null}],\"sites\":{\"a\":{\"n\":2,\"underflow\":0.75}}}\r\n"
+               "\n{\"event\":\"eval\",\"whatever\":true}\n"
+               "{\"step\":6,\"loss\":NaN,\"grad_norm\":-nan}\n{\"step\":7,\"loss\":70}\n{\"step\":8,\"lo");
+    char p[256], msg[512];
+    snprintf(p, sizeof p, "%s/log.jsonl", dir);
+    runlog l;
+    cr_assert_eq(runlog_read(&l, p, false, msg, sizeof msg), RUNLOG_OK, "%s", msg);
+    cr_assert_eq(l.seed, UINT64_MAX, "the first start line counts, seeds exactly");
+    cr_assert_eq(l.resumes, 1);
+    cr_assert_eq(l.truncated, 1);
+    cr_assert_eq(l.n, 7);
+    for (size_t i = 0; i < l.n; i++) cr_assert_eq(l.step[i].step, (long)i + 1);
+    cr_assert_eq(l.step[4].loss, 50, "the resumed run's step 5 replaces the first");
+    cr_assert(isnan(l.step[5].loss) && isnan(l.step[5].grad_norm));
+    const int a = runlog_site_index(&l, "a");
+    cr_assert_eq(runlog_tel_of(&l, 3, a)->underflow, 0.5);
+    cr_assert_eq(runlog_tel_of(&l, 4, a)->underflow, 0.75);
+    cr_assert_eq(runlog_tel_of(&l, 4, a)->n, 2);
+    cr_assert_null(runlog_tel_of(&l, 5, a));
+    cr_assert(isnan(runlog_tel_of(&l, 4, a)->overflow), "absent members read as NaN");
+    runlog_free(&l);
+}
+
+Test(report, malformed_line_names_file_and_line) {
+    write_grid();
+    // line 4 of fp32/seed-2: a member without a value (and a newline after it: not a cut-short write)
+    char p[256], msg[1024] = "";
+    snprintf(p, sizeof p, "%s/runs/fp32/seed-2/log.jsonl", dir);
+    FILE *f = fopen(p, "w");
+    cr_assert(f);
+    start_line(f, "fp32", 2);
+    fputs("{\"step\":1,\"loss\":3}\n{\"step\":2,\"loss\":2.9}\n{\"step\":3,\"loss\":}\n{\"step\":4,\"loss\":2.7}\n", f);
+    fclose(f);
+    runlog l;
+    cr_assert_eq(runlog_read(&l, p, false, msg, sizeof msg), RUNLOG_EFORMAT);
+    char want[300];
+    snprintf(want, sizeof want, "%s:4: column 18: expected a number", p);
+    cr_assert(strstr(msg, want), "message '%s' lacks '%s'", msg, want);
+    cr_assert_eq(l.n, 0);
+    runlog_free(&l);
+    report_opts o = {.dir = dir};
+    cr_assert_eq(report_write(&o, NULL, msg, sizeof msg), XP_EINVAL);
+    cr_assert(strstr(msg, want), "report: '%s'", msg);
+    cr_assert(!exists("report.md"), "nothing written on failure");
+
+    // other kinds: a string where a number belongs, not an object, a line with neither step nor event
+    static const char *bad[][2] = {{"{\"step\":1,\"loss\":\"lots\"}\n", "found the string \"lots\""},
+                                   {"[1,2]\n", "expected '{'"},
+                                   {"{\"loss\":1}\n", "neither \"step\" nor \"event\""},
+                                   {"{\"step\":0,\"loss\":1}\n", "integer >= 1"},
+                                   {"{\"step\":1,\"loss\":1} x\n", "unexpected 'x'"},
+                                   {"{\"step\":1 \"loss\":1}\n", "expected ',' or '}'"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        write_file("bad.jsonl", bad[i][0]);
+        snprintf(p, sizeof p, "%s/bad.jsonl", dir);
+        cr_assert_eq(runlog_read(&l, p, false, msg, sizeof msg), RUNLOG_EFORMAT, "%s", bad[i][0]);
+        cr_assert(strstr(msg, "bad.jsonl:1: ") && strstr(msg, bad[i][1]), "'%s' for %s", msg, bad[i][0]);
+    }
+    snprintf(p, sizeof p, "%s/nonexistent.jsonl", dir);
+    cr_assert_eq(runlog_read(&l, p, false, msg, sizeof msg), RUNLOG_EIO);
+    cr_assert(strstr(msg, "nonexistent.jsonl: cannot open"), "%s", msg);
+}
+
+// --- report.md
+
+Test(report, summary_table_values) {
+    write_grid();
+    write_file("ablate.json",
+               "{\"command\":\"fplab ablate --presets pure-bf16,fp16-amp,fp32 --seeds 2 --steps 10\",\"cwd\":\"/w\","
+               "\"run_names\":[\"pure-bf16\",\"fp16-amp\",\"fp32\"],\"seeds\":[1,2],\"model\":\"tiny\","
+               "\"data\":\"x.txt\",\"steps\":10,\"extra\":[]}\n");
+    report_result r;
+    report_ok(NULL, &r);
+    cr_assert_eq(r.runs, 6);
+    cr_assert_eq(r.presets, 3);
+    cr_assert_eq(r.ok, 6);
+    cr_assert_eq(r.failed + r.incomplete + r.missing + r.diverged, 0);
+    const char *md = read_file("report.md");
+    cr_assert(strstr(md, "    fplab ablate --presets pure-bf16,fp16-amp,fp32 --seeds 2 --steps 10\n"), "the command");
+    cr_assert(strstr(md, "(run in `/w`)"));
+    char row[1024];
+    // Rows follow ablate.json's order; mean [min, max] over the 2 seeds.
+    cr_assert_str_eq(line_of(md, "| preset |", row, sizeof row),
+                     "| preset | runs | final train loss | final val loss | val gap to fp32 | skipped steps | "
+                     "swamped updates | tokens/s | worst overflow | worst underflow |");
+    cr_assert(strstr(md, "| pure-bf16 |") < strstr(md, "| fp16-amp |") && strstr(md, "| fp16-amp |") < strstr(md, "| fp32 |"));
+    // fp32: train 2.01, 2.02; val 2.11, 2.12; tokens/s 1000, 2000.
+    cr_assert_str_eq(line_of(md, "| fp32 |", row, sizeof row),
+                     "| fp32 | 2/2 | 2.0150 [2.0100, 2.0200] | 2.1150 [2.1100, 2.1200] | (reference) | 0 | — | "
+                     "1500 [1000, 2000] | — | — |");
+    // fp16-amp: +0.03 / +0.05; seed 1 skipped one step; attn.qkv.grad overflowed 0.5 at one of
+    // 10 steps of one of 2 seeds (0.025) and underflowed 0.01 s (0.015).
+    cr_assert_str_eq(line_of(md, "| fp16-amp |", row, sizeof row),
+                     "| fp16-amp | 2/2 | 2.0450 [2.0400, 2.0500] | 2.1650 [2.1600, 2.1700] | +0.05 | 0.5 [0, 1] | — | "
+                     "500 | attn.qkv.grad 0.025 | attn.qkv.grad 0.015 |");
+    cr_assert_str_eq(line_of(md, "| pure-bf16 |", row, sizeof row),
+                     "| pure-bf16 | 2/2 | 2.2150 [2.2100, 2.2200] | 2.3150 [2.3100, 2.3200] | +0.2 | 0 | "
+                     "0.15 [0.1, 0.2] | 2000 | 0 | master 0.0001 |");
+    // The sites of fp16-amp: the two gradient sites, largest rate first; attn.qkv.in (all zero)
+    // is not listed; lm_head.grad's only step had n = 0 (nan fractions): no rate.
+    const char *sec = strstr(md, "### fp16-amp");
+    cr_assert(sec);
+    cr_assert_str_eq(line_of(sec, "| attn.qkv.grad |", row, sizeof row), "| attn.qkv.grad | 0.025 | 0.015 | 0.002 | 0 | 100 |");
+    cr_assert_str_eq(line_of(sec, "| mlp.down.grad |", row, sizeof row), "| mlp.down.grad | 0 | 0.001 | 0 | 0 | 3 |");
+    cr_assert(strstr(sec, "The 2 sites (of 4 cast)"));
+    cr_assert(strstr(md, "### fp32\n\nNo cast site reported telemetry"));
+    // every run listed
+    cr_assert_str_eq(line_of(md, "| fp16-amp | 1 |", row, sizeof row),
+                     "| fp16-amp | 1 | ok | 10/10 | 2.0400 | 2.1600 | 1 | 500 | 2.0 s |");
+    cr_assert(strstr(md, "## How to read this"));
+    cr_assert(strstr(md, "Plots were not drawn (--no-plots)"));
+}
+
+Test(report, without_fp32_and_without_manifest) {
+    write_grid();
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s/runs/fp32", dir);
+    cr_assert_eq(system(cmd), 0);
+    report_result r;
+    report_ok(NULL, &r);
+    const char *md = read_file("report.md");
+    char row[512];
+    cr_assert(!strstr(md, "gap to fp32 |"), "no gap column without fp32");
+    cr_assert(strstr(md, "No fp32 run in this directory"));
+    cr_assert(strstr(md, "No `ablate.json` in this directory"));
+    cr_assert_str_eq(line_of(md, "| fp16-amp |", row, sizeof row),
+                     "| fp16-amp | 2/2 | 2.0450 [2.0400, 2.0500] | 2.1650 [2.1600, 2.1700] | 0.5 [0, 1] | — | "
+                     "500 | attn.qkv.grad 0.025 | attn.qkv.grad 0.015 |");
+    cr_assert(strstr(md, "| fp16-amp |") < strstr(md, "| pure-bf16 |"), "by name without a manifest");
+}
+
+Test(report, failed_incomplete_diverged_and_missing_runs) {
+    write_grid();
+    // fp32 seed 2 stopped at step 7; fp16-amp seed 2 failed (marker + stderr); pure-bf16 seed 1
+    // diverged (nan val loss at the end); ablate.json's grid has a seed 3 nobody ran.
+    write_fp32(2, 7);
+    write_file("runs/fp16-amp/seed-2/FAILED", "exit status 2\n");
+    write_file("runs/fp16-amp/seed-2/train.err", "loading\nfplab: train: something broke\n");
+    char p[256];
+    snprintf(p, sizeof p, "%s/runs/pure-bf16/seed-1/log.jsonl", dir);
+    FILE *f = fopen(p, "w");
+    cr_assert(f);
+    start_line(f, "pure-bf16", 1);
+    for (int i = 1; i <= 10; i++)
+        fprintf(f, "{\"step\":%d,\"loss\":%s,\"skipped\":0%s}\n", i, i < 9 ? "2.5" : "\"nan\"",
+                i == 10 ? ",\"val_loss\":\"nan\"" : "");
+    fclose(f);
+    write_file("ablate.json", "{\"run_names\":[\"fp32\",\"fp16-amp\",\"pure-bf16\"],\"seeds\":[1,2,3],\"steps\":10}");
+    report_result r;
+    report_ok(NULL, &r);
+    cr_assert_eq(r.runs, 9);
+    cr_assert_eq(r.ok, 4, "fp32/1, fp16-amp/1, pure-bf16/1 (diverged), pure-bf16/2");
+    cr_assert_eq(r.diverged, 1);
+    cr_assert_eq(r.failed, 1);
+    cr_assert_eq(r.incomplete, 1);
+    cr_assert_eq(r.missing, 3);
+    const char *md = read_file("report.md");
+    char row[1024];
+    cr_assert_str_eq(line_of(md, "| fp32 |", row, sizeof row),
+                     "| fp32 | 1/3 | 2.0100 | 2.1100 | (reference) | 0 | — | 1000 | — | — |");
+    // pure-bf16: seed 1 diverged and is left out of the means; seed 2 has no completed fp32 run
+    // to pair with, so there is no gap.
+    cr_assert_str_eq(line_of(md, "| pure-bf16 |", row, sizeof row),
+                     "| pure-bf16 | 2/3 (1 diverged) | 2.2200 | 2.3200 | — | 0 | 0.2 | 2000 | 0 | master 0.0001 |");
+    cr_assert_str_eq(line_of(md, "| fp32 | 2 |", row, sizeof row),
+                     "| fp32 | 2 | incomplete: the log ends at step 7 | 7/10 | 2.3200 | 2.6200 | 0 | 2000 | 0.7 s |");
+    cr_assert(strstr(md, "| fp16-amp | 2 | FAILED: exit status 2 |"));
+    cr_assert(strstr(md, "| pure-bf16 | 1 | diverged |"));
+    cr_assert(strstr(md, "| fp32 | 3 | not run: no log.jsonl | 0/10 |"));
+    cr_assert(strstr(md, "### Failed runs"));
+    cr_assert(strstr(md, "    fplab: train: something broke\n"), "the end of train.err");
+}
+
+// --- plots
+
+static void check_plot_files(void) {
+    static const char *const base[] = {"val_loss", "train_loss", "loss_scale", "grad_underflow", "swamped"};
+    for (int i = 0; i < 5; i++) {
+        char f[64];
+        snprintf(f, sizeof f, "plots/%s.dat", base[i]);
+        cr_assert(exists(f), "%s", f);
+        snprintf(f, sizeof f, "plots/%s.gp", base[i]);
+        cr_assert(exists(f), "%s", f);
+    }
+    // val_loss.dat: a block per preset with the mean over seeds at the evaluation steps
+    const char *v = read_file("plots/val_loss.dat");
+    char row[256];
+    const char *b = strstr(v, "# preset fp16-amp");
+    cr_assert(b);
+    cr_assert_str_eq(line_of(b, "5\t", row, sizeof row), "5\t2.665\t2");
+    cr_assert_str_eq(line_of(b, "10\t", row, sizeof row), "10\t2.165\t2");
+    const char *s = read_file("plots/loss_scale.dat");
+    cr_assert(strstr(s, "# preset fp16-amp seed 1"));
+    cr_assert(!strstr(s, "fp32"), "fp32 does not scale the loss");
+    cr_assert(strstr(s, "4\t32768\t1\n"), "the skipped step");
+    const char *g = read_file("plots/grad_underflow.dat");
+    cr_assert(strstr(g, "# site\tfp16-amp\n"), "only presets with gradient sites: %s", g);
+    cr_assert(strstr(g, "attn.qkv.grad\t0.015\n"));
+    cr_assert(strstr(g, "mlp.down.grad\t0.001\n"));
+    const char *w = read_file("plots/swamped.dat");
+    cr_assert(strstr(w, "# preset pure-bf16") && !strstr(w, "# preset fp16-amp"));
+    cr_assert(strstr(w, "\n7\t0.15\t2\n"));
+    const char *gp = read_file("plots/val_loss.gp");
+    cr_assert(strstr(gp, "set output \"val_loss.png\""));
+    cr_assert(strstr(gp, "\"val_loss.dat\" index 0 using 1:2"));
+    cr_assert(strstr(gp, "title \"fp16-amp\""));
+}
+
+Test(report, plots_with_gnuplot) {
+    write_grid();
+    char prog[512] = "";
+    FILE *w = popen("command -v gnuplot", "r");
+    if (w) {
+        if (!fgets(prog, sizeof prog, w)) prog[0] = 0;
+        pclose(w);
+    }
+    report_result r;
+    report_ok("gnuplot", &r);
+    check_plot_files();
+    cr_assert_eq(r.plots_written, 5);
+    if (!prog[0]) cr_skip_test("gnuplot not on PATH: the PNGs are not checked");
+    cr_assert(r.gnuplot_found);
+    cr_assert_eq(r.pngs, 5, "every plot drawn");
+    const char *md = read_file("report.md");
+    static const char *const base[] = {"val_loss", "train_loss", "loss_scale", "grad_underflow", "swamped"};
+    for (int i = 0; i < 5; i++) {
+        char f[256], link[80];
+        snprintf(f, sizeof f, "plots/%s.png", base[i]);
+        cr_assert(exists(f), "%s", f);
+        snprintf(f, sizeof f, "plots/%s.log", base[i]);
+        cr_assert(!exists(f), "no gnuplot log left after success: %s", f);
+        snprintf(link, sizeof link, "(plots/%s.png)", base[i]);
+        cr_assert(strstr(md, link), "%s linked", link);
+        snprintf(f, sizeof f, "%s/plots/%s.png", dir, base[i]);
+        struct stat st;
+        cr_assert(stat(f, &st) == 0 && st.st_size > 1000, "%s looks empty", f);
+    }
+}
+
+Test(report, gnuplot_missing_is_not_an_error) {
+    write_grid();
+    report_result r;
+    report_ok("/nonexistent/gnuplot", &r);
+    cr_assert(!r.gnuplot_found);
+    cr_assert_eq(r.pngs, 0);
+    check_plot_files();
+    const char *md = read_file("report.md");
+    cr_assert(strstr(md, "gnuplot was not found"));
+    cr_assert(!strstr(md, "](plots/"), "no image links without images");
+}
+
+Test(report, no_loss_scaling_no_scale_plot) {
+    write_grid();
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s/runs/fp16-amp %s/runs/pure-bf16", dir, dir);
+    cr_assert_eq(system(cmd), 0);
+    report_result r;
+    report_ok(NULL, &r);
+    cr_assert_eq(r.plots_written, 2, "val_loss and train_loss only");
+    cr_assert(!exists("plots/loss_scale.dat"));
+    const char *md = read_file("report.md");
+    cr_assert(strstr(md, "No plot: no preset scales the loss"));
+    cr_assert(strstr(md, "No plot: no preset stores its weights in low precision"));
+}
+
+Test(report, bad_directories) {
+    char msg[512];
+    report_opts o = {.dir = "/nonexistent/fplab/abl"};
+    cr_assert_eq(report_write(&o, NULL, msg, sizeof msg), XP_EINVAL);
+    cr_assert(strstr(msg, "'/nonexistent/fplab/abl': no such directory"), "%s", msg);
+    snprintf(dir, sizeof dir, "/tmp/fplab_report_XXXXXX");
+    cr_assert(mkdtemp(dir));
+    o.dir = dir;
+    cr_assert_eq(report_write(&o, NULL, msg, sizeof msg), XP_EINVAL);
+    cr_assert(strstr(msg, "no runs/ directory"), "%s", msg);
+    write_file("ablate.json", "{\"steps\":10,\"seeds\":[1,}");
+    cr_assert_eq(report_write(&o, NULL, msg, sizeof msg), XP_EINVAL);
+    cr_assert(strstr(msg, "ablate.json: malformed: column"), "%s", msg);
+}
