@@ -140,6 +140,17 @@ void ac_cast_inplace(ac_ctx *c, ac_site s, int layer, float *x, size_t rows, siz
     if (ac_active(c, s)) cast_into(c, s, layer, x, x, rows, cols, false, count);
 }
 
+bool ac_plain_opts(const ac_ctx *c, ac_site s, int layer, const fmt_t **fmt, fmt_round_opts *o) {
+    if (!ac_active(c, s)) return false;
+    *fmt = &c->pol.site[s].fmt;
+    *o = cast_opts(c, &c->pol.site[s], s, layer, false);
+    return true;
+}
+
+void ac_add_stats(ac_ctx *c, ac_site s, int layer, const fmt_stats *st, bool count) {
+    if (count && c && c->telemetry != AC_TEL_OFF) add_tel(c, s, layer, st, st->amax, 1.0f);
+}
+
 void ac_round_update(ac_ctx *c, float *p, const float *p_old, float *comp, size_t n) {
     if (!ac_active(c, AC_MASTER)) return;
     const ac_rule *r = &c->pol.site[AC_MASTER];

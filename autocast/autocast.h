@@ -71,6 +71,12 @@ void ac_cast_inplace(ac_ctx *c, ac_site s, int layer, float *x, size_t rows, siz
 // (H16 D is orthogonal) but spreads outliers across each block before quantization.
 void ac_hadamard16(const ac_ctx *c, float *out, const float *x, size_t rows, size_t cols);
 
+// For sites rounded inside an op (attention scores and probabilities): the rule's format and
+// rounding options with the keyed stochastic-rounding stream of (site, layer); false when the
+// site is inactive. ac_add_stats then counts what the op reports (unless count is false).
+bool ac_plain_opts(const ac_ctx *c, ac_site s, int layer, const fmt_t **fmt, fmt_round_opts *o);
+void ac_add_stats(ac_ctx *c, ac_site s, int layer, const fmt_stats *st, bool count);
+
 // After an optimizer step computed p (float32) from p_old: stores p in the master site's
 // format as the policy's update says (round: nearest; sr: stochastic; kahan: nearest with the
 // compensation comp (n floats, zero at the start) carried to the next step), and counts

@@ -123,6 +123,7 @@ void rope_backward(float *dx, const float *cos_t, const float *sin_t, size_t B, 
 
 // --- attention
 
+
 static inline float dot_f32(const float *a, const float *b, size_t n) {
     float s = 0.0f;
 #pragma omp simd reduction(+ : s)
@@ -135,35 +136,60 @@ static inline void axpy(float *restrict y, float a, const float *restrict x, siz
     for (size_t i = 0; i < n; i++) y[i] += a * x[i];
 }
 
+// Rounds x[0..n) for one attention row, counting into the thread's own record.
+static void attn_round(const attn_cast *c, float *x, size_t n, uint64_t offset, fmt_stats *st) {
+    fmt_round_opts o = c->opts;
+    o.offset += offset;
+    fmt_round_f32(c->fmt, x, n, &o, st);
+}
+
+static void stats_add(fmt_stats *to, const fmt_stats *s) {
+    to->n += s->n, to->overflow += s->overflow, to->underflow += s->underflow;
+    to->subnormal += s->subnormal, to->nan_in += s->nan_in, to->invalid += s->invalid;
+    if (s->amax > to->amax) to->amax = s->amax;
+}
+
 void attention_forward(float *y, float *att, const float *q, const float *k, const float *v,
-                       size_t B, size_t T, size_t NH, size_t NKV, size_t hs) {
+                       size_t B, size_t T, size_t NH, size_t NKV, size_t hs,
+                       const attn_cast *scores, const attn_cast *probs) {
     const size_t qw = NH * hs, kw = NKV * hs, group = NH / NKV;
     const float scale = 1.0f / sqrtf((float)hs);
-#pragma omp parallel for collapse(2) schedule(static)
-    for (size_t b = 0; b < B; b++)
-        for (size_t h = 0; h < NH; h++) {
-            const size_t kh = h / group;
-            for (size_t t = 0; t < T; t++) {
-                const float *qt = q + (b * T + t) * qw + h * hs;
-                float *p = att + ((b * NH + h) * T + t) * T;
-                float mx = -INFINITY;
-                for (size_t t2 = 0; t2 <= t; t2++) {
-                    p[t2] = dot_f32(qt, k + (b * T + t2) * kw + kh * hs, hs) * scale;
-                    mx = fmaxf(mx, p[t2]);
+#pragma omp parallel
+    {
+        fmt_stats st_s = {0}, st_p = {0};  // per thread, merged below
+#pragma omp for collapse(2) schedule(static)
+        for (size_t b = 0; b < B; b++)
+            for (size_t h = 0; h < NH; h++) {
+                const size_t kh = h / group;
+                for (size_t t = 0; t < T; t++) {
+                    const float *qt = q + (b * T + t) * qw + h * hs;
+                    const size_t row = ((b * NH + h) * T + t) * T;
+                    float *p = att + row;
+                    for (size_t t2 = 0; t2 <= t; t2++)
+                        p[t2] = dot_f32(qt, k + (b * T + t2) * kw + kh * hs, hs) * scale;
+                    if (scores) attn_round(scores, p, t + 1, row, &st_s);
+                    float mx = -INFINITY;
+                    for (size_t t2 = 0; t2 <= t; t2++) mx = fmaxf(mx, p[t2]);
+                    float sum = 0.0f;
+                    for (size_t t2 = 0; t2 <= t; t2++) {
+                        p[t2] = expf(p[t2] - mx);
+                        sum += p[t2];
+                    }
+                    const float inv = 1.0f / sum;
+                    for (size_t t2 = 0; t2 <= t; t2++) p[t2] *= inv;
+                    if (probs) attn_round(probs, p, t + 1, row, &st_p);
+                    for (size_t t2 = t + 1; t2 < T; t2++) p[t2] = 0.0f;
+                    float *yt = y + (b * T + t) * qw + h * hs;
+                    for (size_t d = 0; d < hs; d++) yt[d] = 0.0f;
+                    for (size_t t2 = 0; t2 <= t; t2++) axpy(yt, p[t2], v + (b * T + t2) * kw + kh * hs, hs);
                 }
-                float sum = 0.0f;
-                for (size_t t2 = 0; t2 <= t; t2++) {
-                    p[t2] = expf(p[t2] - mx);
-                    sum += p[t2];
-                }
-                const float inv = 1.0f / sum;
-                for (size_t t2 = 0; t2 <= t; t2++) p[t2] *= inv;
-                for (size_t t2 = t + 1; t2 < T; t2++) p[t2] = 0.0f;
-                float *yt = y + (b * T + t) * qw + h * hs;
-                for (size_t d = 0; d < hs; d++) yt[d] = 0.0f;
-                for (size_t t2 = 0; t2 <= t; t2++) axpy(yt, p[t2], v + (b * T + t2) * kw + kh * hs, hs);
             }
+#pragma omp critical(attention_stats)  // counts and a max: the order does not matter
+        {
+            if (scores && scores->stats) stats_add(scores->stats, &st_s);
+            if (probs && probs->stats) stats_add(probs->stats, &st_p);
         }
+    }
 }
 
 // Parallel over (batch, kv head): the query heads of one group add into the same dk, dv rows,

@@ -18,6 +18,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "formats/round.h"
+
 // out[n,:] = wte[tokens[n],:]
 void encoder_forward(float *out,           // (N, C)
                      const int *tokens,    // (N)
@@ -55,14 +57,26 @@ void rope_backward(float *dx,              // (B, T, nheads*hs) in place
 void rope_tables(float *cos_t, float *sin_t,  // (T, hs/2)
                  size_t T, size_t hs, double theta);
 
+// Optional rounding of the attention scores (before softmax) or probabilities (before the
+// product with v) to a format, row by row (element (b,h,t,t2) draws stochastic-rounding counter
+// opts.offset + ((b*NH + h)*T + t)*T + t2); what happened is added to *stats.
+typedef struct {
+    const fmt_t *fmt;
+    fmt_round_opts opts;
+    fmt_stats *stats;
+} attn_cast;
+
 // Causal attention; query head h reads key/value head h / (NH/NKV).
 //   att[b,h,t,t2] = softmax_t2<=t( q[b,t,h]·k[b,t2,kvh] / sqrt(hs) ),  y[b,t,h] = sum att * v
+// scores, probs: NULL, or the rounding of the scaled scores and of the probabilities (which are
+// then what att keeps and backward differentiates through, as a straight-through cast).
 void attention_forward(float *y,           // (B, T, NH*hs)
                        float *att,         // (B, NH, T, T) probabilities (t2 > t left 0)
                        const float *q,     // (B, T, NH*hs)
                        const float *k,     // (B, T, NKV*hs)
                        const float *v,     // (B, T, NKV*hs)
-                       size_t B, size_t T, size_t NH, size_t NKV, size_t hs);
+                       size_t B, size_t T, size_t NH, size_t NKV, size_t hs,
+                       const attn_cast *scores, const attn_cast *probs);
 void attention_backward(float *dq,         // (B, T, NH*hs) =
                         float *dk,         // (B, T, NKV*hs) =
                         float *dv,         // (B, T, NKV*hs) =

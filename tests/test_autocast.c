@@ -199,3 +199,34 @@ Test(autocast, hadamard_is_orthogonal) {
     cr_assert(memcmp(ha, a, 32 * C * sizeof(float)) != 0, "nothing rotated");
     ac_free(&c);
 }
+
+// Attention with its probabilities rounded to e4m3 and scores to bf16: every stored
+// probability is an e4m3 value, the counts cover the causal triangle, and y is the product of
+// the rounded probabilities with v.
+Test(autocast, attention_scores_and_probs) {
+    enum { B = 2, T = 6, NH = 2, NKV = 1, HS = 4 };
+    float q[B * T * NH * HS], k[B * T * NKV * HS], v[B * T * NKV * HS], y[B * T * NH * HS], att[B * NH * T * T];
+    tu_rng r = {fmt_rng_make_key(11, 0), 0};
+    for (size_t i = 0; i < sizeof q / sizeof *q; i++) q[i] = (float)tu_rng_normal(&r);
+    for (size_t i = 0; i < sizeof k / sizeof *k; i++) k[i] = (float)tu_rng_normal(&r), v[i] = (float)tu_rng_normal(&r);
+    fmt_t bf16, e4m3;
+    fmt_from_name(&bf16, "bf16");
+    fmt_from_name(&e4m3, "e4m3");
+    fmt_stats ss = {0}, sp = {0};
+    const attn_cast sc = {&bf16, {0}, &ss}, pc = {&e4m3, {0}, &sp};
+    attention_forward(y, att, q, k, v, B, T, NH, NKV, HS, &sc, &pc);
+    const uint64_t tri = (uint64_t)B * NH * T * (T + 1) / 2;
+    cr_assert_eq(ss.n, tri, "scores counted %llu", (unsigned long long)ss.n);
+    cr_assert_eq(sp.n, tri);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int t = 0; t < T; t++) {
+                const float *p = att + ((b * NH + h) * T + t) * T;
+                for (int t2 = 0; t2 <= t; t2++) cr_assert(representable(&e4m3, p[t2]), "p=%a", p[t2]);
+                for (int d = 0; d < HS; d++) {
+                    double s = 0;
+                    for (int t2 = 0; t2 <= t; t2++) s += (double)p[t2] * v[(b * T + t2) * HS + d];
+                    cr_assert(fabs(y[(b * T + t) * NH * HS + h * HS + d] - s) <= 1e-5 * (1 + fabs(s)));
+                }
+            }
+}

@@ -324,6 +324,20 @@ static void proj(llama_model *m, ac_site ws, size_t l, float *out, const float *
     matmul_forward(out, xc, cast_op(m, ws, l, w, OC, IC, 1), N, IC, OC);
 }
 
+// Attention, with its scores and probabilities rounded where the policy says (plain rounding:
+// the policy layer refuses a scaling recipe on these sites).
+static void attention_cast(llama_model *m, const dims *d, size_t l, layer_acts *a) {
+    fmt_stats st[2] = {{0}, {0}};
+    attn_cast c[2];
+    const bool on[2] = {ac_plain_opts(m->ac, AC_ATT_SCORES, (int)l, &c[0].fmt, &c[0].opts),
+                        ac_plain_opts(m->ac, AC_ATT_PROBS, (int)l, &c[1].fmt, &c[1].opts)};
+    c[0].stats = &st[0], c[1].stats = &st[1];
+    attention_forward(a->y, a->att, a->q, a->k, a->v, d->B, d->T, d->NH, d->NKV, d->hs,
+                      on[0] ? &c[0] : NULL, on[1] ? &c[1] : NULL);
+    if (on[0]) ac_add_stats(m->ac, AC_ATT_SCORES, (int)l, &st[0], !m->uncounted);
+    if (on[1]) ac_add_stats(m->ac, AC_ATT_PROBS, (int)l, &st[1], !m->uncounted);
+}
+
 static void layer_forward(llama_model *m, const dims *d, size_t l, layer_acts *a, const float *x,
                           float *x_out) {
     const layer_w w = LAYER_VIEWS(layer_w, m->p, l, *d);
@@ -340,7 +354,7 @@ static void layer_forward(llama_model *m, const dims *d, size_t l, layer_acts *a
     cast_store(m, AC_SAVED, l, a->q, N, d->qd);
     cast_store(m, AC_SAVED, l, a->k, N, d->kvd);
     cast_store(m, AC_SAVED, l, a->v, N, d->kvd);
-    attention_forward(a->y, a->att, a->q, a->k, a->v, d->B, d->T, d->NH, d->NKV, d->hs);
+    attention_cast(m, d, l, a);
     cast_store(m, AC_SAVED, l, a->y, N, d->qd);
     const float *yc = cast_op(m, AC_O_IN, l, a->y, N, d->qd, 0);
     proj(m, AC_O_W, l, a->x_mid, yc, w.wo, N, d->qd, d->C);

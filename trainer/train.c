@@ -217,8 +217,11 @@ static int setup_policy(run *r, const ckpt_file *f, const char *path, char *msg,
     // What the trainer does not do yet, refused rather than ignored.
     const char *why = mm_acc_is_emulated(&r->pol.acc) ? "an emulated accumulator (the CPU kernel for it runs "
                                                         "at about 0.1 GFLOP/s: use fplab matmul-check)"
-                      : r->pol.site[AC_ATT_SCORES].active || r->pol.site[AC_ATT_PROBS].active
-                          ? "casting attention scores or probabilities"
+                      : (r->pol.site[AC_ATT_SCORES].active && (!r->pol.site[AC_ATT_SCORES].scaling.none ||
+                                                                r->pol.site[AC_ATT_SCORES].delayed)) ||
+                                (r->pol.site[AC_ATT_PROBS].active && (!r->pol.site[AC_ATT_PROBS].scaling.none ||
+                                                                     r->pol.site[AC_ATT_PROBS].delayed))
+                          ? "a scaling recipe on attention scores or probabilities (plain rounding only)"
                       : r->pol.hadamard != 0 && r->pol.hadamard != 16 ? "a Hadamard size other than 16"
                                                                         : NULL;
     if (why) {
