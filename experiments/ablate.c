@@ -221,22 +221,10 @@ static int write_manifest(const ablate_opts *o, const char *path, char *msg, siz
     return xp_commit(f, tmp, path, msg, msg_len);
 }
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    const long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (s) s[fread(s, 1, (size_t)n, f)] = 0;
-    fclose(f);
-    return s;
-}
-
 // An earlier ablate.json in OUT: its runs are only comparable (and resumable) under the same
 // model, data, steps, evaluation, telemetry and extra arguments.
 static int check_manifest(const ablate_opts *o, const char *path, char *msg, size_t msg_len) {
-    char *text = slurp(path);
+    char *text = xp_slurp(path);
     if (!text) return XP_OK;
     jx_cur c;
     jx_init(&c, text);

@@ -25,22 +25,10 @@ typedef struct {
     int nseeds;
 } grid_t;
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    const long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (s) s[fread(s, 1, (size_t)n, f)] = 0;
-    fclose(f);
-    return s;
-}
-
 static int load_manifest(rp_data *d, grid_t *g, char *msg, size_t msg_len) {
     char path[RP_PATH + 32], key[32];
     snprintf(path, sizeof path, "%s/ablate.json", d->dir);
-    char *text = slurp(path);
+    char *text = xp_slurp(path);
     if (!text) return XP_OK;
     d->have_manifest = true;
     jx_cur c;

@@ -15,6 +15,8 @@ enum { XP_OK = 0, XP_EINVAL = 1, XP_EIO = 2, XP_ENOMEM = 3 };
 int xp_mkdir_p(const char *path, char *msg, size_t msg_len);
 bool xp_is_dir(const char *path);
 bool xp_is_file(const char *path);
+// The whole file as a NUL-terminated string (malloc'd), or NULL if it cannot be read.
+char *xp_slurp(const char *path);
 
 // Atomic write: xp_create opens "<path>.tmp.<pid>" for writing (its name in tmp, tmp_cap
 // bytes); xp_commit closes it, checks for write errors and renames it to path, or removes it
