@@ -259,5 +259,24 @@ expect_err "ablate other settings, same --out" "made with --steps 4 (now 5)" \
     "$F" ablate --presets fp32 --model tiny --steps 5 --data "$T/corpus.txt" --out "$T/abl" --no-plots
 expect_has "report rewrites the report" "2 completed" "$F" report "$T/abl" --no-plots
 
+# --- train, sample, export, policy: help, bad input (exit 2), and a tiny run end to end
+expect_has "train --help" "--resume CKPT" "$F" train --help
+expect_err "train without --data" "--data" "$F" train --model tiny
+expect_err "train unknown model" "'gpt5'" "$F" train --model gpt5 --data "$T/corpus.txt"
+expect_err "train missing data" "no-such.txt" "$F" train --model tiny --data "$T/no-such.txt"
+expect_err "train bad policy" "nosuch" "$F" train --model tiny --data "$T/corpus.txt" --policy nosuch
+expect_has "train tiny, stopped" "stopped at step 3 of 6" "$F" train --model tiny --data "$T/corpus.txt" --steps 6 --stop-at 3 \
+    --ckpt-dir "$T/run" --progress 0
+expect_err "resume refuses a changed option" "--lr cannot change with --resume" "$F" train --resume "$T/run/ckpt.bin" --lr 0.1
+expect_has "train resumes" "done: 6 steps" "$F" train --resume "$T/run/ckpt.bin" --progress 0
+expect_has "sample" "fplab sample" "$F" sample --ckpt "$T/run/ckpt.bin" --tokens 5 --seed 1
+expect_err "sample missing ckpt" "no-such.bin" "$F" sample --ckpt "$T/no-such.bin"
+expect_has "export" "" "$F" export --ckpt "$T/run/ckpt.bin" --llama2c "$T/m.bin" --tokenizer "$T/t.bin"
+expect_has "policy --list" "pure-bf16-sr" "$F" policy --list
+expect_has "policy --show" "site *.grad e2m1 nvfp4 sr" "$F" policy --show nvfp4
+expect_err "policy --show unknown" "'nosuch' is not a preset" "$F" policy --show nosuch
+printf 'name bad\nsite attn.nope bf16\n' >"$T/bad.policy"
+expect_err "policy --check bad site" "attn.nope" "$F" policy --check "$T/bad.policy"
+
 echo "$pass passed, $fail failed"
 [[ $fail == 0 ]]
