@@ -169,7 +169,7 @@ void attention_forward(float *y, float *att, const float *q, const float *k, con
                         p[t2] = dot_f32(qt, k + (b * T + t2) * kw + kh * hs, hs) * scale;
                     if (scores) attn_round(scores, p, t + 1, row, &st_s);
                     float mx = -INFINITY;
-                    for (size_t t2 = 0; t2 <= t; t2++) mx = fmaxf(mx, p[t2]);
+                    for (size_t t2 = 0; t2 <= t; t2++) mx = p[t2] > mx ? p[t2] : mx;  // not fmaxf: a libm call here
                     float sum = 0.0f;
                     for (size_t t2 = 0; t2 <= t; t2++) {
                         p[t2] = expf(p[t2] - mx);
@@ -263,7 +263,7 @@ double crossentropy_forward(float *lse, const float *logits, const int *targets,
     for (size_t n = 0; n < N; n++) {
         const float *l = logits + n * V;
         float mx = -INFINITY;
-        for (size_t i = 0; i < V; i++) mx = fmaxf(mx, l[i]);
+        for (size_t i = 0; i < V; i++) mx = l[i] > mx ? l[i] : mx;
         double s = 0.0;
         for (size_t i = 0; i < V; i++) s += exp((double)(l[i] - mx));
         lse[n] = (float)((double)mx + log(s));
