@@ -3,6 +3,7 @@
 // atomic checkpoints, a progress line and a JSON-lines log; resume from a checkpoint.
 // Constraints: every random choice is keyed by (seed, index) (initialisation, batches), so the
 // state to resume is the parameters, the AdamW moments and the step count.
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,21 @@
 #include "trainer/data.h"
 #include "trainer/optim.h"
 #include "trainer/train.h"
+
+// mkdir -p: the directory and its missing parents; 0 if it exists at the end.
+static int mkdir_p(const char *path) {
+    char buf[TRAIN_PATH_MAX];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+            *p = '/';
+        }
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+    struct stat st;
+    return stat(buf, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : (errno = ENOTDIR, -1);
+}
 
 static double now_s(void) {
     struct timespec t;
@@ -326,14 +342,17 @@ int train_run(const train_opts *opts, const char *resume, train_report *rep, cha
             goto out;
         }
     if (r.o.ckpt_dir[0]) {
-        mkdir(r.o.ckpt_dir, 0777);  // may exist; a real problem shows when the file is written
+        if (mkdir_p(r.o.ckpt_dir) != 0) {
+            snprintf(msg, msg_len, "--ckpt-dir '%s': cannot create: %s", r.o.ckpt_dir, strerror(errno));
+            goto out;
+        }
         snprintf(r.ckpt_path, sizeof r.ckpt_path, "%s/ckpt.bin", r.o.ckpt_dir);
     }
     char log_path[TRAIN_PATH_MAX + 16] = "";
     if (r.o.log[0]) snprintf(log_path, sizeof log_path, "%s", r.o.log);
     else if (r.o.ckpt_dir[0]) snprintf(log_path, sizeof log_path, "%s/log.jsonl", r.o.ckpt_dir);
     if (log_path[0] && !(r.log = fopen(log_path, resuming ? "a" : "w"))) {
-        snprintf(msg, msg_len, "--log '%s': cannot open for writing", log_path);
+        snprintf(msg, msg_len, "--log '%s': cannot open for writing: %s", log_path, strerror(errno));
         goto out;
     }
     if (r.log)
