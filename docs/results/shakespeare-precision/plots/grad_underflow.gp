@@ -25,11 +25,14 @@ plot \
     "grad_underflow.dat" using 2:xtic(1) lc 2 title "bf16-amp", \
     "grad_underflow.dat" using 3 lc 3 title "fp16-amp", \
     "grad_underflow.dat" using 4 lc 4 title "fp16-amp-noscale", \
-    "grad_underflow.dat" using 5 lc 5 title "pure-bf16", \
-    "grad_underflow.dat" using 6 lc 6 title "pure-bf16-sr", \
-    "grad_underflow.dat" using 7 lc 7 title "pure-bf16-kahan", \
-    "grad_underflow.dat" using 8 lc 8 title "fp8-delayed", \
-    "grad_underflow.dat" using 9 lc 9 title "mxfp8", \
-    "grad_underflow.dat" using 10 lc 10 title "mxfp6", \
-    "grad_underflow.dat" using 11 lc 11 title "mxfp4", \
-    "grad_underflow.dat" using 12 lc 12 title "nvfp4"
+    "grad_underflow.dat" using 5 lc 5 title "fp16-static-1024", \
+    "grad_underflow.dat" using 6 lc 6 title "pure-bf16", \
+    "grad_underflow.dat" using 7 lc 7 title "pure-bf16-sr", \
+    "grad_underflow.dat" using 8 lc 8 title "pure-bf16-kahan", \
+    "grad_underflow.dat" using 9 lc 9 title "fp8-delayed", \
+    "grad_underflow.dat" using 10 lc 10 title "fp8-current", \
+    "grad_underflow.dat" using 11 lc 11 title "fp8-block", \
+    "grad_underflow.dat" using 12 lc 12 title "mxfp8", \
+    "grad_underflow.dat" using 13 lc 13 title "mxfp6", \
+    "grad_underflow.dat" using 14 lc 14 title "mxfp4", \
+    "grad_underflow.dat" using 15 lc 15 title "nvfp4"

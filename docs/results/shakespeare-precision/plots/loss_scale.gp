@@ -21,4 +21,10 @@ plot \
     "loss_scale.dat" index 1 using 1:2 with steps lw 1.5 lc 3 notitle, \
     "loss_scale.dat" index 1 using 1:($3 > 0 ? $2 : 1/0) with points pt 7 ps 0.7 lc 3 notitle, \
     "loss_scale.dat" index 2 using 1:2 with steps lw 1.5 lc 3 notitle, \
-    "loss_scale.dat" index 2 using 1:($3 > 0 ? $2 : 1/0) with points pt 7 ps 0.7 lc 3 notitle
+    "loss_scale.dat" index 2 using 1:($3 > 0 ? $2 : 1/0) with points pt 7 ps 0.7 lc 3 notitle, \
+    "loss_scale.dat" index 3 using 1:2 with steps lw 1.5 lc 5 title "fp16-static-1024", \
+    "loss_scale.dat" index 3 using 1:($3 > 0 ? $2 : 1/0) with points pt 7 ps 0.7 lc 5 notitle, \
+    "loss_scale.dat" index 4 using 1:2 with steps lw 1.5 lc 5 notitle, \
+    "loss_scale.dat" index 4 using 1:($3 > 0 ? $2 : 1/0) with points pt 7 ps 0.7 lc 5 notitle, \
+    "loss_scale.dat" index 5 using 1:2 with steps lw 1.5 lc 5 notitle, \
+    "loss_scale.dat" index 5 using 1:($3 > 0 ? $2 : 1/0) with points pt 7 ps 0.7 lc 5 notitle

@@ -14,6 +14,6 @@ set datafile missing "NaN"
 set key outside right top
 set grid
 plot \
-    "swamped.dat" index 0 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc 5 dt 5 title "pure-bf16", \
-    "swamped.dat" index 1 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc 6 dt 1 title "pure-bf16-sr", \
-    "swamped.dat" index 2 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc 7 dt 2 title "pure-bf16-kahan"
+    "swamped.dat" index 0 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc 6 dt 1 title "pure-bf16", \
+    "swamped.dat" index 1 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc 7 dt 2 title "pure-bf16-sr", \
+    "swamped.dat" index 2 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc 8 dt 3 title "pure-bf16-kahan"

@@ -18,11 +18,14 @@ plot \
     "train_loss.dat" index 1 using 1:4 with lines lw 2 lc 2 dt 2 title "bf16-amp", \
     "train_loss.dat" index 2 using 1:4 with lines lw 2 lc 3 dt 3 title "fp16-amp", \
     "train_loss.dat" index 3 using 1:4 with lines lw 2 lc 4 dt 4 title "fp16-amp-noscale", \
-    "train_loss.dat" index 4 using 1:4 with lines lw 2 lc 5 dt 5 title "pure-bf16", \
-    "train_loss.dat" index 5 using 1:4 with lines lw 2 lc 6 dt 1 title "pure-bf16-sr", \
-    "train_loss.dat" index 6 using 1:4 with lines lw 2 lc 7 dt 2 title "pure-bf16-kahan", \
-    "train_loss.dat" index 7 using 1:4 with lines lw 2 lc 8 dt 3 title "fp8-delayed", \
-    "train_loss.dat" index 8 using 1:4 with lines lw 2 lc 9 dt 4 title "mxfp8", \
-    "train_loss.dat" index 9 using 1:4 with lines lw 2 lc 10 dt 5 title "mxfp6", \
-    "train_loss.dat" index 10 using 1:4 with lines lw 2 lc 11 dt 1 title "mxfp4", \
-    "train_loss.dat" index 11 using 1:4 with lines lw 2 lc 12 dt 2 title "nvfp4"
+    "train_loss.dat" index 4 using 1:4 with lines lw 2 lc 5 dt 5 title "fp16-static-1024", \
+    "train_loss.dat" index 5 using 1:4 with lines lw 2 lc 6 dt 1 title "pure-bf16", \
+    "train_loss.dat" index 6 using 1:4 with lines lw 2 lc 7 dt 2 title "pure-bf16-sr", \
+    "train_loss.dat" index 7 using 1:4 with lines lw 2 lc 8 dt 3 title "pure-bf16-kahan", \
+    "train_loss.dat" index 8 using 1:4 with lines lw 2 lc 9 dt 4 title "fp8-delayed", \
+    "train_loss.dat" index 9 using 1:4 with lines lw 2 lc 10 dt 5 title "fp8-current", \
+    "train_loss.dat" index 10 using 1:4 with lines lw 2 lc 11 dt 1 title "fp8-block", \
+    "train_loss.dat" index 11 using 1:4 with lines lw 2 lc 12 dt 2 title "mxfp8", \
+    "train_loss.dat" index 12 using 1:4 with lines lw 2 lc 13 dt 3 title "mxfp6", \
+    "train_loss.dat" index 13 using 1:4 with lines lw 2 lc 14 dt 4 title "mxfp4", \
+    "train_loss.dat" index 14 using 1:4 with lines lw 2 lc 15 dt 5 title "nvfp4"
