@@ -7,10 +7,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #ifdef FPLAB_HAVE_BLAS
 char *openblas_get_corename(void);
 void openblas_set_num_threads(int n);
@@ -63,12 +59,10 @@ void mm_blas_tune_or_reexec(char **argv) {
     // exec failed: carry on with the defaults rather than fail.
 }
 
-void mm_set_threads(int n) {
-    if (n <= 0) return;
+void mm_blas_set_threads(int n) {
 #ifdef FPLAB_HAVE_BLAS
-    openblas_set_num_threads(n);
-#endif
-#ifdef _OPENMP
-    omp_set_num_threads(n);
+    if (n > 0) openblas_set_num_threads(n);
+#else
+    (void)n;
 #endif
 }

@@ -20,7 +20,7 @@ bool mm_blas_better_coretype(char *want, size_t len);
 // Returns normally when nothing needs setting or if exec fails.
 void mm_blas_tune_or_reexec(char **argv);
 
-// Threads for OpenBLAS and OpenMP both (n > 0); n <= 0 leaves their defaults.
-void mm_set_threads(int n);
+// Threads of OpenBLAS's own pool (n > 0; n <= 0 leaves its default).
+void mm_blas_set_threads(int n);
 
 #endif

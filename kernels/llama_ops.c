@@ -307,9 +307,9 @@ static mm_operand operand(const float *x, size_t ld, bool trans) {
 }
 
 void llama_ops_threads(int n) {
-    mm_set_threads(1);  // OpenBLAS and OpenMP to 1 ...
+    mm_blas_set_threads(1);
 #ifdef _OPENMP
-    omp_set_num_threads(n > 0 ? n : omp_get_num_procs());  // ... then OpenMP to n
+    omp_set_num_threads(n > 0 ? n : omp_get_num_procs());
 #else
     (void)n;
 #endif

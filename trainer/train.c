@@ -61,7 +61,6 @@ typedef struct {
     char *pol_text;        // the policy as text (saved in checkpoints; resume parses it)
     ac_ctx ac;
     train_state st;
-    bool fresh;  // a new run (not resumed)
     int B, T;
     int32_t *x, *y;  // (B, T)
     FILE *log;
@@ -326,7 +325,6 @@ int train_run(const train_opts *opts, const char *resume, train_report *rep, cha
         llama_init_weights(&r.m, r.o.seed);
         r.adam_m = calloc(r.m.n_params, sizeof(float)), r.adam_v = calloc(r.m.n_params, sizeof(float));
         r.st = (train_state){.seed = r.o.seed, .last_val_loss = NAN};
-        r.fresh = true;
     }
     r.B = r.o.batch, r.T = r.o.context > 0 ? r.o.context : cfg.seq_len;
     r.x = malloc((size_t)r.B * r.T * sizeof *r.x), r.y = malloc((size_t)r.B * r.T * sizeof *r.y);
@@ -389,14 +387,14 @@ int train_run(const train_opts *opts, const char *resume, train_report *rep, cha
         const double t2 = now_s();
         // Unscale (in float32), then decide: a non-finite gradient skips the step when the
         // policy scales the loss; without loss scaling it goes into the weights, as it would.
-        bool finite = true;
-        const float inv = 1.0f / S;
-        for (size_t i = 0; i < r.m.n_params; i++) {
-            if (S != 1.0f) r.m.grads[i] *= inv;
-            finite &= isfinite(r.m.grads[i]);
+        // The norm (a double sum of float32 squares, which cannot overflow) is finite exactly
+        // when every gradient is, and clipping leaves non-finite gradients alone.
+        if (S != 1.0f) {
+            const float inv = 1.0f / S;
+            for (size_t i = 0; i < r.m.n_params; i++) r.m.grads[i] *= inv;
         }
-        const bool skip = ac_scaler_update(&r.ac.scaler, &r.pol.scaler, finite);
-        const double gnorm = clip_grad_norm(r.m.grads, r.m.n_params, skip ? 0.0 : r.o.grad_clip);
+        const double gnorm = clip_grad_norm(r.m.grads, r.m.n_params, r.o.grad_clip);
+        const bool skip = ac_scaler_update(&r.ac.scaler, &r.pol.scaler, isfinite(gnorm));
         adamw_opts ao = ao0;
         ao.lr = lr_at(&sched, (long)r.st.applied);
         if (!skip) {
