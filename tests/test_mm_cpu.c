@@ -324,3 +324,50 @@ Test(mm_cpu, emulated_wide_range) {
         tu_operand_free(&A), tu_operand_free(&B);
     }
 }
+
+// The accumulator's edges, where mm_cpu leaves its vector step for the general scalar rounding:
+// subnormal and overflowing partial sums (fp16: normals from 2^-14, max 65504; e4m3: overflow is
+// NaN), exact cancellations and zero-heavy operands, every mode; and an accumulator without -0 (e5m2fnuz), which mm_cpu rounds entirely in scalar.
+Test(mm_cpu, emulated_accumulator_edges) {
+    tu_rng r = {fmt_rng_make_key(test_seed("emulated_accumulator_edges"), 14), 0};
+    const fmt_t f = tu_fmt("bf16");
+    static const char *const accs[] = {"fp16", "e4m3", "e5m2fnuz", "m10"};
+    static const char *const modes[] = {"rne", "rna", "rtz", "rup", "rdn", "rto"};
+    for (int c = 0; c < 240; c++) {
+        const size_t M = (size_t)tu_rng_int(&r, 1, 9), N = (size_t)tu_rng_int(&r, 1, 17),
+                     K = (size_t)tu_rng_int(&r, 1, 48);
+        tu_operand A, B;
+        make_operand(&A, &r, true, &f, M, K, K, c & 1, 0, SC_NONE, 0, 1.0);
+        make_operand(&B, &r, false, &f, K, N, K, c & 2, 0, SC_NONE, 0, 1.0);
+        const int lo_exp = c % 3 == 0 ? -40 : -20, hi_exp = c % 3 == 2 ? 14 : 4;
+        for (size_t i = 0; i < M; i++)  // A: magnitudes 2^(lo_exp..hi_exp), a third of them zero
+            for (size_t k = 0; k < K; k++) {
+                float *a = A.op.trans ? &A.x[k * A.op.ld + i] : &A.x[i * A.op.ld + k];
+                *a = tu_rng_int(&r, 0, 2) == 0 ? 0.0f : ldexpf(*a, tu_rng_int(&r, lo_exp, hi_exp));
+            }
+        if (c % 4 == 1 && K >= 2 && !B.op.trans) {  // B's rows 0 and 1 equal, A's columns opposite:
+            for (size_t j = 0; j < N; j++) B.x[B.op.ld + j] = B.x[j];  // the first two products cancel
+            for (size_t i = 0; i < M; i++) {
+                float *a0 = A.op.trans ? &A.x[i] : &A.x[i * A.op.ld];
+                float *a1 = A.op.trans ? &A.x[A.op.ld + i] : &A.x[i * A.op.ld + 1];
+                *a1 = -*a0;
+                for (size_t k = 2; i % 2 == 0 && k < K; k++)  // even rows: the sum stays an exact 0
+                    *(A.op.trans ? &A.x[k * A.op.ld + i] : &A.x[i * A.op.ld + k]) = 0.0f;
+            }
+        }
+        char spec[32];
+        snprintf(spec, sizeof spec, "%s:%s", accs[c % 4], modes[(c / 4) % 6]);
+        mm_opts o;
+        mm_opts_default(&o);
+        char msg[256];
+        cr_assert_eq(mm_acc_from_name(&o.acc, spec, msg, sizeof msg), MM_OK, "%s: %s", spec, msg);
+        o.acc.promote_every = c % 5 == 0 ? 3 : 0;
+        float C0[9 * 17], C1[9 * 17];
+        cr_assert_eq(mm_ref(C0, N, &A.op, &B.op, M, N, K, &o), MM_OK);
+        cr_assert_eq(mm_cpu(C1, N, &A.op, &B.op, M, N, K, &o), MM_OK);
+        for (size_t i = 0; i < M * N; i++)
+            cr_assert(tu_samef(C0[i], C1[i]), "%s promote %d case %d C[%zu]: ref %a (0x%08x) cpu %a (0x%08x)",
+                      spec, o.acc.promote_every, c, i, C0[i], tu_f2u(C0[i]), C1[i], tu_f2u(C1[i]));
+        tu_operand_free(&A), tu_operand_free(&B);
+    }
+}
