@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #ifdef FPLAB_HAVE_BLAS
 #include <cblas.h>
@@ -30,6 +31,19 @@ int mm__round_output(float *C, size_t ldc, size_t M, size_t N, const mm_opts *o)
 
 // --- fp32 accumulation: fold scales, one sgemm
 
+// A buffer for a folded operand. Large ones are asked for in transparent huge pages: a fresh
+// 16 MiB buffer otherwise costs 4096 page faults (measured: a 2048^2 MX product spent 15% of
+// its time faulting in the two folded copies).
+static float *fold_alloc(size_t n) {
+    const size_t bytes = n * sizeof(float), huge = (size_t)2 << 20;
+    if (bytes < huge) return malloc(bytes ? bytes : 1);
+    float *t = aligned_alloc(huge, (bytes + huge - 1) / huge * huge);
+#ifdef MADV_HUGEPAGE
+    if (t) madvise(t, (bytes + huge - 1) / huge * huge, MADV_HUGEPAGE);  // advice only: may fail
+#endif
+    return t;
+}
+
 // The folded operand a[i,k] * sa[i, k/bk] is exact in float32 when the scale is a power of two
 // (e8m0, and ue8m0-style tensor recipes) or an e4m3 scale times an element of <= 4 bits of
 // precision (NVFP4), barring float32 overflow/underflow. For other scale formats the product
@@ -37,17 +51,19 @@ int mm__round_output(float *C, size_t ldc, size_t M, size_t N, const mm_opts *o)
 // bound (gamma_{K+4} would cover it).
 //
 // The fold keeps the stored shape (a transposed operand stays transposed and sgemm is told so):
-// the copy then streams through memory in order. It runs on one thread on purpose: it is
-// memory-bound (0.4 ms per 1024^2 operand here), while the OpenMP workers of a parallel fold
-// keep spinning after it and steal the cores from OpenBLAS's own threads: measured on 2 cores,
-// a parallel fold made the following sgemm 25% slower (OMP_WAIT_POLICY=passive: still 15%).
+// the copy then streams through memory in order. It is memory-bound (about 0.8 ns per element
+// on one thread: 6.6 ms of a 92 ms 2048^3 MX product) and runs on the OpenMP threads. An
+// earlier measurement had a parallel fold slow the following sgemm by 25%, because libgomp's
+// idle workers spun on the cores OpenBLAS needed; fplab now caps that spinning
+// (GOMP_SPINCOUNT, kernels/blas_tune.h), and the parallel fold no longer costs the sgemm.
 static float *fold_a(const mm_operand *A, size_t M, size_t K, size_t *ld_out) {
     size_t bk, nb = mm__nblocks(A, K, &bk);
-    float *t = malloc(M * K * sizeof *t);
+    float *t = fold_alloc(M * K);
     if (!t) return NULL;
     const float *x = A->x, *s = A->scales;
     const size_t ld = A->ld;
     if (!A->trans) {
+#pragma omp parallel for schedule(static)
         for (size_t i = 0; i < M; i++)
             for (size_t g = 0, k0 = 0; g < nb; g++, k0 += bk) {
                 const float sg = s[i * nb + g];
@@ -56,6 +72,7 @@ static float *fold_a(const mm_operand *A, size_t M, size_t K, size_t *ld_out) {
             }
         *ld_out = K;
     } else {  // stored K x M
+#pragma omp parallel for schedule(static)
         for (size_t k = 0; k < K; k++) {
             const size_t g = k / bk;
             for (size_t i = 0; i < M; i++) t[k * M + i] = x[k * ld + i] * s[i * nb + g];
@@ -67,17 +84,19 @@ static float *fold_a(const mm_operand *A, size_t M, size_t K, size_t *ld_out) {
 
 static float *fold_b(const mm_operand *B, size_t N, size_t K, size_t *ld_out) {
     size_t bk, nb = mm__nblocks(B, K, &bk);
-    float *t = malloc(N * K * sizeof *t);
+    float *t = fold_alloc(N * K);
     if (!t) return NULL;
     const float *x = B->x, *s = B->scales;
     const size_t ld = B->ld;
     if (!B->trans) {  // stored K x N
+#pragma omp parallel for schedule(static)
         for (size_t k = 0; k < K; k++) {
             const float *sk = s + (k / bk) * N;
             for (size_t j = 0; j < N; j++) t[k * N + j] = x[k * ld + j] * sk[j];
         }
         *ld_out = N;
     } else {  // stored N x K
+#pragma omp parallel for schedule(static)
         for (size_t j = 0; j < N; j++)
             for (size_t g = 0, k0 = 0; g < nb; g++, k0 += bk) {
                 const float sg = s[g * N + j];
