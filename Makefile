@@ -62,7 +62,7 @@ TOOL_SRC := $(wildcard tools/*.c)
 TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%)
 MPFR_LIBS := -lmpfr -lgmp
 
-.PHONY: all lib cli deps config test test-gpu asan run-tests bench demo verify-exhaustive check-peers \
+.PHONY: all lib cli deps config test test-gpu bench-gpu asan run-tests bench demo verify-exhaustive check-peers \
         check-trainer-torch install uninstall clean help
 all: config lib cli
 
@@ -74,6 +74,7 @@ help:
 	@echo "make asan       the tests under AddressSanitizer and UBSan"
 	@echo "make bench      benchmarks (tables; never fail on a timing)"
 	@echo "make test-gpu   the CUDA suites, on a machine with a GPU"
+	@echo "make bench-gpu  mm_cuda's paths and PyTorch's matmuls, on a machine with a GPU"
 	@echo "make verify-exhaustive  every float32 input, every format <= 16 bits, against MPFR"
 	@echo "make check-peers        compare with ml_dtypes (pip) and write tests/fixtures"
 	@echo "make check-trainer-torch  the Llama against transformers (pip: torch) and write tests/fixtures"
@@ -100,7 +101,7 @@ $(BUILD)/%.o: %.c $(wildcard */*.h) | $(BUILD)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/%.o: %.cu $(wildcard */*.h) | $(BUILD)
+$(BUILD)/%.o: %.cu $(wildcard */*.h kernels/*.cuh) | $(BUILD)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
@@ -119,6 +120,19 @@ CLI_UNITS := $(filter-out $(BUILD)/cli/main.o,$(CLI_OBJ))
 $(BUILD)/tests/%: tests/%.c $(CLI_UNITS) $(BUILD)/libfplab.a $(wildcard tests/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< -o $@ $(CLI_UNITS) $(BUILD)/libfplab.a $(LDLIBS) $(MPFR_LIBS) -lcriterion
+
+# The own CUDA kernels run on the CPU (tests/cuda_shim.cpp, one std::thread per CUDA thread),
+# so that their logic is tested on every machine; g++ builds the shim from the same source.
+SHIM_CXXFLAGS := -std=c++20 $(OPT) $(SAN) -march=$(ARCH) -g -Wall -Wextra -fno-math-errno \
+                 -fno-trapping-math -ffp-contract=off -I. -pthread
+$(BUILD)/tests/cuda_shim.o: tests/cuda_shim.cpp kernels/scaled_mm_cuda_kernels.cuh $(wildcard */*.h)
+	@mkdir -p $(dir $@)
+	$(CXX) $(SHIM_CXXFLAGS) -c $< -o $@
+$(BUILD)/tests/test_mm_cuda_shim: tests/test_mm_cuda_shim.c $(BUILD)/tests/cuda_shim.o $(CLI_UNITS) \
+                                  $(BUILD)/libfplab.a $(wildcard tests/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(BUILD)/tests/cuda_shim.o -o $@ $(CLI_UNITS) $(BUILD)/libfplab.a $(LDLIBS) \
+	    $(MPFR_LIBS) -lcriterion -lstdc++ -pthread
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libfplab.a
 	@mkdir -p $(dir $@)
@@ -147,6 +161,11 @@ asan: deps
 	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" run-tests
 
 # GPU suites, on a machine with a GPU (they skip under make test without one).
+# On a machine with a GPU: mm_cuda's paths at n = 4096 and 8192, then PyTorch's (if installed).
+bench-gpu: all $(BUILD)/bench/bench_mm_cuda
+	$(BUILD)/bench/bench_mm_cuda
+	python3 tools/bench_torch_mm.py
+
 test-gpu: all $(BUILD)/tests/test_mm_cuda
 	@command -v nvidia-smi >/dev/null && nvidia-smi -L || { echo "test-gpu: no GPU found (nvidia-smi)"; exit 1; }
 	FPLAB_REQUIRE_GPU=1 $(BUILD)/tests/test_mm_cuda --jobs 1
@@ -186,7 +205,7 @@ install: all
 	install -m 644 $(BUILD)/libfplab.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/fplab $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(filter-out %_internal.h %round_scalar.h,$(wildcard formats/*.h)) $(DESTDIR)$(PREFIX)/include/fplab/formats/
-	install -m 644 $(wildcard kernels/*.h) $(DESTDIR)$(PREFIX)/include/fplab/kernels/
+	install -m 644 $(filter-out %_internal.h,$(wildcard kernels/*.h)) $(DESTDIR)$(PREFIX)/include/fplab/kernels/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBS@|$(LDLIBS) $(MPFR_LIBS)|' fplab.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/fplab.pc
 
 uninstall:

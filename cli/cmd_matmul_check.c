@@ -2,7 +2,8 @@
 // matmul on a backend (cpu or cuda) and on mm_ref, and the backend's error against the exact
 // value (mm_ref_exact): max and median in ulps of the output format, relative error, and
 // - fp32 accumulation: the count of results outside |err| <= gamma_{K+2} * absdot + half an ulp
-//   of the output format at the value (gamma_n = n u / (1 - n u), u = 2^-24);
+//   of the output format at the value (gamma_n = n u / (1 - n u); u = 2^-24, or for the cuda
+//   backend the u of the path it takes, from mm_cuda_choose);
 // - emulated accumulators: the count of results that differ from mm_ref in any bit.
 // Exit status: 0 all within the bound (or all equal to ref), 1 otherwise, 2 bad input, 3 no GPU
 // for --backend cuda.
@@ -31,7 +32,8 @@ static void help(FILE *fp) {
             "(MPFR), and compares both with the exact product (mm_ref_exact):\n"
             "  err_ulp = |C - exact| / ulp_out(exact),  ulp_out(e) = 2^(max(floor(log2|e|), emin) - mbits)\n"
             "  fp32 accumulation: bound |C - exact| <= gamma_{K+2} * sum_k|a b s| + ulp_out/2,\n"
-            "                     gamma_n = n u / (1 - n u), u = 2^-24 (Higham)\n"
+            "                     gamma_n = n u / (1 - n u), u = 2^-24 (Higham); on cuda, the u of\n"
+            "                     the path taken (tensor cores 2^-23, fp8 cuBLASLt 2^-13)\n"
             "  emulated accumulator: the backend must equal mm_ref bit for bit.\n\n"
             "options:\n"
             "  --m, --n, --k N   sizes (default 64 each)\n"
@@ -41,7 +43,8 @@ static void help(FILE *fp) {
             "                    tile:RxC:SCALEFMT (see 'fplab quantize --help')\n"
             "  --acc SPEC        fp32 (default), bf16, fp16, mNN (NN fraction bits, fp32 range),\n"
             "                    with an optional :promote=N (e.g. m13:promote=128) and :rtz/...\n"
-            "  --backend B       cpu (default) or cuda\n"
+            "  --backend B       cpu (default) or cuda (FPLAB_CUDA_KERNEL=auto|cublaslt|tc|simt\n"
+            "                    picks its path; the table names the one taken)\n"
             "  --seed S          random operands (default 0); A draws stream 1, B stream 2\n"
             "  --dist D          normal (default), uniform (U[-1,1)), lognormal (random sign times\n"
             "                    exp(N(0,1))), outliers (normal; 1 element in 128 times 1000)\n"
@@ -119,10 +122,11 @@ typedef struct {
                         // bound holds there (ref too is +-max or inf/NaN); left out of the rest
 } result;
 
-// Errors of C against exact; outside counts the bound violations (gamma_n from u = 2^-24).
+// Errors of C against exact; outside counts the bound violations (gamma_n from the unit
+// roundoff u of the accumulation).
 static void evaluate(result *r, const float *C, const float *Cref, const double *exact, const double *absdot,
-                     size_t n, size_t K, const fmt_t *out, bool emulated, double *scratch) {
-    const double u = 0x1p-24, nu = (double)(K + 2) * u;
+                     size_t n, size_t K, double u, const fmt_t *out, bool emulated, double *scratch) {
+    const double nu = (double)(K + 2) * u;
     const double gamma = nu < 1.0 ? nu / (1.0 - nu) : INFINITY;
     double *rel = scratch + n;
     size_t nrel = 0;
@@ -267,9 +271,12 @@ int cmd_matmul_check(int argc, char **argv) {
     double *scratch = malloc(2 * M * N * sizeof *scratch);
     CLI_CHECK_LIB(Cref && C && exact && absdot && scratch ? 0 : FMT_ENOMEM, "the results do not fit in memory");
     result res[2] = {{.name = "ref"}, {.name = backend}};
+    double u = 0x1p-24;  // the backend's accumulation (the cuda path's, below)
+    char path_name[32];
     double t0 = now_s();
     if (use_cuda) {
-        st = mm_cuda(C, N, &qa.op, &qb.op, M, N, K, &o);
+        mm_cuda_plan plan;
+        st = mm_cuda_available(msg, sizeof msg) ? mm_cuda_choose(&plan, &qa.op, &qb.op, K, msg, sizeof msg) : MM_ENODEV;
         if (st == MM_ENODEV) {
             mm_cuda_available(msg, sizeof msg);
             fprintf(stderr, "fplab matmul-check: no GPU: %s\n", msg[0] ? msg : "mm_cuda returned MM_ENODEV");
@@ -277,6 +284,14 @@ int cmd_matmul_check(int argc, char **argv) {
             free(Cref), free(C), free(exact), free(absdot), free(scratch);
             return EXIT_NO_GPU;
         }
+        CLI_CHECK(st == MM_OK || emulated, "matmul-check: --backend cuda: %s", msg);
+        if (st == MM_OK && !emulated) {
+            u = plan.u;
+            snprintf(path_name, sizeof path_name, "cuda:%s", plan.path);
+            res[1].name = path_name;
+        }
+        t0 = now_s();
+        st = mm_cuda(C, N, &qa.op, &qb.op, M, N, K, &o);
     } else {
         st = mm_cpu(C, N, &qa.op, &qb.op, M, N, K, &o);
     }
@@ -291,8 +306,8 @@ int cmd_matmul_check(int argc, char **argv) {
     MM_CHECK(mm_acc_from_name(&oe.acc, "fp32", NULL, 0), "fp32 accumulator spec refused");
     MM_CHECK(mm_ref_exact(exact, absdot, NULL, N, &qa.op, &qb.op, M, N, K, &oe), "mm_ref_exact failed");
 
-    evaluate(&res[0], Cref, Cref, exact, absdot, M * N, K, &o.out_fmt, false, scratch);
-    evaluate(&res[1], C, Cref, exact, absdot, M * N, K, &o.out_fmt, emulated, scratch);
+    evaluate(&res[0], Cref, Cref, exact, absdot, M * N, K, 0x1p-24, &o.out_fmt, false, scratch);
+    evaluate(&res[1], C, Cref, exact, absdot, M * N, K, u, &o.out_fmt, emulated, scratch);
     if (emulated) res[0].outside = 0;  // the fp32 bound does not apply to an emulated accumulator
     const bool pass = emulated ? res[1].mismatches == 0 : res[0].outside == 0 && res[1].outside == 0;
     const double flops = 2.0 * (double)M * (double)N * (double)K;
@@ -311,6 +326,7 @@ int cmd_matmul_check(int argc, char **argv) {
             json_num("median_err_ulp", res[i].med_ulp, true);
             json_num("max_rel_err", res[i].max_rel, true);
             json_num("median_rel_err", res[i].med_rel, true);
+            json_num("unit_roundoff", i ? u : 0x1p-24, true);
             printf("\"outside_bound\": %zu, \"mismatches_vs_ref\": %zu, \"out_overflow\": %zu}%s\n", res[i].outside,
                    res[i].mismatches, res[i].overflow, i ? "" : ",");
         }
@@ -337,8 +353,9 @@ int cmd_matmul_check(int argc, char **argv) {
             printf("%s: %zu of %zu results differ from mm_ref (emulated accumulator: bit-exact required)\n",
                    pass ? "PASS" : "FAIL", res[1].mismatches, M * N);
         else
-            printf("%s: %zu of %zu results outside |err| <= gamma_%zu * sum|a b s| + ulp_out/2 (%s), %zu (ref)\n",
-                   pass ? "PASS" : "FAIL", res[1].outside, M * N, K + 2, backend, res[0].outside);
+            printf("%s: %zu of %zu results outside |err| <= gamma_%zu(u = 2^%d) * sum|a b s| + ulp_out/2 (%s), "
+                   "%zu (ref)\n", pass ? "PASS" : "FAIL", res[1].outside, M * N, K + 2, ilogb(u), res[1].name,
+                   res[0].outside);
         if (res[0].overflow)
             printf("note: %zu exact results overflow %s (beyond max + ulp/2); left out of the errors and the "
                    "bound\n", res[0].overflow, o.out_fmt.name);

@@ -92,6 +92,29 @@ int mm_cuda(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size
             size_t K, const mm_opts *o);
 bool mm_cuda_available(char *msg, size_t msg_len);
 
+// The path mm_cuda takes for a product, and the unit roundoff u of its accumulation: the fp32
+// bound above holds with gamma_{K+2}(u). Paths, in the order the automatic choice tries them:
+// - "cublaslt": bf16 x bf16, fp16 x fp16 (u = 2^-23: tensor cores truncate each addition) and
+//   e4m3/e5m2 pairs on sm_89+ (u = 2^-13: fp8 tensor cores keep about 14 bits between
+//   promotions), per-tensor scales only;
+// - "tc": the own kernel on tensor cores (u = 2^-23), for element formats whose values are all
+//   exact in bf16 (or all in fp16) and K-blocks that are multiples of 16;
+// - "simt": the own fp32 FMA kernel (u = 2^-24), for everything.
+// FPLAB_CUDA_KERNEL=auto|cublaslt|tc|simt forces a path. MM_EINVAL for another value,
+// MM_EUNSUPPORTED when the forced path does not apply (msg says why), MM_ENODEV without nvcc.
+typedef struct {
+    char path[16];
+    double u;
+} mm_cuda_plan;
+int mm_cuda_choose(mm_cuda_plan *plan, const mm_operand *A, const mm_operand *B, size_t K,
+                   char *msg, size_t msg_len);
+// For benchmarks: *ms = the mean device time of `reps` runs of the path mm_cuda_choose picks
+// (named in *plan), after one untimed run; the operands are prepared and uploaded once and not
+// counted, the result is not copied back or rounded. MM_EINVAL for an empty product or
+// reps < 1; otherwise as mm_cuda (without the cuBLASLt fallback: MM_EUNSUPPORTED instead).
+int mm_cuda_time(double *ms, mm_cuda_plan *plan, const mm_operand *A, const mm_operand *B,
+                 size_t M, size_t N, size_t K, const mm_opts *o, int reps);
+
 // Exact value of the formula before output rounding, and the bound terms, for the verifier:
 // exact[i*N+j] (double nearest to the exact value) and absdot[i*N+j] = |alpha ta tb| *
 // sum_k |a b sa sb| + |beta C| (computed in MPFR, rounded to double). Either may be NULL.

@@ -3,22 +3,23 @@
 // Without a GPU (or without nvcc) every test skips with mm_cuda_available's reason, so the
 // suite passes under `make test`; FPLAB_REQUIRE_GPU=1 (set by `make test-gpu`) turns the skip
 // into a failure.
-// What is checked, per path (FPLAB_CUDA_KERNEL forces one):
-// - own kernel: every table format of 16 bits or fewer (e8m0 excepted: a scale format with no
-//   zero and no sign) as A and B, and mixed pairs, with tensor, MX-like (block 32, power-of-two
+// What is checked, per path (FPLAB_CUDA_KERNEL forces one; each result is held to
+// gamma_{K+2}(u) * absdot plus the output rounding, u from mm_cuda_choose for the path taken):
+// - simt (own fp32 FMA kernel, u = 2^-24) and tc (own tensor-core kernel, u = 2^-23: tensor
+//   cores truncate each fp32 addition): every table format of 16 bits or fewer (e8m0 excepted:
+//   a scale format with no zero and no sign), with tensor, MX-like (block 32, power-of-two
 //   scales), NVFP4-like (block 16, e4m3 scales and a tensor scale) and per-row/column scales,
-//   M, N <= 64, K <= 300 (ragged against the block), every trans variant, padded leading
-//   dimensions (left untouched), alpha, beta, fp32/bf16/fp16 outputs: within
-//   gamma_{K+2}(2^-24) * absdot plus the output rounding; inf/NaN propagation; beta = 0 not
+//   M, N <= 140 (across the 64 and 128 tiles), K <= 300 (ragged against the block), every
+//   trans variant, padded leading dimensions (left untouched), alpha, beta, fp32/bf16/fp16
+//   outputs; mixed pairs (simt); shapes at the tile edges; inf/NaN propagation; beta = 0 not
 //   reading C; K = 0.
-// - cuBLASLt: bf16 x bf16, fp16 x fp16 and the e4m3/e5m2 pairs with tensor scales, within
-//   the same bound with the unit roundoff of the hardware's accumulation: 2^-23 for bf16/fp16
-//   (tensor cores truncate each fp32 addition: one ulp, not half), 2^-13 for fp8 (Hopper's fp8
-//   tensor cores keep about 14 bits between cuBLASLt's promotions to fp32; DeepSeek-V3 report,
-//   sec. 3.3.2).
+// - cuBLASLt: bf16 x bf16, fp16 x fp16 and the e4m3/e5m2 pairs with tensor scales: u = 2^-23
+//   for bf16/fp16, 2^-13 for fp8 (Hopper's fp8 tensor cores keep about 14 bits between
+//   cuBLASLt's promotions to fp32; DeepSeek-V3 report, sec. 3.3.2).
 // - 256^3 against mm_cpu: |cuda - cpu| <= (gamma_cuda + gamma_cpu) * absdot.
 // - Emulated accumulators answer MM_EUNSUPPORTED; a bad FPLAB_CUDA_KERNEL answers MM_EINVAL;
-//   forcing cuBLASLt where it does not apply answers MM_EUNSUPPORTED.
+//   forcing cuBLASLt or tc where it does not apply answers MM_EUNSUPPORTED.
+// The kernels' logic also runs without a GPU in test_mm_cuda_shim.
 // Random inputs come from the library's counter-based generator; the seed is printed and read
 // from FPLAB_SEED to replay a failure.
 #include <criterion/criterion.h>
@@ -84,10 +85,12 @@ static void make_operand(tu_operand *o, tu_rng *r, bool is_a, const fmt_t *f, si
 
 // --- the bound (tu_check_bound)
 
-// Unit roundoff of the accumulation a path performs (see the file comment).
-static double path_u(const char *kernel, const fmt_t *fa) {
-    if (kernel && !strcmp(kernel, "cublaslt")) return fa->bits == 8 ? 0x1p-13 : 0x1p-23;
-    return 0x1p-24;
+// Unit roundoff of the accumulation of the path mm_cuda takes (the FPLAB_CUDA_KERNEL set now).
+static double path_u(const mm_operand *A, const mm_operand *B, size_t K) {
+    mm_cuda_plan plan;
+    char msg[256];
+    cr_assert_eq(mm_cuda_choose(&plan, A, B, K, msg, sizeof msg), MM_OK, "mm_cuda_choose: %s", msg);
+    return plan.u;
 }
 
 // One random product of op shape M x N x K through mm_cuda with the given kernel (NULL: auto),
@@ -118,19 +121,14 @@ static void cuda_case(tu_rng *r, const char *what, const char *kernel, const fmt
     use_kernel(kernel);
     const int st = mm_cuda(C, ldc, &A.op, &B.op, M, N, K, &o);
     cr_assert_eq(st, MM_OK, "%s: mm_cuda status %d", buf, st);
-    // Auto may pick cuBLASLt: hold it to the bound of the path it may have taken.
-    const char *path = kernel;
-    if (!kernel && !A.scales && !B.scales && fa->bits <= 16 && fb->bits <= 16 && fa->bits >= 8 &&
-        fb->bits >= 8)
-        path = "cublaslt";
-    tu_check_bound(buf, C, Cin, ldc, exact, absdot, M, N, K, &o, path_u(path, fa));
+    tu_check_bound(buf, C, Cin, ldc, exact, absdot, M, N, K, &o, path_u(&A.op, &B.op, K));
     free(C), free(Cin), free(exact), free(absdot);
     tu_operand_free(&A), tu_operand_free(&B);
 }
 
 // --- own kernel
 
-static void own_every_format(const char *test, const recipe *rc, int ncases) {
+static void every_format(const char *test, const char *kernel, const recipe *rc, int ncases) {
     need_gpu();
     tu_rng r = {fmt_rng_make_key(test_seed(test), 31), 0};
     const fmt_t outs[] = {tu_fmt("fp32"), tu_fmt("bf16"), tu_fmt("fp16")};
@@ -141,21 +139,25 @@ static void own_every_format(const char *test, const recipe *rc, int ncases) {
         for (int c = 0; c < ncases; c++) {
             // K: small, just around a block, or up to 300 (ragged against the block).
             const size_t K = (size_t)(c % 3 == 0 ? tu_rng_int(&r, 1, 40) : tu_rng_int(&r, 1, 300));
-            cuda_case(&r, test, "own", f, f, (size_t)tu_rng_int(&r, 1, 64), (size_t)tu_rng_int(&r, 1, 64),
+            cuda_case(&r, test, kernel, f, f, (size_t)tu_rng_int(&r, 1, 140), (size_t)tu_rng_int(&r, 1, 140),
                       K, rc, &outs[c % 3], modes[(c / 3) % 3]);
         }
     }
 }
 
-Test(mm_cuda, own_tensor_scales) { own_every_format("own_tensor_scales", &R_TENSOR, 8); }
-Test(mm_cuda, own_mx_scales) { own_every_format("own_mx_scales", &R_MX, 8); }
-Test(mm_cuda, own_nvfp4_scales) { own_every_format("own_nvfp4_scales", &R_NVFP4, 8); }
-Test(mm_cuda, own_row_scales) { own_every_format("own_row_scales", &R_ROW, 6); }
+Test(mm_cuda, simt_tensor_scales) { every_format("simt_tensor_scales", "simt", &R_TENSOR, 8); }
+Test(mm_cuda, simt_mx_scales) { every_format("simt_mx_scales", "simt", &R_MX, 8); }
+Test(mm_cuda, simt_nvfp4_scales) { every_format("simt_nvfp4_scales", "simt", &R_NVFP4, 8); }
+Test(mm_cuda, simt_row_scales) { every_format("simt_row_scales", "simt", &R_ROW, 6); }
+Test(mm_cuda, tc_tensor_scales) { every_format("tc_tensor_scales", "tc", &R_TENSOR, 8); }
+Test(mm_cuda, tc_mx_scales) { every_format("tc_mx_scales", "tc", &R_MX, 8); }
+Test(mm_cuda, tc_nvfp4_scales) { every_format("tc_nvfp4_scales", "tc", &R_NVFP4, 8); }
+Test(mm_cuda, tc_row_scales) { every_format("tc_row_scales", "tc", &R_ROW, 6); }
 
 // A and B in different formats (different decode paths in one kernel instance).
-Test(mm_cuda, own_mixed_formats) {
+Test(mm_cuda, simt_mixed_formats) {
     need_gpu();
-    tu_rng r = {fmt_rng_make_key(test_seed("own_mixed_formats"), 32), 0};
+    tu_rng r = {fmt_rng_make_key(test_seed("simt_mixed_formats"), 32), 0};
     const char *const names[] = {"e2m1", "e3m2", "e2m3", "e4m3", "e5m2", "e4m3fnuz", "bf16", "fp16", "fp32"};
     const recipe *rcs[] = {&R_TENSOR, &R_MX, &R_NVFP4, &R_ROW};
     const fmt_t out = tu_fmt("fp32");
@@ -163,32 +165,35 @@ Test(mm_cuda, own_mixed_formats) {
     for (int a = 0; a < n; a++)
         for (int b = 0; b < n; b++) {
             const fmt_t fa = tu_fmt(names[a]), fb = tu_fmt(names[b]);
-            cuda_case(&r, "own_mixed_formats", "own", &fa, &fb, (size_t)tu_rng_int(&r, 1, 64),
+            cuda_case(&r, "simt_mixed_formats", "simt", &fa, &fb, (size_t)tu_rng_int(&r, 1, 64),
                       (size_t)tu_rng_int(&r, 1, 64), (size_t)tu_rng_int(&r, 1, 300), rcs[(a + b) % 4],
                       &out, FMT_RNE);
         }
 }
 
-// Shapes at and around the tile edges (64 x 64, 16 along K).
-Test(mm_cuda, own_tile_edges) {
+// Shapes at and around the tile edges (simt: 64 x 64, 16 along K; tc: 128 x 128, 32 along K).
+static void tile_edges(const char *test, const char *kernel) {
     need_gpu();
-    tu_rng r = {fmt_rng_make_key(test_seed("own_tile_edges"), 33), 0};
+    tu_rng r = {fmt_rng_make_key(test_seed(test), 33), 0};
     const fmt_t f = tu_fmt("e4m3"), out = tu_fmt("fp32");
-    const size_t sizes[] = {1, 15, 16, 17, 63, 64, 65, 128, 130};
-    for (int c = 0; c < 24; c++) {
-        const size_t M = sizes[tu_rng_int(&r, 0, 8)], N = sizes[tu_rng_int(&r, 0, 8)],
-                     K = sizes[tu_rng_int(&r, 0, 8)];
-        cuda_case(&r, "own_tile_edges", "own", &f, &f, M, N, K, c % 2 ? &R_MX : &R_TENSOR, &out, FMT_RNE);
+    const size_t sizes[] = {1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 130, 257};
+    for (int c = 0; c < 30; c++) {
+        const size_t M = sizes[tu_rng_int(&r, 0, 14)], N = sizes[tu_rng_int(&r, 0, 14)],
+                     K = sizes[tu_rng_int(&r, 0, 14)];
+        cuda_case(&r, test, kernel, &f, &f, M, N, K, c % 2 ? &R_MX : &R_TENSOR, &out, FMT_RNE);
     }
 }
+
+Test(mm_cuda, simt_tile_edges) { tile_edges("simt_tile_edges", "simt"); }
+Test(mm_cuda, tc_tile_edges) { tile_edges("tc_tile_edges", "tc"); }
 
 // Inf and NaN in the operands: NaN where the exact result is NaN, inf of the right sign.
 Test(mm_cuda, own_inf_nan) {
     need_gpu();
     tu_rng r = {fmt_rng_make_key(test_seed("own_inf_nan"), 34), 0};
     const fmt_t fs[] = {tu_fmt("fp16"), tu_fmt("bf16"), tu_fmt("e5m2")};
-    use_kernel("own");
-    for (int c = 0; c < 30; c++) {
+    for (int c = 0; c < 60; c++) {
+        use_kernel(c % 2 ? "tc" : "simt");
         const fmt_t *f = &fs[c % 3];
         const size_t M = 4, N = 5, K = (size_t)tu_rng_int(&r, 2, 40);
         tu_operand A, B;
@@ -205,7 +210,7 @@ Test(mm_cuda, own_inf_nan) {
         double exact[20], absdot[20];
         cr_assert_eq(mm_ref_exact(exact, absdot, NULL, N, &A.op, &B.op, M, N, K, &o), MM_OK);
         cr_assert_eq(mm_cuda(C, N, &A.op, &B.op, M, N, K, &o), MM_OK);
-        tu_check_bound("own_inf_nan", C, Cin, N, exact, absdot, M, N, K, &o, 0x1p-24);
+        tu_check_bound("own_inf_nan", C, Cin, N, exact, absdot, M, N, K, &o, path_u(&A.op, &B.op, K));
         tu_operand_free(&A), tu_operand_free(&B);
     }
 }
@@ -218,8 +223,8 @@ Test(mm_cuda, zeros_and_empty_k) {
     mm_operand a = {.x = A, .ld = 3, .fmt = f}, b = {.x = B, .ld = 2, .fmt = f};
     mm_opts o;
     mm_opts_default(&o);
-    const char *const kernels[] = {"own", NULL};
-    for (int k = 0; k < 2; k++) {
+    const char *const kernels[] = {"simt", "tc", NULL};
+    for (int k = 0; k < 3; k++) {
         use_kernel(kernels[k]);
         for (int i = 0; i < 4; i++) C[i] = NAN;
         cr_assert_eq(mm_cuda(C, 2, &a, &b, 2, 2, 3, &o), MM_OK);
@@ -249,7 +254,7 @@ static void cublaslt_pair(const char *test, const char *na, const char *nb, int 
         const uint64_t at = r.n;
         cuda_case(&r, test, "cublaslt", &fa, &fb, M, N, K, c % 2 ? &R_TENSOR : &none, &outs[c % 2], FMT_RNE);
         r.n = at;
-        cuda_case(&r, test, "own", &fa, &fb, M, N, K, c % 2 ? &R_TENSOR : &none, &outs[c % 2], FMT_RNE);
+        cuda_case(&r, test, "simt", &fa, &fb, M, N, K, c % 2 ? &R_TENSOR : &none, &outs[c % 2], FMT_RNE);
     }
 }
 
@@ -307,7 +312,7 @@ static void large_vs_cpu(const char *test, const char *kernel, const char *name,
     cr_assert_eq(mm_cpu(C0, N, &A.op, &B.op, M, N, K, &o), MM_OK);
     use_kernel(kernel);
     cr_assert_eq(mm_cuda(C1, N, &A.op, &B.op, M, N, K, &o), MM_OK);
-    const double g = tu_gamma((double)K + 2, path_u(kernel, &f)) + tu_gamma((double)K + 2, 0x1p-24);
+    const double g = tu_gamma((double)K + 2, path_u(&A.op, &B.op, K)) + tu_gamma((double)K + 2, 0x1p-24);
     for (size_t t = 0; t < M * N; t++)
         cr_assert(fabs((double)C0[t] - C1[t]) <= g * absdot[t], "%s [%s] %s C[%zu,%zu]: cpu %a cuda %a "
                   "|diff| %g > %g", test, kernel, name, t / N, t % N, C0[t], C1[t],
@@ -316,8 +321,11 @@ static void large_vs_cpu(const char *test, const char *kernel, const char *name,
     tu_operand_free(&A), tu_operand_free(&B);
 }
 
-Test(mm_cuda, large_own_mx_e4m3) { large_vs_cpu("large_own_mx_e4m3", "own", "e4m3", &R_MX); }
-Test(mm_cuda, large_own_nvfp4) { large_vs_cpu("large_own_nvfp4", "own", "e2m1", &R_NVFP4); }
+Test(mm_cuda, large_simt_mx_e4m3) { large_vs_cpu("large_simt_mx_e4m3", "simt", "e4m3", &R_MX); }
+Test(mm_cuda, large_simt_nvfp4) { large_vs_cpu("large_simt_nvfp4", "simt", "e2m1", &R_NVFP4); }
+Test(mm_cuda, large_tc_mx_e4m3) { large_vs_cpu("large_tc_mx_e4m3", "tc", "e4m3", &R_MX); }
+Test(mm_cuda, large_tc_nvfp4) { large_vs_cpu("large_tc_nvfp4", "tc", "e2m1", &R_NVFP4); }
+Test(mm_cuda, large_tc_bf16) { large_vs_cpu("large_tc_bf16", "tc", "bf16", &R_TENSOR); }
 Test(mm_cuda, large_cublaslt_bf16) { large_vs_cpu("large_cublaslt_bf16", "cublaslt", "bf16", &R_TENSOR); }
 Test(mm_cuda, large_cublaslt_e4m3) { large_vs_cpu("large_cublaslt_e4m3", "cublaslt", "e4m3", &R_TENSOR); }
 
@@ -339,6 +347,10 @@ Test(mm_cuda, refusals) {
     cr_assert_eq(mm_cuda(C, 2, &a, &b, 2, 2, 3, &o), MM_EINVAL, "bad FPLAB_CUDA_KERNEL");
     use_kernel("cublaslt");
     cr_assert_eq(mm_cuda(C, 2, &a, &b, 2, 2, 3, &o), MM_EUNSUPPORTED, "cuBLASLt for e2m1");
+    use_kernel("tc");
+    b.fmt = bf, a.fmt = tu_fmt("fp16");
+    cr_assert_eq(mm_cuda(C, 2, &a, &b, 2, 2, 3, &o), MM_EUNSUPPORTED, "tc for fp16 x bf16");
+    use_kernel("cublaslt");
     a.fmt = b.fmt = bf;
     a.scales = scales, a.block_k = 0;
     cr_assert_eq(mm_cuda(C, 2, &a, &b, 2, 2, 3, &o), MM_EUNSUPPORTED, "cuBLASLt with per-row scales");
