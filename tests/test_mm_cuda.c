@@ -54,34 +54,6 @@ static uint64_t test_seed(const char *test) { return tu_seed("test_mm_cuda", tes
 // --- random inputs
 
 // Scaling recipes of the tests: scales, block_k and tensor scales of both operands.
-typedef struct {
-    const char *name;
-    tu_scale_kind sk;
-    int block_k;
-    bool tensor;  // random tensor scales
-} recipe;
-
-static const recipe R_TENSOR = {"tensor", SC_NONE, 0, true};
-static const recipe R_MX = {"mx", SC_POW2, 32, false};
-static const recipe R_NVFP4 = {"nvfp4", SC_E4M3, 16, true};
-static const recipe R_ROW = {"row", SC_POW2, 0, false};
-
-// One random operand (see tu_operand): values of f, random normals times tu_vscale(f) rounded
-// to f; scales, block_k and tensor scale from the recipe.
-static void make_operand(tu_operand *o, tu_rng *r, bool is_a, const fmt_t *f, size_t rows, size_t cols,
-                         size_t K, bool trans, const recipe *rc) {
-    const size_t ld = tu_operand_storage(o, r, rows, cols, trans);
-    const size_t srows = trans ? cols : rows, scols = trans ? rows : cols;
-    const double vs = tu_vscale(f);
-    const fmt_round_opts ro = {0};
-    for (size_t i = 0; i < srows; i++)
-        for (size_t j = 0; j < scols; j++)
-            o->x[i * ld + j] = (float)fmt_round1(f, tu_rng_normal(r) * vs, &ro);
-    const float ts = rc->tensor ? (float)(0.5 + tu_rng_unif(r)) : 0.0f;  // any float32
-    o->op = (mm_operand){.x = o->x, .ld = ld, .trans = trans, .fmt = *f, .block_k = rc->block_k,
-                         .tensor_scale = ts};
-    tu_operand_scales(o, r, is_a, rows, cols, K, rc->block_k, rc->sk);
-}
 
 // --- the bound (tu_check_bound)
 
@@ -94,41 +66,24 @@ static double path_u(const mm_operand *A, const mm_operand *B, size_t K) {
 }
 
 // One random product of op shape M x N x K through mm_cuda with the given kernel (NULL: auto),
-// checked against mm_ref_exact.
+// checked against mm_ref_exact within the bound of the path mm_cuda takes.
 static void cuda_case(tu_rng *r, const char *what, const char *kernel, const fmt_t *fa,
-                      const fmt_t *fb, size_t M, size_t N, size_t K, const recipe *rc,
+                      const fmt_t *fb, size_t M, size_t N, size_t K, const tu_recipe *rc,
                       const fmt_t *out, fmt_round_mode mode) {
-    tu_operand A, B;
-    make_operand(&A, r, true, fa, M, K, K, tu_rng_int(r, 0, 1), rc);
-    make_operand(&B, r, false, fb, K, N, K, tu_rng_int(r, 0, 1), rc);
-    mm_opts o;
-    mm_opts_default(&o);
-    o.alpha = tu_rng_int(r, 0, 1) ? 1.0f : (float)tu_rng_normal(r);
-    o.beta = tu_rng_int(r, 0, 1) ? 0.0f : (float)tu_rng_normal(r);
-    o.out_fmt = *out;
-    o.out_round.mode = mode;
-    o.out_round.overflow = FMT_SATURATE;
-    const size_t ldc = N + (size_t)tu_rng_int(r, 0, 2);
-    float *C = malloc(M * ldc * sizeof *C), *Cin = malloc(M * ldc * sizeof *Cin);
-    double *exact = malloc(M * N * sizeof *exact), *absdot = malloc(M * N * sizeof *absdot);
-    cr_assert(C && Cin && exact && absdot);
-    for (size_t i = 0; i < M * ldc; i++) C[i] = Cin[i] = (float)tu_rng_normal(r);
-    char buf[320];
-    snprintf(buf, sizeof buf, "%s [%s] (%s x %s, %s, M %zu N %zu K %zu, trans %d%d, alpha %g beta %g, out %s %s)",
-             what, kernel ? kernel : "auto", fa->name, fb->name, rc->name, M, N, K, A.op.trans,
-             B.op.trans, o.alpha, o.beta, out->name, fmt_mode_name(mode));
-    cr_assert_eq(mm_ref_exact(exact, absdot, Cin, ldc, &A.op, &B.op, M, N, K, &o), MM_OK, "%s: mm_ref_exact", buf);
+    char label[96];
+    snprintf(label, sizeof label, "%s [%s]", what, kernel ? kernel : "auto");
+    tu_mm_case c;
+    tu_mm_case_make(&c, r, label, fa, fb, M, N, K, rc, out, mode);
     use_kernel(kernel);
-    const int st = mm_cuda(C, ldc, &A.op, &B.op, M, N, K, &o);
-    cr_assert_eq(st, MM_OK, "%s: mm_cuda status %d", buf, st);
-    tu_check_bound(buf, C, Cin, ldc, exact, absdot, M, N, K, &o, path_u(&A.op, &B.op, K));
-    free(C), free(Cin), free(exact), free(absdot);
-    tu_operand_free(&A), tu_operand_free(&B);
+    const int st = mm_cuda(c.C, c.ldc, &c.A.op, &c.B.op, M, N, K, &c.o);
+    cr_assert_eq(st, MM_OK, "%s: mm_cuda status %d", c.what, st);
+    tu_check_bound(c.what, c.C, c.Cin, c.ldc, c.exact, c.absdot, M, N, K, &c.o, path_u(&c.A.op, &c.B.op, K));
+    tu_mm_case_free(&c);
 }
 
 // --- own kernel
 
-static void every_format(const char *test, const char *kernel, const recipe *rc, int ncases) {
+static void every_format(const char *test, const char *kernel, const tu_recipe *rc, int ncases) {
     need_gpu();
     tu_rng r = {fmt_rng_make_key(test_seed(test), 31), 0};
     const fmt_t outs[] = {tu_fmt("fp32"), tu_fmt("bf16"), tu_fmt("fp16")};
@@ -145,21 +100,21 @@ static void every_format(const char *test, const char *kernel, const recipe *rc,
     }
 }
 
-Test(mm_cuda, simt_tensor_scales) { every_format("simt_tensor_scales", "simt", &R_TENSOR, 8); }
-Test(mm_cuda, simt_mx_scales) { every_format("simt_mx_scales", "simt", &R_MX, 8); }
-Test(mm_cuda, simt_nvfp4_scales) { every_format("simt_nvfp4_scales", "simt", &R_NVFP4, 8); }
-Test(mm_cuda, simt_row_scales) { every_format("simt_row_scales", "simt", &R_ROW, 6); }
-Test(mm_cuda, tc_tensor_scales) { every_format("tc_tensor_scales", "tc", &R_TENSOR, 8); }
-Test(mm_cuda, tc_mx_scales) { every_format("tc_mx_scales", "tc", &R_MX, 8); }
-Test(mm_cuda, tc_nvfp4_scales) { every_format("tc_nvfp4_scales", "tc", &R_NVFP4, 8); }
-Test(mm_cuda, tc_row_scales) { every_format("tc_row_scales", "tc", &R_ROW, 6); }
+Test(mm_cuda, simt_tensor_scales) { every_format("simt_tensor_scales", "simt", &TU_R_TENSOR, 8); }
+Test(mm_cuda, simt_mx_scales) { every_format("simt_mx_scales", "simt", &TU_R_MX, 8); }
+Test(mm_cuda, simt_nvfp4_scales) { every_format("simt_nvfp4_scales", "simt", &TU_R_NVFP4, 8); }
+Test(mm_cuda, simt_row_scales) { every_format("simt_row_scales", "simt", &TU_R_ROW, 6); }
+Test(mm_cuda, tc_tensor_scales) { every_format("tc_tensor_scales", "tc", &TU_R_TENSOR, 8); }
+Test(mm_cuda, tc_mx_scales) { every_format("tc_mx_scales", "tc", &TU_R_MX, 8); }
+Test(mm_cuda, tc_nvfp4_scales) { every_format("tc_nvfp4_scales", "tc", &TU_R_NVFP4, 8); }
+Test(mm_cuda, tc_row_scales) { every_format("tc_row_scales", "tc", &TU_R_ROW, 6); }
 
 // A and B in different formats (different decode paths in one kernel instance).
 Test(mm_cuda, simt_mixed_formats) {
     need_gpu();
     tu_rng r = {fmt_rng_make_key(test_seed("simt_mixed_formats"), 32), 0};
     const char *const names[] = {"e2m1", "e3m2", "e2m3", "e4m3", "e5m2", "e4m3fnuz", "bf16", "fp16", "fp32"};
-    const recipe *rcs[] = {&R_TENSOR, &R_MX, &R_NVFP4, &R_ROW};
+    const tu_recipe *rcs[] = {&TU_R_TENSOR, &TU_R_MX, &TU_R_NVFP4, &TU_R_ROW};
     const fmt_t out = tu_fmt("fp32");
     const int n = (int)(sizeof names / sizeof *names);
     for (int a = 0; a < n; a++)
@@ -180,7 +135,7 @@ static void tile_edges(const char *test, const char *kernel) {
     for (int c = 0; c < 30; c++) {
         const size_t M = sizes[tu_rng_int(&r, 0, 14)], N = sizes[tu_rng_int(&r, 0, 14)],
                      K = sizes[tu_rng_int(&r, 0, 14)];
-        cuda_case(&r, test, kernel, &f, &f, M, N, K, c % 2 ? &R_MX : &R_TENSOR, &out, FMT_RNE);
+        cuda_case(&r, test, kernel, &f, &f, M, N, K, c % 2 ? &TU_R_MX : &TU_R_TENSOR, &out, FMT_RNE);
     }
 }
 
@@ -197,8 +152,8 @@ Test(mm_cuda, own_inf_nan) {
         const fmt_t *f = &fs[c % 3];
         const size_t M = 4, N = 5, K = (size_t)tu_rng_int(&r, 2, 40);
         tu_operand A, B;
-        make_operand(&A, &r, true, f, M, K, K, false, &R_TENSOR);
-        make_operand(&B, &r, false, f, K, N, K, c & 1, &R_TENSOR);
+        tu_recipe_operand(&A, &r, true, f, M, K, K, false, &TU_R_TENSOR);
+        tu_recipe_operand(&B, &r, false, f, K, N, K, c & 1, &TU_R_TENSOR);
         const float specials[] = {INFINITY, -INFINITY, NAN};
         A.x[tu_rng_int(&r, 0, (int)M - 1) * A.op.ld + tu_rng_int(&r, 0, (int)K - 1)] =
             specials[tu_rng_int(&r, 0, 2)];
@@ -246,15 +201,15 @@ static void cublaslt_pair(const char *test, const char *na, const char *nb, int 
     tu_rng r = {fmt_rng_make_key(test_seed(test), 41), 0};
     const fmt_t fa = tu_fmt(na), fb = tu_fmt(nb);
     const fmt_t outs[] = {tu_fmt("fp32"), tu_fmt("bf16")};
-    const recipe none = {"none", SC_NONE, 0, false};
+    const tu_recipe none = {"none", SC_NONE, 0, false};
     for (int c = 0; c < ncases; c++) {
         const size_t K = (size_t)(c % 3 == 0 ? tu_rng_int(&r, 1, 40) : tu_rng_int(&r, 1, 300));
         const size_t M = (size_t)tu_rng_int(&r, 1, 64), N = (size_t)tu_rng_int(&r, 1, 64);
         // The same case through both paths.
         const uint64_t at = r.n;
-        cuda_case(&r, test, "cublaslt", &fa, &fb, M, N, K, c % 2 ? &R_TENSOR : &none, &outs[c % 2], FMT_RNE);
+        cuda_case(&r, test, "cublaslt", &fa, &fb, M, N, K, c % 2 ? &TU_R_TENSOR : &none, &outs[c % 2], FMT_RNE);
         r.n = at;
-        cuda_case(&r, test, "simt", &fa, &fb, M, N, K, c % 2 ? &R_TENSOR : &none, &outs[c % 2], FMT_RNE);
+        cuda_case(&r, test, "simt", &fa, &fb, M, N, K, c % 2 ? &TU_R_TENSOR : &none, &outs[c % 2], FMT_RNE);
     }
 }
 
@@ -274,20 +229,20 @@ Test(mm_cuda, auto_choice) {
     for (int c = 0; c < 24; c++) {
         const fmt_t f = tu_fmt(names[c % 6]);
         cuda_case(&r, "auto_choice", NULL, &f, &f, (size_t)tu_rng_int(&r, 1, 64), (size_t)tu_rng_int(&r, 1, 64),
-                  (size_t)tu_rng_int(&r, 1, 300), (c / 6) % 2 ? &R_MX : &R_TENSOR, &out, FMT_RNE);
+                  (size_t)tu_rng_int(&r, 1, 300), (c / 6) % 2 ? &TU_R_MX : &TU_R_TENSOR, &out, FMT_RNE);
     }
 }
 
 // --- 256^3 against mm_cpu
 
-static void large_vs_cpu(const char *test, const char *kernel, const char *name, const recipe *rc) {
+static void large_vs_cpu(const char *test, const char *kernel, const char *name, const tu_recipe *rc) {
     need_gpu();
     tu_rng r = {fmt_rng_make_key(test_seed(test), 51), 0};
     const size_t M = 256, N = 256, K = 256;
     const fmt_t f = tu_fmt(name);
     tu_operand A, B;
-    make_operand(&A, &r, true, &f, M, K, K, false, rc);
-    make_operand(&B, &r, false, &f, K, N, K, true, rc);
+    tu_recipe_operand(&A, &r, true, &f, M, K, K, false, rc);
+    tu_recipe_operand(&B, &r, false, &f, K, N, K, true, rc);
     mm_opts o;
     mm_opts_default(&o);
     o.alpha = 0.75f, o.beta = 0.5f;
@@ -321,13 +276,13 @@ static void large_vs_cpu(const char *test, const char *kernel, const char *name,
     tu_operand_free(&A), tu_operand_free(&B);
 }
 
-Test(mm_cuda, large_simt_mx_e4m3) { large_vs_cpu("large_simt_mx_e4m3", "simt", "e4m3", &R_MX); }
-Test(mm_cuda, large_simt_nvfp4) { large_vs_cpu("large_simt_nvfp4", "simt", "e2m1", &R_NVFP4); }
-Test(mm_cuda, large_tc_mx_e4m3) { large_vs_cpu("large_tc_mx_e4m3", "tc", "e4m3", &R_MX); }
-Test(mm_cuda, large_tc_nvfp4) { large_vs_cpu("large_tc_nvfp4", "tc", "e2m1", &R_NVFP4); }
-Test(mm_cuda, large_tc_bf16) { large_vs_cpu("large_tc_bf16", "tc", "bf16", &R_TENSOR); }
-Test(mm_cuda, large_cublaslt_bf16) { large_vs_cpu("large_cublaslt_bf16", "cublaslt", "bf16", &R_TENSOR); }
-Test(mm_cuda, large_cublaslt_e4m3) { large_vs_cpu("large_cublaslt_e4m3", "cublaslt", "e4m3", &R_TENSOR); }
+Test(mm_cuda, large_simt_mx_e4m3) { large_vs_cpu("large_simt_mx_e4m3", "simt", "e4m3", &TU_R_MX); }
+Test(mm_cuda, large_simt_nvfp4) { large_vs_cpu("large_simt_nvfp4", "simt", "e2m1", &TU_R_NVFP4); }
+Test(mm_cuda, large_tc_mx_e4m3) { large_vs_cpu("large_tc_mx_e4m3", "tc", "e4m3", &TU_R_MX); }
+Test(mm_cuda, large_tc_nvfp4) { large_vs_cpu("large_tc_nvfp4", "tc", "e2m1", &TU_R_NVFP4); }
+Test(mm_cuda, large_tc_bf16) { large_vs_cpu("large_tc_bf16", "tc", "bf16", &TU_R_TENSOR); }
+Test(mm_cuda, large_cublaslt_bf16) { large_vs_cpu("large_cublaslt_bf16", "cublaslt", "bf16", &TU_R_TENSOR); }
+Test(mm_cuda, large_cublaslt_e4m3) { large_vs_cpu("large_cublaslt_e4m3", "cublaslt", "e4m3", &TU_R_TENSOR); }
 
 // --- what mm_cuda refuses
 

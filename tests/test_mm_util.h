@@ -1,6 +1,6 @@
 // test_mm_util.h: matmul helpers shared by the scaled_mm backend suites (test_mm_cpu.c,
-// test_mm_cuda.c), header-only: random operands (NaN-padded storage, random block scales) drawn
-// from a tu_rng, and the check of a float32-accumulated product against mm_ref_exact's exact
+// test_mm_cuda.c, test_mm_cuda_shim.c), header-only: random operands (NaN-padded storage,
+// random block scales, scaling recipes) drawn from a tu_rng, and the check of a float32-accumulated product against mm_ref_exact's exact
 // value within gamma_{K+2}(u) * absdot plus the output rounding.
 #ifndef FPLAB_TEST_MM_UTIL_H
 #define FPLAB_TEST_MM_UTIL_H
@@ -59,6 +59,79 @@ static inline void tu_operand_scales(tu_operand *o, tu_rng *r, bool is_a, size_t
 }
 
 static inline void tu_operand_free(tu_operand *o) { free(o->x), free(o->scales); }
+
+// Scaling recipes of the CUDA suites: scales, block_k and tensor scales of both operands.
+typedef struct {
+    const char *name;
+    tu_scale_kind sk;
+    int block_k;
+    bool tensor;  // random tensor scales
+} tu_recipe;
+
+static const tu_recipe TU_R_TENSOR = {"tensor", SC_NONE, 0, true};
+static const tu_recipe TU_R_MX = {"mx", SC_POW2, 32, false};
+static const tu_recipe TU_R_NVFP4 = {"nvfp4", SC_E4M3, 16, true};
+static const tu_recipe TU_R_ROW = {"row", SC_POW2, 0, false};
+
+// One random operand (see tu_operand): values of f, random normals times tu_vscale(f) rounded
+// to f; scales, block_k and tensor scale from the recipe.
+static inline void tu_recipe_operand(tu_operand *o, tu_rng *r, bool is_a, const fmt_t *f, size_t rows,
+                                     size_t cols, size_t K, bool trans, const tu_recipe *rc) {
+    const size_t ld = tu_operand_storage(o, r, rows, cols, trans);
+    const size_t srows = trans ? cols : rows, scols = trans ? rows : cols;
+    const double vs = tu_vscale(f);
+    const fmt_round_opts ro = {0};
+    for (size_t i = 0; i < srows; i++)
+        for (size_t j = 0; j < scols; j++) o->x[i * ld + j] = (float)fmt_round1(f, tu_rng_normal(r) * vs, &ro);
+    const float ts = rc->tensor ? (float)(0.5 + tu_rng_unif(r)) : 0.0f;  // any float32
+    o->op = (mm_operand){.x = o->x, .ld = ld, .trans = trans, .fmt = *f, .block_k = rc->block_k,
+                         .tensor_scale = ts};
+    tu_operand_scales(o, r, is_a, rows, cols, K, rc->block_k, rc->sk);
+}
+
+// --- one random product: operands, options, C before the call, and the exact result
+
+typedef struct {
+    tu_operand A, B;
+    mm_opts o;
+    size_t M, N, K, ldc;
+    float *C, *Cin;          // M x ldc: C for the backend to overwrite, Cin its value before
+    double *exact, *absdot;  // M x N, from mm_ref_exact
+    char what[320];          // the case, for failure messages
+} tu_mm_case;
+
+// Draws A (formats fa, M x K) and B (fb, K x N) with recipe rc and random trans, alpha, beta
+// (each kept at 1 / 0 half the time), a padded ldc and random C; output format out with mode
+// and saturation; then computes the exact result. label names the test and the path.
+static inline void tu_mm_case_make(tu_mm_case *c, tu_rng *r, const char *label, const fmt_t *fa,
+                                   const fmt_t *fb, size_t M, size_t N, size_t K, const tu_recipe *rc,
+                                   const fmt_t *out, fmt_round_mode mode) {
+    memset(c, 0, sizeof *c);
+    c->M = M, c->N = N, c->K = K;
+    tu_recipe_operand(&c->A, r, true, fa, M, K, K, tu_rng_int(r, 0, 1), rc);
+    tu_recipe_operand(&c->B, r, false, fb, K, N, K, tu_rng_int(r, 0, 1), rc);
+    mm_opts_default(&c->o);
+    c->o.alpha = tu_rng_int(r, 0, 1) ? 1.0f : (float)tu_rng_normal(r);
+    c->o.beta = tu_rng_int(r, 0, 1) ? 0.0f : (float)tu_rng_normal(r);
+    c->o.out_fmt = *out;
+    c->o.out_round.mode = mode;
+    c->o.out_round.overflow = FMT_SATURATE;
+    c->ldc = N + (size_t)tu_rng_int(r, 0, 2);
+    c->C = malloc(M * c->ldc * sizeof *c->C), c->Cin = malloc(M * c->ldc * sizeof *c->Cin);
+    c->exact = malloc(M * N * sizeof *c->exact), c->absdot = malloc(M * N * sizeof *c->absdot);
+    cr_assert(c->C && c->Cin && c->exact && c->absdot);
+    for (size_t i = 0; i < M * c->ldc; i++) c->C[i] = c->Cin[i] = (float)tu_rng_normal(r);
+    snprintf(c->what, sizeof c->what, "%s (%s x %s, %s, M %zu N %zu K %zu, trans %d%d, alpha %g beta %g, out %s %s)",
+             label, fa->name, fb->name, rc->name, M, N, K, c->A.op.trans, c->B.op.trans, c->o.alpha,
+             c->o.beta, out->name, fmt_mode_name(mode));
+    cr_assert_eq(mm_ref_exact(c->exact, c->absdot, c->Cin, c->ldc, &c->A.op, &c->B.op, M, N, K, &c->o), MM_OK,
+                 "%s: mm_ref_exact", c->what);
+}
+
+static inline void tu_mm_case_free(tu_mm_case *c) {
+    free(c->C), free(c->Cin), free(c->exact), free(c->absdot);
+    tu_operand_free(&c->A), tu_operand_free(&c->B);
+}
 
 // --- the bound
 
