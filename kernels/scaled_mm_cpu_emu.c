@@ -1,6 +1,6 @@
 // scaled_mm_cpu_emu.c: the emulated-accumulator path of mm_cpu. It follows the step-by-step
 // definition in scaled_mm.h bit for bit (checked against mm_ref by test_mm_cpu), and is fast:
-// MR x NR accumulators advance together over k, four per vector register.
+// MR x NR accumulators advance together over k, four or eight per vector register.
 //
 // One accumulation step s = round_acc(s + p) (s an accumulator value, p an exact product, both
 // doubles): TwoSum gives s + p = hi + lo exactly; hi is rounded to odd with lo (if lo != 0 and
@@ -25,11 +25,18 @@
 
 #include "kernels/scaled_mm_cpu_internal.h"
 
-typedef double v4d __attribute__((vector_size(32)));
-typedef int64_t v4i __attribute__((vector_size(32)));
-typedef uint64_t v4u __attribute__((vector_size(32)));
+// Lanes per vector: eight doubles where the build has AVX-512, four otherwise (AVX2, or SSE2
+// pairs, as GCC lowers them).
+#ifdef __AVX512F__
+#define VL 8
+#else
+#define VL 4
+#endif
+typedef double v4d __attribute__((vector_size(VL * 8)));
+typedef int64_t v4i __attribute__((vector_size(VL * 8)));
+typedef uint64_t v4u __attribute__((vector_size(VL * 8)));
 
-enum { NV = 2, NR = 4 * NV, MR = 4 };  // a tile: MR rows of op(A) x NR columns (NV vectors)
+enum { NV = 2, NR = VL * NV, MR = 4 };  // a tile: MR rows of op(A) x NR columns (NV vectors)
 
 // The accumulator's grid for the vector step, as integers on a double's bit pattern.
 typedef struct {
@@ -41,7 +48,9 @@ typedef struct {
 } emu_grid;
 
 static inline bool any_lane(const v4i m) {
-#ifdef __AVX__
+#if VL == 8
+    return _mm512_test_epi64_mask((__m512i)m, (__m512i)m) != 0;
+#elif defined(__AVX__)
     return !_mm256_testz_si256((__m256i)m, (__m256i)m);
 #else
     return (m[0] | m[1] | m[2] | m[3]) != 0;
@@ -64,7 +73,7 @@ acc_step(const fmt__kparams *k, const fmt_round_mode mode, const double s, const
     return fmt__round_one_f64(k, mode, fmt__u2d(fix ? odd : u), 0, &fl);
 }
 
-// Four steps at once; lanes whose result is not a normal number or zero are flagged in *bad
+// VL steps at once; lanes whose result is not a normal number or zero are flagged in *bad
 // (their returned value is meaningless) for the caller to redo with acc_step.
 static inline __attribute__((always_inline)) v4d
 acc_step_v(const emu_grid *g, const fmt_round_mode mode, const v4d s, const v4d p, v4i *bad) {
@@ -122,9 +131,9 @@ static __attribute__((noinline)) tile_acc redo(const emu_job *J, const fmt_round
     for (int r = 0; r < MR; r++)
         for (int v = 0; v < NV; v++) {
             const v4d p = a[r] * b[v];
-            v4i bad = {0, 0, 0, 0};
+            v4i bad = {0};
             acc_step_v(&J->g, FMT_RTZ, s.v[r][v], p, &bad);  // the flags do not depend on the mode
-            for (int l = 0; l < 4; l++)
+            for (int l = 0; l < VL; l++)
                 if (bad[l]) t.v[r][v][l] = acc_step(&J->k, mode, s.v[r][v][l], p[l]);
         }
     return t;
@@ -139,13 +148,13 @@ emu_tile(const emu_job *J, const fmt_round_mode mode, float *C, size_t ldc, size
     for (size_t sg = 0; sg < J->nseg; sg++) {
         tile_acc s;
         for (int r = 0; r < MR; r++)
-            for (int v = 0; v < NV; v++) s.v[r][v] = (v4d){0, 0, 0, 0};
+            for (int v = 0; v < NV; v++) s.v[r][v] = (v4d){0};
         for (size_t kk = J->seg[sg]; kk < J->seg[sg + 1]; kk++) {
             v4d b[NV];
             memcpy(b, bpan + kk * NR, sizeof b);
             const double *a = apan + kk * MR;
             tile_acc t;
-            v4i bad = {0, 0, 0, 0};
+            v4i bad = {0};
             for (int r = 0; r < MR; r++)
                 for (int v = 0; v < NV; v++) t.v[r][v] = acc_step_v(&J->g, mode, s.v[r][v], a[r] * b[v], &bad);
             s = __builtin_expect(any_lane(bad), 0) ? redo(J, mode, s, a, b, t) : t;
