@@ -1,6 +1,6 @@
 // scaled_mm_cuda_kernels.cuh: the own kernels of the CUDA backend (SIMT and tensor cores)
 // and the host-side preparation of their operands. No CUDA runtime call is made here, so that
-// tools/cuda_shim.cpp can run the same kernel bodies on the CPU (FPLAB_CUDA_SHIM: one
+// tests/cuda_shim.cpp can run the same kernel bodies on the CPU (FPLAB_CUDA_SHIM: one
 // std::thread per CUDA thread, the mma instruction emulated per warp). Included by
 // scaled_mm_cuda.cu and by the shim only.
 #ifndef FPLAB_SCALED_MM_CUDA_KERNELS_CUH
