@@ -32,9 +32,9 @@
 #else
 #define VL 4
 #endif
-typedef double v4d __attribute__((vector_size(VL * 8)));
-typedef int64_t v4i __attribute__((vector_size(VL * 8)));
-typedef uint64_t v4u __attribute__((vector_size(VL * 8)));
+typedef double vd __attribute__((vector_size(VL * 8)));
+typedef int64_t vi __attribute__((vector_size(VL * 8)));
+typedef uint64_t vu __attribute__((vector_size(VL * 8)));
 
 enum { NV = 2, NR = VL * NV, MR = 4 };  // a tile: MR rows of op(A) x NR columns (NV vectors)
 
@@ -47,7 +47,7 @@ typedef struct {
     int64_t minbits;  // bits of the smallest normal
 } emu_grid;
 
-static inline bool any_lane(const v4i m) {
+static inline bool any_lane(const vi m) {
 #if VL == 8
     return _mm512_test_epi64_mask((__m512i)m, (__m512i)m) != 0;
 #elif defined(__AVX__)
@@ -75,21 +75,21 @@ acc_step(const fmt__kparams *k, const fmt_round_mode mode, const double s, const
 
 // VL steps at once; lanes whose result is not a normal number or zero are flagged in *bad
 // (their returned value is meaningless) for the caller to redo with acc_step.
-static inline __attribute__((always_inline)) v4d
-acc_step_v(const emu_grid *g, const fmt_round_mode mode, const v4d s, const v4d p, v4i *bad) {
-    const v4d hi = s + p, bb = hi - s, lo = (s - (hi - bb)) + (p - bb);
-    v4i u = (v4i)hi;
+static inline __attribute__((always_inline)) vd
+acc_step_v(const emu_grid *g, const fmt_round_mode mode, const vd s, const vd p, vi *bad) {
+    const vd hi = s + p, bb = hi - s, lo = (s - (hi - bb)) + (p - bb);
+    vi u = (vi)hi;
     // Round to odd at 53 bits: +-1 ulp toward lo where lo != 0 and the last bit is even.
-    const v4i differ = (u ^ (v4i)lo) < 0;
+    const vi differ = (u ^ (vi)lo) < 0;
     u += ((lo != 0.0) & ((u & 1) == 0)) & (differ + differ + 1);
     // The sign of an exact zero in round-down (see acc_step): it cannot reach C (the float32
     // total starts at +0), but keeps every lane equal to the definition's accumulator.
-    if (mode == FMT_RDN) u |= (hi == 0.0) & (((v4i)s | (v4i)p) & INT64_MIN);
-    const v4i keep = u & ~g->low, inexact = (u & g->low) != 0;
-    const v4i ulp = inexact & (g->low + 1);  // one unit in the last place where inexact
-    v4i r;
+    if (mode == FMT_RDN) u |= (hi == 0.0) & (((vi)s | (vi)p) & INT64_MIN);
+    const vi keep = u & ~g->low, inexact = (u & g->low) != 0;
+    const vi ulp = inexact & (g->low + 1);  // one unit in the last place where inexact
+    vi r;
     switch (mode) {
-    case FMT_RNE: r = (u + (g->half - 1) + (v4i)(((v4u)u >> g->sh) & 1)) & ~g->low; break;
+    case FMT_RNE: r = (u + (g->half - 1) + (vi)(((vu)u >> g->sh) & 1)) & ~g->low; break;
     case FMT_RNA: r = (u + g->half) & ~g->low; break;
     case FMT_RTZ: r = keep; break;
     case FMT_RUP: r = keep + ((u >= 0) & ulp); break;
@@ -100,9 +100,9 @@ acc_step_v(const emu_grid *g, const fmt_round_mode mode, const v4d s, const v4d 
     // Rounding is monotone and the accumulator's min_normal and max are on its grid, so an input
     // in [min_normal, max] rounds to a normal number; zero is exact. Everything else (subnormal,
     // beyond max, inf, NaN) is redone.
-    const v4i xa = u & INT64_MAX;
+    const vi xa = u & INT64_MAX;
     *bad |= ((xa < g->minbits) & (xa != 0)) | (xa > g->maxbits);
-    return (v4d)r;
+    return (vd)r;
 }
 
 typedef struct {
@@ -120,18 +120,18 @@ typedef struct {
 } emu_job;
 
 typedef struct {
-    v4d v[MR][NV];
+    vd v[MR][NV];
 } tile_acc;  // the accumulators of a tile, passed by value so that they stay in registers
 
 // One k step of a tile, t = the vector steps from s, where some lane was flagged: the flagged
 // lanes are found again and redone by the scalar step. Out of line: rare.
 static __attribute__((noinline)) tile_acc redo(const emu_job *J, const fmt_round_mode mode,
-                                               const tile_acc s, const double *a, const v4d *b,
+                                               const tile_acc s, const double *a, const vd *b,
                                                tile_acc t) {
     for (int r = 0; r < MR; r++)
         for (int v = 0; v < NV; v++) {
-            const v4d p = a[r] * b[v];
-            v4i bad = {0};
+            const vd p = a[r] * b[v];
+            vi bad = {0};
             acc_step_v(&J->g, FMT_RTZ, s.v[r][v], p, &bad);  // the flags do not depend on the mode
             for (int l = 0; l < VL; l++)
                 if (bad[l]) t.v[r][v][l] = acc_step(&J->k, mode, s.v[r][v][l], p[l]);
@@ -148,13 +148,13 @@ emu_tile(const emu_job *J, const fmt_round_mode mode, float *C, size_t ldc, size
     for (size_t sg = 0; sg < J->nseg; sg++) {
         tile_acc s;
         for (int r = 0; r < MR; r++)
-            for (int v = 0; v < NV; v++) s.v[r][v] = (v4d){0};
+            for (int v = 0; v < NV; v++) s.v[r][v] = (vd){0};
         for (size_t kk = J->seg[sg]; kk < J->seg[sg + 1]; kk++) {
-            v4d b[NV];
+            vd b[NV];
             memcpy(b, bpan + kk * NR, sizeof b);
             const double *a = apan + kk * MR;
             tile_acc t;
-            v4i bad = {0};
+            vi bad = {0};
             for (int r = 0; r < MR; r++)
                 for (int v = 0; v < NV; v++) t.v[r][v] = acc_step_v(&J->g, mode, s.v[r][v], a[r] * b[v], &bad);
             s = __builtin_expect(any_lane(bad), 0) ? redo(J, mode, s, a, b, t) : t;
