@@ -39,7 +39,7 @@ LDLIBS := $(LDLIBS_BASE) $(OMPFLAGS) $(BLAS_LIBS)
 # without it kernels/*_nocuda.c supplies the same functions returning MM_ENODEV.
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 NVCCFLAGS ?= -O3 -std=c++17 -I. -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
-             -Xcompiler -fPIC -Xcompiler -Wall
+             -Xcompiler -fPIC -Xcompiler -Wall -Xcompiler -Wno-psabi
 CUDA_SRC := $(if $(NVCC),$(wildcard kernels/*.cu),)
 CUDA_OBJ := $(CUDA_SRC:%.cu=$(BUILD)/%.o)
 ifneq ($(NVCC),)
@@ -123,7 +123,7 @@ $(BUILD)/tests/%: tests/%.c $(CLI_UNITS) $(BUILD)/libfplab.a $(wildcard tests/*.
 
 # The own CUDA kernels run on the CPU (tests/cuda_shim.cpp, one std::thread per CUDA thread),
 # so that their logic is tested on every machine; g++ builds the shim from the same source.
-SHIM_CXXFLAGS := -std=c++20 $(OPT) $(SAN) -march=$(ARCH) -g -Wall -Wextra -fno-math-errno \
+SHIM_CXXFLAGS := -std=c++20 $(OPT) $(SAN) -march=$(ARCH) -g -Wall -Wextra -Wno-psabi -fno-math-errno \
                  -fno-trapping-math -ffp-contract=off -I. -pthread
 $(BUILD)/tests/cuda_shim.o: tests/cuda_shim.cpp kernels/scaled_mm_cuda_kernels.cuh $(wildcard */*.h)
 	@mkdir -p $(dir $@)

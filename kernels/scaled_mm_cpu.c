@@ -13,7 +13,7 @@
 #include <cblas.h>
 #endif
 
-#include "kernels/scaled_mm_cpu_internal.h"
+#include "kernels/scaled_mm_internal.h"
 
 // C rows = round_out(C rows); element (i, j) draws stochastic counter offset + i*N + j.
 int mm__round_output(float *C, size_t ldc, size_t M, size_t N, const mm_opts *o) {
@@ -39,9 +39,10 @@ int mm__round_output(float *C, size_t ldc, size_t M, size_t N, const mm_opts *o)
 static float *fold_alloc(size_t n) {
     const size_t bytes = n * sizeof(float), huge = (size_t)2 << 20;
     if (bytes < ((size_t)256 << 10)) return malloc(bytes ? bytes : 1);
-    float *t = aligned_alloc(huge, (bytes + huge - 1) / huge * huge);
+    const size_t whole = (bytes + huge - 1) / huge * huge;  // aligned_alloc wants a multiple
+    float *t = aligned_alloc(huge, whole);
 #ifdef MADV_HUGEPAGE
-    if (t) madvise(t, (bytes + huge - 1) / huge * huge, MADV_HUGEPAGE);  // advice only: may fail
+    if (t) madvise(t, whole, MADV_HUGEPAGE);  // advice only: may fail
 #endif
     return t;
 }

@@ -23,7 +23,7 @@
 #include <immintrin.h>
 #endif
 
-#include "kernels/scaled_mm_cpu_internal.h"
+#include "kernels/scaled_mm_internal.h"
 
 // Lanes per vector: eight doubles where the build has AVX-512, four otherwise (AVX2, or SSE2
 // pairs, as GCC lowers them).
@@ -206,9 +206,9 @@ static void emu_run(const emu_job *J, const fmt_round_mode mode, float *C, size_
     }
 }
 
-// The vector step's grid for accumulator k. Formats whose zero, subnormals or smallest values
-// are not IEEE-like (no -0, flushing, no zero) send every nonzero lane to the scalar step, and
-// zeros too by an impossible minimum: the fast path then never decides anything.
+// The vector step's grid for accumulator k. For formats whose zero, subnormals or smallest
+// values are not IEEE-like (no -0, flushing, no zero), maxbits = -1 flags every lane, zeros
+// included, for the scalar step: the fast path then never decides anything.
 static emu_grid grid_of(const fmt__kparams *k) {
     const int sh = 52 - k->m;
     emu_grid g = {.sh = sh, .low = (INT64_C(1) << sh) - 1, .half = INT64_C(1) << (sh - 1),

@@ -157,7 +157,7 @@ static int upload_operand(DevOperand *d, DevBuf *codes, DevBuf *table, DevBuf *s
     int st = codes->upload(h.bytes.data(), h.bytes.size());
     if (st == MM_OK && !h.table.empty()) st = table->upload(h.table.data(), h.table.size() * sizeof(float));
     size_t bk;
-    const size_t nb = nblocks_of(X, K, &bk);
+    const size_t nb = mm__nblocks(X, K, &bk);
     if (st == MM_OK && X->scales) st = scales->upload(X->scales, rows * nb * sizeof(float));
     if (st != MM_OK) return st;
     *d = DevOperand{(const uint8_t *)codes->p, ldk, h.bits, (const float *)table->p,
@@ -191,7 +191,7 @@ static int run_own(float *C, size_t ldc, const mm_operand *A, const mm_operand *
     if ((st = y.upload(hy.data(), hy.size() * sizeof(float))) != MM_OK) return st;
     P.y = (float *)y.p;
     P.M = (int)M, P.N = (int)N, P.K = (int)K;
-    P.ab = fl32_prod3(o->alpha, tscale(A), tscale(B));
+    P.ab = mm__fl32_prod3(o->alpha, mm__tscale(A), mm__tscale(B));
     P.beta = o->beta;
 
     const auto launch = [&] {
@@ -289,9 +289,9 @@ static int run_cublaslt(float *C, size_t ldc, const mm_operand *A, const mm_oper
 
     // fp8: the tensor scales go through the scale pointers (cuBLASLt's A is fplab's B);
     // bf16/fp16: folded into alpha.
-    float alpha = fp8 ? o->alpha : fl32_prod3(o->alpha, tscale(A), tscale(B));
+    float alpha = fp8 ? o->alpha : mm__fl32_prod3(o->alpha, mm__tscale(A), mm__tscale(B));
     const float beta = o->beta;
-    const float hscale[2] = {tscale(B), tscale(A)};
+    const float hscale[2] = {mm__tscale(B), mm__tscale(A)};
     if (fp8 && (st = dscale.upload(hscale, sizeof hscale)) != MM_OK) return st;
 
     LtObjects lt;
@@ -432,7 +432,7 @@ extern "C" int mm_cuda(float *C, size_t ldc, const mm_operand *A, const mm_opera
                 float *c = C + i * ldc + j;
                 *c = o->beta != 0.0f ? o->beta * *c : 0.0f;
             }
-        return round_output(C, ldc, M, N, o);
+        return mm__round_output(C, ldc, M, N, o);
     }
     char msg[256];
     mm_cuda_plan plan;
@@ -444,7 +444,7 @@ extern "C" int mm_cuda(float *C, size_t ldc, const mm_operand *A, const mm_opera
     const bool forced_lt = force && !strcmp(force, "cublaslt");
     st = run_path(plan, C, ldc, A, B, M, N, K, o, nullptr, !forced_lt);
     if (st == MM_EUNSUPPORTED && forced_lt) fprintf(stderr, "mm_cuda: cuBLASLt has no algorithm for this problem\n");
-    return st == MM_OK ? round_output(C, ldc, M, N, o) : st;
+    return st == MM_OK ? mm__round_output(C, ldc, M, N, o) : st;
 }
 
 extern "C" int mm_cuda_time(double *ms, mm_cuda_plan *plan, const mm_operand *A, const mm_operand *B,

@@ -21,28 +21,10 @@
 extern "C" {
 #include "formats/codec.h"
 #include "kernels/scaled_mm.h"
+#include "kernels/scaled_mm_internal.h"
 }
 
 // --- host helpers
-
-static float tscale(const mm_operand *X) { return X->tensor_scale == 0.0f ? 1.0f : X->tensor_scale; }
-
-static size_t nblocks_of(const mm_operand *X, size_t K, size_t *bk) {
-    *bk = X->block_k > 0 ? (size_t)X->block_k : (K ? K : 1);
-    return K ? (K + *bk - 1) / *bk : 0;
-}
-
-// fl32(a * b * c) rounded once (as mm_cpu computes alpha * ta * tb): a*b is exact in double,
-// the product with c is rounded to odd at 53 bits, so the cast to float rounds correctly.
-static float fl32_prod3(float a, float b, float c) {
-    const double ab = (double)a * b, hi = ab * c, lo = std::fma(ab, c, -hi);
-    uint64_t u;
-    memcpy(&u, &hi, sizeof u);
-    if (lo != 0.0 && std::isfinite(hi) && !(u & 1)) u += (std::signbit(lo) == std::signbit(hi)) ? 1 : (uint64_t)-1;
-    double r;
-    memcpy(&r, &u, sizeof r);
-    return (float)r;
-}
 
 static bool same_fmt(const fmt_t *f, int bits, int e, int m, int bias, fmt_special sp) {
     return f->bits == bits && f->ebits == e && f->mbits == m && f->bias == bias && f->is_signed &&
@@ -103,18 +85,6 @@ static int host_prepare(HostOperand *h, const mm_operand *X, bool is_a, size_t r
     }
     return MM_OK;
 }
-
-// C rows = round_out(C rows); element (i, j) draws stochastic counter offset + i*N + j (as mm_cpu).
-static int round_output(float *C, size_t ldc, size_t M, size_t N, const mm_opts *o) {
-    if (fmt_contains_f32(&o->out_fmt)) return MM_OK;
-    for (size_t i = 0; i < M; i++) {
-        fmt_round_opts ro = o->out_round;
-        ro.offset += i * N;
-        if (fmt_round_f32(&o->out_fmt, C + i * ldc, N, &ro, NULL) != FMT_OK) return MM_EINVAL;
-    }
-    return MM_OK;
-}
-
 
 // --- which own kernel
 

@@ -166,7 +166,7 @@ extern "C" int shim_mm_own(float *C, size_t ldc, const mm_operand *A, const mm_o
     if (st == MM_OK) st = host_prepare(&hb, B, false, N, K, N, K);
     if (st != MM_OK) return st;
     size_t bka, bkb;
-    const size_t nba = nblocks_of(A, K, &bka), nbb = nblocks_of(B, K, &bkb);
+    const size_t nba = mm__nblocks(A, K, &bka), nbb = mm__nblocks(B, K, &bkb);
     OwnParams P;
     P.a = DevOperand{ha.bytes.data(), K, ha.bits, ha.table.empty() ? nullptr : ha.table.data(), A->scales,
                      (int)bka, (int)nba};
@@ -177,7 +177,7 @@ extern "C" int shim_mm_own(float *C, size_t ldc, const mm_operand *A, const mm_o
         for (size_t i = 0; i < M; i++) memcpy(&y[i * N], C + i * ldc, N * sizeof(float));
     P.y = y.data();
     P.M = (int)M, P.N = (int)N, P.K = (int)K;
-    P.ab = fl32_prod3(o->alpha, tscale(A), tscale(B));
+    P.ab = mm__fl32_prod3(o->alpha, mm__tscale(A), mm__tscale(B));
     P.beta = o->beta;
     if (tc) {
         const ShimLaunch l{dim3{(unsigned)((N + BN - 1) / BN), (unsigned)((M + BM - 1) / BM), 1}, P};
@@ -187,5 +187,5 @@ extern "C" int shim_mm_own(float *C, size_t ldc, const mm_operand *A, const mm_o
         dispatch_own(ha.kind, hb.kind, ShimLaunch{dim3{(unsigned)((N + TN - 1) / TN), (unsigned)((M + TM - 1) / TM), 1}, P});
     }
     for (size_t i = 0; i < M; i++) memcpy(C + i * ldc, &y[i * N], N * sizeof(float));
-    return round_output(C, ldc, M, N, o);
+    return mm__round_output(C, ldc, M, N, o);
 }

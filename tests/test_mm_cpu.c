@@ -294,6 +294,11 @@ Test(mm_cpu, empty_k) {
         cr_assert_eq(st, MM_EINVAL);
 }
 
+// Element (i, k) of op(A) in A's storage, whatever its layout.
+static float *a_elem(tu_operand *A, size_t i, size_t k) {
+    return A->op.trans ? &A->x[k * A->op.ld + i] : &A->x[i * A->op.ld + k];
+}
+
 // Terms of very different magnitudes, so that s + a*b spans more than 53 bits: the directed
 // modes then depend on the sticky bits below a double (the round-to-odd step of mm_cpu).
 Test(mm_cpu, emulated_wide_range) {
@@ -308,7 +313,7 @@ Test(mm_cpu, emulated_wide_range) {
         make_operand(&B, &r, false, &f, K, N, K, c & 2, 0, SC_NONE, 0, 1.0);
         for (size_t i = 0; i < M; i++)  // scale each element of A by 2^(-60..10)
             for (size_t k = 0; k < K; k++) {
-                float *a = A.op.trans ? &A.x[k * A.op.ld + i] : &A.x[i * A.op.ld + k];
+                float *a = a_elem(&A, i, k);
                 *a = ldexpf(*a, tu_rng_int(&r, -60, 10));
             }
         mm_opts o;
@@ -328,7 +333,8 @@ Test(mm_cpu, emulated_wide_range) {
 
 // The accumulator's edges, where mm_cpu leaves its vector step for the general scalar rounding:
 // subnormal and overflowing partial sums (fp16: normals from 2^-14, max 65504; e4m3: overflow is
-// NaN), exact cancellations and zero-heavy operands, every mode; and an accumulator without -0 (e5m2fnuz), which mm_cpu rounds entirely in scalar.
+// NaN), exact cancellations and zero-heavy operands, every mode; and an accumulator without -0
+// (e5m2fnuz), which mm_cpu rounds entirely in scalar.
 Test(mm_cpu, emulated_accumulator_edges) {
     tu_rng r = {fmt_rng_make_key(test_seed("emulated_accumulator_edges"), 14), 0};
     const fmt_t f = tu_fmt("bf16");
@@ -343,17 +349,16 @@ Test(mm_cpu, emulated_accumulator_edges) {
         const int lo_exp = c % 3 == 0 ? -40 : -20, hi_exp = c % 3 == 2 ? 14 : 4;
         for (size_t i = 0; i < M; i++)  // A: magnitudes 2^(lo_exp..hi_exp), a third of them zero
             for (size_t k = 0; k < K; k++) {
-                float *a = A.op.trans ? &A.x[k * A.op.ld + i] : &A.x[i * A.op.ld + k];
+                float *a = a_elem(&A, i, k);
                 *a = tu_rng_int(&r, 0, 2) == 0 ? 0.0f : ldexpf(*a, tu_rng_int(&r, lo_exp, hi_exp));
             }
         if (c % 4 == 1 && K >= 2 && !B.op.trans) {  // B's rows 0 and 1 equal, A's columns opposite:
             for (size_t j = 0; j < N; j++) B.x[B.op.ld + j] = B.x[j];  // the first two products cancel
             for (size_t i = 0; i < M; i++) {
-                float *a0 = A.op.trans ? &A.x[i] : &A.x[i * A.op.ld];
-                float *a1 = A.op.trans ? &A.x[A.op.ld + i] : &A.x[i * A.op.ld + 1];
+                float *a0 = a_elem(&A, i, 0), *a1 = a_elem(&A, i, 1);
                 *a1 = -*a0;
                 for (size_t k = 2; i % 2 == 0 && k < K; k++)  // even rows: the sum stays an exact 0
-                    *(A.op.trans ? &A.x[k * A.op.ld + i] : &A.x[i * A.op.ld + k]) = 0.0f;
+                    *a_elem(&A, i, k) = 0.0f;
             }
         }
         char spec[32];

@@ -1,8 +1,9 @@
-// scaled_mm_cpu_internal.h: what the two halves of the CPU backend share (scaled_mm_cpu.c:
-// fp32 accumulation through BLAS; scaled_mm_cpu_emu.c: emulated accumulators). Internal to
-// kernels/: not installed.
-#ifndef FPLAB_SCALED_MM_CPU_INTERNAL_H
-#define FPLAB_SCALED_MM_CPU_INTERNAL_H
+// scaled_mm_internal.h: what the backends of scaled_mm.h share: the CPU backend's two halves
+// (scaled_mm_cpu.c: fp32 accumulation through BLAS; scaled_mm_cpu_emu.c: emulated
+// accumulators) and the CUDA backend's host side (scaled_mm_cuda_kernels.cuh, which includes
+// it inside extern "C"). Internal to kernels/: not installed.
+#ifndef FPLAB_SCALED_MM_INTERNAL_H
+#define FPLAB_SCALED_MM_INTERNAL_H
 
 #include <math.h>
 
@@ -37,7 +38,8 @@ static inline float mm__b_at(const mm_operand *B, size_t k, size_t j) {
     return B->trans ? B->x[j * B->ld + k] : B->x[k * B->ld + j];
 }
 
-// C rows = round_out(C rows); element (i, j) draws stochastic counter offset + i*N + j.
+// C rows = round_out(C rows); element (i, j) draws stochastic counter offset + i*N + j
+// (defined in scaled_mm_cpu.c; the CUDA backend rounds its copied-back C with it too).
 int mm__round_output(float *C, size_t ldc, size_t M, size_t N, const mm_opts *o);
 
 // The emulated-accumulator path of mm_cpu (arguments validated, M, N, K > 0).
