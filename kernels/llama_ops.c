@@ -17,12 +17,12 @@
 
 // --- embedding
 
-void encoder_forward(float *out, const int *tokens, const float *wte, size_t N, size_t C) {
+void op_encoder_forward(float *out, const int *tokens, const float *wte, size_t N, size_t C) {
 #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++) memcpy(out + n * C, wte + (size_t)tokens[n] * C, C * sizeof *out);
 }
 
-void encoder_backward(float *dwte, const float *dout, const int *tokens, size_t N, size_t C) {
+void op_encoder_backward(float *dwte, const float *dout, const int *tokens, size_t N, size_t C) {
     // Rows in sequence: two positions with the same token add into one row, so a parallel
     // loop would race; this is O(N*C), negligible next to the matmuls.
     for (size_t n = 0; n < N; n++) {
@@ -34,7 +34,7 @@ void encoder_backward(float *dwte, const float *dout, const int *tokens, size_t 
 
 // --- RMSNorm
 
-void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *weight, size_t N,
+void op_rmsnorm_forward(float *out, float *rstd, const float *inp, const float *weight, size_t N,
                      size_t C, float eps) {
 #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++) {
@@ -49,7 +49,7 @@ void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *wei
 }
 
 // y = x r w with r = (mean x^2 + eps)^-1/2:  dx = r (w dy) - x r^3 / C * sum_c (w dy x)
-void rmsnorm_backward(float *dinp, float *dweight, const float *dout, const float *inp,
+void op_rmsnorm_backward(float *dinp, float *dweight, const float *dout, const float *inp,
                       const float *weight, const float *rstd, size_t N, size_t C) {
 #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++) {
@@ -83,7 +83,7 @@ void rmsnorm_backward(float *dinp, float *dweight, const float *dout, const floa
 
 // --- RoPE
 
-void rope_tables(float *cos_t, float *sin_t, size_t T, size_t hs, double theta) {
+void op_rope_tables(float *cos_t, float *sin_t, size_t T, size_t hs, double theta) {
     const size_t half = hs / 2;
     for (size_t t = 0; t < T; t++)
         for (size_t i = 0; i < half; i++) {
@@ -111,12 +111,12 @@ static void rope_rotate(float *x, const float *cos_t, const float *sin_t, size_t
     }
 }
 
-void rope_forward(float *x, const float *cos_t, const float *sin_t, size_t B, size_t T,
+void op_rope_forward(float *x, const float *cos_t, const float *sin_t, size_t B, size_t T,
                   size_t nheads, size_t hs) {
     rope_rotate(x, cos_t, sin_t, B, T, nheads, hs, 1.0f);
 }
 
-void rope_backward(float *dx, const float *cos_t, const float *sin_t, size_t B, size_t T,
+void op_rope_backward(float *dx, const float *cos_t, const float *sin_t, size_t B, size_t T,
                    size_t nheads, size_t hs) {
     rope_rotate(dx, cos_t, sin_t, B, T, nheads, hs, -1.0f);
 }
@@ -149,7 +149,7 @@ static void stats_add(fmt_stats *to, const fmt_stats *s) {
     if (s->amax > to->amax) to->amax = s->amax;
 }
 
-void attention_forward(float *y, float *att, const float *q, const float *k, const float *v,
+void op_attention_forward(float *y, float *att, const float *q, const float *k, const float *v,
                        size_t B, size_t T, size_t NH, size_t NKV, size_t hs,
                        const attn_cast *scores, const attn_cast *probs) {
     const size_t qw = NH * hs, kw = NKV * hs, group = NH / NKV;
@@ -194,7 +194,7 @@ void attention_forward(float *y, float *att, const float *q, const float *k, con
 
 // Parallel over (batch, kv head): the query heads of one group add into the same dk, dv rows,
 // so they run in sequence inside one task.
-void attention_backward(float *dq, float *dk, float *dv, const float *dy, const float *att,
+void op_attention_backward(float *dq, float *dk, float *dv, const float *dy, const float *att,
                         const float *q, const float *k, const float *v, size_t B, size_t T,
                         size_t NH, size_t NKV, size_t hs) {
     const size_t qw = NH * hs, kw = NKV * hs, group = NH / NKV;
@@ -233,7 +233,7 @@ void attention_backward(float *dq, float *dk, float *dv, const float *dy, const 
 
 // --- SwiGLU
 
-void swiglu_forward(float *out, float *sig, const float *gate, const float *up, size_t n) {
+void op_swiglu_forward(float *out, float *sig, const float *gate, const float *up, size_t n) {
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) {
         const float g = gate[i], s = 1.0f / (1.0f + expf(-g));
@@ -243,7 +243,7 @@ void swiglu_forward(float *out, float *sig, const float *gate, const float *up, 
 }
 
 // d silu(g)/dg = s (1 + g (1 - s)), s = sigmoid(g)
-void swiglu_backward(float *dgate, float *dup, const float *dout, const float *gate,
+void op_swiglu_backward(float *dgate, float *dup, const float *dout, const float *gate,
                      const float *up, const float *sig, size_t n) {
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) {
@@ -255,7 +255,7 @@ void swiglu_backward(float *dgate, float *dup, const float *dout, const float *g
 
 // --- softmax cross-entropy
 
-double crossentropy_forward(float *lse, const float *logits, const int *targets, size_t N,
+double op_crossentropy_forward(float *lse, const float *logits, const int *targets, size_t N,
                             size_t V) {
     double loss = 0.0;
     size_t count = 0;
@@ -277,7 +277,7 @@ double crossentropy_forward(float *lse, const float *logits, const int *targets,
     return count ? loss / (double)count : 0.0;
 }
 
-void crossentropy_backward(float *dlogits, const float *logits, const float *lse,
+void op_crossentropy_backward(float *dlogits, const float *logits, const float *lse,
                            const int *targets, size_t N, size_t V, float scale) {
     size_t count = 0;
     for (size_t n = 0; n < N; n++) count += targets[n] >= 0;
@@ -340,7 +340,7 @@ static int mm_rows(float *C, size_t ldc, const mm_operand *A, const mm_operand *
     return st;
 }
 
-int matmul_forward(float *out, const float *inp, const float *weight, size_t N, size_t IC,
+int op_matmul_forward(float *out, const float *inp, const float *weight, size_t N, size_t IC,
                    size_t OC) {
     mm_opts o;
     mm_opts_default(&o);
@@ -348,7 +348,7 @@ int matmul_forward(float *out, const float *inp, const float *weight, size_t N, 
     return mm_rows(out, OC, &a, &b, N, OC, IC, &o);
 }
 
-int matmul_dgrad(float *dinp, const float *dout, const float *weight, size_t N, size_t IC,
+int op_matmul_dgrad(float *dinp, const float *dout, const float *weight, size_t N, size_t IC,
                  size_t OC, bool accumulate) {
     mm_opts o;
     mm_opts_default(&o);
@@ -357,7 +357,7 @@ int matmul_dgrad(float *dinp, const float *dout, const float *weight, size_t N, 
     return mm_rows(dinp, IC, &g, &w, N, IC, OC, &o);  // (N,OC) x (OC,IC)
 }
 
-int matmul_wgrad(float *dweight, const float *dout, const float *inp, size_t N, size_t IC,
+int op_matmul_wgrad(float *dweight, const float *dout, const float *inp, size_t N, size_t IC,
                  size_t OC) {
     mm_opts o;
     mm_opts_default(&o);
@@ -366,8 +366,8 @@ int matmul_wgrad(float *dweight, const float *dout, const float *inp, size_t N, 
     return mm_rows(dweight, IC, &gt, &x, OC, IC, N, &o);  // (OC,N) x (N,IC)
 }
 
-int matmul_backward(float *dinp, float *dweight, const float *dout, const float *inp,
+int op_matmul_backward(float *dinp, float *dweight, const float *dout, const float *inp,
                     const float *weight, size_t N, size_t IC, size_t OC, bool accumulate) {
-    const int st = matmul_dgrad(dinp, dout, weight, N, IC, OC, accumulate);
-    return st != MM_OK ? st : matmul_wgrad(dweight, dout, inp, N, IC, OC);
+    const int st = op_matmul_dgrad(dinp, dout, weight, N, IC, OC, accumulate);
+    return st != MM_OK ? st : op_matmul_wgrad(dweight, dout, inp, N, IC, OC);
 }

@@ -9,8 +9,8 @@
 // Written (=) and accumulated (+=) buffers, which gradient accumulation and recompute rely on:
 //   forward ops overwrite their outputs;
 //   backward ops ACCUMULATE parameter gradients (dweight, dwte) and the residual-stream input
-//   gradient of rmsnorm_backward (dinp +=, since the residual branch adds into the same
-//   buffer); every other input gradient is OVERWRITTEN (matmul_backward: dinp = unless
+//   gradient of op_rmsnorm_backward (dinp +=, since the residual branch adds into the same
+//   buffer); every other input gradient is OVERWRITTEN (op_matmul_backward: dinp = unless
 //   accumulate is set).
 // N = B*T rows; C model width; hs head size; NH query heads, NKV key/value heads; H SwiGLU width.
 #ifndef FPLAB_LLAMA_OPS_H
@@ -21,22 +21,22 @@
 #include "formats/round.h"
 
 // out[n,:] = wte[tokens[n],:]
-void encoder_forward(float *out,           // (N, C)
+void op_encoder_forward(float *out,           // (N, C)
                      const int *tokens,    // (N)
                      const float *wte,     // (V, C)
                      size_t N, size_t C);
 // dwte[tokens[n],:] += dout[n,:] (rows in order: deterministic)
-void encoder_backward(float *dwte,         // (V, C) +=
+void op_encoder_backward(float *dwte,         // (V, C) +=
                       const float *dout,   // (N, C)
                       const int *tokens, size_t N, size_t C);
 
 // out = inp * rstd * weight, rstd = 1/sqrt(mean(inp^2) + eps) per row (sums in double).
-void rmsnorm_forward(float *out,           // (N, C)
+void op_rmsnorm_forward(float *out,           // (N, C)
                      float *rstd,          // (N)
                      const float *inp,     // (N, C)
                      const float *weight,  // (C)
                      size_t N, size_t C, float eps);
-void rmsnorm_backward(float *dinp,         // (N, C) +=
+void op_rmsnorm_backward(float *dinp,         // (N, C) +=
                       float *dweight,      // (C) +=
                       const float *dout,   // (N, C)
                       const float *inp,    // (N, C)
@@ -46,15 +46,15 @@ void rmsnorm_backward(float *dinp,         // (N, C) +=
 
 // Rotates the adjacent pairs (2i, 2i+1) of every head of x in place by the angle pos * theta_i
 // (cos/sin tables (T, hs/2)); x holds nheads heads of size hs per row; pos = row % T.
-void rope_forward(float *x,                // (B, T, nheads*hs) in place
+void op_rope_forward(float *x,                // (B, T, nheads*hs) in place
                   const float *cos_t, const float *sin_t,  // (>=T, hs/2)
                   size_t B, size_t T, size_t nheads, size_t hs);
 // The inverse rotation of the gradient (the transpose of the rotation), in place.
-void rope_backward(float *dx,              // (B, T, nheads*hs) in place
+void op_rope_backward(float *dx,              // (B, T, nheads*hs) in place
                    const float *cos_t, const float *sin_t, size_t B, size_t T, size_t nheads,
                    size_t hs);
 // Tables for rope_*: cos/sin(t * theta^(-2i/hs)), computed in double.
-void rope_tables(float *cos_t, float *sin_t,  // (T, hs/2)
+void op_rope_tables(float *cos_t, float *sin_t,  // (T, hs/2)
                  size_t T, size_t hs, double theta);
 
 // Optional rounding of the attention scores (before softmax) or probabilities (before the
@@ -70,14 +70,14 @@ typedef struct {
 //   att[b,h,t,t2] = softmax_t2<=t( q[b,t,h]·k[b,t2,kvh] / sqrt(hs) ),  y[b,t,h] = sum att * v
 // scores, probs: NULL, or the rounding of the scaled scores and of the probabilities (which are
 // then what att keeps and backward differentiates through, as a straight-through cast).
-void attention_forward(float *y,           // (B, T, NH*hs)
+void op_attention_forward(float *y,           // (B, T, NH*hs)
                        float *att,         // (B, NH, T, T) probabilities (t2 > t left 0)
                        const float *q,     // (B, T, NH*hs)
                        const float *k,     // (B, T, NKV*hs)
                        const float *v,     // (B, T, NKV*hs)
                        size_t B, size_t T, size_t NH, size_t NKV, size_t hs,
                        const attn_cast *scores, const attn_cast *probs);
-void attention_backward(float *dq,         // (B, T, NH*hs) =
+void op_attention_backward(float *dq,         // (B, T, NH*hs) =
                         float *dk,         // (B, T, NKV*hs) =
                         float *dv,         // (B, T, NKV*hs) =
                         const float *dy,   // (B, T, NH*hs)
@@ -86,25 +86,25 @@ void attention_backward(float *dq,         // (B, T, NH*hs) =
                         size_t NH, size_t NKV, size_t hs);
 
 // out = silu(gate) * up, silu(g) = g sig(g), sig(g) = 1 / (1 + exp(-g)) (kept for backward)
-void swiglu_forward(float *out,            // (N, H)
+void op_swiglu_forward(float *out,            // (N, H)
                     float *sig,            // (N, H)
                     const float *gate,     // (N, H)
                     const float *up,       // (N, H)
                     size_t n);
-void swiglu_backward(float *dgate,         // (N, H) =
+void op_swiglu_backward(float *dgate,         // (N, H) =
                      float *dup,           // (N, H) =
                      const float *dout,    // (N, H)
                      const float *gate, const float *up, const float *sig, size_t n);
 
 // Mean cross-entropy over the rows whose target is >= 0; lse[n] = log sum exp logits[n,:]
 // (kept for backward). Returns the mean loss (0 when no target counts), sums in double.
-double crossentropy_forward(float *lse,         // (N)
+double op_crossentropy_forward(float *lse,         // (N)
                             const float *logits, // (N, V)
                             const int *targets,  // (N)
                             size_t N, size_t V);
 // dlogits = scale * (softmax(logits) - onehot(target)) / count for counted rows, 0 for the
 // others; may alias logits (in place).
-void crossentropy_backward(float *dlogits,        // (N, V) =
+void op_crossentropy_backward(float *dlogits,        // (N, V) =
                            const float *logits,   // (N, V)
                            const float *lse,      // (N)
                            const int *targets,    // (N)
@@ -115,25 +115,25 @@ void llama_ops_threads(int n);
 
 // out = inp W^T (a linear layer without bias; W stored (OC, IC) as nn.Linear keeps it).
 // Returns the mm_cpu status (MM_OK).
-int matmul_forward(float *out,             // (N, OC)
+int op_matmul_forward(float *out,             // (N, OC)
                    const float *inp,       // (N, IC)
                    const float *weight,    // (OC, IC)
                    size_t N, size_t IC, size_t OC);
 // dinp (= or, with accumulate, +=) dout W;  dweight += dout^T inp.
-int matmul_backward(float *dinp,           // (N, IC)
+int op_matmul_backward(float *dinp,           // (N, IC)
                     float *dweight,        // (OC, IC) +=
                     const float *dout,     // (N, OC)
                     const float *inp,      // (N, IC)
                     const float *weight,   // (OC, IC)
                     size_t N, size_t IC, size_t OC, bool accumulate);
 
-// The two halves of matmul_backward, for callers that cast the operands of each product
+// The two halves of op_matmul_backward, for callers that cast the operands of each product
 // differently (block scales run along K, which is OC for dgrad and N for wgrad).
-int matmul_dgrad(float *dinp,              // (N, IC) = or +=
+int op_matmul_dgrad(float *dinp,              // (N, IC) = or +=
                  const float *dout,        // (N, OC)
                  const float *weight,      // (OC, IC)
                  size_t N, size_t IC, size_t OC, bool accumulate);
-int matmul_wgrad(float *dweight,           // (OC, IC) +=
+int op_matmul_wgrad(float *dweight,           // (OC, IC) +=
                  const float *dout,        // (N, OC)
                  const float *inp,         // (N, IC)
                  size_t N, size_t IC, size_t OC);

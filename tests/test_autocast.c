@@ -214,7 +214,7 @@ Test(autocast, attention_scores_and_probs) {
     fmt_from_name(&e4m3, "e4m3");
     fmt_stats ss = {0}, sp = {0};
     const attn_cast sc = {&bf16, {0}, &ss}, pc = {&e4m3, {0}, &sp};
-    attention_forward(y, att, q, k, v, B, T, NH, NKV, HS, &sc, &pc);
+    op_attention_forward(y, att, q, k, v, B, T, NH, NKV, HS, &sc, &pc);
     const uint64_t tri = (uint64_t)B * NH * T * (T + 1) / 2;
     cr_assert_eq(ss.n, tri, "scores counted %llu", (unsigned long long)ss.n);
     cr_assert_eq(sp.n, tri);

@@ -2,9 +2,9 @@
 // model from it.
 #include "trainer/checkpoint.h"
 
+#include "trainer/fileio.h"
+
 #include <errno.h>
-#include <fcntl.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,35 +20,31 @@ static uint64_t fnv1a64(const void *p, uint64_t n) {
 static int write_all(FILE *f, const void *p, size_t n) { return fwrite(p, 1, n, f) == n ? 0 : -1; }
 
 int ckpt_write(const char *path, const ckpt_section *s, int n, char *msg, size_t msg_len) {
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        snprintf(msg, msg_len, "checkpoint '%s': cannot create: %s", tmp, strerror(errno));
+    fio_out o;
+    char why[FIO_PATH_MAX + 128];
+    if (fio_create(&o, path, why, sizeof why) != FIO_OK) {
+        snprintf(msg, msg_len, "checkpoint %s", why);
         return CKPT_EIO;
     }
     const uint32_t head[4] = {CKPT_MAGIC, CKPT_VERSION, (uint32_t)n, 0};
-    int bad = write_all(f, head, sizeof head);
+    int bad = write_all(o.f, head, sizeof head);
     for (int i = 0; i < n && !bad; i++) {
         char tag[CKPT_TAG_LEN] = {0};
         memcpy(tag, s[i].tag, strnlen(s[i].tag, CKPT_TAG_LEN));
         const uint64_t meta[2] = {s[i].nbytes, fnv1a64(s[i].data, s[i].nbytes)};
-        bad = write_all(f, tag, sizeof tag) || write_all(f, meta, sizeof meta) ||
-              write_all(f, s[i].data, s[i].nbytes);
+        bad = write_all(o.f, tag, sizeof tag) || write_all(o.f, meta, sizeof meta) ||
+              write_all(o.f, s[i].data, s[i].nbytes);
     }
-    bad = bad || fflush(f) != 0 || fsync(fileno(f)) != 0;
-    bad = (fclose(f) != 0) || bad;
-    if (bad || rename(tmp, path) != 0) {
+    if (bad) {
         snprintf(msg, msg_len, "checkpoint '%s': write failed: %s (the previous file is intact)", path,
                  strerror(errno));
-        unlink(tmp);
+        fio_abort(&o);
         return CKPT_EIO;
     }
-    // fsync the directory so the rename itself survives a crash
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    const int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY);
-    if (dfd >= 0) fsync(dfd), close(dfd);
+    if (fio_commit(&o, why, sizeof why) != FIO_OK) {
+        snprintf(msg, msg_len, "checkpoint %s", why);
+        return CKPT_EIO;
+    }
     return CKPT_OK;
 }
 

@@ -232,7 +232,7 @@ int llama_init(llama_model *m, const llama_config *c, llama_recompute rc, char *
     }
     llama_tensors_carve(&m->p, c, m->params);
     llama_tensors_carve(&m->g, c, m->grads);
-    rope_tables(m->rope_cos, m->rope_sin, (size_t)c->seq_len, 2 * half, c->rope_theta);
+    op_rope_tables(m->rope_cos, m->rope_sin, (size_t)c->seq_len, 2 * half, c->rope_theta);
     return LLAMA_OK;
 }
 
@@ -321,7 +321,7 @@ static void cast_store(llama_model *m, ac_site s, size_t l, float *x, size_t row
 // out = xc W^T: xc already cast for its site, W cast here for site ws.
 static void proj(llama_model *m, ac_site ws, size_t l, float *out, const float *xc, const float *w,
                  size_t N, size_t IC, size_t OC) {
-    matmul_forward(out, xc, cast_op(m, ws, l, w, OC, IC, 1), N, IC, OC);
+    op_matmul_forward(out, xc, cast_op(m, ws, l, w, OC, IC, 1), N, IC, OC);
 }
 
 // Attention, with its scores and probabilities rounded where the policy says (plain rounding:
@@ -332,7 +332,7 @@ static void attention_cast(llama_model *m, const dims *d, size_t l, layer_acts *
     const bool on[2] = {ac_plain_opts(m->ac, AC_ATT_SCORES, (int)l, &c[0].fmt, &c[0].opts),
                         ac_plain_opts(m->ac, AC_ATT_PROBS, (int)l, &c[1].fmt, &c[1].opts)};
     c[0].stats = &st[0], c[1].stats = &st[1];
-    attention_forward(a->y, a->att, a->q, a->k, a->v, d->B, d->T, d->NH, d->NKV, d->hs,
+    op_attention_forward(a->y, a->att, a->q, a->k, a->v, d->B, d->T, d->NH, d->NKV, d->hs,
                       on[0] ? &c[0] : NULL, on[1] ? &c[1] : NULL);
     if (on[0]) ac_add_stats(m->ac, AC_ATT_SCORES, (int)l, &st[0], !m->uncounted);
     if (on[1]) ac_add_stats(m->ac, AC_ATT_PROBS, (int)l, &st[1], !m->uncounted);
@@ -343,14 +343,14 @@ static void layer_forward(llama_model *m, const dims *d, size_t l, layer_acts *a
     const layer_w w = LAYER_VIEWS(layer_w, m->p, l, *d);
     const float eps = m->cfg.norm_eps;
     const size_t N = d->N;
-    rmsnorm_forward(a->h1, a->rstd1, x, w.attn_norm, N, d->C, eps);
+    op_rmsnorm_forward(a->h1, a->rstd1, x, w.attn_norm, N, d->C, eps);
     cast_store(m, AC_SAVED, l, a->h1, N, d->C);
     const float *h1c = cast_op(m, AC_QKV_IN, l, a->h1, N, d->C, 0);
     proj(m, AC_QKV_W, l, a->q, h1c, w.wq, N, d->C, d->qd);
     proj(m, AC_QKV_W, l, a->k, h1c, w.wk, N, d->C, d->kvd);
     proj(m, AC_QKV_W, l, a->v, h1c, w.wv, N, d->C, d->kvd);
-    rope_forward(a->q, m->rope_cos, m->rope_sin, d->B, d->T, d->NH, d->hs);
-    rope_forward(a->k, m->rope_cos, m->rope_sin, d->B, d->T, d->NKV, d->hs);
+    op_rope_forward(a->q, m->rope_cos, m->rope_sin, d->B, d->T, d->NH, d->hs);
+    op_rope_forward(a->k, m->rope_cos, m->rope_sin, d->B, d->T, d->NKV, d->hs);
     cast_store(m, AC_SAVED, l, a->q, N, d->qd);
     cast_store(m, AC_SAVED, l, a->k, N, d->kvd);
     cast_store(m, AC_SAVED, l, a->v, N, d->kvd);
@@ -360,14 +360,14 @@ static void layer_forward(llama_model *m, const dims *d, size_t l, layer_acts *a
     proj(m, AC_O_W, l, a->x_mid, yc, w.wo, N, d->qd, d->C);
     for (size_t i = 0; i < N * d->C; i++) a->x_mid[i] += x[i];
     cast_store(m, AC_RESIDUAL, l, a->x_mid, N, d->C);
-    rmsnorm_forward(a->h2, a->rstd2, a->x_mid, w.mlp_norm, N, d->C, eps);
+    op_rmsnorm_forward(a->h2, a->rstd2, a->x_mid, w.mlp_norm, N, d->C, eps);
     cast_store(m, AC_SAVED, l, a->h2, N, d->C);
     const float *h2c = cast_op(m, AC_GATEUP_IN, l, a->h2, N, d->C, 0);
     proj(m, AC_GATEUP_W, l, a->gate, h2c, w.w_gate, N, d->C, d->H);
     proj(m, AC_GATEUP_W, l, a->up, h2c, w.w_up, N, d->C, d->H);
     cast_store(m, AC_SAVED, l, a->gate, N, d->H);
     cast_store(m, AC_SAVED, l, a->up, N, d->H);
-    swiglu_forward(a->act, a->sig, a->gate, a->up, N * d->H);
+    op_swiglu_forward(a->act, a->sig, a->gate, a->up, N * d->H);
     cast_store(m, AC_SAVED, l, a->act, N, d->H);
     const float *actc = cast_op(m, AC_DOWN_IN, l, a->act, N, d->H, 0);
     proj(m, AC_DOWN_W, l, x_out, actc, w.w_down, N, d->H, d->C);
@@ -385,17 +385,17 @@ float llama_forward(llama_model *m, const int *tokens, const int *targets, int B
     m->B = B, m->T = T;
     const dims d = dims_of(m, B, T);
     llama_acts *a = m->acts;
-    encoder_forward(a->x_in[0], tokens, m->p.t[LP_TOK_EMB], d.N, d.C);
+    op_encoder_forward(a->x_in[0], tokens, m->p.t[LP_TOK_EMB], d.N, d.C);
     cast_store(m, AC_RESIDUAL, (size_t)c->n_layers, a->x_in[0], d.N, d.C);
     for (size_t l = 0; l < (size_t)c->n_layers; l++)
         layer_forward(m, &d, l, acts_of(m, l), a->x_in[l], a->x_in[l + 1]);
-    rmsnorm_forward(a->hf, a->rstd_f, a->x_in[c->n_layers], m->p.t[LP_FINAL_NORM], d.N, d.C,
+    op_rmsnorm_forward(a->hf, a->rstd_f, a->x_in[c->n_layers], m->p.t[LP_FINAL_NORM], d.N, d.C,
                     c->norm_eps);
     const float *head = c->tied ? m->p.t[LP_TOK_EMB] : m->p.t[LP_LM_HEAD];
     const size_t top = (size_t)c->n_layers;  // model-level sites count as "layer" L
     proj(m, AC_HEAD_W, top, a->logits, cast_op(m, AC_HEAD_IN, top, a->hf, d.N, d.C, 0), head, d.N, d.C, d.V);
     if (!targets) return 0.0f;
-    return (float)crossentropy_forward(a->lse, a->logits, targets, d.N, d.V);
+    return (float)op_crossentropy_forward(a->lse, a->logits, targets, d.N, d.V);
 }
 
 const float *llama_logits(const llama_model *m) { return m->acts ? m->acts->logits : NULL; }
@@ -410,18 +410,18 @@ static void proj_backward(llama_model *m, ac_site in, ac_site ws, ac_site gs, si
                           size_t IC, size_t OC, bool accumulate) {
     ac_ctx *ac = m->ac;
     if (!ac) {
-        matmul_backward(dinp, dw, dout, x, w, N, IC, OC, accumulate);
+        op_matmul_backward(dinp, dw, dout, x, w, N, IC, OC, accumulate);
         return;
     }
     const int L = (int)l;
-    matmul_dgrad(dinp, ac_cast(ac, gs, L, dout, N, OC, false, 0, true),
+    op_matmul_dgrad(dinp, ac_cast(ac, gs, L, dout, N, OC, false, 0, true),
                  ac_cast(ac, ws, L, w, OC, IC, true, 1, false), N, IC, OC, accumulate);
     if (ac->pol.hadamard) {  // NVFP4: rotate both wgrad operands along N, the summed dimension
         ac_hadamard16(ac, ac->buf[2], dout, N, OC);
         ac_hadamard16(ac, ac->buf[3], x, N, IC);
         dout = ac->buf[2], x = ac->buf[3];
     }
-    matmul_wgrad(dw, ac_cast(ac, gs, L, dout, N, OC, true, 2, false),
+    op_matmul_wgrad(dw, ac_cast(ac, gs, L, dout, N, OC, true, 2, false),
                  ac_cast(ac, in, L, x, N, IC, true, 3, false), N, IC, OC);
 }
 
@@ -434,20 +434,20 @@ static void layer_backward(llama_model *m, const dims *d, size_t l, const layer_
     const size_t N = d->N, C = d->C, H = d->H;
     // MLP branch: x_out = x_mid + w_down(silu(w_gate h2) * w_up h2)
     proj_backward(m, AC_DOWN_IN, AC_DOWN_W, AC_DOWN_GRAD, l, s->dact, g.w_down, s->dx, a->act, w.w_down, N, H, C, false);
-    swiglu_backward(s->dgate, s->dup, s->dact, a->gate, a->up, a->sig, N * H);
+    op_swiglu_backward(s->dgate, s->dup, s->dact, a->gate, a->up, a->sig, N * H);
     proj_backward(m, AC_GATEUP_IN, AC_GATEUP_W, AC_GATEUP_GRAD, l, s->dh, g.w_gate, s->dgate, a->h2, w.w_gate, N, C, H, false);
     proj_backward(m, AC_GATEUP_IN, AC_GATEUP_W, AC_GATEUP_GRAD, l, s->dh, g.w_up, s->dup, a->h2, w.w_up, N, C, H, true);
-    rmsnorm_backward(s->dx, g.mlp_norm, s->dh, a->x_mid, w.mlp_norm, a->rstd2, N, C);
+    op_rmsnorm_backward(s->dx, g.mlp_norm, s->dh, a->x_mid, w.mlp_norm, a->rstd2, N, C);
     // attention branch: x_mid = x + wo(attention(rope(wq h1), rope(wk h1), wv h1))
     proj_backward(m, AC_O_IN, AC_O_W, AC_O_GRAD, l, s->dy, g.wo, s->dx, a->y, w.wo, N, d->qd, C, false);
-    attention_backward(s->dq, s->dk, s->dv, s->dy, a->att, a->q, a->k, a->v, d->B, d->T, d->NH,
+    op_attention_backward(s->dq, s->dk, s->dv, s->dy, a->att, a->q, a->k, a->v, d->B, d->T, d->NH,
                        d->NKV, d->hs);
-    rope_backward(s->dq, m->rope_cos, m->rope_sin, d->B, d->T, d->NH, d->hs);
-    rope_backward(s->dk, m->rope_cos, m->rope_sin, d->B, d->T, d->NKV, d->hs);
+    op_rope_backward(s->dq, m->rope_cos, m->rope_sin, d->B, d->T, d->NH, d->hs);
+    op_rope_backward(s->dk, m->rope_cos, m->rope_sin, d->B, d->T, d->NKV, d->hs);
     proj_backward(m, AC_QKV_IN, AC_QKV_W, AC_QKV_GRAD, l, s->dh, g.wq, s->dq, a->h1, w.wq, N, C, d->qd, false);
     proj_backward(m, AC_QKV_IN, AC_QKV_W, AC_QKV_GRAD, l, s->dh, g.wk, s->dk, a->h1, w.wk, N, C, d->kvd, true);
     proj_backward(m, AC_QKV_IN, AC_QKV_W, AC_QKV_GRAD, l, s->dh, g.wv, s->dv, a->h1, w.wv, N, C, d->kvd, true);
-    rmsnorm_backward(s->dx, g.attn_norm, s->dh, x, w.attn_norm, a->rstd1, N, C);
+    op_rmsnorm_backward(s->dx, g.attn_norm, s->dh, x, w.attn_norm, a->rstd1, N, C);
 }
 
 void llama_backward(llama_model *m, const int *tokens, const int *targets, float loss_scale) {
@@ -458,11 +458,11 @@ void llama_backward(llama_model *m, const int *tokens, const int *targets, float
     const float *head = tied ? m->p.t[LP_TOK_EMB] : m->p.t[LP_LM_HEAD];
     float *dhead = tied ? m->g.t[LP_TOK_EMB] : m->g.t[LP_LM_HEAD];
     // the logits buffer becomes dlogits (the logits are not needed after this)
-    crossentropy_backward(a->logits, a->logits, a->lse, targets, d.N, d.V, loss_scale);
+    op_crossentropy_backward(a->logits, a->logits, a->lse, targets, d.N, d.V, loss_scale);
     proj_backward(m, AC_HEAD_IN, AC_HEAD_W, AC_HEAD_GRAD, (size_t)c->n_layers, a->dh, dhead, a->logits,
                   a->hf, head, d.N, d.C, d.V, false);
     memset(a->dx, 0, d.N * d.C * sizeof *a->dx);
-    rmsnorm_backward(a->dx, m->g.t[LP_FINAL_NORM], a->dh, a->x_in[c->n_layers],
+    op_rmsnorm_backward(a->dx, m->g.t[LP_FINAL_NORM], a->dh, a->x_in[c->n_layers],
                      m->p.t[LP_FINAL_NORM], a->rstd_f, d.N, d.C);
     for (size_t l = (size_t)c->n_layers; l-- > 0;) {
         layer_acts *la = acts_of(m, l);
@@ -476,5 +476,5 @@ void llama_backward(llama_model *m, const int *tokens, const int *targets, float
         }
         layer_backward(m, &d, l, la, a->x_in[l]);
     }
-    encoder_backward(m->g.t[LP_TOK_EMB], a->dx, tokens, d.N, d.C);
+    op_encoder_backward(m->g.t[LP_TOK_EMB], a->dx, tokens, d.N, d.C);
 }
