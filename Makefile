@@ -158,7 +158,7 @@ run-tests: all $(TEST_BIN)
 # asan: the same suites built with AddressSanitizer and UBSan in build-asan/ (CUDA left out).
 asan: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan NO_CUDA=1 OPT="-O1 -fno-omit-frame-pointer" \
-	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" run-tests
+	  SAN="-fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=undefined,float-cast-overflow" run-tests
 
 # GPU suites, on a machine with a GPU (they skip under make test without one).
 # On a machine with a GPU: mm_cuda's paths at n = 4096 and 8192, then PyTorch's (if installed).
@@ -214,3 +214,6 @@ uninstall:
 
 clean:
 	rm -rf build build-asan
+
+# Targets kept in their own files (fuzzing, the Python binding): mk/*.mk.
+-include $(wildcard mk/*.mk)
