@@ -1,6 +1,7 @@
 # fplab: one GNU Makefile. `make` builds build/libfplab.a and build/fplab; `make help` lists
 # the targets. It detects OpenMP, MPFR, Criterion, a BLAS and nvcc and says what it found.
-# Opt-outs: NO_CUDA=1, NO_OMP=1. ARCH=... overrides -march=native (x86-64-v3 for valgrind).
+# Opt-outs: NO_CUDA=1, NO_OMP=1. ARCH=... overrides -march=native (x86-64-v3 for valgrind; ARCH=
+# empty: the compiler's default). `make install` builds apart with a portable ARCH (INSTALL_ARCH).
 
 SHELL := /bin/bash
 CC ?= cc
@@ -8,13 +9,18 @@ ARCH ?= native
 BUILD ?= build
 PREFIX ?= /usr/local
 OPT ?= -O3
-CFLAGS_BASE := -std=c11 -D_GNU_SOURCE $(OPT) $(SAN) -march=$(ARCH) -g -Wall -Wextra -Wno-unknown-pragmas -Wno-psabi \
+# The one version string: `fplab --version`, libfplab.so.$(VERSION) and its SONAME
+# libfplab.so.$(SOVERSION), fplab.pc, and the Python package (python/setup.py reads this line).
+VERSION := 0.2.0
+SOVERSION := $(firstword $(subst ., ,$(VERSION)))
+LIBDIR ?= $(PREFIX)/lib
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE $(OPT) $(SAN) $(if $(ARCH),-march=$(ARCH)) -g -Wall -Wextra -Wno-unknown-pragmas -Wno-psabi \
                -fno-math-errno -fno-trapping-math -ffp-contract=off -I.
 LDLIBS_BASE := -lm
 
 # Debian packages the project needs (make deps installs the missing ones).
 DEB_PKGS := build-essential pkg-config libmpfr-dev libgmp-dev libcriterion-dev libopenblas-dev \
-            gnuplot-nox python3 fortunes
+            gnuplot-nox python3 python3-venv python3-dev fortunes
 
 # --- detection
 have_hdr = $(shell printf '#include <$(1)>\nint main(void){return 0;}\n' | \
@@ -31,6 +37,9 @@ endif
 OMPFLAGS := $(if $(HAVE_OMP),-fopenmp,)
 CFLAGS ?= $(CFLAGS_BASE)
 CFLAGS += $(OMPFLAGS)
+# Position-independent code, so that the same objects make libfplab.a and libfplab.so; calls
+# inside the library bind locally (the version script's exports are an interface, not hooks).
+CFLAGS += -fPIC -fno-semantic-interposition -DFPLAB_VERSION='"$(VERSION)"'
 BLAS_LIBS := $(if $(HAVE_BLAS),-lopenblas,)
 CFLAGS += $(if $(HAVE_BLAS),-DFPLAB_HAVE_BLAS,)
 LDLIBS := $(LDLIBS_BASE) $(OMPFLAGS) $(BLAS_LIBS)
@@ -44,6 +53,7 @@ CUDA_SRC := $(if $(NVCC),$(wildcard kernels/*.cu),)
 CUDA_OBJ := $(CUDA_SRC:%.cu=$(BUILD)/%.o)
 ifneq ($(NVCC),)
 CFLAGS += -DFPLAB_HAVE_CUDA
+CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcublasLt -lcudart -lstdc++
 LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcudart -lstdc++
 endif
 
@@ -63,7 +73,7 @@ TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%)
 MPFR_LIBS := -lmpfr -lgmp
 
 .PHONY: all lib cli deps config test test-gpu bench-gpu asan run-tests bench demo verify-exhaustive check-peers \
-        check-trainer-torch install uninstall clean help
+        check-trainer-torch install install-built pc check-install check-symbols uninstall clean help
 all: config lib cli
 
 help:
@@ -78,7 +88,9 @@ help:
 	@echo "make verify-exhaustive  every float32 input, every format <= 16 bits, against MPFR"
 	@echo "make check-peers        compare with ml_dtypes (pip) and write tests/fixtures"
 	@echo "make check-trainer-torch  the Llama against transformers (pip: torch) and write tests/fixtures"
-	@echo "make install PREFIX=... library, headers, command and fplab.pc"
+	@echo "make install PREFIX=... DESTDIR=...  portable build: libfplab.a, libfplab.so.$(VERSION), headers, command, fplab.pc"
+	@echo "make check-install      a DESTDIR install without CUDA, linked by a C program through pkg-config (in make test)"
+	@echo "make check-symbols      every exported symbol of libfplab.a/.so carries a prefix (in make test)"
 
 config:
 	@echo "fplab build: cc=$(CC) arch=$(ARCH) openmp=$(or $(HAVE_OMP),no) mpfr=$(or $(HAVE_MPFR),no)" \
@@ -94,7 +106,7 @@ deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null && echo "deps: done"; \
 	else echo "deps: missing$$missing; run: sudo apt-get install -y$$missing"; exit 1; fi
 
-lib: $(BUILD)/libfplab.a
+lib: $(BUILD)/libfplab.a $(BUILD)/libfplab.so
 cli: $(BUILD)/fplab
 
 $(BUILD)/%.o: %.c $(wildcard */*.h) | $(BUILD)
@@ -112,6 +124,17 @@ $(BUILD)/libfplab.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+# The shared library: the same objects; mk/libfplab.ver exports the prefixed public API only
+# (internal prefix__ helpers and everything unprefixed stay local); SONAME libfplab.so.MAJOR.
+SHLIB := libfplab.so.$(VERSION)
+$(BUILD)/$(SHLIB): $(LIB_OBJ) mk/libfplab.ver
+	$(CC) -shared $(CFLAGS) -Wl,-soname,libfplab.so.$(SOVERSION) -Wl,--version-script=mk/libfplab.ver \
+	  -Wl,--no-undefined -o $@ $(LIB_OBJ) $(LDLIBS) $(MPFR_LIBS)
+$(BUILD)/libfplab.so: $(BUILD)/$(SHLIB)
+	ln -sf $(SHLIB) $(BUILD)/libfplab.so.$(SOVERSION)
+	ln -sf libfplab.so.$(SOVERSION) $@
+
+$(BUILD)/cli/main.o: Makefile  # FPLAB_VERSION
 $(BUILD)/fplab: $(CLI_OBJ) $(BUILD)/libfplab.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) $(MPFR_LIBS)
 
@@ -123,7 +146,7 @@ $(BUILD)/tests/%: tests/%.c $(CLI_UNITS) $(BUILD)/libfplab.a $(wildcard tests/*.
 
 # The own CUDA kernels run on the CPU (tests/cuda_shim.cpp, one std::thread per CUDA thread),
 # so that their logic is tested on every machine; g++ builds the shim from the same source.
-SHIM_CXXFLAGS := -std=c++20 $(OPT) $(SAN) -march=$(ARCH) -g -Wall -Wextra -Wno-psabi -fno-math-errno \
+SHIM_CXXFLAGS := -std=c++20 $(OPT) $(SAN) $(if $(ARCH),-march=$(ARCH)) -g -Wall -Wextra -Wno-psabi -fno-math-errno \
                  -fno-trapping-math -ffp-contract=off -I. -pthread
 $(BUILD)/tests/cuda_shim.o: tests/cuda_shim.cpp kernels/scaled_mm_cuda_kernels.cuh $(wildcard */*.h)
 	@mkdir -p $(dir $@)
@@ -142,6 +165,8 @@ $(BUILD)/tools/%: tools/%.c $(BUILD)/libfplab.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< -o $@ $(BUILD)/libfplab.a $(LDLIBS) $(MPFR_LIBS)
 
+# Further checks run by run-tests after the suites, each a make target (mk/*.mk add theirs).
+TEST_TARGETS := check-symbols $(if $(SAN),,check-install)
 # test: every suite runs even if one fails; the exit status says whether all passed. Suites run
 # two tests at a time, each with OpenMP threads: short spinning keeps the oversubscribed cores
 # from stalling each other (fplab itself sets this when it starts; see kernels/blas_tune.h).
@@ -152,7 +177,8 @@ run-tests: all $(TEST_BIN)
 	@fail=0; for t in $(TEST_BIN); do \
 	  echo "== $$t"; GOMP_SPINCOUNT=1000 $$t --jobs 2 || fail=1; \
 	done; \
-	if [ -x tests/cli_test.sh ] || [ -f tests/cli_test.sh ]; then echo "== tests/cli_test.sh"; bash tests/cli_test.sh $(BUILD)/fplab || fail=1; fi; \
+	for s in tests/*_test.sh; do echo "== $$s"; GOMP_SPINCOUNT=1000 bash $$s $(BUILD)/fplab || fail=1; done; \
+	for x in $(TEST_TARGETS); do echo "== make $$x"; $(MAKE) --no-print-directory $$x || fail=1; done; \
 	exit $$fail
 
 # asan: the same suites built with AddressSanitizer and UBSan in build-asan/ (CUDA left out).
@@ -199,18 +225,62 @@ check-peers: all
 check-trainer-torch: all $(BUILD)/tools/dump_llama
 	python3 tools/check_llama_torch.py $(BUILD)/tools/dump_llama
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/fplab/formats \
-	  $(DESTDIR)$(PREFIX)/include/fplab/kernels $(DESTDIR)$(PREFIX)/lib/pkgconfig
-	install -m 644 $(BUILD)/libfplab.a $(DESTDIR)$(PREFIX)/lib/
+# install: a portable build (ARCH=$(INSTALL_ARCH); INSTALL_ARCH= leaves -march to the compiler)
+# in $(BUILD)/dist, then install-built copies it: libfplab.a, libfplab.so.$(VERSION) with the
+# links libfplab.so.$(SOVERSION) (SONAME) and libfplab.so, the public headers of formats/,
+# kernels/ and autocast/ under include/fplab, the command and fplab.pc. The dev build keeps
+# ARCH=native; the AVX2/AVX-512 paths are compile-time choices (docs/python.md, "Installing").
+INSTALL_ARCH ?= x86-64-v2
+INC_DIRS := formats kernels autocast
+install:
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/dist ARCH=$(INSTALL_ARCH) install-built
+
+install-built: all pc
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/bin \
+	  $(addprefix $(DESTDIR)$(PREFIX)/include/fplab/,$(INC_DIRS))
+	install -m 644 $(BUILD)/libfplab.a $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(BUILD)/$(SHLIB) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(SHLIB) $(DESTDIR)$(LIBDIR)/libfplab.so.$(SOVERSION)
+	ln -sf libfplab.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libfplab.so
 	install -m 755 $(BUILD)/fplab $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 $(filter-out %_internal.h %round_scalar.h,$(wildcard formats/*.h)) $(DESTDIR)$(PREFIX)/include/fplab/formats/
-	install -m 644 $(filter-out %_internal.h,$(wildcard kernels/*.h)) $(DESTDIR)$(PREFIX)/include/fplab/kernels/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBS@|$(LDLIBS) $(MPFR_LIBS)|' fplab.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/fplab.pc
+	for d in $(INC_DIRS); do \
+	  install -m 644 $$(ls $$d/*.h | grep -v -e '_internal\.h$$' -e 'round_scalar\.h$$') \
+	    $(DESTDIR)$(PREFIX)/include/fplab/$$d/ || exit 1; done
+	install -m 644 $(BUILD)/fplab.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
+
+# fplab.pc: a shared link needs -lfplab only (the .so names its own dependencies); --static adds
+# Requires.private (the .pc files of MPFR, GMP and OpenBLAS, where installed) and Libs.private
+# (the rest: those without a .pc, OpenMP, CUDA, libm).
+pc: | $(BUILD)
+	@req=""; priv="$(strip $(OMPFLAGS) $(CUDA_LIBS) -lm)"; \
+	for d in mpfr:-lmpfr gmp:-lgmp $(if $(HAVE_BLAS),openblas:-lopenblas); do \
+	  if pkg-config --exists $${d%%:*} 2>/dev/null; then req="$$req $${d%%:*}"; else priv="$${d#*:} $$priv"; fi; \
+	done; \
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))|' -e 's|@VERSION@|$(VERSION)|' \
+	  -e "s|@REQUIRES_PRIVATE@|$${req# }|" -e "s|@LIBS_PRIVATE@|$$priv|" fplab.pc.in > $(BUILD)/fplab.pc
 
 uninstall:
-	rm -rf $(DESTDIR)$(PREFIX)/include/fplab $(DESTDIR)$(PREFIX)/lib/libfplab.a \
-	  $(DESTDIR)$(PREFIX)/bin/fplab $(DESTDIR)$(PREFIX)/lib/pkgconfig/fplab.pc
+	rm -rf $(DESTDIR)$(PREFIX)/include/fplab $(DESTDIR)$(LIBDIR)/libfplab.a $(DESTDIR)$(LIBDIR)/libfplab.so \
+	  $(DESTDIR)$(LIBDIR)/libfplab.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/$(SHLIB) \
+	  $(DESTDIR)$(PREFIX)/bin/fplab $(DESTDIR)$(LIBDIR)/pkgconfig/fplab.pc
+
+# check-symbols: every exported symbol of the archive and the shared library carries a prefix
+# of mk/libfplab.ver, and the .so hides the internal ones (part of make test).
+check-symbols: lib
+	bash tests/check_symbols.sh $(BUILD)/libfplab.a $(BUILD)/libfplab.so
+
+# check-install: what a distribution gets. A portable build without CUDA (as on a machine that
+# has none) is installed with DESTDIR; a C program that rounds a number is built with nothing but
+# `pkg-config --cflags --libs fplab` (shared) and --static, and run; SONAME, links, headers on
+# their own, no AVX instructions, the symbols. The dev build's fplab.pc must keep CUDA, MPFR
+# and OpenBLAS out of the shared link too (part of make test).
+CHECK_INSTALL := $(BUILD)/check-install
+check-install: pc
+	@rm -rf $(CHECK_INSTALL)/root
+	@$(MAKE) --no-print-directory BUILD=$(CHECK_INSTALL) NO_CUDA=1 ARCH=$(INSTALL_ARCH) PREFIX=/usr \
+	  LIBDIR=/usr/lib DESTDIR=$(abspath $(CHECK_INSTALL))/root install-built >$(CHECK_INSTALL).log 2>&1 || \
+	  { cat $(CHECK_INSTALL).log; echo "check-install: the NO_CUDA install failed"; exit 1; }
+	bash tests/check_install.sh $(CHECK_INSTALL)/root /usr/lib $(VERSION) $(BUILD)/fplab.pc '$(INSTALL_ARCH)'
 
 clean:
 	rm -rf build build-asan

@@ -3,6 +3,7 @@
 #include "autocast/autocast.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -276,8 +277,96 @@ void ac_state_save(const ac_ctx *c, void *out) {
     memcpy(p, c->hist, slots * hl * sizeof *c->hist);
 }
 
+// What a cast can leave in the state, checked field by field (a checkpoint's checksum says the
+// bytes are intact, not that they are sane): the loss scaler as its policy allows it, and per
+// (site, layer) slot an amax count in [0, AC_STATE_MAX_COUNT] (0 for sites without delayed
+// scaling), history entries that are amaxes (>= 0, not NaN; +inf when an input was infinite)
+// and zero past the count. A negative count used to index the history at count % length < 0.
+static int state_fail(char *msg, size_t msg_len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int state_fail(char *msg, size_t msg_len, const char *fmt, ...) {
+    if (msg && msg_len) {
+        int k = snprintf(msg, msg_len, "autocast state: ");
+        va_list ap;
+        va_start(ap, fmt);
+        if (k >= 0 && (size_t)k < msg_len) vsnprintf(msg + k, msg_len - (size_t)k, fmt, ap);
+        va_end(ap);
+    }
+    return AC_EINVAL;
+}
+
+static int check_scaler(const ac_scaler *s, const ac_scaler_cfg *k, char *msg, size_t msg_len) {
+    if (!(s->scale > 0) || !isfinite(s->scale))
+        return state_fail(msg, msg_len, "loss scale %g; expected a positive finite number", s->scale);
+    if (s->good_steps < 0) return state_fail(msg, msg_len, "good_steps %d; expected >= 0", (int)s->good_steps);
+    const int64_t cnt[3] = {s->skipped, s->grown, s->backed_off};
+    const char *name[3] = {"skipped", "grown", "backed_off"};
+    for (int i = 0; i < 3; i++)
+        if (cnt[i] < 0 || cnt[i] > AC_STATE_MAX_COUNT)
+            return state_fail(msg, msg_len, "loss scaler %s %lld; expected 0 to %lld", name[i], (long long)cnt[i],
+                              (long long)AC_STATE_MAX_COUNT);
+    switch (k->kind) {
+    case AC_SCALE_NONE:
+        if (s->scale != 1.0f) return state_fail(msg, msg_len, "loss scale %g; loss_scale none keeps 1", s->scale);
+        if (s->skipped || s->grown || s->backed_off)
+            return state_fail(msg, msg_len, "loss scaler skipped %lld, grown %lld, backed_off %lld; loss_scale none "
+                              "never skips or changes the scale", (long long)s->skipped, (long long)s->grown,
+                              (long long)s->backed_off);
+        return AC_OK;
+    case AC_SCALE_STATIC:
+        if (s->scale != k->init)
+            return state_fail(msg, msg_len, "loss scale %g; loss_scale static keeps %g", s->scale, k->init);
+        if (s->grown || s->backed_off)
+            return state_fail(msg, msg_len, "loss scaler grown %lld, backed_off %lld; a static scale never changes",
+                              (long long)s->grown, (long long)s->backed_off);
+        return AC_OK;
+    case AC_SCALE_DYNAMIC:
+        if (s->scale < k->min_scale)
+            return state_fail(msg, msg_len, "loss scale %g; expected at least the policy's min=%g", s->scale,
+                              k->min_scale);
+        if (s->good_steps >= k->interval)
+            return state_fail(msg, msg_len, "good_steps %d; expected below the policy's interval=%d",
+                              (int)s->good_steps, k->interval);
+        return AC_OK;
+    }
+    return state_fail(msg, msg_len, "the policy's loss scaler kind %d is unknown", (int)k->kind);
+}
+
+int ac_state_check(const ac_ctx *c, const void *in, size_t n, char *msg, size_t msg_len) {
+    const size_t want = ac_state_bytes(c);
+    if (n != want)
+        return state_fail(msg, msg_len, "%zu bytes; this policy and model (%d layers) need %zu", n, c->n_layers, want);
+    const size_t L1 = (size_t)(c->n_layers + 1), slots = (size_t)AC_NSITES * L1;
+    const size_t hl = c->pol.amax_history > 0 ? (size_t)c->pol.amax_history : 1;
+    const char *p = in;
+    ac_scaler s;
+    memcpy(&s, p, sizeof s);
+    int st = check_scaler(&s, &c->pol.scaler, msg, msg_len);
+    if (st != AC_OK) return st;
+    const char *counts = p + sizeof s, *hist = counts + slots * sizeof(int64_t);
+    for (size_t k = 0; k < slots; k++) {
+        const ac_site site = (ac_site)(k / L1);
+        const int layer = k % L1 == (size_t)c->n_layers ? -1 : (int)(k % L1);
+        const bool delayed = c->pol.site[site].active && c->pol.site[site].delayed;
+        int64_t cnt;
+        memcpy(&cnt, counts + k * sizeof cnt, sizeof cnt);
+        if (cnt < 0 || cnt > AC_STATE_MAX_COUNT || (!delayed && cnt != 0))
+            return state_fail(msg, msg_len, "amax-history count %lld of site %s (layer %d); expected %s", (long long)cnt,
+                              ac_site_name(site), layer, delayed ? "0 to 2^53" : "0 (the site has no delayed scaling)");
+        const size_t used = (size_t)cnt < hl ? (size_t)cnt : hl;
+        for (size_t i = 0; i < hl; i++) {
+            float a;
+            memcpy(&a, hist + (k * hl + i) * sizeof a, sizeof a);
+            if (i < used ? !(a >= 0) : a != 0)
+                return state_fail(msg, msg_len, "amax history of site %s (layer %d), entry %zu of %lld pushed: %g; "
+                                  "expected %s", ac_site_name(site), layer, i, (long long)cnt, a,
+                                  i < used ? "an amax (>= 0)" : "0 (never pushed)");
+        }
+    }
+    return AC_OK;
+}
+
 int ac_state_load(ac_ctx *c, const void *in, size_t n) {
-    if (n != ac_state_bytes(c)) return AC_EINVAL;
+    if (ac_state_check(c, in, n, NULL, 0) != AC_OK) return AC_EINVAL;
     const size_t slots = (size_t)AC_NSITES * (size_t)(c->n_layers + 1);
     const size_t hl = c->pol.amax_history > 0 ? (size_t)c->pol.amax_history : 1;
     const char *p = in;

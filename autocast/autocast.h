@@ -92,9 +92,22 @@ void ac_write_json(const ac_ctx *c, FILE *f);
 // float32), and the strings "nan", "inf", "-inf" for the values JSON has no literal for.
 void ac_json_num(FILE *f, double v, int digits);
 
-// Delayed-scaling state for checkpoints: a flat byte image (hist and hist_count).
+// State for checkpoints: a flat byte image of the loss scaler (the ac_scaler struct), then
+// int64 hist_count[AC_NSITES][n_layers+1], then float hist[AC_NSITES][n_layers+1][amax_history].
 size_t ac_state_bytes(const ac_ctx *c);
 void ac_state_save(const ac_ctx *c, void *out);
-int ac_state_load(ac_ctx *c, const void *in, size_t n);  // AC_EINVAL on a size mismatch
+// Largest count the state may hold (amaxes pushed, steps skipped, scale changes): 2^53, far
+// above any run and exact in a double.
+#define AC_STATE_MAX_COUNT ((int64_t)1 << 53)
+// Checks an image against c's policy and model before anything is loaded: the size; the loss
+// scale positive and finite (1 for loss_scale none, the policy's scale for static, at least
+// min for dynamic, with good_steps below its interval); the scaler's counts in
+// [0, AC_STATE_MAX_COUNT] (none: no skips; none and static: no scale changes); each slot's
+// amax count in [0, AC_STATE_MAX_COUNT] and 0 for sites without delayed scaling; history
+// entries >= 0 (not NaN) where pushed and 0 past the count. AC_EINVAL with a message naming the
+// field (msg may be NULL), else AC_OK. Reads only; c is not changed.
+int ac_state_check(const ac_ctx *c, const void *in, size_t n, char *msg, size_t msg_len);
+// ac_state_check, then the image into c; AC_EINVAL (c unchanged) when the check fails.
+int ac_state_load(ac_ctx *c, const void *in, size_t n);
 
 #endif

@@ -177,6 +177,9 @@ static int check_rule(ctx *c, int s, const ac_rule *r) {
         return fail(c, line, "site %s: scaling has tile %dx%d and scale rounding %d; expected tile sizes "
                     ">= 0 and a rounding of ocp, up or rne", site_names[s], sc->tile_rows, sc->tile_cols,
                     (int)sc->scale_round);
+    if (!sc->none && sc->nan_block && !sc->scale_fmt.has_nan)
+        return fail(c, line, "site %s: scaling has :nanblock with scale format %s, which has no NaN; expected "
+                    "a scale format with one (e8m0, e4m3, bf16, fp32, ...)", site_names[s], sc->scale_fmt.name);
     if (r->delayed && !is_tensor_recipe(sc))
         return fail(c, line, "site %s: delayed scaling needs the per-tensor recipe (tensor); the rule has "
                     "another one", site_names[s]);
@@ -685,7 +688,8 @@ static bool rule_same(const ac_rule *a, const ac_rule *b) {
     return a->active == b->active && fmt_same(&a->fmt, &b->fmt) && a->delayed == b->delayed &&
            x->none == y->none && x->tile_rows == y->tile_rows && x->tile_cols == y->tile_cols &&
            fmt_same(&x->scale_fmt, &y->scale_fmt) && x->scale_round == y->scale_round &&
-           x->tensor_scale == y->tensor_scale && r->mode == t->mode && r->overflow == t->overflow &&
+           x->tensor_scale == y->tensor_scale && x->nan_block == y->nan_block && r->mode == t->mode &&
+           r->overflow == t->overflow &&
            r->flush_subnormals == t->flush_subnormals && r->sr_bits == t->sr_bits && r->seed == t->seed &&
            r->stream == t->stream && r->offset == t->offset;
 }

@@ -122,10 +122,10 @@ const char *ac_preset_names(void);
 
 // Checks a policy built by hand (ac_policy_parse runs the same checks with line numbers):
 // site formats that do not fit in float32, e8m0 or unsigned element formats (unsigned allowed
-// for adam.v), delayed on anything but the per-tensor recipe, update round|sr|kahan without an
-// active master site or update fp32 with one, bad loss-scale numbers, amax_history < 1,
-// hadamard not 0 or 16, an emulated accumulator with matmul operands of more than 12 bits of
-// precision. AC_EINVAL with a message, or AC_OK with warnings in msg (fp16-range gradients with
+// for adam.v), delayed on anything but the per-tensor recipe, a :nanblock recipe whose scale
+// format has no NaN, update round|sr|kahan without an active master site or update fp32 with
+// one, bad loss-scale numbers, amax_history < 1, hadamard not 0 or 16, an emulated accumulator
+// with matmul operands of more than 12 bits of precision. AC_EINVAL with a message, or AC_OK with warnings in msg (fp16-range gradients with
 // neither loss nor tensor scaling; loss scaling with saturating gradient casts, which hide the
 // overflow from the scaler).
 int ac_policy_validate(const ac_policy *p, char *msg, size_t msg_len);
@@ -134,5 +134,9 @@ bool ac_policy_equal(const ac_policy *a, const ac_policy *b);
 // The text of preset name (as ac_policy_load uses it) into buf, like snprintf: returns its
 // length, or 0 when name is not a preset.
 size_t ac_preset_text(const char *name, char *buf, size_t cap);
+// The one-line description of preset name (for `fplab policy --list`): its text's
+// "# description: ..." line, less that prefix and the newline, into buf, like snprintf;
+// 0 when name is not a preset (every preset has one: tests/test_policy.c).
+size_t ac_preset_description(const char *name, char *buf, size_t cap);
 
 #endif

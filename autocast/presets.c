@@ -1,7 +1,8 @@
 // presets.c: the preset policies as text, the source of truth for ac_policy_load. The files
 // autocast/presets/NAME.policy are the same texts for a user to copy (test_policy checks that
 // they are equal). fp16-static-S is one template: "@S@" stands for the scale, so that
-// fp16-static-1024 is the example file and any positive S loads by name.
+// fp16-static-1024 is the example file and any positive S loads by name. Each text opens with a
+// "# description: ..." comment line, the one line `fplab policy --list` prints for it.
 // Constraints: data and lookup only; parsing lives in policy.c.
 #include <float.h>
 #include <math.h>
@@ -18,6 +19,7 @@ typedef struct {
 
 static const preset presets[] = {
     {"fp32",
+     "# description: float32 everywhere: the baseline, bitwise the plain trainer\n"
      "# fp32: the baseline. Nothing is cast: every site stays float32, the weights are updated in\n"
      "# float32 and the loss is not scaled.\n"
      "name fp32\n"
@@ -25,6 +27,7 @@ static const preset presets[] = {
      "loss_scale none\n"
      "update fp32\n"},
     {"bf16-amp",
+     "# description: bf16 matmul operands, fp32 master weights, no loss scaling (PyTorch autocast)\n"
      "# bf16-amp: mixed precision after Micikevicius et al. 2018 (\"Mixed Precision Training\", ICLR)\n"
      "# with bfloat16 in place of fp16, as PyTorch's autocast(dtype=torch.bfloat16) runs it: the\n"
      "# operands of every matmul in bf16, float32 master weights, optimizer and everything else.\n"
@@ -36,6 +39,7 @@ static const preset presets[] = {
      "loss_scale none\n"
      "update fp32\n"},
     {"fp16-amp",
+     "# description: fp16 matmul operands, fp32 master weights, dynamic loss scaling (GradScaler)\n"
      "# fp16-amp: Micikevicius et al. 2018 (\"Mixed Precision Training\", ICLR): the operands of every\n"
      "# matmul in fp16, float32 master weights, and dynamic loss scaling with PyTorch GradScaler's\n"
      "# defaults (a step whose gradients hold an inf or NaN is skipped and the scale halved; the\n"
@@ -48,6 +52,7 @@ static const preset presets[] = {
      "loss_scale dynamic init=65536 growth=2 backoff=0.5 interval=2000 min=1\n"
      "update fp32\n"},
     {"fp16-amp-noscale",
+     "# description: fp16-amp without loss scaling: the ablation where small gradients underflow\n"
      "# fp16-amp-noscale: fp16-amp without loss scaling, the ablation of Micikevicius et al. 2018\n"
      "# (\"Mixed Precision Training\", ICLR): gradients below fp16's smallest subnormal (2^-24)\n"
      "# underflow to zero, and an overflow goes into the weights, since no step is ever skipped.\n"
@@ -58,6 +63,7 @@ static const preset presets[] = {
      "loss_scale none\n"
      "update fp32\n"},
     {"fp16-static-@S@",
+     "# description: fp16-amp with a constant loss scale of @S@ (any positive S loads by name)\n"
      "# fp16-static-@S@: fp16-amp with a constant loss scale of @S@, the first recipe of\n"
      "# Micikevicius et al. 2018 (\"Mixed Precision Training\", ICLR): a step whose gradients hold an\n"
      "# inf or NaN is skipped, and the scale never changes. Any positive scale loads by name:\n"
@@ -69,6 +75,7 @@ static const preset presets[] = {
      "loss_scale static @S@\n"
      "update fp32\n"},
     {"pure-bf16",
+     "# description: bf16 weights, gradients and Adam moments, updates rounded to nearest (swamping)\n"
      "# pure-bf16: everything in bfloat16, with no float32 copy of the weights: matmul operands,\n"
      "# weights, parameter gradients and both Adam moments in bf16, and each new weight rounded to\n"
      "# nearest. An update smaller than half an ulp of its weight is lost (swamping): the failure\n"
@@ -85,6 +92,7 @@ static const preset presets[] = {
      "loss_scale none\n"
      "update round\n"},
     {"pure-bf16-sr",
+     "# description: pure-bf16 with stochastic rounding of the weight update\n"
      "# pure-bf16-sr: pure-bf16 with the weight update rounded stochastically (Zamirai et al. 2020,\n"
      "# \"Revisiting BFloat16 Training\"): a small update moves its weight one ulp with probability\n"
      "# |update| / ulp, so it is kept in expectation instead of being swamped.\n"
@@ -99,6 +107,7 @@ static const preset presets[] = {
      "loss_scale none\n"
      "update sr\n"},
     {"pure-bf16-kahan",
+     "# description: pure-bf16 with a Kahan-compensated weight update\n"
      "# pure-bf16-kahan: pure-bf16 with Kahan-compensated weight updates (Zamirai et al. 2020,\n"
      "# \"Revisiting BFloat16 Training\"): a bf16 buffer per weight keeps the part of each update that\n"
      "# rounding lost and adds it back at the next step.\n"
@@ -113,6 +122,7 @@ static const preset presets[] = {
      "loss_scale none\n"
      "update kahan\n"},
     {"fp8-delayed",
+     "# description: e4m3 forward, e5m2 gradients, per-tensor scales from a 1024-step amax history\n"
      "# fp8-delayed: FP8 training with NVIDIA Transformer Engine's DelayedScaling recipe at its\n"
      "# defaults: format HYBRID (e4m3 for activations and weights, e5m2 for gradients),\n"
      "# amax_history_len 1024, amax_compute_algo \"max\", margin 0, saturating casts; each tensor is\n"
@@ -128,6 +138,7 @@ static const preset presets[] = {
      "loss_scale none\n"
      "update fp32\n"},
     {"fp8-current",
+     "# description: e4m3 forward, e5m2 gradients, per-tensor scales from the current amax\n"
      "# fp8-current: fp8-delayed with current scaling, as Transformer Engine's\n"
      "# Float8CurrentScaling recipe: each tensor is scaled by max_fp8 / its own amax, computed on the\n"
      "# spot (recipe tensor). e4m3 activations and weights, e5m2 gradients, float32 master weights;\n"
@@ -141,6 +152,7 @@ static const preset presets[] = {
      "loss_scale none\n"
      "update fp32\n"},
     {"fp8-block",
+     "# description: e4m3, power-of-two scales per 1x128 tile and 128x128 weight block (DeepSeek-V3)\n"
      "# fp8-block: fine-grained FP8 after DeepSeek-V3 (DeepSeek-AI 2024, technical report): e4m3\n"
      "# everywhere, gradients included; activations and gradients get one scale per 1x128 tile\n"
      "# (per token, per 128 channels), weights one per 128x128 block. Here the scales are powers of\n"
@@ -154,6 +166,7 @@ static const preset presets[] = {
      "loss_scale none\n"
      "update fp32\n"},
     {"mxfp8",
+     "# description: OCP MXFP8: e4m3 (e5m2 gradients) in blocks of 32 with e8m0 scales\n"
      "# mxfp8: OCP Microscaling Formats (MX) Specification v1.0: every block of 32 elements along K\n"
      "# shares an e8m0 scale, chosen as OCP specifies (2^(floor(log2 amax) - emax_elem), which may\n"
      "# clip the top of a block); e4m3 activations and weights, e5m2 gradients. \"mx:up\" rounds the\n"
@@ -167,6 +180,7 @@ static const preset presets[] = {
      "loss_scale none\n"
      "update fp32\n"},
     {"mxfp6",
+     "# description: OCP MXFP6: e2m3 (e3m2 gradients) in blocks of 32 with e8m0 scales\n"
      "# mxfp6: OCP Microscaling Formats (MX) Specification v1.0, MXFP6: blocks of 32 with an e8m0\n"
      "# scale (OCP rounding; mx:up is the alternative), e2m3 activations and weights (more\n"
      "# precision), e3m2 gradients (more range). Float32 master weights; the LM head stays bf16.\n"
@@ -178,6 +192,7 @@ static const preset presets[] = {
      "loss_scale none\n"
      "update fp32\n"},
     {"mxfp4",
+     "# description: OCP MXFP4: e2m1 in blocks of 32 with e8m0 scales\n"
      "# mxfp4: OCP Microscaling Formats (MX) Specification v1.0, MXFP4: e2m1 elements in blocks of\n"
      "# 32 with an e8m0 scale (OCP rounding; mx:up is the alternative) on every matmul operand.\n"
      "# Float32 master weights; the LM head stays bf16.\n"
@@ -189,6 +204,7 @@ static const preset presets[] = {
      "loss_scale none\n"
      "update fp32\n"},
     {"nvfp4",
+     "# description: NVFP4: e2m1 in blocks of 16, e4m3 scales under an fp32 tensor scale, SR gradients\n"
      "# nvfp4: NVIDIA's NVFP4 pretraining recipe (NVIDIA 2025, \"Pretraining Large Language Models\n"
      "# with NVFP4\"): e2m1 elements, blocks of 16 with e4m3 scales under a float32 tensor scale.\n"
      "# Weights use 16x16 tiles of e4m3 scales under the tensor scale (\"+tensor\"), so the same\n"
@@ -249,5 +265,27 @@ size_t ac_preset_text(const char *name, char *buf, size_t cap) {
             if (buf && n + 1 < cap) buf[n] = piece[j];
     }
     if (buf && cap) buf[n < cap ? n : cap - 1] = 0;
+    return n;
+}
+
+static const char description_tag[] = "# description: ";
+
+size_t ac_preset_description(const char *name, char *buf, size_t cap) {
+    if (buf && cap) buf[0] = 0;
+    const size_t tlen = ac_preset_text(name, NULL, 0);
+    if (!tlen) return 0;
+    char *text = malloc(tlen + 1);
+    if (!text) return 0;
+    ac_preset_text(name, text, tlen + 1);
+    const size_t tag = sizeof description_tag - 1;
+    const char *d = NULL;
+    for (const char *line = text; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL)
+        if (!strncmp(line, description_tag, tag)) {
+            d = line + tag;
+            break;
+        }
+    const size_t n = d ? strcspn(d, "\n") : 0;
+    if (buf && cap) snprintf(buf, cap, "%.*s", (int)n, d ? d : "");
+    free(text);
     return n;
 }

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #ifdef FPLAB_HAVE_BLAS
 #include <cblas.h>
@@ -20,14 +19,9 @@
 #include "kernels/blas_tune.h"
 #include "kernels/mm_operand.h"
 #include "kernels/scaled_mm.h"
+#include "trainer/fileio.h"
 
 enum { MAX_SIZES = 16, REPS = 3 };
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int parse_sizes(const char *arg, size_t *out) {
     int n = 0;
@@ -67,9 +61,9 @@ static double time_mm(const config *c, const float *a, const float *b, float *C,
     if (mm_qmat_from_f32(&qb, MM_SIDE_B, b, n, n, &f, &sc, &qo)) return mm_qmat_free(&qa), -1;
     double best = -1;
     for (int r = 0; r < REPS; r++) {
-        const double t0 = now_s();
+        const double t0 = fio_now();
         const int st = mm_cpu(C, n, &qa.op, &qb.op, n, n, n, &o);
-        const double t = now_s() - t0;
+        const double t = fio_now() - t0;
         if (st != MM_OK) {
             best = -1;
             break;
@@ -84,10 +78,10 @@ static double time_sgemm(const float *a, const float *b, float *C, size_t n) {
 #ifdef FPLAB_HAVE_BLAS
     double best = -1;
     for (int r = 0; r < REPS; r++) {
-        const double t0 = now_s();
+        const double t0 = fio_now();
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0f, a, (int)n, b,
                     (int)n, 0.0f, C, (int)n);
-        const double t = now_s() - t0;
+        const double t = fio_now() - t0;
         if (best < 0 || t < best) best = t;
     }
     return best;

@@ -10,19 +10,13 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "kernels/blas_tune.h"
 #include "kernels/llama_ops.h"
 #include "trainer/llama.h"
 #include "trainer/optim.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "trainer/fileio.h"
 
 typedef struct {
     double tok_s, fwd_ms, bwd_ms, opt_ms, acts_mb, rss_mb;
@@ -47,15 +41,15 @@ static result run_one(const char *name, int B, int T, int V, llama_recompute rc,
     const adamw_opts ao = {1e-3f, 0.9f, 0.99f, 1e-8f, 0.1f};
     double fwd = 0, bwd = 0, opt = 0;
     for (int s = -2; s < steps; s++) {  // two warm-up steps
-        const double t0 = now_s();
+        const double t0 = fio_now();
         llama_zero_grad(&m);
         llama_forward(&m, x, y, B, T);
-        const double t1 = now_s();
+        const double t1 = fio_now();
         llama_backward(&m, x, y, 1.0f);
-        const double t2 = now_s();
+        const double t2 = fio_now();
         clip_grad_norm(m.grads, m.n_params, 1.0);
         adamw_step(m.params, am, av, m.grads, &c, &ao, s + 3);
-        const double t3 = now_s();
+        const double t3 = fio_now();
         if (s >= 0) fwd += t1 - t0, bwd += t2 - t1, opt += t3 - t2;
     }
     struct rusage ru;

@@ -134,6 +134,39 @@ void cli_code_bits(char *buf, size_t len, const fmt_t *f, uint64_t c) {
     buf[k] = 0;
 }
 
+// --- numbers
+
+char *cli_fmt_double(char *buf, size_t len, double v) {
+    if (isnan(v)) return snprintf(buf, len, "nan"), buf;
+    if (isinf(v)) return snprintf(buf, len, "%sinf", v < 0 ? "-" : ""), buf;
+    char t[CLI_DOUBLE_MAX + 8];
+    int p = 1;
+    for (;; p++) {  // 17 significant digits always read back a binary64
+        snprintf(t, sizeof t, "%.*e", p - 1, v);
+        if (p == 17 || strtod(t, NULL) == v) break;
+    }
+    const int x = atoi(strchr(t, 'e') + 1);  // decimal exponent after rounding to p digits
+    // %.17g's notation: fixed point when -4 <= x < 17. With decimals (p - 1 - x > 0), %.*f
+    // rounds at the same digit as %.*e and writes the same decimal. An integer (p <= x + 1) is
+    // the p digits and x + 1 - p zeros ("240", not %g's "2.4e+02"): not %.0f, which above 2^53
+    // writes every digit of the double (34096749598247768 for 3.409674959824777e+16).
+    if (x >= -4 && x < 17) {
+        char f[CLI_DOUBLE_MAX + 8];
+        if (p - 1 - x > 0) {
+            snprintf(f, sizeof f, "%.*f", p - 1 - x, v);
+        } else {
+            size_t k = 0;
+            for (const char *c = t; *c != 'e'; c++)
+                if (*c != '.') f[k++] = *c;
+            for (int z = 0; z < x + 1 - p; z++) f[k++] = '0';
+            f[k] = 0;
+        }
+        if (strtod(f, NULL) == v) return snprintf(buf, len, "%s", f), buf;  // a guard: always true
+    }
+    snprintf(buf, len, "%s", t);
+    return buf;
+}
+
 // --- output tables
 
 static const char *const out_names[] = {"table", "csv", "json", "md"};
@@ -195,9 +228,9 @@ static void cell_text(char *buf, size_t len, const struct cli_cell *c, cli_kind 
                                                                            : (c->b ? "yes" : "no"));
         break;
     case CLI_NUM:
-        if (isnan(c->v)) snprintf(buf, len, "nan");
-        else if (isinf(c->v)) snprintf(buf, len, "%sinf", c->v < 0 ? "-" : "");
-        else snprintf(buf, len, (exact || out == CLI_OUT_JSON || out == CLI_OUT_CSV) ? "%.17g" : "%g", c->v);
+        if (exact || out == CLI_OUT_JSON || out == CLI_OUT_CSV) cli_fmt_double(buf, len, c->v);
+        else if (!isfinite(c->v)) cli_fmt_double(buf, len, c->v);  // "nan", "inf", "-inf"
+        else snprintf(buf, len, "%g", c->v);
         break;
     }
 }

@@ -62,6 +62,17 @@ void cli_code_hex(char *buf, size_t len, const fmt_t *f, uint64_t c);
 // unsigned format has no sign field, a format without mantissa bits no mantissa field.
 void cli_code_bits(char *buf, size_t len, const fmt_t *f, uint64_t c);
 
+// --- numbers
+enum { CLI_DOUBLE_MAX = 32 };  // room for any cli_fmt_double text and its NUL
+// v as the shortest text that strtod reads back to the same double: the fewest significant
+// digits p in 1..17 such that %.{p}g reads back v, in the notation %.17g would choose (fixed
+// point for decimal exponents -4..16, else d.ddde+XX). 0.1 -> "0.1" (not %.17g's
+// 0.10000000000000001), 240 -> "240", 1e23 -> "1e+23", 0x1p-133 -> "9.183549615799121e-41",
+// -0 -> "-0", and "nan", "inf", "-inf". A float32 value is printed as the double it is
+// ((double)0.1f -> "0.10000000149011612"). Writes at most len bytes, cut as snprintf cuts;
+// returns buf.
+char *cli_fmt_double(char *buf, size_t len, double v);
+
 // --- output tables
 typedef enum { CLI_OUT_TABLE, CLI_OUT_CSV, CLI_OUT_JSON, CLI_OUT_MD } cli_out;
 // Parses --format; `allowed` is a bit mask of (1 << cli_out) values the command offers.
@@ -69,8 +80,10 @@ cli_out cli_parse_out(const char *arg, unsigned allowed);
 
 typedef enum {
     CLI_STR,   // text: quoted in json and csv when needed
-    CLI_NUM,   // a double: %.17g in json and csv (reads back exactly), %g in table and md;
-               // inf and nan become the strings "inf", "-inf", "nan" in json
+    CLI_NUM,   // a double: in json and csv the shortest text that reads back exactly
+               // (cli_fmt_double); in table and md %g (6 digits: for reading, aligned, not
+               // for reading back) unless the table is `exact`; inf and nan become the
+               // strings "inf", "-inf", "nan" in json
     CLI_INT,   // an integer
     CLI_BOOL,  // true/false in json and csv, yes/no in table and md
     CLI_JSON,  // raw json (e.g. a list) printed only in json output
@@ -84,7 +97,8 @@ typedef struct {
 typedef struct {
     const cli_col *cols;
     int ncols;
-    bool exact;  // numbers %.17g in every output format (set after cli_table_init)
+    bool exact;  // numbers as cli_fmt_double in every output format, table and md included
+                 // (set after cli_table_init)
     size_t ncells, cap;
     struct cli_cell *cells;  // row-major, ncols per row
 } cli_table;

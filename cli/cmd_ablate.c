@@ -8,7 +8,9 @@
 
 #include "cli.h"
 #include "experiments/ablate.h"
+#include "trainer/fileio.h"
 #include "experiments/report.h"
+#include "trainer/dist.h"
 #include "trainer/train.h"
 
 enum { MAX_PRESETS = 256, MAX_EXTRA = 256 };
@@ -40,15 +42,24 @@ static void help(FILE *fp, const train_opts *t) {
             "  --extra \"ARGS\"    further train options for every run, e.g. \"--batch 8 --lr 3e-4\"\n"
             "                    (quotes group; not the options above, which ablate sets)\n"
             "  --dry-run         print the train commands of the runs still to do and stop\n"
+            "  --shard i/n       run only runs i, i+n, i+2n, ... of the grid (seed-major), e.g. one task of a\n"
+            "                    job array; shards share OUT, and `fplab report OUT` merges them. Under\n"
+            "                    mpirun/srun rank i of n takes shard i/n unless --shard is given\n"
             "  --no-report       do not write the report at the end\n"
             "  --gnuplot CMD     gnuplot program for the report's plots [gnuplot]\n"
             "  --no-plots        write the report's plot data and scripts but do not run gnuplot\n"
             "  -h, --help        this text\n\n"
             "exit status: 0 all runs done, 1 some run failed (or the report could not be written),\n"
             "2 bad input.\n\n"
-            "example:\n"
-            "  fplab ablate --presets fp32,bf16-amp,fp16-amp,pure-bf16 --seeds 3 --model tiny \\\n"
-            "      --data ../shared/data/tinyshakespeare.txt --steps 500 --eval-every 100 --out abl/tiny --jobs 2\n",
+            "examples:\n"
+            "  # 2 policies x 1 seed, 100 steps of the tiny model: a few seconds on 2 cores\n"
+            "  build/fplab ablate --presets fp32,bf16-amp --model tiny --steps 100 --eval-every 50 \\\n"
+            "      --data data/tinyshakespeare.txt --out /tmp/abl-tiny\n"
+            "  build/fplab ablate --presets fp32,bf16-amp --model tiny --steps 100 --eval-every 50 \\\n"
+            "      --data data/tinyshakespeare.txt --out /tmp/abl-tiny --dry-run   # after the above: nothing left to do\n"
+            "  # 4 policies x 3 seeds, 500 steps, 2 runs at a time: about 10 seconds on 2 cores\n"
+            "  build/fplab ablate --presets fp32,bf16-amp,fp16-amp,pure-bf16 --seeds 3 --model tiny --steps 500 \\\n"
+            "      --eval-every 100 --data data/tinyshakespeare.txt --out /tmp/abl-grid --jobs 2\n",
             t->model, t->steps, t->eval_every);
 }
 
@@ -83,7 +94,8 @@ int cmd_ablate(int argc, char **argv) {
         {"telemetry", required_argument, 0, 'T'},  {"extra", required_argument, 0, 'x'},
         {"dry-run", no_argument, 0, 'D'},          {"no-report", no_argument, 0, 'R'},
         {"gnuplot", required_argument, 0, 'g'},    {"no-plots", no_argument, 0, 'P'},
-        {"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
+        {"shard", required_argument, 0, 'S'},      {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
     // The command as typed, for ablate.json (getopt permutes argv).
     const char *cmdv[argc + 1];
     cmdv[0] = "fplab";
@@ -130,6 +142,10 @@ int cmd_ablate(int argc, char **argv) {
         case 'R': report = false; break;
         case 'g': gnuplot = optarg; break;
         case 'P': plots = false; break;
+        case 'S':
+            CLI_CHECK(sscanf(optarg, "%d/%d", &o.shard, &o.nshards) == 2 && o.nshards >= 1 && o.shard >= 0 &&
+                          o.shard < o.nshards, "--shard '%s': expected i/n with 0 <= i < n (e.g. 0/4)", optarg);
+            break;
         case 'h': help(stdout, &t); return 0;
         default: cli_usage_error("ablate");
         }
@@ -143,6 +159,11 @@ int cmd_ablate(int argc, char **argv) {
         const int p = processors();
         o.threads = p / o.jobs > 1 ? p / o.jobs : 1;
     }
+    // Under mpirun (or srun), rank i of n takes shard i/n, and the runs it starts must not believe
+    // they are ranks of this job.
+    int rank, size;
+    if (dist_launcher(&rank, &size) && o.nshards == 0 && size > 1) o.shard = rank, o.nshards = size;
+    dist_launcher_forget();
     int st = ablate_validate(&o, msg, sizeof msg);
     CLI_CHECK(st == XP_OK, "ablate: %s", msg);
 
@@ -156,11 +177,14 @@ int cmd_ablate(int argc, char **argv) {
     }
     if (o.dry_run) return 0;
     char dur[32];
-    xp_fmt_duration(res.seconds, dur, sizeof dur);
+    fio_fmt_duration(res.seconds, dur, sizeof dur);
     fprintf(stderr, "ablate: %d runs: %d done now, %d done before, %d failed (%s)\n", res.total, res.done,
             res.skipped, res.failed, dur);
     int rc = res.failed ? 1 : 0;
-    if (report) {
+    if (report && o.nshards > 1) {
+        fprintf(stderr, "ablate: shard %d/%d finished; when every shard has: fplab report %s\n", o.shard, o.nshards,
+                o.out);
+    } else if (report) {
         report_opts ro = {.dir = o.out, .gnuplot = plots ? gnuplot : NULL, .info = stderr};
         report_result rr;
         if (report_write(&ro, &rr, msg, sizeof msg) != XP_OK) {

@@ -16,17 +16,23 @@ static void help(FILE *fp) {
             "columns: input, code (hex), bits (sign|exponent|mantissa), value (the decoded\n"
             "  result), abs_err = |value - input|, rel_err = abs_err / |input|, err_ulp =\n"
             "  (value - input) / ulp, signed, with ulp = 2^(max(floor(log2|value|), emin) - mbits)\n"
-            "  taken in the binade of the result.\n\n"
-            "options:\n"
-            "  --to FORMAT     target format (see 'fplab finfo'; custom eXmY accepted); required\n"
-            "  --round MODE    rne (default), rna, rtz, rup, rdn, rto, sr (stochastic)\n"
-            "  --overflow P    ieee (default: inf, or NaN when the format has no inf; rtz/rup/rdn\n"
-            "                  toward +-max as IEEE 754 says) or saturate (always +-max)\n"
+            "  taken in the binade of the result. Every number is the shortest text that reads\n"
+            "  back to the same double (0.1, not 0.10000000000000001).\n\n"
+            "options (default in brackets):\n"
+            "  --to FORMAT     target format: a name of 'fplab finfo' or a custom eXmY (required)\n"
+            "  --round MODE    rne, rna, rtz, rup, rdn, rto, sr (stochastic) [rne]\n"
+            "  --overflow P    ieee (inf, or NaN when the format has no inf; rtz/rup/rdn toward\n"
+            "                  +-max as IEEE 754 says) or saturate (always +-max) [ieee]\n"
             "  --flush         flush subnormal results to zero\n"
-            "  --seed N        stochastic rounding key; VALUE number i (from 0) draws counter i\n"
-            "  --sr-bits B     random bits per stochastic rounding, 1..32 (default 32)\n"
-            "  --format F      table (default), csv or json\n"
-            "  -h, --help      this text\n");
+            "  --seed N        stochastic rounding key; VALUE number i (from 0) draws counter i [0]\n"
+            "  --sr-bits B     random bits per stochastic rounding, 1..32 [32]\n"
+            "  --format F      table, csv or json [table]\n"
+            "  -h, --help      this text\n\n"
+            "examples:\n"
+            "  build/fplab cast 0.1 464 500 --to e4m3                       # IEEE overflow: 500 -> NaN (ml_dtypes)\n"
+            "  build/fplab cast 0.1 464 500 --to e4m3 --overflow saturate   # 500 -> 448 (CUDA satfinite)\n"
+            "  build/fplab cast 1.5 3 --to e8m0 --round rna                 # ties away, as ml_dtypes and PyTorch\n"
+            "  build/fplab cast 0.3 0.3 0.3 --to bf16 --round sr --seed 7   # stochastic rounding\n");
 }
 
 static const cli_col cols[] = {

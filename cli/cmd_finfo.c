@@ -16,10 +16,14 @@ static void help(FILE *fp) {
             "  smallest_subnormal eps resolution finite_values has_inf nan_codes (a count);\n"
             "  json adds nan_code_list (hex strings) when there are at most 8 NaN codes.\n"
             "  min is the most negative finite value (the smallest value of an unsigned format).\n\n"
-            "options:\n"
-            "  --format F   table (default; %%g numbers), csv or json (%%.17g: reads back exactly),\n"
-            "               md (a GitHub markdown table)\n"
-            "  -h, --help   this text\n");
+            "options (default in brackets):\n"
+            "  --format F   table (aligned, %%g numbers: 6 digits), csv or json (each number the\n"
+            "               shortest text that reads back exactly), md (a GitHub markdown table) [table]\n"
+            "  -h, --help   this text\n\n"
+            "examples:\n"
+            "  build/fplab finfo\n"
+            "  build/fplab finfo e4m3 float8_e5m2 e5m7 --format json\n"
+            "  build/fplab finfo bf16 fp16 e4m3:fnuz --format csv\n");
 }
 
 static const cli_col cols[] = {

@@ -7,15 +7,46 @@
 #include "cli.h"
 
 static void help(FILE *fp) {
-    fprintf(fp, "usage: fplab policy --list\n"
-                "       fplab policy --show NAME          print a preset's text\n"
-                "       fplab policy --check NAME|FILE    parse and validate; print the resolved policy\n\n"
-                "A policy maps every cast site of the model (attn.qkv.in, mlp.down.grad, master, ...)\n"
-                "to a format, a scaling recipe and a rounding mode, and sets the loss scaler and the\n"
-                "weight update. Copy a preset, edit it, and train with --policy FILE.\n\n"
-                "example:\n"
-                "  fplab policy --show fp8-delayed > my.policy   # edit, then:\n"
-                "  fplab train --data corpus.txt --policy my.policy\n");
+    fputs("usage: fplab policy --list\n"
+          "       fplab policy --show NAME\n"
+          "       fplab policy --check NAME|FILE\n\n"
+          "A policy maps every cast site of the model (attn.qkv.in, mlp.down.grad, master, ...)\n"
+          "to a format, a scaling recipe and a rounding mode, and sets the loss scaler and the\n"
+          "weight update (docs/autocast.md). Copy a preset, edit it, and train with --policy FILE.\n"
+          "Give exactly one of --list, --show and --check.\n\n"
+          "options (default in brackets):\n"
+          "  --list              every preset, one line each: name and description [off]\n"
+          "  --show NAME         print a preset's text (fp16-static-S: any positive S) []\n"
+          "  --check NAME|FILE   parse and validate a preset or a policy file; print the\n"
+          "                      resolved policy, every field explicit []\n"
+          "  -h, --help          this text\n\n"
+          "examples:\n"
+          "  build/fplab policy --list\n"
+          "  build/fplab policy --show mxfp8\n"
+          "  build/fplab policy --check nvfp4\n"
+          "  build/fplab policy --show fp8-delayed > /tmp/my.policy   # edit it, then:\n"
+          "  build/fplab policy --check /tmp/my.policy\n"
+          "  # then: build/fplab train --data data/tinyshakespeare.txt --policy /tmp/my.policy\n",
+          fp);
+}
+
+// --list: "NAME  description", names padded to the longest.
+static void list_presets(void) {
+    const char *names = ac_preset_names();
+    int width = 0;
+    for (const char *s = names; *s;) {
+        const int len = (int)strcspn(s, ",");
+        if (len > width) width = len;
+        s += len + (s[len] == ',');
+    }
+    for (const char *s = names; *s;) {
+        const size_t len = strcspn(s, ",");
+        char name[96], desc[256];
+        snprintf(name, sizeof name, "%.*s", (int)len, s);
+        ac_preset_description(name, desc, sizeof desc);
+        printf("%-*s  %s\n", width, name, desc);
+        s += len + (s[len] == ',');
+    }
 }
 
 int cmd_policy(int argc, char **argv) {
@@ -39,7 +70,7 @@ int cmd_policy(int argc, char **argv) {
     CLI_CHECK(optind == argc, "policy: unexpected argument '%s'", argv[optind]);
     CLI_CHECK(list + !!show + !!check == 1, "policy: give exactly one of --list, --show NAME, --check NAME|FILE");
     if (list) {
-        printf("%s\n", ac_preset_names());
+        list_presets();
         return 0;
     }
     char msg[512] = "";

@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "formats/scale.h"
 #include "npy.h"
+#include "trainer/fileio.h"
 
 static void help(FILE *fp) {
     fprintf(fp,
@@ -21,28 +22,46 @@ static void help(FILE *fp) {
             "float64 input: with --scale none each value is rounded directly from float64\n"
             "(fmt_round_f64) and the result stored as float32 (exact for formats up to fp32);\n"
             "with any other recipe the input is first rounded to float32 (nearest-even), which\n"
-            "can double-round.\n\n"
-            "options:\n"
-            "  --to FORMAT     element format (see 'fplab finfo'); required\n"
-            "  --round MODE    rne (default), rna, rtz, rup, rdn, rto, sr\n"
-            "  --overflow P    ieee (default) or saturate\n"
-            "  --scale RECIPE  none (default), tensor, row, col, mx (block:32:e8m0),\n"
-            "                  nvfp4 (block:16:e4m3 + fp32 tensor scale), block:K:SCALEFMT,\n"
-            "                  tile:RxC:SCALEFMT; optional :ocp, :up or :rne scale rounding\n"
-            "  --flush         flush subnormal results to zero\n"
-            "  --seed N        stochastic rounding key (element i, row-major, draws counter i)\n"
-            "  --sr-bits B     random bits per stochastic rounding, 1..32 (default 32)\n"
+            "can double-round.\n"
+            "Overflow: a recipe with a scale saturates unless --overflow says otherwise (OCP MX\n"
+            "clamps scaled values to the element's max: 500 in an MX e4m3 block becomes 448, not\n"
+            "NaN); a plain cast (--scale none) follows IEEE, as NumPy and ml_dtypes do.\n\n"
+            "options (default in brackets):\n"
+            "  --to FORMAT     element format (see 'fplab finfo'); required []\n"
+            "  --round MODE    rne, rna, rtz, rup, rdn, rto, sr [rne]\n"
+            "  --overflow P    ieee or saturate [saturate with a scaling recipe, ieee with none]\n"
+            "  --scale RECIPE  none, tensor, row, col, mx (block:32:e8m0), nvfp4 (block:16:e4m3\n"
+            "                  + fp32 tensor scale), block:K:SCALEFMT, tile:RxC:SCALEFMT; then\n"
+            "                  optionally :ocp, :up or :rne (scale rounding) and :nanblock (a\n"
+            "                  block holding an inf or NaN gets the scale NaN and becomes all NaN,\n"
+            "                  as microxcaling and torchao do) [none]\n"
+            "  --flush         flush subnormal results to zero [off]\n"
+            "  --seed N        stochastic rounding key (element i, row-major, draws counter i) [0]\n"
+            "  --sr-bits B     random bits per stochastic rounding, 1..32 [32]\n"
             "  --stats         print n, overflow, underflow, subnormal, nan_in, invalid, amax,\n"
-            "                  scales_clipped as 'key: value' lines\n"
-            "  -h, --help      this text\n");
+            "                  scales_clipped, scales_nan, tensor_scale as 'key: value' lines [off]\n"
+            "  -h, --help      this text\n\n");
+    // Examples as plain text (no printf conversions): pasted into bash from the repository root,
+    // they write only /tmp/x.npy and /tmp/y.npy.
+    fputs("examples:\n"
+          "  # /tmp/x.npy: float32 [500, 1] (with NumPy: np.save('/tmp/x.npy', np.float32([500, 1])))\n"
+          "  { printf '\\x93NUMPY\\x01\\x00\\x76\\x00'; printf '%-117s\\n' \"{'descr': '<f4', "
+          "'fortran_order': False, 'shape': (2,), }\"; "
+          "printf '\\x00\\x00\\xfa\\x43\\x00\\x00\\x80\\x3f'; } > /tmp/x.npy\n"
+          "  build/fplab quantize /tmp/x.npy /tmp/y.npy --to e4m3 --scale mx --stats   # 500 -> 448, 1 -> 1\n"
+          "  od -An -f -j128 /tmp/y.npy\n"
+          "  build/fplab quantize /tmp/x.npy /tmp/y.npy --to e2m1 --scale nvfp4 --round sr --seed 1\n"
+          "  build/fplab quantize /tmp/x.npy /tmp/y.npy --to e4m3 --scale mx --overflow ieee   # 500 -> NaN\n",
+          fp);
 }
 
-static void print_stats(const fmt_stats *s, uint64_t clipped, double tensor_scale) {
+static void print_stats(const fmt_stats *s, const fmt_quant_info *info) {
     printf("n: %llu\noverflow: %llu\nunderflow: %llu\nsubnormal: %llu\nnan_in: %llu\ninvalid: %llu\n",
            (unsigned long long)s->n, (unsigned long long)s->overflow, (unsigned long long)s->underflow,
            (unsigned long long)s->subnormal, (unsigned long long)s->nan_in, (unsigned long long)s->invalid);
-    printf("amax: %.17g\nscales_clipped: %llu\ntensor_scale: %.17g\n", s->amax, (unsigned long long)clipped,
-           tensor_scale);
+    printf("amax: %.17g\nscales_clipped: %llu\nscales_nan: %llu\ntensor_scale: %.17g\n", s->amax,
+           (unsigned long long)info->scales_clipped, (unsigned long long)info->scales_nan,
+           (double)info->tensor_scale);
 }
 
 int cmd_quantize(int argc, char **argv) {
@@ -57,12 +76,12 @@ int cmd_quantize(int argc, char **argv) {
     argv[0] = "fplab quantize";
     fmt_round_opts o = {0};
     const char *to = NULL, *scale = "none";
-    bool stats_on = false;
+    bool stats_on = false, overflow_given = false;
     for (int c; (c = getopt_long(argc, argv, "h", lo, NULL)) != -1;) {
         switch (c) {
         case 't': to = optarg; break;
         case 'r': o.mode = cli_parse_mode(optarg); break;
-        case 'o': o.overflow = cli_parse_overflow(optarg); break;
+        case 'o': o.overflow = cli_parse_overflow(optarg), overflow_given = true; break;
         case 'S': scale = optarg; break;
         case 'F': o.flush_subnormals = true; break;
         case 's': o.seed = cli_parse_u64(optarg, "--seed"); break;
@@ -75,6 +94,9 @@ int cmd_quantize(int argc, char **argv) {
     CLI_CHECK(npos == 2, "quantize: expected IN.npy and OUT.npy, got %d arguments (see 'fplab quantize --help')", npos);
     CLI_CHECK(to, "quantize: --to FORMAT is required (e.g. --to e4m3)");
     const char *in_path = pos[0], *out_path = pos[1];
+    // The output is written through a temporary file and renamed, which would replace the input.
+    CLI_CHECK(!fio_same_file(out_path, in_path), "quantize: OUT '%s' is the same file as IN '%s'; refusing to "
+              "overwrite an input (write to another path)", out_path, in_path);
     fmt_t f;
     cli_parse_format(&f, to, "--to");
     fmt_scaling sc;
@@ -83,6 +105,8 @@ int cmd_quantize(int argc, char **argv) {
     if (st != FMT_OK && msg[0]) cli_die("--scale: %s", msg);  // the library's message names the spec
     CLI_CHECK(st == FMT_OK, "--scale '%s': unknown recipe; expected none|tensor|row|col|mx|nvfp4|block:K:SCALEFMT|"
                             "tile:RxC:SCALEFMT", scale);
+    // The recipe's own default (saturate when it has a scale) unless --overflow was given.
+    if (!overflow_given) o.overflow = fmt_scaling_default_opts(&sc).overflow;
     CLI_CHECK(fmt_embeds_in_f32(&f) && f.max <= 3.4028234663852886e38,
               "--to '%s': OUT is float32, so the element format must fit in float32 (fp32 or narrower)", to);
     CLI_CHECK(fmt_validate_round_opts(&f, &o, msg, sizeof msg) == FMT_OK, "quantize: %s", msg);
@@ -101,7 +125,7 @@ int cmd_quantize(int argc, char **argv) {
     float *y = malloc(a.n ? a.n * sizeof(float) : 1);
     CLI_CHECK_LIB(y ? FMT_OK : FMT_ENOMEM, "the tensor does not fit in memory");
     fmt_stats s = {0};
-    fmt_quant_info info = {.tensor_scale = 1};
+    fmt_quant_info info = {.tensor_scale = 1};  // also what "none" and the float64 path report
     if (a.dtype == NPY_F8 && sc.none) {
         st = fmt_round_f64(&f, a.f8, a.n, &o, &s);
         for (size_t i = 0; i < a.n; i++) y[i] = (float)a.f8[i];
@@ -119,6 +143,6 @@ int cmd_quantize(int argc, char **argv) {
     st = npy_write_f32(out_path, y, a.ndim, a.shape, msg, sizeof msg);
     free(y);
     CLI_CHECK(st == NPY_OK, "%s", msg);
-    if (stats_on) print_stats(&s, info.scales_clipped, info.tensor_scale);
+    if (stats_on) print_stats(&s, &info);
     return 0;
 }

@@ -15,12 +15,18 @@ static void help(FILE *fp) {
           "sites of each preset, plots, every run's status, and how to read it. The plots are PNGs drawn\n"
           "by gnuplot from DIR/plots/NAME.gp and NAME.dat, which stay there to edit and redraw. Without\n"
           "gnuplot the report is written without images and says so.\n\n"
-          "options:\n"
+          "options (default in brackets):\n"
           "  --gnuplot CMD     the gnuplot program, a name on PATH or a path [gnuplot]\n"
           "  --no-plots        write the plot data and scripts, do not run gnuplot\n"
           "  -h, --help        this text\n\n"
           "exit status: 0 written, 1 a file could not be written, 2 bad input (no such directory, no\n"
-          "runs, a malformed log: the message names the file and line).\n",
+          "runs, a malformed log: the message names the file and line).\n\n"
+          "examples:\n"
+          "  # an ablation to report on (a few seconds on 2 cores), then its report again\n"
+          "  build/fplab ablate --presets fp32,bf16-amp --model tiny --steps 100 --eval-every 50 \\\n"
+          "      --data data/tinyshakespeare.txt --out /tmp/abl-tiny\n"
+          "  build/fplab report /tmp/abl-tiny              # redraws /tmp/abl-tiny/report.md and its plots\n"
+          "  build/fplab report /tmp/abl-tiny --no-plots   # the tables; plot data and scripts in /tmp/abl-tiny/plots\n",
           fp);
 }
 

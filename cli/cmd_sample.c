@@ -18,32 +18,48 @@ static void help(FILE *fp) {
             "generated token as it comes. The output is a pure function of the checkpoint, the options\n"
             "and the thread count (draw i of the sampler is counter i of the generator keyed by seed).\n"
             "There is no KV cache: each token reruns the model over the last seq_len tokens.\n\n"
+            "What the model is fed: a start token (a newline if the vocabulary has one, else token 0),\n"
+            "then the prompt's tokens; the start token is not printed. That is the sequence llama2.c's\n"
+            "run.c feeds a model written by 'fplab export' (its BOS, and its BOS + \" \" dummy prefix,\n"
+            "carry the start token's embedding). As run.c does after BOS, a space generated first\n"
+            "after an empty prompt is not printed (it is still fed). To compare with run.c's\n"
+            "'-t 0 -n 0' over the whole context, generate seq_len - (prompt tokens) + 1 tokens, where\n"
+            "prompt tokens (printed on stderr) counts the start token.\n\n"
             "options:\n"
-            "  --ckpt FILE        the checkpoint (required)\n"
-            "  --prompt TEXT      text to start from, in the checkpoint's vocabulary (default: a\n"
-            "                     newline if the vocabulary has one, else token 0; token-id\n"
-            "                     vocabularies always start from token 0)\n"
+            "  --ckpt FILE        the checkpoint (required) []\n"
+            "  --prompt TEXT      text to continue, in the checkpoint's vocabulary (token-id\n"
+            "                     vocabularies: none) []\n"
             "  --tokens N         tokens to generate [%ld]\n"
             "  --temperature T    0: greedy (argmax); else softmax(logits / T) [%g]\n"
             "  --top-p P          nucleus sampling: keep the most probable tokens whose mass first\n"
             "                     exceeds P, in (0, 1]; 1: off [%g]\n"
             "  --seed S           seed of the sampler's draws [%llu]\n"
-            "  --threads N        OpenMP threads (0: one per processor) [0]\n"
-            "  -h, --help         this text\n",
+            "  --threads N        OpenMP threads (0: one per processor; the last bits of the logits,\n"
+            "                     hence near-ties, depend on it) [0]\n"
+            "  -h, --help         this text\n\n"
+            "examples:\n"
+            "  fplab train --data /usr/share/games/fortunes/cookie --model tiny --seq-len 64 --steps 200 \\\n"
+            "      --ckpt-dir /tmp/tiny\n"
+            "  fplab sample --ckpt /tmp/tiny/ckpt.bin --prompt \"The\" --tokens 61 --temperature 0 --threads 1\n",
             d.n_tokens, d.temperature, d.top_p, (unsigned long long)d.seed);
 }
 
 typedef struct {
     const data_vocab *v;
     FILE *fp;
+    bool after_start;  // the next token follows the start token directly (an empty prompt)
 } printer;
 
-// Writes the text of token t (byte token 0 is one NUL byte: fwrite, not fputs).
+// Writes the text of generated token t (byte token 0 is one NUL byte: fwrite, not fputs). A
+// leading space right after the start token is dropped, as llama2.c's decoder drops it after
+// BOS (SentencePiece's word-start marker), so that the text equals run.c's.
 static int print_token(void *ctx, int32_t t) {
-    const printer *p = ctx;
+    printer *p = ctx;
     char buf[32];
     const int n = data_decode(p->v, t, buf, sizeof buf);
-    if (n > 0) fwrite(buf, 1, (size_t)n, p->fp);
+    const int skip = p->after_start && n > 0 && buf[0] == ' ';
+    p->after_start = false;
+    if (n > skip) fwrite(buf + skip, 1, (size_t)(n - skip), p->fp);
     fflush(p->fp);
     return ferror(p->fp) ? 1 : 0;  // e.g. a closed pipe: stop generating
 }
@@ -86,24 +102,13 @@ int cmd_sample(int argc, char **argv) {
     CLI_CHECK(ckpt_load_model(ckpt, &m, &v, msg, sizeof msg) == CKPT_OK, "sample: %s", msg);
     llama_ops_threads(threads);
 
-    // The prompt as tokens: the text given, or a newline, or token 0.
-    long n = 0;
-    if (prompt && *prompt) {
-        CLI_CHECK(v.kind != DATA_VOCAB_TOKENS,
-                  "sample: --prompt: checkpoint '%s' has a token-id vocabulary (llm.c shards); it "
-                  "cannot encode text, leave --prompt out to start from token 0", ckpt);
-        n = data_encode(&v, prompt, NULL, 0, msg, sizeof msg);
-        CLI_CHECK(n >= 0, "sample: --prompt: %s (checkpoint '%s')", msg, ckpt);
-        CLI_CHECK(n <= 1000000000L, "sample: --prompt: %ld tokens is too long", n);
-    }
-    int32_t *tok = malloc(((size_t)n + 1) * sizeof *tok);
+    // What is fed: the start token, then the prompt (trainer/sample.h).
+    const long n = sample_prompt_tokens(&v, prompt, NULL, 0, msg, sizeof msg);
+    CLI_CHECK(n >= 1, "sample: --prompt: %s (checkpoint '%s')", msg, ckpt);
+    CLI_CHECK(n <= 1000000000L, "sample: --prompt: %ld tokens is too long", n);
+    int32_t *tok = malloc((size_t)n * sizeof *tok);
     CLI_CHECK(tok, "sample: out of memory for a prompt of %ld tokens", n);
-    if (n > 0) {
-        CLI_CHECK(data_encode(&v, prompt, tok, (size_t)n, msg, sizeof msg) == n, "sample: --prompt: %s", msg);
-    } else {
-        n = v.kind != DATA_VOCAB_TOKENS && data_encode(&v, "\n", tok, 1, NULL, 0) == 1 ? 1 : 0;
-        if (n == 0) tok[0] = 0, n = 1;
-    }
+    CLI_CHECK(sample_prompt_tokens(&v, prompt, tok, (size_t)n, msg, sizeof msg) == n, "sample: --prompt: %s", msg);
 
     const llama_config *c = &m.cfg;
     fprintf(stderr,
@@ -111,8 +116,9 @@ int cmd_sample(int argc, char **argv) {
             "tokens, generating %ld, temperature %g, top-p %g, seed %llu\n",
             ckpt, c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->vocab_size, vocab_kind(&v),
             c->seq_len, n, o.n_tokens, o.temperature, o.top_p, (unsigned long long)o.seed);
-    printer pr = {&v, stdout};
-    for (long i = 0; i < n; i++) print_token(&pr, tok[i]);
+    // The prompt as given (it is what its tokens decode to), without the start token.
+    if (n > 1) fputs(prompt, stdout);
+    printer pr = {&v, stdout, n == 1};
     long done = 0;
     const int st = sample_generate(&m, tok, (int)n, &o, print_token, &pr, NULL, &done, msg, sizeof msg);
     if (st == SAMPLE_OK && done == o.n_tokens) fputc('\n', stdout);

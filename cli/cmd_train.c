@@ -1,5 +1,6 @@
 // cmd_train.c: `fplab train`: trains a Llama on a text file or llm.c token shards. Its long
 // options are the rows of the trainer's option table (trainer/train_opts.c), plus --resume.
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -19,13 +20,25 @@ static void help(FILE *fp, const train_opts *d) {
     for (size_t i = 0; i < n; i++) {
         char v[TRAIN_PATH_MAX + 8];
         train_opt_get(d, &t[i], v, sizeof v);
-        fprintf(fp, "  --%-13s %s [%s]\n", t[i].name, t[i].help, v);
+        fprintf(fp, "  --%-13s %s%s [%s]\n", t[i].name, t[i].help, t[i].run_only ? " (run-only)" : "", v);
     }
-    fprintf(fp, "  --resume CKPT    continue the run saved in CKPT; only --ckpt-dir, --ckpt-every,\n"
-                "                   --log, --progress, --stop-at and --threads may be given with it\n"
+    fprintf(fp, "  --resume CKPT    continue the run saved in CKPT, in CKPT's directory (its log is\n"
+                "                   appended); only the options marked run-only below may be given with\n"
+                "                   it: --ckpt-dir, --ckpt-every, --log, --progress, --stop-at, --threads,\n"
+                "                   --telemetry, --overwrite\n"
                 "  -h, --help       this text\n\n"
-                "example (nanoGPT's Shakespeare anchor, about 2 minutes on 2 cores):\n"
-                "  fplab train --data ../shared/data/tinyshakespeare.txt --ckpt-dir runs/shakespeare\n");
+                "A run stops (exit status 1) when the loss, a gradient or a weight becomes inf or NaN in a\n"
+                "step the loss scaler did not skip; its checkpoint then still holds the last good state.\n"
+                "A fresh run refuses a --ckpt-dir or --log that holds another run (--overwrite 1 replaces\n"
+                "it) and any output that is one of its inputs.\n\n"
+                "examples:\n"
+                "  build/fplab train --data data/tinyshakespeare.txt --ckpt-dir runs/shakespeare   # nanoGPT's anchor, ~2 min\n"
+                "  build/fplab train --data data/tinyshakespeare.txt --steps 300 --stop-at 100 --ckpt-dir runs/x\n"
+                "  build/fplab train --resume runs/x/ckpt.bin\n"
+                "  mpirun -np 4 build/fplab train --data data/tinyshakespeare.txt --comm bf16   # data parallel\n"
+                "  mpirun -np 4 build/fplab train --data data/tinyshakespeare.txt --local-sgd 8 --outer-opt nesterov\n\n"
+                "Under a launcher (mpirun, srun) rank r takes micro-batches r, r+N, ... of each step (--accum is\n"
+                "per rank) and rank 0 writes the checkpoint and the log (docs/distributed.md).\n");
 }
 
 int cmd_train(int argc, char **argv) {
@@ -61,19 +74,26 @@ int cmd_train(int argc, char **argv) {
     if (resume) {
         for (size_t i = 0; i < n; i++)
             CLI_CHECK(!given[i] || t[i].run_only,
-                      "--%s cannot change with --resume: the checkpoint fixes it (run_only options: "
-                      "--ckpt-dir, --ckpt-every, --log, --progress, --stop-at, --threads)", t[i].name);
+                      "--%s cannot change with --resume: the checkpoint fixes it (run-only options: "
+                      "--ckpt-dir, --ckpt-every, --log, --progress, --stop-at, --threads, --telemetry, "
+                      "--overwrite)", t[i].name);
     } else {
         CLI_CHECK(train_opts_validate(&o, msg, sizeof msg) == 0, "%s", msg);
     }
     train_report rep = {0};
-    if (train_run(&o, resume, &rep, msg, sizeof msg) != 0) {
+    const int st = train_run(&o, resume, given, &rep, msg, sizeof msg);
+    if (st != TRAIN_OK) {  // refused before training: bad input (2); failed while training (1)
         fprintf(stderr, "fplab: train: %s\n", msg);
-        return CLI_EXIT_USAGE;
+        return st == TRAIN_EREFUSED ? CLI_EXIT_USAGE : 1;
     }
-    fprintf(stderr, "done: %ld steps, train loss %.4f, val loss %.4f, %.1f s, %.0f tokens/s "
+    if (rep.rank != 0) return 0;  // under a launcher, rank 0 says how the run went
+    char val[48] = "no validation run";
+    if (!isnan(rep.final_val_loss)) snprintf(val, sizeof val, "val loss %.4f", rep.final_val_loss);
+    char train[48] = "no step run";
+    if (!isnan(rep.final_loss)) snprintf(train, sizeof train, "train loss %.4f", rep.final_loss);
+    fprintf(stderr, "done: %ld steps (%ld applied, %ld skipped), %s, %s, %.1f s, %.0f tokens/s "
                     "(forward %.1f s, backward %.1f s, optimizer %.1f s, eval %.1f s)\n",
-            rep.steps_done, rep.final_loss, rep.final_val_loss, rep.seconds, rep.tokens_per_s, rep.fwd_s,
+            rep.steps_done, rep.applied, rep.skipped, train, val, rep.seconds, rep.tokens_per_s, rep.fwd_s,
             rep.bwd_s, rep.opt_s, rep.eval_s);
     return 0;
 }

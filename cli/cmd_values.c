@@ -10,11 +10,15 @@
 static void help(FILE *fp) {
     fprintf(fp, "usage: fplab values FORMAT [--format table|csv|json]\n\n"
                 "Every code of FORMAT (8 bits or fewer) in increasing order: code (hex), bits\n"
-                "(sign|exponent|mantissa; no sign field in unsigned formats), value (%%.17g) and\n"
-                "class (zero, subnormal, normal, inf, nan).\n\n"
-                "options:\n"
-                "  --format F   table (default), csv or json\n"
-                "  -h, --help   this text\n");
+                "(sign|exponent|mantissa; no sign field in unsigned formats), value (the shortest\n"
+                "text that reads back exactly) and class (zero, subnormal, normal, inf, nan).\n\n"
+                "options (default in brackets):\n"
+                "  --format F   table, csv or json [table]\n"
+                "  -h, --help   this text\n\n"
+                "examples:\n"
+                "  build/fplab values e2m1\n"
+                "  build/fplab values e4m3 --format csv\n"
+                "  build/fplab values e3m2:unsigned --format json\n");
 }
 
 static const char *value_class(const fmt_t *f, double v) {

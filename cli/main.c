@@ -1,10 +1,16 @@
 // main.c: the `fplab` command's entry point: top-level help and dispatch to a subcommand.
 // Each subcommand lives in its own cmd_*.c and parses its own options.
+// Process level: this is where the command may re-execute itself (once, with the OpenBLAS and
+// OpenMP settings the library recommends; kernels/blas_tune.h); the library never does.
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
 #include "kernels/blas_tune.h"
+
+#ifndef FPLAB_VERSION
+#error "FPLAB_VERSION is defined once, by the Makefile's VERSION (-DFPLAB_VERSION=\"x.y.z\")"
+#endif
 
 static const struct {
     const char *name;
@@ -27,7 +33,8 @@ enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
 
 static void usage(FILE *fp) {
     fprintf(fp, "usage: fplab SUBCOMMAND [--option value ...]\n"
-                "       fplab SUBCOMMAND --help\n\n"
+                "       fplab SUBCOMMAND --help\n"
+                "       fplab --version\n\n"
                 "fplab emulates floating-point formats (fp64 down to fp4, OCP MX, custom eXmY).\n\n"
                 "subcommands:\n");
     for (int i = 0; i < NCOMMANDS; i++) fprintf(fp, "  %-13s %s\n", commands[i].name, commands[i].summary);
@@ -36,7 +43,12 @@ static void usage(FILE *fp) {
 }
 
 int main(int argc, char **argv) {
-    mm_blas_tune_or_reexec(argv);  // before any BLAS call: may restart with OPENBLAS_CORETYPE
+    if (argc == 2 && !strcmp(argv[1], "--version")) {
+        printf("fplab %s\n", FPLAB_VERSION);
+        return 0;
+    }
+    // Before any BLAS call: may restart the process once with OPENBLAS_CORETYPE/GOMP_SPINCOUNT.
+    mm_blas_tune_or_reexec(argv);
     if (argc < 2) {
         usage(stderr);
         return CLI_EXIT_USAGE;

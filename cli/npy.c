@@ -130,7 +130,47 @@ static uint32_t le32(const unsigned char *b) {
     return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
 }
 
+// The stream's size in bytes by seeking to its end, or -1 when it cannot seek (a pipe).
+static long long stream_size(FILE *fp) {
+    const off_t at = ftello(fp);
+    if (at < 0 || fseeko(fp, 0, SEEK_END) != 0) return -1;
+    const off_t end = ftello(fp);
+    if (fseeko(fp, at, SEEK_SET) != 0) return -1;
+    return end < at ? -1 : (long long)end;
+}
+
+// The data of a stream whose size is unknown: read as it comes into a buffer that grows with
+// what arrives (doubling from 1 MiB), never to the header's claim at once; exactly `need` bytes
+// must come.
+static int read_growing(FILE *fp, const char *path, npy_array *a, size_t need, size_t head, char *msg,
+                        size_t len) {
+    size_t cap = need < ((size_t)1 << 20) ? need : ((size_t)1 << 20), got = 0;
+    unsigned char *buf = malloc(cap ? cap : 1);
+    if (!buf) return fail(msg, len, path, "out of memory");
+    for (;;) {
+        got += fread(buf + got, 1, cap - got, fp);
+        if (got < cap || cap == need) break;
+        const size_t next = cap > need / 2 ? need : 2 * cap;
+        unsigned char *q = realloc(buf, next);
+        if (!q) {
+            free(buf);
+            return fail(msg, len, path, "out of memory after %zu bytes of data", got);
+        }
+        buf = q, cap = next;
+    }
+    const bool longer = got == need && fgetc(fp) != EOF;
+    if (got != need || longer) {
+        free(buf);
+        return fail(msg, len, path,
+                    "the header's shape needs %zu data bytes after the %zu-byte header, found %s%zu: the stream is "
+                    "%s than its header says", need, head, longer ? "more than " : "", got, longer ? "longer" : "shorter");
+    }
+    a->data = buf;
+    return NPY_OK;
+}
+
 static int read_open(FILE *fp, const char *path, npy_array *a, char *msg, size_t len) {
+    const long long size = stream_size(fp);  // -1: unknown (a pipe)
     unsigned char pre[12];
     if (fread(pre, 1, 8, fp) != 8 || memcmp(pre, magic, 6))
         return fail(msg, len, path, "not a .npy file (expected the magic \\x93NUMPY at the start)");
@@ -141,6 +181,9 @@ static int read_open(FILE *fp, const char *path, npy_array *a, char *msg, size_t
     if (fread(pre + 8, 1, lbytes, fp) != lbytes) return fail(msg, len, path, "file ends inside the header length");
     size_t hlen = major == 1 ? (size_t)(pre[8] | pre[9] << 8) : le32(pre + 8);
     if (hlen > MAX_HEADER) return fail(msg, len, path, "header length %zu is implausible (over %d bytes)", hlen, MAX_HEADER);
+    const size_t head = 8 + lbytes + hlen;  // where the data starts
+    if (size >= 0 && (unsigned long long)size < head)
+        return fail(msg, len, path, "file is shorter than its header length (%zu bytes)", hlen);
     char *h = malloc(hlen + 1);
     if (!h) return fail(msg, len, path, "out of memory");
     int st = NPY_OK;
@@ -148,13 +191,22 @@ static int read_open(FILE *fp, const char *path, npy_array *a, char *msg, size_t
     else st = parse_header(path, h, hlen, a, msg, len);
     free(h);
     if (st) return st;
-    size_t item = a->dtype == NPY_F4 ? 4 : 8;
-    a->data = malloc(a->n ? a->n * item : 1);
+    // The header's claim is checked against the limit and the file's size before it sizes
+    // anything (parse_header keeps n * 8 within size_t).
+    const size_t item = a->dtype == NPY_F4 ? 4 : 8, need = a->n * item;
+    if (need > NPY_MAX_DATA_BYTES)
+        return fail(msg, len, path, "shape %zu x %zu of %zu-byte elements is %zu bytes, over the limit of %zu bytes",
+                    a->shape[0], a->shape[1], item, need, (size_t)NPY_MAX_DATA_BYTES);
+    if (size < 0) return read_growing(fp, path, a, need, head, msg, len);
+    const unsigned long long have = (unsigned long long)size - head;
+    if (have != need)
+        return fail(msg, len, path,
+                    "the header's shape needs %zu data bytes after the %zu-byte header, found %llu: the file is %s "
+                    "than its header says", need, head, have, have < need ? "shorter" : "longer");
+    a->data = malloc(need ? need : 1);
     if (!a->data) return fail(msg, len, path, "out of memory for %zu elements", a->n);
-    size_t got = fread(a->data, item, a->n, fp);
-    if (got != a->n)
-        return fail(msg, len, path, "file is shorter than its header says: %zu elements of %zu bytes expected, %zu found",
-                    a->n, item, got);
+    if (fread(a->data, 1, need, fp) != need)
+        return fail(msg, len, path, "read error or file changed while reading (%zu data bytes expected)", need);
     return NPY_OK;
 }
 
@@ -163,8 +215,15 @@ int npy_read(const char *path, npy_array *out, char *msg, size_t msglen) {
     if (msg && msglen) msg[0] = 0;
     FILE *fp = fopen(path, "rb");
     if (!fp) return fail(msg, msglen, path, "cannot open for reading: %s", strerror(errno));
-    int st = read_open(fp, path, out, msg, msglen);
+    int st = npy_read_stream(fp, path, out, msg, msglen);
     fclose(fp);
+    return st;
+}
+
+int npy_read_stream(FILE *fp, const char *name, npy_array *out, char *msg, size_t msglen) {
+    memset(out, 0, sizeof *out);
+    if (msg && msglen) msg[0] = 0;
+    int st = read_open(fp, name, out, msg, msglen);
     if (st) npy_free(out);
     return st;
 }

@@ -3,11 +3,16 @@
 // file and what was expected. Little-endian hosts only (checked at compile time).
 // Decisions: versions 1.0, 2.0 and 3.0 are read (3.0 differs only in allowing UTF-8 in the
 // header, which the parser does not need); big-endian dtypes ('>f4', '>f8') are rejected, not
-// byte-swapped; data after the last element is ignored, as NumPy does.
+// byte-swapped. The file's size must be the header's plus shape x itemsize exactly (NumPy would
+// ignore data after the last element; fplab refuses a file that disagrees with its own header),
+// and the data may be at most NPY_MAX_DATA_BYTES: both are checked before anything of the
+// header's size is allocated. A stream that cannot seek (a pipe) is read as the data comes, in
+// a buffer that grows with it, and must end after exactly the header's bytes.
 #ifndef FPLAB_NPY_H
 #define FPLAB_NPY_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 enum { NPY_OK = 0, NPY_ERR = 1 };
 
@@ -25,8 +30,14 @@ typedef struct {
     };
 } npy_array;
 
+// The largest array npy_read accepts: 16 GiB of data (2^32 float32), far above what the
+// commands that read .npy files (quantize, matmul-check) handle on this machine.
+#define NPY_MAX_DATA_BYTES ((size_t)1 << 34)
+
 // Reads path into out (overwritten). On error out->data is NULL and msg says what is wrong.
 int npy_read(const char *path, npy_array *out, char *msg, size_t msglen);
+// The same from an open stream at its start (name only names it in messages); reads to its end.
+int npy_read_stream(FILE *fp, const char *name, npy_array *out, char *msg, size_t msglen);
 void npy_free(npy_array *a);
 
 // Writes data (n = product of shape, C order) as a version 1.0 '<f4' .npy. The bytes go to a

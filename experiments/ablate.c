@@ -15,13 +15,14 @@
 #include "autocast/policy.h"
 #include "experiments/json.h"
 #include "experiments/runlog.h"
+#include "trainer/fileio.h"
 #include "trainer/train.h"
 
 enum { NAME_MAX_ = 64, PATH_MAX_ = 4096 };
 
 // The options the runner sets itself; --extra may not repeat them.
-static const char *const reserved[] = {"policy", "seed", "ckpt-dir", "progress", "telemetry", "model",
-                                       "data", "steps", "log", "resume", "eval-every", "threads", "stop-at"};
+static const char *const reserved[] = {"policy", "seed", "ckpt-dir", "progress", "telemetry", "model", "data",
+                                       "steps", "log", "resume", "eval-every", "threads", "stop-at", "overwrite"};
 
 // The directory name of a preset: a policy file "dir/x.policy" runs as "x".
 static void run_name(char *buf, size_t cap, const char *preset) {
@@ -89,6 +90,8 @@ int ablate_validate(const ablate_opts *o, char *msg, size_t msg_len) {
     if (o->nseeds < 1 || o->nseeds > 100000) BAD("--seeds %d: expected 1..100000", o->nseeds);
     if (o->steps < 1) BAD("--steps %ld: expected at least 1", o->steps);
     if (o->jobs < 1 || o->jobs > 1024) BAD("--jobs %d: expected 1..1024", o->jobs);
+    if (o->nshards < 0 || o->nshards > 65536 || (o->nshards > 0 && (o->shard < 0 || o->shard >= o->nshards)))
+        BAD("--shard %d/%d: expected i/n with 0 <= i < n <= 65536", o->shard, o->nshards);
     if (!o->out || !*o->out) BAD("--out DIR is required");
     if (!o->data || !*o->data) BAD("--data FILE is required");
     if (!o->model || !*o->model) BAD("--model: expected a model name");
@@ -188,9 +191,10 @@ static void write_str_array(FILE *f, const char *const *v, int n) {
 }
 
 static int write_manifest(const ablate_opts *o, const char *path, char *msg, size_t msg_len) {
-    char tmp[PATH_MAX_ + 32], cmd[8192], cwd[PATH_MAX_];
-    FILE *f = xp_create(path, tmp, sizeof tmp, msg, msg_len);
-    if (!f) return XP_EIO;
+    char cmd[8192], cwd[PATH_MAX_];
+    fio_out out;
+    if (fio_create(&out, path, msg, msg_len) != FIO_OK) return XP_EIO;
+    FILE *f = out.f;
     ablate_quote_command(cmd, sizeof cmd, o->argv, o->argc);
     if (!getcwd(cwd, sizeof cwd)) cwd[0] = 0;
     char when[32] = "";
@@ -218,7 +222,7 @@ static int write_manifest(const ablate_opts *o, const char *path, char *msg, siz
     fputs(",\n \"extra\":", f), write_str_array(f, o->extra, o->nextra);
     fputs(",\n \"started\":", f), jx_write_str(f, when);
     fputs("}\n", f);
-    return xp_commit(f, tmp, path, msg, msg_len);
+    return fio_commit(&out, msg, msg_len) == FIO_OK ? XP_OK : XP_EIO;
 }
 
 // An earlier ablate.json in OUT: its runs are only comparable (and resumable) under the same
@@ -324,6 +328,7 @@ static char **child_argv(const ablate_opts *o, const run_t *r, char nums[4][32])
     v[n++] = "--seed", v[n++] = nums[1];
     v[n++] = "--ckpt-dir", v[n++] = (char *)r->dir;
     v[n++] = "--progress", v[n++] = "0";
+    v[n++] = "--overwrite", v[n++] = "1";  // the run is not complete (or failed): it starts over
     v[n++] = "--telemetry", v[n++] = (char *)o->telemetry;
     if (o->eval_every >= 0) v[n++] = "--eval-every", v[n++] = nums[2];
     if (o->threads > 0) v[n++] = "--threads", v[n++] = nums[3];
@@ -354,72 +359,81 @@ static void print_tail(FILE *p, const run_t *r) {
     }
 }
 
-int ablate_run(const ablate_opts *o, ablate_result *res, char *msg, size_t msg_len) {
-    memset(res, 0, sizeof *res);
-    int st = ablate_validate(o, msg, msg_len);
-    if (st) return st;
-    const char *exe = o->exe ? o->exe : "/proc/self/exe";
-    FILE *p = o->progress;
-    char path[PATH_MAX_ + 32];
-    int lock = -1;
-    const size_t nruns = (size_t)o->npresets * (size_t)o->nseeds;
-    run_t *runs = calloc(nruns, sizeof *runs);
-    if (!runs) return snprintf(msg, msg_len, "out of memory"), XP_ENOMEM;
+// --- the grid: plan, start, reap
+
+typedef struct {
+    const ablate_opts *o;
+    ablate_result *res;
+    const char *exe;
+    FILE *p;           // progress (NULL: quiet)
+    run_t *runs;
+    bool *todo;        // runs[i] still has to run
+    size_t nruns, next;  // runs started so far: those before next
+    int ntodo, running, executed, k;  // k: runs reported so far
+    double t_start;
+} grid_t;
+
+static bool in_shard(const ablate_opts *o, size_t i) {
+    return o->nshards <= 1 || i % (size_t)o->nshards == (size_t)o->shard;
+}
+
+// The runs in seed-major order, with their directories.
+static int grid_plan(grid_t *g, char *msg, size_t msg_len) {
+    const ablate_opts *o = g->o;
+    g->nruns = (size_t)o->npresets * (size_t)o->nseeds;
+    g->runs = calloc(g->nruns, sizeof *g->runs);
+    g->todo = calloc(g->nruns, sizeof *g->todo);
+    if (!g->runs || !g->todo) return snprintf(msg, msg_len, "out of memory"), XP_ENOMEM;
     for (int s = 0; s < o->nseeds; s++)
         for (int i = 0; i < o->npresets; i++) {
-            run_t *r = &runs[(size_t)s * (size_t)o->npresets + (size_t)i];
+            run_t *r = &g->runs[(size_t)s * (size_t)o->npresets + (size_t)i];
             r->preset = o->presets[i];
             r->seed = o->seed_base + (uint64_t)s;
             run_name(r->name, sizeof r->name, r->preset);
             if (snprintf(r->dir, sizeof r->dir, "%s/runs/%s/seed-%llu", o->out, r->name,
-                         (unsigned long long)r->seed) >= (int)sizeof r->dir) {
-                free(runs);
+                         (unsigned long long)r->seed) >= (int)sizeof r->dir)
                 return snprintf(msg, msg_len, "--out '%.60s...': path too long", o->out), XP_EINVAL;
-            }
         }
-    snprintf(path, sizeof path, "%s/ablate.json", o->out);
-    if (!o->dry_run) {
-        if ((st = xp_mkdir_p(o->out, msg, msg_len)) != XP_OK) goto out;
-        if ((lock = xp_lock(o->out, msg, msg_len)) < 0) {
-            st = XP_EINVAL;
-            goto out;
-        }
-    }
-    if ((st = check_manifest(o, path, msg, msg_len)) != XP_OK) goto out;
-    if (!o->dry_run && (st = write_manifest(o, path, msg, msg_len)) != XP_OK) goto out;
+    return XP_OK;
+}
 
-    // Which runs are done already.
-    bool *todo = calloc(nruns, sizeof *todo);
-    double *done_val = calloc(nruns, sizeof *done_val);
-    if (!todo || !done_val) {
-        free(todo), free(done_val);
-        st = XP_ENOMEM, snprintf(msg, msg_len, "out of memory");
-        goto out;
-    }
-    res->total = (int)nruns;
-    int ntodo = 0, k = 0;
-    for (size_t i = 0; i < nruns; i++) {
+// Which runs are done already (their logs end at the last step); prints the plan.
+static void grid_survey(grid_t *g) {
+    const ablate_opts *o = g->o;
+    char path[PATH_MAX_ + 32];
+    double *done_val = calloc(g->nruns, sizeof *done_val);
+    g->res->total = 0;
+    for (size_t i = 0; i < g->nruns; i++) {
         long last;
-        todo[i] = !run_complete(&runs[i], o->steps, &done_val[i], &last, NULL, 0);
-        ntodo += todo[i];
-        res->skipped += !todo[i];
-        if (!todo[i] && !o->dry_run) {
-            run_file(path, sizeof path, &runs[i], "FAILED");
+        double val;
+        if (!in_shard(o, i)) {  // another shard's: neither to do nor done here
+            g->todo[i] = 0;
+            continue;
+        }
+        g->res->total++;
+        g->todo[i] = !run_complete(&g->runs[i], o->steps, &val, &last, NULL, 0);
+        if (done_val) done_val[i] = val;
+        g->ntodo += g->todo[i];
+        g->res->skipped += !g->todo[i];
+        if (!g->todo[i] && !o->dry_run) {
+            run_file(path, sizeof path, &g->runs[i], "FAILED");
             unlink(path);  // a stale marker of an attempt that a later one completed
         }
     }
+    FILE *p = g->p;
     if (p) {
-        char one[8192];
-        char thr[32];
+        char one[8192], thr[32];
         snprintf(thr, sizeof thr, "%d", o->threads);
-        fprintf(p, "ablate: %d presets x %d seeds = %zu runs (%d to run, %d done), %d at a time, "
+        char shard[48] = "";
+        if (o->nshards > 1) snprintf(shard, sizeof shard, " (shard %d/%d: %d of them)", o->shard, o->nshards, g->res->total);
+        fprintf(p, "ablate: %d presets x %d seeds = %zu runs%s (%d to run, %d done), %d at a time, "
                    "threads per run: %s, out %s\n",
-                o->npresets, o->nseeds, nruns, ntodo, res->skipped, o->jobs,
+                o->npresets, o->nseeds, g->nruns, shard, g->ntodo, g->res->skipped, o->jobs,
                 o->threads > 0 ? thr : "the trainer's default", o->out);
-        for (size_t i = 0; i < nruns; i++) {
-            if (!todo[i]) continue;
+        for (size_t i = 0; i < g->nruns; i++) {
+            if (!g->todo[i]) continue;
             char nums[4][32];
-            char **v = child_argv(o, &runs[i], nums);
+            char **v = child_argv(o, &g->runs[i], nums);
             if (v) {
                 int n = 0;
                 while (v[n]) n++;
@@ -429,93 +443,136 @@ int ablate_run(const ablate_opts *o, ablate_result *res, char *msg, size_t msg_l
             }
             if (!o->dry_run) break;
         }
-        for (size_t i = 0; i < nruns; i++)
-            if (!todo[i])
-                fprintf(p, "[%d/%zu] %s seed %llu: already done (val loss %.4f), skipped\n", ++k, nruns, runs[i].name,
-                        (unsigned long long)runs[i].seed, done_val[i]);
+        for (size_t i = 0; i < g->nruns; i++)
+            if (!g->todo[i] && in_shard(o, i))
+                fprintf(p, "[%d/%zu] %s seed %llu: already done (val loss %.4f), skipped\n", ++g->k, g->nruns,
+                        g->runs[i].name, (unsigned long long)g->runs[i].seed, done_val ? done_val[i] : NAN);
         fflush(p);
     }
     free(done_val);
-    if (o->dry_run) {
-        free(todo);
-        goto out;
-    }
+}
 
-    const double t_start = xp_now();
-    size_t next = 0;
-    int running = 0, executed = 0;
-    while (next < nruns || running) {
-        while (running < o->jobs && next < nruns) {  // start runs
-            run_t *r = &runs[next];
-            if (!todo[next++]) continue;
-            char nums[4][32], err[PATH_MAX_ + 32], why[PATH_MAX_ + 64] = "";
-            run_file(path, sizeof path, r, "FAILED");
-            unlink(path);
-            run_file(err, sizeof err, r, "train.err");
-            char **v = NULL;
-            r->pid = -1;
-            if (xp_mkdir_p(r->dir, why, sizeof why) == XP_OK && (v = child_argv(o, r, nums)))
-                r->pid = xp_spawn(exe, v, NULL, err, why, sizeof why);
-            else if (!v && !why[0]) snprintf(why, sizeof why, "out of memory");
-            free(v);
-            r->t0 = xp_now();
-            if (r->pid < 0) {
-                res->failed++, executed++;
-                mark_failed(r, why);
-                if (p) fprintf(p, "[%d/%zu] %s seed %llu: FAILED to start: %s\n", ++k, nruns, r->name,
-                               (unsigned long long)r->seed, why);
-                continue;
-            }
-            running++;
+// Starts runs until --jobs are running or none is left.
+static void grid_start(grid_t *g) {
+    char path[PATH_MAX_ + 32];
+    while (g->running < g->o->jobs && g->next < g->nruns) {
+        run_t *r = &g->runs[g->next];
+        if (!g->todo[g->next++]) continue;
+        char nums[4][32], err[PATH_MAX_ + 32], why[PATH_MAX_ + 64] = "";
+        run_file(path, sizeof path, r, "FAILED");
+        unlink(path);
+        run_file(err, sizeof err, r, "train.err");
+        char **v = NULL;
+        r->pid = -1;
+        if (fio_mkdir_p(r->dir, why, sizeof why) == FIO_OK && (v = child_argv(g->o, r, nums)))
+            r->pid = xp_spawn(g->exe, v, NULL, err, why, sizeof why);
+        else if (!v && !why[0]) snprintf(why, sizeof why, "out of memory");
+        free(v);
+        r->t0 = fio_now();
+        if (r->pid < 0) {
+            g->res->failed++, g->executed++;
+            mark_failed(r, why);
+            if (g->p) fprintf(g->p, "[%d/%zu] %s seed %llu: FAILED to start: %s\n", ++g->k, g->nruns, r->name,
+                              (unsigned long long)r->seed, why);
+            continue;
         }
-        if (!running) continue;
-        bool reaped = false;
-        for (size_t i = 0; i < next; i++) {  // poll the running children
-            run_t *r = &runs[i];
-            if (!todo[i] || r->pid <= 0) continue;
-            int ws;
-            const pid_t w = waitpid(r->pid, &ws, WNOHANG);
-            if (w == 0 || (w < 0 && errno == EINTR)) continue;
-            reaped = true;
-            running--, executed++;
-            const double secs = xp_now() - r->t0;
-            r->pid = 0;
-            char why[1024], dur[32], eta[32], err[512];
-            double val;
-            long last;
-            if (w < 0) snprintf(why, sizeof why, "waitpid: %s", strerror(errno));
-            else xp_describe_status(ws, why, sizeof why);
-            const bool exited0 = w > 0 && WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
-            const bool complete = run_complete(r, o->steps, &val, &last, err, sizeof err);
-            if (exited0 && !complete && err[0])
-                snprintf(why, sizeof why, "exit status 0, but its log cannot be read: %s", err);
-            else if (exited0 && !complete)
-                snprintf(why, sizeof why, "exit status 0, but its log ends at step %ld of %ld", last, o->steps);
-            xp_fmt_duration(secs, dur, sizeof dur);
-            const int left = ntodo - executed;
-            xp_fmt_duration(left ? (xp_now() - t_start) / executed * left : 0, eta, sizeof eta);
-            if (exited0 && complete) {
-                res->done++;
-                if (p) fprintf(p, "[%d/%zu] %s seed %llu: val loss %.4f, %s; ETA %s\n", ++k, nruns, r->name,
-                               (unsigned long long)r->seed, val, dur, eta);
-            } else {
-                res->failed++;
-                mark_failed(r, why);
-                if (p) {
-                    fprintf(p, "[%d/%zu] %s seed %llu: FAILED (%s) after %s; ETA %s\n", ++k, nruns, r->name,
-                            (unsigned long long)r->seed, why, dur, eta);
-                    print_tail(p, r);
-                }
-            }
-            if (p) fflush(p);
-        }
-        if (!reaped) nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
+        g->running++;
     }
-    res->seconds = xp_now() - t_start;
-    free(todo);
+}
+
+// A child that ended: done when it exited 0 and its log reaches the last step, else failed
+// (marked with a FAILED file saying why, and the tail of its output printed).
+static void grid_finish(grid_t *g, run_t *r, pid_t w, int ws) {
+    const ablate_opts *o = g->o;
+    g->running--, g->executed++;
+    const double secs = fio_now() - r->t0;
+    r->pid = 0;
+    char why[1024], dur[32], eta[32], err[512];
+    double val;
+    long last;
+    if (w < 0) snprintf(why, sizeof why, "waitpid: %s", strerror(errno));
+    else xp_describe_status(ws, why, sizeof why);
+    const bool exited0 = w > 0 && WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
+    const bool complete = run_complete(r, o->steps, &val, &last, err, sizeof err);
+    if (exited0 && !complete && err[0])
+        snprintf(why, sizeof why, "exit status 0, but its log cannot be read: %s", err);
+    else if (exited0 && !complete)
+        snprintf(why, sizeof why, "exit status 0, but its log ends at step %ld of %ld", last, o->steps);
+    fio_fmt_duration(secs, dur, sizeof dur);
+    const int left = g->ntodo - g->executed;
+    fio_fmt_duration(left ? (fio_now() - g->t_start) / g->executed * left : 0, eta, sizeof eta);
+    FILE *p = g->p;
+    if (exited0 && complete) {
+        g->res->done++;
+        if (p) fprintf(p, "[%d/%zu] %s seed %llu: val loss %.4f, %s; ETA %s\n", ++g->k, g->nruns, r->name,
+                       (unsigned long long)r->seed, val, dur, eta);
+    } else {
+        g->res->failed++;
+        mark_failed(r, why);
+        if (p) {
+            fprintf(p, "[%d/%zu] %s seed %llu: FAILED (%s) after %s; ETA %s\n", ++g->k, g->nruns, r->name,
+                    (unsigned long long)r->seed, why, dur, eta);
+            print_tail(p, r);
+        }
+    }
+    if (p) fflush(p);
+}
+
+// Polls the running children (waitpid WNOHANG on each own pid: no other child of the caller is
+// reaped); true when one ended.
+static bool grid_reap(grid_t *g) {
+    bool reaped = false;
+    for (size_t i = 0; i < g->next; i++) {
+        run_t *r = &g->runs[i];
+        if (!g->todo[i] || r->pid <= 0) continue;
+        int ws;
+        const pid_t w = waitpid(r->pid, &ws, WNOHANG);
+        if (w == 0 || (w < 0 && errno == EINTR)) continue;
+        reaped = true;
+        grid_finish(g, r, w, ws);
+    }
+    return reaped;
+}
+
+int ablate_run(const ablate_opts *o, ablate_result *res, char *msg, size_t msg_len) {
+    memset(res, 0, sizeof *res);
+    int st = ablate_validate(o, msg, msg_len);
+    if (st) return st;
+    grid_t g = {.o = o, .res = res, .exe = o->exe ? o->exe : "/proc/self/exe", .p = o->progress};
+    char path[PATH_MAX_ + 32];
+    int lock = -1;
+    snprintf(path, sizeof path, "%s/ablate.json", o->out);
+    if ((st = grid_plan(&g, msg, msg_len)) != XP_OK) goto out;
+    if (!o->dry_run) {
+        if (fio_mkdir_p(o->out, msg, msg_len) != FIO_OK) {
+            st = XP_EIO;
+            goto out;
+        }
+        // Shards of one grid run at once in OUT, each under a lock of its own.
+        char shard_dir[PATH_MAX_ + 64];
+        snprintf(shard_dir, sizeof shard_dir, "%s/.shard-%d-of-%d", o->out, o->shard, o->nshards);
+        if (o->nshards > 1 && fio_mkdir_p(shard_dir, msg, msg_len) != FIO_OK) {
+            st = XP_EIO;
+            goto out;
+        }
+        if ((lock = xp_lock(o->nshards > 1 ? shard_dir : o->out, msg, msg_len)) < 0) {
+            st = XP_EINVAL;
+            goto out;
+        }
+    }
+    if ((st = check_manifest(o, path, msg, msg_len)) != XP_OK) goto out;
+    if (!o->dry_run && (st = write_manifest(o, path, msg, msg_len)) != XP_OK) goto out;
+    grid_survey(&g);
+    if (o->dry_run) goto out;
+    g.t_start = fio_now();
+    while (g.next < g.nruns || g.running) {
+        grid_start(&g);
+        if (g.running && !grid_reap(&g)) nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
+    }
+    res->seconds = fio_now() - g.t_start;
     st = XP_OK;
 out:
     if (lock >= 0) close(lock);
-    free(runs);
+    free(g.runs), free(g.todo);
     return st;
 }

@@ -43,6 +43,9 @@ typedef struct {
     int nextra;
     const char *const *argv;   // the command as the user typed it (for ablate.json), argc long
     int argc;
+    int shard, nshards;        // run only the runs i (seed-major order) with i % nshards == shard
+                               // (nshards 0 or 1: all); shards may run at once in the same OUT
+                               // (one lock per shard) and `fplab report OUT` merges them
     bool dry_run;              // print the child commands, run nothing, write nothing
     bool check_train;          // validate also does what the child `fplab train` would: sets
                                // model, data, steps, ... and the extra options through the

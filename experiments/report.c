@@ -115,12 +115,12 @@ static int find_runs(rp_data *d, const grid_t *g, char *msg, size_t msg_len) {
         if (e->d_name[0] == '.') continue;
         char sub[RP_PATH + 512];
         snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-        DIR *pd = xp_is_dir(sub) && strlen(e->d_name) < RP_NAME ? opendir(sub) : NULL;
+        DIR *pd = fio_is_dir(sub) && strlen(e->d_name) < RP_NAME ? opendir(sub) : NULL;
         for (struct dirent *s; pd && (s = readdir(pd));) {
             uint64_t seed;
             char sd[RP_PATH + 1024];
             snprintf(sd, sizeof sd, "%s/%s", sub, s->d_name);
-            if (parse_seed_dir(s->d_name, &seed) && xp_is_dir(sd) && add_run(d, &cap, e->d_name, seed))
+            if (parse_seed_dir(s->d_name, &seed) && fio_is_dir(sd) && add_run(d, &cap, e->d_name, seed))
                 return closedir(pd), closedir(top), snprintf(msg, msg_len, "out of memory"), XP_ENOMEM;
         }
         if (pd) closedir(pd);
@@ -180,7 +180,7 @@ static int load_run(rp_run *r, char *msg, size_t msg_len) {
         fclose(f);
     }
     snprintf(path, sizeof path, "%s/log.jsonl", r->dir);
-    if (!xp_is_file(path)) {
+    if (!fio_is_file(path)) {
         if (r->status != RP_FAILED) r->status = RP_MISSING, snprintf(r->why, sizeof r->why, "no log.jsonl");
         return XP_OK;
     }
@@ -438,7 +438,7 @@ static void write_runs(FILE *f, const rp_data *d) {
     for (int i = 0; i < d->nruns; i++) {
         const rp_run *r = &d->runs[i];
         char t[32] = "—";
-        if (isfinite(r->elapsed_s)) xp_fmt_duration(r->elapsed_s, t, sizeof t);
+        if (isfinite(r->elapsed_s)) fio_fmt_duration(r->elapsed_s, t, sizeof t);
         fputs("| ", f), md_cell(f, r->preset);
         fprintf(f, " | %llu | %s", (unsigned long long)r->seed, status_word(r));
         if (r->status != RP_OK && r->why[0]) fputs(": ", f), md_cell(f, r->why);
@@ -511,10 +511,11 @@ static const char how_to_read[] =
 
 static int write_md(const rp_data *d, const rp_plot *pl, bool found, bool wanted, const report_result *res,
                     char *msg, size_t msg_len) {
-    char path[RP_PATH + 32], tmp[RP_PATH + 64];
+    char path[RP_PATH + 32];
     snprintf(path, sizeof path, "%s/report.md", d->dir);
-    FILE *f = xp_create(path, tmp, sizeof tmp, msg, msg_len);
-    if (!f) return XP_EIO;
+    fio_out out;
+    if (fio_create(&out, path, msg, msg_len) != FIO_OK) return XP_EIO;
+    FILE *f = out.f;
     fputs("# Ablation report\n\n", f);
     if (d->have_manifest && d->command[0]) {
         fprintf(f, "Made by this command%s%s%s:\n\n    %s\n\n", d->cwd[0] ? " (run in `" : "", d->cwd,
@@ -545,7 +546,7 @@ static int write_md(const rp_data *d, const rp_plot *pl, bool found, bool wanted
     write_runs(f, d);
     fputs("\n", f);
     fputs(how_to_read, f);
-    return xp_commit(f, tmp, path, msg, msg_len);
+    return fio_commit(&out, msg, msg_len) == FIO_OK ? XP_OK : XP_EIO;
 }
 
 // --- entry
@@ -554,7 +555,7 @@ int report_write(const report_opts *o, report_result *res, char *msg, size_t msg
     report_result dummy;
     if (!res) res = &dummy;
     memset(res, 0, sizeof *res);
-    if (!o->dir || !xp_is_dir(o->dir)) {
+    if (!o->dir || !fio_is_dir(o->dir)) {
         snprintf(msg, msg_len, "'%s': no such directory (expected the --out DIR of 'fplab ablate')",
                  o->dir ? o->dir : "");
         return XP_EINVAL;

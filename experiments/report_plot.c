@@ -48,25 +48,27 @@ static void preamble(FILE *f, const rp_plot *p, const char *what, const char *xl
 
 typedef struct {
     FILE *dat, *gp;
-    char dpath[RP_PATH + 64], dtmp[RP_PATH + 96], gpath[RP_PATH + 64], gtmp[RP_PATH + 96];
+    fio_out d, g;
 } files_t;
 
 static int open_files(files_t *ff, const char *pdir, const rp_plot *p, char *msg, size_t msg_len) {
-    snprintf(ff->dpath, sizeof ff->dpath, "%s/%s.dat", pdir, p->base);
-    snprintf(ff->gpath, sizeof ff->gpath, "%s/%s.gp", pdir, p->base);
-    ff->gp = NULL;
-    if (!(ff->dat = xp_create(ff->dpath, ff->dtmp, sizeof ff->dtmp, msg, msg_len))) return XP_EIO;
-    if (!(ff->gp = xp_create(ff->gpath, ff->gtmp, sizeof ff->gtmp, msg, msg_len))) {
-        fclose(ff->dat), unlink(ff->dtmp);
+    char dpath[RP_PATH + 64], gpath[RP_PATH + 64];
+    snprintf(dpath, sizeof dpath, "%s/%s.dat", pdir, p->base);
+    snprintf(gpath, sizeof gpath, "%s/%s.gp", pdir, p->base);
+    if (fio_create(&ff->d, dpath, msg, msg_len) != FIO_OK) return XP_EIO;
+    if (fio_create(&ff->g, gpath, msg, msg_len) != FIO_OK) {
+        fio_abort(&ff->d);
         return XP_EIO;
     }
+    ff->dat = ff->d.f, ff->gp = ff->g.f;
     return XP_OK;
 }
 
 static int close_files(files_t *ff, char *msg, size_t msg_len) {
-    int st = xp_commit(ff->dat, ff->dtmp, ff->dpath, msg, msg_len);
-    const int st2 = xp_commit(ff->gp, ff->gtmp, ff->gpath, st ? (char[256]){0} : msg, st ? 256 : msg_len);
-    return st ? st : st2;
+    const int st = fio_commit(&ff->d, msg, msg_len);
+    char ignored[256];
+    const int st2 = fio_commit(&ff->g, st ? ignored : msg, st ? sizeof ignored : msg_len);
+    return st || st2 ? XP_EIO : XP_OK;
 }
 
 typedef enum { C_LOSS, C_VAL, C_SWAMP } curve_id;
@@ -392,7 +394,7 @@ int rp_write_plots(const rp_data *d, const report_opts *o, rp_plot plots[RP_NPLO
     };
     char pdir[RP_PATH + 16];
     snprintf(pdir, sizeof pdir, "%s/plots", d->dir);
-    int st = xp_mkdir_p(pdir, msg, msg_len);
+    int st = fio_mkdir_p(pdir, msg, msg_len) == FIO_OK ? XP_OK : XP_EIO;
     if (st) return st;
     for (int i = 0; i < RP_NPLOTS; i++) {
         memset(&plots[i], 0, sizeof plots[i]);

@@ -2,6 +2,7 @@
 #include "experiments/runlog.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,10 +69,16 @@ static void drop_after(runlog *l, long last, size_t keep_from) {
     while (k > 0 && l->step[k - 1].step > last) k--;
     if (k == l->n) return;
     const size_t base = l->step[k].ent0, cnt = l->nent - keep_from;
-    memmove(l->ent + base, l->ent + keep_from, cnt * sizeof *l->ent);
+    if (cnt) memmove(l->ent + base, l->ent + keep_from, cnt * sizeof *l->ent);  // (ent is NULL in a log
+                                                                                // without telemetry)
     l->nent = base + cnt;
     l->n = k;
 }
+
+// A count from the log (steps, tokens per step, a step to resume from) as a long: its integer
+// part when it is a number in [0, 1e15), else dflt. Converting a double outside long's range
+// (1e300, inf, NaN) is undefined behaviour, so the range is checked before the cast.
+static long to_count(double v, long dflt) { return v >= 0 && v < 1e15 ? (long)v : dflt; }
 
 static runlog_tel parse_tel(jx_cur *c) {
     runlog_tel t = {NAN, NAN, NAN, NAN, NAN, NAN, NAN};
@@ -159,12 +166,12 @@ static int parse_line(runlog *l, jx_cur *c, bool layers) {
             snprintf(l->policy, sizeof l->policy, "%s", policy);
             snprintf(l->model, sizeof l->model, "%s", model);
             l->seed = seed;
-            l->steps = isfinite(steps) ? (long)steps : -1;
-            l->tokens_per_step = isfinite(tps) ? (long)tps : -1;
+            l->steps = steps == floor(steps) ? to_count(steps, -1) : -1;
+            l->tokens_per_step = tps == floor(tps) ? to_count(tps, -1) : -1;
         }
-        if (resumed > 0) {
+        if (resumed > 0) {  // (NaN is not): a resume from beyond every step logged drops nothing
             l->resumes++;
-            drop_after(l, (long)resumed, l->nent);
+            drop_after(l, to_count(resumed, LONG_MAX), l->nent);
         }
         return RUNLOG_OK;
     }
@@ -190,6 +197,35 @@ int runlog_read(runlog *l, const char *path, bool layers, char *msg, size_t msg_
         snprintf(msg, msg_len, "%s: cannot open for reading", path);
         return RUNLOG_EIO;
     }
+    int st = runlog_read_stream(l, f, path, layers, msg, msg_len);
+    fclose(f);
+    return st;
+}
+
+// A line that fails to parse but holds a whole start line after a fragment: a run killed
+// mid-write and resumed appends its start line right after the cut-short write (the log is
+// opened for appending and nothing writes a newline first). Returns where the start line
+// begins, or NULL.
+static const char *glued_start(const char *line) {
+    const char *at = NULL;
+    for (const char *q = strstr(line + 1, "{\"event\":\"start\""); q; q = strstr(q + 1, "{\"event\":\"start\""))
+        at = q;
+    return at;
+}
+
+// Parses one line; on a format error the entries and site names it added are taken back, so
+// that a dropped line leaves nothing behind.
+static int parse_or_undo(runlog *l, jx_cur *c, bool layers) {
+    const size_t nent = l->nent;
+    const int nsites = l->nsites;
+    const int rc = parse_line(l, c, layers);
+    if (rc != RUNLOG_OK) l->nent = nent, l->nsites = nsites;
+    return rc;
+}
+
+int runlog_read_stream(runlog *l, FILE *f, const char *path, bool layers, char *msg, size_t msg_len) {
+    memset(l, 0, sizeof *l);
+    l->steps = l->tokens_per_step = -1;
     char *line = NULL;
     size_t cap = 0;
     ssize_t len;
@@ -207,7 +243,17 @@ int runlog_read(runlog *l, const char *path, bool layers, char *msg, size_t msg_
             size_t k = 0;
             while (line[k] == ' ' || line[k] == '\t' || line[k] == '\r' || line[k] == '\n') k++;
             if (!line[k]) continue;  // blank line
-            rc = parse_line(l, &c, layers);
+            rc = parse_or_undo(l, &c, layers);
+            const char *start = rc == RUNLOG_EFORMAT ? glued_start(line) : NULL;
+            if (start) {  // a cut-short write, then the resumed run's start line
+                jx_cur s;
+                jx_init(&s, start);
+                if (parse_or_undo(l, &s, layers) == RUNLOG_OK) {
+                    l->truncated++;
+                    rc = RUNLOG_OK;
+                    continue;
+                }
+            }
         }
         if (rc == RUNLOG_EFORMAT && !complete) {  // the last write of a crashed run, cut short
             l->truncated++;
@@ -223,7 +269,6 @@ int runlog_read(runlog *l, const char *path, bool layers, char *msg, size_t msg_
         rc = RUNLOG_EIO;
     }
     free(line);
-    fclose(f);
     if (rc != RUNLOG_OK) runlog_free(l);
     return rc;
 }

@@ -11,7 +11,12 @@
 // A resumed run appends to its log: a start line with resumed_from R drops the steps after R
 // that the interrupted invocation had logged (they are redone), so the result holds each step
 // once, as the final trajectory has it. A last line without its newline that does not parse
-// is a write cut short by a crash: it is dropped and counted in `truncated`.
+// is a write cut short by a crash: it is dropped and counted in `truncated`. So is the fragment
+// at the start of a line that does not parse but ends in a whole start line: the write a kill
+// cut short, with the resumed run's start line appended right after it.
+// Counts are read as numbers: "steps", "tokens_per_step" outside [0, 1e15) or not integers
+// (1e300, "inf", "nan", -5, 2.5) are unknown (-1), never converted out of range; a
+// "resumed_from" beyond every step logged drops nothing.
 // Constraints: library level (status + message naming file and line, never exits); the
 // parser is json.h's minimal reader.
 #ifndef FPLAB_RUNLOG_H
@@ -19,6 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 enum { RUNLOG_OK = 0, RUNLOG_EIO = 1, RUNLOG_EFORMAT = 2, RUNLOG_ENOMEM = 3 };
 
@@ -52,7 +58,7 @@ typedef struct {
     uint64_t seed;
     long steps, tokens_per_step;  // -1 when unknown
     int resumes;                  // start lines with resumed_from > 0
-    size_t truncated;             // 1 if a cut-short last line was dropped
+    size_t truncated;             // cut-short writes dropped (see above)
     runlog_step *step;            // in order of step, each step once
     size_t n, cap;
     runlog_entry *ent;
@@ -66,6 +72,8 @@ typedef struct {
 // On error returns RUNLOG_EIO (cannot open/read) or RUNLOG_EFORMAT with msg
 // "PATH:LINE: what was wrong (column C)"; *l is then empty (runlog_free is still safe).
 int runlog_read(runlog *l, const char *path, bool layers, char *msg, size_t msg_len);
+// The same from an open stream, read to its end (name only names it in messages).
+int runlog_read_stream(runlog *l, FILE *f, const char *name, bool layers, char *msg, size_t msg_len);
 void runlog_free(runlog *l);
 
 // The index of site `name` in l->sites, or -1.

@@ -13,62 +13,6 @@
 #include <time.h>
 #include <unistd.h>
 
-bool xp_is_dir(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-bool xp_is_file(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-int xp_mkdir_p(const char *path, char *msg, size_t msg_len) {
-    char p[4096];
-    if (snprintf(p, sizeof p, "%s", path) >= (int)sizeof p) {
-        snprintf(msg, msg_len, "'%.60s...': path too long", path);
-        return XP_EINVAL;
-    }
-    for (char *q = p + 1;; q++) {
-        if (*q != '/' && *q) continue;
-        const char keep = *q;
-        *q = 0;
-        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-            snprintf(msg, msg_len, "cannot create directory '%s': %s", p, strerror(errno));
-            return XP_EIO;
-        }
-        if (!xp_is_dir(p)) {
-            snprintf(msg, msg_len, "'%s' exists and is not a directory", p);
-            return XP_EIO;
-        }
-        *q = keep;
-        if (!keep) break;
-    }
-    return XP_OK;
-}
-
-FILE *xp_create(const char *path, char *tmp, size_t tmp_cap, char *msg, size_t msg_len) {
-    snprintf(tmp, tmp_cap, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) snprintf(msg, msg_len, "cannot write '%s': %s", tmp, strerror(errno));
-    return f;
-}
-
-int xp_commit(FILE *f, const char *tmp, const char *path, char *msg, size_t msg_len) {
-    const bool bad = ferror(f) != 0;
-    if (fclose(f) != 0 || bad) {
-        snprintf(msg, msg_len, "write error on '%s' (disk full?)", tmp);
-        unlink(tmp);
-        return XP_EIO;
-    }
-    if (rename(tmp, path) != 0) {
-        snprintf(msg, msg_len, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-        unlink(tmp);
-        return XP_EIO;
-    }
-    return XP_OK;
-}
-
 size_t xp_tail(const char *path, int lines, char *buf, size_t cap) {
     buf[0] = 0;
     FILE *f = fopen(path, "rb");
@@ -144,19 +88,6 @@ void xp_describe_status(int ws, char *buf, size_t cap) {
                                 WEXITSTATUS(ws) == 127 ? " (could not execute?)" : "");
     else if (WIFSIGNALED(ws)) snprintf(buf, cap, "killed by signal %d (%s)", WTERMSIG(ws), strsignal(WTERMSIG(ws)));
     else snprintf(buf, cap, "wait status 0x%x", ws);
-}
-
-void xp_fmt_duration(double s, char *buf, size_t cap) {
-    if (!(s >= 0)) snprintf(buf, cap, "?");
-    else if (s < 60) snprintf(buf, cap, "%.1f s", s);
-    else if (s < 3600) snprintf(buf, cap, "%dm%02ds", (int)(s / 60), (int)s % 60);
-    else snprintf(buf, cap, "%dh%02dm", (int)(s / 3600), (int)(s / 60) % 60);
-}
-
-double xp_now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 int xp_lock(const char *dir, char *msg, size_t msg_len) {

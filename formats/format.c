@@ -1,5 +1,7 @@
 // format.c: the format table, name lookup, custom eXmY parsing and derived properties.
-// Every constant below is derived from the descriptor fields; the table holds only the fields.
+// Every constant is derived from the six descriptor fields by one set of expressions (D_*),
+// which the compiler evaluates for the table and fmt_make evaluates for custom formats; nothing
+// is typed in, and no state is written after start-up (the table is const: thread-safe).
 #include "format.h"
 
 #include <ctype.h>
@@ -18,54 +20,79 @@ const char *fmt_strerror(int status) {
     }
 }
 
-// --- the table: (name, bits, e, m, bias, signed, special) and the names people already use
+// --- derivation: one set of expressions, evaluated by the compiler for the table below and at
+// run time by fmt_make for custom formats. Arguments: e, m exponent and mantissa bits, b bias,
+// sg signedness, sp the fmt_special value. They assume what fmt_make checks first (1 <= e <= 11,
+// 0 <= m <= 52, a result that embeds in fp64).
+
+// 2^k for 0 <= k < 2048 (F2P) and 2^-k (F2N) as constant expressions: one power-of-two factor per
+// bit of k. Every partial product is a power of two between 1 and the result, so each is exact.
+#define F2B(k, bit, v) (((k) & (bit)) ? (v) : 1.0)
+#define F2P(k)                                                                                     \
+    (F2B(k, 1, 0x1p1) * F2B(k, 2, 0x1p2) * F2B(k, 4, 0x1p4) * F2B(k, 8, 0x1p8) * F2B(k, 16, 0x1p16) * \
+     F2B(k, 32, 0x1p32) * F2B(k, 64, 0x1p64) * F2B(k, 128, 0x1p128) * F2B(k, 256, 0x1p256) *           \
+     F2B(k, 512, 0x1p512))
+#define F2N(k)                                                                                          \
+    (F2B(k, 1, 0x1p-1) * F2B(k, 2, 0x1p-2) * F2B(k, 4, 0x1p-4) * F2B(k, 8, 0x1p-8) *                    \
+     F2B(k, 16, 0x1p-16) * F2B(k, 32, 0x1p-32) * F2B(k, 64, 0x1p-64) * F2B(k, 128, 0x1p-128) *          \
+     F2B(k, 256, 0x1p-256) * F2B(k, 512, 0x1p-512) * F2B(k, 1024, 0x1p-1024))
+// 2^k for -1074 <= k <= 1023: one of the two factors is 1.
+#define POW2(k) (F2P((k) > 0 ? (k) : 0) * F2N((k) < 0 ? -(k) : 0))
+
+#define D_ETOP(e) ((1 << (e)) - 1)                         // the all-ones exponent field
+#define D_MONES(m) ((1ULL << (m)) - 1)                     // the all-ones mantissa field
+#define D_NAN_TOP(sp) ((sp) == FMT_FN || (sp) == FMT_E8M0)  // the all-ones code is NaN
+// The largest finite code's exponent and mantissa fields: IEEE gives the top exponent to inf and
+// NaN; fn and e8m0 give the all-ones code to NaN (a whole binade when there is no mantissa).
+#define D_TOP_E(e, m, sp) \
+    ((sp) == FMT_IEEE || (D_NAN_TOP(sp) && (m) == 0) ? D_ETOP(e) - 1 : D_ETOP(e))
+#define D_TOP_M(m, sp) (D_NAN_TOP(sp) && (m) > 0 ? D_MONES(m) - 1 : D_MONES(m))
+// Exponent field 0 is the subnormal binade except in e8m0 style, where it is a normal one.
+#define D_EMIN(b, sp) ((sp) == FMT_E8M0 ? -(b) : 1 - (b))
+#define D_EMAX(e, m, b, sp) (D_TOP_E(e, m, sp) - (b))
+#define D_SUBN(m, sp) ((sp) != FMT_E8M0 && (m) > 0)
+// (1 + top_m 2^-m) 2^emax, as the integer (2^m + top_m) < 2^53 times a power of two: exact.
+#define D_MAX(e, m, b, sp) ((double)((1ULL << (m)) + D_TOP_M(m, sp)) * POW2(D_EMAX(e, m, b, sp) - (m)))
+#define D_MIN_NORMAL(b, sp) POW2(D_EMIN(b, sp))
+#define D_MIN_SUB(m, b, sp) POW2(D_EMIN(b, sp) - (D_SUBN(m, sp) ? (m) : 0))
+
+#define FMT_ROW(nm, nbits, e, m, b, sg, sp)                                                          \
+    {.name = nm, .bits = nbits, .ebits = e, .mbits = m, .bias = b, .is_signed = sg, .special = sp,  \
+     .emin = D_EMIN(b, sp), .emax = D_EMAX(e, m, b, sp), .max = D_MAX(e, m, b, sp),                   \
+     .min_normal = D_MIN_NORMAL(b, sp), .min_subnormal = D_MIN_SUB(m, b, sp),                         \
+     .has_inf = (sp) == FMT_IEEE, .has_nan = (sp) != FMT_FINITE, .has_zero = (sp) != FMT_E8M0,         \
+     .has_negzero = (sg) && (sp) != FMT_FNUZ, .has_subnormals = D_SUBN(m, sp)}
+
+// --- the table: (name, bits, e, m, bias, signed, special) and the names people already use.
+// A constant the compiler builds (test_format checks every row against fmt_make): it is never
+// written, so threads may look formats up concurrently from the first call on.
 typedef struct {
-    const char *name;
-    int bits, ebits, mbits, bias;
-    bool is_signed;
-    fmt_special special;
+    fmt_t f;
     const char *aliases[6];
-} fmt_row;
+} table_row;
 
-static const fmt_row table_rows[] = {
-    {"fp64", 64, 11, 52, 1023, true, FMT_IEEE, {"float64", "double", "binary64", NULL}},
-    {"fp32", 32, 8, 23, 127, true, FMT_IEEE, {"float32", "float", "binary32", NULL}},
-    {"tf32", 19, 8, 10, 127, true, FMT_IEEE, {"tensorfloat32", NULL}},
-    {"fp16", 16, 5, 10, 15, true, FMT_IEEE, {"float16", "half", "binary16", NULL}},
-    {"bf16", 16, 8, 7, 127, true, FMT_IEEE, {"bfloat16", NULL}},
-    {"e4m3", 8, 4, 3, 7, true, FMT_FN, {"float8_e4m3fn", "fp8_e4m3", "e4m3fn", NULL}},
-    {"e5m2", 8, 5, 2, 15, true, FMT_IEEE, {"float8_e5m2", "fp8_e5m2", NULL}},
-    {"e4m3fnuz", 8, 4, 3, 8, true, FMT_FNUZ, {"float8_e4m3fnuz", "fp8_e4m3fnuz", NULL}},
-    {"e5m2fnuz", 8, 5, 2, 16, true, FMT_FNUZ, {"float8_e5m2fnuz", "fp8_e5m2fnuz", NULL}},
-    {"e8m0", 8, 8, 0, 127, false, FMT_E8M0, {"float8_e8m0fnu", "e8m0fnu", "ue8m0", NULL}},
-    {"e3m2", 6, 3, 2, 3, true, FMT_FINITE, {"float6_e3m2fn", "fp6_e3m2", NULL}},
-    {"e2m3", 6, 2, 3, 1, true, FMT_FINITE, {"float6_e2m3fn", "fp6_e2m3", NULL}},
-    {"e2m1", 4, 2, 1, 1, true, FMT_FINITE, {"float4_e2m1fn", "fp4_e2m1", "fp4", NULL}},
+static const table_row table[] = {
+    {FMT_ROW("fp64", 64, 11, 52, 1023, true, FMT_IEEE), {"float64", "double", "binary64", NULL}},
+    {FMT_ROW("fp32", 32, 8, 23, 127, true, FMT_IEEE), {"float32", "float", "binary32", NULL}},
+    {FMT_ROW("tf32", 19, 8, 10, 127, true, FMT_IEEE), {"tensorfloat32", NULL}},
+    {FMT_ROW("fp16", 16, 5, 10, 15, true, FMT_IEEE), {"float16", "half", "binary16", NULL}},
+    {FMT_ROW("bf16", 16, 8, 7, 127, true, FMT_IEEE), {"bfloat16", NULL}},
+    {FMT_ROW("e4m3", 8, 4, 3, 7, true, FMT_FN), {"float8_e4m3fn", "fp8_e4m3", "e4m3fn", NULL}},
+    {FMT_ROW("e5m2", 8, 5, 2, 15, true, FMT_IEEE), {"float8_e5m2", "fp8_e5m2", NULL}},
+    {FMT_ROW("e4m3fnuz", 8, 4, 3, 8, true, FMT_FNUZ), {"float8_e4m3fnuz", "fp8_e4m3fnuz", NULL}},
+    {FMT_ROW("e5m2fnuz", 8, 5, 2, 16, true, FMT_FNUZ), {"float8_e5m2fnuz", "fp8_e5m2fnuz", NULL}},
+    {FMT_ROW("e8m0", 8, 8, 0, 127, false, FMT_E8M0), {"float8_e8m0fnu", "e8m0fnu", "ue8m0", NULL}},
+    {FMT_ROW("e3m2", 6, 3, 2, 3, true, FMT_FINITE), {"float6_e3m2fn", "fp6_e3m2", NULL}},
+    {FMT_ROW("e2m3", 6, 2, 3, 1, true, FMT_FINITE), {"float6_e2m3fn", "fp6_e2m3", NULL}},
+    {FMT_ROW("e2m1", 4, 2, 1, 1, true, FMT_FINITE), {"float4_e2m1fn", "fp4_e2m1", "fp4", NULL}},
 };
-enum { TABLE_N = sizeof table_rows / sizeof table_rows[0] };
-
-static fmt_t table[TABLE_N];
-static bool table_ready;
-
-// The table is derived once; fmt_make on constant rows cannot fail (a test checks every row).
-static void table_init(void) {
-    if (table_ready) return;
-    for (size_t i = 0; i < TABLE_N; i++) {
-        const fmt_row *r = &table_rows[i];
-        fmt_make(&table[i], r->name, r->bits, r->ebits, r->mbits, r->bias, r->is_signed, r->special);
-    }
-    table_ready = true;
-}
+enum { TABLE_N = sizeof table / sizeof table[0] };
 
 size_t fmt_table_count(void) { return TABLE_N; }
-const fmt_t *fmt_table_get(size_t i) {
-    if (i >= TABLE_N) return NULL;
-    table_init();
-    return &table[i];
-}
-const char *const *fmt_table_aliases(size_t i) { return i < TABLE_N ? table_rows[i].aliases : NULL; }
+const fmt_t *fmt_table_get(size_t i) { return i < TABLE_N ? &table[i].f : NULL; }
+const char *const *fmt_table_aliases(size_t i) { return i < TABLE_N ? table[i].aliases : NULL; }
 
-// --- derivation
+// --- derivation at run time (custom formats)
 
 int fmt_make(fmt_t *f, const char *name, int bits, int ebits, int mbits, int bias, bool is_signed,
              fmt_special special) {
@@ -73,39 +100,28 @@ int fmt_make(fmt_t *f, const char *name, int bits, int ebits, int mbits, int bia
     snprintf(f->name, sizeof f->name, "%s", name ? name : "custom");
     if (ebits < 1 || ebits > 11 || mbits < 0 || mbits > 52) return FMT_EINVAL;
     if (bits != (is_signed ? 1 : 0) + ebits + mbits) return FMT_EINVAL;
+    if ((unsigned)special > FMT_E8M0) return FMT_EINVAL;
     if (special == FMT_IEEE && mbits < 1) return FMT_EINVAL;    // inf and NaN need two codes
     if (special == FMT_FNUZ && !is_signed) return FMT_EINVAL;   // its NaN is the -0 code
     if (special == FMT_E8M0 && is_signed) return FMT_EINVAL;
+    if (bias < -(1 << 20) || bias > (1 << 20)) return FMT_EINVAL;  // far outside fp64 anyway
+    const int e = ebits, m = mbits, b = bias;
+    const fmt_special sp = special;
+    if (D_TOP_E(e, m, sp) == 0 && sp != FMT_E8M0) return FMT_EINVAL;  // no normal values at all
+    // Must embed in fp64 (which also keeps POW2 in its range).
+    if (D_EMAX(e, m, b, sp) > 1023 || D_EMIN(b, sp) - m < -1074) return FMT_EINVAL;
     f->bits = bits, f->ebits = ebits, f->mbits = mbits, f->bias = bias;
     f->is_signed = is_signed, f->special = special;
-
-    const int etop = (1 << ebits) - 1;  // the all-ones exponent field
-    f->has_inf = special == FMT_IEEE;
-    f->has_nan = special != FMT_FINITE;
-    f->has_zero = special != FMT_E8M0;
-    f->has_negzero = is_signed && special != FMT_FNUZ;
-    f->has_subnormals = special != FMT_E8M0 && mbits > 0;
-    // Exponent field 0 is the subnormal binade except in e8m0 style, where it is a normal one.
-    f->emin = special == FMT_E8M0 ? -bias : 1 - bias;
-
-    // Largest finite (exponent field, mantissa field).
-    int top_e = etop;
-    double top_m = ldexp(1.0, mbits) - 1;  // all-ones mantissa
-    switch (special) {
-    case FMT_IEEE: top_e = etop - 1; break;
-    case FMT_FN:
-    case FMT_E8M0: top_m -= 1;  // the all-ones code is NaN
-        if (top_m < 0) { top_e = etop - 1; top_m = ldexp(1.0, mbits) - 1; }
-        break;
-    case FMT_FNUZ:
-    case FMT_FINITE: break;
-    }
-    if (top_e == 0 && special != FMT_E8M0) return FMT_EINVAL;  // no normal values at all
-    f->emax = top_e - bias;
-    f->max = ldexp(1.0 + ldexp(top_m, -mbits), f->emax);
-    f->min_normal = ldexp(1.0, f->emin);
-    f->min_subnormal = f->has_subnormals ? ldexp(1.0, f->emin - mbits) : f->min_normal;
-    if (f->emax > 1023 || f->emin - mbits < -1074) return FMT_EINVAL;  // must embed in fp64
+    f->emin = D_EMIN(b, sp);
+    f->emax = D_EMAX(e, m, b, sp);
+    f->max = D_MAX(e, m, b, sp);
+    f->min_normal = D_MIN_NORMAL(b, sp);
+    f->min_subnormal = D_MIN_SUB(m, b, sp);
+    f->has_inf = sp == FMT_IEEE;
+    f->has_nan = sp != FMT_FINITE;
+    f->has_zero = sp != FMT_E8M0;
+    f->has_negzero = is_signed && sp != FMT_FNUZ;
+    f->has_subnormals = D_SUBN(m, sp);
     return FMT_OK;
 }
 
@@ -136,7 +152,7 @@ static int parse_custom(fmt_t *out, const char *name) {
         else if (len > 5 && !strncmp(end, "bias=", 5)) {
             char *bend;
             bias = strtol(end + 5, &bend, 10);
-            if (bend != end + len) return FMT_EINVAL;
+            if (bend != end + len || bias < -(1L << 20) || bias > (1L << 20)) return FMT_EINVAL;
             bias_set = true;
         } else return FMT_EUNKNOWN;
         end += len;
@@ -150,11 +166,10 @@ static int parse_custom(fmt_t *out, const char *name) {
 
 int fmt_from_name(fmt_t *out, const char *name) {
     if (!name || !*name) return FMT_EUNKNOWN;
-    table_init();
     for (size_t i = 0; i < TABLE_N; i++) {
-        if (!strcasecmp(name, table_rows[i].name)) return *out = table[i], FMT_OK;
-        for (const char *const *a = table_rows[i].aliases; *a; a++)
-            if (!strcasecmp(name, *a)) return *out = table[i], FMT_OK;
+        if (!strcasecmp(name, table[i].f.name)) return *out = table[i].f, FMT_OK;
+        for (const char *const *a = table[i].aliases; *a; a++)
+            if (!strcasecmp(name, *a)) return *out = table[i].f, FMT_OK;
     }
     return parse_custom(out, name);
 }

@@ -46,7 +46,8 @@ enum { NPRESETS = sizeof presets / sizeof presets[0] };
 
 #define EXPECTED_RECIPES                                                                       \
     "none, tensor, row, col, mx, nvfp4, block:K:SCALEFMT or tile:RxC:SCALEFMT, optionally "   \
-    "followed by :ocp, :up or :rne"
+    "followed by :ocp, :up or :rne and :nanblock"
+static const char nanblock_word[] = "nanblock";
 
 static bool same_format(const fmt_t *a, const fmt_t *b) {
     return a->bits == b->bits && a->ebits == b->ebits && a->mbits == b->mbits && a->bias == b->bias &&
@@ -79,6 +80,27 @@ static bool parse_count(const char *s, size_t n, int *out) {
     return *out = v, true;
 }
 
+// The last step of parsing a recipe with a scale: ":nanblock" needs a NaN in the scale format.
+static int finish(fmt_scaling *out, fmt_scaling *sc, bool nan_block, const char *spec, char *msg,
+                  size_t msg_len) {
+    if (nan_block && !sc->scale_fmt.has_nan) {
+        if (msg) snprintf(msg, msg_len, "scaling '%s': :nanblock stores a NaN scale, but scale format %s has "
+                          "no NaN; expected a scale format with one (e8m0, e4m3, bf16, fp32, ...)", spec,
+                          sc->scale_fmt.name);
+        return FMT_EINVAL;
+    }
+    sc->nan_block = nan_block;
+    *out = *sc;
+    return FMT_OK;
+}
+
+fmt_round_opts fmt_scaling_default_opts(const fmt_scaling *sc) {
+    fmt_round_opts o = {0};
+    o.mode = FMT_RNE;
+    o.overflow = sc && !sc->none ? FMT_SATURATE : FMT_OVERFLOW_IEEE;
+    return o;
+}
+
 int fmt_scaling_from_name(fmt_scaling *out, const char *spec, char *msg, size_t msg_len) {
     if (msg && msg_len) msg[0] = 0;
     if (!spec || !*spec) {
@@ -93,28 +115,32 @@ int fmt_scaling_from_name(fmt_scaling *out, const char *spec, char *msg, size_t 
     }
     strcpy(buf, spec);
 
-    // Trailing ":ocp" | ":up" | ":rne" (SCALEFMT may itself hold ':' flags, so strip from the end).
+    // Trailing ":ocp" | ":up" | ":rne" and ":nanblock", in either order (SCALEFMT may itself hold
+    // ':' flags, so strip from the end).
     int rnd = -1;
+    bool nan_block = false;
     for (char *colon; (colon = strrchr(buf, ':'));) {
         int r = -1;
         for (int i = 0; i < 3; i++)
             if (!strcasecmp(colon + 1, round_names[i])) r = i;
-        if (r < 0) break;
-        if (rnd >= 0) {
-            if (msg) snprintf(msg, msg_len, "scaling '%s': the scale rounding is given twice; expected "
-                              "one of :ocp, :up or :rne at the end", spec);
+        if (r < 0 && strcasecmp(colon + 1, nanblock_word)) break;
+        if ((r >= 0 && rnd >= 0) || (r < 0 && nan_block)) {
+            if (msg) snprintf(msg, msg_len, "scaling '%s': %s is given twice; expected at most one of "
+                              ":ocp, :up or :rne and one :nanblock at the end", spec,
+                              r >= 0 ? "the scale rounding" : ":nanblock");
             return FMT_EINVAL;
         }
-        rnd = r;
+        if (r >= 0) rnd = r;
+        else nan_block = true;
         *colon = 0;
     }
 
     fmt_scaling sc;
     memset(&sc, 0, sizeof sc);
     if (!strcasecmp(buf, "none")) {
-        if (rnd >= 0) {
-            if (msg) snprintf(msg, msg_len, "scaling '%s': 'none' has no scale to round; expected "
-                              "plain 'none'", spec);
+        if (rnd >= 0 || nan_block) {
+            if (msg) snprintf(msg, msg_len, "scaling '%s': 'none' has no scale to %s; expected "
+                              "plain 'none'", spec, nan_block ? "make NaN" : "round");
             return FMT_EINVAL;
         }
         sc.none = true;
@@ -128,7 +154,7 @@ int fmt_scaling_from_name(fmt_scaling *out, const char *spec, char *msg, size_t 
         fmt_from_name(&sc.scale_fmt, presets[i].scale_fmt);
         sc.scale_round = rnd >= 0 ? (fmt_scale_round)rnd : presets[i].round;
         sc.tensor_scale = presets[i].tensor_scale;
-        return *out = sc, FMT_OK;
+        return finish(out, &sc, nan_block, spec, msg, msg_len);
     }
 
     const bool is_block = !strncasecmp(buf, "block:", 6), is_tile = !strncasecmp(buf, "tile:", 5);
@@ -176,7 +202,7 @@ int fmt_scaling_from_name(fmt_scaling *out, const char *spec, char *msg, size_t 
     // Exponent-only scale formats hold only powers of two: OCP's choice is the natural default.
     sc.scale_round = rnd >= 0 ? (fmt_scale_round)rnd
                               : sc.scale_fmt.mbits == 0 ? FMT_SCALE_OCP : FMT_SCALE_RNE;
-    return *out = sc, FMT_OK;
+    return finish(out, &sc, nan_block, spec, msg, msg_len);
 }
 
 void fmt_scaling_name(const fmt_scaling *sc, char *buf, size_t len) {
@@ -186,6 +212,7 @@ void fmt_scaling_name(const fmt_scaling *sc, char *buf, size_t len) {
         return;
     }
     const char *rn = (unsigned)sc->scale_round < 3 ? round_names[sc->scale_round] : "?";
+    const char *nb = sc->nan_block ? ":nanblock" : "";
     for (int i = 0; i < NPRESETS; i++) {
         const preset *p = &presets[i];
         fmt_t pf;
@@ -193,18 +220,18 @@ void fmt_scaling_name(const fmt_scaling *sc, char *buf, size_t len) {
         if (p->tile_rows != sc->tile_rows || p->tile_cols != sc->tile_cols ||
             p->tensor_scale != sc->tensor_scale || !same_format(&pf, &sc->scale_fmt))
             continue;
-        if (sc->scale_round == p->round) snprintf(buf, len, "%s", p->name);
-        else snprintf(buf, len, "%s:%s", p->name, rn);
+        if (sc->scale_round == p->round) snprintf(buf, len, "%s%s", p->name, nb);
+        else snprintf(buf, len, "%s:%s%s", p->name, rn, nb);
         return;
     }
     // A two-level struct of another shape has no spelling of its own; the explicit form says the
     // rest and "+tensor" marks that it will not parse back.
     const char *ts = sc->tensor_scale ? "+tensor" : "";
     if (sc->tile_rows == 1 && sc->tile_cols > 0)
-        snprintf(buf, len, "block:%d:%s:%s%s", sc->tile_cols, sc->scale_fmt.name, rn, ts);
+        snprintf(buf, len, "block:%d:%s:%s%s%s", sc->tile_cols, sc->scale_fmt.name, rn, nb, ts);
     else
-        snprintf(buf, len, "tile:%dx%d:%s:%s%s", sc->tile_rows, sc->tile_cols, sc->scale_fmt.name,
-                 rn, ts);
+        snprintf(buf, len, "tile:%dx%d:%s:%s%s%s", sc->tile_rows, sc->tile_cols, sc->scale_fmt.name,
+                 rn, nb, ts);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -374,18 +401,24 @@ static float round_scale(const scale_ctx *c, double need, bool pow2, bool *clipp
     return (float)s;
 }
 
+// The scale of a tile whose amax is inf or NaN. OCP MX v1.0 (6.3) takes the scale from the
+// largest magnitude, which is not finite here, and clamps only normal numbers: the spec leaves
+// this tile open. fplab's default keeps scale 1, so the non-finite values meet the element
+// format's own rules (and are counted there) instead of poisoning their neighbours; nan_block
+// gives the scale NaN, as microxcaling and torchao do (every element of the tile becomes NaN).
+static float nonfinite_tile_scale(bool nan_block) { return nan_block ? NAN : 1.0f; }
+
 // One-level scales: s[t] decoded scale, inv[t] = 1/s in float32. Returns the clipped count.
 static uint64_t scales_one_level(float *s, float *inv, const uint32_t *bits, size_t nt,
-                                 const scale_ctx *c, fmt_scale_round r) {
+                                 const scale_ctx *c, fmt_scale_round r, bool nan_block) {
     uint64_t clipped = 0;
 #pragma omp parallel for schedule(static) reduction(+ : clipped) if (nt >= PAR_MIN_TILES)
     for (size_t t = 0; t < nt; t++) {
         const float a = u2f(bits[t]);
         bool clip = false;
-        // Empty and non-finite tiles keep scale 1: the non-finite values then meet the element
-        // format's own rules (and are counted there) instead of poisoning the tile.
-        const float st = a == 0.0f || !(a <= FLT_MAX)
-                             ? 1.0f
+        const float st = a == 0.0f ? 1.0f
+                         : !(a <= FLT_MAX)
+                             ? nonfinite_tile_scale(nan_block)
                              : round_scale(c, needed_scale(c, r, a), r == FMT_SCALE_OCP, &clip);
         s[t] = st;
         inv[t] = 1.0f / st;
@@ -414,7 +447,7 @@ static uint64_t scales_two_level(float *sf_out, float *mul, float *deq, const ui
         float sf;
         bool clip = false;
         if (!(a <= FLT_MAX)) {
-            sf = 1.0f;  // only when A is non-finite too, so s_enc == 1 and the block scale is 1
+            sf = nonfinite_tile_scale(sc->nan_block);  // A is non-finite too, so s_enc == 1
         } else {
             const float tq = a / c->elem_max * s_enc;
             const double need = r == FMT_SCALE_OCP && a > 0.0f ? needed_scale(c, r, (double)a * s_enc) : tq;
@@ -429,8 +462,8 @@ static uint64_t scales_two_level(float *sf_out, float *mul, float *deq, const ui
             }
         }
         sf_out[t] = sf;
-        if (sf == 0.0f) {
-            mul[t] = 0.0f, deq[t] = 0.0f;
+        if (sf == 0.0f || isnan(sf)) {
+            mul[t] = deq[t] = sf;  // 0: the block becomes zero; NaN: it becomes NaN
         } else {
             const float m = s_enc / sf;
             mul[t] = m <= FLT_MAX ? m : FLT_MAX;
@@ -528,17 +561,18 @@ int fmt_quantize_f32(const fmt_t *elem, const fmt_scaling *sc, float *out, const
                      size_t rows, size_t cols, const fmt_round_opts *o, fmt_stats *stats,
                      fmt_quant_info *info) {
     if (!elem || !sc) return FMT_EINVAL;
-    const fmt_round_opts defaults = {0};
+    const fmt_round_opts defaults = fmt_scaling_default_opts(sc);
     if (!o) o = &defaults;
     if (fmt_validate_round_opts(elem, o, NULL, 0) != FMT_OK) return FMT_EINVAL;
     if (!(elem->max <= FLT_MAX) || !fmt_embeds_in_f32(elem)) return FMT_EINVAL;
     if (sc->tile_rows < 0 || sc->tile_cols < 0 || (unsigned)sc->scale_round > FMT_SCALE_RNE)
         return FMT_EINVAL;
     if (!sc->none && check_scale_format(&sc->scale_fmt, "", NULL, 0) != FMT_OK) return FMT_EINVAL;
+    if (!sc->none && sc->nan_block && !sc->scale_fmt.has_nan) return FMT_EINVAL;  // as the parser says
     if (cols && rows > SIZE_MAX / cols) return FMT_EINVAL;
     const size_t n = rows * cols;
     if (n && (!out || !in)) return FMT_EINVAL;
-    if (info) info->tensor_scale = 1.0f, info->scales_clipped = 0;
+    if (info) info->tensor_scale = 1.0f, info->scales_clipped = 0, info->scales_nan = 0;
     if (n == 0) return FMT_OK;
 
     if (sc->none) {
@@ -568,9 +602,12 @@ int fmt_quantize_f32(const fmt_t *elem, const fmt_scaling *sc, float *out, const
         clipped = scales_two_level(scale, mul, deq, bits, nt, &c, sc->scale_round, sc, &tensor_scale,
                                    &zeroed_tiles);
     } else {
-        clipped = scales_one_level(scale, mul, bits, nt, &c, sc->scale_round);
+        clipped = scales_one_level(scale, mul, bits, nt, &c, sc->scale_round, sc->nan_block);
         memcpy(deq, scale, nt * sizeof *deq);
     }
+    uint64_t nan_tiles = 0;
+    if (sc->nan_block)
+        for (size_t t = 0; t < nt; t++) nan_tiles += bits[t] >= 0x7f800000u;  // inf or NaN amax
 
     fmt_stats st = {0};
     const int status = round_scaled(elem, out, info ? info->elems : NULL, &g, mul, deq, zeroed_tiles > 0, o, stats ? &st : NULL);
@@ -582,6 +619,7 @@ int fmt_quantize_f32(const fmt_t *elem, const fmt_scaling *sc, float *out, const
         if (info->scales) memcpy(info->scales, scale, nt * sizeof *scale);
         info->tensor_scale = tensor_scale;
         info->scales_clipped = clipped;
+        info->scales_nan = nan_tiles;
     }
     free(bits), free(sbuf);
     return status;

@@ -39,10 +39,22 @@ typedef struct {
                            //   q     = round_elem(x * (s_enc / sf)),  out = q * (sf / s_enc)
                            // sf == 0 (an all-zero block, or one too small for the scale format:
                            // counted as clipped, its nonzero elements as underflow) gives q = 0.
+    bool nan_block;        // a tile holding an inf or NaN gets the scale NaN, so all its elements
+                           // become NaN (":nanblock": microxcaling's and torchao's rule); false:
+                           // scale 1 and each element meets the element format's own rules
 } fmt_scaling;
 
+// The element rounding a recipe uses when the caller gives no options (fmt_quantize_f32 with
+// o == NULL): round to nearest even, subnormals kept, and overflow FMT_SATURATE for every recipe
+// with a scale (OCP MX v1.0, 6.3: scaled values above the element's max are clamped to it; as
+// Transformer Engine's and CUDA's satfinite casts), FMT_OVERFLOW_IEEE for "none" (a plain cast,
+// as NumPy/ml_dtypes). A zero-initialised fmt_round_opts passed explicitly means IEEE overflow
+// for every recipe: callers that set some fields start from this instead.
+fmt_round_opts fmt_scaling_default_opts(const fmt_scaling *sc);
+
 // Parses a recipe: none | tensor | row | col | mx | nvfp4 | block:K:SCALEFMT |
-// tile:RxC:SCALEFMT, with an optional ":ocp", ":up" or ":rne" suffix for the scale rounding.
+// tile:RxC:SCALEFMT, with an optional ":ocp", ":up" or ":rne" suffix for the scale rounding and
+// an optional ":nanblock" (in either order at the end; the scale format must have a NaN).
 // Keywords are case-insensitive; K >= 1; R, C >= 0 (0 = the whole dimension); SCALEFMT is any
 // name fmt_from_name accepts, custom ":flag"s included (block:32:e5m3:fn:up), that fits in
 // float32 and holds 1.
@@ -54,7 +66,8 @@ typedef struct {
 int fmt_scaling_from_name(fmt_scaling *out, const char *spec, char *msg, size_t msg_len);
 // Writes the canonical spelling of sc into buf: the preset name where sc is a preset, with a
 // rounding suffix only when it differs from the preset's ("mx", "mx:up", "tensor", "nvfp4"),
-// otherwise the explicit form with its rounding ("block:16:e4m3:rne", "tile:128x128:fp32:rne").
+// otherwise the explicit form with its rounding ("block:16:e4m3:rne", "tile:128x128:fp32:rne"),
+// then ":nanblock" when set ("mx:nanblock", "mx:up:nanblock").
 // It parses back to the same recipe; a hand-built two-level struct that is not nvfp4-shaped has
 // no spelling and gets a "+tensor" mark that does not parse.
 void fmt_scaling_name(const fmt_scaling *sc, char *buf, size_t len);
@@ -68,6 +81,7 @@ typedef struct {
                           // must not overlap in or out ("none": a copy of out)
     float tensor_scale;   // the fp32 second-level scale (1 when the recipe has none)
     uint64_t scales_clipped;  // tiles whose needed scale was out of the scale format's range
+    uint64_t scales_nan;      // nan_block: tiles whose scale is NaN (they held an inf or NaN)
 } fmt_quant_info;
 
 // Number of tiles (and so of scales) for a rows x cols tensor under sc: ceil(rows/tr) *
@@ -77,16 +91,21 @@ size_t fmt_scale_count(const fmt_scaling *sc, size_t rows, size_t cols);
 // out = dequantize(quantize(in)): for each tile with decoded scale s (times the tensor scale),
 // q = round_elem(in * (1/s)) and out = q * s, in float32 arithmetic; 1/s and q*s are exact for
 // power-of-two scales. Scale rules for amax: 0 -> scale 1; inf or NaN -> scale 1, so the
-// non-finite values go through the element format's own rules and are counted.
+// non-finite values go through the element format's own rules and are counted (the tile's
+// finite values are rounded unscaled); with sc->nan_block, scale NaN instead: q and out are NaN
+// for the whole tile (q = the element format's rounding of NaN: -0 in formats without NaN), its
+// elements are counted in nan_in and the tile in info->scales_nan.
 // Two levels: see fmt_scaling.tensor_scale; info->scales holds sf and info->tensor_scale
 // 1/s_enc, while out is q * fl(sf / s_enc) (which can differ from q * sf * tensor_scale in
 // the last bit).
 // Element i = row*cols + col is rounded with stochastic-rounding counter o->offset + i, so the
-// result does not depend on the tile shape or the thread count. o may be NULL (defaults).
+// result does not depend on the tile shape or the thread count. o may be NULL:
+// fmt_scaling_default_opts(sc) (saturating for every recipe but "none").
 // out may equal in (no other overlap). stats counts the element rounding (overflow, underflow,
 // ...; n = rows*cols) and amax of in, not of the scaled values. Returns FMT_OK, FMT_EINVAL
 // (bad options, element format beyond float32, negative tile sizes, bad scale format) or
-// FMT_ENOMEM; on error out is unspecified.
+// FMT_ENOMEM; on error out is unspecified. nan_block with a scale format without NaN is
+// FMT_EINVAL, as fmt_scaling_from_name refuses it.
 int fmt_quantize_f32(const fmt_t *elem, const fmt_scaling *sc, float *out, const float *in,
                      size_t rows, size_t cols, const fmt_round_opts *o, fmt_stats *stats,
                      fmt_quant_info *info);

@@ -1,11 +1,10 @@
-// blas_tune.c: OPENBLAS_CORETYPE for CPUs that Debian's OpenBLAS does not recognise
-// (see blas_tune.h).
+// blas_tune.c: OPENBLAS_CORETYPE for CPUs that Debian's OpenBLAS does not recognise, and
+// GOMP_SPINCOUNT: the decision only (see blas_tune.h); nothing here sets or re-executes.
 #include "blas_tune.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #ifdef FPLAB_HAVE_BLAS
 char *openblas_get_corename(void);
@@ -43,20 +42,24 @@ bool mm_blas_better_coretype(char *want, size_t len) {
 #endif
 }
 
-void mm_blas_tune_or_reexec(char **argv) {
-    if (getenv("FPLAB_BLAS_REEXEC")) return;
-    char want[32];
-    bool again = false;
-    if (mm_blas_better_coretype(want, sizeof want)) setenv("OPENBLAS_CORETYPE", want, 1), again = true;
+int mm_blas_env_wanted(mm_env_var vars[MM_BLAS_ENV_MAX]) {
+    int n = 0;
+    char want[sizeof vars[0].value];
+    if (mm_blas_better_coretype(want, sizeof want)) {
+        snprintf(vars[n].name, sizeof vars[n].name, "OPENBLAS_CORETYPE");
+        snprintf(vars[n].value, sizeof vars[n].value, "%s", want);
+        n++;
+    }
     // libgomp's idle threads spin for 300000 iterations before they sleep. With another process
     // on one of 2 cores, the spinning thread takes that core's time slices from the working
     // one: a training step ran 16x slower (1000 against 15000 tokens/s); with a spin count of
     // 1000 it ran 7100 tokens/s, and as fast as before on an idle machine.
-    if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT")) setenv("GOMP_SPINCOUNT", "1000", 1), again = true;
-    if (!again) return;
-    setenv("FPLAB_BLAS_REEXEC", "1", 1);  // never loop, even if a library ignores the variables
-    execv("/proc/self/exe", argv);
-    // exec failed: carry on with the defaults rather than fail.
+    if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT")) {
+        snprintf(vars[n].name, sizeof vars[n].name, "GOMP_SPINCOUNT");
+        snprintf(vars[n].value, sizeof vars[n].value, "1000");
+        n++;
+    }
+    return n;
 }
 
 void mm_blas_set_threads(int n) {

@@ -184,7 +184,7 @@ void op_attention_forward(float *y, float *att, const float *q, const float *k, 
                     for (size_t t2 = 0; t2 <= t; t2++) axpy(yt, p[t2], v + (b * T + t2) * kw + kh * hs, hs);
                 }
             }
-#pragma omp critical(attention_stats)  // counts and a max: the order does not matter
+#pragma omp critical(op_attention_stats)  // counts and a max: the order does not matter
         {
             if (scores && scores->stats) stats_add(scores->stats, &st_s);
             if (probs && probs->stats) stats_add(probs->stats, &st_p);
@@ -306,12 +306,15 @@ static mm_operand operand(const float *x, size_t ld, bool trans) {
     return o;
 }
 
-void llama_ops_threads(int n) {
+int llama_ops_threads(int n) {
     mm_blas_set_threads(1);
 #ifdef _OPENMP
-    omp_set_num_threads(n > 0 ? n : omp_get_num_procs());
+    const int used = n > 0 ? n : omp_get_num_procs();
+    omp_set_num_threads(used);
+    return used;
 #else
     (void)n;
+    return 1;
 #endif
 }
 

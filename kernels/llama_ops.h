@@ -110,8 +110,9 @@ void op_crossentropy_backward(float *dlogits,        // (N, V) =
                            const int *targets,    // (N)
                            size_t N, size_t V, float scale);
 
-// Sets OpenBLAS to one thread and OpenMP to n threads (n <= 0: one per processor).
-void llama_ops_threads(int n);
+// Sets OpenBLAS to one thread and OpenMP to n threads (n <= 0: one per processor); returns the
+// number of threads the ops will use (1 in a build without OpenMP).
+int llama_ops_threads(int n);
 
 // out = inp W^T (a linear layer without bias; W stored (OC, IC) as nn.Linear keeps it).
 // Returns the mm_cpu status (MM_OK).

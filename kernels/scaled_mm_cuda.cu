@@ -72,6 +72,7 @@ static int check_lt(cublasStatus_t s, const char *call, const char *file, int li
     } while (0)
 
 // Device memory owned by one mm_cuda call; freed (and the free checked) when it goes out of scope.
+namespace {
 struct DevBuf {
     void *p = nullptr;
     DevBuf() = default;
@@ -92,8 +93,10 @@ struct DevBuf {
         return MM_OK;
     }
 };
+}  // namespace
 
 // Two CUDA events, destroyed (and checked) at scope exit.
+namespace {
 struct Events {
     cudaEvent_t start = nullptr, stop = nullptr;
     Events() = default;
@@ -104,12 +107,15 @@ struct Events {
         if (stop) check_cuda(cudaEventDestroy(stop), "cudaEventDestroy", __FILE__, __LINE__);
     }
 };
+}  // namespace
 
 // For mm_cuda_time: reps > 0 times that many more runs of a path's device work.
+namespace {
 struct Timing {
     int reps = 0;
     double ms = -1;  // mean milliseconds per run
 };
+}  // namespace
 
 // Runs launch() (the device work of a path; returns an MM_ status) once and checks it; with t,
 // then times t->reps more runs with CUDA events.
@@ -213,6 +219,7 @@ static int run_own(float *C, size_t ldc, const mm_operand *A, const mm_operand *
 // --- cuBLASLt
 
 // The cuBLASLt objects of one call, destroyed (and checked) at scope exit.
+namespace {
 struct LtObjects {
     cublasLtHandle_t handle = nullptr;
     cublasLtMatmulDesc_t desc = nullptr;
@@ -227,6 +234,7 @@ struct LtObjects {
         if (handle) check_lt(cublasLtDestroy(handle), "cublasLtDestroy", __FILE__, __LINE__);
     }
 };
+}  // namespace
 
 static bool is_e4m3(const fmt_t *f) { return same_fmt(f, 8, 4, 3, 7, FMT_FN); }
 static bool is_e5m2(const fmt_t *f) { return same_fmt(f, 8, 5, 2, 15, FMT_IEEE); }

@@ -53,11 +53,13 @@ static int code_kind(const fmt_t *f) {
 
 // op(X) of one operand, on the host, as the device will read it: rows x ldk elements, K-major
 // (element (r, k) at index r * ldk + k; op(A) for A, op(B)^T for B), zero beyond (rows, K).
+namespace {
 struct HostOperand {
     int kind = CK_F32, bits = 32;
     std::vector<uint8_t> bytes;  // packed codes (plus 2 bytes of padding for the bit stream) or floats
     std::vector<float> table;    // 256 decode entries for kinds CK_PACKED and CK_U8
 };
+}  // namespace
 
 static int host_prepare(HostOperand *h, const mm_operand *X, bool is_a, size_t rows, size_t K,
                         size_t rows_pad, size_t ldk) {

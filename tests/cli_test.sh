@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # cli_test.sh: end-to-end checks of the fplab command: every subcommand's output on known
-# cases, exit status 2 on bad input, and OUT.npy untouched when quantize fails.
+# cases, numbers as the shortest text that reads back, --help (defaults in brackets, examples
+# that run as pasted), exit status 2 on bad input, and OUT.npy untouched when quantize fails.
 # Usage: bash tests/cli_test.sh build/fplab. Prints "N passed, M failed" last; exits 1 on a failure.
 # Needs only bash and coreutils; checks that need numpy run when python3 can import it.
 set -u
@@ -43,6 +44,40 @@ for c in finfo values cast quantize; do
     expect_has "$c --help" "usage: fplab $c" "$F" "$c" --help
     expect_has "$c -h" "usage: fplab $c" "$F" "$c" -h
 done
+# Every subcommand's --help ends with examples (some subcommands are still being written).
+for c in finfo values cast quantize matmul-check train sample export policy ablate report; do
+    expect_has "$c --help has examples" "examples:" "$F" "$c" --help
+done
+# These show defaults one way: "options (default in brackets):", "[value]" after an option's
+# text (no "(default ...)" in the text), and "examples:" is the last section.
+for c in finfo values cast matmul-check ablate report; do
+    h=$("$F" "$c" --help 2>&1)
+    expect_has "$c --help: defaults in brackets" "options (default in brackets):" printf '%s' "$h"
+    expect_eq "$c --help: no default written another way" "" \
+        "$(grep -v '^options (default in brackets):$' <<<"$h" | grep -iE '\(default|default\)|default:')"
+    expect_eq "$c --help: examples: is the last section" "" "$(sed -n '/^examples:$/,$p' <<<"$h" | tail -n +2 | grep -v '^  ')"
+done
+# The examples of the commands that only print, run as pasted from the repository root.
+ROOT=$(cd "$(dirname "$0")/.." && pwd) FABS=$(cd "$(dirname "$F")" && pwd)/$(basename "$F")
+for c in finfo values cast matmul-check; do
+    n=0
+    while IFS= read -r line; do
+        cmd=${line#  build/fplab }; cmd=${cmd%%#*}
+        n=$((n + 1))
+        expect_rc "$c --help example: fplab $cmd" 0 bash -c "cd '$ROOT' && '$FABS' $cmd"
+    done < <("$F" "$c" --help | sed -n '/^examples:$/,$p' | grep '^  build/fplab ')
+    [[ $n -gt 0 ]] && ok || bad "$c --help: no example of the form '  build/fplab ...'"
+done
+# quantize and policy --help: defaults in brackets, examples last; their examples run as pasted
+for c in quantize policy; do
+    h=$("$F" "$c" --help 2>&1)
+    expect_has "$c --help: defaults in brackets" "options (default in brackets):" printf '%s' "$h"
+    expect_eq "$c --help: no default written another way" "" \
+        "$(grep -v '^options (default in brackets):$' <<<"$h" | grep -iE '\(default|default\)|default:')"
+    expect_eq "$c --help: examples: is the last section" "" "$(sed -n '/^examples:$/,$p' <<<"$h" | tail -n +2 | grep -v '^  ')"
+    ex=$(sed -n '/^examples:$/,$p' <<<"$h" | tail -n +2 | grep -v -e '^  #' | sed "s|^  build/fplab |'$FABS' |; s|^  ||")
+    expect_rc "$c --help: the examples run as pasted" 0 bash -ec "cd '$ROOT'; $ex"
+done
 expect_err "no subcommand" "usage" "$F"
 expect_err "unknown subcommand" "unknown subcommand 'frobnicate'" "$F" frobnicate
 expect_err "unknown option" "unrecognized option" "$F" finfo --bogus
@@ -53,6 +88,8 @@ expect_has "finfo e4m3 json nan list" '"nan_code_list": ["0x7f", "0xff"]' "$F" f
 expect_has "finfo e5m2 json inf" '"has_inf": true' "$F" finfo e5m2 --format json
 expect_has "finfo e2m1 json" '"smallest_subnormal": 0.5,' "$F" finfo fp4 --format json
 expect_has "finfo bf16 exact max" '"max": 3.3895313892515355e+38' "$F" finfo bfloat16 --format json
+expect_has "finfo json: shortest text that reads back" '"smallest_subnormal": 9.183549615799121e-41,' "$F" finfo bf16 --format json
+expect_eq "finfo csv e4m3 row" "e4m3,8,4,3,7,448,-448,0.015625,0.001953125,0.125,1,253,false,2" "$("$F" finfo e4m3 --format csv | tail -1)"
 expect_has "finfo custom e5m7" '"finite_values": 7935' "$F" finfo e5m7 --format json
 expect_eq "finfo alias == name" "$("$F" finfo e4m3 --format csv)" "$("$F" finfo float8_e4m3fn --format csv)"
 out=$("$F" finfo --format csv)
@@ -98,7 +135,17 @@ expect_eq "cast -inf" -inf "$(cast_value -inf --to fp16)"
 expect_eq "cast 0.1 -> bf16 rtz" 0.099609375 "$(cast_value 0.1 --to bf16 --round rtz)"
 expect_eq "cast flush" 0 "$(cast_value 0.002 --to e4m3 --flush)"
 expect_eq "cast 464 row" "464,0x7e,0|1111|110,448,16,0.034482758620689655,-0.5" "$("$F" cast 464 --to e4m3 --format csv | tail -1)"
-expect_eq "cast 2.5 rne ties to even" "2.5,0x4,0|10|0,2,0.5,0.20000000000000001,-0.5" "$("$F" cast 2.5 --to e2m1 --format csv | tail -1)"
+expect_eq "cast 2.5 rne ties to even" "2.5,0x4,0|10|0,2,0.5,0.2,-0.5" "$("$F" cast 2.5 --to e2m1 --format csv | tail -1)"
+# Numbers print as the shortest text that reads back to the same double (not %.17g's
+# 0.10000000000000001), in every output format of cast.
+expect_eq "cast 0.1 row: shortest round trip" "0.1,0x1d,0|0011|101,0.1015625,0.0015624999999999944,0.015624999999999944,0.1999999999999993" \
+    "$("$F" cast 0.1 --to e4m3 --format csv | tail -1)"
+expect_eq "cast 0.1 table: input as typed" "0.1 0x1d 0|0011|101 0.1015625" "$("$F" cast 0.1 --to e4m3 | sed -n 2p | awk '{print $1, $2, $3, $4}')"
+expect_has "cast 0.1 json" '{"input": 0.1, "code": "0x1d"' "$F" cast 0.1 --to e4m3 --format json
+expect_eq "cast 1e23 input (%.17g: 9.9999999999999992e+22)" 1e+23 "$(csv_field "$("$F" cast 1e23 --to fp32 --format csv | tail -1)" 1)"
+expect_eq "cast 0.1+0.2 needs 17 digits" 0.30000000000000004 "$(csv_field "$("$F" cast 0.30000000000000004 --to fp64 --format csv | tail -1)" 1)"
+expect_eq "cast 240 stays fixed" "240,240" "$("$F" cast 240 --to e4m3 --format csv | tail -1 | cut -d, -f1,4)"
+expect_eq "cast -0" "-0,-0" "$("$F" cast -0 --to e4m3 --format csv | tail -1 | cut -d, -f1,4)"
 expect_eq "cast 2.5 rna" 3 "$(cast_value 2.5 --to e2m1 --round rna)"
 expect_eq "cast keeps argument order" "1 -0.5 6" "$("$F" cast 1 -0.3 7 --to e2m1 --format csv | tail -n +2 | cut -d, -f4 | tr '\n' ' ' | sed 's/ $//')"
 sr1=$("$F" cast 0.3 0.3 0.3 0.3 0.3 0.3 0.3 0.3 --to e2m1 --round sr --seed 7 --format csv)
@@ -141,6 +188,31 @@ expect_has "quantize prints its configuration" "to=e4m3 round=rne overflow=ieee 
 expect_eq "quantize ieee overflow -> nan" "3f800000 43e00000 7fc00000 3dd00000" "$(words "$T/out2.npy" | sed 's/ffc00000/7fc00000/')"
 expect_rc "quantize --scale mx" 0 "$F" quantize "$T/in.npy" "$T/mx.npy" --to e4m3 --scale mx
 expect_rc "quantize --scale tensor" 0 "$F" quantize "$T/in.npy" "$T/ts.npy" --to e2m1 --scale tensor --round sr --seed 1
+# --- quantize: recipes with a scale saturate unless --overflow is given (OCP MX v1.0, 6.3); :nanblock
+d32="{'descr': '<f4', 'fortran_order': False, 'shape': (32,), }"
+ones31=$(for i in {1..31}; do printf '%s' '\x00\x00\x80\x3f'; done)
+npy_f4 "$T/b500.npy" "$d32" '\x00\x00\xfa\x43'"$ones31"   # [500, 1 x 31]
+expect_has "quantize mx saturates by default" "overflow=saturate scale=mx" "$F" quantize "$T/b500.npy" "$T/b.npy" --to e4m3 --scale mx
+expect_eq "quantize mx: 500 -> 448 (not NaN)" "43e00000 3f800000" "$(words "$T/b.npy" | cut -d' ' -f1-2)"
+expect_has "quantize none stays ieee" "overflow=ieee scale=none" "$F" quantize "$T/b500.npy" "$T/b.npy" --to e4m3
+expect_rc "quantize mx --overflow ieee" 0 "$F" quantize "$T/b500.npy" "$T/b.npy" --to e4m3 --scale mx --overflow ieee
+expect_eq "quantize mx --overflow ieee: 500 -> NaN" "7fc00000" "$(words "$T/b.npy" | cut -d' ' -f1 | sed 's/ffc00000/7fc00000/')"
+npy_f4 "$T/binf.npy" "$d32" '\x00\x00\x80\x7f'"$ones31"   # [inf, 1 x 31]
+out=$("$F" quantize "$T/binf.npy" "$T/b.npy" --to e5m2 --scale mx:nanblock --stats 2>/dev/null)
+expect_eq "quantize mx:nanblock --stats" "scales_nan: 1" "$(grep '^scales_nan:' <<<"$out")"
+expect_eq "quantize mx:nanblock: the whole block is NaN" "" "$(words "$T/b.npy" | tr ' ' '\n' | grep -v -e 7fc00000 -e ffc00000)"
+expect_rc "quantize mx, inf block, ieee" 0 "$F" quantize "$T/binf.npy" "$T/b.npy" --to e5m2 --scale mx --overflow ieee
+expect_eq "quantize mx: inf block keeps scale 1 (inf, 1)" "7f800000 3f800000" "$(words "$T/b.npy" | cut -d' ' -f1-2)"
+expect_err "quantize :nanblock needs a scale format with NaN" "no NaN" "$F" quantize "$T/binf.npy" "$T/b.npy" --to e5m2 --scale block:32:e3m2:nanblock
+cp "$T/in.npy" "$T/in_keep.npy"
+expect_err "quantize onto its input" "same file as IN" "$F" quantize "$T/in.npy" "$T/in.npy" --to e4m3
+ln -sf in.npy "$T/in_link.npy"
+expect_err "quantize onto a link to its input" "same file as IN" "$F" quantize "$T/in.npy" "$T/in_link.npy" --to e4m3
+expect_rc "quantize: the input survived" 0 cmp "$T/in.npy" "$T/in_keep.npy"
+# --- policy --list: one line per preset, name and its description
+expect_eq "policy --list: one line per preset" 15 "$("$F" policy --list | wc -l | tr -d " ")"
+expect_eq "policy --list: every line has a description" "" "$("$F" policy --list | grep -vE '^[a-z0-9-]+  +[^ ].{20,}$')"
+expect_has "policy --list: mxfp8's description" "OCP MXFP8: e4m3" "$F" policy --list
 
 # Bad inputs: exit 2, OUT keeps its bytes, no temporary file left.
 cp "$T/out.npy" "$T/keep.npy"
@@ -268,10 +340,28 @@ expect_err "train bad policy" "nosuch" "$F" train --model tiny --data "$T/corpus
 expect_has "train tiny, stopped" "stopped at step 3 of 6" "$F" train --model tiny --data "$T/corpus.txt" --steps 6 --stop-at 3 \
     --ckpt-dir "$T/run" --progress 0
 expect_err "resume refuses a changed option" "--lr cannot change with --resume" "$F" train --resume "$T/run/ckpt.bin" --lr 0.1
-expect_has "train resumes" "done: 6 steps" "$F" train --resume "$T/run/ckpt.bin" --progress 0
+expect_has "train resumes" "done: 6 steps" "$F" train --resume "$T/run/ckpt.bin"
+expect_eq "resume appends the run's own log" 2 "$(grep -c '"event":"start"' "$T/run/log.jsonl")"
+expect_has "resume advanced the checkpoint" '"step":6,' cat "$T/run/log.jsonl"
+expect_err "fresh run into a run's directory" "already holds a run" \
+    "$F" train --model tiny --data "$T/corpus.txt" --steps 2 --ckpt-dir "$T/run"
+expect_err "log that is the data" "same file as --data" "$F" train --model tiny --data "$T/corpus.txt" --steps 1 --log "$T/corpus.txt"
+ln -s "$T/corpus.txt" "$T/corpus.link"
+expect_err "log that links to the data" "same file as --data" \
+    "$F" train --model tiny --data "$T/corpus.txt" --steps 1 --log "$T/corpus.link"
+expect_eq "the corpus survived" 4000 "$(wc -c <"$T/corpus.txt")"
+expect_err "train --threads 100000" "--threads 100000: expected 0..4096" "$F" train --model tiny --data "$T/corpus.txt" --threads 100000
+expect_rc "a diverging run stops with status 1" 1 "$F" train --model tiny --data "$T/corpus.txt" --steps 20 --lr 1e30 \
+    --warmup 0 --progress 0
+expect_has "train --help has examples" "examples:" "$F" train --help
 expect_has "sample" "fplab sample" "$F" sample --ckpt "$T/run/ckpt.bin" --tokens 5 --seed 1
 expect_err "sample missing ckpt" "no-such.bin" "$F" sample --ckpt "$T/no-such.bin"
 expect_has "export" "" "$F" export --ckpt "$T/run/ckpt.bin" --llama2c "$T/m.bin" --tokenizer "$T/t.bin"
+expect_err "export onto its ckpt" "same file as --ckpt" "$F" export --ckpt "$T/run/ckpt.bin" --llama2c "$T/run/ckpt.bin"
+ln -sf ckpt.bin "$T/run/link.bin"
+expect_err "export onto a link to its ckpt" "same file as --ckpt" "$F" export --ckpt "$T/run/ckpt.bin" --llama2c "$T/run/link.bin"
+expect_err "export tokenizer onto model" "name the same file" "$F" export --ckpt "$T/run/ckpt.bin" --llama2c "$T/m.bin" --tokenizer "$T/./m.bin"
+expect_has "the checkpoint survived" "done: 6 steps" "$F" train --resume "$T/run/ckpt.bin"
 expect_has "policy --list" "pure-bf16-sr" "$F" policy --list
 expect_has "policy --show" "site *.grad e2m1 nvfp4 sr" "$F" policy --show nvfp4
 expect_err "policy --show unknown" "'nosuch' is not a preset" "$F" policy --show nosuch

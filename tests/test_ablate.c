@@ -8,6 +8,8 @@
 // directory (the lock), option validation, argument splitting and quoting. The real trainer
 // (and check_train) is exercised by tests/cli_test.sh.
 #include <criterion/criterion.h>
+
+#include "trainer/fileio.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,7 +111,7 @@ Test(ablate, runs_the_grid_marks_failures_and_resumes) {
     snprintf(p, sizeof p, "%s/runs/a/seed-2/train.err", out);
     char want[512];
     snprintf(want, sizeof want, "train --model tiny --data %s --steps 6 --policy a --seed 2 --ckpt-dir %s/runs/a/seed-2 "
-             "--progress 0 --telemetry sites --eval-every 3 --threads 1 --batch 4\n", data, out);
+             "--progress 0 --overwrite 1 --telemetry sites --eval-every 3 --threads 1 --batch 4\n", data, out);
     const char *err = slurp(p);
     cr_assert(err && !strcmp(err, want), "train.err:\n%s\nexpected:\n%s", err, want);
     snprintf(p, sizeof p, "%s/runs/a/seed-1/FAILED", out);
@@ -193,7 +195,7 @@ Test(ablate, one_ablation_per_directory) {
     static const char *const presets[] = {"a"};
     ablate_opts o = opts(presets, 1);
     char msg[1024];
-    cr_assert_eq(xp_mkdir_p(out, msg, sizeof msg), XP_OK, "%s", msg);
+    cr_assert_eq(fio_mkdir_p(out, msg, sizeof msg), FIO_OK, "%s", msg);
     const int fd = xp_lock(out, msg, sizeof msg);  // as a running ablation holds it
     cr_assert(fd >= 0, "%s", msg);
     ablate_result r;

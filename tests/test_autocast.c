@@ -1,9 +1,11 @@
 // test_autocast.c: applying policies (autocast/autocast.c) and their effect on the model: the
 // fp32 policy is bitwise the plain model; cast tensors hold values of their format; telemetry
 // counts match hand-built tensors; the weight update rounds, stochastically rounds or
-// compensates as its policy says, and swamping is counted.
+// compensates as its policy says, and swamping is counted; a saved state that lies in any field
+// (history counts and amaxes, the loss scaler) is refused on load.
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -229,4 +231,128 @@ Test(autocast, attention_scores_and_probs) {
                     cr_assert(fabs(y[(b * T + t) * NH * HS + h * HS + d] - s) <= 1e-5 * (1 + fabs(s)));
                 }
             }
+}
+
+// --- checkpoint state (ac_state_save / ac_state_check / ac_state_load)
+
+// The byte image: the scaler struct, then int64 hist_count[AC_NSITES][n_layers+1], then float
+// hist[AC_NSITES][n_layers+1][amax_history]. Offsets for the corrupting tests below.
+static size_t count_at(const ac_ctx *c, ac_site s, int slot) {
+    return sizeof(ac_scaler) + ((size_t)s * (size_t)(c->n_layers + 1) + (size_t)slot) * sizeof(int64_t);
+}
+static size_t hist_at(const ac_ctx *c, ac_site s, int slot, int i) {
+    const size_t slots = (size_t)AC_NSITES * (size_t)(c->n_layers + 1);
+    return sizeof(ac_scaler) + slots * sizeof(int64_t) +
+           (((size_t)s * (size_t)(c->n_layers + 1) + (size_t)slot) * (size_t)c->pol.amax_history + (size_t)i) *
+               sizeof(float);
+}
+
+// A saved state whose every field lies in turn (the checksum of a checkpoint would still
+// match): each is refused by ac_state_check with a message naming the field, and ac_state_load
+// leaves the context as it was. A negative amax-history count used to be accepted and then
+// indexed the history at count % length < 0 (a heap overflow on the next cast).
+Test(autocast, state_load_validates_every_field) {
+    ac_policy p = policy("fp8-delayed");
+    p.amax_history = 4;
+    ac_ctx c;
+    init_ctx(&c, &p, 2, 64);
+    float x[64];
+    for (int i = 0; i < 64; i++) x[i] = (float)(i - 20);
+    for (int k = 0; k < 6; k++) ac_cast(&c, AC_QKV_IN, 1, x, 8, 8, false, 0, true);  // wraps the history
+    ac_cast(&c, AC_O_GRAD, 0, x, 8, 8, false, 0, true);
+    const size_t n = ac_state_bytes(&c);
+    unsigned char *good = malloc(n), *bad = malloc(n), *again = malloc(n);
+    cr_assert(good && bad && again);
+    ac_state_save(&c, good);
+    char msg[256] = "x";
+    cr_assert_eq(ac_state_check(&c, good, n, msg, sizeof msg), AC_OK, "%s", msg);
+    cr_assert_eq(ac_state_load(&c, good, n), AC_OK);
+    ac_state_save(&c, again);
+    cr_assert_eq(memcmp(good, again, n), 0, "save after load gives the same bytes");
+
+    const int64_t neg = -5, big = (int64_t)1 << 62, three = 3;
+    const float fnan = NAN, fneg = -1.0f, fzero = 0.0f, finf = INFINITY, fone = 1.0f, fhalf = 0.5f;
+    const int32_t ineg = -1;
+    struct {
+        size_t at;
+        const void *v;
+        size_t len;
+        const char *expect;
+    } cases[] = {
+        {count_at(&c, AC_QKV_IN, 1), &neg, 8, "count"},               // the reported overflow
+        {count_at(&c, AC_QKV_IN, 1), &big, 8, "count"},               // over the stated limit
+        {count_at(&c, AC_HEAD_IN, 0), &three, 8, "lm_head.in"},       // not a delayed site (bf16)
+        {hist_at(&c, AC_QKV_IN, 1, 2), &fnan, 4, "amax"},
+        {hist_at(&c, AC_QKV_IN, 1, 2), &fneg, 4, "amax"},
+        {hist_at(&c, AC_O_GRAD, 0, 3), &fone, 4, "amax"},             // past the one amax pushed
+        {hist_at(&c, AC_HEAD_IN, 2, 0), &fone, 4, "amax"},            // a site without history
+        {offsetof(ac_scaler, scale), &fzero, 4, "scale"},
+        {offsetof(ac_scaler, scale), &fneg, 4, "scale"},
+        {offsetof(ac_scaler, scale), &fnan, 4, "scale"},
+        {offsetof(ac_scaler, scale), &finf, 4, "scale"},
+        {offsetof(ac_scaler, scale), &fhalf, 4, "scale"},             // loss_scale none: exactly 1
+        {offsetof(ac_scaler, good_steps), &ineg, 4, "good_steps"},
+        {offsetof(ac_scaler, skipped), &neg, 8, "skipped"},
+        {offsetof(ac_scaler, skipped), &three, 8, "skipped"},          // none never skips
+        {offsetof(ac_scaler, grown), &three, 8, "grown"},
+        {offsetof(ac_scaler, backed_off), &neg, 8, "backed_off"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        memcpy(bad, good, n);
+        memcpy(bad + cases[k].at, cases[k].v, cases[k].len);
+        msg[0] = 0;
+        cr_assert_eq(ac_state_check(&c, bad, n, msg, sizeof msg), AC_EINVAL, "case %zu (%s) accepted", k,
+                     cases[k].expect);
+        cr_assert(strstr(msg, cases[k].expect), "case %zu: message '%s' lacks '%s'", k, msg, cases[k].expect);
+        cr_assert_eq(ac_state_load(&c, bad, n), AC_EINVAL, "case %zu loaded", k);
+        ac_state_save(&c, again);
+        cr_assert_eq(memcmp(good, again, n), 0, "case %zu: a refused load changed the context", k);
+    }
+    // the size must be the context's exactly
+    cr_assert_eq(ac_state_check(&c, good, n - 1, msg, sizeof msg), AC_EINVAL);
+    cr_assert(strstr(msg, "bytes"), "%s", msg);
+    cr_assert_eq(ac_state_load(&c, good, n + 1), AC_EINVAL);
+    // +inf is an amax a cast can push (an infinite input), so it loads
+    memcpy(bad, good, n);
+    memcpy(bad + hist_at(&c, AC_QKV_IN, 1, 0), &finf, 4);
+    cr_assert_eq(ac_state_check(&c, bad, n, msg, sizeof msg), AC_OK, "%s", msg);
+    free(good), free(bad), free(again);
+    ac_free(&c);
+}
+
+// Dynamic loss scaling: the scale stays at or above min (and finite), good_steps below the
+// interval; static: the scale is the policy's.
+Test(autocast, state_load_checks_the_scaler_against_the_policy) {
+    const char *names[2] = {"fp16-amp", "fp16-static-1024"};
+    for (int q = 0; q < 2; q++) {
+        ac_policy p = policy(names[q]);
+        ac_ctx c;
+        init_ctx(&c, &p, 1, 16);
+        const size_t n = ac_state_bytes(&c);
+        unsigned char *b = malloc(n);
+        cr_assert(b);
+        ac_state_save(&c, b);
+        char msg[256];
+        cr_assert_eq(ac_state_check(&c, b, n, msg, sizeof msg), AC_OK, "%s: %s", names[q], msg);
+        ac_scaler s;
+        memcpy(&s, b, sizeof s);
+        const ac_scaler good = s;
+        s.scale = q == 0 ? 0.5f : 2048.0f;  // below min=1; not the static scale
+        memcpy(b, &s, sizeof s);
+        cr_assert_eq(ac_state_check(&c, b, n, msg, sizeof msg), AC_EINVAL, "%s: scale %g", names[q], s.scale);
+        cr_assert(strstr(msg, "scale"), "%s", msg);
+        if (q == 0) {
+            s = good;
+            s.good_steps = p.scaler.interval;
+            memcpy(b, &s, sizeof s);
+            cr_assert_eq(ac_state_check(&c, b, n, msg, sizeof msg), AC_EINVAL, "good_steps = interval");
+            cr_assert(strstr(msg, "good_steps"), "%s", msg);
+            s = good;
+            s.scale = 3.0e38f, s.grown = 5, s.backed_off = 7, s.skipped = 7;  // a grown scale is fine
+            memcpy(b, &s, sizeof s);
+            cr_assert_eq(ac_state_check(&c, b, n, msg, sizeof msg), AC_OK, "%s", msg);
+        }
+        free(b);
+        ac_free(&c);
+    }
 }

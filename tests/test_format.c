@@ -1,7 +1,14 @@
 // test_format.c: the format table and derived properties against values known independently:
 // ml_dtypes 0.6 and PyTorch finfo, the OCP MX v1.0 specification, IEEE 754 and NumPy's finfo.
+// The table is built by the compiler: every row equals fmt_make of its six fields, it lives in
+// read-only memory, and threads making the first lookup together all see the same rows (the
+// last one is meaningful under ThreadSanitizer; the read-only check fails for any table that is
+// filled in at run time).
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "formats/format.h"
@@ -164,4 +171,102 @@ Test(format, embedding_predicates) {
     cr_expect(!fmt_contains_f32(&f));
     cr_assert_eq(fmt_from_name(&f, "e9m3"), FMT_OK);
     cr_expect(!fmt_embeds_in_f32(&f));
+}
+
+// --- the table is a constant the compiler builds
+
+// Every row equals what the run-time constructor derives from its six fields: one derivation.
+Test(format, rows_equal_fmt_make) {
+    for (size_t i = 0; i < fmt_table_count(); i++) {
+        const fmt_t *t = fmt_table_get(i);
+        fmt_t m;
+        cr_assert_eq(fmt_make(&m, t->name, t->bits, t->ebits, t->mbits, t->bias, t->is_signed, t->special), FMT_OK,
+                     "%s", t->name);
+        cr_expect(m.emin == t->emin && m.emax == t->emax, "%s: emin/emax %d %d, fmt_make %d %d", t->name, t->emin,
+                  t->emax, m.emin, m.emax);
+        cr_expect(m.max == t->max && m.min_normal == t->min_normal && m.min_subnormal == t->min_subnormal,
+                  "%s: max %a min_normal %a min_subnormal %a, fmt_make %a %a %a", t->name, t->max, t->min_normal,
+                  t->min_subnormal, m.max, m.min_normal, m.min_subnormal);
+        cr_expect(m.has_inf == t->has_inf && m.has_nan == t->has_nan && m.has_zero == t->has_zero &&
+                      m.has_negzero == t->has_negzero && m.has_subnormals == t->has_subnormals,
+                  "%s: flags differ from fmt_make's", t->name);
+    }
+    cr_expect_null(fmt_table_get(fmt_table_count()));
+    cr_expect_null(fmt_table_aliases(fmt_table_count()));
+}
+
+// The mapping of /proc/self/maps that holds address p: its permission string in perms.
+static bool mapping_perms(const void *p, char perms[5]) {
+    FILE *fh = fopen("/proc/self/maps", "r");
+    if (!fh) return false;
+    const uintptr_t a = (uintptr_t)p;
+    char line[512];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, fh)) {
+        uintptr_t lo, hi;
+        if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %4s", &lo, &hi, perms) == 3 && a >= lo && a < hi) found = true;
+    }
+    fclose(fh);
+    return found;
+}
+
+// Read-only memory cannot be written by a lazy initialiser, so there is nothing to race on.
+Test(format, table_lives_in_read_only_memory) {
+    char perms[5];
+    const fmt_t *row = fmt_table_get(0);
+    if (!mapping_perms(row, perms)) cr_skip_test("no /proc/self/maps: cannot check the mapping");
+    cr_assert(perms[0] == 'r' && perms[1] == '-', "the format table is in a %s mapping; expected read-only "
+              "(a constant the compiler builds, not one filled in at the first lookup)", perms);
+    const char *const *al = fmt_table_aliases(0);
+    cr_assert(mapping_perms(al, perms) && perms[1] == '-', "the alias table is in a %s mapping", perms);
+}
+
+enum { NTHREADS = 8, NPROBES = 64 };
+
+typedef struct {
+    pthread_barrier_t *go;
+    fmt_t got[NPROBES];
+    int n, status;
+} lookup_job;
+
+// Every table name, alias and row, looked up at once by all threads (the first lookup of the
+// process: Criterion runs each test in its own process).
+static void *lookup_all(void *arg) {
+    lookup_job *j = arg;
+    pthread_barrier_wait(j->go);
+    for (size_t i = 0; i < fmt_table_count(); i++) {
+        const fmt_t *row = fmt_table_get(i);
+        if (j->n < NPROBES) j->got[j->n++] = *row;
+        for (const char *const *a = fmt_table_aliases(i); *a; a++)
+            if (j->n < NPROBES && (j->status |= fmt_from_name(&j->got[j->n], *a)) == FMT_OK) j->n++;
+    }
+    return NULL;
+}
+
+Test(format, first_lookup_from_many_threads) {
+    pthread_barrier_t go;
+    cr_assert_eq(pthread_barrier_init(&go, NULL, NTHREADS), 0);
+    static lookup_job jobs[NTHREADS];
+    pthread_t th[NTHREADS];
+    for (int t = 0; t < NTHREADS; t++) {
+        jobs[t] = (lookup_job){.go = &go};
+        cr_assert_eq(pthread_create(&th[t], NULL, lookup_all, &jobs[t]), 0);
+    }
+    for (int t = 0; t < NTHREADS; t++) pthread_join(th[t], NULL);
+    pthread_barrier_destroy(&go);
+    for (int t = 0; t < NTHREADS; t++) {
+        cr_assert_eq(jobs[t].status, FMT_OK);
+        cr_assert_eq(jobs[t].n, jobs[0].n);
+        for (int k = 0; k < jobs[t].n; k++)
+            cr_assert(!memcmp(&jobs[t].got[k], &jobs[0].got[k], sizeof(fmt_t)), "thread %d probe %d (%s)", t, k,
+                      jobs[0].got[k].name);
+    }
+    // And what they saw is the published table.
+    for (int k = 0; k < jobs[0].n; k++) {
+        const fmt_t *f = &jobs[0].got[k];
+        size_t i = 0;
+        while (i < sizeof published / sizeof published[0] && strcmp(published[i].name, f->name)) i++;
+        cr_assert(i < sizeof published / sizeof published[0], "probe %d: unknown row %s", k, f->name);
+        cr_assert(f->max == published[i].max && f->min_subnormal == published[i].sub, "%s", f->name);
+    }
 }

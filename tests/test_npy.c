@@ -1,6 +1,8 @@
 // test_npy.c: the .npy reader and writer of cli/npy.c: round trips, hand-built headers of
-// versions 1.0/2.0/3.0, every malformed case (an error with a message, never a crash), and the
-// temporary-file protocol (nothing left behind on error). Files live under a mkdtemp directory.
+// versions 1.0/2.0/3.0, every malformed case (an error with a message, never a crash), a size
+// that disagrees with the header or a shape over the limit (refused before anything is
+// allocated; pipes read as the data comes), and the temporary-file protocol (nothing left
+// behind on error). Files live under a mkdtemp directory.
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <math.h>
@@ -11,6 +13,7 @@
 
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "cli/npy.h"
 
@@ -152,14 +155,116 @@ Test(npy, v2_and_v3_headers) {
     }
 }
 
-Test(npy, data_after_the_last_element_is_ignored) {
+// The file's size must be what the header says: header, then shape x itemsize bytes. Data
+// after the last element (NumPy's np.load would ignore it) is refused too: a file whose size
+// disagrees with its own header was not written by np.save, and the message says what was
+// expected.
+Test(npy, size_must_match_the_header) {
     const float x[3] = {1, 2, 3};
-    const char *p = write_raw("long.npy", 1, 0, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,)}", -1, x, sizeof x);
+    const char *dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,)}";
+    const char *p = write_raw("long.npy", 1, 0, dict, -1, x, sizeof x);
     npy_array a;
     char msg[256];
+    cr_assert_eq(npy_read(p, &a, msg, sizeof msg), NPY_ERR, "4 bytes after the last element accepted");
+    cr_assert_null(a.data);
+    char want[160];
+    snprintf(want, sizeof want, "needs 8 data bytes after the %zu-byte header, found 12", 10 + strlen(dict));
+    cr_assert(strstr(msg, p) && strstr(msg, want) && strstr(msg, "longer"), "message '%s' lacks '%s'", msg, want);
+    p = write_raw("short.npy", 1, 0, dict, -1, x, 7);
+    cr_assert_eq(npy_read(p, &a, msg, sizeof msg), NPY_ERR);
+    snprintf(want, sizeof want, "needs 8 data bytes after the %zu-byte header, found 7", 10 + strlen(dict));
+    cr_assert(strstr(msg, p) && strstr(msg, want) && strstr(msg, "shorter"), "message '%s' lacks '%s'", msg, want);
+    p = write_raw("exact.npy", 1, 0, dict, -1, x, 8);
     cr_assert_eq(npy_read(p, &a, msg, sizeof msg), NPY_OK, "%s", msg);
     cr_assert_eq(a.n, 2);
     npy_free(&a);
+}
+
+// A header's shape sizes nothing before the file is known to hold it: a 100-byte file that
+// claims 2^30 float32 (4 GiB) is refused by its size, and a shape over the stated limit
+// (NPY_MAX_DATA_BYTES) by the limit.
+Test(npy, huge_shapes_are_refused_before_allocation) {
+    const char *dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (1073741824,)}";
+    const char *p = write_raw("huge.npy", 1, 0, dict, -1, "abcd", 4);
+    npy_array a;
+    char msg[256];
+    cr_assert_eq(npy_read(p, &a, msg, sizeof msg), NPY_ERR);
+    cr_assert(strstr(msg, p) && strstr(msg, "needs 4294967296 data bytes"), "%s", msg);
+    char dict2[128];
+    snprintf(dict2, sizeof dict2, "{'descr': '<f8', 'fortran_order': False, 'shape': (%zu, 2)}",
+             (size_t)NPY_MAX_DATA_BYTES / 16 + 1);
+    p = write_raw("limit.npy", 1, 0, dict2, -1, "abcd", 4);
+    cr_assert_eq(npy_read(p, &a, msg, sizeof msg), NPY_ERR);
+    cr_assert(strstr(msg, p) && strstr(msg, "limit"), "%s", msg);
+}
+
+// A pipe has no size to compare with: the data is read as it comes (the buffer grows with what
+// arrives, never to the header's claim at once), and a stream shorter or longer than the header
+// says is refused the same way.
+static void pipe_case(const char *name, const char *dict, const void *data, size_t datalen, int expect,
+                      const char *want) {
+    const char *p = path_of(name);
+    cr_assert_eq(mkfifo(p, 0600), 0);
+    fflush(NULL);
+    const pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {  // the writer
+        FILE *fp = fopen(p, "wb");
+        if (!fp) _exit(1);
+        fwrite("\x93NUMPY\x01\x00", 1, 8, fp);
+        const size_t h = strlen(dict);
+        fputc((int)(h & 0xff), fp), fputc((int)(h >> 8), fp);
+        fwrite(dict, 1, h, fp);
+        fwrite(data, 1, datalen, fp);
+        fclose(fp);
+        _exit(0);
+    }
+    npy_array a;
+    char msg[256] = "";
+    const int st = npy_read(p, &a, msg, sizeof msg);
+    int ws;
+    waitpid(pid, &ws, 0);
+    cr_assert_eq(st, expect, "%s: status %d, '%s'", name, st, msg);
+    if (st == NPY_OK) {
+        cr_assert_eq(a.n, datalen / 4);
+        cr_assert_eq(memcmp(a.f4, data, datalen), 0);
+        npy_free(&a);
+    } else {
+        cr_assert(strstr(msg, p) && strstr(msg, want), "%s: message '%s' lacks '%s'", name, msg, want);
+    }
+}
+
+Test(npy, pipes_are_read_as_the_data_comes) {
+    float x[1000];
+    for (int i = 0; i < 1000; i++) x[i] = (float)i;
+    pipe_case("ok.fifo", "{'descr': '<f4', 'fortran_order': False, 'shape': (10, 100)}", x, sizeof x, NPY_OK, "");
+    pipe_case("short.fifo", "{'descr': '<f4', 'fortran_order': False, 'shape': (1073741824,)}", x, sizeof x,
+              NPY_ERR, "shorter");
+    pipe_case("long.fifo", "{'descr': '<f4', 'fortran_order': False, 'shape': (999,)}", x, sizeof x, NPY_ERR,
+              "longer");
+}
+
+// npy_read_stream reads any stream (what the fuzz harness uses), naming it in messages.
+Test(npy, reads_from_a_memory_stream) {
+    unsigned char b[128];
+    const char *dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,)}";
+    memcpy(b, "\x93NUMPY\x01\x00", 8);
+    b[8] = (unsigned char)strlen(dict), b[9] = 0;
+    memcpy(b + 10, dict, strlen(dict));
+    const float x[2] = {1.5f, -2};
+    memcpy(b + 10 + strlen(dict), x, 8);
+    FILE *fp = fmemopen(b, 18 + strlen(dict), "rb");
+    cr_assert(fp);
+    npy_array a;
+    char msg[256];
+    cr_assert_eq(npy_read_stream(fp, "mem", &a, msg, sizeof msg), NPY_OK, "%s", msg);
+    cr_assert(a.n == 2 && a.f4[0] == 1.5f && a.f4[1] == -2);
+    npy_free(&a);
+    fclose(fp);
+    fp = fmemopen(b, 17 + strlen(dict), "rb");
+    cr_assert_eq(npy_read_stream(fp, "mem", &a, msg, sizeof msg), NPY_ERR);
+    cr_assert(strstr(msg, "mem: ") && strstr(msg, "found 7"), "%s", msg);
+    fclose(fp);
 }
 
 // --- malformed files: each is an error with a message naming the file and the problem

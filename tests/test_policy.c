@@ -4,7 +4,8 @@
 // family; globs, override order and free order of the optional fields; errors (AC_EINVAL with
 // "ORIGIN:LINE:" and the offending token) and warnings; hand-built policies through
 // ac_policy_validate; loading files; the files autocast/presets/*.policy equal the compiled-in
-// texts (read from the repository root, or $FPLAB_ROOT).
+// texts (read from the repository root, or $FPLAB_ROOT); every preset has a one-line description
+// (its "# description:" line); every site of a preset with a scaling recipe saturates.
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <math.h>
@@ -49,6 +50,7 @@ static void expect_scaling(const ac_rule *r, const char *spec, const char *what)
     fmt_scaling_name(x, got, sizeof got);
     cr_assert(x->none == sc.none && x->tile_rows == sc.tile_rows && x->tile_cols == sc.tile_cols &&
               x->scale_round == sc.scale_round && x->tensor_scale == sc.tensor_scale &&
+              x->nan_block == sc.nan_block &&
               !strcmp(x->scale_fmt.name, sc.scale_fmt.name),
               "%s: recipe %s, expected %s", what, got, spec);
 }
@@ -176,6 +178,65 @@ Test(policy, presets_load_validate_round_trip) {
         cr_assert(len > 0 && len < sizeof text);
         cr_assert_eq(text[0], '#', "%s: no comment line first", names[i]);
     }
+}
+
+// One line per preset for `fplab policy --list`, kept in the preset's text ("# description:").
+Test(policy, preset_descriptions) {
+    char names[32][64];
+    const int n = preset_list(names, 32);
+    for (int i = 0; i < n; i++) {
+        char d[256];
+        const size_t len = ac_preset_description(names[i], d, sizeof d);
+        cr_assert(len > 10 && len < 100, "%s: description of %zu characters: '%s'", names[i], len, d);
+        cr_assert_eq(strlen(d), len);
+        cr_assert(!strchr(d, '\n') && d[0] != ' ' && d[len - 1] != ' ', "%s: '%s'", names[i], d);
+        // It is the text's own line, once.
+        char text[4096], line[300];
+        ac_preset_text(names[i], text, sizeof text);
+        snprintf(line, sizeof line, "# description: %s\n", d);
+        const char *at = strstr(text, line);
+        cr_assert(at && (at == text || at[-1] == '\n') && !strstr(at + 1, "# description:"), "%s", names[i]);
+        // snprintf-like: the length without a buffer, a truncated copy with a small one.
+        cr_assert_eq(ac_preset_description(names[i], NULL, 0), len);
+        char small[8];
+        cr_assert_eq(ac_preset_description(names[i], small, sizeof small), len);
+        cr_assert(strlen(small) == 7 && !strncmp(small, d, 7));
+    }
+    char d[256];
+    cr_assert(ac_preset_description("fp16-static-512", d, sizeof d) > 0 && strstr(d, "512") && !strstr(d, "@S@"),
+              "%s", d);
+    cr_assert_eq(ac_preset_description("nosuch", d, sizeof d), 0u);
+    cr_assert_eq(ac_preset_description(NULL, d, sizeof d), 0u);
+}
+
+// Block-scaled sites saturate (OCP MX clamps scaled values to the element's max): every preset
+// site with a scaling recipe does, by the site default, so the library's default changed nothing
+// here; and a site's explicit "ieee" is kept.
+Test(policy, scaled_sites_saturate) {
+    char names[32][64];
+    const int n = preset_list(names, 32);
+    int scaled = 0;
+    for (int i = 0; i < n; i++) {
+        const ac_policy p = load(names[i]);
+        for (int s = 0; s < AC_NSITES; s++) {
+            const ac_rule *r = &p.site[s];
+            if (!r->active || r->scaling.none) continue;
+            scaled++;
+            const fmt_round_opts d = fmt_scaling_default_opts(&r->scaling);
+            cr_assert_eq(r->round.overflow, FMT_SATURATE, "%s: site %s", names[i], ac_site_name(s));
+            cr_assert_eq(r->round.overflow, d.overflow, "%s: site %s", names[i], ac_site_name(s));
+        }
+    }
+    cr_assert(scaled >= 60, "only %d scaled sites in the presets", scaled);
+    ac_policy p = parse("site *.grad e5m2 mx ieee\nsite *.in e4m3 mx:nanblock\n");
+    expect_site(&p, "attn.o.grad", "e5m2", "mx", FMT_RNE, FMT_OVERFLOW_IEEE, false);
+    expect_site(&p, "attn.o.in", "e4m3", "mx:nanblock", FMT_RNE, FMT_SATURATE, false);
+    expect_round_trip(&p);
+    // A hand-built :nanblock needs a scale format that can hold the NaN, as the recipe parser says.
+    cr_assert_eq(fmt_from_name(&p.site[AC_O_IN].scaling.scale_fmt, "e3m2"), FMT_OK);
+    char msg[MSG];
+    cr_assert_eq(ac_policy_validate(&p, msg, sizeof msg), AC_EINVAL);
+    cr_assert(strstr(msg, "attn.o.in") && strstr(msg, "nanblock"), "%s", msg);
 }
 
 Test(policy, preset_fp32_bf16_amp) {

@@ -7,6 +7,8 @@
 // is on PATH (skipped otherwise); the report without gnuplot; failed, incomplete and diverged
 // runs; resumed and cut-short logs; a malformed line named by file and line.
 #include <criterion/criterion.h>
+
+#include "trainer/fileio.h"
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -32,7 +34,7 @@ static void teardown(void) {
 static FILE *open_log(const char *preset, int seed) {
     char p[256], msg[256];
     snprintf(p, sizeof p, "%s/runs/%s/seed-%d", dir, preset, seed);
-    cr_assert_eq(xp_mkdir_p(p, msg, sizeof msg), XP_OK, "%s", msg);
+    cr_assert_eq(fio_mkdir_p(p, msg, sizeof msg), FIO_OK, "%s", msg);
     strcat(p, "/log.jsonl");
     FILE *f = fopen(p, "w");
     cr_assert(f, "%s", p);
@@ -256,6 +258,105 @@ Test(report, reader_resume_truncation_and_tolerance) {
     cr_assert_null(runlog_tel_of(&l, 5, a));
     cr_assert(isnan(runlog_tel_of(&l, 4, a)->overflow), "absent members read as NaN");
     runlog_free(&l);
+}
+
+// A run killed mid-line and resumed: the resumed invocation appends its start line right after
+// the cut-short write (the log is opened for appending; no newline comes first), so one line
+// holds a fragment and then a whole start line. The fragment is dropped and counted, the start
+// line and the redone steps count. This log has no site telemetry (an fp32 run): the entry
+// array was never allocated, and dropping the redone steps moved entries from a NULL pointer.
+Test(report, kill_and_resume_without_telemetry) {
+    snprintf(dir, sizeof dir, "/tmp/fplab_report_XXXXXX");
+    cr_assert(mkdtemp(dir));
+    write_file("glued.jsonl",
+               "{\"event\":\"start\",\"policy\":\"fp32\",\"seed\":1,\"steps\":5,\"resumed_from\":0}\n"
+               "{\"step\":1,\"loss\":1}\n{\"step\":2,\"loss\":2}\n{\"step\":3,\"loss\":3}\n{\"step\":4,\"lo"
+               "{\"event\":\"start\",\"policy\":\"fp32\",\"seed\":1,\"steps\":5,\"resumed_from\":2}\n"
+               "{\"step\":3,\"loss\":30}\n{\"step\":4,\"loss\":40}\n{\"step\":5,\"loss\":50}\n");
+    // the same with the kill between lines (a newline after step 3, nothing cut)
+    write_file("clean.jsonl",
+               "{\"event\":\"start\",\"policy\":\"fp32\",\"seed\":1,\"steps\":5,\"resumed_from\":0}\n"
+               "{\"step\":1,\"loss\":1}\n{\"step\":2,\"loss\":2}\n{\"step\":3,\"loss\":3}\n"
+               "{\"event\":\"start\",\"policy\":\"fp32\",\"seed\":1,\"steps\":5,\"resumed_from\":2}\n"
+               "{\"step\":3,\"loss\":30}\n{\"step\":4,\"loss\":40}\n{\"step\":5,\"loss\":50}\n");
+    const char *names[2] = {"clean.jsonl", "glued.jsonl"};
+    for (int k = 0; k < 2; k++) {
+        char p[256], msg[512] = "";
+        snprintf(p, sizeof p, "%s/%s", dir, names[k]);
+        runlog l;
+        cr_assert_eq(runlog_read(&l, p, false, msg, sizeof msg), RUNLOG_OK, "%s: %s", names[k], msg);
+        cr_assert_eq(l.resumes, 1, "%s", names[k]);
+        cr_assert_eq(l.truncated, (size_t)(k == 1), "%s: %zu cut-short writes", names[k], l.truncated);
+        cr_assert_eq(l.n, 5, "%s: %zu steps", names[k], l.n);
+        for (size_t i = 0; i < l.n; i++) cr_assert_eq(l.step[i].step, (long)i + 1);
+        cr_assert_eq(l.step[1].loss, 2);
+        cr_assert_eq(l.step[2].loss, 30, "%s: the redone step 3 stands", names[k]);
+        cr_assert_eq(l.nsites, 0);
+        runlog_free(&l);
+    }
+    // a fragment glued to anything but a start line is still a malformed line
+    write_file("bad.jsonl", "{\"step\":1,\"loss\":1}\n{\"step\":2,\"lo{\"step\":2,\"loss\":2}\n");
+    char p[256], msg[512] = "";
+    snprintf(p, sizeof p, "%s/bad.jsonl", dir);
+    runlog l;
+    cr_assert_eq(runlog_read(&l, p, false, msg, sizeof msg), RUNLOG_EFORMAT);
+    cr_assert(strstr(msg, "bad.jsonl:2: "), "%s", msg);
+}
+
+// Numbers of any size where the reader expects counts: "steps", "tokens_per_step" and
+// "resumed_from" of 1e300, -1e300, "inf", "nan", or a fraction. They become "unknown" (-1) or
+// are ignored, never an out-of-range conversion (undefined behaviour, caught by make asan's
+// float-cast-overflow; in a release build (long)1e300 gave LONG_MIN).
+Test(report, out_of_range_numbers_are_not_converted) {
+    snprintf(dir, sizeof dir, "/tmp/fplab_report_XXXXXX");
+    cr_assert(mkdtemp(dir));
+    static const char *vals[] = {"1e300", "-1e300", "\"inf\"", "\"-inf\"", "\"nan\"", "NaN", "Infinity",
+                                 "-5", "2.5", "1e15", "9223372036854775807", "18446744073709551616"};
+    for (size_t k = 0; k < sizeof vals / sizeof vals[0]; k++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 "{\"event\":\"start\",\"policy\":\"x\",\"steps\":%s,\"tokens_per_step\":%s,\"resumed_from\":0}\n"
+                 "{\"step\":1,\"loss\":1}\n{\"step\":2,\"loss\":2}\n"
+                 "{\"event\":\"start\",\"policy\":\"x\",\"steps\":10,\"resumed_from\":%s}\n"
+                 "{\"step\":3,\"loss\":3,\"sites\":{\"a\":{\"n\":%s,\"amax\":%s}}}\n",
+                 vals[k], vals[k], vals[k], vals[k], vals[k]);
+        write_file("big.jsonl", text);
+        char p[256], msg[512] = "";
+        snprintf(p, sizeof p, "%s/big.jsonl", dir);
+        runlog l;
+        cr_assert_eq(runlog_read(&l, p, false, msg, sizeof msg), RUNLOG_OK, "%s: %s", vals[k], msg);
+        cr_assert_eq(l.steps, -1, "%s: steps %ld; expected -1 (unknown)", vals[k], l.steps);
+        cr_assert_eq(l.tokens_per_step, -1, "%s: tokens_per_step %ld", vals[k], l.tokens_per_step);
+        // a resume from beyond every logged step drops nothing; one from 2.5 drops nothing either
+        cr_assert_eq(l.n, 3, "%s: %zu steps", vals[k], l.n);
+        runlog_free(&l);
+    }
+    // in range: the numbers as written
+    write_file("ok.jsonl", "{\"event\":\"start\",\"steps\":123,\"tokens_per_step\":4096}\n{\"step\":1}\n");
+    char p[256], msg[512] = "";
+    snprintf(p, sizeof p, "%s/ok.jsonl", dir);
+    runlog l;
+    cr_assert_eq(runlog_read(&l, p, false, msg, sizeof msg), RUNLOG_OK, "%s", msg);
+    cr_assert_eq(l.steps, 123);
+    cr_assert_eq(l.tokens_per_step, 4096);
+    runlog_free(&l);
+}
+
+// runlog_read_stream reads any stream (what the fuzz harness uses), naming it in messages.
+Test(report, reader_reads_a_memory_stream) {
+    static const char text[] = "{\"step\":1,\"loss\":1}\n{\"step\":2,\"loss\":}\n";
+    FILE *f = fmemopen((void *)text, sizeof text - 1, "r");
+    cr_assert(f);
+    runlog l;
+    char msg[256];
+    cr_assert_eq(runlog_read_stream(&l, f, "mem", false, msg, sizeof msg), RUNLOG_EFORMAT);
+    cr_assert(strstr(msg, "mem:2: "), "%s", msg);
+    fclose(f);
+    f = fmemopen((void *)text, 22, "r");
+    cr_assert_eq(runlog_read_stream(&l, f, "mem", false, msg, sizeof msg), RUNLOG_OK, "%s", msg);
+    cr_assert_eq(l.n, 1);
+    runlog_free(&l);
+    fclose(f);
 }
 
 Test(report, malformed_line_names_file_and_line) {

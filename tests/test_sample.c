@@ -3,7 +3,9 @@
 // non-finite logits); sample_generate against a step-by-step reference written here (the
 // window of the last seq_len tokens, argmax for greedy, the documented draw
 // fmt_rng_uniform(key(seed, SAMPLE_RNG_STREAM), step) for sampling); determinism and seed
-// dependence; top-p with a tiny p equals greedy; option and prompt validation.
+// dependence; top-p with a tiny p equals greedy; option and prompt validation; what is fed
+// (the start token, then the prompt: sample_start_token, sample_prompt_tokens). What `fplab
+// sample` prints, against llama2.c's run.c, is checked in test_export.c.
 // FPLAB_SEED replays the random models.
 #include <criterion/criterion.h>
 #include <math.h>
@@ -333,4 +335,38 @@ Test(sample, diverged_model_is_an_error) {
     cr_assert(strstr(msg, "not finite"), "%s", msg);
     cr_assert_eq(done, 0);
     llama_free(&m);
+}
+
+// --- what is fed: the start token, then the prompt
+
+Test(sample, start_token_and_prompt) {
+    uint32_t cp[] = {'\n', ' ', 'a', 'b', 0xE9};
+    const data_vocab v = {DATA_VOCAB_CHAR, 5, cp};
+    cr_assert_eq(sample_start_token(&v), 0, "the newline");
+    int32_t t[8];
+    char msg[256];
+    cr_assert_eq(sample_prompt_tokens(&v, NULL, t, 8, msg, sizeof msg), 1);
+    cr_assert_eq(t[0], 0);
+    cr_assert_eq(sample_prompt_tokens(&v, "", t, 8, msg, sizeof msg), 1, "an empty prompt is no prompt");
+    cr_assert_eq(sample_prompt_tokens(&v, " ab\xc3\xa9", NULL, 0, msg, sizeof msg), 5, "count only");
+    cr_assert_eq(sample_prompt_tokens(&v, " ab\xc3\xa9", t, 8, msg, sizeof msg), 5);
+    static const int32_t want[5] = {0, 1, 2, 3, 4};
+    cr_assert(!memcmp(t, want, sizeof want), "start, then the prompt as it is (no space added)");
+    cr_assert_eq(sample_prompt_tokens(&v, "ab", t, 2, msg, sizeof msg), -1, "3 tokens in room for 2");
+    msg[0] = 0;
+    cr_assert_eq(sample_prompt_tokens(&v, "abc", t, 8, msg, sizeof msg), -1);
+    cr_assert(strstr(msg, "U+0063"), "names the character: %s", msg);
+    // Without a newline: token 0; a byte vocabulary: byte 10; token ids: 0 and no text.
+    uint32_t cp2[] = {' ', 'x'};
+    const data_vocab v2 = {DATA_VOCAB_CHAR, 2, cp2}, vb = {DATA_VOCAB_BYTE, 256, NULL},
+                     vt = {DATA_VOCAB_TOKENS, 100, NULL};
+    cr_assert_eq(sample_start_token(&v2), 0);
+    cr_assert_eq(sample_start_token(&vb), '\n');
+    cr_assert_eq(sample_start_token(&vt), 0);
+    cr_assert_eq(sample_prompt_tokens(&vb, "hi", t, 8, msg, sizeof msg), 3);
+    cr_assert(t[0] == '\n' && t[1] == 'h' && t[2] == 'i');
+    cr_assert_eq(sample_prompt_tokens(&vt, "", t, 8, msg, sizeof msg), 1);
+    msg[0] = 0;
+    cr_assert_eq(sample_prompt_tokens(&vt, "x", t, 8, msg, sizeof msg), -1);
+    cr_assert(strstr(msg, "token-id"), "%s", msg);
 }

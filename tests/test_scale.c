@@ -1,6 +1,7 @@
 // test_scale.c: scaling recipes (formats/scale.h). Hand-built blocks with expectations worked
 // out by hand (MX OCP vs UP vs RNE scales, exact max_elem*2^k amax, ragged blocks, NVFP4's two
-// levels, zero/inf/NaN tiles, clipped scales, statistics); an independent slow implementation
+// levels, zero/inf/NaN tiles with and without :nanblock, clipped scales, statistics, saturation
+// by default for scaled recipes); an independent slow implementation
 // (scalar loops over tiles, one fmt_round_f32 call per element, scales computed in double from
 // the recipe's definition) compared bit for bit, with statistics, for every rounding mode and
 // many recipes; stochastic rounding independent of tile shape and thread count; every output
@@ -96,7 +97,7 @@ static void ref_quantize(const fmt_t *elem, const fmt_scaling *sc, float *out, c
             float mul, deq, reported;
             if (sc->tensor_scale) {
                 float sfv;
-                if (nonfinite) sfv = 1.0f;
+                if (nonfinite) sfv = sc->nan_block ? NAN : 1.0f;
                 else {
                     const float t = (float)a / (float)elem->max * s_enc;
                     double need = t;
@@ -113,7 +114,7 @@ static void ref_quantize(const fmt_t *elem, const fmt_scaling *sc, float *out, c
                 if (mul > FLT_MAX) mul = FLT_MAX;
                 deq = sfv == 0 ? 0.0f : sfv / s_enc;
             } else {
-                double s = 1;
+                double s = nonfinite && sc->nan_block ? NAN : 1;
                 if (a > 0 && !nonfinite) {
                     double need = sc->scale_round == FMT_SCALE_OCP
                                       ? ldexp(1.0, (int)floor(log2(a)) - elem->emax) : a / elem->max;
@@ -388,6 +389,120 @@ Test(scale, zero_inf_nan_tiles_and_stats) {
     cr_assert(out[32] == 6 && out[33] == 3 && out[34] == 6 && isnan(out[64]) == 0);  // e2m1: NaN -> -0
 }
 
+// Block-scaled recipes saturate by default (OCP MX v1.0 section 6.3: scaled normal numbers above
+// the element's max are clamped to it, keeping the sign). [500, 1, ...] under MX e4m3 gets scale 1
+// and 500 > 464 (e4m3's overflow threshold): 448, not NaN; e5m2 130000 gets scale 2 and
+// 65000 > 61440: 57344 * 2, not inf. With NULL options, every recipe with a scale saturates; the
+// plain cast ("none") keeps IEEE overflow, as ml_dtypes does.
+Test(scale, scaled_recipes_saturate_by_default) {
+    float in[32], out[32];
+    for (int i = 0; i < 32; i++) in[i] = 1;
+    in[0] = 500;
+    const fmt_t e4 = tu_fmt("e4m3"), e5 = tu_fmt("e5m2");
+    static const char *const specs[] = {"mx", "mx:rne", "block:32:e8m0", "tile:1x32:e8m0", "tensor:ocp",
+                                        "block:16:e8m0:ocp", "row:ocp"};
+    for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
+        const fmt_scaling sc = tu_scaling(specs[k]);
+        fmt_stats st = {0};
+        cr_assert_eq(fmt_quantize_f32(&e4, &sc, out, in, 1, 32, NULL, &st, NULL), FMT_OK);
+        cr_assert_eq(out[0], 448.0f, "%s: e4m3 500 -> %g, expected 448 (saturated)", specs[k], out[0]);
+        cr_assert_eq(st.overflow, 1, "%s", specs[k]);
+    }
+    in[0] = 130000;
+    const fmt_scaling mx = tu_scaling("mx");
+    cr_assert_eq(fmt_quantize_f32(&e5, &mx, out, in, 1, 32, NULL, NULL, NULL), FMT_OK);
+    cr_assert_eq(out[0], 114688.0f, "e5m2 130000 -> %g, expected 57344 * 2", out[0]);
+    // An explicit IEEE policy is honoured (what ml_dtypes' cast of the scaled block gives).
+    const fmt_round_opts ieee = opts(FMT_RNE, FMT_OVERFLOW_IEEE);
+    cr_assert_eq(fmt_quantize_f32(&e5, &mx, out, in, 1, 32, &ieee, NULL, NULL), FMT_OK);
+    cr_assert_eq(out[0], INFINITY);
+    // No recipe: a plain cast, IEEE by default (e4m3 has no inf: NaN).
+    in[0] = 500;
+    const fmt_scaling none = tu_scaling("none");
+    cr_assert_eq(fmt_quantize_f32(&e4, &none, out, in, 1, 32, NULL, NULL, NULL), FMT_OK);
+    cr_assert(isnan(out[0]), "none: %g", out[0]);
+    // Random blocks under every block recipe with NULL options: never a NaN or an inf.
+    uint64_t seed = test_seed("scaled_recipes_saturate_by_default");
+    float *x = random_tensor(16, 96, &seed, 20, 20), *y = malloc(16 * 96 * sizeof *y);
+    static const char *const all[] = {"mx", "mx:up", "mx:rne", "nvfp4", "nvfp4:ocp", "block:16:e4m3",
+                                      "tile:4x8:e8m0", "tile:16x16:e4m3:ocp", "tensor:ocp", "col:ocp"};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
+        for (int f = 0; f < 2; f++) {
+            const fmt_scaling sc = tu_scaling(all[k]);
+            cr_assert_eq(fmt_quantize_f32(f ? &e5 : &e4, &sc, y, x, 16, 96, NULL, NULL, NULL), FMT_OK);
+            for (size_t i = 0; i < 16 * 96; i++)
+                cr_assert(isfinite(y[i]), "%s %s: element %zu %a -> %a", f ? "e5m2" : "e4m3", all[k], i, x[i], y[i]);
+        }
+    free(x), free(y);
+}
+
+// The default options of a recipe: saturating when it has a scale, IEEE for a plain cast.
+Test(scale, default_opts) {
+    static const char *const scaled[] = {"mx", "nvfp4", "tensor", "row", "col", "block:16:e4m3",
+                                         "tile:128x128:fp32", "mx:nanblock"};
+    for (size_t k = 0; k < sizeof scaled / sizeof scaled[0]; k++) {
+        const fmt_scaling sc = tu_scaling(scaled[k]);
+        const fmt_round_opts o = fmt_scaling_default_opts(&sc);
+        cr_assert(o.mode == FMT_RNE && o.overflow == FMT_SATURATE && !o.flush_subnormals && o.sr_bits == 0 &&
+                      o.seed == 0 && o.stream == 0 && o.offset == 0, "%s", scaled[k]);
+    }
+    const fmt_scaling none = tu_scaling("none");
+    const fmt_round_opts o = fmt_scaling_default_opts(&none);  // a zero-initialised fmt_round_opts
+    cr_assert(o.mode == FMT_RNE && o.overflow == FMT_OVERFLOW_IEEE && !o.flush_subnormals && o.sr_bits == 0 &&
+              o.seed == 0 && o.stream == 0 && o.offset == 0, "none");
+}
+
+// :nanblock (microxcaling's and torchao's rule): a tile whose amax is inf or NaN gets the scale
+// NaN and all its elements become NaN; without it (fplab's rule) the tile keeps scale 1 and
+// each element meets the element format's own rules. Same 96 values as above.
+Test(scale, nanblock_tiles) {
+    float in[96] = {0}, out[96], q[96], s[6];
+    for (int i = 0; i < 32; i += 2) in[i] = -0.0f;
+    in[32] = INFINITY, in[33] = 3, in[34] = 1000;
+    in[64] = NAN, in[65] = 2, in[66] = 1e6f, in[67] = 0.01f, in[68] = 1e-6f;
+    fmt_stats st = {0};
+    fmt_quant_info info = {.scales = s, .elems = q};
+    const fmt_t e4 = tu_fmt("e4m3"), e2 = tu_fmt("e2m1");
+    fmt_scaling sc = tu_scaling("mx:nanblock");
+    cr_assert(sc.nan_block);
+    cr_assert_eq(fmt_quantize_f32(&e4, &sc, out, in, 1, 96, NULL, &st, &info), FMT_OK);
+    cr_assert(s[0] == 1 && isnan(s[1]) && isnan(s[2]), "%a %a %a", s[0], s[1], s[2]);
+    for (int i = 0; i < 32; i++) cr_assert(tu_samef(out[i], in[i]), "[%d]", i);
+    for (int i = 32; i < 96; i++) cr_assert(isnan(out[i]) && isnan(q[i]), "[%d] %g %g", i, out[i], q[i]);
+    cr_assert_eq(info.scales_nan, 2);
+    cr_assert_eq(st.nan_in, 64);   // every element of the two tiles became NaN before rounding
+    cr_assert_eq(st.overflow, 0);
+    cr_assert_eq(st.amax, INFINITY);
+    // fplab's rule, default options (saturating): scale 1, 3 stays 3, inf and 1000 become 448.
+    sc = tu_scaling("mx");
+    memset(&st, 0, sizeof st);
+    cr_assert_eq(fmt_quantize_f32(&e4, &sc, out, in, 1, 96, NULL, &st, &info), FMT_OK);
+    cr_assert(s[1] == 1 && s[2] == 1);
+    cr_assert(out[32] == 448 && out[33] == 3 && out[34] == 448 && isnan(out[64]) && out[65] == 2);
+    cr_assert_eq(info.scales_nan, 0);
+    cr_assert_eq(st.nan_in, 1);
+    // Elements without NaN (e2m1): q is their rounding of NaN (-0), the value is still NaN.
+    sc = tu_scaling("mx:nanblock");
+    cr_assert_eq(fmt_quantize_f32(&e2, &sc, out, in, 1, 96, NULL, NULL, &info), FMT_OK);
+    for (int i = 32; i < 96; i++) cr_assert(isnan(out[i]) && q[i] == 0 && signbit(q[i]), "[%d] %g", i, q[i]);
+    // NVFP4: blocks of 16 under a tensor scale (s_enc = 1 for a non-finite tensor amax).
+    sc = tu_scaling("nvfp4:nanblock");
+    info.elems = NULL;
+    cr_assert_eq(fmt_quantize_f32(&e2, &sc, out, in, 1, 96, NULL, NULL, &info), FMT_OK);
+    cr_assert_eq(info.tensor_scale, 1.0f);
+    cr_assert(s[0] == 0 && s[1] == 0 && isnan(s[2]) && s[3] == 0 && isnan(s[4]) && s[5] == 0);
+    for (int i = 0; i < 96; i++)
+        cr_assert(((i >= 32 && i < 48) || (i >= 64 && i < 80)) ? isnan(out[i]) : out[i] == 0, "[%d] %g", i, out[i]);
+    cr_assert_eq(info.scales_nan, 2);
+    // A finite tensor: nanblock changes nothing.
+    float fin[64], a[64], b[64];
+    for (int i = 0; i < 64; i++) fin[i] = (float)(i - 20) * 0.37f;
+    const fmt_scaling plain = tu_scaling("mx"), nb = tu_scaling("mx:nanblock");
+    cr_assert_eq(fmt_quantize_f32(&e4, &plain, a, fin, 2, 32, NULL, NULL, NULL), FMT_OK);
+    cr_assert_eq(fmt_quantize_f32(&e4, &nb, b, fin, 2, 32, NULL, NULL, NULL), FMT_OK);
+    cr_assert(!memcmp(a, b, sizeof a));
+}
+
 // Scales the scale format cannot hold are clamped to its range and counted.
 Test(scale, clipped_scales) {
     // e8m0 bottom: amax 2^-149 needs 2^-157 (OCP) or 2^-149/448 (UP): both clamp to 2^-127.
@@ -430,7 +545,8 @@ Test(scale, clipped_scales) {
 static const char *const ref_specs[] = {
     "mx", "mx:up", "mx:rne", "nvfp4", "nvfp4:up", "nvfp4:ocp", "block:16:e4m3", "block:32:fp32",
     "block:32:bf16:up", "block:7:e3m2", "tensor", "tensor:up", "row", "col", "col:up",
-    "tile:16x16:e8m0", "tile:4x8:e8m0:up", "tile:3x5:fp32", "tile:0x9:e4m3:ocp", "block:1:e8m0"};
+    "tile:16x16:e8m0", "tile:4x8:e8m0:up", "tile:3x5:fp32", "tile:0x9:e4m3:ocp", "block:1:e8m0",
+    "mx:nanblock", "nvfp4:nanblock", "tile:4x8:e8m0:up:nanblock", "col:nanblock"};
 enum { NREF = sizeof ref_specs / sizeof ref_specs[0] };
 
 static void ref_sweep(const char *elem_name, const float *x, size_t rows, size_t cols, bool both_policies) {
@@ -699,6 +815,9 @@ Test(scale, arguments) {
     fmt_scaling neg = sc;
     neg.tile_cols = -1;
     cr_assert_eq(fmt_quantize_f32(&e, &neg, x, x, 1, 4, NULL, NULL, NULL), FMT_EINVAL);
+    fmt_scaling nb = tu_scaling("block:4:e3m2");  // no NaN to store
+    nb.nan_block = true;
+    cr_assert_eq(fmt_quantize_f32(&e, &nb, x, x, 1, 4, NULL, NULL, NULL), FMT_EINVAL);
     const fmt_t f64 = tu_fmt("fp64");
     cr_assert_eq(fmt_quantize_f32(&f64, &sc, x, x, 1, 4, NULL, NULL, NULL), FMT_EINVAL);
     cr_assert_eq(fmt_quantize_f32(&e, &sc, x, x, 1, 4, NULL, NULL, NULL), FMT_OK);  // NULL opts: rne
@@ -745,6 +864,13 @@ Test(scale, parse_every_spelling) {
         {"tile:0x0:fp32", false, 0, 0, "fp32", FMT_SCALE_RNE, false, "tensor"},
         {"tile:0x0:bf16:up", false, 0, 0, "bf16", FMT_SCALE_UP, false, "tile:0x0:bf16:up"},
         {"tile:1x0:fp32", false, 1, 0, "fp32", FMT_SCALE_RNE, false, "row"},
+        {"mx:nanblock", false, 1, 32, "e8m0", FMT_SCALE_OCP, false, "mx:nanblock"},
+        {"mx:nanblock:up", false, 1, 32, "e8m0", FMT_SCALE_UP, false, "mx:up:nanblock"},
+        {"MX:UP:NANBLOCK", false, 1, 32, "e8m0", FMT_SCALE_UP, false, "mx:up:nanblock"},
+        {"nvfp4:nanblock", false, 1, 16, "e4m3", FMT_SCALE_RNE, true, "nvfp4:nanblock"},
+        {"block:32:e8m0:nanblock", false, 1, 32, "e8m0", FMT_SCALE_OCP, false, "mx:nanblock"},
+        {"tile:16x16:e4m3:nanblock", false, 16, 16, "e4m3", FMT_SCALE_RNE, false, "tile:16x16:e4m3:rne:nanblock"},
+        {"block:32:e5m3:fn:nanblock:up", false, 1, 32, "e5m3:fn", FMT_SCALE_UP, false, "block:32:e5m3:fn:up:nanblock"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const fmt_scaling sc = tu_scaling(cases[i].spec);
@@ -756,6 +882,7 @@ Test(scale, parse_every_spelling) {
                   sc.scale_fmt.bias == want.bias && sc.scale_fmt.special == want.special, "%s", cases[i].spec);
         cr_assert_eq(sc.scale_round, cases[i].r, "%s", cases[i].spec);
         cr_assert_eq(sc.tensor_scale, cases[i].ts, "%s", cases[i].spec);
+        cr_assert_eq(sc.nan_block, strstr(cases[i].canon, "nanblock") != NULL, "%s", cases[i].spec);
         char name[128];
         fmt_scaling_name(&sc, name, sizeof name);
         cr_assert_str_eq(name, cases[i].canon, "%s", cases[i].spec);
@@ -763,7 +890,8 @@ Test(scale, parse_every_spelling) {
         const fmt_scaling back = tu_scaling(name);
         cr_assert(back.none == sc.none && back.tile_rows == sc.tile_rows && back.tile_cols == sc.tile_cols &&
                   back.scale_round == sc.scale_round && back.tensor_scale == sc.tensor_scale &&
-                  back.scale_fmt.bits == sc.scale_fmt.bits && back.scale_fmt.mbits == sc.scale_fmt.mbits,
+                  back.scale_fmt.bits == sc.scale_fmt.bits && back.scale_fmt.mbits == sc.scale_fmt.mbits &&
+                  back.nan_block == sc.nan_block,
                   "%s -> %s", cases[i].spec, name);
     }
 }
@@ -790,6 +918,10 @@ Test(scale, parse_errors_name_the_spec) {
         {"mx:up:rne", FMT_EINVAL, "twice"},
         {"mx:down", FMT_EUNKNOWN, "'mx:down'"},
         {"tensor:e8m0", FMT_EUNKNOWN, "expected"},
+        {"none:nanblock", FMT_EINVAL, "none"},
+        {"mx:nanblock:nanblock", FMT_EINVAL, "twice"},
+        {"block:32:e3m2:nanblock", FMT_EINVAL, "no NaN"},
+        {"tile:4x4:e2m1:up:nanblock", FMT_EINVAL, "no NaN"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         fmt_scaling sc;

@@ -21,6 +21,7 @@
 #include "kernels/llama_ops.h"
 #include "tools/dump_llama_setup.h"
 #include "trainer/llama.h"
+#include "trainer/fileio.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "dump_llama writes raw little-endian arrays: a big-endian host needs byte swapping here"
@@ -71,20 +72,11 @@ static float parse_float(const char *opt, const char *s) {
     return v;
 }
 
-// Writes n bytes to DIR/name through DIR/.name.tmp and a rename.
+// Writes n bytes to DIR/name through a temporary file and a rename.
 static void write_file(const char *dir, const char *name, const void *data, size_t n) {
-    char path[4096], tmp[4096];
+    char path[4096], msg[4200];
     CHECK(snprintf(path, sizeof path, "%s/%s", dir, name) < (int)sizeof path, "path too long: %s", dir);
-    snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, name);
-    FILE *fh = fopen(tmp, "wb");
-    CHECK(fh, "cannot create %s: %s", tmp, strerror(errno));
-    const size_t w = n ? fwrite(data, 1, n, fh) : 0;
-    const int closed = fclose(fh);
-    if (w != n || closed != 0) {
-        remove(tmp);
-        CHECK(0, "cannot write %s (%zu of %zu bytes): %s", tmp, w, n, strerror(errno));
-    }
-    CHECK(rename(tmp, path) == 0, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+    CHECK(fio_write_file(path, data, n, msg, sizeof msg) == FIO_OK, "%s", msg);
 }
 
 // The shape of each tensor of the buffer (all layers together, as llama.h lists them).
@@ -159,12 +151,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "dump_llama: %s\n", msg);
         return 2;
     }
-    if (mkdir(out, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "dump_llama: cannot create the output directory %s: %s\n", out, strerror(errno));
+    if (fio_mkdir_p(out, msg, sizeof msg) != FIO_OK) {
+        fprintf(stderr, "dump_llama: the output directory: %s\n", msg);
         return 1;
     }
-    struct stat st;
-    CHECK(stat(out, &st) == 0 && S_ISDIR(st.st_mode), "%s exists and is not a directory", out);
 
     llama_ops_threads(0);
     const int B = DUMP_B, T = c.seq_len < DUMP_T ? c.seq_len : DUMP_T, N = B * T;

@@ -15,13 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
 #include "formats/round.h"
+#include "trainer/fileio.h"
 
 enum { CHUNK_LOG2 = 20, CHUNK = 1 << CHUNK_LOG2, NCHUNKS = 1 << (32 - CHUNK_LOG2), NSHOW = 10 };
 
@@ -30,12 +30,6 @@ enum { NDET = sizeof det_modes / sizeof det_modes[0] };
 
 static inline uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, sizeof u); return u; }
 static inline float u2f(uint32_t u) { float f; memcpy(&f, &u, sizeof f); return f; }
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + 1e-9 * t.tv_nsec;
-}
-
 // --- the reference grid of one format (magnitudes only; the sign is applied by the rules)
 
 typedef struct {
@@ -472,14 +466,14 @@ int main(int argc, char **argv) {
            ro.stride == 1 ? "all 2^32" : "a sample of", ro.stride == 1 ? "" : " (--stride)",
            CHUNK_LOG2, nthreads);
     fflush(stdout);
-    const double t0 = now_s();
+    const double t0 = fio_now();
     uint64_t grand = 0;
     for (size_t fi = 0; fi < nf; fi++) {
         if (!fsel[fi]) continue;
         const fmt_t *f = fmt_table_get(fi);
         grid_t g;
         grid_build(&g, f);
-        const double tf = now_s();
+        const double tf = fio_now();
         report_t (*rep)[2] = calloc(NDET, sizeof *rep);
         const uint64_t fmis = check_format(&g, &ro, rep);
         for (int mi = 0; mi < NDET; mi++) {
@@ -492,13 +486,13 @@ int main(int argc, char **argv) {
                     print_report(f, det_modes[mi], p ? FMT_SATURATE : FMT_OVERFLOW_IEEE, &rep[mi][p]);
         }
         free(rep);
-        printf("%-9s done in %.1f s (%d grid points), %llu mismatches\n", f->name, now_s() - tf,
+        printf("%-9s done in %.1f s (%d grid points), %llu mismatches\n", f->name, fio_now() - tf,
                g.n, (unsigned long long)fmis);
         fflush(stdout);
         grand += fmis;
         grid_free(&g);
     }
-    printf("total: %.1f s, %llu mismatches%s\n", now_s() - t0, (unsigned long long)grand,
+    printf("total: %.1f s, %llu mismatches%s\n", fio_now() - t0, (unsigned long long)grand,
            ro.stride == 1 ? "" : " (sampled with --stride: not exhaustive)");
     return grand ? 1 : 0;
 }

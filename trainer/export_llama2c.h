@@ -1,10 +1,41 @@
 // export_llama2c.h: writes a trained model in the legacy (version 0) checkpoint format of
-// karpathy/llama2.c's run.c, and the vocabulary as its tokenizer.bin, so that
-// `./run model.bin -z tok.bin` runs a model trained here.
-// Constraints: library level (status + message, never exits); each file is written to
-// "<path>.tmp", fsynced and renamed over path (the directory fsynced too), so a failure leaves
-// whatever was at path untouched. Values are written in the machine's byte order, which is
-// what run.c reads (it mmaps the file); every machine fplab targets is little-endian.
+// karpathy/llama2.c's run.c, and the vocabulary as its tokenizer.bin, laid out so that
+// `./run model.bin -z tok.bin -t 0` prints what `fplab sample --temperature 0` prints.
+// Constraints: library level (status + message, never exits); each file is written through
+// trainer/fileio.h's atomic write, so a failure leaves whatever was at the path untouched.
+// Values are written in the machine's byte order, which is what run.c reads (it mmaps the
+// file); every machine fplab targets is little-endian.
+//
+// --- what run.c does (generate, encode, decode in llama2.c's run.c)
+//  encode(prompt): [1] (BOS); then, for a non-empty prompt, the id of the piece " " (the
+//    "dummy prefix"); then each UTF-8 character's id, found by binary search over the pieces
+//    sorted by strcmp; a character with no piece becomes its bytes as ids 3 + byte (byte
+//    fallback: SentencePiece puts <0x00>..<0xFF> at 3..258). Then BPE merges: while some
+//    adjacent pair's concatenated pieces is itself a piece, the pair whose piece scores highest
+//    (the first on ties) becomes that piece.
+//  generate: feeds the first token of that list at position 0; each step runs the model,
+//    takes the next prompt token while there is one, else samples (-t 0: the first index of
+//    the largest logit); stops when that token is 1, else prints it and feeds it; at most
+//    steps positions (-n; 0 or more than seq_len means seq_len); prints "\n" at the end.
+//  decode(prev, tok): a piece following token 1 loses one leading ' '; a piece "<0xXX>"
+//    prints as that byte; a one-byte piece prints only if isprint or isspace (C locale).
+//
+// --- the layout written for char and byte vocabularies (V model tokens)
+//   id 0 "<unk>", 1 "<s>", 2 "</s>"; ids 3..258 the byte tokens: a byte vocabulary's own
+//   tokens (piece: the byte), or for a char vocabulary "<0x00>".."<0xFF>" followed by the
+//   characters at 259..258+V; then "<s> " (bos_space below); then " " when a char vocabulary
+//   has no space (run.c's dummy prefix must find one).
+//   Embedding rows: a model token its own; "<s>" and "<s> " the row of the start token of
+//   `fplab sample` (sample_start_token: '\n'); every other id zeros.
+//   Classifier (always written untied, vocab_size < 0): a model token its own row; every
+//   other id the mean of the model's rows, so its logit is the mean of the model's logits,
+//   below the largest unless all are equal: greedy run.c never picks one (rounding: see .c).
+//   All scores 0, max_token_length the longest piece. The only adjacent pair whose
+//   concatenation is a piece is ("<s>", " "), so run.c's merge loop turns [1, dummy prefix]
+//   into the one token "<s> " and nothing else: run.c feeds [start] without a prompt and
+//   [start, prompt...] with one, which is what fplab sample feeds (sample_prompt_tokens).
+//   Token-id vocabularies (llm.c shards) have no text: ids and the tied flag are kept as they
+//   are (the shards' tokenizer decides what 1 means) and no tokenizer.bin is written.
 //
 // Model file: 7 int32 dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len,
 // where vocab_size > 0 means the classifier is the token embedding (run.c: shared_weights =
@@ -18,58 +49,62 @@
 // with the model's actual cos/sin values so older readers that use them agree. run.c also
 // hard-codes RMSNorm eps 1e-5 and rotates adjacent pairs, as fplab does; a model with another
 // rope_theta or norm_eps would run with wrong numerics there, so the export refuses it.
+// Tokenizer file: int32 max_token_length, then per id: float32 score, int32 len, len bytes.
 //
-// Tokenizer file: int32 max_token_length, then per token: float32 score, int32 len, len bytes
-// (no NUL). Char vocabulary: the UTF-8 of each code point; byte vocabulary: the byte itself;
-// token-id vocabularies (llm.c shards) have no text and are refused (export the model alone).
-// All scores are 0: no piece is the concatenation of two others, so run.c's BPE merge loop
-// finds nothing to merge and every character is looked up on its own.
-//
-// What to expect from run.c with these vocabularies (its tokenizer assumes SentencePiece's
-// Llama 2 layout, where id 0 is <unk>, 1 is <s>, 2 is </s> and 3..258 are <0x00>..<0xFF>):
-//  - id 1 is BOS and stop: run.c starts every prompt with token 1 and stops generating when it
-//    samples 1. In a char vocabulary id 1 is the second-smallest code point of the corpus
-//    (the space ' ' for Tiny Shakespeare, whose id 0 is '\n'), so generation ends at the first
-//    sampled space and the model sees a space as the first token. A byte vocabulary's id 1 is
-//    the byte 0x01, which real text never contains: generation runs for the full step count.
-//  - a non-empty prompt also gets a "dummy prefix": the id of the piece " " (a space token
-//    after BOS). If the vocabulary has no space, that lookup gives -1 and run.c indexes its
-//    tables with -1 (undefined behaviour): give such a model an empty prompt.
-//  - run.c strips the leading space of a piece that follows token 1.
-//  - a character not in the vocabulary is not an error there: run.c falls back to its UTF-8
-//    bytes + 3 as token ids (SentencePiece's byte tokens), which here are unrelated characters
-//    or ids outside the vocabulary. With a byte vocabulary this happens to every non-ASCII
-//    character of a prompt (run.c looks up whole UTF-8 sequences, and only single bytes exist).
-//  - run.c's safe_printf prints a one-byte piece only if isprint or isspace holds for it (C
-//    locale): the bytes 0x80..0xFF of a byte vocabulary (UTF-8 fragments), control bytes and
-//    byte 0 print nothing, so non-ASCII text a byte model generates is dropped on output.
-//    Multi-byte pieces of a char vocabulary print whole.
+// Known differences that remain (docs/trainer.md): run.c does not print one-byte pieces that
+// are neither printable nor white space (control characters; a byte vocabulary's bytes
+// >= 0x80); at temperature > 0 it samples with its own generator and can pick an added id
+// (each has the geometric mean of the model's probabilities); a character outside the
+// vocabulary, which fplab sample refuses, becomes zero-embedding byte tokens there.
 #ifndef FPLAB_EXPORT_LLAMA2C_H
 #define FPLAB_EXPORT_LLAMA2C_H
 #include <stddef.h>
+#include <stdint.h>
 
 #include "trainer/data.h"
 #include "trainer/llama.h"
 
 // EXPORT_EUNSUPPORTED: the model or vocabulary cannot be expressed in llama2.c's format
-// (rope_theta != 10000, norm_eps != 1e-5, a token-id vocabulary); EXPORT_EINVAL: malformed
-// input (a bad config, a vocabulary entry that is not a character); EXPORT_EIO: a file cannot
-// be written; EXPORT_ENOMEM.
+// (rope_theta != 10000, norm_eps != 1e-5, a token-id vocabulary's tokenizer); EXPORT_EINVAL:
+// malformed input (a bad config, a vocabulary entry that is not a character, a vocabulary
+// whose size is not the model's, an output that is an input); EXPORT_EIO: a file cannot be
+// written; EXPORT_ENOMEM.
 enum { EXPORT_OK = 0, EXPORT_EIO = 1, EXPORT_EUNSUPPORTED = 2, EXPORT_EINVAL = 3, EXPORT_ENOMEM = 4 };
 enum { EXPORT_LLAMA2C_HEADER_INTS = 7 };
+enum { EXPORT_LLAMA2C_BOS = 1, EXPORT_LLAMA2C_N_SPECIAL = 3, EXPORT_LLAMA2C_N_BYTES = 256 };
 #define EXPORT_LLAMA2C_ROPE_THETA 10000.0f  // what run.c hard-codes
 #define EXPORT_LLAMA2C_NORM_EPS 1e-5f
+
+// Where the model's tokens and the added pieces sit among run.c's ids.
+typedef struct {
+    int n_ids;       // ids written: the tokenizer's entries and |vocab_size| of the model file
+    int n_model;     // the model's vocabulary V
+    int model_base;  // id of model token 0: 3 (byte), 259 (char), 0 (token ids: unchanged)
+    int bos_space;   // id of "<s> ", what run.c's merge makes of BOS + dummy prefix (-1: none)
+    int space;       // id of the piece " ": the model's space or an added id (-1: none)
+    int32_t start;   // the model token whose embedding "<s>" and "<s> " get (sample_start_token)
+} export_llama2c_layout;
+
+// The layout for vocabulary v (see above). EXPORT_EINVAL for a malformed vocabulary.
+int export_llama2c_layout_of(export_llama2c_layout *l, const data_vocab *v, char *msg, size_t msg_len);
 
 // EXPORT_OK if run.c can run a model of this config, else EXPORT_EUNSUPPORTED with a message
 // naming the field, its value and what run.c needs.
 int export_llama2c_check(const llama_config *c, char *msg, size_t msg_len);
-// Bytes of the model file for this config.
-size_t export_llama2c_model_bytes(const llama_config *c);
-// Writes m's weights to path in the format above. Checks the config first (nothing is written
-// if it fails).
-int export_llama2c_model(const char *path, const llama_model *m, char *msg, size_t msg_len);
-// Writes the vocabulary to path as llama2.c's tokenizer.bin (size v->size entries: run.c reads
-// as many as the model's vocab_size). EXPORT_EUNSUPPORTED for a token-id vocabulary.
+// Refuses (EXPORT_EINVAL, message naming both options) an output that is an input or the other
+// output: --llama2c or --tokenizer the same file as --ckpt (after following links), or
+// --llama2c and --tokenizer naming one file (also one that does not exist yet: the same
+// directory and name). NULL or "" paths are not checked. What `fplab export` calls first.
+int export_llama2c_check_paths(const char *ckpt, const char *model_out, const char *tok_out, char *msg,
+                               size_t msg_len);
+// Bytes of the model file for this config and layout.
+size_t export_llama2c_model_bytes(const llama_config *c, const export_llama2c_layout *l);
+// Writes m's weights to path laid out for vocabulary v (v->size must be the model's vocab).
+// Checks the config first (nothing is written if it fails).
+int export_llama2c_model(const char *path, const llama_model *m, const data_vocab *v, char *msg,
+                         size_t msg_len);
+// Writes the vocabulary's pieces to path as llama2.c's tokenizer.bin (layout above).
+// EXPORT_EUNSUPPORTED for a token-id vocabulary.
 int export_llama2c_tokenizer(const char *path, const data_vocab *v, char *msg, size_t msg_len);
 
 #endif

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -13,6 +14,14 @@ double fio_now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+void fio_fmt_duration(double s, char *buf, size_t cap) {
+    if (!(s >= 0) || !isfinite(s)) snprintf(buf, cap, "?");
+    else if (s < 60) snprintf(buf, cap, "%.1f s", s);
+    else if (s < 3600) snprintf(buf, cap, "%dm%02ds", (int)(s / 60), (int)s % 60);
+    else if (s < 1e9) snprintf(buf, cap, "%dh%02dm", (int)(s / 3600), (int)(s / 60) % 60);
+    else snprintf(buf, cap, "%.3g h", s / 3600);
 }
 
 bool fio_is_dir(const char *path) {

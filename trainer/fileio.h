@@ -14,6 +14,8 @@ enum { FIO_PATH_MAX = 4096 };
 
 // Seconds on a monotonic clock (for durations only).
 double fio_now(void);
+// A duration as "45.3 s", "12m05s", "3h07m" ("?" when negative or not finite).
+void fio_fmt_duration(double s, char *buf, size_t cap);
 
 // mkdir -p: creates path and its missing parents (mode 0777 & ~umask); FIO_OK when path is a
 // directory at the end, else FIO_EIO (or FIO_EINVAL for a path too long) with a message.

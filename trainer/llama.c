@@ -57,11 +57,21 @@ int llama_config_validate(const llama_config *c, char *msg, size_t msg_len) {
             return LLAMA_EINVAL;                     \
         }                                            \
     } while (0)
-    REQUIRE(c->dim > 0 && c->n_layers > 0 && c->n_heads > 0 && c->n_kv_heads > 0 &&
-                c->hidden_dim > 0 && c->vocab_size > 0 && c->seq_len > 0,
-            "model config: dim %d, layers %d, heads %d, kv heads %d, hidden %d, vocab %d, seq_len "
-            "%d: expected all positive",
-            c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->hidden_dim, c->vocab_size, c->seq_len);
+    // Each size alone first (its message names it), against its stated bound.
+    REQUIRE(c->dim >= 1 && c->dim <= LLAMA_MAX_DIM, "model config: dim %d; expected 1 to %d", c->dim,
+            LLAMA_MAX_DIM);
+    REQUIRE(c->n_layers >= 1 && c->n_layers <= LLAMA_MAX_LAYERS, "model config: n_layers %d; expected 1 to %d",
+            c->n_layers, LLAMA_MAX_LAYERS);
+    REQUIRE(c->n_heads >= 1 && c->n_heads <= c->dim / 2,
+            "model config: n_heads %d; expected 1 to dim/2 = %d (an even head size)", c->n_heads, c->dim / 2);
+    REQUIRE(c->n_kv_heads >= 1 && c->n_kv_heads <= c->n_heads,
+            "model config: n_kv_heads %d; expected 1 to n_heads = %d", c->n_kv_heads, c->n_heads);
+    REQUIRE(c->hidden_dim >= 1 && c->hidden_dim <= LLAMA_MAX_HIDDEN,
+            "model config: hidden_dim %d; expected 1 to %d", c->hidden_dim, LLAMA_MAX_HIDDEN);
+    REQUIRE(c->vocab_size >= 1 && c->vocab_size <= LLAMA_MAX_VOCAB,
+            "model config: vocab_size %d; expected 1 to %d", c->vocab_size, LLAMA_MAX_VOCAB);
+    REQUIRE(c->seq_len >= 1 && c->seq_len <= LLAMA_MAX_SEQ_LEN, "model config: seq_len %d; expected 1 to %d",
+            c->seq_len, LLAMA_MAX_SEQ_LEN);
     REQUIRE(c->dim % c->n_heads == 0, "model config: dim %d is not a multiple of n_heads %d", c->dim,
             c->n_heads);
     REQUIRE((c->dim / c->n_heads) % 2 == 0, "model config: head size %d must be even for RoPE",

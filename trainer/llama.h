@@ -29,6 +29,18 @@ typedef struct {
     bool tied;        // LM head shares the token embedding
 } llama_config;
 
+// Upper bounds of llama_config_validate. A config read from a file (a checkpoint, an export) is
+// checked against them before it sizes any allocation. They are far above what a CPU trainer
+// runs (Llama 3 405B has dim 16384, 126 layers, hidden 53248, vocabulary 128256) and keep every
+// size computed from a config well inside size_t: n_heads <= dim / 2 (an even head size) and
+// n_kv_heads <= n_heads follow from the divisibility rules.
+enum {
+    LLAMA_MAX_DIM = 16384,
+    LLAMA_MAX_LAYERS = 256,
+    LLAMA_MAX_HIDDEN = 65536,
+    LLAMA_MAX_VOCAB = 1 << 20,
+    LLAMA_MAX_SEQ_LEN = 1 << 16,
+};
 enum { LLAMA_OK = 0, LLAMA_EINVAL = 1, LLAMA_ENOMEM = 2 };
 
 // Named configs: tiny (tests), shakespeare (dim 128, 4 layers, 4 heads, context 64), 260k
@@ -40,7 +52,9 @@ const char *llama_config_names(void);  // "tiny, shakespeare, 260k, 15m"
 // The SwiGLU width llama2.c and Meta's code derive from dim: 2/3 of 4*dim, rounded up to a
 // multiple of 32.
 int llama_default_hidden(int dim);
-// LLAMA_OK, or LLAMA_EINVAL with a message naming the field and what was expected.
+// LLAMA_OK, or LLAMA_EINVAL with a message naming the field and what was expected: every size
+// in [1, its LLAMA_MAX_*], dim a multiple of n_heads with an even head size, n_heads a multiple
+// of n_kv_heads, rope_theta positive and finite, norm_eps non-negative and finite.
 int llama_config_validate(const llama_config *c, char *msg, size_t msg_len);
 
 // --- parameters: one buffer, tensors in this order (layer-stacked, as llama2.c stores them)

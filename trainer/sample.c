@@ -86,6 +86,32 @@ int sample_pick(const float *logits, int V, double temperature, double top_p, do
     return idx[n - 1];
 }
 
+// --- what is fed
+
+int32_t sample_start_token(const data_vocab *v) {
+    int32_t t = 0;
+    if (v->kind != DATA_VOCAB_TOKENS && data_encode(v, "\n", &t, 1, NULL, 0) == 1) return t;
+    return 0;
+}
+
+long sample_prompt_tokens(const data_vocab *v, const char *prompt, int32_t *tokens, size_t cap,
+                          char *msg, size_t msg_len) {
+    if (tokens && cap < 1) {
+        if (msg) snprintf(msg, msg_len, "no room for the start token");
+        return -1;
+    }
+    if (tokens) tokens[0] = sample_start_token(v);
+    if (!prompt || !*prompt) return 1;
+    if (v->kind == DATA_VOCAB_TOKENS) {
+        if (msg)
+            snprintf(msg, msg_len, "a token-id vocabulary (llm.c shards) cannot encode text; "
+                     "leave the prompt out to start from token 0");
+        return -1;
+    }
+    const long n = data_encode(v, prompt, tokens ? tokens + 1 : NULL, tokens ? cap - 1 : 0, msg, msg_len);
+    return n < 0 ? -1 : n + 1;
+}
+
 // --- generation
 
 int sample_generate(llama_model *m, const int32_t *prompt, int n_prompt, const sample_opts *o,

@@ -8,11 +8,17 @@
 // tokens (B = 1) and reads the last position's logits. That is O(T^2) work a token instead of
 // O(T), which is fine for the small models this lab trains; a cache would be one more code
 // path to keep identical to the training forward.
+//
+// What is fed: the start token, then the prompt's tokens (sample_prompt_tokens). The start
+// token stands where llama2.c puts BOS, so that every generation, with or without a prompt,
+// begins from the same first step; the llama2.c export gives run.c's BOS that token's
+// embedding (trainer/export_llama2c.h), so run.c feeds the model the same sequence.
 #ifndef FPLAB_SAMPLE_H
 #define FPLAB_SAMPLE_H
 #include <stddef.h>
 #include <stdint.h>
 
+#include "trainer/data.h"
 #include "trainer/llama.h"
 
 enum { SAMPLE_OK = 0, SAMPLE_EINVAL = 1, SAMPLE_ENOMEM = 2, SAMPLE_EMODEL = 3 };
@@ -41,6 +47,17 @@ int sample_pick(const float *logits,  // (V)
                 int V, double temperature, double top_p, double u,
                 double *work,         // (V) scratch
                 int *idx);            // (V) scratch (used only when top_p < 1)
+
+// The token every generation starts from: '\n' when a char or byte vocabulary has it (text
+// then starts as after a line break, as most lines of a corpus do), else token 0 (token-id
+// vocabularies always 0). The llama2.c export gives BOS this token's embedding row.
+int32_t sample_start_token(const data_vocab *v);
+// The sequence fed before generating: the start token, then the tokens of `prompt` (NULL or ""
+// adds none). Returns the count (>= 1), writing at most cap tokens when tokens is non-NULL
+// (NULL: only counts), or -1 with a message: a character outside the vocabulary, invalid
+// UTF-8, a prompt given to a token-id vocabulary, more than cap tokens.
+long sample_prompt_tokens(const data_vocab *v, const char *prompt, int32_t *tokens, size_t cap,
+                          char *msg, size_t msg_len);
 
 // Called with each generated token in order; a non-zero return stops the generation (e.g. a
 // failed write), which is not an error.

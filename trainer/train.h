@@ -14,6 +14,10 @@
 #include "trainer/llama.h"
 
 enum { TRAIN_PATH_MAX = 1024 };
+enum { TRAIN_OK = 0, TRAIN_EREFUSED = -1, TRAIN_EFAILED = -2 };
+// More threads than this is a typing error, not a machine: libgomp crashed at 100000 and hung at
+// 20000 (one stack each). The same bound as `fplab sample` and `fplab ablate`.
+enum { TRAIN_THREADS_MAX = 4096 };
 
 typedef struct {
     // model: a named config, fields > 0 override it
@@ -44,13 +48,22 @@ typedef struct {
                        // interrupted; the schedule still spans `steps` (resume continues)
     // run
     uint64_t seed;
-    int threads;       // 0: as OpenMP/OpenBLAS decide
+    int threads;       // 0: as OpenMP/OpenBLAS decide (at most TRAIN_THREADS_MAX)
+    int overwrite;     // 1: a fresh run may replace the checkpoint and log already in its places
     char recompute[8]; // none | block
     // precision
     char policy[TRAIN_PATH_MAX];  // preset name or policy file (autocast/presets)
     char telemetry[8];  // off | sites | layers
+    // distributed (docs/distributed.md; under a launcher, N ranks)
+    char comm[64];        // wire format of the reductions: FORMAT[:RECIPE][:sr]; fp32: plain
+    char comm_accum[8];   // f32 (sum decoded values in float32) | wire (round every partial sum)
+    int error_feedback;   // 1: keep what the wire rounding lost and add it next time
+    long local_sgd;       // > 0: local steps, parameters averaged every K optimizer steps
+    char outer_opt[16];   // none | nesterov (DiLoCo: an outer step every --local-sgd steps)
+    float outer_lr, outer_momentum;
 } train_opts;
 
+// Under a launcher (mpirun -np N), --accum A is per rank: a step takes N x A micro-batches.
 // nanoGPT's CPU Shakespeare recipe on the shakespeare config: batch 12, context 64, 2000 steps,
 // lr 1e-3 -> 1e-4, warmup 100, beta2 0.99, weight decay 0.1, clip 1, no dropout.
 void train_opts_default(train_opts *o);
@@ -71,6 +84,12 @@ int train_opt_set(train_opts *o, const char *name, const char *value, char *msg,
 void train_opt_get(const train_opts *o, const train_opt_desc *d, char *buf, size_t len);
 // Checks ranges and names; 0 or -1 with a message naming the option.
 int train_opts_validate(const train_opts *o, char *msg, size_t msg_len);
+// The options as text, one "name value" line each (table order), into buf (cap bytes, NUL-
+// terminated; buf may be NULL to measure). Returns the length the whole text needs.
+size_t train_opts_text(const train_opts *o, char *buf, size_t cap);
+// Options from such text (n bytes, not NUL-terminated): defaults first, then every line; -1
+// with a message for an unknown name or a bad value.
+int train_opts_from_text(train_opts *o, const char *text, size_t n, char *msg, size_t msg_len);
 // The model config the options describe (vocab_size from the data); -1 with a message.
 int train_model_config(llama_config *c, const train_opts *o, int vocab_size, char *msg, size_t msg_len);
 
@@ -82,16 +101,28 @@ typedef struct {
     double seconds;           // wall time of the loop
     double tokens_per_s;
     double fwd_s, bwd_s, opt_s, eval_s;  // where the loop's time went
-    long skipped;             // optimizer steps skipped by the loss scaler
+    long skipped;             // optimizer steps skipped by the loss scaler (in the whole run)
+    long applied;             // optimizer steps applied (in the whole run)
     float loss_scale;         // the scaler's scale at the end
     size_t n_params;
+    int rank, ranks;          // this process and the number of ranks (0 of 1 without a launcher)
     float *losses;            // optional, caller-owned: losses[s] = train loss of step s
     size_t losses_cap;
 } train_report;
 
 // Trains from scratch, or, with resume non-NULL and non-empty, continues that checkpoint: the
-// checkpoint's options are used, except the run_only ones, which come from `o` (the command
-// line refuses other options given with --resume). Returns 0, or -1 with a message.
-int train_run(const train_opts *o, const char *resume, train_report *rep, char *msg, size_t msg_len);
+// checkpoint's options are used, except the run_only ones that the caller gave: given[i] says
+// whether row i of the option table was given (NULL: every run_only option of `o` counts as
+// given). A run_only option not given takes, on resume: --ckpt-dir the checkpoint's own
+// directory, --log that directory's log.jsonl (appended), --stop-at 0, --progress auto,
+// --overwrite 0, the others (threads, ckpt-every, telemetry) the checkpoint's values.
+// Never overwrites an input (data, policy file, resumed checkpoint other than by continuing
+// it), nor another run's checkpoint or log unless o->overwrite. Stops with -1 when the loss,
+// the gradients or the weights become non-finite in a step the loss scaler did not skip (the
+// last checkpoint stays the last good one). Returns TRAIN_OK; TRAIN_EREFUSED (-1) with a message
+// when the options, files or checkpoint are refused before any step; TRAIN_EFAILED (-2) with a
+// message when the run stopped on a non-finite step or a failed checkpoint write.
+int train_run(const train_opts *o, const char *resume, const bool *given, train_report *rep, char *msg,
+              size_t msg_len);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "trainer/dist_wire.h"
 #include "trainer/train.h"
 
 void train_opts_default(train_opts *o) {
@@ -23,6 +24,10 @@ void train_opts_default(train_opts *o) {
     o->eval_every = 250, o->eval_batches = 20;
     o->progress = -1;
     o->seed = 1337;
+    snprintf(o->comm, sizeof o->comm, "fp32");
+    snprintf(o->comm_accum, sizeof o->comm_accum, "f32");
+    snprintf(o->outer_opt, sizeof o->outer_opt, "none");
+    o->outer_lr = 0.7f, o->outer_momentum = 0.9f;  // DiLoCo's
 }
 
 #define OPT(name, field, type, run_only, help) \
@@ -60,13 +65,21 @@ static const train_opt_desc table[] = {
     OPT("seed", seed, TOPT_U64, false, "seed of the initialisation and the batches"),
     OPT("recompute", recompute, TOPT_STR, false, "gradient checkpointing: none | block"),
     OPT("policy", policy, TOPT_STR, false, "precision policy: a preset (fplab policy --list) or a policy file"),
+    OPT("comm", comm, TOPT_STR, false, "wire format of the reductions, FORMAT[:RECIPE][:sr] (fp32: plain)"),
+    OPT("comm-accum", comm_accum, TOPT_STR, false, "partial sums: f32 (decoded, fixed rank order) | wire (ring)"),
+    OPT("error-feedback", error_feedback, TOPT_INT, false, "1: carry the wire rounding error to the next step"),
+    OPT("local-sgd", local_sgd, TOPT_LONG, false, "local SGD: average parameters every K steps (0: data parallel)"),
+    OPT("outer-opt", outer_opt, TOPT_STR, false, "none | nesterov (DiLoCo; every --local-sgd steps)"),
+    OPT("outer-lr", outer_lr, TOPT_FLOAT, false, "DiLoCo outer learning rate"),
+    OPT("outer-momentum", outer_momentum, TOPT_FLOAT, false, "DiLoCo outer Nesterov momentum"),
     OPT("telemetry", telemetry, TOPT_STR, true, "per-site numerics in the log: off | sites | layers"),
     OPT("ckpt-dir", ckpt_dir, TOPT_STR, true, "directory for ckpt.bin (and log.jsonl); '' = none"),
     OPT("ckpt-every", ckpt_every, TOPT_LONG, true, "checkpoint every N steps (0: only at the end)"),
     OPT("log", log, TOPT_STR, true, "JSON-lines log (default <ckpt_dir>/log.jsonl)"),
     OPT("progress", progress, TOPT_INT, true, "progress line: -1 on a terminal, 0 off, 1 on"),
     OPT("stop-at", stop_at, TOPT_LONG, true, "end this invocation after step N, checkpointed (0: run to --steps)"),
-    OPT("threads", threads, TOPT_INT, true, "threads for BLAS and OpenMP (0: their default)"),
+    OPT("threads", threads, TOPT_INT, true, "threads for BLAS and OpenMP (0: one per processor)"),
+    OPT("overwrite", overwrite, TOPT_INT, true, "1: a fresh run may replace the checkpoint/log in its places"),
 };
 #undef OPT
 
@@ -133,6 +146,31 @@ void train_opt_get(const train_opts *o, const train_opt_desc *d, char *buf, size
     }
 }
 
+size_t train_opts_text(const train_opts *o, char *buf, size_t cap) {
+    size_t len = 0;
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        char v[TRAIN_PATH_MAX + 8];
+        train_opt_get(o, &table[i], v, sizeof v);
+        len += (size_t)snprintf(buf ? buf + len : NULL, buf ? cap - len : 0, "%s %s\n", table[i].name, v);
+    }
+    return len;
+}
+
+int train_opts_from_text(train_opts *o, const char *text, size_t n, char *msg, size_t msg_len) {
+    train_opts_default(o);
+    char *copy = strndup(text, n), *save = NULL;
+    if (!copy) return snprintf(msg, msg_len, "out of memory"), -1;
+    int st = 0;
+    for (char *line = strtok_r(copy, "\n", &save); line && !st; line = strtok_r(NULL, "\n", &save)) {
+        char *sp = strchr(line, ' ');
+        if (!sp) continue;
+        *sp = 0;
+        st = train_opt_set(o, line, sp + 1, msg, msg_len);
+    }
+    free(copy);
+    return st;
+}
+
 int train_opts_validate(const train_opts *o, char *msg, size_t msg_len) {
 #define REQUIRE(cond, ...)                         \
     do {                                           \
@@ -165,8 +203,31 @@ int train_opts_validate(const train_opts *o, char *msg, size_t msg_len) {
             "--telemetry '%s': expected off, sites or layers", o->telemetry);
     REQUIRE(o->policy[0], "--policy: expected a preset name or a policy file");
     REQUIRE(o->stop_at >= 0, "--stop-at %ld: expected >= 0", o->stop_at);
-    REQUIRE(o->threads >= 0, "--threads %d: expected >= 0", o->threads);
+    REQUIRE(o->threads >= 0 && o->threads <= TRAIN_THREADS_MAX, "--threads %d: expected 0..%d", o->threads,
+            TRAIN_THREADS_MAX);
+    REQUIRE(o->overwrite == 0 || o->overwrite == 1, "--overwrite %d: expected 0 or 1", o->overwrite);
     REQUIRE(o->untied == 0 || o->untied == 1, "--untied %d: expected 0 or 1", o->untied);
+    dist_wire w;
+    if (dist_wire_parse(&w, o->comm, msg, msg_len) != DIST_OK) return -1;
+    REQUIRE(!strcmp(o->comm_accum, "f32") || !strcmp(o->comm_accum, "wire"),
+            "--comm-accum '%s': expected f32 or wire", o->comm_accum);
+    REQUIRE(o->error_feedback == 0 || o->error_feedback == 1, "--error-feedback %d: expected 0 or 1",
+            o->error_feedback);
+    REQUIRE(o->local_sgd >= 0, "--local-sgd %ld: expected >= 0", o->local_sgd);
+    REQUIRE(!strcmp(o->outer_opt, "none") || !strcmp(o->outer_opt, "nesterov"),
+            "--outer-opt '%s': expected none or nesterov", o->outer_opt);
+    REQUIRE(!strcmp(o->outer_opt, "none") || o->local_sgd > 0,
+            "--outer-opt %s: DiLoCo steps every --local-sgd H inner steps: give --local-sgd", o->outer_opt);
+    REQUIRE(o->outer_lr > 0 && isfinite(o->outer_lr) && o->outer_momentum >= 0 && o->outer_momentum < 1,
+            "--outer-lr %g, --outer-momentum %g: expected lr > 0, momentum in [0, 1)", o->outer_lr,
+            o->outer_momentum);
+    const char *dist_opt = strcmp(o->comm, "fp32") ? "--comm"
+                           : strcmp(o->comm_accum, "f32") ? "--comm-accum"
+                           : o->error_feedback ? "--error-feedback"
+                           : o->local_sgd ? "--local-sgd"
+                           : strcmp(o->outer_opt, "none") ? "--outer-opt" : NULL;
+    REQUIRE(!dist_opt || dist_have_mpi(), "%s: this fplab was built without MPI, and the option is about "
+            "communication between ranks: install Open MPI (make deps) and rebuild", dist_opt);
 #undef REQUIRE
     return 0;
 }

@@ -1,0 +1,45 @@
+# python.mk: the Python binding (python/, docs/python.md). `make python` makes a venv under
+# $(BUILD)/venv with NumPy, pytest and ml_dtypes from PyPI and pip-installs the package from
+# python/ into it, built against this build's libfplab.so (same BUILD and flags, so nothing is
+# compiled twice); `make test-python` runs tests/python with it (part of make test, after the
+# Criterion suites). PYTHON=... picks the interpreter the venv is made from.
+
+PYTHON ?= python3
+PYVENV := $(BUILD)/venv
+PYVENV_PY := $(PYVENV)/bin/python
+PY_DEPS := numpy pytest ml_dtypes "setuptools>=70.1"
+PY_SRC := $(wildcard python/setup.py python/pyproject.toml python/fplab/*.py python/fplab/*.c)
+# What the package's build passes to make for the C library: this build's own configuration.
+PY_MAKE_ARGS := CC=$(CC) $(if $(ARCH),ARCH=$(ARCH),ARCH=) $(if $(NO_CUDA),NO_CUDA=1) $(if $(NO_OMP),NO_OMP=1) \
+                $(if $(NO_MPI),NO_MPI=1) OPT="$(OPT)"
+
+.PHONY: python test-python
+python: $(PYVENV)/.fplab
+
+# The venv once (a failed creation leaves no stamp, so the next make tries again).
+$(PYVENV)/.deps:
+	@rm -rf $(PYVENV)
+	$(PYTHON) -m venv $(PYVENV) || { echo "python: '$(PYTHON) -m venv' failed; Debian needs python3-venv (make deps)"; exit 1; }
+	$(PYVENV_PY) -m pip install -q --disable-pip-version-check $(PY_DEPS)
+	@touch $@
+
+$(PYVENV)/.fplab: $(PYVENV)/.deps $(BUILD)/libfplab.so $(PY_SRC)
+	@rm -rf python/build
+	FPLAB_BUILD_DIR=$(abspath $(BUILD)) FPLAB_MAKE_ARGS='$(PY_MAKE_ARGS)' \
+	  $(PYVENV_PY) -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps ./python
+	@rm -rf python/build python/fplab.egg-info
+	@touch $@
+
+# The suite runs from tests/python against the installed package (not the source tree).
+test-python: python cli
+	cd tests/python && FPLAB_CLI=$(abspath $(BUILD)/fplab) $(abspath $(PYVENV_PY)) -m pytest -q -p no:cacheprovider
+
+ifeq ($(SAN),)
+TEST_TARGETS += test-python
+endif
+
+# bench-python: the binding's cost over the C library and beside ml_dtypes (docs/benchmarks.md);
+# a benchmark, never a test. GOMP_SPINCOUNT as the fplab command sets it for itself.
+.PHONY: bench-python
+bench-python: python cli $(BUILD)/bench/bench_round
+	GOMP_SPINCOUNT=1000 $(PYVENV_PY) python/benchmarks/bench_binding.py $(BUILD)

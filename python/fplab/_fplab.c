@@ -1,0 +1,817 @@
+// _fplab.c: the CPython extension under the `fplab` package: thin calls into libfplab.so on
+// contiguous buffers (PEP 3118 buffer protocol), with the GIL released around every library call.
+// Constraints: no numerics here: every value comes from the C library. The Python layer
+// (fplab/__init__.py) checks dtypes and shapes, allocates with NumPy and handles strides; this
+// file checks again what it relies on (item size, native byte order, contiguity, writability),
+// so a wrong buffer is a TypeError, never a wrong read. Nothing is converted: a buffer of the
+// wrong type is refused.
+// Why the buffer protocol and not the NumPy C API: every call needs a pointer, an item type and
+// a length, which PEP 3118 gives for any exporter; the extension then builds against Python's
+// headers alone (no NumPy at build time, no ABI tie to a NumPy version), and NumPy stays a
+// runtime dependency of the Python layer only.
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "formats/codec.h"
+#include "formats/format.h"
+#include "formats/round.h"
+#include "formats/scale.h"
+#include "kernels/blas_tune.h"
+#include "kernels/mm_operand.h"
+#include "kernels/scaled_mm.h"
+
+#ifndef FPLAB_VERSION
+#define FPLAB_VERSION "unknown"
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// Format: a parsed descriptor, so that a name is parsed once (fplab caches these by name)
+
+typedef struct {
+    PyObject_HEAD fmt_t f;
+} FormatObject;
+
+static PyTypeObject FormatType;
+
+static int format_parse(fmt_t *f, const char *name) {
+    const int st = fmt_from_name(f, name);
+    if (st == FMT_OK) return 0;
+    PyErr_Format(PyExc_ValueError,
+                 "format '%s': %s; expected a name of fplab.formats() (e.g. e4m3, bf16, fp4), an "
+                 "alias, or a custom eXmY[:ieee|fn|fnuz|finite|e8m0][:unsigned][:bias=N]",
+                 name, st == FMT_EINVAL ? "not a valid format (check sizes and flags)" : "unknown format");
+    return -1;
+}
+
+static PyObject *format_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"name", NULL};
+    const char *name;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s", kwlist, &name)) return NULL;
+    FormatObject *self = (FormatObject *)type->tp_alloc(type, 0);
+    if (!self) return NULL;
+    if (format_parse(&self->f, name) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static PyObject *format_wrap(const fmt_t *f) {
+    FormatObject *self = PyObject_New(FormatObject, &FormatType);
+    if (self) self->f = *f;
+    return (PyObject *)self;
+}
+
+static const char *special_name(fmt_special s) {
+    switch (s) {
+    case FMT_IEEE: return "ieee";
+    case FMT_FN: return "fn";
+    case FMT_FNUZ: return "fnuz";
+    case FMT_FINITE: return "finite";
+    case FMT_E8M0: return "e8m0";
+    }
+    return "?";
+}
+
+// Everything the descriptor and fmt_get_info know, as one dict (fplab.finfo builds on it).
+static PyObject *format_describe(PyObject *self, PyObject *unused) {
+    (void)unused;
+    const fmt_t *f = &((FormatObject *)self)->f;
+    fmt_info in;
+    fmt_get_info(f, &in);
+    return Py_BuildValue(
+        "{s:s,s:i,s:i,s:i,s:i,s:O,s:s,s:i,s:i,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:K,s:K,s:O,s:O,s:O,"
+        "s:O,s:O,s:n,s:O,s:O}",
+        "name", f->name, "bits", f->bits, "exponent_bits", f->ebits, "mantissa_bits", f->mbits, "bias",
+        f->bias, "is_signed", f->is_signed ? Py_True : Py_False, "special", special_name(f->special),
+        "emin", f->emin, "emax", f->emax, "max", in.max, "min", in.min, "smallest_normal",
+        in.smallest_normal, "smallest_subnormal", in.smallest_subnormal, "eps", in.eps, "resolution",
+        in.resolution, "min_normal", f->min_normal, "min_subnormal", f->min_subnormal, "finite_values",
+        (unsigned long long)in.finite_values, "nan_codes", (unsigned long long)in.nan_codes, "has_inf",
+        f->has_inf ? Py_True : Py_False, "has_nan", f->has_nan ? Py_True : Py_False, "has_zero",
+        f->has_zero ? Py_True : Py_False, "has_negzero", f->has_negzero ? Py_True : Py_False,
+        "has_subnormals", f->has_subnormals ? Py_True : Py_False, "code_bytes",
+        (Py_ssize_t)fmt_code_bytes(f), "embeds_in_f32", fmt_embeds_in_f32(f) ? Py_True : Py_False,
+        "contains_f32", fmt_contains_f32(f) ? Py_True : Py_False);
+}
+
+static PyObject *format_nan_code_list(PyObject *self, PyObject *args) {
+    Py_ssize_t cap = 64;
+    if (!PyArg_ParseTuple(args, "|n", &cap)) return NULL;
+    if (cap < 0 || cap > (1 << 20)) return PyErr_Format(PyExc_ValueError, "cap %zd: expected 0..2^20", cap);
+    const fmt_t *f = &((FormatObject *)self)->f;
+    uint64_t *codes = PyMem_Malloc((size_t)(cap ? cap : 1) * sizeof *codes);
+    if (!codes) return PyErr_NoMemory();
+    const size_t n = fmt_nan_codes(f, codes, (size_t)cap);
+    const size_t k = n < (size_t)cap ? n : (size_t)cap;
+    PyObject *list = PyList_New((Py_ssize_t)k);
+    for (size_t i = 0; list && i < k; i++) {
+        PyObject *v = PyLong_FromUnsignedLongLong(codes[i]);
+        if (!v) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, (Py_ssize_t)i, v);
+    }
+    PyMem_Free(codes);
+    return list;
+}
+
+static PyObject *format_name_get(PyObject *self, void *c) {
+    (void)c;
+    return PyUnicode_FromString(((FormatObject *)self)->f.name);
+}
+
+static PyObject *format_repr(PyObject *self) {
+    return PyUnicode_FromFormat("fplab.Format('%s')", ((FormatObject *)self)->f.name);
+}
+
+static PyMethodDef format_methods[] = {
+    {"describe", format_describe, METH_NOARGS, "descriptor and finfo properties as a dict"},
+    {"nan_code_list", format_nan_code_list, METH_VARARGS, "the NaN codes, in increasing order (at most cap)"},
+    {NULL, NULL, 0, NULL}};
+static PyObject *format_code_bytes_get(PyObject *self, void *c) {
+    (void)c;
+    return PyLong_FromSize_t(fmt_code_bytes(&((FormatObject *)self)->f));
+}
+
+static PyObject *format_bits_get(PyObject *self, void *c) {
+    (void)c;
+    return PyLong_FromLong(((FormatObject *)self)->f.bits);
+}
+
+static PyGetSetDef format_getset[] = {{"name", format_name_get, NULL, "canonical name", NULL},
+                                      {"bits", format_bits_get, NULL, "bits of a code", NULL},
+                                      {"code_bytes", format_code_bytes_get, NULL, "bytes per unpacked code", NULL},
+                                      {NULL, NULL, NULL, NULL, NULL}};
+
+static PyTypeObject FormatType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fplab._fplab.Format",
+    .tp_basicsize = sizeof(FormatObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Format(name): a parsed fplab format (a table name, an alias or eXmY[:flags])",
+    .tp_new = format_new,
+    .tp_repr = format_repr,
+    .tp_methods = format_methods,
+    .tp_getset = format_getset,
+};
+
+static const fmt_t *as_format(PyObject *o) {
+    if (!PyObject_TypeCheck(o, &FormatType)) {
+        PyErr_SetString(PyExc_TypeError, "expected an fplab._fplab.Format");
+        return NULL;
+    }
+    return &((FormatObject *)o)->f;
+}
+
+// ---------------------------------------------------------------------------------------------
+// buffers
+
+typedef enum { BUF_F32, BUF_F64, BUF_CODES } buf_kind;
+
+// Native byte order: '@', '=' (and '<' on a little-endian machine) or no prefix.
+static bool native_order(const char *fmt, const char **rest) {
+    const int little = PY_LITTLE_ENDIAN;
+    if (*fmt == '@' || *fmt == '=') fmt++;
+    else if (*fmt == '<') {
+        if (!little) return false;
+        fmt++;
+    } else if (*fmt == '>' || *fmt == '!') {
+        if (little) return false;
+        fmt++;
+    }
+    *rest = fmt;
+    return true;
+}
+
+// Gets a C-contiguous buffer of the given kind (codes: unsigned integers of code_bytes bytes);
+// TypeError naming `what` otherwise.
+static int get_buf(Py_buffer *v, PyObject *obj, buf_kind kind, size_t code_bytes, bool writable, const char *what) {
+    if (PyObject_GetBuffer(obj, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%s: expected a C-contiguous%s buffer (NumPy array), got %s", what,
+                     writable ? " writable" : "", Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    const char *f = v->format ? v->format : "B", *t;
+    bool ok = native_order(f, &t);
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "%s: big-endian data ('%s'); fplab reads native (little-endian) "
+                     "arrays only and converts nothing: byteswap explicitly, e.g. x.astype(x.dtype.newbyteorder('='))",
+                     what, f);
+        PyBuffer_Release(v);
+        return -1;
+    }
+    switch (kind) {
+    case BUF_F32: ok = !strcmp(t, "f") && v->itemsize == 4; break;
+    case BUF_F64: ok = !strcmp(t, "d") && v->itemsize == 8; break;
+    case BUF_CODES: ok = strlen(t) == 1 && strchr("BHILQ", t[0]) && (size_t)v->itemsize == code_bytes; break;
+    }
+    if (!ok) {
+        static const char *const want[] = {"float32", "float64", "unsigned integer codes"};
+        PyErr_Format(PyExc_TypeError, "%s: expected %s (%zu bytes per item), got item format '%s' of %zd bytes",
+                     what, want[kind], kind == BUF_CODES ? code_bytes : (size_t)(kind == BUF_F32 ? 4 : 8), f,
+                     v->itemsize);
+        PyBuffer_Release(v);
+        return -1;
+    }
+    return 0;
+}
+
+static size_t buf_n(const Py_buffer *v) { return (size_t)(v->len / (v->itemsize ? v->itemsize : 1)); }
+
+// ---------------------------------------------------------------------------------------------
+// options and statistics
+
+// Fills o from the keyword values; overflow NULL keeps *o's (the caller's default).
+static int parse_round_opts(fmt_round_opts *o, const fmt_t *f, const char *mode, const char *overflow, int flush,
+                            int sr_bits, unsigned long long seed, unsigned long long stream,
+                            unsigned long long offset, PyObject **warning) {
+    const fmt_overflow default_overflow = o->overflow;
+    memset(o, 0, sizeof *o);
+    o->overflow = default_overflow;
+    if (fmt_mode_from_name(&o->mode, mode) != FMT_OK) {
+        PyErr_Format(PyExc_ValueError, "mode '%s': unknown rounding mode; expected one of rne rna rtz rup rdn rto sr",
+                     mode);
+        return -1;
+    }
+    if (overflow && fmt_overflow_from_name(&o->overflow, overflow) != FMT_OK) {
+        PyErr_Format(PyExc_ValueError, "overflow '%s': unknown overflow policy; expected 'ieee' or 'saturate'",
+                     overflow);
+        return -1;
+    }
+    o->flush_subnormals = flush != 0;
+    o->sr_bits = sr_bits;
+    o->seed = seed, o->stream = stream, o->offset = offset;
+    char msg[512] = "";
+    if (fmt_validate_round_opts(f, o, msg, sizeof msg) != FMT_OK) {
+        PyErr_Format(PyExc_ValueError, "%s", msg[0] ? msg : "invalid rounding options");
+        return -1;
+    }
+    if (msg[0]) *warning = PyUnicode_FromString(msg);
+    else Py_INCREF(Py_None), *warning = Py_None;
+    return *warning ? 0 : -1;
+}
+
+static PyObject *stats_tuple(const fmt_stats *s) {
+    return Py_BuildValue("(KKKKKKd)", (unsigned long long)s->n, (unsigned long long)s->overflow,
+                         (unsigned long long)s->underflow, (unsigned long long)s->subnormal,
+                         (unsigned long long)s->nan_in, (unsigned long long)s->invalid, s->amax);
+}
+
+// Round keyword arguments shared by round/encode/quantize/random: parsed by each function.
+// stats: whether to count (the library counts in a separate, slower loop only when asked).
+#define ROUND_KW "mode", "overflow", "flush", "sr_bits", "seed", "stream", "offset", "stats"
+#define ROUND_FMT "szpiKKKp"
+#define ROUND_VARS                                                                             \
+    const char *mode = "rne", *overflow = "ieee";                                              \
+    int flush = 0, sr_bits = 0, want_stats = 1;                                                \
+    unsigned long long seed = 0, stream = 0, offset = 0
+#define ROUND_ARGS &mode, &overflow, &flush, &sr_bits, &seed, &stream, &offset, &want_stats
+
+static PyObject *status_error(int st, const char *what) {
+    if (st == FMT_ENOMEM) return PyErr_NoMemory();
+    return PyErr_Format(PyExc_ValueError, "%s: %s", what, fmt_strerror(st));
+}
+
+// ---------------------------------------------------------------------------------------------
+// formats
+
+static PyObject *py_table(PyObject *m, PyObject *unused) {
+    (void)m, (void)unused;
+    const size_t n = fmt_table_count();
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; list && i < n; i++) {
+        const char *const *al = fmt_table_aliases(i);
+        Py_ssize_t na = 0;
+        while (al[na]) na++;
+        PyObject *aliases = PyTuple_New(na);
+        for (Py_ssize_t k = 0; aliases && k < na; k++) {
+            PyObject *s = PyUnicode_FromString(al[k]);
+            if (!s) Py_CLEAR(aliases);
+            else PyTuple_SET_ITEM(aliases, k, s);
+        }
+        PyObject *row = aliases ? Py_BuildValue("(sN)", fmt_table_get(i)->name, aliases) : NULL;
+        if (!row) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, (Py_ssize_t)i, row);
+    }
+    return list;
+}
+
+// ---------------------------------------------------------------------------------------------
+// round(F, x, **round): x rounded in place; returns (stats, warning)
+
+static PyObject *py_round(PyObject *m, PyObject *args, PyObject *kw) {
+    (void)m;
+    static char *kwlist[] = {"fmt", "x", ROUND_KW, NULL};
+    PyObject *fo, *xo;
+    ROUND_VARS;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|" ROUND_FMT, kwlist, &fo, &xo, ROUND_ARGS)) return NULL;
+    const fmt_t *f = as_format(fo);
+    if (!f) return NULL;
+    fmt_round_opts o = {0};
+    PyObject *warning;
+    if (parse_round_opts(&o, f, mode, overflow, flush, sr_bits, seed, stream, offset, &warning) < 0) return NULL;
+    Py_buffer v;
+    // float32 first, float64 second: the message names both.
+    if (get_buf(&v, xo, BUF_F32, 0, true, "x") < 0) {
+        PyErr_Clear();
+        if (get_buf(&v, xo, BUF_F64, 0, true, "x") < 0) {
+            Py_DECREF(warning);
+            return NULL;
+        }
+    }
+    const bool is64 = v.itemsize == 8;
+    if (!is64 && !(fmt_embeds_in_f32(f) && f->max <= 3.4028234663852886e38)) {
+        PyBuffer_Release(&v);
+        Py_DECREF(warning);
+        return PyErr_Format(PyExc_TypeError, "format %s does not fit in float32: round a float64 array to it",
+                            f->name);
+    }
+    fmt_stats s = {0};
+    int st;
+    Py_BEGIN_ALLOW_THREADS;
+    fmt_stats *sp = want_stats ? &s : NULL;
+    st = is64 ? fmt_round_f64(f, v.buf, buf_n(&v), &o, sp) : fmt_round_f32(f, v.buf, buf_n(&v), &o, sp);
+    Py_END_ALLOW_THREADS;
+    PyBuffer_Release(&v);
+    if (st != FMT_OK) {
+        Py_DECREF(warning);
+        return status_error(st, "round");
+    }
+    return Py_BuildValue("(NN)", stats_tuple(&s), warning);
+}
+
+// ---------------------------------------------------------------------------------------------
+// encode(F, codes, x, **round): codes = encode(round(x)); returns (stats, warning).
+// float32 x: fmt_encode_f32. float64 x (formats that need it, fp64 above all): fmt_round_f64
+// into a scratch copy, then the exact code of each rounded value (fmt_encode1 of a value of F).
+
+static PyObject *py_encode(PyObject *m, PyObject *args, PyObject *kw) {
+    (void)m;
+    static char *kwlist[] = {"fmt", "codes", "x", ROUND_KW, NULL};
+    PyObject *fo, *co, *xo;
+    ROUND_VARS;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|" ROUND_FMT, kwlist, &fo, &co, &xo, ROUND_ARGS)) return NULL;
+    const fmt_t *f = as_format(fo);
+    if (!f) return NULL;
+    fmt_round_opts o = {0};
+    PyObject *warning;
+    if (parse_round_opts(&o, f, mode, overflow, flush, sr_bits, seed, stream, offset, &warning) < 0) return NULL;
+    Py_buffer c, x;
+    if (get_buf(&c, co, BUF_CODES, fmt_code_bytes(f), true, "codes") < 0) return Py_DECREF(warning), NULL;
+    if (get_buf(&x, xo, BUF_F32, 0, false, "x") < 0) {
+        PyErr_Clear();
+        if (get_buf(&x, xo, BUF_F64, 0, false, "x") < 0) {
+            PyBuffer_Release(&c);
+            return Py_DECREF(warning), NULL;
+        }
+    }
+    const size_t n = buf_n(&x);
+    const bool is64 = x.itemsize == 8;
+    int st = FMT_OK;
+    if (buf_n(&c) != n) {
+        PyErr_Format(PyExc_ValueError, "codes: %zu items for %zu values", buf_n(&c), n);
+        st = -1;
+    } else if (!is64 && !(fmt_embeds_in_f32(f) && f->max <= 3.4028234663852886e38)) {
+        PyErr_Format(PyExc_TypeError, "format %s does not fit in float32: encode a float64 array", f->name);
+        st = -1;
+    }
+    fmt_stats s = {0};
+    if (st == FMT_OK) {
+        double *tmp = NULL;
+        if (is64 && !(tmp = PyMem_RawMalloc(n ? n * sizeof *tmp : 1))) st = FMT_ENOMEM;
+        Py_BEGIN_ALLOW_THREADS;
+        fmt_stats *sp = want_stats ? &s : NULL;
+        if (!is64) {
+            st = fmt_encode_f32(f, c.buf, x.buf, n, &o, sp);
+        } else if (st == FMT_OK) {
+            memcpy(tmp, x.buf, n * sizeof *tmp);
+            st = fmt_round_f64(f, tmp, n, &o, sp);
+            const size_t cb = fmt_code_bytes(f);
+            for (size_t i = 0; st == FMT_OK && i < n; i++) {
+                const uint64_t code = fmt_encode1(f, tmp[i]);
+                memcpy((uint8_t *)c.buf + i * cb, &code, cb);  // little-endian: the low bytes
+            }
+        }
+        Py_END_ALLOW_THREADS;
+        PyMem_RawFree(tmp);
+        if (st != FMT_OK) status_error(st, "encode");
+    }
+    PyBuffer_Release(&c);
+    PyBuffer_Release(&x);
+    if (st != FMT_OK) return Py_DECREF(warning), NULL;
+    return Py_BuildValue("(NN)", stats_tuple(&s), warning);
+}
+
+// decode(F, x, codes): x (float32, or float64) = values of the codes.
+static PyObject *py_decode(PyObject *m, PyObject *args) {
+    (void)m;
+    PyObject *fo, *xo, *co;
+    if (!PyArg_ParseTuple(args, "OOO", &fo, &xo, &co)) return NULL;
+    const fmt_t *f = as_format(fo);
+    if (!f) return NULL;
+    Py_buffer c, x;
+    if (get_buf(&c, co, BUF_CODES, fmt_code_bytes(f), false, "codes") < 0) return NULL;
+    if (get_buf(&x, xo, BUF_F32, 0, true, "out") < 0) {
+        PyErr_Clear();
+        if (get_buf(&x, xo, BUF_F64, 0, true, "out") < 0) return PyBuffer_Release(&c), NULL;
+    }
+    const size_t n = buf_n(&c);
+    const bool is64 = x.itemsize == 8;
+    int st = FMT_OK;
+    if (buf_n(&x) != n) {
+        PyErr_Format(PyExc_ValueError, "out: %zu items for %zu codes", buf_n(&x), n);
+        st = -1;
+    } else if (!is64 && !(fmt_embeds_in_f32(f) && f->max <= 3.4028234663852886e38)) {
+        PyErr_Format(PyExc_TypeError, "format %s does not fit in float32: decode to float64", f->name);
+        st = -1;
+    } else {
+        Py_BEGIN_ALLOW_THREADS;
+        if (!is64) {
+            st = fmt_decode_f32(f, x.buf, c.buf, n);
+        } else {
+            const size_t cb = fmt_code_bytes(f);
+            for (size_t i = 0; i < n; i++) {
+                uint64_t code = 0;
+                memcpy(&code, (const uint8_t *)c.buf + i * cb, cb);
+                ((double *)x.buf)[i] = fmt_decode1(f, code);
+            }
+        }
+        Py_END_ALLOW_THREADS;
+        if (st != FMT_OK) status_error(st, "decode");
+    }
+    PyBuffer_Release(&c);
+    PyBuffer_Release(&x);
+    if (st != FMT_OK) return NULL;
+    Py_RETURN_NONE;
+}
+
+// pack(F, packed, codes) / unpack(F, codes, packed, n)
+static PyObject *py_pack(PyObject *m, PyObject *args) {
+    (void)m;
+    PyObject *fo, *po, *co;
+    if (!PyArg_ParseTuple(args, "OOO", &fo, &po, &co)) return NULL;
+    const fmt_t *f = as_format(fo);
+    if (!f) return NULL;
+    Py_buffer c, p;
+    if (get_buf(&c, co, BUF_CODES, fmt_code_bytes(f), false, "codes") < 0) return NULL;
+    if (get_buf(&p, po, BUF_CODES, 1, true, "packed") < 0) return PyBuffer_Release(&c), NULL;
+    const size_t n = buf_n(&c);
+    int st = -1;
+    if ((size_t)p.len != fmt_packed_bytes(f, n)) {
+        PyErr_Format(PyExc_ValueError, "packed: %zd bytes for %zu codes of %s; expected %zu", p.len, n, f->name,
+                     fmt_packed_bytes(f, n));
+    } else {
+        Py_BEGIN_ALLOW_THREADS;
+        st = fmt_pack(f, p.buf, c.buf, n);
+        Py_END_ALLOW_THREADS;
+        if (st != FMT_OK) status_error(st, "pack"), st = -1;
+    }
+    PyBuffer_Release(&c);
+    PyBuffer_Release(&p);
+    if (st != FMT_OK) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_unpack(PyObject *m, PyObject *args) {
+    (void)m;
+    PyObject *fo, *co, *po;
+    if (!PyArg_ParseTuple(args, "OOO", &fo, &co, &po)) return NULL;
+    const fmt_t *f = as_format(fo);
+    if (!f) return NULL;
+    Py_buffer c, p;
+    if (get_buf(&c, co, BUF_CODES, fmt_code_bytes(f), true, "codes") < 0) return NULL;
+    if (get_buf(&p, po, BUF_CODES, 1, false, "packed") < 0) return PyBuffer_Release(&c), NULL;
+    const size_t n = buf_n(&c);
+    int st = -1;
+    if ((size_t)p.len < fmt_packed_bytes(f, n)) {
+        PyErr_Format(PyExc_ValueError, "packed: %zd bytes hold fewer than %zu codes of %s (%zu bytes needed)",
+                     p.len, n, f->name, fmt_packed_bytes(f, n));
+    } else {
+        Py_BEGIN_ALLOW_THREADS;
+        st = fmt_unpack(f, c.buf, p.buf, n);
+        Py_END_ALLOW_THREADS;
+        if (st != FMT_OK) status_error(st, "unpack"), st = -1;
+    }
+    PyBuffer_Release(&c);
+    PyBuffer_Release(&p);
+    if (st != FMT_OK) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_packed_bytes(PyObject *m, PyObject *args) {
+    (void)m;
+    PyObject *fo;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "On", &fo, &n)) return NULL;
+    const fmt_t *f = as_format(fo);
+    if (!f) return NULL;
+    if (n < 0) return PyErr_Format(PyExc_ValueError, "n %zd: expected n >= 0", n);
+    return PyLong_FromSize_t(fmt_packed_bytes(f, (size_t)n));
+}
+
+// ---------------------------------------------------------------------------------------------
+// scaling recipes
+
+static int parse_scaling(fmt_scaling *sc, const char *spec) {
+    char msg[512] = "";
+    const int st = fmt_scaling_from_name(sc, spec, msg, sizeof msg);
+    if (st == FMT_OK) return 0;
+    PyErr_Format(PyExc_ValueError, "%s", msg[0] ? msg : "unknown scaling recipe");
+    return -1;
+}
+
+// scaling(spec, rows, cols) -> (canonical name, number of scales, scale Format or None,
+//                                tile_rows, tile_cols, two_level)
+static PyObject *py_scaling(PyObject *m, PyObject *args) {
+    (void)m;
+    const char *spec;
+    Py_ssize_t rows, cols;
+    if (!PyArg_ParseTuple(args, "snn", &spec, &rows, &cols)) return NULL;
+    if (rows < 0 || cols < 0) return PyErr_Format(PyExc_ValueError, "shape (%zd, %zd): negative", rows, cols);
+    fmt_scaling sc;
+    if (parse_scaling(&sc, spec) < 0) return NULL;
+    char name[128];
+    fmt_scaling_name(&sc, name, sizeof name);
+    PyObject *sf = sc.none ? (Py_INCREF(Py_None), Py_None) : format_wrap(&sc.scale_fmt);
+    if (!sf) return NULL;
+    return Py_BuildValue("(snNiiO)", name, (Py_ssize_t)fmt_scale_count(&sc, (size_t)rows, (size_t)cols), sf,
+                         sc.tile_rows, sc.tile_cols, sc.tensor_scale ? Py_True : Py_False);
+}
+
+// quantize(F, spec, out, x, rows, cols, elems, scales, **round)
+//   -> (stats, tensor_scale, scales_clipped, scales_nan, overflow policy used, warning)
+// out and elems: rows*cols float32; scales: fmt_scale_count float32 (None when there are none).
+static PyObject *py_quantize(PyObject *m, PyObject *args, PyObject *kw) {
+    (void)m;
+    static char *kwlist[] = {"fmt", "spec", "out", "x", "rows", "cols", "elems", "scales", ROUND_KW, NULL};
+    PyObject *fo, *outo, *xo, *eo, *so;
+    const char *spec;
+    Py_ssize_t rows, cols;
+    ROUND_VARS;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OsOOnnOO|" ROUND_FMT, kwlist, &fo, &spec, &outo, &xo, &rows, &cols,
+                                     &eo, &so, ROUND_ARGS))
+        return NULL;
+    const fmt_t *f = as_format(fo);
+    if (!f) return NULL;
+    if (rows < 0 || cols < 0) return PyErr_Format(PyExc_ValueError, "shape (%zd, %zd): negative", rows, cols);
+    if (!(fmt_embeds_in_f32(f) && f->max <= 3.4028234663852886e38))
+        return PyErr_Format(PyExc_ValueError, "format %s: quantize works in float32; expected an element format "
+                            "of float32 or narrower", f->name);
+    fmt_scaling sc;
+    if (parse_scaling(&sc, spec) < 0) return NULL;
+    // overflow=None: the recipe's default (saturate with a scale, IEEE for "none"), as the CLI.
+    fmt_round_opts o = fmt_scaling_default_opts(&sc);
+    PyObject *warning;
+    if (parse_round_opts(&o, f, mode, overflow, flush, sr_bits, seed, stream, offset, &warning) < 0) return NULL;
+    const size_t n = (size_t)rows * (size_t)cols, ns = fmt_scale_count(&sc, (size_t)rows, (size_t)cols);
+    Py_buffer out, x, e, s = {0};
+    bool have_s = false;
+    if (get_buf(&out, outo, BUF_F32, 0, true, "out") < 0) return Py_DECREF(warning), NULL;
+    if (get_buf(&x, xo, BUF_F32, 0, false, "x") < 0) return PyBuffer_Release(&out), Py_DECREF(warning), NULL;
+    if (get_buf(&e, eo, BUF_F32, 0, true, "elems") < 0)
+        return PyBuffer_Release(&out), PyBuffer_Release(&x), Py_DECREF(warning), NULL;
+    if (so != Py_None) {
+        if (get_buf(&s, so, BUF_F32, 0, true, "scales") < 0)
+            return PyBuffer_Release(&out), PyBuffer_Release(&x), PyBuffer_Release(&e), Py_DECREF(warning), NULL;
+        have_s = true;
+    }
+    int st = -1;
+    fmt_stats stats = {0};
+    fmt_quant_info info = {.tensor_scale = 1};
+    if (buf_n(&out) != n || buf_n(&x) != n || buf_n(&e) != n) {
+        PyErr_Format(PyExc_ValueError, "quantize: buffers of %zu, %zu and %zu items for a %zd x %zd tensor",
+                     buf_n(&out), buf_n(&x), buf_n(&e), rows, cols);
+    } else if ((have_s ? buf_n(&s) : 0) != ns) {
+        PyErr_Format(PyExc_ValueError, "scales: %zu items; the recipe '%s' has %zu scales for %zd x %zd",
+                     have_s ? buf_n(&s) : 0, spec, ns, rows, cols);
+    } else {
+        info.elems = e.buf;
+        info.scales = have_s ? s.buf : NULL;
+        Py_BEGIN_ALLOW_THREADS;
+        st = fmt_quantize_f32(f, &sc, out.buf, x.buf, (size_t)rows, (size_t)cols, &o, &stats, &info);
+        Py_END_ALLOW_THREADS;
+        if (st != FMT_OK) {
+            if (st == FMT_ENOMEM) PyErr_NoMemory();
+            else
+                PyErr_Format(PyExc_ValueError, "quantize: scale '%s' with element format %s refused the %zd x %zd "
+                             "tensor (%s); expected a recipe whose scale format and tile fit this shape",
+                             spec, f->name, rows, cols, fmt_strerror(st));
+            st = -1;
+        }
+    }
+    PyBuffer_Release(&out);
+    PyBuffer_Release(&x);
+    PyBuffer_Release(&e);
+    if (have_s) PyBuffer_Release(&s);
+    if (st != FMT_OK) return Py_DECREF(warning), NULL;
+    return Py_BuildValue("(NdKKsN)", stats_tuple(&stats), (double)info.tensor_scale,
+                         (unsigned long long)info.scales_clipped, (unsigned long long)info.scales_nan,
+                         fmt_overflow_name(o.overflow), warning);
+}
+
+// ---------------------------------------------------------------------------------------------
+// scaled matmul
+
+// matmul(a, b, M, N, K, a_fmt, b_fmt, out_fmt, spec, acc, backend, c, c_in, alpha, beta,
+//        qmode, qoverflow, omode, ooverflow, oseed, ref, exact, absdot)
+// a (M x K), b (K x N) float32; a and b are quantized to their formats with the recipe (tiles
+// along K, as mm_operand.h says) and rounding (qmode, qoverflow); then C = the scaled product on
+// `backend` (cpu or ref), rounded to out_fmt with (omode, ooverflow, oseed). c_in: C read when
+// beta != 0 (None otherwise). ref/exact/absdot (or None): mm_ref's result with the same options,
+// and mm_ref_exact's exact value (fp32 accumulation: no accumulator rounding) and sum|a b s|.
+// Returns (stats_a, stats_b, clipped_a, clipped_b, emulated).
+static PyObject *py_matmul(PyObject *m, PyObject *args) {
+    (void)m;
+    PyObject *ao, *bo, *afo, *bfo, *ofo, *co, *cino, *refo, *exo, *abso;
+    Py_ssize_t M, N, K;
+    const char *spec, *acc, *backend, *qmode, *qovf, *omode, *oovf;
+    double alpha, beta;
+    unsigned long long oseed;
+    if (!PyArg_ParseTuple(args, "OOnnnOOOsssOOddssssKOOO", &ao, &bo, &M, &N, &K, &afo, &bfo, &ofo, &spec, &acc,
+                          &backend, &co, &cino, &alpha, &beta, &qmode, &qovf, &omode, &oovf, &oseed, &refo, &exo,
+                          &abso))
+        return NULL;
+    const fmt_t *fa = as_format(afo), *fb = fa ? as_format(bfo) : NULL, *fo = fb ? as_format(ofo) : NULL;
+    if (!fo) return NULL;
+    if (M < 1 || N < 1 || K < 1)
+        return PyErr_Format(PyExc_ValueError, "scaled_matmul: shapes (%zd x %zd) @ (%zd x %zd): expected every "
+                            "size >= 1", M, K, K, N);
+    const bool use_ref = !strcmp(backend, "ref");
+    if (!use_ref && strcmp(backend, "cpu"))
+        return PyErr_Format(PyExc_ValueError, "backend '%s': expected 'cpu' or 'ref'", backend);
+    const struct {
+        const fmt_t *f;
+        const char *what;
+    } fs[3] = {{fa, "a_fmt"}, {fb, "b_fmt"}, {fo, "out"}};
+    for (int i = 0; i < 3; i++)
+        if (!(fmt_embeds_in_f32(fs[i].f) && fs[i].f->max <= 3.4028234663852886e38))
+            return PyErr_Format(PyExc_ValueError, "%s %s: operands and C are float32; expected a format of float32 "
+                                "or narrower", fs[i].what, fs[i].f->name);
+    fmt_scaling sc;
+    if (parse_scaling(&sc, spec) < 0) return NULL;
+    mm_opts o;
+    mm_opts_default(&o);
+    o.out_round.overflow = FMT_OVERFLOW_IEEE;
+    o.alpha = (float)alpha, o.beta = (float)beta;
+    o.out_fmt = *fo;
+    char msg[512] = "";
+    if (mm_acc_from_name(&o.acc, acc, msg, sizeof msg) != MM_OK)
+        return PyErr_Format(PyExc_ValueError, "acc: %s", msg[0] ? msg : "unknown accumulator");
+    PyObject *w1 = NULL, *w2 = NULL;
+    fmt_round_opts qo = {0};
+    if (parse_round_opts(&qo, fa, qmode, qovf, 0, 0, 0, 0, 0, &w1) < 0) return NULL;
+    Py_DECREF(w1);
+    if (parse_round_opts(&o.out_round, fo, omode, oovf, 0, 0, oseed, 0, 0, &w2) < 0) return NULL;
+    Py_DECREF(w2);
+
+    Py_buffer a, b, c, cin = {0}, ref = {0}, ex = {0}, ab = {0};
+    bool have_cin = false, have_ref = false, have_ex = false, have_ab = false;
+    if (get_buf(&a, ao, BUF_F32, 0, false, "a") < 0) return NULL;
+    if (get_buf(&b, bo, BUF_F32, 0, false, "b") < 0) return PyBuffer_Release(&a), NULL;
+    if (get_buf(&c, co, BUF_F32, 0, true, "c") < 0) return PyBuffer_Release(&a), PyBuffer_Release(&b), NULL;
+    int err = 0;
+    if (cino != Py_None) err = get_buf(&cin, cino, BUF_F32, 0, false, "c_in"), have_cin = !err;
+    if (!err && refo != Py_None) err = get_buf(&ref, refo, BUF_F32, 0, true, "ref"), have_ref = !err;
+    if (!err && exo != Py_None) err = get_buf(&ex, exo, BUF_F64, 0, true, "exact"), have_ex = !err;
+    if (!err && abso != Py_None) err = get_buf(&ab, abso, BUF_F64, 0, true, "absdot"), have_ab = !err;
+    const size_t mn = (size_t)M * (size_t)N;
+    if (!err && (buf_n(&a) != (size_t)M * (size_t)K || buf_n(&b) != (size_t)K * (size_t)N || buf_n(&c) != mn ||
+                 (have_cin && buf_n(&cin) != mn) || (have_ref && buf_n(&ref) != mn) ||
+                 (have_ex && buf_n(&ex) != mn) || (have_ab && buf_n(&ab) != mn))) {
+        PyErr_Format(PyExc_ValueError, "scaled_matmul: buffer sizes do not match M=%zd N=%zd K=%zd", M, N, K);
+        err = -1;
+    }
+    if (!err && o.beta != 0.0f && !have_cin) {
+        PyErr_SetString(PyExc_ValueError, "scaled_matmul: beta != 0 needs c (the matrix C to add)");
+        err = -1;
+    }
+    PyObject *result = NULL;
+    if (!err) {
+        mm_qmat qa, qb;
+        int st, sta = MM_OK, stb = MM_OK, stv = MM_OK, ste = MM_OK;
+        bool have_qa = false, have_qb = false;
+        Py_BEGIN_ALLOW_THREADS;
+        sta = mm_qmat_from_f32(&qa, MM_SIDE_A, a.buf, (size_t)M, (size_t)K, fa, &sc, &qo);
+        have_qa = sta == MM_OK;
+        if (have_qa) stb = mm_qmat_from_f32(&qb, MM_SIDE_B, b.buf, (size_t)K, (size_t)N, fb, &sc, &qo);
+        have_qb = have_qa && stb == MM_OK;
+        if (have_qb) stv = mm_validate(&qa.op, &qb.op, (size_t)M, (size_t)N, (size_t)K, &o, msg, sizeof msg);
+        st = stv;
+        if (have_qb && stv == MM_OK) {
+            float *C = c.buf;
+            if (o.beta != 0.0f) memcpy(C, cin.buf, mn * sizeof *C);
+            st = use_ref ? mm_ref(C, (size_t)N, &qa.op, &qb.op, (size_t)M, (size_t)N, (size_t)K, &o)
+                         : mm_cpu(C, (size_t)N, &qa.op, &qb.op, (size_t)M, (size_t)N, (size_t)K, &o);
+            if (st == MM_OK && have_ref) {
+                if (o.beta != 0.0f) memcpy(ref.buf, cin.buf, mn * sizeof(float));
+                st = mm_ref(ref.buf, (size_t)N, &qa.op, &qb.op, (size_t)M, (size_t)N, (size_t)K, &o);
+            }
+            if (st == MM_OK && (have_ex || have_ab)) {
+                mm_opts oe = o;
+                ste = mm_acc_from_name(&oe.acc, "fp32", NULL, 0);
+                if (ste == MM_OK)
+                    ste = mm_ref_exact(have_ex ? ex.buf : NULL, have_ab ? ab.buf : NULL,
+                                       have_cin ? cin.buf : NULL, (size_t)N, &qa.op, &qb.op, (size_t)M, (size_t)N,
+                                       (size_t)K, &oe);
+                st = ste;
+            }
+        }
+        Py_END_ALLOW_THREADS;
+        if (sta != MM_OK || stb != MM_OK) {
+            if (sta == MM_ENOMEM || stb == MM_ENOMEM) PyErr_NoMemory();
+            else
+                PyErr_Format(PyExc_ValueError, "scaled_matmul: scale '%s' cannot quantize %s to %s", spec,
+                             sta != MM_OK ? "a" : "b", sta != MM_OK ? fa->name : fb->name);
+        } else if (stv != MM_OK) {
+            PyErr_Format(PyExc_ValueError, "scaled_matmul: %s", msg[0] ? msg : "the configuration is not valid");
+        } else if (st != MM_OK) {
+            if (st == MM_ENOMEM) PyErr_NoMemory();
+            else PyErr_Format(PyExc_RuntimeError, "scaled_matmul: backend %s failed (status %d)", backend, st);
+        } else {
+            result = Py_BuildValue("(NNKKO)", stats_tuple(&qa.stats), stats_tuple(&qb.stats),
+                                   (unsigned long long)qa.scales_clipped, (unsigned long long)qb.scales_clipped,
+                                   mm_acc_is_emulated(&o.acc) ? Py_True : Py_False);
+        }
+        if (have_qa) mm_qmat_free(&qa);
+        if (have_qb) mm_qmat_free(&qb);
+    }
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&b);
+    PyBuffer_Release(&c);
+    if (have_cin) PyBuffer_Release(&cin);
+    if (have_ref) PyBuffer_Release(&ref);
+    if (have_ex) PyBuffer_Release(&ex);
+    if (have_ab) PyBuffer_Release(&ab);
+    return result;
+}
+
+// random(x, dist, seed, stream): x (float32) = draws of mm_random_f32 (what matmul-check uses).
+static PyObject *py_random(PyObject *m, PyObject *args) {
+    (void)m;
+    PyObject *xo;
+    const char *dist;
+    unsigned long long seed, stream;
+    if (!PyArg_ParseTuple(args, "OsKK", &xo, &dist, &seed, &stream)) return NULL;
+    mm_dist d;
+    if (mm_dist_from_name(&d, dist) != MM_OK)
+        return PyErr_Format(PyExc_ValueError, "dist '%s': expected normal, uniform, lognormal or outliers", dist);
+    Py_buffer x;
+    if (get_buf(&x, xo, BUF_F32, 0, true, "out") < 0) return NULL;
+    Py_BEGIN_ALLOW_THREADS;
+    mm_random_f32(x.buf, buf_n(&x), d, seed, stream);
+    Py_END_ALLOW_THREADS;
+    PyBuffer_Release(&x);
+    Py_RETURN_NONE;
+}
+
+// blas_env_wanted() -> {name: value}: what a launcher should export before starting Python
+// (OpenBLAS and libgomp read them when they load; fplab never re-executes the interpreter).
+static PyObject *py_blas_env_wanted(PyObject *m, PyObject *unused) {
+    (void)m, (void)unused;
+    mm_env_var v[MM_BLAS_ENV_MAX];
+    const int n = mm_blas_env_wanted(v);
+    PyObject *d = PyDict_New();
+    for (int i = 0; d && i < n; i++) {
+        PyObject *s = PyUnicode_FromString(v[i].value);
+        if (!s || PyDict_SetItemString(d, v[i].name, s) < 0) Py_CLEAR(d);
+        Py_XDECREF(s);
+    }
+    return d;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+static PyMethodDef methods[] = {
+    {"table", py_table, METH_NOARGS, "[(name, aliases)] of the table of formats, in finfo order"},
+    {"round", (PyCFunction)(void (*)(void))py_round, METH_VARARGS | METH_KEYWORDS, "round a buffer in place"},
+    {"encode", (PyCFunction)(void (*)(void))py_encode, METH_VARARGS | METH_KEYWORDS, "codes of rounded values"},
+    {"decode", py_decode, METH_VARARGS, "values of codes"},
+    {"pack", py_pack, METH_VARARGS, "pack sub-byte codes"},
+    {"unpack", py_unpack, METH_VARARGS, "unpack sub-byte codes"},
+    {"packed_bytes", py_packed_bytes, METH_VARARGS, "bytes of n packed codes"},
+    {"scaling", py_scaling, METH_VARARGS, "parse a scaling recipe"},
+    {"quantize", (PyCFunction)(void (*)(void))py_quantize, METH_VARARGS | METH_KEYWORDS, "fmt_quantize_f32"},
+    {"matmul", py_matmul, METH_VARARGS, "scaled matmul on cpu or ref"},
+    {"random", py_random, METH_VARARGS, "mm_random_f32"},
+    {"blas_env_wanted", py_blas_env_wanted, METH_NOARGS, "environment OpenBLAS/libgomp should start with"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "fplab._fplab",
+                                    "fplab's C library on buffers (use the fplab package)", -1, methods,
+                                    NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__fplab(void) {
+    if (PyType_Ready(&FormatType) < 0) return NULL;
+    PyObject *mod = PyModule_Create(&module);
+    if (!mod) return NULL;
+    Py_INCREF(&FormatType);
+    if (PyModule_AddObject(mod, "Format", (PyObject *)&FormatType) < 0 ||
+        PyModule_AddStringConstant(mod, "VERSION", FPLAB_VERSION) < 0) {
+        Py_DECREF(&FormatType);
+        Py_DECREF(mod);
+        return NULL;
+    }
+    return mod;
+}

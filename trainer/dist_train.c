@@ -1,0 +1,217 @@
+// dist_train.c: the distributed steps of the training loop (see train_internal.h and
+// docs/distributed.md): agreement at start, the gradient reduction of data parallelism, the
+// parameter averaging of local SGD and DiLoCo's outer Nesterov step, and the per-rank state
+// that local SGD adds to a checkpoint.
+// Constraints: every function is collective (all ranks call it, in the same order, with the same
+// decisions), so a rank never waits for a call the others skip; with one process and the plain
+// float32 wire they do nothing, and the trainer is bitwise the single-process one.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trainer/train_internal.h"
+
+// --- setup and agreement
+
+int train__dist_setup(train_run_state *r, char *msg, size_t msg_len) {
+    const size_t n = r->m.n_params;
+    size_t sizes[LP_COUNT];
+    llama_param_sizes(&r->m.cfg, sizes);
+    r->nseg = 0, r->seg[0] = 0;
+    for (int p = 0; p < LP_COUNT; p++)
+        if (sizes[p]) r->seg[r->nseg + 1] = r->seg[r->nseg] + sizes[p], r->nseg++;
+    r->local = r->o.local_sgd > 0;
+    dist_wire wire;
+    if (dist_wire_parse(&wire, r->o.comm, msg, msg_len) != DIST_OK) return -1;
+    if ((r->w.size > 1 || wire.active) &&
+        dist_reducer_init(&r->red, &r->w, &wire, !strcmp(r->o.comm_accum, "wire"), r->o.error_feedback == 1, n,
+                          r->seg, r->nseg, msg, msg_len) != DIST_OK)
+        return -1;
+    if (r->o.accum > 1 && !(r->micro = malloc(n * sizeof *r->micro))) goto oom;
+    if (!(r->micro_loss = calloc((size_t)r->w.size * r->o.accum, sizeof *r->micro_loss))) goto oom;
+    if (r->local) {
+        if (!(r->anchor = malloc(n * sizeof *r->anchor))) goto oom;
+        memcpy(r->anchor, r->m.params, n * sizeof *r->anchor);
+        if (!strcmp(r->o.outer_opt, "nesterov") && !(r->outer_buf = calloc(n, sizeof *r->outer_buf))) goto oom;
+    }
+    return 0;
+oom:
+    snprintf(msg, msg_len, "out of memory for the distributed buffers (%zu parameters)", n);
+    return -1;
+}
+
+void train__dist_free(train_run_state *r) {
+    dist_reducer_free(&r->red);
+    free(r->micro), free(r->micro_loss), free(r->anchor), free(r->outer_buf), free(r->ckbuf);
+    r->micro = r->anchor = r->outer_buf = r->ckbuf = NULL, r->micro_loss = NULL;
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+// What must be the same on every rank: the options that shape the run (not the run-only ones),
+// the data, the weights every rank starts from (the last sync's, with local SGD) and the step.
+static uint64_t fingerprint(const train_run_state *r) {
+    train_opts o = r->o, d;
+    train_opts_default(&d);
+    size_t n;
+    const train_opt_desc *t = train_opt_table(&n);
+    for (size_t i = 0; i < n; i++)
+        if (t[i].run_only) memcpy((char *)&o + t[i].offset, (const char *)&d + t[i].offset, t[i].size);
+    const size_t len = train_opts_text(&o, NULL, 0);
+    char *text = malloc(len + 1);
+    uint64_t h = 0xcbf29ce484222325ull;
+    if (text) train_opts_text(&o, text, len + 1), h = fnv(h, text, len);
+    free(text);
+    h = fnv(h, &r->data.n_tokens, sizeof r->data.n_tokens);
+    h = fnv(h, &r->data.n_train, sizeof r->data.n_train);
+    h = fnv(h, r->data.tokens, r->data.n_tokens * sizeof *r->data.tokens);
+    h = fnv(h, r->local ? r->anchor : r->m.params, r->m.n_params * sizeof(float));
+    h = fnv(h, &r->st.step, sizeof r->st.step);
+    return fnv(h, &r->st.batches_drawn, sizeof r->st.batches_drawn);
+}
+
+int train__dist_agree(train_run_state *r, int rc, char *msg, size_t msg_len) {
+    if (!dist_min_int(&r->w, rc == 0)) {
+        if (rc == 0) snprintf(msg, msg_len, "rank %d: another rank refused to start (its message says why)",
+                              r->w.rank);
+        return -1;
+    }
+    if (r->w.size == 1 || rc != 0) return rc;
+    uint64_t *fp = malloc((size_t)r->w.size * sizeof *fp);
+    const uint64_t mine = fingerprint(r);
+    int bad = -1;
+    if (fp) {
+        dist_allgather_u64(&r->w, fp, mine);
+        for (int k = 1; k < r->w.size && bad < 0; k++)
+            if (fp[k] != fp[0]) bad = k;
+    }
+    if (!dist_min_int(&r->w, fp != NULL)) bad = r->w.rank;
+    if (bad >= 0) snprintf(msg, msg_len, "the ranks disagree on their options, data or starting weights: "
+                           "rank %d's fingerprint %016llx is not rank 0's %016llx (every rank must be given the "
+                           "same options and see the same --data and --resume files)", bad,
+                           fp ? (unsigned long long)fp[bad] : 0ull, fp ? (unsigned long long)fp[0] : 0ull);
+    free(fp);
+    return bad >= 0 ? -1 : 0;
+}
+
+// --- data parallel
+
+void train__dist_allreduce_grads(train_run_state *r, uint64_t step) {
+    if (r->local || !r->red.n) return;  // one process on the plain wire: nothing to do
+    dist_allreduce_sum(&r->red, &r->w, r->m.grads, r->st.seed, step);
+    // The optimizer reads the gradient in its policy format: the sum is stored in it too
+    // (uncounted: the site counted each micro-batch already).
+    ac_cast_inplace(&r->ac, AC_GRADS, -1, r->m.grads, r->m.n_params, 1, false);
+}
+
+// --- local SGD and DiLoCo
+
+bool train__dist_synced(const train_run_state *r, long step) {
+    return !r->local || (step + 1) % r->o.local_sgd == 0 || step + 1 == r->o.steps;
+}
+
+void train__dist_sync_params(train_run_state *r, long step) {
+    if (!r->local || !train__dist_synced(r, step)) return;
+    const size_t n = r->m.n_params;
+    float *p = r->m.params;
+    const float N = (float)r->w.size;  // division by N, as a mean is computed
+    if (r->outer_buf) {
+        // DiLoCo: the outer gradient is the mean over the ranks of (anchor - local weights);
+        // Nesterov as torch.optim.SGD (dampening 0): b = mu b + g; p = anchor - lr (g + mu b).
+        float *delta = r->m.grads;  // free between steps
+        for (size_t i = 0; i < n; i++) delta[i] = r->anchor[i] - p[i];
+        if (r->red.n) dist_allreduce_sum(&r->red, &r->w, delta, r->st.seed, (uint64_t)step);
+        const float mu = r->o.outer_momentum, lr = r->o.outer_lr;
+        for (size_t i = 0; i < n; i++) {
+            const float g = delta[i] / N;
+            r->outer_buf[i] = mu * r->outer_buf[i] + g;
+            p[i] = r->anchor[i] - lr * (g + mu * r->outer_buf[i]);
+        }
+    } else if (r->red.n) {
+        // Accelerate's LocalSGD: the parameters themselves are averaged.
+        dist_allreduce_sum(&r->red, &r->w, p, r->st.seed, (uint64_t)step);
+        for (size_t i = 0; i < n; i++) p[i] = p[i] / N;
+    }
+    ac_cast_inplace(&r->ac, AC_MASTER, -1, p, n, 1, false);  // stored weights stay in their format
+    memcpy(r->anchor, p, n * sizeof *p);
+}
+
+// --- checkpoint
+
+int train__dist_ckpt_sections(train_run_state *r, ckpt_section *sec) {
+    const size_t n = r->m.n_params, N = (size_t)r->w.size;
+    const bool ef = r->red.ef;
+    if (!r->local && !ef) return 0;
+    // rank_p, rank_m, rank_v: ranks 1..N-1 (rank 0's are the main sections); ef: ranks 0..N-1
+    const size_t per = r->local ? 3 * (N - 1) * n : 0, all = per + (ef ? N * n : 0);
+    if (r->w.rank == 0 && !r->ckbuf && !(r->ckbuf = malloc((all ? all : 1) * sizeof(float))))
+        dist_abort(&r->w, "out of memory gathering the ranks' state for a checkpoint");
+    float *b = r->ckbuf;
+    int k = 0;
+    if (r->local) {
+        const float *src[3] = {r->m.params, r->adam_m, r->adam_v};
+        static const char *const tag[3] = {"rank_p", "rank_m", "rank_v"};
+        for (int j = 0; j < 3; j++) {
+            dist_gather_to0(&r->w, b ? b + j * (N - 1) * n : NULL, src[j], n);
+            sec[k++] = (ckpt_section){.data = b ? b + j * (N - 1) * n : NULL, .nbytes = (N - 1) * n * sizeof(float)};
+            snprintf(sec[k - 1].tag, sizeof sec[k - 1].tag, "%s", tag[j]);
+        }
+        sec[k++] = (ckpt_section){.tag = "anchor", .data = r->anchor, .nbytes = n * sizeof(float)};
+        if (r->outer_buf) sec[k++] = (ckpt_section){.tag = "outer_m", .data = r->outer_buf, .nbytes = n * sizeof(float)};
+    }
+    if (ef) {
+        float *e = b ? b + per : NULL;
+        if (e) memcpy(e, r->red.resid, n * sizeof *e);
+        dist_gather_to0(&r->w, e ? e + n : NULL, r->red.resid, n);
+        sec[k++] = (ckpt_section){.tag = "ef_resid", .data = e, .nbytes = N * n * sizeof(float)};
+    }
+    return k;
+}
+
+static const ckpt_section *need(const ckpt_file *f, const char *tag, size_t bytes, const char *path, char *msg,
+                                size_t msg_len) {
+    const ckpt_section *s = ckpt_find(f, tag);
+    if (!s || s->nbytes != bytes)
+        snprintf(msg, msg_len, "checkpoint '%s': section '%s' %s (expected %zu bytes for its --local-sgd, "
+                 "--outer-opt and --error-feedback)", path, tag, s ? "has the wrong size" : "is missing", bytes);
+    return s && s->nbytes == bytes ? s : NULL;
+}
+
+int train__dist_ckpt_load(train_run_state *r, const ckpt_file *f, const char *path, char *msg, size_t msg_len) {
+    const size_t n = r->m.n_params, pb = n * sizeof(float);
+    const size_t old = r->st.ranks > 1 ? (size_t)r->st.ranks : 1, src = (size_t)r->w.rank % old;
+    if (r->local) {
+        const ckpt_section *a = need(f, "anchor", pb, path, msg, msg_len);
+        if (!a) return -1;
+        memcpy(r->anchor, a->data, pb);
+        if (r->outer_buf) {
+            const ckpt_section *m = need(f, "outer_m", pb, path, msg, msg_len);
+            if (!m) return -1;
+            memcpy(r->outer_buf, m->data, pb);
+        }
+        float *dst[3] = {r->m.params, r->adam_m, r->adam_v};
+        static const char *const tag[3] = {"rank_p", "rank_m", "rank_v"};
+        for (int j = 0; j < 3; j++) {
+            const ckpt_section *s = need(f, tag[j], (old - 1) * pb, path, msg, msg_len);
+            if (!s) return -1;
+            if (src > 0) memcpy(dst[j], (const char *)s->data + (src - 1) * pb, pb);
+        }
+    }
+    if (r->red.ef) {
+        const ckpt_section *e = need(f, "ef_resid", old * pb, path, msg, msg_len);
+        if (!e) return -1;
+        memcpy(r->red.resid, (const char *)e->data + src * pb, pb);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(r->m.params[i]) || !isfinite(r->adam_m[i]) || !(r->adam_v[i] >= 0 && isfinite(r->adam_v[i])) ||
+            (r->anchor && !isfinite(r->anchor[i])) || (r->red.ef && !isfinite(r->red.resid[i]))) {
+            snprintf(msg, msg_len, "checkpoint '%s': rank %zu's state holds a value that is not finite", path, src);
+            return -1;
+        }
+    return 0;
+}

@@ -1,0 +1,344 @@
+// train_setup.c: everything a training run does before its first step (see train_internal.h):
+// the options (a resumed run's come from its checkpoint), the precision policy, the data, the
+// model and optimizer state, autocast, and the output files, which must not be an input of the
+// run nor another run's files.
+// Constraints: nothing is created or truncated until every check has passed.
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kernels/llama_ops.h"
+#include "trainer/train_internal.h"
+
+void train__free(train_run_state *r) {
+    llama_free(&r->m);
+    data_free(&r->data);
+    free(r->adam_m), free(r->adam_v), free(r->x), free(r->y), free(r->p_old), free(r->kahan);
+    free(r->pol_text);
+    ac_free(&r->ac);
+    train__dist_free(r);
+    if (r->log) fclose(r->log);
+    r->log = NULL;
+}
+
+// --- options
+
+// A resumed run: the checkpoint's options, then the run_only options the caller gave. Those not
+// given continue where the checkpoint lives: its directory, that directory's log (appended), and
+// the checkpoint's thread count (bitwise resume needs it), telemetry and checkpoint interval;
+// --stop-at, --progress and --overwrite start from their defaults.
+static int resume_options(train_run_state *r, const train_opts *caller, const bool *given, const ckpt_file *f,
+                          const char *path, char *msg, size_t msg_len) {
+    const ckpt_section *os = ckpt_find(f, "options");
+    if (!os) {
+        snprintf(msg, msg_len, "checkpoint '%s': section 'options' missing", path);
+        return -1;
+    }
+    char why[512];
+    if (train_opts_from_text(&r->o, os->data, os->nbytes, why, sizeof why) != 0) {
+        snprintf(msg, msg_len, "checkpoint '%s': section 'options': %s", path, why);
+        return -1;
+    }
+    train_opts d;
+    train_opts_default(&d);
+    size_t n;
+    const train_opt_desc *t = train_opt_table(&n);
+    for (size_t i = 0; i < n; i++) {
+        if (!t[i].run_only) continue;
+        const char *src = (given == NULL || given[i]) ? (const char *)caller : NULL;
+        if (!src && (!strcmp(t[i].name, "stop-at") || !strcmp(t[i].name, "progress") ||
+                     !strcmp(t[i].name, "overwrite") || !strcmp(t[i].name, "log")))
+            src = (const char *)&d;
+        if (src) memcpy((char *)&r->o + t[i].offset, src + t[i].offset, t[i].size);
+    }
+    bool dir_given = given == NULL;
+    for (size_t i = 0; given && i < n; i++)
+        if (!strcmp(t[i].name, "ckpt-dir")) dir_given = given[i];
+    if (!dir_given) {  // the checkpoint's own directory
+        const char *slash = strrchr(path, '/');
+        if (!slash) snprintf(r->o.ckpt_dir, sizeof r->o.ckpt_dir, ".");
+        else snprintf(r->o.ckpt_dir, sizeof r->o.ckpt_dir, "%.*s", (int)(slash == path ? 1 : slash - path), path);
+    }
+    return 0;
+}
+
+// --- precision policy
+
+// The policy: from --policy on a fresh run; from the checkpoint's own copy on resume (so an
+// edited policy file cannot change a run halfway).
+static int setup_policy(train_run_state *r, const ckpt_file *f, char *msg, size_t msg_len) {
+    if (f) {
+        const ckpt_section *ps = ckpt_find(f, "policy");
+        if (!ps) {
+            snprintf(msg, msg_len, "checkpoint '%s': section 'policy' missing", r->resume);
+            return -1;
+        }
+        r->pol_text = strndup(ps->data, ps->nbytes);
+        char origin[FIO_PATH_MAX + 32];
+        snprintf(origin, sizeof origin, "checkpoint %s", r->resume);
+        if (!r->pol_text || ac_policy_parse(&r->pol, r->pol_text, origin, msg, msg_len) != AC_OK) return -1;
+    } else {
+        if (ac_policy_load(&r->pol, r->o.policy, msg, msg_len) != AC_OK) return -1;
+        const size_t n = ac_policy_text(&r->pol, NULL, 0);
+        r->pol_text = malloc(n + 1);
+        if (!r->pol_text) return -1;
+        ac_policy_text(&r->pol, r->pol_text, n + 1);
+    }
+    // What the trainer does not do yet, refused rather than ignored.
+    const ac_rule *sc = &r->pol.site[AC_ATT_SCORES], *pr = &r->pol.site[AC_ATT_PROBS];
+    const bool att_recipe = (sc->active && (!sc->scaling.none || sc->delayed)) ||
+                            (pr->active && (!pr->scaling.none || pr->delayed));
+    const char *why = mm_acc_is_emulated(&r->pol.acc)
+                          ? "an emulated accumulator (the CPU kernel for it runs at about 6 GFLOP/s: use "
+                            "fplab matmul-check)"
+                      : att_recipe ? "a scaling recipe on attention scores or probabilities (plain rounding only)"
+                      : r->pol.hadamard != 0 && r->pol.hadamard != 16 ? "a Hadamard size other than 16"
+                                                                        : NULL;
+    if (why) {
+        snprintf(msg, msg_len, "--policy '%s': %s is not supported by the trainer yet", r->o.policy, why);
+        return -1;
+    }
+    return 0;
+}
+
+static int setup_autocast(train_run_state *r, const ckpt_file *f, char *msg, size_t msg_len) {
+    const ac_telemetry tel = !strcmp(r->o.telemetry, "off")      ? AC_TEL_OFF
+                             : !strcmp(r->o.telemetry, "layers") ? AC_TEL_LAYERS
+                                                                 : AC_TEL_SITES;
+    if (ac_init(&r->ac, &r->pol, r->m.cfg.n_layers, r->st.seed, tel,
+                llama_max_operand(&r->m.cfg, r->B, r->T), msg, msg_len) != AC_OK)
+        return -1;
+    r->m.ac = &r->ac;
+    const size_t n = r->m.n_params;
+    if (r->pol.site[AC_MASTER].active) {
+        r->p_old = malloc(n * sizeof *r->p_old);
+        if (r->pol.update == AC_UPDATE_KAHAN) r->kahan = calloc(n, sizeof *r->kahan);
+        if (!r->p_old || (r->pol.update == AC_UPDATE_KAHAN && !r->kahan)) {
+            snprintf(msg, msg_len, "out of memory for the low-precision weight update");
+            return -1;
+        }
+    }
+    if (!f) {  // a fresh run stores its initial weights (and zero moments) in their formats
+        ac_cast_inplace(&r->ac, AC_MASTER, -1, r->m.params, n, 1, false);
+        return 0;
+    }
+    const ckpt_section *as = ckpt_find(f, "acstate"), *ks = ckpt_find(f, "kahan");
+    if (!as || ac_state_load(&r->ac, as->data, as->nbytes) != AC_OK ||
+        (r->kahan && (!ks || ks->nbytes != n * sizeof(float)))) {
+        snprintf(msg, msg_len, "checkpoint '%s': section '%s' missing, of the wrong size or inconsistent",
+                 r->resume, !as ? "acstate" : r->kahan && (!ks || ks->nbytes != n * sizeof(float)) ? "kahan" : "acstate");
+        return -1;
+    }
+    if (r->kahan) memcpy(r->kahan, ks->data, ks->nbytes);
+    return 0;
+}
+
+// --- data and model
+
+static int load_data(train_run_state *r, const data_vocab *vocab, char *msg, size_t msg_len) {
+    const train_opts *o = &r->o;
+    if (!strcmp(o->tokens, "shard"))
+        return data_load_shards(&r->data, o->data, o->val_data[0] ? o->val_data : NULL,
+                                vocab ? vocab->size : o->vocab_size, msg, msg_len) == DATA_OK ? 0 : -1;
+    const data_vocab_kind kind = !strcmp(o->tokens, "byte") ? DATA_VOCAB_BYTE : DATA_VOCAB_CHAR;
+    return data_load_text(&r->data, o->data, kind, vocab, msg, msg_len) == DATA_OK ? 0 : -1;
+}
+
+static bool same_config(const llama_config *a, const llama_config *b) {
+    return a->dim == b->dim && a->n_layers == b->n_layers && a->n_heads == b->n_heads &&
+           a->n_kv_heads == b->n_kv_heads && a->hidden_dim == b->hidden_dim && a->vocab_size == b->vocab_size &&
+           a->seq_len == b->seq_len && a->tied == b->tied && a->rope_theta == b->rope_theta &&
+           a->norm_eps == b->norm_eps;
+}
+
+static int setup_model(train_run_state *r, const ckpt_file *f, const llama_config *cfg, char *msg, size_t msg_len) {
+    const llama_recompute rcmp = !strcmp(r->o.recompute, "block") ? LLAMA_RECOMPUTE_BLOCK : LLAMA_RECOMPUTE_NONE;
+    if (f) {
+        data_vocab v;
+        if (ckpt_load_model_from(f, r->resume, &r->m, &v, msg, msg_len) != CKPT_OK) return -1;
+        data_vocab_free(&v);  // the data was loaded with the checkpoint's vocabulary already
+        r->m.recompute = rcmp;
+        if (!same_config(&r->m.cfg, cfg)) {
+            snprintf(msg, msg_len, "checkpoint '%s': its model config disagrees with its options", r->resume);
+            return -1;
+        }
+        if (train__load_checkpoint(r, f, r->resume, msg, msg_len) != 0) return -1;
+    } else {
+        if (llama_init(&r->m, cfg, rcmp, msg, msg_len) != LLAMA_OK) return -1;
+        llama_init_weights(&r->m, r->o.seed);
+        r->adam_m = calloc(r->m.n_params, sizeof(float)), r->adam_v = calloc(r->m.n_params, sizeof(float));
+        r->st = (train_state){.seed = r->o.seed, .last_val_loss = NAN};
+    }
+    r->B = r->o.batch, r->T = r->o.context > 0 ? r->o.context : cfg->seq_len;
+    r->x = malloc((size_t)r->B * r->T * sizeof *r->x), r->y = malloc((size_t)r->B * r->T * sizeof *r->y);
+    if (!r->adam_m || !r->adam_v || !r->x || !r->y || llama_reserve(&r->m, r->B, r->T) != LLAMA_OK) {
+        snprintf(msg, msg_len, "out of memory for %zu parameters and (B %d, T %d) activations", r->m.n_params,
+                 r->B, r->T);
+        return -1;
+    }
+    for (int split = 0; split < 2; split++)
+        if (data_batch(&r->data, split, r->st.seed, 0, r->B, r->T, r->x, r->y) != DATA_OK) {
+            snprintf(msg, msg_len, "--data '%s': the %s split is shorter than one sequence of %d tokens",
+                     r->o.data, split ? "validation" : "training", r->T + 1);
+            return -1;
+        }
+    return 0;
+}
+
+// --- output files
+
+// Refuses an output that is an input (every data shard, the validation shard, a policy file,
+// the checkpoint resumed from unless the output continues it) or that holds another run.
+static int check_outputs(train_run_state *r, char *msg, size_t msg_len) {
+    const train_opts *o = &r->o;
+    const char *outs[2][2] = {{"ckpt-dir", r->ckpt_path}, {"log", r->log_path}};
+    char data[TRAIN_PATH_MAX];
+    for (int k = 0; k < 2; k++) {
+        const char *name = outs[k][0], *out = outs[k][1];
+        if (!out[0]) continue;
+        snprintf(data, sizeof data, "%s", o->data);
+        char *save = NULL;
+        for (char *d = strtok_r(data, ",", &save); d; d = strtok_r(NULL, ",", &save))
+            if (fio_refuse_same(name, out, "data", d, msg, msg_len) != FIO_OK) return -1;
+        if (fio_refuse_same(name, out, "val-data", o->val_data, msg, msg_len) != FIO_OK ||
+            fio_refuse_same(name, out, "policy", o->policy, msg, msg_len) != FIO_OK ||
+            (k == 1 && fio_refuse_same(name, out, "resume", r->resume, msg, msg_len) != FIO_OK))
+            return -1;
+    }
+    if (fio_refuse_same("log", r->log_path, "ckpt-dir", r->ckpt_path, msg, msg_len) != FIO_OK) return -1;
+    if (o->overwrite) return 0;
+    if (!r->resume && r->ckpt_path[0] && fio_is_file(r->ckpt_path)) {
+        snprintf(msg, msg_len, "--ckpt-dir '%s' already holds a run (%s): continue it with --resume %s, choose "
+                 "another --ckpt-dir, or replace it with --overwrite 1", o->ckpt_dir, r->ckpt_path, r->ckpt_path);
+        return -1;
+    }
+    if (r->resume && r->ckpt_path[0] && fio_is_file(r->ckpt_path) && !fio_same_file(r->ckpt_path, r->resume)) {
+        snprintf(msg, msg_len, "--ckpt-dir '%s' holds another run's checkpoint (%s), not the one resumed (%s): "
+                 "choose another --ckpt-dir, or replace it with --overwrite 1", o->ckpt_dir, r->ckpt_path, r->resume);
+        return -1;
+    }
+    FILE *lf = !r->resume && r->log_path[0] ? fopen(r->log_path, "rb") : NULL;
+    const bool log_used = lf && fgetc(lf) != EOF;
+    if (lf) fclose(lf);
+    if (log_used) {
+        snprintf(msg, msg_len, "--log '%s' already holds another run's log: choose another --log or "
+                 "--ckpt-dir, or replace it with --overwrite 1", r->log_path);
+        return -1;
+    }
+    return 0;
+}
+
+static int open_outputs(train_run_state *r, char *msg, size_t msg_len) {
+    const train_opts *o = &r->o;
+    if (o->ckpt_dir[0] && snprintf(r->ckpt_path, sizeof r->ckpt_path, "%s/ckpt.bin", o->ckpt_dir) >=
+                              (int)sizeof r->ckpt_path) {
+        snprintf(msg, msg_len, "--ckpt-dir '%.60s...': path too long", o->ckpt_dir);
+        return -1;
+    }
+    if (o->log[0]) snprintf(r->log_path, sizeof r->log_path, "%s", o->log);
+    else if (o->ckpt_dir[0]) snprintf(r->log_path, sizeof r->log_path, "%s/log.jsonl", o->ckpt_dir);
+    if (check_outputs(r, msg, msg_len) != 0) return -1;
+    char why[FIO_PATH_MAX + 128];
+    if (o->ckpt_dir[0] && fio_mkdir_p(o->ckpt_dir, why, sizeof why) != FIO_OK) {
+        snprintf(msg, msg_len, "--ckpt-dir: %s", why);
+        return -1;
+    }
+    if (r->log_path[0] && !(r->log = fopen(r->log_path, r->resume ? "a" : "w"))) {
+        snprintf(msg, msg_len, "--log '%s': cannot open for writing: %s", r->log_path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+// --- what the run prints
+
+// The options as used: the named config's sizes, the context, the thread count and the
+// progress choice instead of the "0: default" and "-1: auto" the user may have given.
+static void resolve_options(train_run_state *r, int threads) {
+    train_opts *o = &r->o;
+    const llama_config *c = &r->m.cfg;
+    o->dim = c->dim, o->n_layers = c->n_layers, o->n_heads = c->n_heads, o->n_kv_heads = c->n_kv_heads;
+    o->hidden_dim = c->hidden_dim, o->seq_len = c->seq_len, o->rope_theta = c->rope_theta;
+    o->norm_eps = c->norm_eps, o->context = r->T, o->threads = threads;
+    if (!strcmp(o->tokens, "shard")) o->vocab_size = c->vocab_size;
+    r->progress = o->progress < 0 ? isatty(fileno(stderr)) : o->progress;
+    o->progress = r->progress;
+    if (r->w.rank != 0) r->progress = false;  // one progress line: rank 0's
+}
+
+static void print_config(const train_run_state *r) {
+    const llama_config *c = &r->m.cfg;
+    fprintf(stderr, "fplab train: model dim %d, layers %d, heads %d (kv %d), hidden %d, vocab %d, seq_len %d, "
+                    "%s head, rope_theta %g, norm_eps %g: %zu parameters\n",
+            c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->hidden_dim, c->vocab_size, c->seq_len,
+            c->tied ? "tied" : "untied", c->rope_theta, c->norm_eps, r->m.n_params);
+    size_t n;
+    const train_opt_desc *t = train_opt_table(&n);
+    fprintf(stderr, "  options:");
+    for (size_t i = 0; i < n; i++) {
+        char v[TRAIN_PATH_MAX + 8];
+        train_opt_get(&r->o, &t[i], v, sizeof v);
+        fprintf(stderr, "%s--%s %s", i % 6 == 5 ? "\n    " : " ", t[i].name, v[0] ? v : "''");
+    }
+    fprintf(stderr, "\n  outputs: checkpoint %s, log %s\n", r->ckpt_path[0] ? r->ckpt_path : "none (no --ckpt-dir)",
+            r->log_path[0] ? r->log_path : "none");
+    if (r->w.size > 1 || r->red.n)
+        fprintf(stderr, "  distributed: %d rank%s, %s, wire %s (%s accumulation%s), %d x %d micro-batches per step\n",
+                r->w.size, r->w.size > 1 ? "s" : "",
+                r->local ? (r->outer_buf ? "DiLoCo (outer Nesterov)" : "local SGD") : "data parallel",
+                r->red.wire.name, r->red.wire_accum ? "wire" : "f32", r->red.ef ? ", error feedback" : "", r->w.size,
+                r->o.accum);
+    if (r->resume) fprintf(stderr, "resuming from '%s' at step %lld\n", r->resume, (long long)r->st.step);
+}
+
+// --- setup
+
+// Everything up to the output files, which rank 0 opens only once every rank has agreed.
+static int setup_run(train_run_state *r, const train_opts *o, const bool *given, ckpt_file *f, data_vocab *vocab, char *msg, size_t msg_len) {
+    if (r->resume) {
+        if (ckpt_read(f, r->resume, msg, msg_len) != CKPT_OK) return -1;
+        const ckpt_section *vs = ckpt_find(f, "vocab");
+        if (!vs || ckpt_vocab_unpack(vocab, vs) != CKPT_OK) {
+            snprintf(msg, msg_len, "checkpoint '%s': section 'vocab' missing or malformed", r->resume);
+            return -1;
+        }
+        if (resume_options(r, o, given, f, r->resume, msg, msg_len) != 0) return -1;
+    }
+    if (train_opts_validate(&r->o, msg, msg_len) != 0) return -1;
+    if (setup_policy(r, r->resume ? f : NULL, msg, msg_len) != 0) return -1;
+    const int threads = llama_ops_threads(r->o.threads);
+    if (load_data(r, r->resume ? vocab : NULL, msg, msg_len) != 0) return -1;
+    llama_config cfg;
+    if (train_model_config(&cfg, &r->o, r->data.vocab.size, msg, msg_len) != 0) return -1;
+    if (setup_model(r, r->resume ? f : NULL, &cfg, msg, msg_len) != 0) return -1;
+    if (setup_autocast(r, r->resume ? f : NULL, msg, msg_len) != 0) return -1;
+    if (train__dist_setup(r, msg, msg_len) != 0) return -1;
+    if (r->resume && train__dist_ckpt_load(r, f, r->resume, msg, msg_len) != 0) return -1;
+    resolve_options(r, threads);
+    return 0;
+}
+
+int train__setup(train_run_state *r, const train_opts *o, const char *resume, const bool *given, char *msg,
+                 size_t msg_len) {
+    memset(r, 0, sizeof *r);
+    r->o = *o;
+    r->resume = resume && resume[0] ? resume : NULL;
+    if (dist_init(&r->w, msg, msg_len) != DIST_OK) return -1;
+    ckpt_file f = {0};
+    data_vocab vocab = {0};
+    int rc = setup_run(r, o, given, &f, &vocab, msg, msg_len);
+    ckpt_file_free(&f);
+    data_vocab_free(&vocab);
+    // Every rank set up the same run (or all stop); then rank 0 alone checks and opens the
+    // checkpoint and log places, and the others learn whether it could.
+    if (train__dist_agree(r, rc, msg, msg_len) != 0) return -1;
+    rc = r->w.rank == 0 ? open_outputs(r, msg, msg_len) : 0;
+    if (!dist_min_int(&r->w, rc == 0)) {
+        if (rc == 0) snprintf(msg, msg_len, "rank %d: rank 0 refused its outputs (its message says why)", r->w.rank);
+        return -1;
+    }
+    if (r->w.rank == 0) print_config(r);
+    return 0;
+}
