@@ -237,8 +237,9 @@ static int check_policy(ctx *c, const ac_policy *p) {
                     master->fmt.name, master->fmt.name);
 
     if ((st = check_scaler(c, &p->scaler))) return st;
-    if (p->amax_history < 1)
-        return fail(c, c->hist_line, "amax_history %d; expected a history length >= 1", p->amax_history);
+    if (p->amax_history < 1 || p->amax_history > AC_AMAX_HISTORY_MAX)
+        return fail(c, c->hist_line, "amax_history %d; expected a history length in [1, %d]", p->amax_history,
+                    AC_AMAX_HISTORY_MAX);
     if (!isfinite(p->amax_margin))
         return fail(c, c->margin_line, "amax_margin %g; expected a finite number", p->amax_margin);
     if (p->hadamard != 0 && p->hadamard != 16)
@@ -488,8 +489,9 @@ static int parse_line(ctx *c, ac_policy *p, int line, char **tok, int n) {
         return AC_OK;
     }
     if (!strcmp(key, "amax_history")) {
-        if (!parse_int(tok[1], &p->amax_history) || p->amax_history < 1)
-            return fail(c, line, "amax_history '%s'; expected a history length >= 1 (1024)", tok[1]);
+        if (!parse_int(tok[1], &p->amax_history) || p->amax_history < 1 || p->amax_history > AC_AMAX_HISTORY_MAX)
+            return fail(c, line, "amax_history '%s'; expected a history length in [1, %d] (1024)", tok[1],
+                        AC_AMAX_HISTORY_MAX);
         c->hist_line = line;
         return AC_OK;
     }
@@ -683,6 +685,7 @@ static bool fmt_same(const fmt_t *a, const fmt_t *b) {
 }
 
 static bool rule_same(const ac_rule *a, const ac_rule *b) {
+    if (!a->active && !b->active) return true;  // an inactive site casts nothing: its fields do not matter
     const fmt_scaling *x = &a->scaling, *y = &b->scaling;
     const fmt_round_opts *r = &a->round, *t = &b->round;
     return a->active == b->active && fmt_same(&a->fmt, &b->fmt) && a->delayed == b->delayed &&

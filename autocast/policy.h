@@ -85,12 +85,15 @@ typedef struct {
     ac_scaler_cfg scaler;
     ac_update update;
     mm_acc acc;          // fp32 unless the policy emulates an accumulator
-    int amax_history;    // 1024
+    int amax_history;    // 1024, at most AC_AMAX_HISTORY_MAX
     float amax_margin;   // 0
     int hadamard;        // 0 or 16
 } ac_policy;
 
 enum { AC_OK = 0, AC_EINVAL = 1, AC_EIO = 2 };
+// Delayed scaling keeps a history per site and layer (sites x (layers + 1) x history floats):
+// 16 times Transformer Engine's default of 1024 bounds what a policy file can make it allocate.
+enum { AC_AMAX_HISTORY_MAX = 16384 };
 
 // The all-float32 policy (every site inactive, no loss scaling, fp32 update).
 void ac_policy_fp32(ac_policy *p);

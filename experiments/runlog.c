@@ -120,7 +120,8 @@ static int parse_line(runlog *l, jx_cur *c, bool layers) {
         else if (!strcmp(key, "resumed_from")) resumed = jx_num(c);
         else if (!strcmp(key, "step")) {
             const double v = jx_num(c);
-            if (jx_ok(c) && !(v >= 1 && v == floor(v) && v < 1e15)) {
+            if (!jx_ok(c)) return RUNLOG_EFORMAT;  // (v is NaN then: never converted)
+            if (!(v >= 1 && v == floor(v) && v < 1e15)) {
                 snprintf(c->err, sizeof c->err, "column %d: \"step\" must be an integer >= 1",
                          (int)(c->p - c->s));
                 return RUNLOG_EFORMAT;

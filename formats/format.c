@@ -127,6 +127,8 @@ int fmt_make(fmt_t *f, const char *name, int bits, int ebits, int mbits, int bia
 
 // "eXmY[:flag...]": a custom format built with the same type as the table rows.
 static int parse_custom(fmt_t *out, const char *name) {
+    // The name is kept in the descriptor; one that does not fit could not be read back.
+    if (strlen(name) >= sizeof out->name) return FMT_EINVAL;
     const char *p = name;
     bool is_signed = true;
     if (*p == 'u' && p[1] == 'e') is_signed = false, p++;
@@ -139,10 +141,14 @@ static int parse_custom(fmt_t *out, const char *name) {
     fmt_special special = FMT_IEEE;
     long bias = (1L << (e - 1)) - 1;
     bool bias_set = false;
-    // Suffix spelled the OCP/ml_dtypes way (e4m3fn, e5m2fnuz) or as ":flag" items.
-    while (*end) {
-        if (*end == ':') end++;
+    // Suffix spelled the OCP/ml_dtypes way (e4m3fn, e5m2fnuz) right after the digits, or as
+    // ":flag" items; anything else (e8m0e8m0) is not a name.
+    for (bool first = true; *end; first = false) {
+        const bool colon = *end == ':';
+        if (colon) end++;
         size_t len = strcspn(end, ":");
+        if (!colon && !(first && ((len == 2 && !strncmp(end, "fn", 2)) || (len == 4 && !strncmp(end, "fnuz", 4)))))
+            return FMT_EUNKNOWN;
         if (len == 2 && !strncmp(end, "fn", 2)) special = FMT_FN;
         else if (len == 4 && !strncmp(end, "fnuz", 4)) special = FMT_FNUZ;
         else if (len == 4 && !strncmp(end, "ieee", 4)) special = FMT_IEEE;

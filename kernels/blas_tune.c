@@ -11,12 +11,14 @@ char *openblas_get_corename(void);
 void openblas_set_num_threads(int n);
 #endif
 
+#if defined(FPLAB_HAVE_BLAS) && (defined(__x86_64__) || defined(__i386__))
 // OpenBLAS core families that predate AVX2 / AVX-512 kernels.
 static bool name_in(const char *name, const char *const *list) {
     for (; *list; list++)
         if (!strcasecmp(name, *list)) return true;
     return false;
 }
+#endif
 
 bool mm_blas_better_coretype(char *want, size_t len) {
 #if defined(FPLAB_HAVE_BLAS) && (defined(__x86_64__) || defined(__i386__))

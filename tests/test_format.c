@@ -270,3 +270,16 @@ Test(format, first_lookup_from_many_threads) {
         cr_assert(f->max == published[i].max && f->min_subnormal == published[i].sub, "%s", f->name);
     }
 }
+
+// Custom names: the OCP suffixes attach to the digits, flags need ':'; a name too long for the
+// descriptor is refused rather than cut (a cut name would not read back).
+Test(format, custom_name_edges) {
+    fmt_t f;
+    cr_assert_eq(fmt_from_name(&f, "e4m3fn"), FMT_OK);
+    cr_assert_eq(fmt_from_name(&f, "e5m2fnuz"), FMT_OK);
+    cr_assert_eq(fmt_from_name(&f, "e8m0:e8m0"), FMT_OK);
+    cr_assert_neq(fmt_from_name(&f, "e8m0e8m0"), FMT_OK);
+    cr_assert_neq(fmt_from_name(&f, "e4m3fnfn"), FMT_OK);
+    cr_assert_neq(fmt_from_name(&f, "e4m3:fn:x"), FMT_OK);
+    cr_assert_neq(fmt_from_name(&f, "e3m0000000000000000000000000000000000000000000000000001"), FMT_OK);
+}

@@ -331,6 +331,17 @@ Test(report, out_of_range_numbers_are_not_converted) {
         cr_assert_eq(l.n, 3, "%s: %zu steps", vals[k], l.n);
         runlog_free(&l);
     }
+    // a "step" that is not a number at all is a malformed line (its NaN was converted to long
+    // before the line was refused: found by fuzz_runlog)
+    static const char *bad_steps[] = {"{\"step\":}\n", "{\"step\":\"lots\"}\n", "{\"step\":x,\"loss\":1}\n"};
+    for (size_t k = 0; k < sizeof bad_steps / sizeof bad_steps[0]; k++) {
+        write_file("bad.jsonl", bad_steps[k]);
+        char p[256], msg[512] = "";
+        snprintf(p, sizeof p, "%s/bad.jsonl", dir);
+        runlog l;
+        cr_assert_eq(runlog_read(&l, p, false, msg, sizeof msg), RUNLOG_EFORMAT, "%s", bad_steps[k]);
+        cr_assert(strstr(msg, "bad.jsonl:1: column "), "%s", msg);
+    }
     // in range: the numbers as written
     write_file("ok.jsonl", "{\"event\":\"start\",\"steps\":123,\"tokens_per_step\":4096}\n{\"step\":1}\n");
     char p[256], msg[512] = "";

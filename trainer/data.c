@@ -323,6 +323,17 @@ static uint32_t le32(const unsigned char *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+// Grows d->tokens (*cap entries) by doubling to hold at least `need` tokens; -1 when out of memory.
+static int reserve_tokens(data_set *d, size_t *cap, size_t need) {
+    if (need <= *cap) return 0;
+    size_t nc = *cap ? *cap : 1;
+    while (nc < need) nc *= 2;
+    int32_t *nt = nc <= SIZE_MAX / sizeof *nt ? realloc(d->tokens, nc * sizeof *nt) : NULL;
+    if (!nt) return -1;
+    d->tokens = nt, *cap = nc;
+    return 0;
+}
+
 // Appends the tokens of the shard at `path` to d->tokens (*cap entries allocated), each checked
 // against `limit` (vocab_size, or INT32_MAX so that the largest + 1 is still an int);
 // *max_tok tracks the largest.
@@ -364,27 +375,30 @@ static int read_shard(data_set *d, size_t *cap, const char *path, int vocab_size
     }
     const unsigned long long expect = SHARD_HEADER_BYTES + (unsigned long long)count * elt;
     struct stat st;  // a regular file's size is checked before allocating what the header claims
-    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (unsigned long long)st.st_size != expect) {
+    if (fstat(fileno(f), &st) != 0) st.st_mode = 0;
+    if (S_ISREG(st.st_mode) && (unsigned long long)st.st_size != expect) {
         fclose(f);
         return fail(DATA_EFORMAT, msg, msg_len, "shard '%s': header says %lu %s tokens (%llu bytes in all), but the "
                     "file has %lld bytes", path, (unsigned long)count, type, expect, (long long)st.st_size);
     }
-    if (d->n_tokens + count > *cap) {
-        size_t nc = *cap ? *cap : 1;
-        while (nc < d->n_tokens + count) nc *= 2;
-        int32_t *nt = nc <= SIZE_MAX / sizeof *nt ? realloc(d->tokens, nc * sizeof *nt) : NULL;
-        if (!nt) {
-            fclose(f);
-            return fail(DATA_ENOMEM, msg, msg_len, "shard '%s': out of memory for %zu tokens", path, d->n_tokens + count);
-        }
-        d->tokens = nt, *cap = nc;
+    // A regular file's size was checked against the header, so its tokens are reserved at once; a
+    // pipe's are reserved as they arrive, never by what its header claims.
+    const bool regular = S_ISREG(st.st_mode);
+    if (regular && reserve_tokens(d, cap, d->n_tokens + count) != 0) {
+        fclose(f);
+        return fail(DATA_ENOMEM, msg, msg_len, "shard '%s': out of memory for %zu tokens", path, d->n_tokens + count);
     }
     const int64_t limit = vocab_size > 0 ? vocab_size : INT32_MAX;
     unsigned char chunk[1 << 16];  // a multiple of 4: whole tokens of either width
-    int32_t *dst = d->tokens + d->n_tokens;
     for (size_t done = 0; done < count && rc == DATA_OK;) {
         const size_t want_n = count - done < sizeof chunk / elt ? count - done : sizeof chunk / elt;
         const size_t got_n = fread(chunk, elt, want_n, f);
+        if (!regular && reserve_tokens(d, cap, d->n_tokens + done + got_n) != 0) {
+            rc = fail(DATA_ENOMEM, msg, msg_len, "shard '%s': out of memory for %zu tokens", path,
+                      d->n_tokens + done + got_n);
+            break;
+        }
+        int32_t *dst = d->tokens + d->n_tokens;
         for (size_t i = 0; i < got_n; i++) {
             const unsigned char *p = chunk + i * elt;
             const uint32_t t = elt == 2 ? (uint32_t)p[0] | (uint32_t)p[1] << 8 : le32(p);

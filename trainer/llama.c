@@ -5,6 +5,7 @@
 #include "trainer/llama.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,14 +156,28 @@ struct llama_acts {
     float *dx, *dh, *dq, *dk, *dv, *dy, *dgate, *dup, *dact;  // backward scratch
 };
 
-static size_t layer_floats(size_t N, size_t att, size_t C, size_t qd, size_t kvd, size_t H) {
-    return 2 * N + 3 * N * C + 2 * N * qd + 2 * N * kvd + att + 4 * N * H;
-}
-
 static float *take(float **p, size_t n) {
     float *r = *p;
     *p += n;
     return r;
+}
+
+// The floats of the activation buffer for (B, T): the residual stream of every layer, the saved
+// activations of every layer (of one with block recompute), the head and the backward scratch.
+// In double, exact below 2^53: a config from a file may describe more than a size_t can count.
+static double acts_floats(const llama_config *c, llama_recompute rc, int B, int T) {
+    const double N = (double)B * T, NH = c->n_heads, att = (double)B * NH * T * T;
+    const double C = c->dim, L = c->n_layers, V = c->vocab_size, H = c->hidden_dim;
+    const double hs = (double)(c->dim / c->n_heads), qd = NH * hs, kvd = c->n_kv_heads * hs;
+    const double nlay = rc == LLAMA_RECOMPUTE_BLOCK ? 1 : L;
+    const double layer = 2 * N + 3 * N * C + 2 * N * qd + 2 * N * kvd + att + 4 * N * H;
+    return (L + 1) * N * C + nlay * layer + N * (2 + C + V) + N * (2 * C + 2 * qd + 2 * kvd + 3 * H);
+}
+
+double llama_memory_bytes(const llama_config *c, llama_recompute rc, int B, int T, int extra_param_copies) {
+    size_t sizes[LP_COUNT];
+    const double n = (double)llama_param_sizes(c, sizes), half = (double)(c->dim / c->n_heads / 2);
+    return 4.0 * ((2.0 + extra_param_copies) * n + 2.0 * c->seq_len * half + acts_floats(c, rc, B, T));
 }
 
 int llama_reserve(llama_model *m, int B, int T) {
@@ -172,8 +187,9 @@ int llama_reserve(llama_model *m, int B, int T) {
     const size_t C = c->dim, L = c->n_layers, V = c->vocab_size, H = c->hidden_dim;
     const size_t hs = C / NH, qd = NH * hs, kvd = c->n_kv_heads * hs;
     const size_t nlay = m->recompute == LLAMA_RECOMPUTE_BLOCK ? 1 : L;
-    const size_t floats = (L + 1) * N * C + nlay * layer_floats(N, att, C, qd, kvd, H) +
-                          N * (2 + C + V) + N * (2 * C + 2 * qd + 2 * kvd + 3 * H);
+    const double fl = acts_floats(c, m->recompute, B, T);
+    if (!(fl * sizeof(float) < (double)SIZE_MAX)) return LLAMA_ENOMEM;
+    const size_t floats = (size_t)fl;
     llama_acts *a = calloc(1, sizeof *a);
     float *buf = a ? malloc(floats * sizeof *buf) : NULL;
     float **x_in = buf ? malloc((L + 1) * sizeof *x_in) : NULL;

@@ -133,5 +133,10 @@ void llama_zero_grad(llama_model *m);
 size_t llama_max_operand(const llama_config *c, int B, int T);
 // Bytes held by the activations (for the memory table of make bench).
 size_t llama_acts_bytes(const llama_model *m);
+// Bytes a model of config c needs to train on (B, T) batches before it allocates them: parameters
+// and gradients, extra_param_copies more parameter-sized buffers (AdamW's two moments, a
+// low-precision update's copies), the RoPE tables and the activations. A double, so that a
+// config read from a file cannot overflow the count; the trainer refuses what cannot fit.
+double llama_memory_bytes(const llama_config *c, llama_recompute rc, int B, int T, int extra_param_copies);
 
 #endif
