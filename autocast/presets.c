@@ -220,6 +220,65 @@ static const preset presets[] = {
      "hadamard 16\n"
      "loss_scale none\n"
      "update fp32\n"},
+    // --- inference presets (fplab eval, fplab sample --policy): forward sites only
+    {"w8-fp8",
+     "# description: inference: weights only in e4m3 with one fp32 scale per output channel (W8A16)\n"
+     "# w8-fp8: post-training quantization of the weights alone, FP8 weight-only (W8A16; vLLM runs\n"
+     "# fp8 checkpoints so on GPUs without fp8 tensor cores): every projection weight in e4m3 with one\n"
+     "# float32 scale per output channel (row: amax / 448 along K), activations float32. The LM\n"
+     "# head's weight (with tied embeddings, the embedding table as the head reads it) stays bf16.\n"
+     "# Only forward sites are set; in training this would be quantization-aware weights.\n"
+     "name w8-fp8\n"
+     "site *.w    e4m3 row\n"
+     "site lm_head.w bf16\n"
+     "loss_scale none\n"
+     "update fp32\n"},
+    {"w8a8-fp8",
+     "# description: inference: e4m3 weights per output channel and e4m3 activations per token (W8A8)\n"
+     "# w8a8-fp8: FP8 W8A8 with dynamic scales, the FP8_DYNAMIC scheme of vLLM / llm-compressor:\n"
+     "# every projection weight in e4m3 with one float32 scale per output channel, every activation\n"
+     "# operand in e4m3 with one float32 scale per token computed on the fly (row: per row of the\n"
+     "# (tokens, K) operand). The LM head's weight and input stay bf16.\n"
+     "name w8a8-fp8\n"
+     "site *.w    e4m3 row\n"
+     "site *.in   e4m3 row\n"
+     "site lm_head.w bf16\n"
+     "site lm_head.in bf16\n"
+     "loss_scale none\n"
+     "update fp32\n"},
+    {"w4-mxfp4",
+     "# description: inference: weights only in OCP MXFP4 (e2m1, blocks of 32, e8m0 scales), W4A16\n"
+     "# w4-mxfp4: post-training quantization of the weights alone to OCP MXFP4 (MX Specification\n"
+     "# v1.0): e2m1 elements in blocks of 32 along K with an e8m0 scale (OCP rounding), as\n"
+     "# gpt-oss ships its MoE weights; activations float32. The LM head's weight stays bf16.\n"
+     "name w4-mxfp4\n"
+     "site *.w    e2m1 mx\n"
+     "site lm_head.w bf16\n"
+     "loss_scale none\n"
+     "update fp32\n"},
+    {"w4-nvfp4",
+     "# description: inference: weights only in NVFP4 (e2m1, blocks of 16, e4m3 scales, fp32 tensor scale)\n"
+     "# w4-nvfp4: post-training quantization of the weights alone to NVFP4 as NVIDIA's ModelOpt\n"
+     "# exports it: e2m1 elements in blocks of 16 along K with e4m3 block scales under a float32\n"
+     "# tensor scale per weight matrix; activations float32. The LM head's weight stays bf16.\n"
+     "name w4-nvfp4\n"
+     "site *.w    e2m1 nvfp4\n"
+     "site lm_head.w bf16\n"
+     "loss_scale none\n"
+     "update fp32\n"},
+    {"w4a8-mx",
+     "# description: inference: MXFP4 weights x MXFP8 (e4m3) activations, blocks of 32 (W4A8)\n"
+     "# w4a8-mx: mixed-precision W4A8 in OCP MX formats, the mixed e2m1 x e4m3 block-scaled product\n"
+     "# that Blackwell's and MI355's tensor cores run natively: weights e2m1 and activation operands\n"
+     "# e4m3, each in blocks of 32 along K with an e8m0 scale (OCP rounding). The LM head's weight\n"
+     "# and input stay bf16.\n"
+     "name w4a8-mx\n"
+     "site *.w    e2m1 mx\n"
+     "site *.in   e4m3 mx\n"
+     "site lm_head.w bf16\n"
+     "site lm_head.in bf16\n"
+     "loss_scale none\n"
+     "update fp32\n"},
 };
 enum { NPRESETS = sizeof presets / sizeof presets[0] };
 
@@ -229,7 +288,8 @@ enum { STATIC_PREFIX_LEN = sizeof static_prefix - 1, MARKER_LEN = sizeof static_
 
 const char *ac_preset_names(void) {
     return "fp32,bf16-amp,fp16-amp,fp16-amp-noscale,fp16-static-1024,pure-bf16,pure-bf16-sr,"
-           "pure-bf16-kahan,fp8-delayed,fp8-current,fp8-block,mxfp8,mxfp6,mxfp4,nvfp4";
+           "pure-bf16-kahan,fp8-delayed,fp8-current,fp8-block,mxfp8,mxfp6,mxfp4,nvfp4,w8-fp8,w8a8-fp8,w4-mxfp4,"
+           "w4-nvfp4,w4a8-mx";
 }
 
 // S of fp16-static-S: a plain positive number (digits first, no sign or space) that is a

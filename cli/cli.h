@@ -122,6 +122,7 @@ int cmd_matmul_check(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_policy(int argc, char **argv);
 int cmd_sample(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_ablate(int argc, char **argv);
 int cmd_report(int argc, char **argv);

@@ -1,12 +1,16 @@
 // cmd_quantize.c: `fplab quantize IN.npy OUT.npy --to FORMAT [...]`: quantize-dequantize a
-// float32/float64 tensor with a scaling recipe and write the float32 result.
+// float32/float64 tensor with a scaling recipe and write the float32 result; optionally also the
+// element codes (--codes) and the tile scales as codes of the scale format (--scales), as the
+// Python binding's quantize() returns them in .codes and .scales.
 // The work is fmt_quantize_f32 (or fmt_round_f64 for float64 input without scaling); OUT is
 // written through npy_write_f32, so it is never half-written and untouched on any error.
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "formats/codec.h"
 #include "formats/scale.h"
 #include "npy.h"
 #include "trainer/fileio.h"
@@ -14,7 +18,8 @@
 static void help(FILE *fp) {
     fprintf(fp,
             "usage: fplab quantize IN.npy OUT.npy --to FORMAT [--round MODE] [--overflow P]\n"
-            "                      [--scale RECIPE] [--flush] [--seed N] [--sr-bits B] [--stats]\n\n"
+            "                      [--scale RECIPE] [--flush] [--seed N] [--sr-bits B] [--stats]\n"
+            "                      [--codes CODES.npy] [--scales SCALES.npy]\n\n"
             "Reads IN.npy ('<f4' or '<f8', 1-D or 2-D, C order; 1-D is one row), rounds it to\n"
             "FORMAT under the scaling RECIPE and writes the dequantized values as float32 OUT.npy\n"
             "with the shape of IN. OUT is written to a temporary file and renamed: on any error\n"
@@ -38,6 +43,17 @@ static void help(FILE *fp) {
             "  --flush         flush subnormal results to zero [off]\n"
             "  --seed N        stochastic rounding key (element i, row-major, draws counter i) [0]\n"
             "  --sr-bits B     random bits per stochastic rounding, 1..32 [32]\n"
+            "  --codes FILE    also write the element codes to FILE (.npy, IN's shape; uint8 for\n"
+            "                  formats of 8 bits or fewer, uint16 up to 16, uint32 up to 32): the\n"
+            "                  codes of the element values before the scale is applied, as\n"
+            "                  fplab.quantize(...).codes [not written]\n"
+            "  --scales FILE   also write the tile scales as codes of the scale format to FILE\n"
+            "                  (.npy: e8m0 for mx, e4m3 for nvfp4, fp32 for tensor/row/col, as\n"
+            "                  uint8/uint16/uint32; shape (tile rows, tiles per row), or (tiles,)\n"
+            "                  for a 1-D IN under a one-row recipe such as mx: as\n"
+            "                  fplab.quantize(...).scales). x ~= decode(code) * decode(scale) *\n"
+            "                  tensor_scale (see --stats); not with --scale none [not written]\n"
+            "                  OUT, --codes and --scales must be distinct files, none of them IN\n"
             "  --stats         print n, overflow, underflow, subnormal, nan_in, invalid, amax,\n"
             "                  scales_clipped, scales_nan, tensor_scale as 'key: value' lines [off]\n"
             "  -h, --help      this text\n\n");
@@ -55,6 +71,20 @@ static void help(FILE *fp) {
           fp);
 }
 
+// True when paths a and b name one file, existing or not: the same string, one existing file
+// (fio_same_file), or the same name in the same directory after resolving the directories
+// ("x.npy" and "./x.npy" before either exists).
+static bool same_output(const char *a, const char *b) {
+    if (!strcmp(a, b) || fio_same_file(a, b)) return true;
+    const char *sa = strrchr(a, '/'), *sb = strrchr(b, '/');
+    const char *na = sa ? sa + 1 : a, *nb = sb ? sb + 1 : b;
+    if (strcmp(na, nb)) return false;
+    char da[PATH_MAX], db[PATH_MAX], ra[PATH_MAX], rb[PATH_MAX];
+    snprintf(da, sizeof da, "%.*s", sa ? (int)(sa - a) + 1 : 1, sa ? a : ".");
+    snprintf(db, sizeof db, "%.*s", sb ? (int)(sb - b) + 1 : 1, sb ? b : ".");
+    return realpath(da, ra) && realpath(db, rb) && !strcmp(ra, rb);
+}
+
 static void print_stats(const fmt_stats *s, const fmt_quant_info *info) {
     printf("n: %llu\noverflow: %llu\nunderflow: %llu\nsubnormal: %llu\nnan_in: %llu\ninvalid: %llu\n",
            (unsigned long long)s->n, (unsigned long long)s->overflow, (unsigned long long)s->underflow,
@@ -70,12 +100,13 @@ int cmd_quantize(int argc, char **argv) {
         {"overflow", required_argument, 0, 'o'}, {"scale", required_argument, 0, 'S'},
         {"flush", no_argument, 0, 'F'},         {"seed", required_argument, 0, 's'},
         {"sr-bits", required_argument, 0, 'b'}, {"stats", no_argument, 0, 'x'},
+        {"codes", required_argument, 0, 'c'},   {"scales", required_argument, 0, 'C'},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
     char *pos[argc + 1];
     int npos = cli_split_args(&argc, argv, lo, pos);
     argv[0] = "fplab quantize";
     fmt_round_opts o = {0};
-    const char *to = NULL, *scale = "none";
+    const char *to = NULL, *scale = "none", *codes_path = NULL, *scales_path = NULL;
     bool stats_on = false, overflow_given = false;
     for (int c; (c = getopt_long(argc, argv, "h", lo, NULL)) != -1;) {
         switch (c) {
@@ -87,6 +118,8 @@ int cmd_quantize(int argc, char **argv) {
         case 's': o.seed = cli_parse_u64(optarg, "--seed"); break;
         case 'b': o.sr_bits = (int)cli_parse_long(optarg, "--sr-bits", 1, 32); break;
         case 'x': stats_on = true; break;
+        case 'c': codes_path = optarg; break;
+        case 'C': scales_path = optarg; break;
         case 'h': help(stdout); return 0;
         default: cli_usage_error("quantize");
         }
@@ -97,6 +130,19 @@ int cmd_quantize(int argc, char **argv) {
     // The output is written through a temporary file and renamed, which would replace the input.
     CLI_CHECK(!fio_same_file(out_path, in_path), "quantize: OUT '%s' is the same file as IN '%s'; refusing to "
               "overwrite an input (write to another path)", out_path, in_path);
+    // The same for --codes and --scales, and all outputs must be distinct (a later rename would
+    // replace an earlier output): by name, or as one existing file.
+    const char *outs[3] = {out_path, codes_path, scales_path}, *out_names[3] = {"OUT", "--codes", "--scales"};
+    for (int i = 1; i < 3; i++) {
+        if (!outs[i]) continue;
+        CLI_CHECK(outs[i][0], "quantize: %s: empty path; expected FILE.npy", out_names[i]);
+        CLI_CHECK(!same_output(outs[i], in_path), "quantize: %s '%s' is the same file "
+                  "as IN '%s'; refusing to overwrite an input (write to another path)", out_names[i], outs[i], in_path);
+        for (int j = 0; j < i; j++)
+            CLI_CHECK(!outs[j] || !same_output(outs[i], outs[j]),
+                      "quantize: %s '%s' is the same file as %s '%s'; expected a distinct path for each output",
+                      out_names[i], outs[i], out_names[j], outs[j]);
+    }
     fmt_t f;
     cli_parse_format(&f, to, "--to");
     fmt_scaling sc;
@@ -107,6 +153,8 @@ int cmd_quantize(int argc, char **argv) {
                             "tile:RxC:SCALEFMT", scale);
     // The recipe's own default (saturate when it has a scale) unless --overflow was given.
     if (!overflow_given) o.overflow = fmt_scaling_default_opts(&sc).overflow;
+    CLI_CHECK(!scales_path || !sc.none, "quantize: --scales '%s': the recipe 'none' has no scales; expected a "
+              "--scale recipe (e.g. --scale mx)", scales_path);
     CLI_CHECK(fmt_embeds_in_f32(&f) && f.max <= 3.4028234663852886e38,
               "--to '%s': OUT is float32, so the element format must fit in float32 (fp32 or narrower)", to);
     CLI_CHECK(fmt_validate_round_opts(&f, &o, msg, sizeof msg) == FMT_OK, "quantize: %s", msg);
@@ -124,8 +172,22 @@ int cmd_quantize(int argc, char **argv) {
 
     float *y = malloc(a.n ? a.n * sizeof(float) : 1);
     CLI_CHECK_LIB(y ? FMT_OK : FMT_ENOMEM, "the tensor does not fit in memory");
+    // --codes: the element values q (info.elems; for the float64 "none" path the rounded values
+    // themselves). --scales: the decoded tile scales (info.scales). Both are turned into codes
+    // below exactly as the Python binding does (encode of float32 values with default options,
+    // which is exact for values of the format).
+    const size_t nscales = sc.none ? 0 : fmt_scale_count(&sc, rows, cols);
+    float *elems = NULL, *svals = NULL;
+    if (codes_path && !(a.dtype == NPY_F8 && sc.none)) {
+        elems = malloc(a.n ? a.n * sizeof(float) : 1);
+        CLI_CHECK_LIB(elems ? FMT_OK : FMT_ENOMEM, "the element values do not fit in memory");
+    }
+    if (scales_path) {
+        svals = malloc(nscales ? nscales * sizeof(float) : 1);
+        CLI_CHECK_LIB(svals ? FMT_OK : FMT_ENOMEM, "the scales do not fit in memory");
+    }
     fmt_stats s = {0};
-    fmt_quant_info info = {.tensor_scale = 1};  // also what "none" and the float64 path report
+    fmt_quant_info info = {.tensor_scale = 1, .elems = elems, .scales = svals};  // 1: "none", float64
     if (a.dtype == NPY_F8 && sc.none) {
         st = fmt_round_f64(&f, a.f8, a.n, &o, &s);
         for (size_t i = 0; i < a.n; i++) y[i] = (float)a.f8[i];
@@ -140,9 +202,43 @@ int cmd_quantize(int argc, char **argv) {
     CLI_CHECK(st == FMT_OK, "quantize: scale '%s' with element format %s refused the %zu x %zu tensor of %s (%s); "
               "expected a recipe whose scale format and tile fit this shape", sname, f.name, rows, cols, in_path,
               fmt_strerror(st));
+    // Codes are computed before anything is written, so an error leaves every output untouched.
+    const fmt_round_opts enc = {0};  // rne, IEEE overflow, subnormals kept: exact for values of the format
+    void *codes = NULL, *scodes = NULL;
+    const size_t cb = fmt_code_bytes(&f), scb = sc.none ? 0 : fmt_code_bytes(&sc.scale_fmt);
+    if (codes_path) {
+        CLI_CHECK(npy_uint_descr(cb), "quantize: --codes: %s has %zu-byte codes; expected 1, 2, 4 or 8", f.name, cb);
+        codes = malloc(a.n ? a.n * cb : 1);
+        CLI_CHECK_LIB(codes ? FMT_OK : FMT_ENOMEM, "the codes do not fit in memory");
+        CLI_CHECK_LIB(fmt_encode_f32(&f, codes, elems ? elems : y, a.n, &enc, NULL), "encoding the element values");
+    }
+    size_t sshape[2] = {0, 0};
+    int sndim = 2;
+    if (scales_path) {
+        CLI_CHECK(npy_uint_descr(scb), "quantize: --scales: %s has %zu-byte codes; expected 1, 2, 4 or 8",
+                  sc.scale_fmt.name, scb);
+        scodes = malloc(nscales ? nscales * scb : 1);
+        CLI_CHECK_LIB(scodes ? FMT_OK : FMT_ENOMEM, "the scale codes do not fit in memory");
+        CLI_CHECK_LIB(fmt_encode_f32(&sc.scale_fmt, scodes, svals, nscales, &enc, NULL), "encoding the scales");
+        // The tile grid, as fplab.quantize(...).scales: (ceil(rows / tile rows), tiles per row),
+        // and 1-D (tiles per row,) for a 1-D IN under a recipe with one-row tiles (mx, nvfp4, row).
+        const size_t tr = sc.tile_rows > 0 ? (size_t)sc.tile_rows : rows;
+        const size_t grid_r = rows ? (rows + tr - 1) / tr : 0;
+        sshape[0] = grid_r, sshape[1] = grid_r ? nscales / grid_r : 0;
+        if (a.ndim == 1 && sc.tile_rows == 1) sndim = 1, sshape[0] = sshape[1];
+    }
     st = npy_write_f32(out_path, y, a.ndim, a.shape, msg, sizeof msg);
     free(y);
     CLI_CHECK(st == NPY_OK, "%s", msg);
+    if (codes_path) {
+        CLI_CHECK(npy_write(codes_path, npy_uint_descr(cb), cb, codes, a.ndim, a.shape, msg, sizeof msg) == NPY_OK,
+                  "%s", msg);
+    }
+    if (scales_path) {
+        CLI_CHECK(npy_write(scales_path, npy_uint_descr(scb), scb, scodes, sndim, sshape, msg, sizeof msg) == NPY_OK,
+                  "%s", msg);
+    }
+    free(elems), free(svals), free(codes), free(scodes);
     if (stats_on) print_stats(&s, &info);
     return 0;
 }

@@ -7,13 +7,14 @@
 #include "cli.h"
 #include "kernels/llama_ops.h"
 #include "trainer/checkpoint.h"
+#include "trainer/eval.h"
 #include "trainer/sample.h"
 
 static void help(FILE *fp) {
     const sample_opts d = sample_opts_default();
     fprintf(fp,
             "usage: fplab sample --ckpt FILE [--prompt TEXT] [--tokens N] [--temperature T]\n"
-            "                    [--top-p P] [--seed S] [--threads N]\n\n"
+            "                    [--top-p P] [--seed S] [--policy P] [--threads N]\n\n"
             "Generates text from a checkpoint written by 'fplab train': prints the prompt, then each\n"
             "generated token as it comes. The output is a pure function of the checkpoint, the options\n"
             "and the thread count (draw i of the sampler is counter i of the generator keyed by seed).\n"
@@ -34,6 +35,8 @@ static void help(FILE *fp) {
             "  --top-p P          nucleus sampling: keep the most probable tokens whose mass first\n"
             "                     exceeds P, in (0, 1]; 1: off [%g]\n"
             "  --seed S           seed of the sampler's draws [%llu]\n"
+            "  --policy P         precision policy of the forward, as fplab eval applies it (a preset,\n"
+            "                     e.g. w8a8-fp8 or w4-nvfp4, or a policy file) [fp32]\n"
             "  --threads N        OpenMP threads (0: one per processor; the last bits of the logits,\n"
             "                     hence near-ties, depend on it) [0]\n"
             "  -h, --help         this text\n\n"
@@ -73,10 +76,11 @@ int cmd_sample(int argc, char **argv) {
         {"ckpt", required_argument, 0, 'c'},    {"prompt", required_argument, 0, 'p'},
         {"tokens", required_argument, 0, 'n'},  {"temperature", required_argument, 0, 't'},
         {"top-p", required_argument, 0, 'P'},   {"seed", required_argument, 0, 's'},
-        {"threads", required_argument, 0, 'j'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"threads", required_argument, 0, 'j'}, {"policy", required_argument, 0, 'o'},
+        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
     argv[0] = "fplab sample";
     sample_opts o = sample_opts_default();
-    const char *ckpt = NULL, *prompt = NULL;
+    const char *ckpt = NULL, *prompt = NULL, *policy = "fp32";
     int threads = 0;
     for (int c; (c = getopt_long(argc, argv, "h", lo, NULL)) != -1;) {
         switch (c) {
@@ -87,6 +91,7 @@ int cmd_sample(int argc, char **argv) {
         case 'P': o.top_p = cli_parse_double(optarg, "--top-p"); break;
         case 's': o.seed = cli_parse_u64(optarg, "--seed"); break;
         case 'j': threads = (int)cli_parse_long(optarg, "--threads", 0, 4096); break;
+        case 'o': policy = optarg; break;
         case 'h': help(stdout); return 0;
         default: cli_usage_error("sample");
         }
@@ -96,11 +101,17 @@ int cmd_sample(int argc, char **argv) {
     CLI_CHECK(ckpt, "sample: --ckpt FILE is required (see 'fplab sample --help')");
     char msg[512];
     CLI_CHECK(sample_opts_validate(&o, msg, sizeof msg) == SAMPLE_OK, "sample: --%s", msg);
+    ac_policy pol;
+    CLI_CHECK(ac_policy_load(&pol, policy, msg, sizeof msg) == AC_OK, "sample: --policy '%s': %s", policy, msg);
 
     llama_model m;
     data_vocab v;
     CLI_CHECK(ckpt_load_model(ckpt, &m, &v, msg, sizeof msg) == CKPT_OK, "sample: %s", msg);
     llama_ops_threads(threads);
+    // The policy's forward casts, uncounted (trainer/eval.h); fp32 casts nothing.
+    ac_ctx ac;
+    CLI_CHECK(eval_attach_policy(&m, &ac, &pol, 1, m.cfg.seq_len, o.seed, AC_TEL_OFF, true, msg, sizeof msg) ==
+                  EVAL_OK, "sample: --policy '%s': %s", policy, msg);
 
     // What is fed: the start token, then the prompt (trainer/sample.h).
     const long n = sample_prompt_tokens(&v, prompt, NULL, 0, msg, sizeof msg);
@@ -113,9 +124,9 @@ int cmd_sample(int argc, char **argv) {
     const llama_config *c = &m.cfg;
     fprintf(stderr,
             "fplab sample: %s: dim %d, layers %d, heads %d/%d, vocab %d (%s), seq_len %d; prompt %ld "
-            "tokens, generating %ld, temperature %g, top-p %g, seed %llu\n",
+            "tokens, generating %ld, temperature %g, top-p %g, seed %llu, policy %s\n",
             ckpt, c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->vocab_size, vocab_kind(&v),
-            c->seq_len, n, o.n_tokens, o.temperature, o.top_p, (unsigned long long)o.seed);
+            c->seq_len, n, o.n_tokens, o.temperature, o.top_p, (unsigned long long)o.seed, pol.name);
     // The prompt as given (it is what its tokens decode to), without the start token.
     if (n > 1) fputs(prompt, stdout);
     printer pr = {&v, stdout, n == 1};
@@ -125,6 +136,7 @@ int cmd_sample(int argc, char **argv) {
     fflush(stdout);
     free(tok);
     data_vocab_free(&v);
+    eval_detach_policy(&m, &ac);
     llama_free(&m);
     if (st != SAMPLE_OK) {
         fprintf(stderr, "fplab: sample: %s (checkpoint '%s')\n", msg, ckpt);

@@ -24,6 +24,7 @@ static const struct {
     {"matmul-check", cmd_matmul_check, "scaled matmul on a backend vs the MPFR reference: ulps, bound, time"},
     {"train", cmd_train, "train a Llama on a text file or llm.c token shards (checkpoints, resume)"},
     {"sample", cmd_sample, "generate text from a trained checkpoint (greedy, temperature, top-p)"},
+    {"eval", cmd_eval, "validation loss of a checkpoint under inference policies (PTQ), per-site telemetry"},
     {"export", cmd_export, "write a checkpoint as a llama2.c model (and tokenizer.bin) for run.c"},
     {"policy", cmd_policy, "list, show or check precision policies (presets: fp32, bf16-amp, mxfp4, ...)"},
     {"ablate", cmd_ablate, "run a grid of precision policies x seeds (child trainings), then the report"},

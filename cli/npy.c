@@ -1,5 +1,5 @@
 // npy.c: the .npy reader (versions 1.0/2.0/3.0, '<f4'/'<f8', 1-D or 2-D, C order) and the
-// float32 writer with the temporary-file + fsync + rename protocol. See npy.h for decisions.
+// writer (float32, unsigned-integer codes) with the temporary-file + fsync + rename protocol. See npy.h for decisions.
 // Constraints: never exits, never leaves a partial output file; messages name the file.
 #include "npy.h"
 
@@ -246,13 +246,31 @@ static bool write_all(int fd, const void *buf, size_t n) {
     return true;
 }
 
+const char *npy_uint_descr(size_t bytes) {
+    switch (bytes) {
+    case 1: return "|u1";  // NumPy writes '|' (byte order not applicable) for one-byte types
+    case 2: return "<u2";
+    case 4: return "<u4";
+    case 8: return "<u8";
+    default: return NULL;
+    }
+}
+
 int npy_write_f32(const char *path, const float *data, int ndim, const size_t *shape, char *msg, size_t msglen) {
+    return npy_write(path, "<f4", sizeof(float), data, ndim, shape, msg, msglen);
+}
+
+int npy_write(const char *path, const char *descr, size_t itemsize, const void *data, int ndim,
+              const size_t *shape, char *msg, size_t msglen) {
     if (msg && msglen) msg[0] = 0;
     if (ndim < 1 || ndim > 2) return fail(msg, msglen, path, "cannot write a %d-D array; expected 1-D or 2-D", ndim);
-    char dict[128];
-    int dl = ndim == 1 ? snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (%zu,), }", shape[0])
-                       : snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (%zu, %zu), }",
-                                  shape[0], shape[1]);
+    if (!descr || !descr[0] || strlen(descr) > 8 || strchr(descr, '\'') || itemsize == 0)
+        return fail(msg, msglen, path, "cannot write dtype '%s' of %zu-byte items", descr ? descr : "(null)", itemsize);
+    char dict[160];
+    int dl = ndim == 1 ? snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%zu,), }",
+                                  descr, shape[0])
+                       : snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%zu, %zu), }",
+                                  descr, shape[0], shape[1]);
     // Header: magic, version 1.0, 2-byte length, dict padded with spaces and ended by '\n' so
     // that the data starts at a multiple of 64 bytes (what NumPy writes).
     size_t total = ((10 + (size_t)dl + 1) + 63) / 64 * 64, hlen = total - 10;
@@ -263,6 +281,9 @@ int npy_write_f32(const char *path, const float *data, int ndim, const size_t *s
     memcpy(head + 10, dict, (size_t)dl);
     head[total - 1] = '\n';
     size_t n = ndim == 1 ? shape[0] : shape[0] * shape[1];
+    if (ndim == 2 && shape[1] && (shape[0] > SIZE_MAX / shape[1] || n > SIZE_MAX / itemsize))
+        return fail(msg, msglen, path, "shape %zu x %zu of %zu-byte items is too large", shape[0], shape[1], itemsize);
+    if (n > SIZE_MAX / itemsize) return fail(msg, msglen, path, "%zu items of %zu bytes is too large", n, itemsize);
 
     size_t plen = strlen(path);
     char *tmp = malloc(plen + 16);
@@ -276,7 +297,7 @@ int npy_write_f32(const char *path, const float *data, int ndim, const size_t *s
     }
     const char *what = NULL;
     if (fchmod(fd, 0644)) what = "chmod";
-    else if (!write_all(fd, head, total) || !write_all(fd, data, n * sizeof(float))) what = "write";
+    else if (!write_all(fd, head, total) || !write_all(fd, data, n * itemsize)) what = "write";
     else if (fsync(fd)) what = "fsync";
     int e = errno;
     if (close(fd) && !what) what = "close", e = errno;

@@ -1,4 +1,5 @@
-// npy.h: read float32/float64 NumPy .npy files (1-D or 2-D, C order) and write float32 ones.
+// npy.h: read float32/float64 NumPy .npy files (1-D or 2-D, C order) and write float32 ones and
+// unsigned-integer code arrays (uint8/uint16/uint32, as `fplab quantize --codes/--scales` writes).
 // Constraints: never exits; every failure returns NPY_ERR with a one-line message naming the
 // file and what was expected. Little-endian hosts only (checked at compile time).
 // Decisions: versions 1.0, 2.0 and 3.0 are read (3.0 differs only in allowing UTF-8 in the
@@ -46,5 +47,14 @@ void npy_free(npy_array *a);
 // removed and path is untouched. The new file has mode 0644. ndim is 1 or 2.
 int npy_write_f32(const char *path, const float *data, int ndim, const size_t *shape, char *msg,
                   size_t msglen);
+
+// The same for any little-endian dtype: descr is the header's dtype string as NumPy writes it
+// ('<f4', '|u1' for uint8, '<u2', '<u4'; at most 8 characters), itemsize its bytes per element;
+// data holds product(shape) * itemsize bytes. Same protocol and errors as npy_write_f32.
+int npy_write(const char *path, const char *descr, size_t itemsize, const void *data, int ndim,
+              const size_t *shape, char *msg, size_t msglen);
+// The dtype string NumPy writes for unsigned integers of `bytes` bytes (1, 2, 4 or 8): '|u1',
+// '<u2', '<u4', '<u8'; NULL for any other size.
+const char *npy_uint_descr(size_t bytes);
 
 #endif

@@ -1,5 +1,7 @@
-// round.c: option names and validation, per-call parameters, and the parallel dispatch of the
-// rounding kernels (round_f32.c, round_f64.c).
+// round.c: option names and validation, per-call parameters, the choice of a float32 path (the
+// generic kernel of round_f32.c or its AVX2/AVX-512 copies, the converters of round_hw.c, the
+// AVX-512 kernels of round_lean.c: the CPU's features are read at each call), and the parallel
+// dispatch of the rounding kernels (round_f32.c, round_f64.c).
 // Constraints: chunks are split by element index and every draw is keyed by that index, so
 // results and statistics do not depend on the number of threads.
 #include <math.h>
@@ -27,8 +29,22 @@ int fmt_overflow_from_name(fmt_overflow *out, const char *name) {
     return FMT_EUNKNOWN;
 }
 
+static const char *const path_names[FMT_NPATHS] = {"auto", "generic", "avx2", "avx512", "hw", "lean"};
+
+const char *fmt_path_name(fmt_round_path p) { return (unsigned)p < FMT_NPATHS ? path_names[p] : "?"; }
+
+int fmt_path_from_name(fmt_round_path *out, const char *name) {
+    for (int i = 0; i < FMT_NPATHS; i++)
+        if (name && !strcasecmp(name, path_names[i])) return *out = (fmt_round_path)i, FMT_OK;
+    return FMT_EUNKNOWN;
+}
+
 int fmt_validate_round_opts(const fmt_t *f, const fmt_round_opts *o, char *msg, size_t len) {
     if (msg && len) msg[0] = 0;
+    if ((unsigned)o->path >= FMT_NPATHS) {
+        if (msg) snprintf(msg, len, "path %d is not one of auto generic avx2 avx512 hw lean", o->path);
+        return FMT_EINVAL;
+    }
     if ((unsigned)o->mode >= FMT_NMODES) {
         if (msg) snprintf(msg, len, "rounding mode %d is not one of rne rna rtz rup rdn rto sr", o->mode);
         return FMT_EINVAL;
@@ -67,6 +83,8 @@ void fmt__kparams_make(fmt__kparams *k, const fmt_t *f, const fmt_round_opts *o)
     k->sr_bits = o->sr_bits ? o->sr_bits : 32;
     k->key = fmt_rng_make_key(o->seed, o->stream);
     k->offset = o->offset;
+    k->bits = f->bits, k->ebits = f->ebits, k->emax = f->emax, k->special = f->special;
+    k->overflow = o->overflow;
     // IEEE 754 overflow: nearest (and stochastic) modes go to infinity, toward-zero and
     // to-odd to max, directed modes by the sign. A format without inf gives NaN instead,
     // and one with neither saturates (counted as overflow either way).
@@ -92,24 +110,75 @@ void fmt__kparams_make(fmt__kparams *k, const fmt_t *f, const fmt_round_opts *o)
 
 enum { CHUNK = 1 << 14 };  // elements per parallel task: fits in L1/L2, amortises scheduling
 
-static void counts_merge(fmt__counts *into, const fmt__counts *c) {
-    into->overflow += c->overflow, into->underflow += c->underflow;
-    into->subnormal += c->subnormal, into->nan_in += c->nan_in, into->invalid += c->invalid;
-    if (c->amax > into->amax) into->amax = c->amax;
+// --- paths of the float32 kernel
+
+// __builtin_cpu_supports reads what libgcc found before main: cheap, and no state of ours.
+bool fmt__copy_runs(fmt_round_path copy) {
+    switch (copy) {
+    case FMT_PATH_GENERIC: return true;
+#ifdef FMT__AVX2_COPY
+    case FMT_PATH_AVX2: return __builtin_cpu_supports("x86-64-v3");
+#endif
+#ifdef FMT__AVX512_COPY
+    case FMT_PATH_AVX512: return __builtin_cpu_supports("x86-64-v4");
+#endif
+    default: return false;
+    }
+}
+
+fmt_round_path fmt__best_copy(void) {
+    return fmt__copy_runs(FMT_PATH_AVX512) ? FMT_PATH_AVX512
+         : fmt__copy_runs(FMT_PATH_AVX2)   ? FMT_PATH_AVX2
+                                           : FMT_PATH_GENERIC;
+}
+
+// FMT_PATH_AUTO: the hardware converters where they cover the call, else the explicit AVX-512
+// kernels where they do, else the generic kernel compiled for the widest vectors the CPU runs.
+fmt_round_path fmt__f32_path(const fmt__kparams *k, fmt_round_path p, fmt_round_mode mode,
+                             bool with_stats) {
+    const bool hw = !with_stats && fmt__f32_hw_covers(k, mode);
+    const bool lean = fmt__f32_lean_covers(k, mode);
+    switch (p) {
+    case FMT_PATH_AUTO:
+        if (hw) return FMT_PATH_HW;
+        if (lean) return FMT_PATH_LEAN;
+        return fmt__best_copy();
+    case FMT_PATH_HW: return hw ? p : FMT_NPATHS;
+    case FMT_PATH_LEAN: return lean ? p : FMT_NPATHS;
+    default: return fmt__copy_runs(p) ? p : FMT_NPATHS;
+    }
+}
+
+bool fmt_path_available(fmt_round_path p, const fmt_t *f, const fmt_round_opts *o, bool with_stats) {
+    if ((unsigned)p >= FMT_NPATHS) return false;
+    fmt_round_opts q = *o;
+    q.path = p;
+    const fmt_round_path c = fmt_path_chosen(f, &q, with_stats);
+    return c != FMT_NPATHS && (p == FMT_PATH_AUTO || c == p);
+}
+
+fmt_round_path fmt_path_chosen(const fmt_t *f, const fmt_round_opts *o, bool with_stats) {
+    if (fmt_validate_round_opts(f, o, NULL, 0) != FMT_OK) return FMT_NPATHS;
+    if (!fmt_embeds_in_f32(f))
+        return o->path == FMT_PATH_AUTO || o->path == FMT_PATH_GENERIC ? FMT_PATH_GENERIC : FMT_NPATHS;
+    fmt__kparams k;
+    fmt__kparams_make(&k, f, o);
+    return fmt__f32_path(&k, o->path, o->mode, with_stats);
 }
 
 // A kernel over elements [lo, lo+len) of an array, with per-thread counts (NULL: none wanted).
-typedef void chunk_fn(const fmt__kparams *k, fmt_round_mode mode, void *x, size_t lo, size_t len,
-                      fmt__counts *c);
+typedef void chunk_fn(const fmt__kparams *k, fmt_round_path path, fmt_round_mode mode, void *x,
+                      size_t lo, size_t len, fmt__counts *c);
 
-static void chunk_f32(const fmt__kparams *k, fmt_round_mode mode, void *x, size_t lo, size_t len,
-                      fmt__counts *c) {
-    fmt__round_f32_kernel(k, mode, (float *)x + lo, len, lo, c);
+static void chunk_f32(const fmt__kparams *k, fmt_round_path path, fmt_round_mode mode, void *x,
+                      size_t lo, size_t len, fmt__counts *c) {
+    fmt__round_f32_kernel(k, path, mode, (float *)x + lo, len, lo, c);
 }
 
 // Float32 data through the float64 kernel, 1024 elements at a time on the stack.
-static void chunk_f32_via_f64(const fmt__kparams *k, fmt_round_mode mode, void *xv, size_t lo,
-                              size_t len, fmt__counts *c) {
+static void chunk_f32_via_f64(const fmt__kparams *k, fmt_round_path path, fmt_round_mode mode,
+                              void *xv, size_t lo, size_t len, fmt__counts *c) {
+    (void)path;
     float *x = (float *)xv + lo;
     double buf[1024];
     for (size_t i = 0; i < len; i += 1024) {
@@ -120,14 +189,15 @@ static void chunk_f32_via_f64(const fmt__kparams *k, fmt_round_mode mode, void *
     }
 }
 
-static void chunk_f64(const fmt__kparams *k, fmt_round_mode mode, void *x, size_t lo, size_t len,
-                      fmt__counts *c) {
+static void chunk_f64(const fmt__kparams *k, fmt_round_path path, fmt_round_mode mode, void *x,
+                      size_t lo, size_t len, fmt__counts *c) {
+    (void)path;
     fmt__round_f64_kernel(k, mode, (double *)x + lo, len, lo, c);
 }
 
 // Splits [0, n) into CHUNK-sized tasks over the threads and merges their counts.
-static void round_parallel(const fmt__kparams *k, fmt_round_mode mode, void *x, size_t n,
-                           chunk_fn *fn, fmt_stats *st) {
+static void round_parallel(const fmt__kparams *k, fmt_round_path path, fmt_round_mode mode,
+                           void *x, size_t n, chunk_fn *fn, fmt_stats *st) {
     fmt__counts total = {0};
     const size_t nchunks = (n + CHUNK - 1) / CHUNK;
 #pragma omp parallel if (nchunks > 1)
@@ -136,10 +206,10 @@ static void round_parallel(const fmt__kparams *k, fmt_round_mode mode, void *x, 
 #pragma omp for schedule(static)
         for (size_t ci = 0; ci < nchunks; ci++) {
             size_t lo = ci * CHUNK, len = n - lo < CHUNK ? n - lo : CHUNK;
-            fn(k, mode, x, lo, len, st ? &local : NULL);
+            fn(k, path, mode, x, lo, len, st ? &local : NULL);
         }
 #pragma omp critical
-        counts_merge(&total, &local);
+        fmt__counts_merge(&total, &local);
     }
     if (st) fmt__counts_add(st, &total, n);
 }
@@ -149,7 +219,11 @@ int fmt_round_f32(const fmt_t *f, float *x, size_t n, const fmt_round_opts *o, f
     fmt__kparams k;
     fmt__kparams_make(&k, f, o);
     if (fmt_embeds_in_f32(f)) {
-        round_parallel(&k, o->mode, x, n, chunk_f32, st);
+        const fmt_round_path path = fmt__f32_path(&k, o->path, o->mode, st != NULL);
+        if (path == FMT_NPATHS) return FMT_EINVAL;
+        round_parallel(&k, path, o->mode, x, n, chunk_f32, st);
+    } else if (o->path != FMT_PATH_AUTO && o->path != FMT_PATH_GENERIC) {
+        return FMT_EINVAL;  // the float64 kernel has one path
     } else if (fmt_contains_f32(f)) {
         // fp64 and wider: every float32 is a value, nothing rounds, no float32 value is
         // subnormal there, and an overflow to its max would not fit in float32 anyway.
@@ -162,7 +236,7 @@ int fmt_round_f32(const fmt_t *f, float *x, size_t n, const fmt_round_opts *o, f
         }
         fmt__counts_add(st, &total, n);
     } else {
-        round_parallel(&k, o->mode, x, n, chunk_f32_via_f64, st);
+        round_parallel(&k, FMT_PATH_GENERIC, o->mode, x, n, chunk_f32_via_f64, st);
     }
     return FMT_OK;
 }
@@ -171,7 +245,7 @@ int fmt_round_f64(const fmt_t *f, double *x, size_t n, const fmt_round_opts *o, 
     if (fmt_validate_round_opts(f, o, NULL, 0) != FMT_OK) return FMT_EINVAL;
     fmt__kparams k;
     fmt__kparams_make(&k, f, o);
-    round_parallel(&k, o->mode, x, n, chunk_f64, st);
+    round_parallel(&k, FMT_PATH_GENERIC, o->mode, x, n, chunk_f64, st);
     return FMT_OK;
 }
 

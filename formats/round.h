@@ -23,6 +23,22 @@ typedef enum {
     FMT_SATURATE,       // always +-max (CUDA satfinite, Transformer Engine, torch._scaled_mm)
 } fmt_overflow;
 
+// Which implementation of fmt_round_f32 (and of fmt_encode_f32) runs a call. Every path gives
+// the same bits, statistics included; FMT_PATH_AUTO, the default, takes the fastest one that this
+// build and this CPU have for the call. The others let tests, tools and benchmarks hold the
+// implementations against each other. fmt_round_f64 and fmt_round1 have one path and ignore it.
+typedef enum {
+    FMT_PATH_AUTO,     // the fastest available path (what callers should use)
+    FMT_PATH_GENERIC,  // the portable vector kernel as compiled for the build's -march: the reference
+    FMT_PATH_AVX2,     // the same kernel compiled for x86-64-v3, picked at run time by a portable build
+    FMT_PATH_AVX512,   // the same kernel compiled for x86-64-v4, picked at run time by a portable build
+    FMT_PATH_HW,       // the CPU's converters (F16C vcvtps2ph: fp16 rne/rtz/rup/rdn; AVX512-BF16
+                       // vcvtneps2bf16: bf16 rne) with fix-ups; no statistics
+    FMT_PATH_LEAN,     // explicit AVX-512 kernels for the common calls: every mode into signed
+                       // formats with fraction bits and a zero (all table formats but e8m0)
+    FMT_NPATHS
+} fmt_round_path;
+
 // All the knobs of one rounding call; zero-initialised means rne, IEEE overflow, subnormals kept.
 typedef struct {
     fmt_round_mode mode;
@@ -32,6 +48,7 @@ typedef struct {
     uint64_t seed;          // stochastic rounding: generator key (seed, stream) ...
     uint64_t stream;
     uint64_t offset;        // ... and counter of element 0: element i draws index offset + i
+    fmt_round_path path;    // implementation of the float32 kernel (FMT_PATH_AUTO: the fastest)
 } fmt_round_opts;
 
 // What happened in a call. Counts add up over calls (the caller zeroes the record).
@@ -51,6 +68,18 @@ const char *fmt_mode_name(fmt_round_mode m);
 int fmt_mode_from_name(fmt_round_mode *out, const char *name);
 const char *fmt_overflow_name(fmt_overflow o);
 int fmt_overflow_from_name(fmt_overflow *out, const char *name);
+
+// Path names: auto generic avx2 avx512 hw lean.
+const char *fmt_path_name(fmt_round_path p);
+int fmt_path_from_name(fmt_round_path *out, const char *name);
+// Whether fmt_round_f32 can take path p for f with o on this machine: the path is compiled into
+// this build, the CPU has its instructions, and (FMT_PATH_HW, FMT_PATH_LEAN) it covers f and o's
+// mode (FMT_PATH_HW: and with_stats is false). FMT_PATH_AUTO and FMT_PATH_GENERIC always can.
+// A call that names an unavailable path returns FMT_EINVAL.
+bool fmt_path_available(fmt_round_path p, const fmt_t *f, const fmt_round_opts *o, bool with_stats);
+// The path fmt_round_f32(f, ..., o, stats) runs: o->path, or for FMT_PATH_AUTO the one it picks;
+// FMT_NPATHS where that call would return FMT_EINVAL. with_stats: stats is not NULL.
+fmt_round_path fmt_path_chosen(const fmt_t *f, const fmt_round_opts *o, bool with_stats);
 
 // Checks opts against f. Returns FMT_OK, or FMT_EINVAL with a message in msg. Warnings
 // (valid, but worth saying) return FMT_OK with a message; msg[0] == 0 means none.

@@ -22,6 +22,10 @@ typedef struct {
     int sr_bits;         // 1..32
     fmt_rng_key key;
     uint64_t offset;
+    // for the paths that only cover some formats (round_hw.c, round_lean.c): descriptor fields
+    int bits, ebits, emax;
+    fmt_special special;
+    fmt_overflow overflow;
 } fmt__kparams;
 
 void fmt__kparams_make(fmt__kparams *k, const fmt_t *f, const fmt_round_opts *o);
@@ -61,10 +65,55 @@ static inline void fmt__counts_add(fmt_stats *st, const fmt__counts *c, size_t n
     if (c->amax > st->amax) st->amax = c->amax;
 }
 
+static inline void fmt__counts_merge(fmt__counts *into, const fmt__counts *c) {
+    into->overflow += c->overflow, into->underflow += c->underflow;
+    into->subnormal += c->subnormal, into->nan_in += c->nan_in, into->invalid += c->invalid;
+    if (c->amax > into->amax) into->amax = c->amax;
+}
+
 // Kernels: round x[0..n) in place; element i draws counter k->offset + base + i.
-void fmt__round_f32_kernel(const fmt__kparams *k, fmt_round_mode mode, float *x, size_t n,
-                           uint64_t base, fmt__counts *counts);
+// The float32 kernel runs the given path (never FMT_PATH_AUTO; round.c resolves it and checks
+// that it is available first).
+void fmt__round_f32_kernel(const fmt__kparams *k, fmt_round_path path, fmt_round_mode mode,
+                           float *x, size_t n, uint64_t base, fmt__counts *counts);
 void fmt__round_f64_kernel(const fmt__kparams *k, fmt_round_mode mode, double *x, size_t n,
                            uint64_t base, fmt__counts *counts);
+
+// --- the paths of the float32 kernel (round_f32.c, round_hw.c, round_lean.c)
+
+// Resolves the path of a float32 call: p itself, or for FMT_PATH_AUTO the fastest this build and
+// CPU have for (k, mode, with_stats); FMT_NPATHS when p is not available (round.c).
+fmt_round_path fmt__f32_path(const fmt__kparams *k, fmt_round_path p, fmt_round_mode mode,
+                             bool with_stats);
+
+// Copies of the generic vector kernels (round_f32.c, codec_f32.c) for wider instruction sets: a
+// portable x86-64 build (make install's -march=x86-64-v2) compiles them again with target
+// attributes for x86-64-v3 (AVX2) and x86-64-v4 (AVX-512); FMT__AVX2_COPY and FMT__AVX512_COPY
+// say which copies this build makes (none for an instruction set -march already has; GCC only:
+// clang's __builtin_cpu_supports lacks the x86-64-vN names).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if !defined(__AVX2__)
+#define FMT__AVX2_COPY 1
+#endif
+#if !(defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__))
+#define FMT__AVX512_COPY 1
+#endif
+#endif
+
+// Whether copy (FMT_PATH_GENERIC, FMT_PATH_AVX2 or FMT_PATH_AVX512) is in this build and runs on
+// this CPU, and the widest copy that is and does (round.c).
+bool fmt__copy_runs(fmt_round_path copy);
+fmt_round_path fmt__best_copy(void);
+
+// Whether the hardware converters cover k with mode (and no statistics) on this CPU.
+bool fmt__f32_hw_covers(const fmt__kparams *k, fmt_round_mode mode);
+// x[0..n) rounded by the hardware path, only for what fmt__f32_hw_covers accepts. Returns false,
+// with x untouched, when the converter cannot be exact in this thread (fp16 with MXCSR.DAZ set).
+bool fmt__round_f32_hw(const fmt__kparams *k, fmt_round_mode mode, float *x, size_t n);
+// The same pair for the explicit AVX-512 kernels (they decline where MXCSR has DAZ or FTZ set);
+// element i draws counter k->offset + base + i; counts as the kernels' (NULL: none wanted).
+bool fmt__f32_lean_covers(const fmt__kparams *k, fmt_round_mode mode);
+bool fmt__round_f32_lean(const fmt__kparams *k, fmt_round_mode mode, float *x, size_t n, uint64_t base,
+                         fmt__counts *counts);
 
 #endif

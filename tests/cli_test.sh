@@ -45,7 +45,7 @@ for c in finfo values cast quantize; do
     expect_has "$c -h" "usage: fplab $c" "$F" "$c" -h
 done
 # Every subcommand's --help ends with examples (some subcommands are still being written).
-for c in finfo values cast quantize matmul-check train sample export policy ablate report; do
+for c in finfo values cast quantize matmul-check train sample eval export policy ablate report; do
     expect_has "$c --help has examples" "examples:" "$F" "$c" --help
 done
 # These show defaults one way: "options (default in brackets):", "[value]" after an option's
@@ -210,7 +210,7 @@ ln -sf in.npy "$T/in_link.npy"
 expect_err "quantize onto a link to its input" "same file as IN" "$F" quantize "$T/in.npy" "$T/in_link.npy" --to e4m3
 expect_rc "quantize: the input survived" 0 cmp "$T/in.npy" "$T/in_keep.npy"
 # --- policy --list: one line per preset, name and its description
-expect_eq "policy --list: one line per preset" 15 "$("$F" policy --list | wc -l | tr -d " ")"
+expect_eq "policy --list: one line per preset" 20 "$("$F" policy --list | wc -l | tr -d " ")"
 expect_eq "policy --list: every line has a description" "" "$("$F" policy --list | grep -vE '^[a-z0-9-]+  +[^ ].{20,}$')"
 expect_has "policy --list: mxfp8's description" "OCP MXFP8: e4m3" "$F" policy --list
 
@@ -356,6 +356,15 @@ expect_rc "a diverging run stops with status 1" 1 "$F" train --model tiny --data
 expect_has "train --help has examples" "examples:" "$F" train --help
 expect_has "sample" "fplab sample" "$F" sample --ckpt "$T/run/ckpt.bin" --tokens 5 --seed 1
 expect_err "sample missing ckpt" "no-such.bin" "$F" sample --ckpt "$T/no-such.bin"
+expect_has "sample --policy" "policy w8a8-fp8" "$F" sample --ckpt "$T/run/ckpt.bin" --tokens 5 --policy w8a8-fp8
+expect_err "sample unknown policy" "'nosuch'" "$F" sample --ckpt "$T/run/ckpt.bin" --policy nosuch
+expect_has "eval: fp32 is the run's validation loss" "bitwise the same" "$F" eval --ckpt "$T/run/ckpt.bin" --policy fp32,w4-nvfp4
+expect_has "eval --format json: telemetry" '"site":"mlp.down.w"' "$F" eval --ckpt "$T/run/ckpt.bin" --policy w4-mxfp4 --per-site 1 --format json
+expect_err "eval without --ckpt" "--ckpt FILE is required" "$F" eval --policy fp32
+expect_err "eval missing ckpt" "no-such.bin" "$F" eval --ckpt "$T/no-such.bin"
+expect_err "eval not a checkpoint" "corpus.txt" "$F" eval --ckpt "$T/corpus.txt"
+expect_err "eval unknown policy" "'nosuch'" "$F" eval --ckpt "$T/run/ckpt.bin" --policy fp32,nosuch
+expect_err "eval missing --data" "no-such.txt" "$F" eval --ckpt "$T/run/ckpt.bin" --data "$T/no-such.txt"
 expect_has "export" "" "$F" export --ckpt "$T/run/ckpt.bin" --llama2c "$T/m.bin" --tokenizer "$T/t.bin"
 expect_err "export onto its ckpt" "same file as --ckpt" "$F" export --ckpt "$T/run/ckpt.bin" --llama2c "$T/run/ckpt.bin"
 ln -sf ckpt.bin "$T/run/link.bin"
@@ -367,6 +376,48 @@ expect_has "policy --show" "site *.grad e2m1 nvfp4 sr" "$F" policy --show nvfp4
 expect_err "policy --show unknown" "'nosuch' is not a preset" "$F" policy --show nosuch
 printf 'name bad\nsite attn.nope bf16\n' >"$T/bad.policy"
 expect_err "policy --check bad site" "attn.nope" "$F" policy --check "$T/bad.policy"
+
+# --- quantize --codes/--scales (issue 12): element codes and tile scales as .npy, NumPy's headers
+# npy_head DICT: the 128 header bytes NumPy writes for DICT, as od -tx1 prints them.
+npy_head() { { printf '\x93NUMPY\x01\x00\x76\x00'; printf '%-117s\n' "$1"; } | od -An -tx1; }
+bytes_at() { od -An -tx1 -j128 -v "$1" | tr -s ' \n' ' ' | sed 's/^ //; s/ $//'; }
+# [500, 1 x 31] in e4m3 under mx: amax 500 -> scale 2^(8 - 8) = 1 (e8m0 code 127 = 0x7f);
+# 500 saturates to 448 (0x7e), 1 is 0x38.
+expect_rc "quantize --codes --scales mx" 0 "$F" quantize "$T/b500.npy" "$T/b.npy" --to e4m3 --scale mx --codes "$T/bc.npy" --scales "$T/bs.npy"
+expect_eq "quantize --codes: NumPy's uint8 header" "$(npy_head "{'descr': '|u1', 'fortran_order': False, 'shape': (32,), }")" "$(head -c 128 "$T/bc.npy" | od -An -tx1)"
+expect_eq "quantize --codes: 448 then 1 x 31" "7e$(printf ' 38%.0s' {1..31})" "$(bytes_at "$T/bc.npy")"
+expect_eq "quantize --scales: 1-D mx grid" "$(npy_head "{'descr': '|u1', 'fortran_order': False, 'shape': (1,), }")" "$(head -c 128 "$T/bs.npy" | od -An -tx1)"
+expect_eq "quantize --scales: e8m0 2^0" "7f" "$(bytes_at "$T/bs.npy")"
+# 2-D (2, 32): row 0 as above, row 1 all 2 -> scale 2^(1 - 8) (e8m0 0x78), 2 / 2^-7 = 256 (e4m3 0x78)
+twos32=$(for i in {1..32}; do printf '%s' '\x00\x00\x00\x40'; done)
+npy_f4 "$T/b2.npy" "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 32), }" '\x00\x00\xfa\x43'"$ones31$twos32"
+expect_rc "quantize --codes --scales mx 2-D" 0 "$F" quantize "$T/b2.npy" "$T/b.npy" --to e4m3 --scale mx --codes "$T/bc.npy" --scales "$T/bs.npy"
+expect_eq "quantize --codes 2-D header" "$(npy_head "{'descr': '|u1', 'fortran_order': False, 'shape': (2, 32), }")" "$(head -c 128 "$T/bc.npy" | od -An -tx1)"
+expect_eq "quantize --codes 2-D" "7e$(printf ' 38%.0s' {1..31})$(printf ' 78%.0s' {1..32})" "$(bytes_at "$T/bc.npy")"
+expect_eq "quantize --scales 2-D header" "$(npy_head "{'descr': '|u1', 'fortran_order': False, 'shape': (2, 1), }")" "$(head -c 128 "$T/bs.npy" | od -An -tx1)"
+expect_eq "quantize --scales 2-D" "7f 78" "$(bytes_at "$T/bs.npy")"
+# nvfp4 on [6, 1 x 15]: s_enc = 448 * 6 / 6, block scale 448 (e4m3 0x7e), tensor_scale 1/448; 6 -> 0x7, 1 -> 0x2
+ones15=$(for i in {1..15}; do printf '%s' '\x00\x00\x80\x3f'; done)
+npy_f4 "$T/b6.npy" "{'descr': '<f4', 'fortran_order': False, 'shape': (16,), }" '\x00\x00\xc0\x40'"$ones15"
+out=$("$F" quantize "$T/b6.npy" "$T/b.npy" --to e2m1 --scale nvfp4 --codes "$T/bc.npy" --scales "$T/bs.npy" --stats 2>/dev/null)
+expect_eq "quantize nvfp4 --stats tensor_scale" "tensor_scale: 0.0022321429569274187" "$(grep '^tensor_scale:' <<<"$out")"
+expect_eq "quantize nvfp4 --codes" "07$(printf ' 02%.0s' {1..15})" "$(bytes_at "$T/bc.npy")"
+expect_eq "quantize nvfp4 --scales" "7e" "$(bytes_at "$T/bs.npy")"
+# 16-bit codes: '<u2', little-endian; bf16 of 1, 464, 500, 0.1f
+expect_rc "quantize bf16 --codes" 0 "$F" quantize "$T/in.npy" "$T/b.npy" --to bf16 --codes "$T/bc.npy"
+expect_eq "quantize --codes: NumPy's uint16 header" "$(npy_head "{'descr': '<u2', 'fortran_order': False, 'shape': (4,), }")" "$(head -c 128 "$T/bc.npy" | od -An -tx1)"
+expect_eq "quantize bf16 --codes" "80 3f e8 43 fa 43 cd 3d" "$(bytes_at "$T/bc.npy")"
+# every output distinct and none of them IN; --scales needs a recipe with scales; nothing written then
+cp "$T/b.npy" "$T/b_keep.npy"
+expect_err "quantize --codes onto IN" "--codes '$T/in.npy' is the same file as IN" "$F" quantize "$T/in.npy" "$T/b.npy" --to e4m3 --codes "$T/in.npy"
+expect_err "quantize --scales onto a link to IN" "same file as IN" "$F" quantize "$T/in.npy" "$T/b.npy" --to e4m3 --scale mx --scales "$T/in_link.npy"
+expect_err "quantize --codes onto OUT" "same file as OUT" "$F" quantize "$T/in.npy" "$T/b.npy" --to e4m3 --codes "$T/b.npy"
+expect_err "quantize --scales onto --codes" "same file as --codes" "$F" quantize "$T/in.npy" "$T/b.npy" --to e4m3 --scale mx --codes "$T/new_c.npy" --scales "$T/./new_c.npy"
+expect_err "quantize --scales without a recipe" "has no scales" "$F" quantize "$T/in.npy" "$T/b.npy" --to e4m3 --scales "$T/new_s.npy"
+expect_eq "quantize: a refused call writes nothing" "$(cat "$T/b_keep.npy" | od -An -tx1)" "$(cat "$T/b.npy" | od -An -tx1)"
+expect_eq "quantize: a refused call creates no file" "" "$(ls "$T" | grep -e '^new_' -e '\.tmp\.')"
+expect_eq "quantize: the input survived" "$(words "$T/in_keep.npy")" "$(words "$T/in.npy")"
+expect_has "quantize --help: --codes" "--codes FILE" "$F" quantize --help
 
 echo "$pass passed, $fail failed"
 [[ $fail == 0 ]]

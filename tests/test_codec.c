@@ -3,6 +3,8 @@
 // seeded sample of wider ones; encode(decode(c)) == c for every non-NaN code; the contract
 // decode(encode(x)) == round(x) in every mode, stochastic rounding included; packing of
 // sub-byte codes (fp4 low nibble first, fp6 four codes in three bytes) and fmt_packed_bytes.
+// The array functions (vector kernels, threads) are held bit for bit to the scalar ones: every
+// code decoded, every code encoded through every rounding path, long packed arrays.
 // Seed: env FPLAB_SEED (printed).
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -19,6 +21,7 @@
 #endif
 
 #include "formats/codec.h"
+#include "formats/codec_internal.h"  // the vector kernels themselves (kernel_copies)
 #include "formats/round_ref.h"
 #include "test_util.h"
 
@@ -114,7 +117,8 @@ ParameterizedTest(fmt_param *p, codec, decode_encode) {
         const uint64_t c = codes[i];
         const double want = fmt_ref_decode(&f, c), got = fmt_decode1(&f, c);
         const double got_hi = fmt_decode1(&f, c | above);  // bits above f->bits are ignored
-        const bool ok32 = !to_f32 || tu_same((double)y[i], want);
+        // fmt_decode_f32 (vector kernels or table) is bit for bit (float)fmt_decode1, NaN included
+        const bool ok32 = !to_f32 || (tu_same((double)y[i], want) && tu_f2u(y[i]) == tu_f2u((float)got));
         if (!tu_same(got, want) || !tu_same(got_hi, want) || !ok32) {
             if (++fails <= 8)
                 cr_expect_fail("decode %s code 0x%" PRIx64 ": decode1 %a, with high bit %a, "
@@ -176,6 +180,34 @@ static bool stats_equal(const fmt_stats *a, const fmt_stats *b) {
            a->amax == b->amax;
 }
 
+static uint64_t code_get(const void *codes, size_t bytes, size_t i) {
+    const uint8_t *p = (const uint8_t *)codes + i * bytes;
+    uint64_t c = 0;
+    for (size_t b = 0; b < bytes; b++) c |= (uint64_t)p[b] << (8 * b);
+    return c;
+}
+
+// fmt_encode_f32 through every other rounding path available for (f, o), with and without
+// statistics: the same codes and counts as the call that made want (with statistics, auto).
+static void check_encode_paths(const fmt_t *f, fmt_round_opts o, const float *x, size_t n,
+                               const void *want, const fmt_stats *swant, size_t *fails) {
+    const size_t bytes = fmt_code_bytes(f);
+    void *codes = malloc(n * bytes);
+    cr_assert(codes != NULL);
+    for (int st = 0; st < 2; st++)
+        for (int p = FMT_PATH_GENERIC; p < FMT_NPATHS; p++) {
+            o.path = (fmt_round_path)p;
+            if (!fmt_path_available(o.path, f, &o, st)) continue;
+            fmt_stats sp = {0};
+            cr_assert_eq(fmt_encode_f32(f, codes, x, n, &o, st ? &sp : NULL), FMT_OK);
+            if ((memcmp(codes, want, n * bytes) || (st && !stats_equal(&sp, swant))) && ++*fails <= 8)
+                cr_expect_fail("%s %s %s path %s%s: codes or counts differ from path auto's", f->name,
+                               fmt_mode_name(o.mode), fmt_overflow_name(o.overflow),
+                               fmt_path_name(o.path), st ? " with statistics" : "");
+        }
+    free(codes);
+}
+
 ParameterizedTestParameters(codec, encode_decode_is_round) {
     static fmt_param p[64];
     return cr_make_param_array(fmt_param, p, all_formats(p, 64, false));
@@ -206,6 +238,16 @@ ParameterizedTest(fmt_param *p, codec, encode_decode_is_round) {
                 if (!stats_equal(&se, &sr) && ++fails <= 8)
                     cr_expect_fail("%s %s %s: encode and round count differently", f.name,
                                    fmt_mode_name(o.mode), fmt_overflow_name(o.overflow));
+                // The codes themselves: each that of its rounded value, as the scalar encoder
+                // (fmt_encode1 leaves values of the format, inf and NaN as they are) gives it.
+                for (size_t i = 0; i < n; i++) {
+                    const uint64_t want = fmt_encode1(&f, z[i]), got = code_get(codes, bytes, i);
+                    if (got != want && ++fails <= 8)
+                        cr_expect_fail("%s %s %s: x=%a rounds to %a: code 0x%" PRIx64 ", the scalar "
+                                       "encoder 0x%" PRIx64, f.name, fmt_mode_name(o.mode),
+                                       fmt_overflow_name(o.overflow), x[i], z[i], got, want);
+                }
+                check_encode_paths(&f, o, x, n, codes, &se, &fails);
                 for (size_t i = 0; i < n; i++, checked++)
                     if (!tu_same(y[i], z[i]) && ++fails <= 8)
                         cr_expect_fail("%s %s %s sr_bits=%d offset=%" PRIu64 ": x=%a (0x%08" PRIx32
@@ -314,5 +356,151 @@ ParameterizedTest(fmt_param *p, codec, pack_roundtrip) {
         memset(back, 0xcc, sizeof back);
         cr_assert_eq(fmt_unpack(&f, back, packed, n), FMT_OK);
         cr_assert(!memcmp(back, codes, n * bytes), "%s n=%zu: unpack(pack(codes)) differs", f.name, n);
+    }
+}
+
+// Long arrays through the vector packing: every length around the 32-code groups of the kernels
+// and past a parallel chunk (16384 codes), against the bit stream built here one bit at a time.
+static void ref_pack(unsigned w, uint8_t *packed, const uint8_t *codes, size_t n) {
+    memset(packed, 0, (n * w + 7) / 8);
+    for (size_t i = 0; i < n; i++)
+        for (unsigned b = 0; b < w; b++)
+            if (codes[i] >> b & 1) packed[(i * w + b) / 8] |= (uint8_t)(1u << ((i * w + b) % 8));
+}
+
+Test(codec, pack_long_arrays) {
+    uint64_t s = test_seed("pack_long_arrays");
+    const size_t lens[] = {31, 32, 33, 63, 64, 65, 95, 96, 97, 127, 128, 129, 1000, 1001, 1002, 1003,
+                           16383, 16384, 16385, 40001, 40002, 40003, 40004};
+    const char *names[] = {"e2m1", "e3m2", "e2m3", "ue4m3", "e2m1:fn"};
+    const size_t nmax = 40004;
+    uint8_t *codes = malloc(nmax), *dirty = malloc(nmax), *back = malloc(nmax);
+    uint8_t *packed = malloc(nmax + 8), *want = malloc(nmax + 8);
+    cr_assert(codes && dirty && back && packed && want);
+    for (int threads = 1; threads <= 2; threads++) {
+#ifdef _OPENMP
+        omp_set_num_threads(threads);
+#endif
+        for (size_t fi = 0; fi < sizeof names / sizeof names[0]; fi++) {
+            fmt_t f = tu_fmt(names[fi]);
+            for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+                const size_t n = lens[li], pb = fmt_packed_bytes(&f, n);
+                for (size_t i = 0; i < n; i++) {
+                    dirty[i] = (uint8_t)tu_splitmix64(&s);  // junk above the width is ignored
+                    codes[i] = dirty[i] & (uint8_t)code_mask(&f);
+                }
+                ref_pack((unsigned)f.bits, want, codes, n);
+                memset(packed, 0xcc, nmax + 8);
+                cr_assert_eq(fmt_pack(&f, packed, dirty, n), FMT_OK);
+                cr_assert(!memcmp(packed, want, pb), "%s n=%zu (%d threads): packed bytes differ", f.name, n,
+                          threads);
+                cr_assert_eq(packed[pb], 0xcc, "%s n=%zu: pack wrote past %zu bytes", f.name, n, pb);
+                memset(back, 0xcc, nmax);
+                cr_assert_eq(fmt_unpack(&f, back, packed, n), FMT_OK);
+                cr_assert(!memcmp(back, codes, n), "%s n=%zu (%d threads): unpack(pack(codes)) differs",
+                          f.name, n, threads);
+                if (n < nmax) cr_assert_eq(back[n], 0xcc, "%s n=%zu: unpack wrote past n", f.name, n);
+            }
+        }
+    }
+    free(codes), free(dirty), free(back), free(packed), free(want);
+}
+
+// Encode and decode on more than one chunk: the codes, values and counts do not depend on the
+// thread count (stochastic rounding included: draws are keyed by the element index).
+Test(codec, thread_count) {
+    const size_t n = 100003;
+    float *x = malloc(n * sizeof *x), *y1 = malloc(n * sizeof *y1), *y2 = malloc(n * sizeof *y2);
+    uint8_t *c1 = malloc(4 * n), *c2 = malloc(4 * n);
+    cr_assert(x && y1 && y2 && c1 && c2);
+    uint64_t s = test_seed("thread_count");
+    for (size_t i = 0; i < n; i++) x[i] = tu_u2f((uint32_t)tu_splitmix64(&s));
+    const char *names[] = {"e4m3", "e2m1", "fp16", "bf16", "e8m0", "tf32"};
+    for (size_t fi = 0; fi < sizeof names / sizeof names[0]; fi++) {
+        fmt_t f = tu_fmt(names[fi]);
+        const size_t bytes = fmt_code_bytes(&f);
+        for (int mode = 0; mode < FMT_NMODES; mode++) {
+            const fmt_round_opts o = {.mode = (fmt_round_mode)mode, .seed = s, .offset = 5};
+            fmt_stats s1 = {0}, s2 = {0};
+#ifdef _OPENMP
+            omp_set_num_threads(1);
+#endif
+            cr_assert_eq(fmt_encode_f32(&f, c1, x, n, &o, &s1), FMT_OK);
+            cr_assert_eq(fmt_decode_f32(&f, y1, c1, n), FMT_OK);
+#ifdef _OPENMP
+            omp_set_num_threads(2);
+#endif
+            cr_assert_eq(fmt_encode_f32(&f, c2, x, n, &o, &s2), FMT_OK);
+            cr_assert_eq(fmt_decode_f32(&f, y2, c2, n), FMT_OK);
+            cr_assert(!memcmp(c1, c2, n * bytes), "%s %s: codes depend on the thread count", f.name,
+                      fmt_mode_name(o.mode));
+            cr_assert(!memcmp(y1, y2, n * sizeof *y1), "%s %s: decoded values depend on the thread count",
+                      f.name, fmt_mode_name(o.mode));
+            cr_assert(stats_equal(&s1, &s2), "%s %s: counts depend on the thread count", f.name,
+                      fmt_mode_name(o.mode));
+        }
+    }
+#ifdef _OPENMP
+    omp_set_num_threads(1);
+#endif
+    free(x), free(y1), free(y2), free(c1), free(c2);
+}
+
+// The vector kernels of codec_f32.c through each instruction-set copy this build has and the CPU
+// runs, and the AVX-512 kernels: fmt_decode_f32 and fmt_pack only take the widest, so the others
+// are called here directly. Every code of every format up to 16 bits is decoded and encoded
+// again, bit for bit against the scalar functions; random codes are packed and unpacked.
+Test(codec, kernel_copies) {
+    fmt_param p[64];
+    const size_t nf = all_formats(p, 64, false);
+    for (size_t fi = 0; fi < nf; fi++) {
+        fmt_t f = tu_fmt(p[fi].name);
+        fmt__codek ck;
+        fmt__codek_make(&ck, &f);
+        if (f.bits > 16) continue;
+        const size_t n = (size_t)1 << f.bits, bytes = fmt_code_bytes(&f);
+        uint8_t *codes = malloc(n * bytes), *back = malloc(n * bytes);
+        float *want = malloc(n * sizeof *want), *y = malloc(n * sizeof *y);
+        cr_assert(codes && back && want && y);
+        for (size_t c = 0; c < n; c++) code_put(codes, bytes, c, c), want[c] = (float)fmt_decode1(&f, c);
+        for (int k = 0; k < 4; k++) {  // the copies, then the AVX-512 kernels
+            const fmt_round_path copy = k == 0 ? FMT_PATH_GENERIC : k == 1 ? FMT_PATH_AVX2 : FMT_PATH_AVX512;
+            if (k < 3 && !fmt__copy_runs(copy)) continue;
+            if (ck.dec && (k < 3 || fmt__values_lean_ok(&ck))) {
+                if (k < 3) fmt__f32_from_codes(&ck, copy, y, codes, n);
+                else fmt__decode_f32_lean(&ck, y, codes, n);
+                for (size_t c = 0; c < n; c++)
+                    cr_assert_eq(tu_f2u(y[c]), tu_f2u(want[c]), "%s code 0x%zx, kernel %d: %a, want %a", f.name, c,
+                                 k, y[c], want[c]);
+            }
+            if (ck.enc && (k < 3 || fmt__codes_lean_ok(&ck))) {
+                if (k < 3) fmt__codes_from_f32(&ck, copy, back, want, n);
+                else cr_assert(fmt__encode_f32_lean(NULL, &ck, FMT_RNE, false, back, want, n, 0, NULL));
+                for (size_t c = 0; c < n; c++) {
+                    const uint64_t got = code_get(back, bytes, c), ref = fmt_encode1(&f, want[c]);
+                    cr_assert_eq(got, ref, "%s value %a (code 0x%zx), kernel %d: code 0x%" PRIx64 ", want 0x%" PRIx64,
+                                 f.name, want[c], c, k, got, ref);
+                }
+            }
+        }
+        free(codes), free(back), free(want), free(y);
+    }
+    // Packing, through each copy: 1000 random codes (and bits above the width).
+    uint64_t s = test_seed("kernel_copies");
+    uint8_t codes[1000], packed[1000], ref[1000], back[1000];
+    for (int copy = FMT_PATH_GENERIC; copy <= FMT_PATH_AVX512; copy++) {
+        if (!fmt__copy_runs((fmt_round_path)copy)) continue;
+        for (int w = 4; w <= 6; w += 2) {
+            for (size_t i = 0; i < 1000; i++) codes[i] = (uint8_t)tu_splitmix64(&s);
+            if (w == 4) fmt__pack4((fmt_round_path)copy, packed, codes, 1000);
+            else fmt__pack6((fmt_round_path)copy, packed, codes, 1000);
+            for (size_t i = 0; i < 1000; i++) codes[i] &= (uint8_t)((1u << w) - 1);
+            ref_pack((unsigned)w, ref, codes, 1000);
+            cr_assert(!memcmp(packed, ref, 1000 * (size_t)w / 8), "pack%d through copy %s", w,
+                      fmt_path_name((fmt_round_path)copy));
+            if (w == 4) fmt__unpack4((fmt_round_path)copy, back, packed, 1000);
+            else fmt__unpack6((fmt_round_path)copy, back, packed, 1000);
+            cr_assert(!memcmp(back, codes, 1000), "unpack%d through copy %s", w, fmt_path_name((fmt_round_path)copy));
+        }
     }
 }

@@ -375,3 +375,69 @@ Test(npy, overwrite_replaces_the_whole_file) {
     cr_assert_eq(st.st_size, 128 + 8);
     cr_assert_eq(count_entries(), 1);
 }
+
+// --- npy_write: unsigned-integer codes with NumPy's own header bytes
+
+// The 128-byte header NumPy's np.save writes for dict (version 1.0, padded with spaces to a
+// multiple of 64, ended by '\n').
+static void numpy_header(unsigned char *h, const char *dict) {
+    memcpy(h, "\x93NUMPY\x01\x00\x76\x00", 10);
+    memset(h + 10, ' ', 118);
+    memcpy(h + 10, dict, strlen(dict));
+    h[127] = '\n';
+}
+
+static void assert_file_bytes(const char *p, const unsigned char *want, size_t n) {
+    unsigned char b[512];
+    FILE *fp = fopen(p, "rb");
+    cr_assert_not_null(fp);
+    size_t got = fread(b, 1, sizeof b, fp);
+    fclose(fp);
+    cr_assert_eq(got, n, "%s: %zu bytes, expected %zu", p, got, n);
+    for (size_t i = 0; i < n; i++) cr_assert_eq(b[i], want[i], "%s: byte %zu is 0x%02x, expected 0x%02x", p, i, b[i], want[i]);
+}
+
+Test(npy, write_uint8_and_uint16_as_numpy_does) {
+    char msg[256];
+    cr_assert_str_eq(npy_uint_descr(1), "|u1");
+    cr_assert_str_eq(npy_uint_descr(2), "<u2");
+    cr_assert_str_eq(npy_uint_descr(4), "<u4");
+    cr_assert_null(npy_uint_descr(3));
+    // np.save(p, np.array([0x7e, 0x38, 0xff], np.uint8))
+    const uint8_t c8[3] = {0x7e, 0x38, 0xff};
+    size_t shape[2] = {3, 0};
+    cr_assert_eq(npy_write(path_of("u1.npy"), npy_uint_descr(1), 1, c8, 1, shape, msg, sizeof msg), NPY_OK, "%s", msg);
+    unsigned char want[256];
+    numpy_header(want, "{'descr': '|u1', 'fortran_order': False, 'shape': (3,), }");
+    memcpy(want + 128, c8, 3);
+    assert_file_bytes(path_of("u1.npy"), want, 131);
+    // np.save(p, np.array([[0x3f80, 0x43fa, 0xffff], [0, 1, 0x8000]], np.uint16)): little-endian
+    const uint16_t c16[6] = {0x3f80, 0x43fa, 0xffff, 0, 1, 0x8000};
+    shape[0] = 2, shape[1] = 3;
+    cr_assert_eq(npy_write(path_of("u2.npy"), npy_uint_descr(2), 2, c16, 2, shape, msg, sizeof msg), NPY_OK, "%s", msg);
+    numpy_header(want, "{'descr': '<u2', 'fortran_order': False, 'shape': (2, 3), }");
+    const unsigned char d16[12] = {0x80, 0x3f, 0xfa, 0x43, 0xff, 0xff, 0, 0, 1, 0, 0x00, 0x80};
+    memcpy(want + 128, d16, 12);
+    assert_file_bytes(path_of("u2.npy"), want, 140);
+    // An empty 2-D grid (a tensor with no scales) and the float32 path through the same writer.
+    shape[0] = 0, shape[1] = 0;
+    cr_assert_eq(npy_write(path_of("e.npy"), "|u1", 1, c8, 2, shape, msg, sizeof msg), NPY_OK, "%s", msg);
+    numpy_header(want, "{'descr': '|u1', 'fortran_order': False, 'shape': (0, 0), }");
+    assert_file_bytes(path_of("e.npy"), want, 128);
+    // The reader still refuses integer dtypes (quantize reads floats only), naming the dtype.
+    npy_array a;
+    cr_assert_eq(npy_read(path_of("u1.npy"), &a, msg, sizeof msg), NPY_ERR);
+    cr_assert_not_null(strstr(msg, "'|u1' is not supported"), "%s", msg);
+    cr_assert_eq(count_entries(), 3, "a temporary file was left behind");
+}
+
+Test(npy, write_refuses_bad_descr_and_leaves_nothing) {
+    char msg[256];
+    const uint8_t c[2] = {1, 2};
+    const size_t shape[1] = {2};
+    cr_assert_eq(npy_write(path_of("q.npy"), "<u'2", 2, c, 1, shape, msg, sizeof msg), NPY_ERR);
+    cr_assert_not_null(strstr(msg, "cannot write dtype"), "%s", msg);
+    cr_assert_eq(npy_write(path_of("q.npy"), "|u1", 0, c, 1, shape, msg, sizeof msg), NPY_ERR);
+    cr_assert_eq(npy_write(path_of("q.npy"), "", 1, c, 1, shape, msg, sizeof msg), NPY_ERR);
+    cr_assert_eq(count_entries(), 0);
+}

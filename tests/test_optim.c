@@ -1,5 +1,6 @@
-// test_optim.c: AdamW (one and several steps against the update written out in double), the
-// warmup + cosine schedule, global-norm clipping.
+// test_optim.c: AdamW (one and several steps against the update written out in double), SGD
+// with momentum (two steps worked by hand in exact dyadic numbers, and several against double),
+// the warmup + cosine schedule, global-norm clipping.
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
@@ -91,4 +92,65 @@ Test(optim, clip) {
     float bad[2] = {NAN, 1};
     cr_assert(isnan(clip_grad_norm(bad, 2, 1.0)));
     cr_assert_eq(bad[1], 1.0f, "scaled although the norm is NaN");
+}
+
+// SGD with momentum by hand: lr 1/2, mu 1/2, wd 1/4, every weight 2, every gradient 1. Each
+// value below is a short dyadic number, so float32 computes it exactly.
+//   matrices:  d = 1 + 2/4 = 3/2, buf = 3/2, p = 2 - 3/4 = 5/4;
+//              d = 1 + 5/16 = 21/16, buf = 3/4 + 21/16 = 33/16, p = 5/4 - 33/32 = 7/32
+//   norm gains (no decay): buf = 1, p = 3/2; buf = 1/2 + 1 = 3/2, p = 3/2 - 3/4 = 3/4
+Test(optim, sgd_momentum_by_hand) {
+    const llama_config c = tiny();
+    size_t sizes[LP_COUNT];
+    const size_t n = llama_param_sizes(&c, sizes);
+    float *p = malloc(n * sizeof *p), *b = calloc(n, sizeof *b), *g = malloc(n * sizeof *g);
+    for (size_t i = 0; i < n; i++) p[i] = 2.0f, g[i] = 1.0f;
+    const sgd_opts o = {0.5f, 0.5f, 0.25f};
+    sgd_step(p, b, g, &c, &o);
+    size_t off = 0;
+    for (int id = 0; id < LP_COUNT; off += sizes[id], id++)
+        for (size_t j = off; j < off + sizes[id]; j++) {
+            const bool mat = llama_param_is_matrix(id);
+            cr_assert(p[j] == (mat ? 1.25f : 1.5f) && b[j] == (mat ? 1.5f : 1.0f), "%s: step 1: p %a buf %a",
+                      llama_param_name(id), p[j], b[j]);
+        }
+    sgd_step(p, b, g, &c, &o);
+    off = 0;
+    for (int id = 0; id < LP_COUNT; off += sizes[id], id++)
+        for (size_t j = off; j < off + sizes[id]; j++) {
+            const bool mat = llama_param_is_matrix(id);
+            cr_assert(p[j] == (mat ? 0x7p-5f : 0.75f) && b[j] == (mat ? 0x21p-4f : 1.5f), "%s: step 2: p %a buf %a",
+                      llama_param_name(id), p[j], b[j]);
+        }
+    free(p), free(b), free(g);
+}
+
+// Five steps on random weights and gradients against the recurrence in double. Each step is
+// four float32 roundings of values of the size of |p| + lr |buf|, so 5 x 4 roundings of
+// relative size 2^-24, stated as 32 ulps of that size.
+Test(optim, sgd_matches_double) {
+    const llama_config c = tiny();
+    size_t sizes[LP_COUNT];
+    const size_t n = llama_param_sizes(&c, sizes);
+    float *p = malloc(n * sizeof *p), *b = calloc(n, sizeof *b), *g = malloc(n * sizeof *g);
+    double *pd = malloc(n * sizeof *pd), *bd = calloc(n, sizeof *bd);
+    tu_rng r = {fmt_rng_make_key(5, 0), 0};
+    for (size_t i = 0; i < n; i++) pd[i] = p[i] = (float)tu_rng_normal(&r);
+    const sgd_opts o = {0.1f, 0.9f, 0.01f};
+    for (int t = 0; t < 5; t++) {
+        for (size_t i = 0; i < n; i++) g[i] = (float)tu_rng_normal(&r);
+        sgd_step(p, b, g, &c, &o);
+        size_t off = 0;
+        for (int id = 0; id < LP_COUNT; off += sizes[id], id++)
+            for (size_t j = off; j < off + sizes[id]; j++) {
+                const double d = g[j] + (llama_param_is_matrix(id) ? (double)o.weight_decay : 0.0) * pd[j];
+                bd[j] = (double)o.momentum * bd[j] + d;
+                pd[j] -= (double)o.lr * bd[j];
+            }
+    }
+    for (size_t i = 0; i < n; i++) {
+        const double tol = 32 * 0x1p-24 * (fabs(pd[i]) + o.lr * fabs(bd[i]) + o.lr);
+        cr_assert(fabs(p[i] - pd[i]) <= tol, "param %zu: %.9g, double %.9g", i, p[i], pd[i]);
+    }
+    free(p), free(b), free(g), free(pd), free(bd);
 }

@@ -6,7 +6,9 @@
 // grid point above, one fp32 (and fp64) ulp either side of each, overflow and underflow
 // thresholds, walking-one significands, specials, fp32 subnormals, both signs, plus seeded
 // random fp32 bit patterns. Seed: env FPLAB_SEED (printed). Also: statistics on hand-built
-// arrays for e4m3 and e8m0.
+// arrays for e4m3 and e8m0. Every path of fmt_round_f32 (generic kernel, its AVX2/AVX-512
+// copies, hardware converters, explicit AVX-512 kernels) that this build and CPU have is held to
+// MPFR and, bit for bit, to the generic kernel; also with MXCSR's DAZ and FTZ set.
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <criterion/parameterized.h>
@@ -23,6 +25,10 @@
 
 #include "formats/round_ref.h"
 #include "test_util.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 // --- helpers
 
@@ -161,6 +167,44 @@ static void report(tally *t, const fmt_t *f, const char *path, fmt_round_mode mo
                        flush ? " flush" : "", x, tu_d2u(x), got, tu_d2u(got), want, tu_d2u(want));
 }
 
+// Every path of fmt_round_f32 this build and CPU have for (f, o), without statistics and (where
+// the path counts) with them: against MPFR, and bit for bit (NaN payloads included) against the
+// generic kernel, whose statistics the others must match.
+static void check_paths(const fmt_t *f, const dvec *in, fmt_round_opts o, const double *want,
+                        const size_t *idx32, size_t n32, tally *t) {
+    float *ref = malloc((n32 ? n32 : 1) * sizeof *ref), *y = malloc((n32 ? n32 : 1) * sizeof *y);
+    cr_assert(ref && y, "out of memory");
+    for (int st = 0; st < 2; st++) {
+        fmt_stats sref = {0};
+        for (size_t j = 0; j < n32; j++) ref[j] = (float)in->v[idx32[j]];
+        o.path = FMT_PATH_GENERIC;
+        cr_assert_eq(fmt_round_f32(f, ref, n32, &o, st ? &sref : NULL), FMT_OK);
+        for (int p = FMT_PATH_GENERIC + 1; p < FMT_NPATHS; p++) {
+            o.path = (fmt_round_path)p;
+            if (!fmt_path_available(o.path, f, &o, st)) continue;
+            fmt_stats sp = {0};
+            for (size_t j = 0; j < n32; j++) y[j] = (float)in->v[idx32[j]];
+            cr_assert_eq(fmt_round_f32(f, y, n32, &o, st ? &sp : NULL), FMT_OK);
+            if (st && memcmp(&sp, &sref, sizeof sp) && ++t->failed <= 8)
+                cr_expect_fail("path %s %s %s %s: statistics differ from the generic kernel's",
+                               fmt_path_name(o.path), f->name, fmt_mode_name(o.mode),
+                               fmt_overflow_name(o.overflow));
+            for (size_t j = 0; j < n32; j++) {
+                const size_t i = idx32[j];
+                report(t, f, fmt_path_name(o.path), o.mode, o.overflow, o.flush_subnormals, in->v[i],
+                       (double)y[j], want[i]);
+                if (tu_f2u(y[j]) != tu_f2u(ref[j]) && ++t->failed <= 8)
+                    cr_expect_fail("path %s %s %s %s%s: x=%a gives 0x%08" PRIx32
+                                   ", the generic kernel 0x%08" PRIx32,
+                                   fmt_path_name(o.path), f->name, fmt_mode_name(o.mode),
+                                   fmt_overflow_name(o.overflow), o.flush_subnormals ? " flush" : "",
+                                   in->v[i], tu_f2u(y[j]), tu_f2u(ref[j]));
+            }
+        }
+    }
+    free(ref), free(y);
+}
+
 static void check_combo(const fmt_t *f, const dvec *in, fmt_round_mode mode, fmt_overflow ov,
                         bool flush, tally *t) {
     const size_t n = in->n;
@@ -205,6 +249,7 @@ static void check_combo(const fmt_t *f, const dvec *in, fmt_round_mode mode, fmt
         const size_t i = idx32[j];
         report(t, f, "round_f32", mode, ov, flush, in->v[i], (double)y32[j], want[i]);
     }
+    check_paths(f, in, o, want, idx32, n32, t);
     free(want), free(y64), free(y32), free(idx32);
 }
 
@@ -456,4 +501,70 @@ Test(round, thread_count) {
                   sa.amax == sb.amax, "%s: statistics depend on the thread count", fmt_mode_name(o.mode));
     }
     free(x), free(a), free(b);
+}
+
+// The paths that use float32 arithmetic or converters that read MXCSR (DAZ: subnormal inputs
+// as zero; FTZ: subnormal results flushed) must give the same bits when a program sets them
+// (-ffast-math does, at start-up): they decline and the generic kernel, all integer, runs.
+Test(round, daz_ftz_set) {
+#if defined(__x86_64__)
+    const char *names[] = {"fp16", "bf16", "e4m3", "e5m2", "e2m1", "e3m2", "tf32"};
+    const size_t n = 4099;
+    float *x = malloc(n * sizeof *x), *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+    cr_assert(x && a && b);
+    uint64_t s = test_seed("daz_ftz_set");
+    for (size_t i = 0; i < n; i++)  // float32 subnormals, and tiny normals, both signs
+        x[i] = tu_u2f((uint32_t)tu_splitmix64(&s) & (i % 2 ? 0x807fffffu : 0x8fffffffu));
+    const unsigned csr = _mm_getcsr();
+    for (size_t fi = 0; fi < sizeof names / sizeof names[0]; fi++) {
+        fmt_t f = tu_fmt(names[fi]);
+        for (int mode = 0; mode < FMT_NMODES; mode++) {
+            fmt_round_opts o = {.mode = (fmt_round_mode)mode, .path = FMT_PATH_GENERIC};
+            memcpy(a, x, n * sizeof *x);
+            cr_assert_eq(fmt_round_f32(&f, a, n, &o, NULL), FMT_OK);
+            for (int p = FMT_PATH_AUTO; p < FMT_NPATHS; p++) {
+                o.path = (fmt_round_path)p;
+                if (!fmt_path_available(o.path, &f, &o, false)) continue;
+                memcpy(b, x, n * sizeof *x);
+                _mm_setcsr(csr | 0x8040u);  // FTZ | DAZ
+                const int st = fmt_round_f32(&f, b, n, &o, NULL);
+                _mm_setcsr(csr);
+                cr_assert_eq(st, FMT_OK);
+                for (size_t i = 0; i < n; i++)
+                    cr_assert_eq(tu_f2u(a[i]), tu_f2u(b[i]),
+                                 "%s %s path %s with DAZ|FTZ: x=%a gives %a, %a without", f.name,
+                                 fmt_mode_name(o.mode), fmt_path_name(o.path), x[i], b[i], a[i]);
+            }
+        }
+    }
+    free(x), free(a), free(b);
+#else
+    cr_skip_test("x86-64 only (MXCSR)");
+#endif
+}
+
+// fmt_path_available and the names: the generic path always, a path that is not available
+// refused by fmt_round_f32 with FMT_EINVAL, and fp64 (no float32 kernel) only generic.
+Test(round, path_names_and_availability) {
+    for (int p = 0; p < FMT_NPATHS; p++) {
+        fmt_round_path q;
+        cr_assert_eq(fmt_path_from_name(&q, fmt_path_name((fmt_round_path)p)), FMT_OK);
+        cr_assert_eq((int)q, p);
+    }
+    fmt_round_path q;
+    cr_assert_eq(fmt_path_from_name(&q, "sse9"), FMT_EUNKNOWN);
+    fmt_t e8m0 = tu_fmt("e8m0"), fp64 = tu_fmt("fp64"), e4m3 = tu_fmt("e4m3");
+    fmt_round_opts o = {.path = FMT_PATH_GENERIC};
+    cr_assert(fmt_path_available(FMT_PATH_GENERIC, &e4m3, &o, true));
+    cr_assert(fmt_path_available(FMT_PATH_AUTO, &e4m3, &o, true));
+    cr_assert(!fmt_path_available(FMT_PATH_HW, &e4m3, &o, false), "no converter for e4m3");
+    cr_assert(!fmt_path_available(FMT_PATH_LEAN, &e8m0, &o, false), "e8m0 has no fraction bits");
+    cr_assert(!fmt_path_available(FMT_PATH_HW, &e4m3, &o, true), "no statistics in the converters");
+    cr_assert(!fmt_path_available(FMT_PATH_AVX2, &fp64, &o, false));
+    float x = 1.5f;
+    o.path = FMT_PATH_HW;
+    cr_assert_eq(fmt_round_f32(&e4m3, &x, 1, &o, NULL), FMT_EINVAL);
+    o.path = (fmt_round_path)FMT_NPATHS;
+    cr_assert_eq(fmt_round_f32(&e4m3, &x, 1, &o, NULL), FMT_EINVAL);
+    cr_assert_eq(fmt_validate_round_opts(&e4m3, &o, NULL, 0), FMT_EINVAL);
 }

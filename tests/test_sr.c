@@ -4,7 +4,8 @@
 // of the same input, overflow included); the round-up frequency of a replicated input lies in a
 // binomial bound around the exact probability, truncated to sr_bits; the mean is unbiased;
 // results are a pure function of (seed, stream, offset + index): reproducible, different for
-// another seed or stream, the same for 1 or 2 threads and for an array rounded in two calls.
+// another seed or stream, the same for 1 or 2 threads and for an array rounded in two calls, and
+// the same through every path of fmt_round_f32 (generic kernel, its copies, AVX-512 kernels).
 // Random inputs come from the library's counter-based generator; the seed is printed and read
 // from FPLAB_SEED to replay a failure.
 #include <criterion/criterion.h>
@@ -418,4 +419,56 @@ Test(sr, f32_results_are_format_values) {
     for (int i = 0; i < N; i++)  // a value of the format rounds to itself
         cr_assert(tu_same(fmt_round1(f, y[i], &ne), y[i]), "e4m3: sr result 0x%08x is not an e4m3 value",
                   tu_f2u(y[i]));
+}
+
+// Every path of fmt_round_f32 this build and CPU have for stochastic rounding (the generic
+// kernel, its AVX2/AVX-512 copies, the explicit AVX-512 kernels) gives the same bits and counts:
+// random bit patterns over the whole float32 range and values near every format's binades, for
+// several sr_bits, keys and offsets (the draws are keyed by offset + index in each), with and
+// without flushing, both overflow policies.
+Test(sr, paths_agree) {
+    const size_t n = 20011;  // not a multiple of any vector width
+    float *x = malloc(n * sizeof *x), *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+    cr_assert(x && a && b);
+    const uint64_t seed = test_seed("paths_agree");
+    uint64_t s = seed;
+    const int sr_bits[] = {0, 1, 3, 8, 13, 24, 31};
+    for (size_t fi = 0; fi < fmt_table_count(); fi++) {
+        const fmt_t *f = fmt_table_get(fi);
+        if (f->bits > 32) continue;
+        for (size_t i = 0; i < n; i++) {
+            const uint64_t r = tu_splitmix64(&s);
+            // half random patterns, half around the format's range (subnormals and overflow)
+            const int e = f->emin - f->mbits - 3 + (int)(r >> 40) % (f->emax - f->emin + f->mbits + 6);
+            x[i] = i % 2 ? tu_u2f((uint32_t)r) : (float)ldexp((r & 1 ? -1.0 : 1.0) * (1.0 + (double)(r >> 12 & 0xfffff) / 0x100000), e);
+        }
+        for (size_t bi = 0; bi < sizeof sr_bits / sizeof sr_bits[0]; bi++)
+            for (int v = 0; v < 4; v++) {
+                const fmt_round_opts o = {.mode = FMT_SR, .sr_bits = sr_bits[bi], .seed = seed + bi,
+                                          .stream = (uint64_t)v, .offset = v ? (uint64_t)v << 31 | 12345u : 0,
+                                          .overflow = v & 1 ? FMT_SATURATE : FMT_OVERFLOW_IEEE,
+                                          .flush_subnormals = v == 2, .path = FMT_PATH_GENERIC};
+                memcpy(a, x, n * sizeof *x);
+                fmt_stats sa = {0};
+                cr_assert_eq(fmt_round_f32(f, a, n, &o, &sa), FMT_OK);
+                for (int p = FMT_PATH_GENERIC + 1; p < FMT_NPATHS; p++)
+                    for (int st = 0; st < 2; st++) {
+                        fmt_round_opts q = o;
+                        q.path = (fmt_round_path)p;
+                        if (!fmt_path_available(q.path, f, &q, st)) continue;
+                        memcpy(b, x, n * sizeof *x);
+                        fmt_stats sb = {0};
+                        cr_assert_eq(fmt_round_f32(f, b, n, &q, st ? &sb : NULL), FMT_OK);
+                        for (size_t i = 0; i < n; i++)
+                            cr_assert_eq(tu_f2u(a[i]), tu_f2u(b[i]),
+                                         "%s sr_bits=%d variant %d path %s: x=%a (element %zu) gives %a, "
+                                         "the generic kernel %a (FPLAB_SEED=%llu)", f->name, o.sr_bits, v,
+                                         fmt_path_name(q.path), x[i], i, b[i], a[i], (unsigned long long)seed);
+                        if (st)
+                            cr_assert(!memcmp(&sa, &sb, sizeof sa), "%s path %s: counts differ", f->name,
+                                      fmt_path_name(q.path));
+                    }
+            }
+    }
+    free(x), free(a), free(b);
 }

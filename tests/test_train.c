@@ -77,12 +77,13 @@ static void read_params(const char *path, float **out, size_t *n) {
     ckpt_file_free(&f);
 }
 
-static void resume_is_bitwise(int accum, const char *recompute, const char *policy) {
+static void resume_is_bitwise_with(int accum, const char *recompute, const char *policy, const char *optimizer) {
     char msg[512] = "", path[160];
     float full[24], part[24];
     memset(part, 0, sizeof part);
     train_opts o = small_opts("full");
     snprintf(o.policy, sizeof o.policy, "%s", policy);
+    snprintf(o.optimizer, sizeof o.optimizer, "%s", optimizer);
     o.accum = accum;
     snprintf(o.recompute, sizeof o.recompute, "%s", recompute);
     train_report rep = {.losses = full, .losses_cap = 24};
@@ -90,6 +91,7 @@ static void resume_is_bitwise(int accum, const char *recompute, const char *poli
 
     train_opts a = small_opts("part");
     snprintf(a.policy, sizeof a.policy, "%s", policy);
+    snprintf(a.optimizer, sizeof a.optimizer, "%s", optimizer);
     a.accum = accum;
     snprintf(a.recompute, sizeof a.recompute, "%s", recompute);
     a.stop_at = 10;
@@ -127,6 +129,10 @@ static void resume_is_bitwise(int accum, const char *recompute, const char *poli
     cr_assert_eq(ends, 2, "log has %d end events (one per invocation)", ends);
 }
 
+static void resume_is_bitwise(int accum, const char *recompute, const char *policy) {
+    resume_is_bitwise_with(accum, recompute, policy, "adamw");
+}
+
 Test(train, resume_is_bitwise) { resume_is_bitwise(1, "none", "fp32"); }
 Test(train, resume_is_bitwise_accum_recompute) { resume_is_bitwise(3, "block", "fp32"); }
 // dynamic loss scaling (its scale and counters in the checkpoint), SR and Kahan state, delayed
@@ -135,6 +141,42 @@ Test(train, resume_is_bitwise_fp16_amp) { resume_is_bitwise(2, "none", "fp16-amp
 Test(train, resume_is_bitwise_pure_bf16_kahan) { resume_is_bitwise(1, "block", "pure-bf16-kahan"); }
 Test(train, resume_is_bitwise_pure_bf16_sr) { resume_is_bitwise(1, "none", "pure-bf16-sr"); }
 Test(train, resume_is_bitwise_fp8_delayed) { resume_is_bitwise(2, "block", "fp8-delayed"); }
+// SGD with momentum: its buffer (adam_m's place) in the checkpoint, with a dynamic loss scaler
+Test(train, resume_is_bitwise_sgd) { resume_is_bitwise_with(2, "none", "fp16-amp", "sgd"); }
+
+// SGD with momentum learns, keeps its buffer where AdamW keeps m and leaves v zero; a checkpoint
+// of an SGD run whose v is not zero was not written by a run.
+Test(train, sgd_momentum) {
+    train_opts o = small_opts("sgd");
+    snprintf(o.optimizer, sizeof o.optimizer, "sgd");
+    o.steps = 60, o.lr = 0.5f, o.lr_min = 0.05f, o.weight_decay = 0;
+    float losses[60];
+    train_report rep = {.losses = losses, .losses_cap = 60};
+    char msg[512] = "", path[160];
+    cr_assert_eq(train_run(&o, NULL, NULL, &rep, msg, sizeof msg), 0, "%s", msg);
+    cr_assert(rep.final_val_loss < 0.8f * losses[0], "val loss %g after 60 steps (first train loss %g)",
+              rep.final_val_loss, losses[0]);
+    snprintf(path, sizeof path, "%s/sgd/ckpt.bin", dir);
+    ckpt_file cf;
+    cr_assert_eq(ckpt_read(&cf, path, msg, sizeof msg), CKPT_OK, "%s", msg);
+    const ckpt_section *ms = ckpt_find(&cf, "adam_m"), *vs = ckpt_find(&cf, "adam_v");
+    cr_assert(ms && vs && ms->nbytes == vs->nbytes);
+    const float *m = ms->data, *v = vs->data;
+    size_t nonzero = 0;
+    for (size_t i = 0; i < vs->nbytes / sizeof(float); i++) {
+        nonzero += m[i] != 0;
+        cr_assert_eq(v[i], 0.0f, "adam_v[%zu] = %g under SGD", i, v[i]);
+    }
+    cr_assert(nonzero > 0, "the momentum buffer is all zero");
+    ckpt_file_free(&cf);
+    o.optimizer[0] = 'x';
+    cr_assert_eq(train_opts_validate(&o, msg, sizeof msg), -1);
+    cr_assert(strstr(msg, "--optimizer 'xgd'"), "%s", msg);
+    snprintf(o.optimizer, sizeof o.optimizer, "sgd");
+    o.momentum = 1;
+    cr_assert_eq(train_opts_validate(&o, msg, sizeof msg), -1);
+    cr_assert(strstr(msg, "--momentum"), "%s", msg);
+}
 
 // A loss scale that overflows fp16 gradients to inf: every step is skipped, so the weights
 // stay the initial ones and the AdamW moments stay zero; the schedule does not advance.
@@ -398,4 +440,26 @@ Test(train, local_sgd_with_one_process_is_the_plain_run) {
                   outer[s]);
     }
     cr_assert(tu_samef(rp.final_val_loss, rl.final_val_loss));
+}
+
+// The memory a configuration needs is known before anything is allocated: the estimate equals
+// what the model allocates, and a configuration that cannot fit is refused with it.
+Test(train, memory_is_estimated_and_refused_up_front) {
+    llama_config c;
+    cr_assert_eq(llama_config_named(&c, "tiny"), LLAMA_OK);
+    c.vocab_size = 14;
+    for (int rc = 0; rc < 2; rc++) {
+        llama_model m;
+        cr_assert_eq(llama_init(&m, &c, rc ? LLAMA_RECOMPUTE_BLOCK : LLAMA_RECOMPUTE_NONE, NULL, 0), LLAMA_OK);
+        cr_assert_eq(llama_reserve(&m, 3, 8), LLAMA_OK);
+        const double rope = 2.0 * c.seq_len * (c.dim / c.n_heads / 2) * 4;
+        const double expect = 2.0 * 4 * m.n_params + rope + (double)llama_acts_bytes(&m);
+        cr_assert_eq(llama_memory_bytes(&c, m.recompute, 3, 8, 0), expect, "recompute %d", rc);
+        llama_free(&m);
+    }
+    char msg[512] = "";
+    train_opts o = small_opts(NULL);
+    o.dim = 8192, o.n_layers = 64;
+    cr_assert_eq(train_run(&o, NULL, NULL, NULL, msg, sizeof msg), TRAIN_EREFUSED);
+    cr_assert(strstr(msg, "GB to train"), "%s", msg);
 }

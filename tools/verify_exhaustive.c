@@ -9,6 +9,9 @@
 // at or above the midpoint of its interval, and the mode's rule picks the neighbour.
 // Special rules (NaN, inf, overflow, signed zero, e8m0) are those documented in round.h,
 // format.h and fmt__kparams_make (round.c).
+// Every other path of fmt_round_f32 that the build and CPU have for a call (the kernel's
+// AVX2/AVX-512 copies, the hardware converters, the explicit AVX-512 kernels) is then held to the
+// generic kernel's bits on the same inputs, NaN payloads included (--paths).
 // Exit status: 0 all agree, 1 mismatches, 2 bad usage.
 #include <math.h>
 #include <mpfr.h>
@@ -27,6 +30,10 @@ enum { CHUNK_LOG2 = 20, CHUNK = 1 << CHUNK_LOG2, NCHUNKS = 1 << (32 - CHUNK_LOG2
 
 static const fmt_round_mode det_modes[] = {FMT_RNE, FMT_RNA, FMT_RTZ, FMT_RUP, FMT_RDN, FMT_RTO};
 enum { NDET = sizeof det_modes / sizeof det_modes[0] };
+// Stochastic rounding (seed 0, element i of the whole sweep drawing counter i) has no MPFR
+// reference here (tests/test_sr.c tests it statistically), but it is deterministic: its row
+// holds the other paths to the generic kernel's bits. Mode indices 0..NDET-1 are det_modes.
+enum { SR_ROW = NDET, NROWS = NDET + 1 };
 
 static inline uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, sizeof u); return u; }
 static inline float u2f(uint32_t u) { float f; memcpy(&f, &u, sizeof f); return f; }
@@ -262,7 +269,9 @@ static float expect(const grid_t *g, fmt_round_mode mode, fmt_overflow ov, uint3
 
 typedef struct {
     uint32_t in, got, want;
-    int stats;  // 1: the call collected fmt_stats (a separately compiled loop)
+    int stats;       // 1: the call collected fmt_stats (a separately compiled loop)
+    int path;        // the fmt_round_path that gave got
+    int vs_generic;  // 1: want is the generic kernel's bits (NaN payloads included)
 } mismatch_t;
 
 typedef struct {
@@ -287,6 +296,8 @@ typedef struct {
     bool both_loops;     // round every chunk both with and without statistics
     bool tty;
     const bool *msel;    // modes to check (indices into det_modes)
+    bool psel[FMT_NPATHS];  // other paths to hold to the generic kernel (FMT_PATH_AUTO: the one
+                            // fmt_round_f32 picks)
 } run_opts;
 
 // Equal bits, or both NaN (any payload, any sign).
@@ -295,14 +306,15 @@ static inline uint32_t differs(uint32_t a, uint32_t b) {
     return (a != b) & !(nan_a & nan_b);
 }
 
-// Checks one chunk of inputs in one (mode, policy): returns mismatches, adds them to rep.
+// Checks one chunk of inputs in one (mode, policy) through the generic kernel: returns
+// mismatches, adds them to rep.
 static uint64_t check_chunk(const grid_t *g, fmt_round_mode mode, fmt_overflow ov, bool stats,
                             uint32_t first, const seg_t *seg, size_t ns, uint32_t *out,
-                            report_t *rep) {
-    const fmt_round_opts o = {.mode = mode, .overflow = ov};
+                            report_t *rep, fmt_stats *st) {
+    const fmt_round_opts o = {.mode = mode, .overflow = ov, .path = FMT_PATH_GENERIC};
     for (uint32_t j = 0; j < CHUNK; j++) out[j] = first + j;
-    fmt_stats st = {0};
-    fmt_round_f32(g->f, (float *)out, CHUNK, &o, stats ? &st : NULL);
+    *st = (fmt_stats){0};
+    fmt_round_f32(g->f, (float *)out, CHUNK, &o, stats ? st : NULL);
     uint64_t count = 0;
     for (size_t s = 0; s < ns; s++) {
         const uint32_t w = f2u(expect(g, mode, ov, first >> 31, seg[s].idx, seg[s].cls));
@@ -314,7 +326,7 @@ static uint64_t check_chunk(const grid_t *g, fmt_round_mode mode, fmt_overflow o
         for (uint32_t j = 0; j < len; j++) {
             if (!differs(r[j], w)) continue;
             count++;
-            const mismatch_t m = {seg[s].start + j, r[j], w, stats};
+            const mismatch_t m = {seg[s].start + j, r[j], w, stats, FMT_PATH_GENERIC, 0};
 #pragma omp critical(report)
             report_add(rep, &m);
         }
@@ -322,35 +334,87 @@ static uint64_t check_chunk(const grid_t *g, fmt_round_mode mode, fmt_overflow o
     return count;
 }
 
+// The same chunk through another path (the fast paths, the kernel's other copies): its bits must
+// be the generic kernel's (in ref), NaN payloads included, and with statistics its counts those
+// in sref; any difference is a mismatch (a count that differs: one, shown with got = want = 0).
+static uint64_t check_path(const grid_t *g, fmt_round_mode mode, fmt_overflow ov, fmt_round_path path,
+                           bool stats, uint32_t first, const uint32_t *ref, const fmt_stats *sref,
+                           uint32_t *out, report_t *rep) {
+    // (stochastic rounding: draw first + j for input first + j, as the generic kernel's call had)
+    const fmt_round_opts o = {.mode = mode, .overflow = ov, .path = path,
+                              .offset = mode == FMT_SR ? first : 0};
+    if (!fmt_path_available(path, g->f, &o, stats)) return 0;
+    for (uint32_t j = 0; j < CHUNK; j++) out[j] = first + j;
+    fmt_stats st = {0};
+    fmt_round_f32(g->f, (float *)out, CHUNK, &o, stats ? &st : NULL);
+    const int took = (int)fmt_path_chosen(g->f, &o, stats);
+    uint64_t count = 0;
+    if (stats && sref && memcmp(&st, sref, sizeof st)) {
+        count++;
+        const mismatch_t m = {first, 0, 0, 1, took, 1};
+#pragma omp critical(report)
+        report_add(rep, &m);
+    }
+    if (!memcmp(out, ref, CHUNK * sizeof *out)) return count;
+    for (uint32_t j = 0; j < CHUNK; j++) {
+        if (out[j] == ref[j]) continue;
+        count++;
+        const mismatch_t m = {first + j, out[j], ref[j], stats, took, 1};
+#pragma omp critical(report)
+        report_add(rep, &m);
+    }
+    return count;
+}
+
 // Checks one format in the selected modes and both overflow policies; fills rep[mode][policy].
-static uint64_t check_format(const grid_t *g, const run_opts *ro, report_t rep[NDET][2]) {
+static uint64_t check_format(const grid_t *g, const run_opts *ro, report_t rep[NROWS][2]) {
     const unsigned nchunks = (NCHUNKS + ro->stride - 1) / ro->stride;
     unsigned done = 0, shown = 0;
     uint64_t total = 0;
     char modes[64] = "";
-    for (int mi = 0; mi < NDET; mi++)
+    for (int mi = 0; mi < NROWS; mi++)
         if (ro->msel[mi])
             snprintf(modes + strlen(modes), sizeof modes - strlen(modes), "%s%s", modes[0] ? "," : "",
-                     fmt_mode_name(det_modes[mi]));
+                     fmt_mode_name(mi == SR_ROW ? FMT_SR : det_modes[mi]));
 #pragma omp parallel reduction(+ : total)
     {
         // A run ends at a grid point, a midpoint or one input past one, so a chunk has at most
         // 2 * CHUNK runs; in practice a few hundred.
         seg_t *seg = malloc(2 * (size_t)CHUNK * sizeof *seg);
-        uint32_t *out = malloc(CHUNK * sizeof *out);
+        uint32_t *out = malloc(CHUNK * sizeof *out), *out2 = malloc(CHUNK * sizeof *out2);
 #pragma omp for schedule(dynamic, 1)
         for (unsigned k = 0; k < nchunks; k++) {
             const uint32_t first = (uint32_t)(k * ro->stride) << CHUNK_LOG2;
             const size_t ns = classify_chunk(g, first, seg);
+            if (ro->msel[SR_ROW])
+                for (int p = 0; p < 2; p++) {
+                    const fmt_overflow ov = p ? FMT_SATURATE : FMT_OVERFLOW_IEEE;
+                    const fmt_round_opts o = {.mode = FMT_SR, .overflow = ov, .path = FMT_PATH_GENERIC,
+                                              .offset = first};
+                    const bool st = k & 1;
+                    fmt_stats sref = {0};
+                    for (uint32_t j = 0; j < CHUNK; j++) out[j] = first + j;
+                    fmt_round_f32(g->f, (float *)out, CHUNK, &o, st ? &sref : NULL);
+                    for (int q = 0; q < FMT_NPATHS; q++)
+                        if (ro->psel[q] && q != FMT_PATH_GENERIC)
+                            total += check_path(g, FMT_SR, ov, (fmt_round_path)q, st, first, out, &sref,
+                                                out2, &rep[SR_ROW][p]);
+                }
             for (int mi = 0; mi < NDET; mi++) {
                 if (!ro->msel[mi]) continue;
                 for (int p = 0; p < 2; p++) {
                     // Statistics select a separately compiled loop of the kernel: by default
                     // every other chunk takes it, so both loops see every kind of input.
+                    const fmt_overflow ov = p ? FMT_SATURATE : FMT_OVERFLOW_IEEE;
                     for (int st = 0; st < 2; st++) {
                         if (!ro->both_loops && st != (int)(k & 1)) continue;
-                        total += check_chunk(g, det_modes[mi], p ? FMT_SATURATE : FMT_OVERFLOW_IEEE,
-                                             st, first, seg, ns, out, &rep[mi][p]);
+                        fmt_stats sref;
+                        total += check_chunk(g, det_modes[mi], ov, st, first, seg, ns, out, &rep[mi][p], &sref);
+                        // Every other selected path on the same chunk, against these bits and counts.
+                        for (int q = 0; q < FMT_NPATHS; q++)
+                            if (ro->psel[q] && q != FMT_PATH_GENERIC)
+                                total += check_path(g, det_modes[mi], ov, (fmt_round_path)q, st, first, out,
+                                                    &sref, out2, &rep[mi][p]);
                     }
                 }
             }
@@ -365,7 +429,7 @@ static uint64_t check_format(const grid_t *g, const run_opts *ro, report_t rep[N
                         pct);
             }
         }
-        free(seg), free(out);
+        free(seg), free(out), free(out2);
     }
     if (ro->tty) fprintf(stderr, "\r%60s\r", "");
     return total;
@@ -376,21 +440,27 @@ static void print_report(const fmt_t *f, fmt_round_mode mode, fmt_overflow ov, c
            (unsigned long long)r->count);
     for (int i = 0; i < r->nshow; i++) {
         const mismatch_t *m = &r->show[i];
-        printf("    in 0x%08x (%a)  got 0x%08x (%a)  want 0x%08x (%a)%s\n", m->in, u2f(m->in),
-               m->got, u2f(m->got), m->want, u2f(m->want), m->stats ? "  [with stats]" : "");
+        printf("    in 0x%08x (%a)  got 0x%08x (%a)  want 0x%08x (%a)  [path %s%s%s]\n", m->in,
+               u2f(m->in), m->got, u2f(m->got), m->want, u2f(m->want),
+               fmt_path_name((fmt_round_path)m->path), m->stats ? ", with stats" : "",
+               m->vs_generic ? (m->got == m->want ? ", statistics differ from the generic kernel's"
+                                                  : ", want: the generic kernel's bits") : "");
     }
 }
 
 static void usage(FILE *to) {
     fprintf(to,
             "usage: verify_exhaustive [--format NAME[,NAME...]] [--mode MODE[,MODE...]] [--stride K]\n"
-            "                         [--both-loops]\n"
-            "Rounds all 2^32 float32 bit patterns with fmt_round_f32 and compares bit-exactly with\n"
-            "an MPFR-built reference, for every table format of 16 bits or fewer, modes\n"
-            "rne rna rtz rup rdn rto, overflow policies ieee and saturate. Every other chunk is\n"
-            "rounded with statistics (a separately compiled loop of the kernel).\n"
+            "                         [--both-loops] [--paths LIST]\n"
+            "Rounds all 2^32 float32 bit patterns with fmt_round_f32's generic kernel and compares\n"
+            "bit-exactly with an MPFR-built reference, for every table format of 16 bits or fewer,\n"
+            "modes rne rna rtz rup rdn rto, overflow policies ieee and saturate. Every other chunk is\n"
+            "rounded with statistics (a separately compiled loop of the kernel). Every other path of\n"
+            "fmt_round_f32 this build and CPU have for a call must give the generic kernel's bits.\n"
+            "  --paths LIST   the other paths held to the generic kernel: all (the default), none,\n"
+            "                 auto (the one fmt_round_f32 picks) or names among avx2 avx512 hw lean\n"
             "  --format LIST  only these formats (names or aliases, comma separated)\n"
-            "  --mode LIST    only these modes\n"
+            "  --mode LIST    only these modes (sr: the other paths against the generic kernel only)\n"
             "  --stride K     check every K-th chunk of 2^%d inputs (for a time estimate; the\n"
             "                 result is then not exhaustive)\n"
             "  --both-loops   round every chunk both with and without statistics (twice the time)\n"
@@ -424,22 +494,36 @@ static int parse_mode(const char *name) {
     if (fmt_mode_from_name(&m, name) != FMT_OK) return -1;
     for (int i = 0; i < NDET; i++)
         if (det_modes[i] == m) return i;
-    return -1;  // sr is not deterministic: see tests/test_sr.c
+    return m == FMT_SR ? SR_ROW : -1;
+}
+
+static int parse_path(const char *name) {
+    fmt_round_path p;
+    return fmt_path_from_name(&p, name) == FMT_OK ? (int)p : -1;
 }
 
 int main(int argc, char **argv) {
     const size_t nf = fmt_table_count();
-    bool fsel[64] = {0}, msel[NDET] = {0}, fany = false, many = false;
+    bool fsel[64] = {0}, msel[NROWS] = {0}, fany = false, many = false;
     run_opts ro = {.stride = 1, .tty = isatty(2), .msel = msel};
+    for (int q = 0; q < FMT_NPATHS; q++) ro.psel[q] = q != FMT_PATH_AUTO;
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--help") || !strcmp(argv[a], "-h")) return usage(stdout), 0;
         if (!strcmp(argv[a], "--both-loops")) { ro.both_loops = true; continue; }
         if (a + 1 >= argc) return usage(stderr), 2;
-        if (!strcmp(argv[a], "--format")) {
+        if (!strcmp(argv[a], "--paths")) {
+            const char *v = argv[++a];
+            memset(ro.psel, 0, sizeof ro.psel);
+            if (!strcmp(v, "all")) {
+                for (int q = 0; q < FMT_NPATHS; q++) ro.psel[q] = q != FMT_PATH_AUTO;
+            } else if (strcmp(v, "none") && !parse_list(v, ro.psel, FMT_NPATHS, parse_path)) {
+                return 2;
+            }
+        } else if (!strcmp(argv[a], "--format")) {
             if (!parse_list(argv[++a], fsel, (int)nf, parse_format)) return 2;
             fany = true;
         } else if (!strcmp(argv[a], "--mode")) {
-            if (!parse_list(argv[++a], msel, NDET, parse_mode)) return 2;
+            if (!parse_list(argv[++a], msel, NROWS, parse_mode)) return 2;
             many = true;
         } else if (!strcmp(argv[a], "--stride")) {
             char *end;
@@ -456,15 +540,21 @@ int main(int argc, char **argv) {
         else if (!fany) fsel[i] = true;
     }
     if (!many)
-        for (int i = 0; i < NDET; i++) msel[i] = true;
+        for (int i = 0; i < NROWS; i++) msel[i] = true;
 
     int nthreads = 1;
 #ifdef _OPENMP
     nthreads = omp_get_max_threads();
 #endif
-    printf("verify_exhaustive: %s float32 inputs%s, chunks of 2^%d, %d threads\n",
+    char pnames[128] = "";
+    for (int q = 0; q < FMT_NPATHS; q++)
+        if (ro.psel[q] && q != FMT_PATH_GENERIC)
+            snprintf(pnames + strlen(pnames), sizeof pnames - strlen(pnames), " %s",
+                     fmt_path_name((fmt_round_path)q));
+    printf("verify_exhaustive: %s float32 inputs%s, chunks of 2^%d, %d threads; other paths held to "
+           "the generic kernel where available:%s\n",
            ro.stride == 1 ? "all 2^32" : "a sample of", ro.stride == 1 ? "" : " (--stride)",
-           CHUNK_LOG2, nthreads);
+           CHUNK_LOG2, nthreads, pnames[0] ? pnames : " none");
     fflush(stdout);
     const double t0 = fio_now();
     uint64_t grand = 0;
@@ -474,16 +564,18 @@ int main(int argc, char **argv) {
         grid_t g;
         grid_build(&g, f);
         const double tf = fio_now();
-        report_t (*rep)[2] = calloc(NDET, sizeof *rep);
+        report_t (*rep)[2] = calloc(NROWS, sizeof *rep);
         const uint64_t fmis = check_format(&g, &ro, rep);
-        for (int mi = 0; mi < NDET; mi++) {
+        for (int mi = 0; mi < NROWS; mi++) {
             if (!msel[mi]) continue;
-            printf("%-9s %-4s ieee: %llu mismatches, saturate: %llu mismatches\n", f->name,
-                   fmt_mode_name(det_modes[mi]), (unsigned long long)rep[mi][0].count,
-                   (unsigned long long)rep[mi][1].count);
+            const fmt_round_mode mode = mi == SR_ROW ? FMT_SR : det_modes[mi];
+            printf("%-9s %-4s ieee: %llu mismatches, saturate: %llu mismatches%s\n", f->name,
+                   fmt_mode_name(mode), (unsigned long long)rep[mi][0].count,
+                   (unsigned long long)rep[mi][1].count,
+                   mi == SR_ROW ? " (the other paths against the generic kernel)" : "");
             for (int p = 0; p < 2; p++)
                 if (rep[mi][p].count)
-                    print_report(f, det_modes[mi], p ? FMT_SATURATE : FMT_OVERFLOW_IEEE, &rep[mi][p]);
+                    print_report(f, mode, p ? FMT_SATURATE : FMT_OVERFLOW_IEEE, &rep[mi][p]);
         }
         free(rep);
         printf("%-9s done in %.1f s (%d grid points), %llu mismatches\n", f->name, fio_now() - tf,

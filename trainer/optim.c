@@ -1,4 +1,5 @@
-// optim.c: AdamW, the warmup + cosine schedule and global-norm clipping (see optim.h).
+// optim.c: AdamW, SGD with momentum, the warmup + cosine schedule and global-norm clipping
+// (see optim.h).
 #include "trainer/optim.h"
 
 #include <math.h>
@@ -22,6 +23,25 @@ void adamw_step(float *params, float *m, float *v, const float *grads, const lla
             const float mhat = mm[i] / c1, vhat = vv[i] / c2;
             p[i] -= decay * p[i];
             p[i] -= lr * mhat / (sqrtf(vhat) + eps);
+        }
+        off += n;
+    }
+}
+
+void sgd_step(float *params, float *buf, const float *grads, const llama_config *cfg, const sgd_opts *o) {
+    size_t sizes[LP_COUNT], off = 0;
+    llama_param_sizes(cfg, sizes);
+    const float mu = o->momentum, lr = o->lr;
+    for (int id = 0; id < LP_COUNT; id++) {
+        const float wd = llama_param_is_matrix(id) ? o->weight_decay : 0.0f;
+        const size_t n = sizes[id];
+        float *p = params + off, *b = buf + off;
+        const float *g = grads + off;
+#pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < n; i++) {
+            const float d = g[i] + wd * p[i];
+            b[i] = mu * b[i] + d;
+            p[i] -= lr * b[i];
         }
         off += n;
     }

@@ -1,5 +1,5 @@
-// optim.h: AdamW, the learning-rate schedule (linear warmup, cosine decay to a floor) and
-// global-norm gradient clipping, over the flat parameter buffer of the model.
+// optim.h: AdamW, SGD with momentum, the learning-rate schedule (linear warmup, cosine decay
+// to a floor) and global-norm gradient clipping, over the flat parameter buffer of the model.
 // Constraints: flat loops over the buffers carved by llama's size table; deterministic (the
 // norm is summed in double in a fixed order).
 #ifndef FPLAB_OPTIM_H
@@ -21,6 +21,19 @@ typedef struct {
 // params, m, v are overwritten; grads are read.
 void adamw_step(float *params, float *m, float *v, const float *grads, const llama_config *cfg,
                 const adamw_opts *o, long t);
+
+typedef struct {
+    float lr;            // learning rate of this step (from lr_schedule)
+    float momentum;      // mu in [0, 1); 0: plain SGD
+    float weight_decay;  // L2, added to the gradient (coupled, as torch.optim.SGD), matrices only
+} sgd_opts;
+
+// One step of SGD with momentum, the optimizer of Micikevicius et al. 2018 in PyTorch's form
+// (torch.optim.SGD, dampening 0, no Nesterov), each in float32 in this order:
+//   d = g + wd * p (matrices; d = g for the norm gains);  buf = mu * buf + d;  p -= lr * buf
+// params and buf are overwritten; grads are read. buf starts at zero, which makes the first
+// step buf = d, as PyTorch's first step sets it.
+void sgd_step(float *params, float *buf, const float *grads, const llama_config *cfg, const sgd_opts *o);
 
 typedef struct {
     float lr_max, lr_min;  // peak and floor

@@ -83,6 +83,18 @@ static float forward_backward(train_run_state *r, float S) {
     return (float)(lsum / K);
 }
 
+// AdamW (its t counts applied steps) or SGD with momentum, whose buffer is adam_m (the first
+// moment's place; adam_v stays zero), so checkpoints, resume and local SGD carry it unchanged.
+static void optimizer_step(train_run_state *r, float lr) {
+    if (r->sgd) {
+        const sgd_opts so = {lr, r->o.momentum, r->o.weight_decay};
+        sgd_step(r->m.params, r->adam_m, r->m.grads, &r->m.cfg, &so);
+        return;
+    }
+    const adamw_opts ao = {lr, r->o.beta1, r->o.beta2, r->o.adam_eps, r->o.weight_decay};
+    adamw_step(r->m.params, r->adam_m, r->adam_v, r->m.grads, &r->m.cfg, &ao, (long)r->st.applied + 1);
+}
+
 // Unscale (in float32), clip, then let the scaler decide: a non-finite gradient skips the step
 // when the policy has a loss scaler; without one it would go into the weights, and the caller
 // stops instead. The norm (a double sum of float32 squares, which cannot overflow) is finite
@@ -99,16 +111,14 @@ static void update(train_run_state *r, train_step_out *out) {
     const bool finite = dist_min_int(&r->w, isfinite(out->gnorm));
     out->skipped = ac_scaler_update(&r->ac.scaler, &r->pol.scaler, finite);
     const lr_schedule sched = {r->o.lr, r->o.lr_min, r->o.warmup, r->o.steps};
-    const adamw_opts ao = {lr_at(&sched, (long)r->st.applied), r->o.beta1, r->o.beta2, r->o.adam_eps,
-                           r->o.weight_decay};
-    out->lr = ao.lr;
+    out->lr = lr_at(&sched, (long)r->st.applied);
     if (!out->skipped && finite) {
         const size_t n = r->m.n_params;
         if (r->p_old) memcpy(r->p_old, r->m.params, n * sizeof *r->p_old);
-        adamw_step(r->m.params, r->adam_m, r->adam_v, r->m.grads, &r->m.cfg, &ao, (long)r->st.applied + 1);
+        optimizer_step(r, out->lr);
         if (r->p_old) ac_round_update(&r->ac, r->m.params, r->p_old, r->kahan, n);
         ac_cast_inplace(&r->ac, AC_ADAM_M, -1, r->adam_m, n, 1, true);
-        ac_cast_inplace(&r->ac, AC_ADAM_V, -1, r->adam_v, n, 1, true);
+        if (!r->sgd) ac_cast_inplace(&r->ac, AC_ADAM_V, -1, r->adam_v, n, 1, true);
         r->st.applied++;
     }
     r->opt_s += fio_now() - t0;

@@ -37,6 +37,8 @@ typedef struct {
     float lr, lr_min;  // peak and floor of the cosine schedule
     long warmup;       // optimizer steps of linear warmup
     float beta1, beta2, adam_eps, weight_decay, grad_clip;  // grad_clip 0: off
+    char optimizer[8]; // adamw | sgd (momentum SGD: weight_decay is L2 in the gradient)
+    float momentum;    // sgd: mu
     // evaluation, checkpoints, logging
     long eval_every;   // validation every N steps (and at the end); 0: only at the end
     int eval_batches;  // fixed validation batches (the same every time)

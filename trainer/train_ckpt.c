@@ -76,11 +76,14 @@ int train__load_checkpoint(train_run_state *r, const ckpt_file *f, const char *p
     }
     memcpy(r->adam_m, am->data, pb), memcpy(r->adam_v, av->data, pb);
     // A run never saves non-finite weights or moments (it stops first), so such a file was not
-    // written by one; the second moment is a mean of squares.
+    // written by one; the second moment is a mean of squares, and zero under SGD (adam_m holds
+    // the momentum buffer).
     for (size_t i = 0; i < r->m.n_params; i++)
-        if (!isfinite(r->m.params[i]) || !isfinite(r->adam_m[i]) || !(r->adam_v[i] >= 0 && isfinite(r->adam_v[i]))) {
-            snprintf(msg, msg_len, "checkpoint '%s': parameter %zu or its AdamW moments are not finite "
-                     "(or the second moment is negative): not a checkpoint a run would write", path, i);
+        if (!isfinite(r->m.params[i]) || !isfinite(r->adam_m[i]) || !(r->adam_v[i] >= 0 && isfinite(r->adam_v[i])) ||
+            (r->sgd && r->adam_v[i] != 0)) {
+            snprintf(msg, msg_len, "checkpoint '%s': parameter %zu or its optimizer state is not finite (or the "
+                     "second moment is negative, or nonzero under --optimizer sgd): not a checkpoint a run would "
+                     "write", path, i);
             return -1;
         }
     return 0;

@@ -37,7 +37,8 @@ typedef struct {
     train_opts o;        // resolved: named-config and auto values replaced by what is used
     llama_model m;
     data_set data;
-    float *adam_m, *adam_v;
+    float *adam_m, *adam_v;  // AdamW's moments; --optimizer sgd: the momentum buffer, and zeros
+    bool sgd;                // --optimizer sgd
     float *p_old, *kahan;  // low-precision weights: the weights before the update; Kahan's
                            // compensation (float32)
     ac_policy pol;

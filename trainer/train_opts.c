@@ -18,6 +18,8 @@ void train_opts_default(train_opts *o) {
     snprintf(o->recompute, sizeof o->recompute, "none");
     snprintf(o->policy, sizeof o->policy, "fp32");
     snprintf(o->telemetry, sizeof o->telemetry, "sites");
+    snprintf(o->optimizer, sizeof o->optimizer, "adamw");
+    o->momentum = 0.9f;
     o->batch = 12, o->accum = 1, o->steps = 2000;
     o->lr = 1e-3f, o->lr_min = 1e-4f, o->warmup = 100;
     o->beta1 = 0.9f, o->beta2 = 0.99f, o->adam_eps = 1e-8f, o->weight_decay = 0.1f, o->grad_clip = 1.0f;
@@ -60,6 +62,8 @@ static const train_opt_desc table[] = {
     OPT("adam-eps", adam_eps, TOPT_FLOAT, false, "AdamW epsilon"),
     OPT("weight-decay", weight_decay, TOPT_FLOAT, false, "decoupled weight decay (matrices only)"),
     OPT("grad-clip", grad_clip, TOPT_FLOAT, false, "global gradient-norm clip (0: off)"),
+    OPT("optimizer", optimizer, TOPT_STR, false, "adamw | sgd (momentum; --weight-decay is then L2 in the gradient)"),
+    OPT("momentum", momentum, TOPT_FLOAT, false, "SGD momentum in [0, 1)"),
     OPT("eval-every", eval_every, TOPT_LONG, false, "validation every N steps (0: only at the end)"),
     OPT("eval-batches", eval_batches, TOPT_INT, false, "validation batches (a fixed set)"),
     OPT("seed", seed, TOPT_U64, false, "seed of the initialisation and the batches"),
@@ -198,6 +202,9 @@ int train_opts_validate(const train_opts *o, char *msg, size_t msg_len) {
             "--beta1 %g, --beta2 %g, --adam-eps %g: expected betas in [0, 1), eps > 0", o->beta1,
             o->beta2, o->adam_eps);
     REQUIRE(o->weight_decay >= 0 && o->grad_clip >= 0, "--weight-decay, --grad-clip: expected >= 0");
+    REQUIRE(!strcmp(o->optimizer, "adamw") || !strcmp(o->optimizer, "sgd"), "--optimizer '%s': expected adamw or sgd",
+            o->optimizer);
+    REQUIRE(o->momentum >= 0 && o->momentum < 1, "--momentum %g: expected a value in [0, 1)", o->momentum);
     REQUIRE(o->progress >= -1 && o->progress <= 1, "--progress %d: expected -1, 0 or 1", o->progress);
     REQUIRE(!strcmp(o->telemetry, "off") || !strcmp(o->telemetry, "sites") || !strcmp(o->telemetry, "layers"),
             "--telemetry '%s': expected off, sites or layers", o->telemetry);

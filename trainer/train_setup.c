@@ -125,13 +125,28 @@ static int setup_autocast(train_run_state *r, const ckpt_file *f, char *msg, siz
         return 0;
     }
     const ckpt_section *as = ckpt_find(f, "acstate"), *ks = ckpt_find(f, "kahan");
-    if (!as || ac_state_load(&r->ac, as->data, as->nbytes) != AC_OK ||
-        (r->kahan && (!ks || ks->nbytes != n * sizeof(float)))) {
-        snprintf(msg, msg_len, "checkpoint '%s': section '%s' missing, of the wrong size or inconsistent",
-                 r->resume, !as ? "acstate" : r->kahan && (!ks || ks->nbytes != n * sizeof(float)) ? "kahan" : "acstate");
+    char why[512];
+    if (!as) {
+        snprintf(msg, msg_len, "checkpoint '%s': section 'acstate' missing", r->resume);
         return -1;
     }
-    if (r->kahan) memcpy(r->kahan, ks->data, ks->nbytes);
+    if (ac_state_check(&r->ac, as->data, as->nbytes, why, sizeof why) != AC_OK ||
+        ac_state_load(&r->ac, as->data, as->nbytes) != AC_OK) {
+        snprintf(msg, msg_len, "checkpoint '%s': section 'acstate': %s", r->resume, why);
+        return -1;
+    }
+    if (r->kahan && (!ks || ks->nbytes != n * sizeof(float))) {
+        snprintf(msg, msg_len, "checkpoint '%s': section 'kahan' missing or not %zu floats", r->resume, n);
+        return -1;
+    }
+    if (r->kahan) {
+        memcpy(r->kahan, ks->data, ks->nbytes);
+        for (size_t i = 0; i < n; i++)
+            if (!isfinite(r->kahan[i])) {
+                snprintf(msg, msg_len, "checkpoint '%s': section 'kahan': compensation %zu is not finite", r->resume, i);
+                return -1;
+            }
+    }
     return 0;
 }
 
@@ -184,6 +199,24 @@ static int setup_model(train_run_state *r, const ckpt_file *f, const llama_confi
                      r->o.data, split ? "validation" : "training", r->T + 1);
             return -1;
         }
+    return 0;
+}
+
+// Refuses up front, with the estimate, a configuration that cannot fit in this machine's memory
+// (rather than being killed by the OOM killer after an hour of allocation and paging).
+static int check_memory(train_run_state *r, const llama_config *cfg, char *msg, size_t msg_len) {
+    const llama_recompute rc = !strcmp(r->o.recompute, "block") ? LLAMA_RECOMPUTE_BLOCK : LLAMA_RECOMPUTE_NONE;
+    const int T = r->o.context > 0 ? r->o.context : cfg->seq_len;
+    // AdamW's two moments, and the weights before an update plus Kahan's compensation at most.
+    const double need = llama_memory_bytes(cfg, rc, r->o.batch, T, 4);
+    const double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE);
+    if (have > 0 && need > have) {
+        snprintf(msg, msg_len, "the model (dim %d, %d layers, vocab %d, seq_len %d) with --batch %d and context %d "
+                 "needs about %.1f GB to train, more than this machine's %.1f GB of memory: make it smaller "
+                 "(--dim, --n-layers, --batch, --context) or use --recompute block",
+                 cfg->dim, cfg->n_layers, cfg->vocab_size, cfg->seq_len, r->o.batch, T, need / 1e9, have / 1e9);
+        return -1;
+    }
     return 0;
 }
 
@@ -245,10 +278,12 @@ static int open_outputs(train_run_state *r, char *msg, size_t msg_len) {
         snprintf(msg, msg_len, "--ckpt-dir: %s", why);
         return -1;
     }
-    if (r->log_path[0] && !(r->log = fopen(r->log_path, r->resume ? "a" : "w"))) {
+    if (r->log_path[0] && !(r->log = fopen(r->log_path, r->resume ? "a+" : "w"))) {
         snprintf(msg, msg_len, "--log '%s': cannot open for writing: %s", r->log_path, strerror(errno));
         return -1;
     }
+    // A run killed mid-write leaves a cut line: the continuation starts on a line of its own.
+    if (r->log && r->resume && fseek(r->log, -1, SEEK_END) == 0 && fgetc(r->log) != '\n') fputc('\n', r->log);
     return 0;
 }
 
@@ -300,18 +335,21 @@ static int setup_run(train_run_state *r, const train_opts *o, const bool *given,
     if (r->resume) {
         if (ckpt_read(f, r->resume, msg, msg_len) != CKPT_OK) return -1;
         const ckpt_section *vs = ckpt_find(f, "vocab");
-        if (!vs || ckpt_vocab_unpack(vocab, vs) != CKPT_OK) {
-            snprintf(msg, msg_len, "checkpoint '%s': section 'vocab' missing or malformed", r->resume);
+        if (!vs) {
+            snprintf(msg, msg_len, "checkpoint '%s': section 'vocab' missing", r->resume);
             return -1;
         }
+        if (ckpt_vocab_read(vocab, vs, r->resume, msg, msg_len) != CKPT_OK) return -1;
         if (resume_options(r, o, given, f, r->resume, msg, msg_len) != 0) return -1;
     }
     if (train_opts_validate(&r->o, msg, msg_len) != 0) return -1;
+    r->sgd = !strcmp(r->o.optimizer, "sgd");
     if (setup_policy(r, r->resume ? f : NULL, msg, msg_len) != 0) return -1;
     const int threads = llama_ops_threads(r->o.threads);
     if (load_data(r, r->resume ? vocab : NULL, msg, msg_len) != 0) return -1;
     llama_config cfg;
     if (train_model_config(&cfg, &r->o, r->data.vocab.size, msg, msg_len) != 0) return -1;
+    if (check_memory(r, &cfg, msg, msg_len) != 0) return -1;
     if (setup_model(r, r->resume ? f : NULL, &cfg, msg, msg_len) != 0) return -1;
     if (setup_autocast(r, r->resume ? f : NULL, msg, msg_len) != 0) return -1;
     if (train__dist_setup(r, msg, msg_len) != 0) return -1;

@@ -143,3 +143,28 @@ def test_errors():
         fplab.quantize(x.astype(np.float16), "e4m3")
     with pytest.raises(TypeError, match="recipe name"):
         fplab.quantize(x, "e4m3", scale=32)
+
+
+@pytest.mark.parametrize("recipe", ["none", "tensor", "row", "col", "mx", "nvfp4", "tile:8x16:e8m0:up",
+                                    "block:32:bf16:rne", "mx:nanblock"])
+@pytest.mark.parametrize("spec,mode", [("e4m3", "rne"), ("e2m1", "sr"), ("bf16", "rne")])
+@pytest.mark.parametrize("shape", [(24, 80), (80,), (3, 0)])
+def test_cli_codes_and_scales_match(cli, rng, spec, mode, recipe, shape):
+    """`fplab quantize --codes/--scales` writes exactly .codes and .scales (dtype and shape too)."""
+    x = data(rng, shape)
+    if x.size:
+        x.flat[:3] = [np.nan, 1e6, -1e-9]
+    q = fplab.quantize(x, spec, scale=recipe, mode=mode, seed=5)
+    with tempfile.TemporaryDirectory() as d:
+        src, dst, cp, sp = (os.path.join(d, n) for n in ("in.npy", "out.npy", "c.npy", "s.npy"))
+        np.save(src, x)
+        extra = [] if recipe == "none" else ["--scales", sp]
+        cli("quantize", src, dst, "--to", spec, "--scale", recipe, "--round", mode, "--seed", "5", "--codes", cp,
+            *extra)
+        codes = np.load(cp)
+        assert codes.dtype == q.codes.dtype and codes.shape == q.codes.shape
+        assert np.array_equal(codes, q.codes)
+        if recipe != "none":
+            scales = np.load(sp)
+            assert scales.dtype == q.scales.dtype and scales.shape == q.scales.shape
+            assert np.array_equal(scales, q.scales)

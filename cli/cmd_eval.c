@@ -1,0 +1,186 @@
+// cmd_eval.c: `fplab eval --ckpt FILE --policy LIST`: the validation loss of a trained model
+// under inference policies (post-training quantization, trainer/eval.h), its per-site
+// telemetry, and with --per-site 1 the loss with one site of each policy at a time.
+// The resolved configuration goes to stderr, the results to stdout (table, csv, md or JSON
+// lines with the trainer's telemetry).
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "kernels/llama_ops.h"
+#include "trainer/eval.h"
+
+static void help(FILE *fp) {
+    fprintf(fp,
+            "usage: fplab eval --ckpt FILE [--policy LIST] [--per-site 0|1] [--data FILE] [--val-data FILE]\n"
+            "                  [--batches N] [--batch B] [--threads N] [--telemetry off|sites|layers]\n"
+            "                  [--format table|csv|json|md]\n\n"
+            "Evaluates a checkpoint written by 'fplab train' under precision policies, as post-training\n"
+            "quantization: the forward casts of each policy (weights, activations, attention, residual)\n"
+            "are applied, the rest of the policy (gradients, optimizer, loss scaling) does nothing. The\n"
+            "validation batches are the run's own (batch i of the validation split, keyed by the run's\n"
+            "seed), so under fp32 and the run's --threads the loss is bitwise the run's last validation\n"
+            "loss. Each row gives the loss, its increase over fp32 (delta) and the standard error of that\n"
+            "increase over the batches (delta_se; the same batches under both). --format json prints one\n"
+            "line per row with the per-site telemetry the trainer logs (overflow, underflow, subnormal,\n"
+            "amax, scale).\n\n"
+            "options:\n"
+            "  --ckpt FILE         the checkpoint (required)\n"
+            "  --policy LIST       comma-separated presets or policy files [fp32]; inference presets:\n"
+            "                      w8-fp8, w8a8-fp8, w4-mxfp4, w4-nvfp4, w4a8-mx (fplab policy --list)\n"
+            "  --per-site 0|1      1: also each forward site of each policy alone (the others fp32) [0]\n"
+            "  --data FILE         validation data [the checkpoint's --data]\n"
+            "  --val-data FILE     token shards: a validation shard [the checkpoint's --val-data]\n"
+            "  --batches N         validation batches [the checkpoint's --eval-batches]\n"
+            "  --batch B           sequences per batch [the checkpoint's --batch]\n"
+            "  --threads N         OpenMP threads (0: one per processor; the last bits depend on it) [0]\n"
+            "  --telemetry MODE    off | sites | layers (json output) [sites]\n"
+            "  --format FMT        table | csv | json | md [table]\n"
+            "  -h, --help          this text\n\n"
+            "examples:\n"
+            "  fplab eval --ckpt runs/shakespeare/ckpt.bin --policy fp32,w8-fp8,w8a8-fp8,w4-mxfp4,w4-nvfp4,w4a8-mx\n"
+            "  fplab eval --ckpt runs/shakespeare/ckpt.bin --policy w4-mxfp4 --per-site 1 --format json\n");
+}
+
+static ac_telemetry parse_telemetry(const char *s) {
+    if (!strcmp(s, "off")) return AC_TEL_OFF;
+    if (!strcmp(s, "sites")) return AC_TEL_SITES;
+    if (!strcmp(s, "layers")) return AC_TEL_LAYERS;
+    cli_die("eval: --telemetry '%s': expected off, sites or layers", s);
+}
+
+// eval_loss, or exit: 2 for a policy the forward refuses, 1 out of memory.
+static void run_eval(eval_model *e, const ac_policy *p, ac_telemetry tel, ac_ctx *ac, eval_result *res) {
+    char msg[1024];
+    const int st = eval_loss(e, p, tel, ac, res, msg, sizeof msg);
+    if (st == EVAL_OK) return;
+    fprintf(stderr, "fplab: eval: %s\n", msg);
+    exit(st == EVAL_EINVAL ? CLI_EXIT_USAGE : 1);
+}
+
+typedef struct {
+    cli_table t;
+    cli_out out;
+    eval_model *e;
+} rows;
+
+// One result: a JSON line, or a table row.
+static void emit(rows *r, const char *policy, const char *site, const eval_result *res, const ac_ctx *ac) {
+    if (r->out == CLI_OUT_JSON) {
+        eval_write_json(stdout, r->e, policy, site, res, ac);
+        fflush(stdout);
+        return;
+    }
+    cli_cell_str(&r->t, policy);
+    cli_cell_str(&r->t, site ? site : "all");
+    cli_cell_num(&r->t, res->loss);
+    cli_cell_num(&r->t, res->delta);
+    cli_cell_num(&r->t, res->delta_se);
+    cli_cell_int(&r->t, res->tokens);
+}
+
+// Evaluates one policy (and with per_site each of its forward sites alone).
+static void eval_policy(rows *r, const char *name, bool per_site, ac_telemetry tel) {
+    ac_policy p;
+    char msg[1024];
+    const int st = ac_policy_load(&p, name, msg, sizeof msg);
+    CLI_CHECK(st == AC_OK, "eval: --policy '%s': %s", name, msg);
+    if (msg[0]) fprintf(stderr, "fplab: eval: policy '%s': warning: %s\n", name, msg);
+    int ignored = 0;
+    for (int s = 0; s < AC_NSITES; s++) ignored += p.site[s].active && !eval_site_in_forward(s);
+    if (ignored)
+        fprintf(stderr, "fplab: eval: policy '%s': %d site%s used only in training (gradients, optimizer) "
+                        "change nothing here\n", p.name, ignored, ignored > 1 ? "s" : "");
+    ac_ctx ac;
+    eval_result res;
+    run_eval(r->e, &p, tel, &ac, &res);
+    emit(r, p.name, NULL, &res, &ac);
+    ac_free(&ac);
+    for (int s = 0; per_site && s < AC_NSITES; s++) {
+        if (!p.site[s].active || !eval_site_in_forward(s)) continue;
+        ac_policy one;
+        eval_policy_only(&one, &p, s);
+        run_eval(r->e, &one, tel, &ac, &res);
+        emit(r, p.name, ac_site_name(s), &res, &ac);
+        ac_free(&ac);
+    }
+}
+
+int cmd_eval(int argc, char **argv) {
+    static const struct option lo[] = {
+        {"ckpt", required_argument, 0, 'c'},     {"policy", required_argument, 0, 'p'},
+        {"per-site", required_argument, 0, 'S'}, {"data", required_argument, 0, 'd'},
+        {"val-data", required_argument, 0, 'v'}, {"batches", required_argument, 0, 'n'},
+        {"batch", required_argument, 0, 'b'},    {"threads", required_argument, 0, 'j'},
+        {"telemetry", required_argument, 0, 't'}, {"format", required_argument, 0, 'f'},
+        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+    argv[0] = "fplab eval";
+    eval_opts o = {0};
+    const char *policies = "fp32";
+    bool per_site = false;
+    int threads = 0;
+    ac_telemetry tel = AC_TEL_SITES;
+    cli_out out = CLI_OUT_TABLE;
+    for (int c; (c = getopt_long(argc, argv, "h", lo, NULL)) != -1;) {
+        switch (c) {
+        case 'c': o.ckpt = optarg; break;
+        case 'p': policies = optarg; break;
+        case 'S': per_site = cli_parse_long(optarg, "--per-site", 0, 1); break;
+        case 'd': o.data = optarg; break;
+        case 'v': o.val_data = optarg; break;
+        case 'n': o.batches = (int)cli_parse_long(optarg, "--batches", 1, EVAL_BATCHES_MAX); break;
+        case 'b': o.batch = (int)cli_parse_long(optarg, "--batch", 1, 65536); break;
+        case 'j': threads = (int)cli_parse_long(optarg, "--threads", 0, 4096); break;
+        case 't': tel = parse_telemetry(optarg); break;
+        case 'f': out = cli_parse_out(optarg, 0xF); break;
+        case 'h': help(stdout); return 0;
+        default: cli_usage_error("eval");
+        }
+    }
+    CLI_CHECK(optind == argc, "eval: unexpected argument '%s' (options take the form --name value)", argv[optind]);
+    CLI_CHECK(o.ckpt, "eval: --ckpt FILE is required (see 'fplab eval --help')");
+    CLI_CHECK(policies[0], "eval: --policy: expected a comma-separated list of presets or policy files");
+    // Every policy is checked before the (longer) evaluations start.
+    char list[4096], msg[1024];
+    CLI_CHECK(strlen(policies) < sizeof list, "eval: --policy: list longer than %zu characters", sizeof list - 1);
+    snprintf(list, sizeof list, "%s", policies);
+    for (char *save = NULL, *n = strtok_r(list, ",", &save); n; n = strtok_r(NULL, ",", &save)) {
+        ac_policy p;
+        CLI_CHECK(ac_policy_load(&p, n, msg, sizeof msg) == AC_OK, "eval: --policy '%s': %s", n, msg);
+        CLI_CHECK(eval_policy_check(&p, msg, sizeof msg) == EVAL_OK, "eval: --policy '%s': %s", n, msg);
+    }
+    const int nthreads = llama_ops_threads(threads);
+    eval_model e;
+    const int st = eval_open(&e, &o, msg, sizeof msg);
+    if (st != EVAL_OK) {
+        fprintf(stderr, "fplab: eval: %s\n", msg);
+        return st == EVAL_ENOMEM ? 1 : CLI_EXIT_USAGE;
+    }
+    const llama_config *c = &e.m.cfg;
+    fprintf(stderr, "fplab eval: %s: dim %d, layers %d, heads %d/%d, vocab %d, seq_len %d, %zu parameters; "
+                    "data %s, %d batches of %d x %d tokens (seed %llu), threads %d, policies %s%s\n",
+            o.ckpt, c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->vocab_size, c->seq_len, e.m.n_params,
+            e.data_path, e.batches, e.B, e.T, (unsigned long long)e.seed, nthreads, policies,
+            per_site ? ", one site at a time too" : "");
+    eval_result base;
+    if (eval_baseline(&e, &base, msg, sizeof msg) != EVAL_OK) {
+        fprintf(stderr, "fplab: eval: %s\n", msg);
+        return 1;
+    }
+    if (!isnan(e.ckpt_val_loss))
+        fprintf(stderr, "  fp32 val loss %.6f; the run's last validation loss %.6f (%s)\n", base.loss, e.ckpt_val_loss,
+                base.loss == e.ckpt_val_loss ? "bitwise the same"
+                                             : "the same only with the run's --batch, --batches and --threads");
+    static const cli_col cols[] = {
+        {"policy", CLI_STR}, {"site", CLI_STR}, {"val_loss", CLI_NUM}, {"delta", CLI_NUM},
+        {"delta_se", CLI_NUM}, {"tokens", CLI_INT}};
+    rows r = {.out = out, .e = &e};
+    cli_table_init(&r.t, cols, (int)(sizeof cols / sizeof cols[0]));
+    snprintf(list, sizeof list, "%s", policies);
+    for (char *save = NULL, *n = strtok_r(list, ",", &save); n; n = strtok_r(NULL, ",", &save))
+        eval_policy(&r, n, per_site, tel);
+    if (out != CLI_OUT_JSON) cli_table_print(&r.t, out, stdout);
+    eval_close(&e);
+    return 0;
+}

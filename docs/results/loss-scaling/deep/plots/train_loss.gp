@@ -1,0 +1,18 @@
+# train_loss.gp: Training loss
+# Written by fplab report. Redraw (or edit, then redraw) with: gnuplot train_loss.gp
+# in this directory; the numbers are in train_loss.dat.
+if (strstrt(GPVAL_TERMINALS, "pngcairo") > 0) {
+    set terminal pngcairo noenhanced size 1000,600 font ",10"
+} else {
+    set terminal png noenhanced size 1000,600
+}
+set output "train_loss.png"
+set title "Training loss"
+set xlabel "optimizer step"
+set ylabel "training loss"
+set datafile missing "NaN"
+set key outside right top
+set grid
+plot \
+    "train_loss.dat" index 0 using 1:4 with lines lw 2 lc 1 dt 1 title "fp32", \
+    "train_loss.dat" index 1 using 1:4 with lines lw 2 lc 2 dt 2 title "fp16-amp-noscale"

@@ -1,0 +1,545 @@
+// round_lean.c: explicit AVX-512 kernels (FMT_PATH_LEAN) for the calls most programs make:
+// every mode (rne, rna, rtz, rup, rdn, rto, sr) into a signed format with fraction bits and a
+// zero (every table format but e8m0), either overflow policy, with or without flushing, with or
+// without statistics. About 20 instructions per 16 elements for the deterministic modes, where
+// the generic kernel (round_f32.c) needs about 45 per 8.
+// Constraints: bit for bit the generic kernel's results, which tests/test_round.c and
+// tools/verify_exhaustive.c check on every float32 input. Two methods, by format:
+// - wide formats (bf16, tf32, fp32 and others with float32's binades, emin = -126): the last
+//   place is 2^(23-m) units of x's bit pattern for every finite x, float32 subnormals included,
+//   so rounding is an integer add and mask on the bits (a carry into the exponent is exact);
+// - narrow formats (fp16, fp8, fp6, fp4): the magic-constant addition. With e the exponent of x
+//   and c = 2^(max(e, emin) + 23 - m), c's last place is the format's last place at x and
+//   |x| < c/2, so the float32 adder rounds x + c (the mode given as embedded rounding, not read
+//   from MXCSR) to c + round_F(x), and (x + c) - c is exact. |x| is clamped to 2^(emax+1),
+//   past which every mode overflows, so c stays finite. rna truncates x + u/2 (u the last place;
+//   two truncations to nested grids are one); rto truncates and sets the last bit of x + c (whose
+//   last place is u) when inexact; sr truncates and adds one unit to x + c's bits where the
+//   generic kernel's rule (the top r dropped bits against an r-bit draw, the draws those of
+//   rng.h) says up. This float32 arithmetic sees subnormals, so the narrow kernels decline (and
+//   the generic kernel runs) in a thread whose MXCSR has DAZ or FTZ set.
+// Then the generic kernel's rules: overflow by sign and policy, inf and NaN inputs, flushing to
+// zero, the sign of zero. Compiled with a target attribute where -march lacks AVX-512, and
+// taken only on CPUs that have it (round.c, codec.c).
+// Codes (codec.c): the formulas of codec_f32.c on sixteen lanes, fused with the rounding for
+// fmt_encode_f32 (one pass: float32 in, codes out), or alone (values already rounded, decoding).
+#include <string.h>
+
+#include "codec_internal.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define LEAN_X86 1
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
+#define BUILD_V4 1
+#define TARGET_V4  // -march has it: never narrow a function's target (see round_hw.c)
+#else
+#define TARGET_V4 __attribute__((target("arch=x86-64-v4")))
+#endif
+#endif
+
+#ifdef LEAN_X86
+
+static bool cpu_v4(void) {
+#if defined(BUILD_V4)
+    return true;
+#elif defined(__clang__)
+    return false;
+#else
+    return __builtin_cpu_supports("x86-64-v4");
+#endif
+}
+
+typedef enum { LEAN_NONE, LEAN_WIDE, LEAN_NARROW } lean_class;
+
+static lean_class class_of(const fmt__kparams *k) {
+    if (!k->is_signed || k->clamp_min || k->m < 1 || k->m > 23 || k->special == FMT_E8M0) return LEAN_NONE;
+    if (k->emin == -126) return LEAN_WIDE;
+    // c = 2^(emax + 24 - m) at the clamp must be finite; half the lowest last place,
+    // 2^(emin - m - 1), a float32 (rna).
+    if (k->emin > -126 && k->m <= 22 && k->emax + 24 - k->m <= 127 && k->emin - k->m >= -148)
+        return LEAN_NARROW;
+    return LEAN_NONE;
+}
+
+// Per-call constants, as float32 bit patterns.
+typedef struct {
+    uint32_t clamp_bits;  // narrow: 2^(emax+1)
+    uint32_t emin_bits;   // narrow: exponent field of 2^emin
+    uint32_t cshift;      // narrow: (23 - m) << 23, from x's exponent field to c's
+    uint32_t mask;        // wide: the dropped bits, 2^(23-m) - 1 ...
+    int s;                // ... and their count
+    uint32_t max_bits, min_normal_bits, ovf0, ovf1, inf_res;
+    bool flush, negzero, has_nan, inf_exact;
+    int r;                // stochastic rounding: random bits per draw (1..32) ...
+    fmt_rng_key key;      // ... the generator's key ...
+    uint64_t first;       // ... and the counter of element 0 of the call
+} lk;
+
+static uint32_t f2u(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+#define V4 TARGET_V4 __attribute__((always_inline)) static inline
+
+// --- stochastic rounding's draws: the generator of rng.h (fmt_rng_u32) on sixteen lanes
+// (tests/test_sr.c and verify_exhaustive hold the results to the generic kernel's, which draws
+// through fmt_rng_u32x8)
+
+V4 __m512i mix16(__m512i x) {
+    x = _mm512_xor_si512(x, _mm512_srli_epi32(x, 16));
+    x = _mm512_mullo_epi32(x, _mm512_set1_epi32(0x7feb352d));
+    x = _mm512_xor_si512(x, _mm512_srli_epi32(x, 15));
+    x = _mm512_mullo_epi32(x, _mm512_set1_epi32((int)0x846ca68bu));
+    return _mm512_xor_si512(x, _mm512_srli_epi32(x, 16));
+}
+
+// Lane l: fmt_rng_u32(key, index + l).
+V4 __m512i draws16(fmt_rng_key key, uint64_t index) {
+    const uint32_t lo0 = (uint32_t)index, hi0 = (uint32_t)(index >> 32);
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i lo = _mm512_add_epi32(_mm512_set1_epi32((int)lo0), lane);
+    // The high half of the index, one more in the lanes where the low half wrapped.
+    const __mmask16 carry = _mm512_cmplt_epu32_mask(lo, _mm512_set1_epi32((int)lo0));
+    const __m512i kh = _mm512_mask_blend_epi32(carry, _mm512_set1_epi32((int)(key.k1 ^ hi0 * 0x9e3779b9U)),
+                                               _mm512_set1_epi32((int)(key.k1 ^ (hi0 + 1) * 0x9e3779b9U)));
+    __m512i x = mix16(_mm512_xor_si512(lo, _mm512_set1_epi32((int)key.k0)));
+    x = mix16(_mm512_add_epi32(x, kh));
+    return mix16(_mm512_xor_si512(x, _mm512_set1_epi32((int)key.k2)));
+}
+
+// Whether to round up: the top r of the s dropped bits of sig (rem) exceed an r-bit draw, as the
+// generic kernel decides (shift counts of 32 and more give 0).
+V4 __mmask16 sr_up16(const lk *k, __m512i sig, __m512i s, __m512i rnd) {
+    const __m512i ones = _mm512_set1_epi32(-1);
+    const __m512i rem = _mm512_andnot_si512(_mm512_sllv_epi32(ones, s), sig);
+    const __m512i t = _mm512_sub_epi32(s, _mm512_set1_epi32(k->r));
+    const __m512i minus_t = _mm512_sub_epi32(_mm512_setzero_si512(), t);
+    const __m512i top = _mm512_mask_blend_epi32(_mm512_movepi32_mask(t), _mm512_srlv_epi32(rem, t),
+                                                _mm512_sllv_epi32(rem, minus_t));
+    const __m512i draw = _mm512_srl_epi32(rnd, _mm_cvtsi32_si128(32 - k->r));
+    return _mm512_cmplt_epu32_mask(draw, top);
+}
+
+// --- the rounded magnitude, by method and mode (lanes of inf and NaN give anything: the rules
+// below replace them)
+
+V4 __m512i narrow_mag(const lk *k, fmt_round_mode mode, __m512i b, __m512i ax, __m512i rnd) {
+    const __m512i signbit = _mm512_set1_epi32((int)0x80000000u);
+    const __m512i axc = _mm512_min_epu32(ax, _mm512_set1_epi32((int)k->clamp_bits));
+    const __m512i e = _mm512_max_epu32(_mm512_and_si512(axc, _mm512_set1_epi32(0x7f800000)),
+                                       _mm512_set1_epi32((int)k->emin_bits));
+    const __m512i cb = _mm512_add_epi32(e, _mm512_set1_epi32((int)k->cshift));
+    // x and c with x's sign (0xf8: a | (b & c)), so that rup and rdn round by the sign.
+    const __m512 xs = _mm512_castsi512_ps(_mm512_ternarylogic_epi32(axc, b, signbit, 0xf8));
+    const __m512 cs = _mm512_castsi512_ps(_mm512_ternarylogic_epi32(cb, b, signbit, 0xf8));
+    __m512 s1;
+    switch (mode) {
+    case FMT_RNE: s1 = _mm512_add_round_ps(xs, cs, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); break;
+    case FMT_RTZ: s1 = _mm512_add_round_ps(xs, cs, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC); break;
+    case FMT_RUP: s1 = _mm512_add_round_ps(xs, cs, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC); break;
+    case FMT_RDN: s1 = _mm512_add_round_ps(xs, cs, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); break;
+    case FMT_RNA: {
+        const __m512 hs = _mm512_mul_round_ps(cs, _mm512_set1_ps(0x1p-24f),  // u/2, exact
+                                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        s1 = _mm512_add_round_ps(_mm512_add_round_ps(xs, hs, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC), cs,
+                                 _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+        break;
+    }
+    case FMT_SR: {
+        // Truncate, then add a last place (one unit of x + c's bits) where the draw says up.
+        // The s dropped bits of x's significand: s = exponent field of c - that of x (at least 1).
+        s1 = _mm512_add_round_ps(xs, cs, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+        const __m512i Ex = _mm512_srli_epi32(axc, 23);
+        const __m512i sig = _mm512_mask_or_epi32(_mm512_and_si512(axc, _mm512_set1_epi32(0x7fffff)),
+                                                 _mm512_test_epi32_mask(Ex, Ex),
+                                                 _mm512_and_si512(axc, _mm512_set1_epi32(0x7fffff)),
+                                                 _mm512_set1_epi32(0x800000));
+        const __m512i Ep = _mm512_max_epu32(Ex, _mm512_set1_epi32(1));
+        const __m512i s = _mm512_sub_epi32(_mm512_srli_epi32(cb, 23), Ep);
+        s1 = _mm512_castsi512_ps(_mm512_mask_add_epi32(_mm512_castps_si512(s1), sr_up16(k, sig, s, rnd),
+                                                       _mm512_castps_si512(s1), _mm512_set1_epi32(1)));
+        break;
+    }
+    default: {  // FMT_RTO
+        s1 = _mm512_add_round_ps(xs, cs, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+        const __m512 y0 = _mm512_sub_round_ps(s1, cs, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        const __mmask16 inexact = _mm512_cmp_ps_mask(y0, xs, _CMP_NEQ_UQ);
+        s1 = _mm512_castsi512_ps(_mm512_mask_or_epi32(_mm512_castps_si512(s1), inexact,
+                                                      _mm512_castps_si512(s1), _mm512_set1_epi32(1)));
+        break;
+    }
+    }
+    const __m512 y = _mm512_sub_round_ps(s1, cs, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);  // exact
+    return _mm512_andnot_si512(signbit, _mm512_castps_si512(y));
+}
+
+V4 __m512i wide_mag(const lk *k, fmt_round_mode mode, __mmask16 neg, __m512i ax, __m512i rnd) {
+    const __m512i mask = _mm512_set1_epi32((int)k->mask);
+    const uint32_t half = (k->mask + 1) >> 1;
+    __m512i t;
+    switch (mode) {
+    case FMT_RNE: {  // ax + (half - 1) + lsb; with nothing dropped (fp32) neither term
+        const __m512i lsb = _mm512_and_si512(_mm512_srl_epi32(ax, _mm_cvtsi32_si128(k->s)),
+                                             _mm512_set1_epi32(k->mask ? 1 : 0));
+        t = _mm512_add_epi32(_mm512_add_epi32(ax, _mm512_set1_epi32((int)(half ? half - 1 : 0))), lsb);
+        break;
+    }
+    case FMT_RNA: t = _mm512_add_epi32(ax, _mm512_set1_epi32((int)half)); break;
+    case FMT_RUP: t = _mm512_mask_add_epi32(ax, (__mmask16)~neg, ax, mask); break;
+    case FMT_RDN: t = _mm512_mask_add_epi32(ax, neg, ax, mask); break;
+    case FMT_RTO: {  // truncate, then set the last bit where anything was dropped
+        const __mmask16 inexact = _mm512_test_epi32_mask(ax, mask);
+        const __m512i tr = _mm512_andnot_si512(mask, ax);
+        return _mm512_mask_or_epi32(tr, inexact, tr, _mm512_set1_epi32((int)k->mask + 1));
+    }
+    case FMT_SR: {  // truncate, then add a last place where the draw says up (s fixed)
+        const __m512i tr = _mm512_andnot_si512(mask, ax);
+        const __mmask16 up = sr_up16(k, ax, _mm512_set1_epi32(k->s), rnd);
+        return _mm512_mask_add_epi32(tr, up, tr, _mm512_set1_epi32((int)k->mask + 1));
+    }
+    default: t = ax; break;  // FMT_RTZ
+    }
+    return _mm512_andnot_si512(mask, t);
+}
+
+// --- the rules (in the generic kernel's order), then the loop
+
+// Per-lane statistics (the generic kernel's definitions, for signed formats with a zero):
+// counters incremented in the lanes a mask selects, the largest non-NaN magnitude's bits.
+typedef struct {
+    __m512i ovf, unf, sub, nan, amax;
+} lean_counts;
+
+V4 __m512i count(__m512i c, __mmask16 m) { return _mm512_mask_sub_epi32(c, m, c, _mm512_set1_epi32(-1)); }
+
+// round(b), counting into cnt (NULL where the loop counts nothing) the lanes of live.
+V4 __m512i lean16(const lk *k, lean_class cls, fmt_round_mode mode, __m512i b, __m512i rnd,
+                  lean_counts *cnt, __mmask16 live) {
+    const __m512i signbit = _mm512_set1_epi32((int)0x80000000u);
+    const __m512i ax = _mm512_andnot_si512(signbit, b), sgn = _mm512_and_si512(b, signbit);
+    const __mmask16 neg = _mm512_movepi32_mask(b);
+    __m512i r = cls == LEAN_WIDE ? wide_mag(k, mode, neg, ax, rnd) : narrow_mag(k, mode, b, ax, rnd);
+    const __mmask16 over = _mm512_cmpgt_epu32_mask(r, _mm512_set1_epi32((int)k->max_bits));
+    const __m512i ovf = k->ovf0 == k->ovf1 ? _mm512_set1_epi32((int)k->ovf0)
+                                           : _mm512_mask_blend_epi32(neg, _mm512_set1_epi32((int)k->ovf0),
+                                                                     _mm512_set1_epi32((int)k->ovf1));
+    r = _mm512_mask_mov_epi32(r, over, ovf);
+    const __mmask16 special = _mm512_cmpge_epu32_mask(ax, _mm512_set1_epi32(0x7f800000));
+    r = _mm512_mask_mov_epi32(r, special, _mm512_set1_epi32((int)k->inf_res));
+    if (k->flush)
+        r = _mm512_mask_mov_epi32(r, _mm512_cmplt_epu32_mask(r, _mm512_set1_epi32((int)k->min_normal_bits)),
+                                  _mm512_setzero_si512());
+    const __mmask16 nonzero = _mm512_test_epi32_mask(r, r);
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(ax, _mm512_set1_epi32(0x7f800000));
+    if (cnt) {
+        // overflow: a finite input beyond max, or an inf input where inf is not exact
+        const __mmask16 ordinary = live & (__mmask16)~special;
+        const __mmask16 inf_in = live & special & (__mmask16)~nan;
+        cnt->ovf = count(cnt->ovf, (ordinary & over) | (k->inf_exact ? 0 : inf_in));
+        cnt->unf = count(cnt->unf, ordinary & (__mmask16)~nonzero & _mm512_test_epi32_mask(ax, ax));
+        cnt->sub = count(cnt->sub, ordinary & nonzero &
+                                       _mm512_cmplt_epu32_mask(r, _mm512_set1_epi32((int)k->min_normal_bits)));
+        cnt->nan = count(cnt->nan, live & nan);
+        cnt->amax = _mm512_mask_max_epu32(cnt->amax, live & (__mmask16)~nan, cnt->amax, ax);
+    }
+    // The sign: kept on zeros only where the format has -0.
+    r = k->negzero ? _mm512_or_si512(r, sgn) : _mm512_mask_or_epi32(r, nonzero, r, sgn);
+    // NaN: the quiet NaN with x's sign, or -0 where the format has no NaN.
+    const __m512i nanv = k->has_nan ? _mm512_or_si512(sgn, _mm512_set1_epi32(0x7fc00000)) : signbit;
+    return _mm512_mask_mov_epi32(r, nan, nanv);
+}
+
+// --- codes (the formulas of codec_f32.c, on sixteen lanes with mask registers)
+
+// The codes of r, values of the format in float32 bits (NaN as the quiet NaN).
+V4 __m512i codes16(const fmt__codek *c, __m512i r) {
+    const __m512i ab = _mm512_and_si512(r, _mm512_set1_epi32(0x7fffffff));
+    const __m512i normal = _mm512_sub_epi32(_mm512_srl_epi32(ab, _mm_cvtsi32_si128(23 - c->m)),
+                                            _mm512_set1_epi32((int)c->mag_sub));
+    __m512i code = normal;  // wide formats: their subnormals too (bias 127, float32's binades)
+    if (!c->wide) {
+        const __m512i Ep = _mm512_max_epu32(_mm512_srli_epi32(ab, 23), _mm512_set1_epi32(1));
+        const __m512i sig = _mm512_mask_or_epi32(_mm512_and_si512(ab, _mm512_set1_epi32(0x7fffff)),
+                                                 _mm512_cmpge_epu32_mask(ab, _mm512_set1_epi32(0x800000)),
+                                                 _mm512_and_si512(ab, _mm512_set1_epi32(0x7fffff)),
+                                                 _mm512_set1_epi32(0x800000));
+        // Shift counts of 32 and more give 0, as below the smallest subnormal they should.
+        const __m512i sub = _mm512_srlv_epi32(sig, _mm512_sub_epi32(_mm512_set1_epi32((int)c->sub_base), Ep));
+        const __mmask16 below = _mm512_cmplt_epu32_mask(ab, _mm512_set1_epi32((int)c->min_normal_bits));
+        code = _mm512_mask_mov_epi32(normal, below, sub);
+    }
+    const __mmask16 neg = _mm512_movepi32_mask(r);
+    const __mmask16 signed_lane = c->negzero_mask ? neg : neg & _mm512_test_epi32_mask(ab, ab);
+    const __m512i sbit = _mm512_set1_epi32((int)c->sbit);
+    code = _mm512_mask_or_epi32(code, signed_lane, code, sbit);
+    code = _mm512_mask_mov_epi32(code, _mm512_cmpeq_epi32_mask(ab, _mm512_set1_epi32(0x7f800000)),
+                                 _mm512_mask_or_epi32(_mm512_set1_epi32((int)c->inf_code), neg,
+                                                      _mm512_set1_epi32((int)c->inf_code), sbit));
+    const __m512i nanc = _mm512_set1_epi32((int)c->nan_code);
+    return _mm512_mask_mov_epi32(code, _mm512_cmpgt_epu32_mask(ab, _mm512_set1_epi32(0x7f800000)),
+                                 c->nan_sign_mask ? _mm512_mask_or_epi32(nanc, neg, nanc, sbit) : nanc);
+}
+
+// The float32 bits of codes (bits above the code ignored; NaN is 0x7fc00000).
+V4 __m512i values16(const fmt__codek *c, __m512i code) {
+    code = _mm512_and_si512(code, _mm512_set1_epi32((int)c->code_mask));
+    const __mmask16 neg = _mm512_test_epi32_mask(code, _mm512_set1_epi32((int)c->sbit));
+    const __m512i mag = _mm512_andnot_si512(_mm512_set1_epi32((int)c->sbit), code);
+    const __m128i s23m = _mm_cvtsi32_si128(23 - c->m);
+    __m512i v;
+    if (c->e8m0) {
+        v = _mm512_add_epi32(_mm512_slli_epi32(code, 23), _mm512_set1_epi32((int)c->dec_add));
+        v = _mm512_mask_mov_epi32(v, _mm512_testn_epi32_mask(v, v), _mm512_set1_epi32(0x00400000));  // 2^-127
+    } else if (c->wide) {
+        v = _mm512_sll_epi32(mag, s23m);
+    } else {
+        const __m512i M = _mm512_and_si512(mag, _mm512_set1_epi32((int)((1u << c->m) - 1)));
+        const __m512i normal = _mm512_add_epi32(_mm512_sll_epi32(mag, s23m),
+                                                _mm512_set1_epi32((int)c->dec_add));
+        // a subnormal code M: the float32 M (exact) times 2^(emin - m), on the exponent field
+        const __m512i sub = _mm512_add_epi32(_mm512_castps_si512(_mm512_cvtepi32_ps(M)),
+                                             _mm512_set1_epi32((int)c->dec_sub_add));
+        const __mmask16 below = _mm512_cmplt_epu32_mask(mag, _mm512_set1_epi32((int)(1u << c->m)));
+        v = _mm512_mask_mov_epi32(normal, below, sub);
+        v = _mm512_maskz_mov_epi32(_mm512_test_epi32_mask(mag, mag), v);  // zero
+    }
+    v = _mm512_mask_or_epi32(v, neg, v, _mm512_set1_epi32((int)0x80000000u));
+    if (c->inf_mask) {
+        const __m512i field = _mm512_and_si512(code, _mm512_set1_epi32((int)c->inf_mask));
+        const __mmask16 inf = _mm512_cmpeq_epi32_mask(field, _mm512_set1_epi32((int)c->inf_match));
+        v = _mm512_mask_mov_epi32(v, inf, _mm512_mask_or_epi32(_mm512_set1_epi32(0x7f800000), neg,
+                                                                _mm512_set1_epi32(0x7f800000),
+                                                                _mm512_set1_epi32((int)0x80000000u)));
+    }
+    if (c->nan_mask) {
+        __mmask16 nan = _mm512_cmpeq_epi32_mask(_mm512_and_si512(code, _mm512_set1_epi32((int)c->nan_mask)),
+                                                _mm512_set1_epi32((int)c->nan_match));
+        if (c->inf_mask) nan &= _mm512_test_epi32_mask(code, _mm512_set1_epi32((int)((1u << c->m) - 1)));
+        v = _mm512_mask_mov_epi32(v, nan, _mm512_set1_epi32(0x7fc00000));
+    }
+    return v;
+}
+
+// Sixteen codes of b bytes (b a constant where inlined), the lanes of live only. The narrowing
+// stays in a register (the empty asm): GCC would fold it into the store, and vpmovdb/vpmovdw
+// with a memory operand are microcoded on AMD Zen 4 and 5 (encoding took 0.85 ns per element).
+V4 void store_codes16(void *dst, __m512i code, int b, __mmask16 live) {
+    if (b == 1) {
+        __m128i v = _mm512_cvtepi32_epi8(code);
+        __asm__("" : "+v"(v));
+        if (live == 0xffff) _mm_storeu_si128(dst, v);
+        else _mm_mask_storeu_epi8(dst, live, v);
+    } else if (b == 2) {
+        __m256i v = _mm512_cvtepi32_epi16(code);
+        __asm__("" : "+v"(v));
+        if (live == 0xffff) _mm256_storeu_si256(dst, v);
+        else _mm256_mask_storeu_epi16(dst, live, v);
+    } else if (live == 0xffff) {
+        _mm512_storeu_si512(dst, code);
+    } else {
+        _mm512_mask_storeu_epi32(dst, live, code);
+    }
+}
+
+V4 __m512i load_codes16(const void *src, int b, __mmask16 live) {
+    if (live == 0xffff) {
+        if (b == 1) return _mm512_cvtepu8_epi32(_mm_loadu_si128(src));
+        if (b == 2) return _mm512_cvtepu16_epi32(_mm256_loadu_si256(src));
+        return _mm512_loadu_si512(src);
+    }
+    if (b == 1) return _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(live, src));
+    if (b == 2) return _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(live, src));
+    return _mm512_maskz_loadu_epi32(live, src);
+}
+
+// --- the loops: one per (method, mode, output), so that no switch is inside a vector loop
+
+// out = round(in) (b == 0: values, in place allowed), or its codes of b bytes (codes of in as
+// it is when cls is LEAN_NONE).
+V4 void lean_loop(const lk *kp, lean_class cls, fmt_round_mode mode, const fmt__codek *cp, int b,
+                  void *out, const float *in, size_t n, fmt__counts *counts) {
+    // Local copies: the stores through out may alias *kp and *cp, which would otherwise be read
+    // again (and broadcast) in every iteration.
+    const lk kl = *kp;
+    const fmt__codek cl = cp ? *cp : (fmt__codek){0};
+    const lk *k = &kl;
+    const fmt__codek *c = &cl;
+    uint8_t *o = out;
+    const size_t ob = b ? (size_t)b : sizeof(float);
+    lean_counts lc = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
+                      _mm512_setzero_si512(), _mm512_setzero_si512()};
+    lean_counts *cnt = counts ? &lc : NULL;
+    // Masked loads and stores only for the tail: masked stores are slow on AMD Zen 4 and 5.
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512i v = _mm512_loadu_si512(in + i);
+        const __m512i rnd = mode == FMT_SR ? draws16(k->key, k->first + i) : _mm512_setzero_si512();
+        if (cls != LEAN_NONE) v = lean16(k, cls, mode, v, rnd, cnt, 0xffff);
+        if (b) store_codes16(o + i * ob, codes16(c, v), b, 0xffff);
+        else _mm512_storeu_si512(o + i * ob, v);
+    }
+    if (i < n) {
+        const __mmask16 live = (__mmask16)((1u << (n - i)) - 1);
+        __m512i v = _mm512_maskz_loadu_epi32(live, in + i);
+        const __m512i rnd = mode == FMT_SR ? draws16(k->key, k->first + i) : _mm512_setzero_si512();
+        if (cls != LEAN_NONE) v = lean16(k, cls, mode, v, rnd, cnt, live);
+        if (b) store_codes16(o + i * ob, codes16(c, v), b, live);
+        else _mm512_mask_storeu_epi32(o + i * ob, live, v);
+    }
+    if (!cnt) return;
+    // Per-lane counts stay below 2^27: the entry points split calls into blocks of 2^30.
+    counts->overflow += (uint32_t)_mm512_reduce_add_epi32(lc.ovf);
+    counts->underflow += (uint32_t)_mm512_reduce_add_epi32(lc.unf);
+    counts->subnormal += (uint32_t)_mm512_reduce_add_epi32(lc.sub);
+    counts->nan_in += (uint32_t)_mm512_reduce_add_epi32(lc.nan);
+    const uint32_t am = (uint32_t)_mm512_reduce_max_epu32(lc.amax);
+    float a;
+    memcpy(&a, &am, sizeof a);
+    if (a > counts->amax) counts->amax = a;
+}
+
+V4 void by_bytes(const lk *k, lean_class cls, fmt_round_mode mode, const fmt__codek *c, void *out,
+                 const float *in, size_t n, fmt__counts *counts) {
+    switch (c ? c->bytes : 0) {
+    case 0: lean_loop(k, cls, mode, c, 0, out, in, n, counts); break;
+    case 1: lean_loop(k, cls, mode, c, 1, out, in, n, counts); break;
+    case 2: lean_loop(k, cls, mode, c, 2, out, in, n, counts); break;
+    default: lean_loop(k, cls, mode, c, 4, out, in, n, counts); break;
+    }
+}
+
+V4 void by_mode(const lk *k, lean_class cls, fmt_round_mode mode, const fmt__codek *c, void *out,
+                const float *in, size_t n, fmt__counts *counts) {
+    switch (mode) {
+    case FMT_RNE: by_bytes(k, cls, FMT_RNE, c, out, in, n, counts); break;
+    case FMT_RNA: by_bytes(k, cls, FMT_RNA, c, out, in, n, counts); break;
+    case FMT_RTZ: by_bytes(k, cls, FMT_RTZ, c, out, in, n, counts); break;
+    case FMT_RUP: by_bytes(k, cls, FMT_RUP, c, out, in, n, counts); break;
+    case FMT_RDN: by_bytes(k, cls, FMT_RDN, c, out, in, n, counts); break;
+    case FMT_RTO: by_bytes(k, cls, FMT_RTO, c, out, in, n, counts); break;
+    case FMT_SR: by_bytes(k, cls, FMT_SR, c, out, in, n, counts); break;
+    default: break;
+    }
+}
+
+V4 void by_class(const lk *k, lean_class cls, fmt_round_mode mode, const fmt__codek *c, void *out,
+                 const float *in, size_t n, fmt__counts *counts) {
+    switch (cls) {
+    case LEAN_WIDE: by_mode(k, LEAN_WIDE, mode, c, out, in, n, counts); break;
+    case LEAN_NARROW: by_mode(k, LEAN_NARROW, mode, c, out, in, n, counts); break;
+    default: by_bytes(k, LEAN_NONE, FMT_RNE, c, out, in, n, NULL); break;
+    }
+}
+
+// With statistics or without (a constant in each branch, so that the loops without count nothing).
+TARGET_V4 static void lean_run_avx512(const lk *k, lean_class cls, fmt_round_mode mode, const fmt__codek *c,
+                                      void *out, const float *in, size_t n, fmt__counts *counts) {
+    if (counts) by_class(k, cls, mode, c, out, in, n, counts);
+    else by_class(k, cls, mode, c, out, in, n, NULL);
+}
+
+V4 void decode_loop(const fmt__codek *cp, int b, float *x, const uint8_t *codes, size_t n) {
+    const fmt__codek cl = *cp;  // not read again after every store (see lean_loop)
+    const fmt__codek *c = &cl;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_si512(x + i, values16(c, load_codes16(codes + i * (size_t)b, b, 0xffff)));
+    if (i < n) {
+        const __mmask16 live = (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_epi32(x + i, live, values16(c, load_codes16(codes + i * (size_t)b, b, live)));
+    }
+}
+
+TARGET_V4 static void decode_run_avx512(const fmt__codek *c, float *x, const void *codes, size_t n) {
+    switch (c->bytes) {
+    case 1: decode_loop(c, 1, x, codes, n); break;
+    case 2: decode_loop(c, 2, x, codes, n); break;
+    default: decode_loop(c, 4, x, codes, n); break;
+    }
+}
+
+TARGET_V4 static bool mxcsr_daz_ftz(void) { return (_mm_getcsr() & 0x8040u) != 0; }
+
+bool fmt__f32_lean_covers(const fmt__kparams *k, fmt_round_mode mode) {
+    return (unsigned)mode < FMT_NMODES && class_of(k) != LEAN_NONE && cpu_v4();
+}
+
+static lk lk_make(const fmt__kparams *p, lean_class cls, uint64_t base) {
+    const lk k = {
+        .clamp_bits = cls == LEAN_NARROW ? (uint32_t)(p->emax + 1 + 127) << 23 : 0,
+        .emin_bits = cls == LEAN_NARROW ? (uint32_t)(p->emin + 127) << 23 : 0,
+        .cshift = (uint32_t)(23 - p->m) << 23,
+        .mask = (1u << (23 - p->m)) - 1, .s = 23 - p->m,
+        .max_bits = f2u((float)p->max), .min_normal_bits = f2u((float)p->min_normal),
+        .ovf0 = f2u((float)p->ovf[0]), .ovf1 = f2u((float)p->ovf[1]), .inf_res = f2u((float)p->inf_result),
+        .flush = p->flush, .negzero = p->negzero, .has_nan = p->has_nan, .inf_exact = p->inf_exact,
+        .r = p->sr_bits, .key = p->key, .first = p->offset + base,
+    };
+    return k;
+}
+
+// Blocks of at most 2^30 elements, so that no per-lane counter of the statistics can wrap.
+enum { LEAN_BLOCK = 1 << 30 };
+
+bool fmt__round_f32_lean(const fmt__kparams *p, fmt_round_mode mode, float *x, size_t n, uint64_t base,
+                         fmt__counts *counts) {
+    const lean_class cls = class_of(p);
+    if (cls == LEAN_NARROW && mxcsr_daz_ftz()) return false;  // this thread's MXCSR
+    for (size_t done = 0; done < n; done += LEAN_BLOCK) {
+        const size_t len = n - done < LEAN_BLOCK ? n - done : LEAN_BLOCK;
+        const lk k = lk_make(p, cls, base + done);
+        lean_run_avx512(&k, cls, mode, NULL, x + done, x + done, len, counts);
+    }
+    return true;
+}
+
+bool fmt__codes_lean_ok(const fmt__codek *c) { return c->enc && cpu_v4(); }
+bool fmt__values_lean_ok(const fmt__codek *c) { return c->dec && cpu_v4(); }
+
+bool fmt__encode_f32_lean(const fmt__kparams *p, const fmt__codek *c, fmt_round_mode mode, bool round,
+                          void *codes, const float *x, size_t n, uint64_t base, fmt__counts *counts) {
+    const lean_class cls = round ? class_of(p) : LEAN_NONE;
+    if (cls == LEAN_NARROW && mxcsr_daz_ftz()) return false;
+    for (size_t done = 0; done < n; done += LEAN_BLOCK) {
+        const size_t len = n - done < LEAN_BLOCK ? n - done : LEAN_BLOCK;
+        const lk k = round ? lk_make(p, cls, base + done) : (lk){0};
+        lean_run_avx512(&k, cls, mode, c, (uint8_t *)codes + done * (size_t)c->bytes, x + done, len,
+                        round ? counts : NULL);
+    }
+    return true;
+}
+
+void fmt__decode_f32_lean(const fmt__codek *c, float *x, const void *codes, size_t n) {
+    decode_run_avx512(c, x, codes, n);
+}
+
+#else  // not x86-64: no AVX-512
+
+bool fmt__f32_lean_covers(const fmt__kparams *k, fmt_round_mode mode) {
+    (void)k, (void)mode;
+    return false;
+}
+
+bool fmt__round_f32_lean(const fmt__kparams *p, fmt_round_mode mode, float *x, size_t n, uint64_t base,
+                         fmt__counts *counts) {
+    (void)p, (void)mode, (void)x, (void)n, (void)base, (void)counts;
+    return false;
+}
+
+bool fmt__codes_lean_ok(const fmt__codek *c) { (void)c; return false; }
+bool fmt__values_lean_ok(const fmt__codek *c) { (void)c; return false; }
+
+bool fmt__encode_f32_lean(const fmt__kparams *p, const fmt__codek *c, fmt_round_mode mode, bool round,
+                          void *codes, const float *x, size_t n, uint64_t base, fmt__counts *counts) {
+    (void)p, (void)c, (void)mode, (void)round, (void)codes, (void)x, (void)n, (void)base, (void)counts;
+    return false;
+}
+
+void fmt__decode_f32_lean(const fmt__codek *c, float *x, const void *codes, size_t n) {
+    (void)c, (void)x, (void)codes, (void)n;
+}
+
+#endif
