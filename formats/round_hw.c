@@ -12,7 +12,7 @@
 //   generic kernel runs;
 // - overflow under the saturate policy (inf inputs included): the converters give inf, fplab max;
 // - flush_subnormals: subnormal results become zero of the same sign (both formats have -0).
-// No statistics: a call with a fmt_stats takes the generic kernel. Every function that uses
+// No statistics: a call with a fmt_stats takes another path. Every function that uses
 // the instructions carries their target attribute, so a portable build compiles this file and
 // round.c takes the path only when the CPU has them (__builtin_cpu_supports; clang builds use
 // it only when -march has them).
