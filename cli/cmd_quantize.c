@@ -71,20 +71,6 @@ static void help(FILE *fp) {
           fp);
 }
 
-// True when paths a and b name one file, existing or not: the same string, one existing file
-// (fio_same_file), or the same name in the same directory after resolving the directories
-// ("x.npy" and "./x.npy" before either exists).
-static bool same_output(const char *a, const char *b) {
-    if (!strcmp(a, b) || fio_same_file(a, b)) return true;
-    const char *sa = strrchr(a, '/'), *sb = strrchr(b, '/');
-    const char *na = sa ? sa + 1 : a, *nb = sb ? sb + 1 : b;
-    if (strcmp(na, nb)) return false;
-    char da[PATH_MAX], db[PATH_MAX], ra[PATH_MAX], rb[PATH_MAX];
-    snprintf(da, sizeof da, "%.*s", sa ? (int)(sa - a) + 1 : 1, sa ? a : ".");
-    snprintf(db, sizeof db, "%.*s", sb ? (int)(sb - b) + 1 : 1, sb ? b : ".");
-    return realpath(da, ra) && realpath(db, rb) && !strcmp(ra, rb);
-}
-
 static void print_stats(const fmt_stats *s, const fmt_quant_info *info) {
     printf("n: %llu\noverflow: %llu\nunderflow: %llu\nsubnormal: %llu\nnan_in: %llu\ninvalid: %llu\n",
            (unsigned long long)s->n, (unsigned long long)s->overflow, (unsigned long long)s->underflow,
@@ -136,10 +122,10 @@ int cmd_quantize(int argc, char **argv) {
     for (int i = 1; i < 3; i++) {
         if (!outs[i]) continue;
         CLI_CHECK(outs[i][0], "quantize: %s: empty path; expected FILE.npy", out_names[i]);
-        CLI_CHECK(!same_output(outs[i], in_path), "quantize: %s '%s' is the same file "
+        CLI_CHECK(!fio_same_target(outs[i], in_path), "quantize: %s '%s' is the same file "
                   "as IN '%s'; refusing to overwrite an input (write to another path)", out_names[i], outs[i], in_path);
         for (int j = 0; j < i; j++)
-            CLI_CHECK(!outs[j] || !same_output(outs[i], outs[j]),
+            CLI_CHECK(!outs[j] || !fio_same_target(outs[i], outs[j]),
                       "quantize: %s '%s' is the same file as %s '%s'; expected a distinct path for each output",
                       out_names[i], outs[i], out_names[j], outs[j]);
     }

@@ -67,20 +67,6 @@ int export_llama2c_check(const llama_config *c, char *msg, size_t msg_len) {
     return EXPORT_OK;
 }
 
-// Both outputs name one file: the same existing file, or the same name in the same directory
-// (fio_same_file needs both to exist; two outputs usually do not yet).
-static bool same_target(const char *a, const char *b) {
-    if (!strcmp(a, b) || fio_same_file(a, b)) return true;
-    const char *sa = strrchr(a, '/'), *sb = strrchr(b, '/');
-    const char *na = sa ? sa + 1 : a, *nb = sb ? sb + 1 : b;
-    if (strcmp(na, nb)) return false;
-    char da[FIO_PATH_MAX], db[FIO_PATH_MAX];
-    snprintf(da, sizeof da, "%.*s", sa ? (int)(sa - a) + 1 : 1, sa ? a : ".");
-    snprintf(db, sizeof db, "%.*s", sb ? (int)(sb - b) + 1 : 1, sb ? b : ".");
-    struct stat x, y;
-    return stat(da, &x) == 0 && stat(db, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
-}
-
 int export_llama2c_check_paths(const char *ckpt, const char *model_out, const char *tok_out, char *msg,
                                size_t msg_len) {
     char m[2 * FIO_PATH_MAX + 128];
@@ -89,9 +75,9 @@ int export_llama2c_check_paths(const char *ckpt, const char *model_out, const ch
         if (msg) snprintf(msg, msg_len, "%s", m);
         return EXPORT_EINVAL;
     }
-    // Two outputs: same_target also catches names of files that do not exist yet (and uses
+    // Two outputs: fio_same_target also catches names of files that do not exist yet (and uses
     // fio_same_file for the ones that do); fio_refuse_same's "overwrite an input" would misname it.
-    if (model_out && tok_out && *model_out && *tok_out && same_target(model_out, tok_out)) {
+    if (model_out && tok_out && *model_out && *tok_out && fio_same_target(model_out, tok_out)) {
         if (msg)
             snprintf(msg, msg_len, "--tokenizer '%s' and --llama2c '%s' name the same file; give two names",
                      tok_out, model_out);

@@ -127,6 +127,18 @@ bool fio_same_file(const char *a, const char *b) {
     return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
+bool fio_same_target(const char *a, const char *b) {
+    if (!strcmp(a, b) || fio_same_file(a, b)) return true;
+    const char *sa = strrchr(a, '/'), *sb = strrchr(b, '/');
+    const char *na = sa ? sa + 1 : a, *nb = sb ? sb + 1 : b;
+    if (strcmp(na, nb)) return false;
+    char da[FIO_PATH_MAX], db[FIO_PATH_MAX];
+    snprintf(da, sizeof da, "%.*s", sa ? (int)(sa - a) + 1 : 1, sa ? a : ".");
+    snprintf(db, sizeof db, "%.*s", sb ? (int)(sb - b) + 1 : 1, sb ? b : ".");
+    struct stat x, y;
+    return stat(da, &x) == 0 && stat(db, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
 int fio_refuse_same(const char *out_opt, const char *out, const char *in_opt, const char *in, char *msg,
                     size_t msg_len) {
     if (!fio_same_file(out, in)) return FIO_OK;

@@ -43,6 +43,10 @@ int fio_write_file(const char *path, const void *data, size_t n, char *msg, size
 // links: a symlink, a hard link or "./x" against "x" all count). A path that does not exist
 // yet is nobody's input, so it is false then.
 bool fio_same_file(const char *a, const char *b);
+// True when two output paths name one file, existing or not: the same string, one existing file
+// (fio_same_file), or the same name in the same directory (device and inode of the directories),
+// so "x.npy" and "./x.npy" count before either exists.
+bool fio_same_target(const char *a, const char *b);
 // Guard for commands that write: FIO_EINVAL with "--OUT_OPT 'out' is the same file as --IN_OPT
 // 'in'; refusing to overwrite an input" when fio_same_file(out, in), else FIO_OK. Empty or
 // NULL paths pass.
