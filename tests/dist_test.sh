@@ -89,8 +89,8 @@ run 2 r3 --accum 1 --stop-at 3 && timeout 120 mpirun -np 3 "$B" train --resume r
 # 3. wire formats: bf16 summed in float32 and on the ring, e4m3 with a per-tensor scale; telemetry
 run 3 w1 --accum 1 --comm bf16 && run 3 w2 --accum 1 --comm bf16 --comm-accum wire && \
 run 3 w3 --accum 1 --comm e4m3:tensor --error-feedback 1 && run 3 w3b --accum 1 --comm e4m3:tensor --error-feedback 1
-grep -q '"comm":{"ranks":3,"wire":"bf16","n":[1-9]' w1/log.jsonl && grep -q '"wire":"e4m3:tensor"' w3/log.jsonl &&
-    ok "bf16 and e4m3 wires run, with telemetry" || { bad "wire formats"; tail -3 w1.out w2.out w3.out; }
+grep -q '"comm":{"ranks":3,"wire":"bf16","gather":"bf16","n":[1-9]' w1/log.jsonl && grep -q '"wire":"e4m3:tensor"' w3/log.jsonl &&
+    ok "bf16 and e4m3 wires run, with telemetry" || { bad "wire formats"; tail -n 3 w1.out w2.out w3.out; }
 same_run "e4m3 wire with error feedback: bitwise reproducible" w3 w3b
 [ "$(section w1/ckpt.bin params)" != "$(section d3/ckpt.bin params)" ] && ok "bf16 wire changes the weights" ||
     bad "bf16 wire left the weights bitwise fp32's"
@@ -116,6 +116,43 @@ same_run "local SGD (K=2) stopped between syncs and resumed == uninterrupted" l1
 run 2 o1 --local-sgd 2 --outer-opt nesterov && run 2 o2 --local-sgd 2 --outer-opt nesterov --stop-at 3 &&
     timeout 120 mpirun -np 2 "$B" train --resume o2/ckpt.bin --progress 0 >o2.out2 2>&1
 same_run "DiLoCo stopped and resumed == uninterrupted" o1 o2
+
+# delayed scaling: the amax histories are reduced over the ranks each step, so rank 0's (which the
+# checkpoint keeps) are every rank's and local SGD, whose ranks see different data, resumes bitwise
+run 2 a1 --local-sgd 2 --policy fp8-delayed && run 2 a2 --local-sgd 2 --policy fp8-delayed --stop-at 3 &&
+    timeout 120 mpirun -np 2 "$B" train --resume a2/ckpt.bin --progress 0 >a2.out2 2>&1
+same_run "local SGD with fp8 delayed scaling stopped and resumed == uninterrupted" a1 a2
+run 3 a3 --policy fp8-delayed && run 3 a4 --policy fp8-delayed --stop-at 4 &&
+    timeout 120 mpirun -np 3 "$B" train --resume a4/ckpt.bin --progress 0 >a4.out2 2>&1
+same_run "data parallel with fp8 delayed scaling stopped and resumed == uninterrupted" a3 a4
+
+# local SGD with K = 1 and plain SGD (no clipping, no weight decay) is data parallel in exact
+# arithmetic: mean_r(p - lr g_r) = p - lr mean_r(g_r). After one step the two differ only by
+# rounding: DP rounds the sum of the 2 halved gradients, lr G and p - lr G (3 roundings); local
+# SGD lr g_r, p - lr g_r, their sum and the halving (exact), so elementwise
+# |p_dp - p_ls| <= 8 u (|p0| + |p1 - p0|) with u = 2^-24, p0 the initial weights (a run with lr 1e-30).
+SGD=(--optimizer sgd --momentum 0 --grad-clip 0 --weight-decay 0 --warmup 0 --steps 1 --lr-min 0)
+run 2 g0 "${SGD[@]}" --lr 1e-30 && run 2 g1 "${SGD[@]}" --lr 0.5 && run 2 g2 "${SGD[@]}" --lr 0.5 --local-sgd 1 &&
+python3 - g0/ckpt.bin g1/ckpt.bin g2/ckpt.bin <<'PY' && ok "local SGD K=1 with SGD == data parallel within 8u(|p0|+|dp|)" || bad "local SGD K=1 vs DP"
+import array, struct, sys
+def params(path):
+    b = open(path, 'rb').read(); _, _, n, _ = struct.unpack_from('<4I', b, 0); at = 16
+    for _ in range(n):
+        tag = b[at:at + 8].rstrip(b'\0').decode(); ln, _ = struct.unpack_from('<QQ', b, at + 8); at += 24
+        if tag == 'params': return array.array('f', b[at:at + ln])
+        at += ln
+p0, dp, ls = (params(p) for p in sys.argv[1:])
+u = 2.0 ** -24
+worst = max(abs(a - b) / (8 * u * (abs(z) + abs(a - z))) for z, a, b in zip(p0, dp, ls) if a != b) if dp != ls else 0
+moved = sum(a != z for z, a in zip(p0, dp))
+print(f"max |dp - local| / bound = {worst:.3f}, weights moved {moved}/{len(p0)}, differing {sum(a != b for a, b in zip(dp, ls))}")
+sys.exit(0 if worst <= 1 and moved > len(p0) // 2 else 1)
+PY
+
+# packed codes on the wire, a gather format of its own, the ring: runs, and says so in the log
+run 3 p1 --accum 1 --comm mxfp4 --comm-gather bf16 --comm-accum wire --error-feedback 1 &&
+    grep -q '"wire":"mxfp4","gather":"bf16"' p1/log.jsonl && ok "mxfp4 ring with bf16 gather runs" ||
+    { bad "mxfp4 ring with bf16 gather"; tail -3 p1.out; }
 
 # 5. a rank that dies ends the job; the last checkpoint is whole and resumes
 start=$(date +%s)

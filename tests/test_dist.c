@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/codec.h"
 #include "formats/round.h"
 #include "tests/test_util.h"
 #include "trainer/dist_wire.h"
@@ -27,16 +28,16 @@ Test(dist, wire_specs) {
     const char *okay[] = {"fp32", "bf16", "fp16:tensor", "e4m3:tensor", "e5m2:block:128:fp32", "mxfp8",
                           "mxfp4", "nvfp4", "e3m0:finite:tensor", "e2m1:mx:sr", "bf16:sr"};
     for (size_t i = 0; i < sizeof okay / sizeof *okay; i++)
-        cr_assert_eq(dist_wire_parse(&w, okay[i], msg, sizeof msg), DIST_OK, "%s: %s", okay[i], msg);
-    cr_assert_eq(dist_wire_parse(&w, "fp32", msg, sizeof msg), DIST_OK);
+        cr_assert_eq(dist_wire_parse(&w, "--comm", okay[i], msg, sizeof msg), DIST_OK, "%s: %s", okay[i], msg);
+    cr_assert_eq(dist_wire_parse(&w, "--comm", "fp32", msg, sizeof msg), DIST_OK);
     cr_assert(!w.active, "fp32 is the plain path");
-    cr_assert_eq(dist_wire_parse(&w, "e3m0:finite:tensor", msg, sizeof msg), DIST_OK);
+    cr_assert_eq(dist_wire_parse(&w, "--comm", "e3m0:finite:tensor", msg, sizeof msg), DIST_OK);
     cr_assert(w.active && w.fmt.bits == 4 && w.fmt.ebits == 3 && !w.sc.none);
     const char *refused[][2] = {{"e4m3", "scaling recipe"}, {"fp16", "scaling recipe"}, {"e2m1", "scaling recipe"},
                                 {"bogus", "expected FORMAT"}, {"bf16:nonsense", "expected FORMAT"}};
     for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
         msg[0] = 0;
-        cr_assert_eq(dist_wire_parse(&w, refused[i][0], msg, sizeof msg), DIST_EINVAL, "%s accepted", refused[i][0]);
+        cr_assert_eq(dist_wire_parse(&w, "--comm", refused[i][0], msg, sizeof msg), DIST_EINVAL, "%s accepted", refused[i][0]);
         cr_assert(strstr(msg, refused[i][1]) && strstr(msg, refused[i][0]), "%s: '%s'", refused[i][0], msg);
     }
 }
@@ -44,13 +45,13 @@ Test(dist, wire_specs) {
 Test(dist, wire_bytes) {
     dist_wire w;
     char msg[128];
-    dist_wire_parse(&w, "fp32", msg, sizeof msg);
+    dist_wire_parse(&w, "--comm", "fp32", msg, sizeof msg);
     cr_assert_eq(dist_wire_bytes(&w, 100), 400.0);
-    dist_wire_parse(&w, "bf16", msg, sizeof msg);
+    dist_wire_parse(&w, "--comm", "bf16", msg, sizeof msg);
     cr_assert_eq(dist_wire_bytes(&w, 100), 200.0);
-    dist_wire_parse(&w, "mxfp4", msg, sizeof msg);  // 64 codes of 4 bits + 2 e8m0 scales
+    dist_wire_parse(&w, "--comm", "mxfp4", msg, sizeof msg);  // 64 codes of 4 bits + 2 e8m0 scales
     cr_assert_eq(dist_wire_bytes(&w, 64), 34.0);
-    dist_wire_parse(&w, "nvfp4", msg, sizeof msg);  // 32 codes + 2 e4m3 scales + the fp32 tensor scale
+    dist_wire_parse(&w, "--comm", "nvfp4", msg, sizeof msg);  // 32 codes + 2 e4m3 scales + the fp32 tensor scale
     cr_assert_eq(dist_wire_bytes(&w, 32), 16.0 + 2.0 + 4.0);
 }
 
@@ -69,7 +70,7 @@ Test(dist, chunks_and_rank_order) {
 Test(dist, ring_hop_rounds_each_partial_sum) {
     dist_wire w;
     char msg[128];
-    dist_wire_parse(&w, "bf16", msg, sizeof msg);
+    dist_wire_parse(&w, "--comm", "bf16", msg, sizeof msg);
     const size_t seg[2] = {0, 64};
     uint64_t s = 7;
     float in[64], own[64], acc[64];
@@ -78,7 +79,7 @@ Test(dist, ring_hop_rounds_each_partial_sum) {
         own[i] = i % 8 ? bf16((float)(tu_splitmix64(&s) % 2000) / 1e6f) : 0.0f;
     }
     dist_comm_tel t = {0};
-    dist_ring_add(&w, acc, in, own, 0, 64, seg, 1, 1, 1, &t);
+    dist_ring_add(&w, NULL, acc, in, own, 0, 64, seg, 1, 1, 1, &t);
     uint64_t swamped = 0;
     for (int i = 0; i < 64; i++) {
         cr_assert_eq(acc[i], bf16(in[i] + own[i]), "element %d", i);
@@ -89,15 +90,95 @@ Test(dist, ring_hop_rounds_each_partial_sum) {
     cr_assert_eq(t.n, 64);
 }
 
+// The packed transport: for every recipe, what a receiver decodes from the bytes is what
+// fmt_quantize_f32 gives (the emulation the wire formats are defined by), bitwise, piece by
+// piece, for ragged pieces and values across the range (zeros, subnormals, large, infinite);
+// and the bytes are as many as dist_wire_span_bytes says.
+Test(dist, packed_transport_decodes_to_the_quantized_values) {
+    const char *specs[] = {"bf16", "fp16:tensor", "e4m3:tensor", "e5m2:block:128:fp32", "mxfp8", "mxfp6", "mxfp4",
+                           "nvfp4", "e3m0:finite:tensor", "e2m1:mx:sr", "bf16:sr", "e4m3:row", "e2m1:mx:nanblock"};
+    const size_t seg[4] = {0, 37, 37 + 100, 37 + 100 + 301};  // ragged against every block size
+    enum { N = 37 + 100 + 301 };
+    uint64_t st = 11;
+    float x[N], expect[N], got[N];
+    for (int i = 0; i < N; i++) {
+        const double u = tu_sm_unif(&st) * 2 - 1;
+        x[i] = (float)(u * ldexp(1.0, tu_sm_int(&st, -30, 20)));
+        if (i % 53 == 0) x[i] = 0.0f;
+        if (i % 97 == 5) x[i] = 1e-40f;  // a float32 subnormal
+    }
+    x[200] = INFINITY;  // one block holds an inf: scale 1 (nanblock: NaN) for that tile
+    for (size_t k = 0; k < sizeof specs / sizeof *specs; k++) {
+        dist_wire w;
+        char msg[256];
+        cr_assert_eq(dist_wire_parse(&w, "--comm", specs[k], msg, sizeof msg), DIST_OK, "%s: %s", specs[k], msg);
+        const size_t nb = dist_wire_span_bytes(&w, 0, N, seg, 3);
+        uint8_t *bytes = malloc(nb + 16);
+        memset(bytes, 0xA5, nb + 16);
+        dist_comm_tel t = {0};
+        dist_wire_encode(&w, bytes, got, x, 0, N, seg, 3, 5, 9, &t);
+        for (int i = 0; i < 16; i++) cr_assert_eq(bytes[nb + i], 0xA5, "%s: wrote past the span", specs[k]);
+        size_t want_bytes = 0;
+        for (int p = 0; p < 3; p++) {
+            const size_t len = seg[p + 1] - seg[p];
+            fmt_round_opts ro = w.ro;
+            ro.seed = 5, ro.stream = 9, ro.offset = seg[p];
+            cr_assert_eq(fmt_quantize_f32(&w.fmt, &w.sc, expect + seg[p], x + seg[p], 1, len, &ro, NULL, NULL), FMT_OK);
+            want_bytes += w.sc.none ? fmt_packed_bytes(&w.fmt, len)
+                                    : fmt_packed_bytes(&w.fmt, len) +
+                                          fmt_packed_bytes(&w.sc.scale_fmt, fmt_scale_count(&w.sc, 1, len)) +
+                                          (w.sc.tensor_scale ? 4 : 0);
+        }
+        cr_assert_eq(nb, want_bytes, "%s: %zu bytes, expected %zu", specs[k], nb, want_bytes);
+        float dec[N];
+        dist_wire_decode(&w, dec, bytes, 0, N, seg, 3);
+        for (int i = 0; i < N; i++) {
+            cr_assert(memcmp(&got[i], &expect[i], 4) == 0 || (isnan(got[i]) && isnan(expect[i])),
+                      "%s element %d (%a): sender holds %a, fmt_quantize_f32 %a", specs[k], i, x[i], got[i], expect[i]);
+            cr_assert(memcmp(&dec[i], &got[i], 4) == 0, "%s element %d: receiver %a, sender %a", specs[k], i, dec[i],
+                      got[i]);
+        }
+        cr_assert_eq(t.n, N, "%s", specs[k]);
+        free(bytes);
+    }
+}
+
+// Directions: the contribution travels in the wire format, the sum comes back in the gather
+// format (one process: x = gather(wire(x))).
+Test(dist, gather_format_rounds_the_sums) {
+    dist_world wd = {0, 1, false};
+    dist_wire w, g;
+    char msg[128];
+    dist_wire_parse(&w, "--comm", "e4m3:tensor", msg, sizeof msg);
+    dist_wire_parse(&g, "--comm-gather", "bf16", msg, sizeof msg);
+    const size_t seg[2] = {0, 64};
+    for (int ring = 0; ring < 2; ring++) {
+        dist_reducer d;
+        cr_assert_eq(dist_reducer_init(&d, &wd, &w, &g, ring, false, 64, seg, 1, msg, sizeof msg), DIST_OK, "%s", msg);
+        float x[64], e[64];
+        for (int i = 0; i < 64; i++) x[i] = 1.0f + (float)i * 0x1p-9f;
+        dist_wire_round(&w, e, x, 0, 64, seg, 1, 1, 0, NULL);
+        bool differs = false;
+        for (int i = 0; i < 64; i++) differs |= bf16(e[i]) != e[i];
+        cr_assert(differs, "the example must tell the two roundings apart");
+        dist_allreduce_sum(&d, &wd, x, 1, 0);
+        for (int i = 0; i < 64; i++) cr_assert_eq(x[i], bf16(e[i]), "%s element %d", ring ? "ring" : "f32", i);
+        cr_assert_eq(d.tel.n, 128);
+        dist_reducer_free(&d);
+    }
+    cr_assert_eq(dist_wire_parse(&g, "--comm-gather", "e4m3", msg, sizeof msg), DIST_EINVAL);
+    cr_assert(strstr(msg, "--comm-gather 'e4m3'"), "'%s'", msg);
+}
+
 // One process: the reducer rounds the contribution and the sum (f32) as N ranks would.
 Test(dist, one_process_reduction) {
     dist_world wd = {0, 1, false};
     dist_wire w;
     char msg[128];
-    dist_wire_parse(&w, "bf16", msg, sizeof msg);
+    dist_wire_parse(&w, "--comm", "bf16", msg, sizeof msg);
     const size_t seg[3] = {0, 5, 9};
     dist_reducer d;
-    cr_assert_eq(dist_reducer_init(&d, &wd, &w, false, true, 9, seg, 2, msg, sizeof msg), DIST_OK, "%s", msg);
+    cr_assert_eq(dist_reducer_init(&d, &wd, &w, NULL, false, true, 9, seg, 2, msg, sizeof msg), DIST_OK, "%s", msg);
     float x[9], x0[9];
     for (int i = 0; i < 9; i++) x[i] = x0[i] = 1.0f + (float)i * 0x1p-12f;
     dist_allreduce_sum(&d, &wd, x, 1, 0);

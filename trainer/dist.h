@@ -51,13 +51,15 @@ void dist_allgather_u64(const dist_world *w, uint64_t *out, uint64_t v);
 void dist_sum_disjoint_f64(const dist_world *w, double *x, size_t n);
 // Rank `root`'s x[0..n) to every rank.
 void dist_bcast(const dist_world *w, void *x, size_t bytes, int root);
-// All-to-all of float chunks: rank r sends send[off[c]..off[c+1]) to rank c and receives rank
-// c's chunk r into recv + c*(off[r+1]-off[r]) (off: size+1 offsets, ascending).
-void dist_alltoall_chunks(const dist_world *w, float *recv, const float *send, const size_t *off);
-// All-gather in place: rank r's x[off[r]..off[r+1]) to every rank.
-void dist_allgather_chunks(const dist_world *w, float *x, const size_t *off);
-// Sends n floats to rank `to` and receives m floats from rank `from` (a ring hop).
-void dist_sendrecv(const dist_world *w, const float *send, size_t n, int to, float *recv, size_t m, int from);
+// All-to-all of byte chunks: rank r sends send[soff[c]..soff[c+1]) to rank c and receives rank
+// c's chunk r (rbytes bytes from every rank) into recv + c*rbytes (soff: size+1 offsets).
+void dist_alltoall_bytes(const dist_world *w, void *recv, size_t rbytes, const void *send, const size_t *soff);
+// All-gather in place: rank r's buf[off[r]..off[r+1]) (bytes) to every rank.
+void dist_allgather_bytes(const dist_world *w, void *buf, const size_t *off);
+// Sends n bytes to rank `to` and receives m bytes from rank `from` (a ring hop).
+void dist_sendrecv_bytes(const dist_world *w, const void *send, size_t n, int to, void *recv, size_t m, int from);
+// x[0..n) = the largest x[i] over the ranks (exact in any order; for values that are not NaN).
+void dist_max_f32(const dist_world *w, float *x, size_t n);
 // Rank 0 receives rank r's x[0..n) into out (r = 1..size-1, in order, each n floats); the
 // other ranks send theirs. (For the checkpoint of local SGD's per-rank state.)
 void dist_gather_to0(const dist_world *w, float *out, const float *x, size_t n);

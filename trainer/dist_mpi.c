@@ -99,46 +99,52 @@ void dist_bcast(const dist_world *w, void *x, size_t bytes, int root) {
 }
 
 static int count(const dist_world *w, size_t n) {
-    if (n > INT_MAX) dist_abort(w, "a chunk of more than 2^31 floats: use more ranks");
+    if (n > INT_MAX) dist_abort(w, "a chunk of more than 2^31 bytes: use more ranks");
     return (int)n;
 }
 
-void dist_alltoall_chunks(const dist_world *w, float *recv, const float *send, const size_t *off) {
-    const int n = w->size, me = w->rank;
-    const size_t mine = off[me + 1] - off[me];
+void dist_alltoall_bytes(const dist_world *w, void *recv, size_t rbytes, const void *send, const size_t *soff) {
+    const int n = w->size;
     if (!w->mpi) {
-        memcpy(recv, send + off[0], mine * sizeof *recv);
+        memcpy(recv, (const char *)send + soff[0], rbytes);
         return;
     }
     int *sc = malloc(4 * sizeof(int) * (size_t)n);
     if (!sc) dist_abort(w, "out of memory");
     int *sd = sc + n, *rc = sc + 2 * n, *rd = sc + 3 * n;
     for (int c = 0; c < n; c++) {
-        sc[c] = count(w, off[c + 1] - off[c]), sd[c] = count(w, off[c]);
-        rc[c] = count(w, mine), rd[c] = count(w, (size_t)c * mine);
+        sc[c] = count(w, soff[c + 1] - soff[c]), sd[c] = count(w, soff[c]);
+        rc[c] = count(w, rbytes), rd[c] = count(w, (size_t)c * rbytes);
     }
-    check(w, MPI_Alltoallv(send, sc, sd, MPI_FLOAT, recv, rc, rd, MPI_FLOAT, MPI_COMM_WORLD), "MPI_Alltoallv");
+    check(w, MPI_Alltoallv(send, sc, sd, MPI_BYTE, recv, rc, rd, MPI_BYTE, MPI_COMM_WORLD), "MPI_Alltoallv");
     free(sc);
 }
 
-void dist_allgather_chunks(const dist_world *w, float *x, const size_t *off) {
+void dist_allgather_bytes(const dist_world *w, void *buf, const size_t *off) {
     if (!w->mpi) return;
     const int n = w->size;
     int *cnt = malloc(2 * sizeof(int) * (size_t)n);
     if (!cnt) dist_abort(w, "out of memory");
     for (int c = 0; c < n; c++) cnt[c] = count(w, off[c + 1] - off[c]), cnt[n + c] = count(w, off[c]);
-    check(w, MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, x, cnt, cnt + n, MPI_FLOAT, MPI_COMM_WORLD),
+    check(w, MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, cnt, cnt + n, MPI_BYTE, MPI_COMM_WORLD),
           "MPI_Allgatherv");
     free(cnt);
 }
 
-void dist_sendrecv(const dist_world *w, const float *send, size_t n, int to, float *recv, size_t m, int from) {
+void dist_sendrecv_bytes(const dist_world *w, const void *send, size_t n, int to, void *recv, size_t m, int from) {
     if (!w->mpi) {
-        memcpy(recv, send, (n < m ? n : m) * sizeof *recv);
+        memcpy(recv, send, n < m ? n : m);
         return;
     }
-    check(w, MPI_Sendrecv(send, count(w, n), MPI_FLOAT, to, 7, recv, count(w, m), MPI_FLOAT, from, 7, MPI_COMM_WORLD,
+    check(w, MPI_Sendrecv(send, count(w, n), MPI_BYTE, to, 7, recv, count(w, m), MPI_BYTE, from, 7, MPI_COMM_WORLD,
                           MPI_STATUS_IGNORE), "MPI_Sendrecv");
+}
+
+void dist_max_f32(const dist_world *w, float *x, size_t n) {
+    for (size_t at = 0; w->mpi && at < n; at += INT_MAX) {
+        const int k = n - at > INT_MAX ? INT_MAX : (int)(n - at);
+        check(w, MPI_Allreduce(MPI_IN_PLACE, x + at, k, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce(max)");
+    }
 }
 
 void dist_gather_to0(const dist_world *w, float *out, const float *x, size_t n) {

@@ -32,18 +32,19 @@ void dist_allgather_u64(const dist_world *w, uint64_t *out, uint64_t v) { (void)
 void dist_sum_disjoint_f64(const dist_world *w, double *x, size_t n) { (void)w, (void)x, (void)n; }
 void dist_bcast(const dist_world *w, void *x, size_t bytes, int root) { (void)w, (void)x, (void)bytes, (void)root; }
 
-void dist_alltoall_chunks(const dist_world *w, float *recv, const float *send, const size_t *off) {
+void dist_alltoall_bytes(const dist_world *w, void *recv, size_t rbytes, const void *send, const size_t *soff) {
     (void)w;
-    memcpy(recv, send + off[0], (off[1] - off[0]) * sizeof *recv);
+    memcpy(recv, (const char *)send + soff[0], rbytes);
 }
 
-void dist_allgather_chunks(const dist_world *w, float *x, const size_t *off) { (void)w, (void)x, (void)off; }
+void dist_allgather_bytes(const dist_world *w, void *buf, const size_t *off) { (void)w, (void)buf, (void)off; }
 
-void dist_sendrecv(const dist_world *w, const float *send, size_t n, int to, float *recv, size_t m, int from) {
+void dist_sendrecv_bytes(const dist_world *w, const void *send, size_t n, int to, void *recv, size_t m, int from) {
     (void)w, (void)to, (void)from;
-    memcpy(recv, send, (n < m ? n : m) * sizeof *recv);
+    memcpy(recv, send, n < m ? n : m);
 }
 
+void dist_max_f32(const dist_world *w, float *x, size_t n) { (void)w, (void)x, (void)n; }
 void dist_gather_to0(const dist_world *w, float *out, const float *x, size_t n) { (void)w, (void)out, (void)x, (void)n; }
 void dist_barrier(const dist_world *w) { (void)w; }
 #endif

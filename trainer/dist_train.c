@@ -22,11 +22,13 @@ int train__dist_setup(train_run_state *r, char *msg, size_t msg_len) {
     for (int p = 0; p < LP_COUNT; p++)
         if (sizes[p]) r->seg[r->nseg + 1] = r->seg[r->nseg] + sizes[p], r->nseg++;
     r->local = r->o.local_sgd > 0;
-    dist_wire wire;
-    if (dist_wire_parse(&wire, r->o.comm, msg, msg_len) != DIST_OK) return -1;
-    if ((r->w.size > 1 || wire.active) &&
-        dist_reducer_init(&r->red, &r->w, &wire, !strcmp(r->o.comm_accum, "wire"), r->o.error_feedback == 1, n,
-                          r->seg, r->nseg, msg, msg_len) != DIST_OK)
+    dist_wire wire, gather;
+    if (dist_wire_parse(&wire, "--comm", r->o.comm, msg, msg_len) != DIST_OK) return -1;
+    const bool own_gather = r->o.comm_gather[0];
+    if (own_gather && dist_wire_parse(&gather, "--comm-gather", r->o.comm_gather, msg, msg_len) != DIST_OK) return -1;
+    if ((r->w.size > 1 || wire.active || (own_gather && gather.active)) &&
+        dist_reducer_init(&r->red, &r->w, &wire, own_gather ? &gather : NULL, !strcmp(r->o.comm_accum, "wire"),
+                          r->o.error_feedback == 1, n, r->seg, r->nseg, msg, msg_len) != DIST_OK)
         return -1;
     if (r->o.accum > 1 && !(r->micro = malloc(n * sizeof *r->micro))) goto oom;
     if (!(r->micro_loss = calloc((size_t)r->w.size * r->o.accum, sizeof *r->micro_loss))) goto oom;
@@ -107,6 +109,19 @@ void train__dist_allreduce_grads(train_run_state *r, uint64_t step) {
     // The optimizer reads the gradient in its policy format: the sum is stored in it too
     // (uncounted: the site counted each micro-batch already).
     ac_cast_inplace(&r->ac, AC_GRADS, -1, r->m.grads, r->m.n_params, 1, false);
+}
+
+// Delayed scaling: the amaxes of this step, pushed into every rank's histories, are replaced by
+// their maximum over the ranks (Transformer Engine reduces amaxes over its data-parallel group
+// the same way), so every rank scales alike and rank 0's histories, which the checkpoint keeps,
+// are every rank's. The whole history is reduced: an older entry is already the same everywhere.
+void train__dist_reduce_amax(train_run_state *r) {
+    if (r->w.size < 2) return;
+    bool delayed = false;
+    for (int s = 0; s < AC_NSITES; s++) delayed |= r->ac.pol.site[s].active && r->ac.pol.site[s].delayed;
+    if (!delayed) return;
+    const size_t hl = r->ac.pol.amax_history > 0 ? (size_t)r->ac.pol.amax_history : 1;
+    dist_max_f32(&r->w, r->ac.hist, (size_t)AC_NSITES * (size_t)(r->ac.n_layers + 1) * hl);
 }
 
 // --- local SGD and DiLoCo

@@ -160,9 +160,9 @@ static void log_step(train_run_state *r, long step, const train_step_out *s) {
         ac_write_json(&r->ac, r->log);
         if (r->red.n) {
             const dist_comm_tel *c = &r->comm;
-            fprintf(r->log, ",\"comm\":{\"ranks\":%d,\"wire\":\"%s\",\"n\":%llu,\"overflow\":%llu,"
+            fprintf(r->log, ",\"comm\":{\"ranks\":%d,\"wire\":\"%s\",\"gather\":\"%s\",\"n\":%llu,\"overflow\":%llu,"
                     "\"underflow\":%llu,\"nan\":%llu,\"swamped\":%llu,\"bytes\":%.0f,\"seconds\":%.6f}",
-                    r->w.size, r->red.wire.name, (unsigned long long)c->n, (unsigned long long)c->overflow,
+                    r->w.size, r->red.wire.name, r->red.gather.name, (unsigned long long)c->n, (unsigned long long)c->overflow,
                     (unsigned long long)c->underflow, (unsigned long long)c->nan, (unsigned long long)c->swamped,
                     c->bytes, c->seconds);
         }
@@ -260,6 +260,7 @@ int train_run(const train_opts *o, const char *resume, const bool *given, train_
         train__dist_allreduce_grads(&r, (uint64_t)step);
         update(&r, &s);
         train__dist_sync_params(&r, step);
+        train__dist_reduce_amax(&r);
         r.comm = r.red.tel;
         const char *bad = non_finite(&r, &s);
         if (bad) {

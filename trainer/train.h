@@ -58,6 +58,7 @@ typedef struct {
     char telemetry[8];  // off | sites | layers
     // distributed (docs/distributed.md; under a launcher, N ranks)
     char comm[64];        // wire format of the reductions: FORMAT[:RECIPE][:sr]; fp32: plain
+    char comm_gather[64]; // format of the reduced sums as they are gathered back ("": --comm's)
     char comm_accum[8];   // f32 (sum decoded values in float32) | wire (round every partial sum)
     int error_feedback;   // 1: keep what the wire rounding lost and add it next time
     long local_sgd;       // > 0: local steps, parameters averaged every K optimizer steps

@@ -92,6 +92,8 @@ void train__dist_allreduce_grads(train_run_state *r, uint64_t step);
 // Local SGD / DiLoCo after optimizer step `step` (0-based): averages parameters (or takes the
 // outer step) when the step ends a round of --local-sgd steps or the run.
 void train__dist_sync_params(train_run_state *r, long step);
+// Delayed scaling: this step's amaxes become their maximum over the ranks (every step).
+void train__dist_reduce_amax(train_run_state *r);
 bool train__dist_synced(const train_run_state *r, long step);
 // Local SGD state for a checkpoint: rank 0 gathers every rank's parameters, moments and error
 // feedback residual (collective). The sections, in sec (up to TRAIN_DIST_SECTIONS; returns how

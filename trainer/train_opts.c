@@ -70,6 +70,7 @@ static const train_opt_desc table[] = {
     OPT("recompute", recompute, TOPT_STR, false, "gradient checkpointing: none | block"),
     OPT("policy", policy, TOPT_STR, false, "precision policy: a preset (fplab policy --list) or a policy file"),
     OPT("comm", comm, TOPT_STR, false, "wire format of the reductions, FORMAT[:RECIPE][:sr] (fp32: plain)"),
+    OPT("comm-gather", comm_gather, TOPT_STR, false, "format of the reduced sums sent back (empty: --comm's)"),
     OPT("comm-accum", comm_accum, TOPT_STR, false, "partial sums: f32 (decoded, fixed rank order) | wire (ring)"),
     OPT("error-feedback", error_feedback, TOPT_INT, false, "1: carry the wire rounding error to the next step"),
     OPT("local-sgd", local_sgd, TOPT_LONG, false, "local SGD: average parameters every K steps (0: data parallel)"),
@@ -215,7 +216,8 @@ int train_opts_validate(const train_opts *o, char *msg, size_t msg_len) {
     REQUIRE(o->overwrite == 0 || o->overwrite == 1, "--overwrite %d: expected 0 or 1", o->overwrite);
     REQUIRE(o->untied == 0 || o->untied == 1, "--untied %d: expected 0 or 1", o->untied);
     dist_wire w;
-    if (dist_wire_parse(&w, o->comm, msg, msg_len) != DIST_OK) return -1;
+    if (dist_wire_parse(&w, "--comm", o->comm, msg, msg_len) != DIST_OK) return -1;
+    if (o->comm_gather[0] && dist_wire_parse(&w, "--comm-gather", o->comm_gather, msg, msg_len) != DIST_OK) return -1;
     REQUIRE(!strcmp(o->comm_accum, "f32") || !strcmp(o->comm_accum, "wire"),
             "--comm-accum '%s': expected f32 or wire", o->comm_accum);
     REQUIRE(o->error_feedback == 0 || o->error_feedback == 1, "--error-feedback %d: expected 0 or 1",
@@ -229,6 +231,7 @@ int train_opts_validate(const train_opts *o, char *msg, size_t msg_len) {
             "--outer-lr %g, --outer-momentum %g: expected lr > 0, momentum in [0, 1)", o->outer_lr,
             o->outer_momentum);
     const char *dist_opt = strcmp(o->comm, "fp32") ? "--comm"
+                           : o->comm_gather[0] && strcmp(o->comm_gather, "fp32") ? "--comm-gather"
                            : strcmp(o->comm_accum, "f32") ? "--comm-accum"
                            : o->error_feedback ? "--error-feedback"
                            : o->local_sgd ? "--local-sgd"

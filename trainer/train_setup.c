@@ -320,11 +320,11 @@ static void print_config(const train_run_state *r) {
     fprintf(stderr, "\n  outputs: checkpoint %s, log %s\n", r->ckpt_path[0] ? r->ckpt_path : "none (no --ckpt-dir)",
             r->log_path[0] ? r->log_path : "none");
     if (r->w.size > 1 || r->red.n)
-        fprintf(stderr, "  distributed: %d rank%s, %s, wire %s (%s accumulation%s), %d x %d micro-batches per step\n",
+        fprintf(stderr, "  distributed: %d rank%s, %s, wire %s%s%s (%s accumulation%s), %d x %d micro-batches per step\n",
                 r->w.size, r->w.size > 1 ? "s" : "",
                 r->local ? (r->outer_buf ? "DiLoCo (outer Nesterov)" : "local SGD") : "data parallel",
-                r->red.wire.name, r->red.wire_accum ? "wire" : "f32", r->red.ef ? ", error feedback" : "", r->w.size,
-                r->o.accum);
+                r->red.wire.name, r->o.comm_gather[0] ? ", sums gathered as " : "", r->o.comm_gather,
+                r->red.wire_accum ? "wire" : "f32", r->red.ef ? ", error feedback" : "", r->w.size, r->o.accum);
     if (r->resume) fprintf(stderr, "resuming from '%s' at step %lld\n", r->resume, (long long)r->st.step);
 }
 
