@@ -10,6 +10,9 @@
 #include "formats/rng.h"
 
 
+// Floats of one (site, layer) amax history (1 for a hand-built policy without one).
+static size_t hist_len(const ac_ctx *c) { return c->pol.amax_history > 0 ? (size_t)c->pol.amax_history : 1; }
+
 static size_t slot_index(const ac_ctx *c, ac_site s, int layer) {
     return (size_t)s * (size_t)(c->n_layers + 1) + (size_t)(layer < 0 ? c->n_layers : layer);
 }
@@ -23,8 +26,7 @@ int ac_init(ac_ctx *c, const ac_policy *p, int n_layers, uint64_t seed, ac_telem
     c->telemetry = t;
     ac_scaler_init(&c->scaler, &p->scaler);
     const size_t slots = (size_t)AC_NSITES * (size_t)(n_layers + 1);
-    const size_t hl = p->amax_history > 0 ? (size_t)p->amax_history : 1;
-    c->hist = calloc(slots * hl, sizeof *c->hist);
+    c->hist = calloc(slots * hist_len(c), sizeof *c->hist);
     c->hist_count = calloc(slots, sizeof *c->hist_count);
     c->tel = calloc(slots, sizeof *c->tel);
     c->buf_cap = max_operand;
@@ -57,11 +59,15 @@ void ac_begin_micro(ac_ctx *c, int micro) {
 }
 
 // Rounding options of one cast: the rule's, with a stochastic-rounding stream that names the
-// cast (not a running counter, so recompute and resume draw the same bits).
+// cast (not a running counter, so recompute and resume draw the same bits). The streams were
+// laid out for the AC_NSITES_V1 sites of version 1; a later site draws under a seed of its own
+// block (s / AC_NSITES_V1), so that adding a site changes no earlier site's bits and a run
+// resumed from an older checkpoint continues as it would have.
 static fmt_round_opts cast_opts(const ac_ctx *c, const ac_rule *r, ac_site s, int layer, bool k_rows) {
     fmt_round_opts o = r->round;
-    o.seed = c->seed ^ 0x6175746f63617374ULL;  // "autocast"
-    o.stream = ((c->step * 64 + (uint64_t)c->micro) * AC_NSITES + (uint64_t)s) * 1024 +
+    const uint64_t block = (uint64_t)s / AC_NSITES_V1, site = (uint64_t)s % AC_NSITES_V1;
+    o.seed = (c->seed ^ 0x6175746f63617374ULL) + block * 0x9e3779b97f4a7c15ULL;  // "autocast"
+    o.stream = ((c->step * 64 + (uint64_t)c->micro) * AC_NSITES_V1 + site) * 1024 +
                (uint64_t)(layer + 1) * 2 + (k_rows ? 1 : 0);
     o.offset = 0;
     return o;
@@ -262,16 +268,23 @@ void ac_write_json(const ac_ctx *c, FILE *f) {
 
 // --- checkpoint state
 
-size_t ac_state_bytes(const ac_ctx *c) {
-    const size_t slots = (size_t)AC_NSITES * (size_t)(c->n_layers + 1);
-    const size_t hl = c->pol.amax_history > 0 ? (size_t)c->pol.amax_history : 1;
+// The body of an image with `sites` sites (what follows the header): the scaler, the amax
+// counts and the histories, site-major, so the first k sites are a prefix of each array.
+static size_t state_body_bytes(const ac_ctx *c, size_t sites) {
+    const size_t slots = sites * (size_t)(c->n_layers + 1);
+    const size_t hl = hist_len(c);
     return sizeof c->scaler + slots * sizeof *c->hist_count + slots * hl * sizeof *c->hist;
 }
 
+size_t ac_state_bytes(const ac_ctx *c) { return AC_STATE_HEADER_BYTES + state_body_bytes(c, AC_NSITES); }
+
 void ac_state_save(const ac_ctx *c, void *out) {
     const size_t slots = (size_t)AC_NSITES * (size_t)(c->n_layers + 1);
-    const size_t hl = c->pol.amax_history > 0 ? (size_t)c->pol.amax_history : 1;
+    const size_t hl = hist_len(c);
+    const uint32_t head[AC_STATE_HEADER_BYTES / 4] = {AC_STATE_MAGIC, AC_STATE_VERSION, AC_NSITES,
+                                                      (uint32_t)c->n_layers, (uint32_t)hl, 0};
     char *p = out;
+    memcpy(p, head, sizeof head), p += sizeof head;
     memcpy(p, &c->scaler, sizeof c->scaler), p += sizeof c->scaler;
     memcpy(p, c->hist_count, slots * sizeof *c->hist_count), p += slots * sizeof *c->hist_count;
     memcpy(p, c->hist, slots * hl * sizeof *c->hist);
@@ -331,16 +344,50 @@ static int check_scaler(const ac_scaler *s, const ac_scaler_cfg *k, char *msg, s
     return state_fail(msg, msg_len, "the policy's loss scaler kind %d is unknown", (int)k->kind);
 }
 
-int ac_state_check(const ac_ctx *c, const void *in, size_t n, char *msg, size_t msg_len) {
-    const size_t want = ac_state_bytes(c);
+// Where an image's body starts and how many sites it holds: version 2 by its magic (the
+// header checked against c), else version 1 (no header, AC_NSITES_V1 sites); then the size.
+static int state_layout(const ac_ctx *c, const void *in, size_t n, size_t *body, size_t *sites, char *msg,
+                        size_t msg_len) {
+    uint32_t h[AC_STATE_HEADER_BYTES / 4] = {0};
+    if (n >= sizeof h) memcpy(h, in, sizeof h);
+    const size_t hl = hist_len(c);
+    if (h[0] != AC_STATE_MAGIC) {
+        *body = 0, *sites = AC_NSITES_V1;
+        const size_t want = state_body_bytes(c, AC_NSITES_V1);
+        if (n != want)
+            return state_fail(msg, msg_len, "%zu bytes without the version-%d header; expected a version-%d image "
+                              "(%zu bytes for this policy and model) or a version-1 one of %zu bytes (%d sites, "
+                              "%d layers)", n, AC_STATE_VERSION, AC_STATE_VERSION, ac_state_bytes(c), want,
+                              AC_NSITES_V1, c->n_layers);
+        return AC_OK;
+    }
+    if (h[1] != AC_STATE_VERSION)
+        return state_fail(msg, msg_len, "header version %u; expected %d (version 1 has no header; a later version "
+                          "is from a newer fplab)", h[1], AC_STATE_VERSION);
+    if (h[2] < 1 || h[2] > AC_NSITES)
+        return state_fail(msg, msg_len, "%u cast sites; this build knows %d (%s)", h[2], AC_NSITES,
+                          h[2] ? "a checkpoint from a newer fplab, whose sites this one cannot apply" : "expected 1 or more");
+    if (h[3] != (uint32_t)c->n_layers || h[4] != hl || h[5] != 0)
+        return state_fail(msg, msg_len, "header of %u layers, amax_history %u, reserved %u; this policy and model "
+                          "have %d layers and amax_history %zu (reserved 0)", h[3], h[4], h[5], c->n_layers, hl);
+    *body = AC_STATE_HEADER_BYTES, *sites = h[2];
+    const size_t want = AC_STATE_HEADER_BYTES + state_body_bytes(c, *sites);
     if (n != want)
-        return state_fail(msg, msg_len, "%zu bytes; this policy and model (%d layers) need %zu", n, c->n_layers, want);
-    const size_t L1 = (size_t)(c->n_layers + 1), slots = (size_t)AC_NSITES * L1;
-    const size_t hl = c->pol.amax_history > 0 ? (size_t)c->pol.amax_history : 1;
-    const char *p = in;
+        return state_fail(msg, msg_len, "%zu bytes; its header (%zu sites, %d layers) needs %zu", n, *sites,
+                          c->n_layers, want);
+    return AC_OK;
+}
+
+int ac_state_check(const ac_ctx *c, const void *in, size_t n, char *msg, size_t msg_len) {
+    size_t body, sites;
+    int st = state_layout(c, in, n, &body, &sites, msg, msg_len);
+    if (st != AC_OK) return st;
+    const size_t L1 = (size_t)(c->n_layers + 1), slots = sites * L1;
+    const size_t hl = hist_len(c);
+    const char *p = (const char *)in + body;
     ac_scaler s;
     memcpy(&s, p, sizeof s);
-    int st = check_scaler(&s, &c->pol.scaler, msg, msg_len);
+    st = check_scaler(&s, &c->pol.scaler, msg, msg_len);
     if (st != AC_OK) return st;
     const char *counts = p + sizeof s, *hist = counts + slots * sizeof(int64_t);
     for (size_t k = 0; k < slots; k++) {
@@ -367,11 +414,16 @@ int ac_state_check(const ac_ctx *c, const void *in, size_t n, char *msg, size_t 
 
 int ac_state_load(ac_ctx *c, const void *in, size_t n) {
     if (ac_state_check(c, in, n, NULL, 0) != AC_OK) return AC_EINVAL;
-    const size_t slots = (size_t)AC_NSITES * (size_t)(c->n_layers + 1);
-    const size_t hl = c->pol.amax_history > 0 ? (size_t)c->pol.amax_history : 1;
-    const char *p = in;
+    size_t body, sites;
+    state_layout(c, in, n, &body, &sites, NULL, 0);
+    const size_t L1 = (size_t)(c->n_layers + 1), have = sites * L1, all = (size_t)AC_NSITES * L1;
+    const size_t hl = hist_len(c);
+    const char *p = (const char *)in + body;
     memcpy(&c->scaler, p, sizeof c->scaler), p += sizeof c->scaler;
-    memcpy(c->hist_count, p, slots * sizeof *c->hist_count), p += slots * sizeof *c->hist_count;
-    memcpy(c->hist, p, slots * hl * sizeof *c->hist);
+    // The image's sites are a prefix of this build's; the rest start as a fresh run's do.
+    memset(c->hist_count, 0, all * sizeof *c->hist_count);
+    memset(c->hist, 0, all * hl * sizeof *c->hist);
+    memcpy(c->hist_count, p, have * sizeof *c->hist_count), p += have * sizeof *c->hist_count;
+    memcpy(c->hist, p, have * hl * sizeof *c->hist);
     return AC_OK;
 }

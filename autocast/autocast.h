@@ -92,20 +92,30 @@ void ac_write_json(const ac_ctx *c, FILE *f);
 // float32), and the strings "nan", "inf", "-inf" for the values JSON has no literal for.
 void ac_json_num(FILE *f, double v, int digits);
 
-// State for checkpoints: a flat byte image of the loss scaler (the ac_scaler struct), then
-// int64 hist_count[AC_NSITES][n_layers+1], then float hist[AC_NSITES][n_layers+1][amax_history].
-size_t ac_state_bytes(const ac_ctx *c);
+// State for checkpoints, version 2: a header of six uint32 (AC_STATE_MAGIC, AC_STATE_VERSION,
+// the number of sites S = AC_NSITES, n_layers, amax_history, 0), a flat byte image of the loss
+// scaler (the ac_scaler struct), then int64 hist_count[S][n_layers+1], then float
+// hist[S][n_layers+1][amax_history]. Version 1 (fplab 0.2.0) is the same without the header,
+// with S = AC_NSITES_V1. Sites are only appended (policy.h), so site k of an image with S sites
+// is this build's site k; the sites it lacks load as a fresh run starts them (no amax pushed).
+// The magic, read as the float32 that opens a version-1 image (its loss scale), is negative,
+// so the two versions cannot be mistaken for each other.
+#define AC_STATE_MAGIC 0xff736361u  // the bytes "acs\xff"
+enum { AC_STATE_VERSION = 2, AC_STATE_HEADER_BYTES = 6 * 4 };
+size_t ac_state_bytes(const ac_ctx *c);  // of the version-2 image ac_state_save writes
 void ac_state_save(const ac_ctx *c, void *out);
 // Largest count the state may hold (amaxes pushed, steps skipped, scale changes): 2^53, far
 // above any run and exact in a double.
 #define AC_STATE_MAX_COUNT ((int64_t)1 << 53)
-// Checks an image against c's policy and model before anything is loaded: the size; the loss
-// scale positive and finite (1 for loss_scale none, the policy's scale for static, at least
-// min for dynamic, with good_steps below its interval); the scaler's counts in
-// [0, AC_STATE_MAX_COUNT] (none: no skips; none and static: no scale changes); each slot's
-// amax count in [0, AC_STATE_MAX_COUNT] and 0 for sites without delayed scaling; history
-// entries >= 0 (not NaN) where pushed and 0 past the count. AC_EINVAL with a message naming the
-// field (msg may be NULL), else AC_OK. Reads only; c is not changed.
+// Checks an image (version 2, or version 1) against c's policy and model before anything is
+// loaded: the header (the version; 1 to AC_NSITES sites: more is a state from a newer fplab;
+// the model's layers and the policy's amax_history) and the size it implies; the loss scale
+// positive and finite (1 for loss_scale none, the policy's scale for static, at least min for
+// dynamic, with good_steps below its interval); the scaler's counts in [0, AC_STATE_MAX_COUNT]
+// (none: no skips; none and static: no scale changes); each slot's amax count in
+// [0, AC_STATE_MAX_COUNT] and 0 for sites without delayed scaling; history entries >= 0 (not
+// NaN) where pushed and 0 past the count. AC_EINVAL with a message naming the field (msg may
+// be NULL), else AC_OK. Reads only; c is not changed.
 int ac_state_check(const ac_ctx *c, const void *in, size_t n, char *msg, size_t msg_len);
 // ac_state_check, then the image into c; AC_EINVAL (c unchanged) when the check fails.
 int ac_state_load(ac_ctx *c, const void *in, size_t n);

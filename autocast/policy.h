@@ -9,7 +9,8 @@
 //   name pure-bf16-sr                      the preset's name
 //   site SITE FORMAT [RECIPE] [MODE] [saturate|ieee]
 //                                          SITE is a site name below or a glob with '*'
-//                                          ("*.w", "attn.*", "*"); later lines override
+//                                          ("*.w", "attn.*", "*": a glob matches every site
+//                                          of this build, attn.kv included); later lines override
 //                                          earlier ones; FORMAT fp32 means "leave in float32";
 //                                          RECIPE as fmt_scaling_from_name (none, tensor, mx,
 //                                          nvfp4, block:K:FMT, tile:RxC:FMT, ...) or "delayed"
@@ -37,7 +38,11 @@
 
 // The cast sites. Matmul sites come in threes per projection: .in (the activation operand, in
 // forward and in wgrad), .w (the weight operand, in forward and in dgrad), .grad (the gradient
-// of the output, in dgrad and wgrad).
+// of the output, in dgrad and wgrad). attn.kv: the keys (after RoPE) and values that attention
+// stores and reads, i.e. what a KV cache holds.
+// Sites are only ever appended: a site's index is its place in the autocast state of a
+// checkpoint (autocast.h) and in the stochastic-rounding streams, so the first AC_NSITES_V1
+// sites keep the indices of version 1 (fplab 0.2.0, before attn.kv).
 #define AC_SITE_LIST(X)                                                                     \
     X(AC_QKV_IN, "attn.qkv.in") X(AC_QKV_W, "attn.qkv.w") X(AC_QKV_GRAD, "attn.qkv.grad")  \
     X(AC_O_IN, "attn.o.in") X(AC_O_W, "attn.o.w") X(AC_O_GRAD, "attn.o.grad")              \
@@ -47,7 +52,8 @@
     X(AC_HEAD_IN, "lm_head.in") X(AC_HEAD_W, "lm_head.w") X(AC_HEAD_GRAD, "lm_head.grad")  \
     X(AC_ATT_SCORES, "attn.scores") X(AC_ATT_PROBS, "attn.probs")                          \
     X(AC_RESIDUAL, "residual") X(AC_SAVED, "acts.saved")                                   \
-    X(AC_GRADS, "grads") X(AC_MASTER, "master") X(AC_ADAM_M, "adam.m") X(AC_ADAM_V, "adam.v")
+    X(AC_GRADS, "grads") X(AC_MASTER, "master") X(AC_ADAM_M, "adam.m") X(AC_ADAM_V, "adam.v") \
+    X(AC_KV, "attn.kv")
 
 typedef enum {
 #define AC_ENUM(id, name) id,
@@ -55,6 +61,7 @@ typedef enum {
 #undef AC_ENUM
     AC_NSITES
 } ac_site;
+enum { AC_NSITES_V1 = AC_ADAM_V + 1 };  // version 1's sites: every site up to adam.v
 
 const char *ac_site_name(ac_site s);
 int ac_site_from_name(const char *name);  // -1 if unknown

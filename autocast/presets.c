@@ -279,6 +279,32 @@ static const preset presets[] = {
      "site lm_head.in bf16\n"
      "loss_scale none\n"
      "update fp32\n"},
+    {"kv8-fp8",
+     "# description: inference: the KV cache (keys after RoPE, values) in e4m3, one fp32 scale per token\n"
+     "# kv8-fp8: an FP8 KV cache alone: the keys (after RoPE) and values that attention stores and\n"
+     "# reads, in e4m3 with one float32 scale per token (row: amax / 448 over the token's keys, or\n"
+     "# values, of every KV head), saturating; weights and activation operands float32. A per-token\n"
+     "# scale depends on the token's own keys and values only, so a forward over a window rounds\n"
+     "# each token as a cache filled one token at a time holds it (fplab sample). Serving stacks\n"
+     "# often use one calibrated scale per tensor instead, or none (docs/results/ptq-shakespeare).\n"
+     "name kv8-fp8\n"
+     "site attn.kv e4m3 row\n"
+     "loss_scale none\n"
+     "update fp32\n"},
+    {"w8a8kv8-fp8",
+     "# description: inference: w8a8-fp8 with the KV cache in e4m3, one fp32 scale per token (W8A8KV8)\n"
+     "# w8a8kv8-fp8: w8a8-fp8 (e4m3 weights with one float32 scale per output channel, e4m3\n"
+     "# activation operands with one per token) plus an FP8 KV cache as kv8-fp8 casts it (e4m3, one\n"
+     "# float32 scale per token): weights, matmul inputs and the KV cache in 8 bits. The LM head's\n"
+     "# weight and input stay bf16.\n"
+     "name w8a8kv8-fp8\n"
+     "site *.w    e4m3 row\n"
+     "site *.in   e4m3 row\n"
+     "site attn.kv e4m3 row\n"
+     "site lm_head.w bf16\n"
+     "site lm_head.in bf16\n"
+     "loss_scale none\n"
+     "update fp32\n"},
 };
 enum { NPRESETS = sizeof presets / sizeof presets[0] };
 
@@ -289,7 +315,7 @@ enum { STATIC_PREFIX_LEN = sizeof static_prefix - 1, MARKER_LEN = sizeof static_
 const char *ac_preset_names(void) {
     return "fp32,bf16-amp,fp16-amp,fp16-amp-noscale,fp16-static-1024,pure-bf16,pure-bf16-sr,"
            "pure-bf16-kahan,fp8-delayed,fp8-current,fp8-block,mxfp8,mxfp6,mxfp4,nvfp4,w8-fp8,w8a8-fp8,w4-mxfp4,"
-           "w4-nvfp4,w4a8-mx";
+           "w4-nvfp4,w4a8-mx,kv8-fp8,w8a8kv8-fp8";
 }
 
 // S of fp16-static-S: a plain positive number (digits first, no sign or space) that is a

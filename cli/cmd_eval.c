@@ -17,18 +17,19 @@ static void help(FILE *fp) {
             "                  [--batches N] [--batch B] [--threads N] [--telemetry off|sites|layers]\n"
             "                  [--format table|csv|json|md]\n\n"
             "Evaluates a checkpoint written by 'fplab train' under precision policies, as post-training\n"
-            "quantization: the forward casts of each policy (weights, activations, attention, residual)\n"
-            "are applied, the rest of the policy (gradients, optimizer, loss scaling) does nothing. The\n"
-            "validation batches are the run's own (batch i of the validation split, keyed by the run's\n"
-            "seed), so under fp32 and the run's --threads the loss is bitwise the run's last validation\n"
-            "loss. Each row gives the loss, its increase over fp32 (delta) and the standard error of that\n"
-            "increase over the batches (delta_se; the same batches under both). --format json prints one\n"
-            "line per row with the per-site telemetry the trainer logs (overflow, underflow, subnormal,\n"
-            "amax, scale).\n\n"
+            "quantization: the forward casts of each policy (weights, activations, attention, the KV cache,\n"
+            "residual) are applied, the rest of the policy (gradients, optimizer, loss scaling) does\n"
+            "nothing. The validation batches are the run's own (batch i of the validation split, keyed by\n"
+            "the run's seed), so under fp32 and the run's --threads the loss is bitwise the run's last\n"
+            "validation loss. Each row gives the loss, its increase over fp32 (delta) and the standard\n"
+            "error of that increase over the batches (delta_se; the same batches under both). --format json\n"
+            "prints one line per row with the per-site telemetry the trainer logs (overflow, underflow,\n"
+            "subnormal, amax, scale).\n\n"
             "options:\n"
             "  --ckpt FILE         the checkpoint (required)\n"
             "  --policy LIST       comma-separated presets or policy files [fp32]; inference presets:\n"
-            "                      w8-fp8, w8a8-fp8, w4-mxfp4, w4-nvfp4, w4a8-mx (fplab policy --list)\n"
+            "                      w8-fp8, w8a8-fp8, w4-mxfp4, w4-nvfp4, w4a8-mx, kv8-fp8 (the KV\n"
+            "                      cache), w8a8kv8-fp8 (fplab policy --list)\n"
             "  --per-site 0|1      1: also each forward site of each policy alone (the others fp32) [0]\n"
             "  --data FILE         validation data [the checkpoint's --data]\n"
             "  --val-data FILE     token shards: a validation shard [the checkpoint's --val-data]\n"
@@ -40,6 +41,7 @@ static void help(FILE *fp) {
             "  -h, --help          this text\n\n"
             "examples:\n"
             "  fplab eval --ckpt runs/shakespeare/ckpt.bin --policy fp32,w8-fp8,w8a8-fp8,w4-mxfp4,w4-nvfp4,w4a8-mx\n"
+            "  fplab eval --ckpt runs/shakespeare/ckpt.bin --policy kv8-fp8,w8a8-fp8,w8a8kv8-fp8\n"
             "  fplab eval --ckpt runs/shakespeare/ckpt.bin --policy w4-mxfp4 --per-site 1 --format json\n");
 }
 
@@ -92,6 +94,9 @@ static void eval_policy(rows *r, const char *name, bool per_site, ac_telemetry t
     if (ignored)
         fprintf(stderr, "fplab: eval: policy '%s': %d site%s used only in training (gradients, optimizer) "
                         "change nothing here\n", p.name, ignored, ignored > 1 ? "s" : "");
+    if (!eval_kv_per_token(&p))
+        fprintf(stderr, "fplab: eval: policy '%s': note: attn.kv's scales span tokens (future ones included), "
+                        "which a KV cache filled one token at a time cannot do\n", p.name);
     ac_ctx ac;
     eval_result res;
     run_eval(r->e, &p, tel, &ac, &res);

@@ -18,7 +18,10 @@ static void help(FILE *fp) {
             "Generates text from a checkpoint written by 'fplab train': prints the prompt, then each\n"
             "generated token as it comes. The output is a pure function of the checkpoint, the options\n"
             "and the thread count (draw i of the sampler is counter i of the generator keyed by seed).\n"
-            "There is no KV cache: each token reruns the model over the last seq_len tokens.\n\n"
+            "There is no KV cache: each token reruns the model over the last seq_len tokens. A policy's\n"
+            "attn.kv site (e.g. --policy kv8-fp8) rounds the keys and values the attention reads; with a\n"
+            "per-token recipe (plain, row, mx, block:K:FMT) that is what a cache holding the rounded\n"
+            "values gives, token for token.\n\n"
             "What the model is fed: a start token (a newline if the vocabulary has one, else token 0),\n"
             "then the prompt's tokens; the start token is not printed. That is the sequence llama2.c's\n"
             "run.c feeds a model written by 'fplab export' (its BOS, and its BOS + \" \" dummy prefix,\n"
@@ -36,7 +39,7 @@ static void help(FILE *fp) {
             "                     exceeds P, in (0, 1]; 1: off [%g]\n"
             "  --seed S           seed of the sampler's draws [%llu]\n"
             "  --policy P         precision policy of the forward, as fplab eval applies it (a preset,\n"
-            "                     e.g. w8a8-fp8 or w4-nvfp4, or a policy file) [fp32]\n"
+            "                     e.g. w8a8-fp8, w4-nvfp4 or kv8-fp8, or a policy file) [fp32]\n"
             "  --threads N        OpenMP threads (0: one per processor; the last bits of the logits,\n"
             "                     hence near-ties, depend on it) [0]\n"
             "  -h, --help         this text\n\n"
@@ -103,6 +106,9 @@ int cmd_sample(int argc, char **argv) {
     CLI_CHECK(sample_opts_validate(&o, msg, sizeof msg) == SAMPLE_OK, "sample: --%s", msg);
     ac_policy pol;
     CLI_CHECK(ac_policy_load(&pol, policy, msg, sizeof msg) == AC_OK, "sample: --policy '%s': %s", policy, msg);
+    if (!eval_kv_per_token(&pol))
+        fprintf(stderr, "fplab: sample: --policy '%s': note: attn.kv's scales span tokens, so each step "
+                        "re-quantizes the whole window, which a KV cache does not\n", policy);
 
     llama_model m;
     data_vocab v;

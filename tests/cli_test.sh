@@ -210,7 +210,7 @@ ln -sf in.npy "$T/in_link.npy"
 expect_err "quantize onto a link to its input" "same file as IN" "$F" quantize "$T/in.npy" "$T/in_link.npy" --to e4m3
 expect_rc "quantize: the input survived" 0 cmp "$T/in.npy" "$T/in_keep.npy"
 # --- policy --list: one line per preset, name and its description
-expect_eq "policy --list: one line per preset" 20 "$("$F" policy --list | wc -l | tr -d " ")"
+expect_eq "policy --list: one line per preset" 22 "$("$F" policy --list | wc -l | tr -d " ")"
 expect_eq "policy --list: every line has a description" "" "$("$F" policy --list | grep -vE '^[a-z0-9-]+  +[^ ].{20,}$')"
 expect_has "policy --list: mxfp8's description" "OCP MXFP8: e4m3" "$F" policy --list
 

@@ -235,14 +235,16 @@ Test(autocast, attention_scores_and_probs) {
 
 // --- checkpoint state (ac_state_save / ac_state_check / ac_state_load)
 
-// The byte image: the scaler struct, then int64 hist_count[AC_NSITES][n_layers+1], then float
-// hist[AC_NSITES][n_layers+1][amax_history]. Offsets for the corrupting tests below.
+// The byte image (version 2): a header of six uint32, the scaler struct, then int64
+// hist_count[AC_NSITES][n_layers+1], then float hist[AC_NSITES][n_layers+1][amax_history].
+// Offsets for the corrupting tests below.
+enum { HEAD = AC_STATE_HEADER_BYTES };
 static size_t count_at(const ac_ctx *c, ac_site s, int slot) {
-    return sizeof(ac_scaler) + ((size_t)s * (size_t)(c->n_layers + 1) + (size_t)slot) * sizeof(int64_t);
+    return HEAD + sizeof(ac_scaler) + ((size_t)s * (size_t)(c->n_layers + 1) + (size_t)slot) * sizeof(int64_t);
 }
 static size_t hist_at(const ac_ctx *c, ac_site s, int slot, int i) {
     const size_t slots = (size_t)AC_NSITES * (size_t)(c->n_layers + 1);
-    return sizeof(ac_scaler) + slots * sizeof(int64_t) +
+    return HEAD + sizeof(ac_scaler) + slots * sizeof(int64_t) +
            (((size_t)s * (size_t)(c->n_layers + 1) + (size_t)slot) * (size_t)c->pol.amax_history + (size_t)i) *
                sizeof(float);
 }
@@ -286,16 +288,16 @@ Test(autocast, state_load_validates_every_field) {
         {hist_at(&c, AC_QKV_IN, 1, 2), &fneg, 4, "amax"},
         {hist_at(&c, AC_O_GRAD, 0, 3), &fone, 4, "amax"},             // past the one amax pushed
         {hist_at(&c, AC_HEAD_IN, 2, 0), &fone, 4, "amax"},            // a site without history
-        {offsetof(ac_scaler, scale), &fzero, 4, "scale"},
-        {offsetof(ac_scaler, scale), &fneg, 4, "scale"},
-        {offsetof(ac_scaler, scale), &fnan, 4, "scale"},
-        {offsetof(ac_scaler, scale), &finf, 4, "scale"},
-        {offsetof(ac_scaler, scale), &fhalf, 4, "scale"},             // loss_scale none: exactly 1
-        {offsetof(ac_scaler, good_steps), &ineg, 4, "good_steps"},
-        {offsetof(ac_scaler, skipped), &neg, 8, "skipped"},
-        {offsetof(ac_scaler, skipped), &three, 8, "skipped"},          // none never skips
-        {offsetof(ac_scaler, grown), &three, 8, "grown"},
-        {offsetof(ac_scaler, backed_off), &neg, 8, "backed_off"},
+        {HEAD + offsetof(ac_scaler, scale), &fzero, 4, "scale"},
+        {HEAD + offsetof(ac_scaler, scale), &fneg, 4, "scale"},
+        {HEAD + offsetof(ac_scaler, scale), &fnan, 4, "scale"},
+        {HEAD + offsetof(ac_scaler, scale), &finf, 4, "scale"},
+        {HEAD + offsetof(ac_scaler, scale), &fhalf, 4, "scale"},             // loss_scale none: exactly 1
+        {HEAD + offsetof(ac_scaler, good_steps), &ineg, 4, "good_steps"},
+        {HEAD + offsetof(ac_scaler, skipped), &neg, 8, "skipped"},
+        {HEAD + offsetof(ac_scaler, skipped), &three, 8, "skipped"},          // none never skips
+        {HEAD + offsetof(ac_scaler, grown), &three, 8, "grown"},
+        {HEAD + offsetof(ac_scaler, backed_off), &neg, 8, "backed_off"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         memcpy(bad, good, n);
@@ -335,24 +337,162 @@ Test(autocast, state_load_checks_the_scaler_against_the_policy) {
         char msg[256];
         cr_assert_eq(ac_state_check(&c, b, n, msg, sizeof msg), AC_OK, "%s: %s", names[q], msg);
         ac_scaler s;
-        memcpy(&s, b, sizeof s);
+        memcpy(&s, b + HEAD, sizeof s);
         const ac_scaler good = s;
         s.scale = q == 0 ? 0.5f : 2048.0f;  // below min=1; not the static scale
-        memcpy(b, &s, sizeof s);
+        memcpy(b + HEAD, &s, sizeof s);
         cr_assert_eq(ac_state_check(&c, b, n, msg, sizeof msg), AC_EINVAL, "%s: scale %g", names[q], s.scale);
         cr_assert(strstr(msg, "scale"), "%s", msg);
         if (q == 0) {
             s = good;
             s.good_steps = p.scaler.interval;
-            memcpy(b, &s, sizeof s);
+            memcpy(b + HEAD, &s, sizeof s);
             cr_assert_eq(ac_state_check(&c, b, n, msg, sizeof msg), AC_EINVAL, "good_steps = interval");
             cr_assert(strstr(msg, "good_steps"), "%s", msg);
             s = good;
             s.scale = 3.0e38f, s.grown = 5, s.backed_off = 7, s.skipped = 7;  // a grown scale is fine
-            memcpy(b, &s, sizeof s);
+            memcpy(b + HEAD, &s, sizeof s);
             cr_assert_eq(ac_state_check(&c, b, n, msg, sizeof msg), AC_OK, "%s", msg);
         }
         free(b);
         ac_free(&c);
     }
+}
+
+// A state written before attn.kv existed (version 1: no header, AC_NSITES_V1 sites) loads: its
+// sites keep their scaler, counts and histories, and the KV site starts as in a fresh run (no
+// amax pushed) even where the context held one; a save then writes version 2 with that state.
+// The version-1 image is built here from its definition (the scaler, int64
+// counts[23][layers+1], float histories[23][layers+1][amax_history]), not by ac_state_save.
+Test(autocast, state_version_1_loads) {
+    ac_policy p = policy("fp8-delayed");
+    p.amax_history = 4;
+    p.site[AC_KV] = p.site[AC_QKV_IN];  // delayed e4m3 on the KV cache too
+    ac_ctx src, dst;
+    init_ctx(&src, &p, 2, 64);
+    init_ctx(&dst, &p, 2, 64);
+    float x[64];
+    for (int i = 0; i < 64; i++) x[i] = (float)(i - 20) * 0.25f;
+    for (int k = 0; k < 6; k++) ac_cast(&src, AC_QKV_IN, 1, x, 8, 8, false, 0, true);
+    ac_cast(&src, AC_O_GRAD, -1, x, 8, 8, false, 0, true);
+    ac_cast(&dst, AC_KV, 0, x, 8, 8, false, 0, true);  // to be reset by the load
+    src.scaler.good_steps = 3;
+    const size_t L1 = 3, hl = 4, v1_slots = (size_t)AC_NSITES_V1 * L1;
+    const size_t n1 = sizeof(ac_scaler) + v1_slots * (sizeof(int64_t) + hl * sizeof(float));
+    unsigned char *v1 = malloc(n1);
+    cr_assert(v1);
+    memcpy(v1, &src.scaler, sizeof src.scaler);
+    memcpy(v1 + sizeof src.scaler, src.hist_count, v1_slots * sizeof(int64_t));
+    memcpy(v1 + sizeof src.scaler + v1_slots * sizeof(int64_t), src.hist, v1_slots * hl * sizeof(float));
+    char msg[256] = "x";
+    cr_assert_eq(ac_state_check(&dst, v1, n1, msg, sizeof msg), AC_OK, "%s", msg);
+    cr_assert_eq(ac_state_load(&dst, v1, n1), AC_OK);
+    cr_assert_eq(dst.scaler.good_steps, 3);
+    cr_assert(!memcmp(dst.hist_count, src.hist_count, v1_slots * sizeof(int64_t)));
+    cr_assert(!memcmp(dst.hist, src.hist, v1_slots * hl * sizeof(float)));
+    for (size_t k = v1_slots; k < (size_t)AC_NSITES * L1; k++) {
+        cr_assert_eq(dst.hist_count[k], 0, "KV slot %zu: count %lld after loading version 1", k,
+                     (long long)dst.hist_count[k]);
+        for (size_t i = 0; i < hl; i++) cr_assert_eq(dst.hist[k * hl + i], 0.0f);
+    }
+    // Saved again: version 2, every site, the same state.
+    const size_t n2 = ac_state_bytes(&dst);
+    cr_assert_eq(n2, AC_STATE_HEADER_BYTES + n1 + L1 * (sizeof(int64_t) + hl * sizeof(float)));
+    unsigned char *v2 = malloc(n2);
+    ac_state_save(&dst, v2);
+    uint32_t h[6];
+    memcpy(h, v2, sizeof h);
+    cr_assert(h[0] == AC_STATE_MAGIC && h[1] == 2 && h[2] == AC_NSITES && h[3] == 2 && h[4] == 4 && h[5] == 0,
+              "header %x %u %u %u %u %u", h[0], h[1], h[2], h[3], h[4], h[5]);
+    ac_ctx again;
+    init_ctx(&again, &p, 2, 64);
+    cr_assert_eq(ac_state_load(&again, v2, n2), AC_OK);
+    cr_assert(!memcmp(again.hist_count, dst.hist_count, (size_t)AC_NSITES * L1 * sizeof(int64_t)));
+    // The magic read as float32 (where version 1 keeps its loss scale) is negative.
+    float f;
+    const uint32_t magic = AC_STATE_MAGIC;
+    memcpy(&f, &magic, sizeof f);
+    cr_assert(f < 0, "magic as a loss scale: %g", f);
+    free(v1), free(v2);
+    ac_free(&src), ac_free(&dst), ac_free(&again);
+}
+
+// A version-2 header that this build cannot honour is refused with a message naming it: more
+// sites than this build knows (a newer fplab), another version, another model or history; a
+// state of fewer sites (an older version-2 writer) loads with the rest fresh. A headerless image
+// of the wrong size is neither version.
+Test(autocast, state_header_refusals) {
+    ac_policy p = policy("fp8-delayed");
+    p.amax_history = 2;
+    ac_ctx c;
+    init_ctx(&c, &p, 1, 16);
+    const size_t L1 = 2, hl = 2, per_site = L1 * (sizeof(int64_t) + hl * sizeof(float));
+    const size_t n = ac_state_bytes(&c), big = n + per_site;
+    unsigned char *b = calloc(1, big);
+    ac_state_save(&c, b);
+    char msg[256];
+    struct {
+        int word;
+        uint32_t value;
+        size_t size;
+        const char *expect;
+    } cases[] = {
+        {2, AC_NSITES + 1, big, "cast sites; this build knows"},
+        {2, AC_NSITES + 1, n, "newer fplab"},
+        {2, 0, n, "0 cast sites"},
+        {1, 3, n, "header version 3"},
+        {1, 1, n, "header version 1"},
+        {3, 2, n, "layers"},
+        {4, 1024, n, "amax_history"},
+        {5, 1, n, "reserved"},
+        {2, AC_NSITES - 1, n, "bytes"},  // the header says 23 sites, the size is 24's
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        unsigned char *bad = calloc(1, big);
+        memcpy(bad, b, n);
+        memcpy(bad + 4 * cases[k].word, &cases[k].value, 4);
+        msg[0] = 0;
+        cr_assert_eq(ac_state_check(&c, bad, cases[k].size, msg, sizeof msg), AC_EINVAL, "case %zu accepted", k);
+        cr_assert(strstr(msg, cases[k].expect), "case %zu: '%s' lacks '%s'", k, msg, cases[k].expect);
+        cr_assert_eq(ac_state_load(&c, bad, cases[k].size), AC_EINVAL);
+        free(bad);
+    }
+    // 23 sites under a version-2 header: the first 23 sites' slots, then the histories.
+    const size_t n23 = n - per_site;
+    unsigned char *s23 = malloc(n23);
+    const size_t counts = AC_STATE_HEADER_BYTES + sizeof(ac_scaler), c23 = (size_t)AC_NSITES_V1 * L1 * sizeof(int64_t);
+    memcpy(s23, b, counts + c23);
+    memcpy(s23 + counts + c23, b + counts + c23 + L1 * sizeof(int64_t), (size_t)AC_NSITES_V1 * L1 * hl * sizeof(float));
+    const uint32_t sites23 = AC_NSITES_V1;
+    memcpy(s23 + 8, &sites23, 4);
+    cr_assert_eq(ac_state_check(&c, s23, n23, msg, sizeof msg), AC_OK, "%s", msg);
+    cr_assert_eq(ac_state_load(&c, s23, n23), AC_OK);
+    // headerless, and not version 1's size
+    cr_assert_eq(ac_state_check(&c, b + AC_STATE_HEADER_BYTES, n - AC_STATE_HEADER_BYTES, msg, sizeof msg), AC_EINVAL);
+    cr_assert(strstr(msg, "version-1"), "%s", msg);
+    free(b), free(s23);
+    ac_free(&c);
+}
+
+// Adding a site changed no stochastic-rounding draw of the version-1 sites (a run resumed from
+// an older checkpoint continues as it would have): their key is (seed ^ "autocast", stream
+// ((step * 64 + micro) * 23 + site) * 1024 + 2 * (layer + 1) + orientation), as in version 1;
+// attn.kv draws under a seed of its own.
+Test(autocast, sr_streams_of_version_1_sites) {
+    ac_policy p = policy("fp32");
+    p.site[AC_ATT_PROBS] = policy("bf16-amp").site[AC_QKV_IN];
+    p.site[AC_KV] = p.site[AC_ATT_PROBS];
+    ac_ctx c;
+    char msg[256];
+    cr_assert_eq(ac_init(&c, &p, 2, 77, AC_TEL_OFF, 16, msg, sizeof msg), AC_OK, "%s", msg);
+    ac_begin_step(&c, 3);
+    ac_begin_micro(&c, 2);
+    const fmt_t *f;
+    fmt_round_opts o, k;
+    cr_assert(ac_plain_opts(&c, AC_ATT_PROBS, 1, &f, &o));
+    cr_assert_eq(o.seed, 77 ^ 0x6175746f63617374ULL);
+    cr_assert_eq(o.stream, ((3 * 64 + 2) * 23 + (uint64_t)AC_ATT_PROBS) * 1024 + 2 * 2 + 0);
+    cr_assert(ac_plain_opts(&c, AC_KV, 1, &f, &k));
+    cr_assert(k.seed != o.seed, "attn.kv shares the key of the version-1 sites");
+    ac_free(&c);
 }

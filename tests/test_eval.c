@@ -2,7 +2,8 @@
 // trained in the suite's setup; then: under fp32 the evaluation is bitwise the run's last
 // validation loss; a weights-only policy equals float32 evaluation of a model whose weights were
 // quantized beforehand by the formats library itself (the same recipe, tensor by tensor); the
-// telemetry counts every element cast; one site at a time; bad checkpoints, data and policies
+// telemetry counts every element cast; one site at a time; the KV-cache preset, and which KV
+// recipes round each token on its own (eval_kv_per_token); bad checkpoints, data and policies
 // are refused with a message.
 #include <criterion/criterion.h>
 #include <math.h>
@@ -214,4 +215,70 @@ Test(eval, refusals) {
     eval_result r;
     cr_assert_eq(eval_loss(&e, &p, AC_TEL_OFF, NULL, &r, msg, sizeof msg), EVAL_EINVAL);
     eval_close(&e);
+}
+
+// The KV-cache preset in an evaluation: attn.kv is a forward site, it changes the loss, and the
+// telemetry counts the keys and values of every layer of every batch; the JSON names it.
+Test(eval, kv_cache_preset) {
+    cr_assert(eval_site_in_forward(AC_KV));
+    eval_model e;
+    open_model(&e, 2);
+    ac_policy p;
+    char msg[512] = "";
+    cr_assert_eq(ac_policy_load(&p, "kv8-fp8", msg, sizeof msg), AC_OK, "%s", msg);
+    eval_result base, r;
+    cr_assert_eq(eval_baseline(&e, &base, msg, sizeof msg), EVAL_OK, "%s", msg);
+    ac_ctx ac;
+    cr_assert_eq(eval_loss(&e, &p, AC_TEL_SITES, &ac, &r, msg, sizeof msg), EVAL_OK, "%s", msg);
+    cr_assert(!tu_samef(r.loss, base.loss), "kv8-fp8 changed nothing");
+    const llama_config *c = &e.m.cfg;
+    const uint64_t L = c->n_layers, kvd = (uint64_t)c->n_kv_heads * (c->dim / c->n_heads), N = (uint64_t)e.B * e.T;
+    uint64_t n = 0;
+    for (uint64_t l = 0; l <= L; l++) n += ac.tel[AC_KV * (L + 1) + l].n;
+    cr_assert_eq(n, 2 * 2 * L * N * kvd, "attn.kv n %llu", (unsigned long long)n);  // 2 batches, keys and values
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    eval_write_json(f, &e, p.name, NULL, &r, &ac);
+    fclose(f);
+    cr_assert(strstr(buf, "\"sites\":{\"attn.kv\":{\"n\":"), "%s", buf);
+    free(buf);
+    ac_free(&ac);
+    eval_close(&e);
+}
+
+// eval_kv_per_token is what it promises: for the recipes it accepts, quantizing a window of
+// tokens (rows) gives, row by row, what quantizing each token alone gives (a cache rounds a
+// token once, when it is stored; stochastic rounding keyed by the position's index); for a
+// recipe it refuses, the rows of a window depend on each other.
+Test(eval, kv_per_token_recipes) {
+    static const struct {
+        const char *rule;
+        bool per_token;
+    } cases[] = {{"e4m3", true},          {"e4m3 row", true},        {"e2m1 mx", true},
+                 {"e5m2 block:8:fp32 sr", true}, {"fp32", true},     {"e4m3 tensor", false},
+                 {"e4m3 delayed", false}, {"e4m3 col", false},       {"e4m3 tile:2x8:fp32", false},
+                 {"e2m1 nvfp4", false}};
+    enum { T = 6, KVD = 32 };
+    float x[T * KVD], all[T * KVD], one[KVD];
+    for (int i = 0; i < T * KVD; i++) x[i] = (float)((i * 37 % 101) - 50) * (1.0f + (float)(i / KVD) * 7.0f) / 16;
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char text[128];
+        snprintf(text, sizeof text, "name k\nsite attn.kv %s\n", cases[k].rule);
+        const ac_policy p = parse(text);
+        cr_assert_eq(eval_kv_per_token(&p), cases[k].per_token, "%s", cases[k].rule);
+        const ac_rule *r = &p.site[AC_KV];
+        if (!r->active || r->delayed) continue;
+        fmt_round_opts o = r->round;
+        o.seed = 3;
+        cr_assert_eq(fmt_quantize_f32(&r->fmt, &r->scaling, all, x, T, KVD, &o, NULL, NULL), FMT_OK);
+        bool same = true;
+        for (int t = 0; t < T; t++) {
+            o.offset = (uint64_t)t * KVD;  // the element's counter: its index in the window
+            cr_assert_eq(fmt_quantize_f32(&r->fmt, &r->scaling, one, x + t * KVD, 1, KVD, &o, NULL, NULL), FMT_OK);
+            for (int i = 0; i < KVD; i++) same &= tu_samef(one[i], all[t * KVD + i]);
+        }
+        cr_assert_eq(same, cases[k].per_token, "%s: a window %s token by token", cases[k].rule,
+                     same ? "rounds as" : "does not round as");
+    }
 }

@@ -1,11 +1,13 @@
 // test_llama.c: the Llama model (trainer/llama.c): analytic gradients against central finite
 // differences of an independent double-precision forward written here; the float32 forward
-// against that reference; causality; gradient accumulation; block recompute.
+// against that reference; causality; gradient accumulation; block recompute; the KV-cache cast
+// site (attn.kv): what attention reads is the formats library's rounding of the keys and values.
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/scale.h"
 #include "kernels/llama_ops.h"
 #include "tests/test_util.h"
 #include "trainer/llama.h"
@@ -19,13 +21,17 @@ typedef struct {
     const llama_config *c;
     const double *p;  // parameters in llama's buffer order
     size_t off[LP_COUNT];
+    // Optional, (L, 2, B*T, kvd) each: kv_out receives each layer's keys (after RoPE) and values;
+    // then kv_off is added to them (a frozen rounding error: the straight-through KV cast).
+    double *kv_out;
+    const double *kv_off;
 } ref_model;
 
 static void ref_init(ref_model *r, const llama_config *c, const double *p) {
     size_t s[LP_COUNT], o = 0;
     llama_param_sizes(c, s);
     for (int i = 0; i < LP_COUNT; i++) r->off[i] = o, o += s[i];
-    r->c = c, r->p = p;
+    r->c = c, r->p = p, r->kv_out = NULL, r->kv_off = NULL;
 }
 
 static const double *P(const ref_model *r, llama_param_id id) { return r->p + r->off[id]; }
@@ -80,6 +86,15 @@ static double ref_loss(const ref_model *r, const int *tok, const int *tgt, int B
             ref_linear(v + (size_t)n * kvd, h, wv, C, kvd);
             ref_rope(q + (size_t)n * C, NH, hs, n % T, c->rope_theta);
             ref_rope(k + (size_t)n * kvd, NKV, hs, n % T, c->rope_theta);
+        }
+        const size_t nkv = (size_t)N * kvd;
+        for (size_t i = 0; i < nkv && (r->kv_out || r->kv_off); i++) {
+            double *kv[2] = {k + i, v + i};
+            for (int j = 0; j < 2; j++) {
+                const size_t at = ((size_t)l * 2 + (size_t)j) * nkv + i;
+                if (r->kv_out) r->kv_out[at] = *kv[j];
+                if (r->kv_off) *kv[j] += r->kv_off[at];
+            }
         }
         for (int b = 0; b < B; b++)
             for (int t = 0; t < T; t++)
@@ -164,6 +179,38 @@ static void fill_tokens(int *tok, int *tgt, int n, int V, uint64_t seed) {
 // gradient (norm-wise, as gradient checks are stated).
 static const double GRAD_TOL = 1e-4;
 
+// m's gradients against central differences of r's loss in each parameter of p (r's
+// parameters, each restored after its step), within GRAD_TOL of each tensor's largest gradient.
+static void expect_grads_are_fd(const llama_model *m, const ref_model *r, double *p, const int *tok,
+                                const int *tgt, int B, int T) {
+    size_t sizes[LP_COUNT];
+    llama_param_sizes(&m->cfg, sizes);
+    const double h = 1e-6;  // truncation ~h^2 |L'''| ~ 1e-12, rounding ~1e-16 / h ~ 1e-10
+    for (int t = 0; t < LP_COUNT; t++) {
+        if (!sizes[t]) continue;
+        double *fd = malloc(sizes[t] * sizeof *fd), gmax = 0, emax = 0;
+        size_t worst = 0;
+        for (size_t j = 0; j < sizes[t]; j++) {
+            double *x = p + r->off[t] + j, x0 = *x;
+            *x = x0 + h;
+            const double lp = ref_loss(r, tok, tgt, B, T, NULL);
+            *x = x0 - h;
+            const double lm = ref_loss(r, tok, tgt, B, T, NULL);
+            *x = x0;
+            fd[j] = (lp - lm) / (2 * h);
+            gmax = fmax(gmax, fabs(fd[j]));
+        }
+        for (size_t j = 0; j < sizes[t]; j++) {
+            const double e = fabs(m->g.t[t][j] - fd[j]);
+            if (e > emax) emax = e, worst = j;
+        }
+        cr_assert(gmax > 0, "%s: zero gradient everywhere (the check would be vacuous)", llama_param_name(t));
+        cr_assert(emax <= GRAD_TOL * gmax, "%s[%zu]: analytic %.9g, finite difference %.9g (max |g| %.3g)",
+                  llama_param_name(t), worst, m->g.t[t][worst], fd[worst], gmax);
+        free(fd);
+    }
+}
+
 static void gradcheck(bool tied, llama_recompute rc) {
     const uint64_t seed = tu_seed("llama", "gradcheck", 20261122);
     llama_config c = tiny_config(tied);
@@ -185,33 +232,7 @@ static void gradcheck(bool tied, llama_recompute rc) {
     ref_init(&r, &c, p);
     const double ref = ref_loss(&r, tok, tgt, B, T, NULL);
     cr_assert(fabs(loss - ref) <= GRAD_TOL * ref, "loss %.9g, double reference %.9g", loss, ref);
-
-    size_t sizes[LP_COUNT];
-    llama_param_sizes(&c, sizes);
-    const double h = 1e-6;  // truncation ~h^2 |L'''| ~ 1e-12, rounding ~1e-16 / h ~ 1e-10
-    for (int t = 0; t < LP_COUNT; t++) {
-        if (!sizes[t]) continue;
-        double *fd = malloc(sizes[t] * sizeof *fd), gmax = 0, emax = 0;
-        size_t worst = 0;
-        for (size_t j = 0; j < sizes[t]; j++) {
-            double *x = p + r.off[t] + j, x0 = *x;
-            *x = x0 + h;
-            const double lp = ref_loss(&r, tok, tgt, B, T, NULL);
-            *x = x0 - h;
-            const double lm = ref_loss(&r, tok, tgt, B, T, NULL);
-            *x = x0;
-            fd[j] = (lp - lm) / (2 * h);
-            gmax = fmax(gmax, fabs(fd[j]));
-        }
-        for (size_t j = 0; j < sizes[t]; j++) {
-            const double e = fabs(m.g.t[t][j] - fd[j]);
-            if (e > emax) emax = e, worst = j;
-        }
-        cr_assert(gmax > 0, "%s: zero gradient everywhere (the check would be vacuous)", llama_param_name(t));
-        cr_assert(emax <= GRAD_TOL * gmax, "%s[%zu]: analytic %.9g, finite difference %.9g (max |g| %.3g)",
-                  llama_param_name(t), worst, m.g.t[t][worst], fd[worst], gmax);
-        free(fd);
-    }
+    expect_grads_are_fd(&m, &r, p, tok, tgt, B, T);
     free(p);
     llama_free(&m);
 }
@@ -348,4 +369,126 @@ Test(llama, bad_input) {
     cr_assert(!isnan(llama_forward(&m, tok, tgt, 1, 4)));
     cr_assert_eq(llama_config_named(&c, "nope"), LLAMA_EINVAL);
     llama_free(&m);
+}
+
+// --- the KV-cache site
+
+static ac_policy kv_policy(const char *format_recipe) {
+    char text[128], msg[256];
+    snprintf(text, sizeof text, "name kv\nsite attn.kv %s\n", format_recipe);
+    ac_policy p;
+    cr_assert_eq(ac_policy_parse(&p, text, "test", msg, sizeof msg), AC_OK, "%s", msg);
+    return p;
+}
+
+// The keys and values layer 0's attention reads under an attn.kv policy are exactly the
+// formats library's quantization (fmt_quantize_f32, the rule's recipe along each token's kvd
+// features) of those of the float32 model: layer 0's input does not depend on the cast. Later
+// layers see the rounding (their keys differ from float32's), so do the logits; the site counts
+// the keys and values of every layer.
+static void kv_is_the_rounding(const char *format_recipe) {
+    llama_config c = tiny_config(true);
+    llama_model m;
+    cr_assert_eq(llama_init(&m, &c, LLAMA_RECOMPUTE_NONE, NULL, 0), LLAMA_OK);
+    fill_params(&m, 17);
+    enum { B = 2, T = 8 };
+    const size_t N = B * T, kvd = (size_t)c.n_kv_heads * (c.dim / c.n_heads);
+    int tok[B * T], tgt[B * T];
+    fill_tokens(tok, tgt, B * T, c.vocab_size, 17);
+    const float *k, *v;
+    cr_assert(!llama_kv(&m, 0, &k, &v), "keys before any forward");
+    llama_forward(&m, tok, NULL, B, T);
+    float *k0 = malloc(N * kvd * sizeof *k0), *v0 = malloc(N * kvd * sizeof *v0), *k1 = malloc(N * kvd * sizeof *k1);
+    float *logits = malloc(N * c.vocab_size * sizeof *logits);
+    cr_assert(llama_kv(&m, 0, &k, &v));
+    memcpy(k0, k, N * kvd * sizeof *k0), memcpy(v0, v, N * kvd * sizeof *v0);
+    cr_assert(llama_kv(&m, 1, &k, &v) && !llama_kv(&m, 2, &k, &v) && !llama_kv(&m, -1, &k, &v));
+    memcpy(k1, k, N * kvd * sizeof *k1);
+    memcpy(logits, llama_logits(&m), N * c.vocab_size * sizeof *logits);
+
+    const ac_policy p = kv_policy(format_recipe);
+    const ac_rule *r = &p.site[AC_KV];
+    ac_ctx ac;
+    char msg[256];
+    cr_assert_eq(ac_init(&ac, &p, c.n_layers, 1, AC_TEL_SITES, llama_max_operand(&c, B, T), msg, sizeof msg), AC_OK);
+    ac_begin_step(&ac, 0);
+    m.ac = &ac;
+    llama_forward(&m, tok, NULL, B, T);
+    cr_assert(fmt_quantize_f32(&r->fmt, &r->scaling, k0, k0, N, kvd, &r->round, NULL, NULL) == FMT_OK);
+    cr_assert(fmt_quantize_f32(&r->fmt, &r->scaling, v0, v0, N, kvd, &r->round, NULL, NULL) == FMT_OK);
+    cr_assert(llama_kv(&m, 0, &k, &v));
+    int changed = 0;
+    for (size_t i = 0; i < N * kvd; i++) {
+        cr_assert(tu_samef(k[i], k0[i]) && tu_samef(v[i], v0[i]), "%s: element %zu: k %a v %a, rounded %a %a",
+                  format_recipe, i, k[i], v[i], k0[i], v0[i]);
+        changed += k[i] != k0[i];
+    }
+    cr_assert(llama_kv(&m, 1, &k, &v));
+    for (size_t i = 0; i < N * kvd; i++) changed += k[i] != k1[i];
+    cr_assert(changed > 0, "%s: layer 1's keys did not see layer 0's rounding", format_recipe);
+    bool differ = false;
+    for (size_t i = 0; i < N * (size_t)c.vocab_size; i++) differ |= llama_logits(&m)[i] != logits[i];
+    cr_assert(differ, "%s changed no logit", format_recipe);
+    uint64_t n = 0;
+    for (int l = 0; l <= c.n_layers; l++) n += ac.tel[(size_t)AC_KV * (size_t)(c.n_layers + 1) + (size_t)l].n;
+    cr_assert_eq(n, 2 * (uint64_t)c.n_layers * N * kvd, "attn.kv counted %llu values", (unsigned long long)n);
+    free(k0), free(v0), free(k1), free(logits);
+    ac_free(&ac);
+    llama_free(&m);
+}
+
+Test(llama, kv_site_e4m3) { kv_is_the_rounding("e4m3"); }
+Test(llama, kv_site_e4m3_per_token) { kv_is_the_rounding("e4m3 row"); }
+Test(llama, kv_site_e2m1_mx) { kv_is_the_rounding("e2m1 block:4:e8m0"); }  // one scale per token and head (hs 4)
+
+// Training through the KV cast: backward reads the rounded keys and values and passes the
+// gradient straight through the rounding, as at every activation site. Checked exactly: the
+// gradients are the finite differences of the double reference whose keys and values carry
+// the rounding errors of this point, frozen (offsets set layer by layer so that the reference's
+// keys and values equal the float32 model's rounded ones), within the gradcheck's GRAD_TOL. And
+// recomputing each block casts again, identically: the gradients are bitwise the same.
+Test(llama, kv_site_is_straight_through) {
+    llama_config c = tiny_config(false);
+    enum { B = 2, T = 8 };
+    int tok[B * T], tgt[B * T];
+    fill_tokens(tok, tgt, B * T, c.vocab_size, 19);
+    const ac_policy pol = kv_policy("e4m3");
+    llama_model m[2];
+    ac_ctx ac[2];
+    for (int rc = 0; rc < 2; rc++) {
+        cr_assert_eq(llama_init(&m[rc], &c, rc ? LLAMA_RECOMPUTE_BLOCK : LLAMA_RECOMPUTE_NONE, NULL, 0), LLAMA_OK);
+        fill_params(&m[rc], 19);
+        cr_assert_eq(ac_init(&ac[rc], &pol, c.n_layers, 1, AC_TEL_OFF, llama_max_operand(&c, B, T), NULL, 0), AC_OK);
+        ac_begin_step(&ac[rc], 0);
+        m[rc].ac = &ac[rc];
+        llama_zero_grad(&m[rc]);
+        llama_forward(&m[rc], tok, tgt, B, T);
+        llama_backward(&m[rc], tok, tgt, 1.0f);
+    }
+    cr_assert(!memcmp(m[0].grads, m[1].grads, m[0].n_params * sizeof(float)), "recompute changed the gradients");
+
+    const size_t nkv = (size_t)B * T * (size_t)c.n_kv_heads * (size_t)(c.dim / c.n_heads);
+    double *p = malloc(m[0].n_params * sizeof *p), *out = malloc(2 * c.n_layers * nkv * sizeof *out);
+    double *off = calloc(2 * c.n_layers * nkv, sizeof *off);
+    for (size_t i = 0; i < m[0].n_params; i++) p[i] = m[0].params[i];
+    ref_model r;
+    ref_init(&r, &c, p);
+    r.kv_out = out, r.kv_off = off;
+    for (int l = 0; l < c.n_layers; l++) {  // layer l's keys depend on the offsets of layers < l
+        ref_loss(&r, tok, tgt, B, T, NULL);
+        const float *kv[2];
+        cr_assert(llama_kv(&m[0], l, &kv[0], &kv[1]));
+        for (int j = 0; j < 2; j++)
+            for (size_t i = 0; i < nkv; i++) {
+                const size_t at = ((size_t)l * 2 + (size_t)j) * nkv + i;
+                off[at] = kv[j][i] - out[at];
+            }
+    }
+    r.kv_out = NULL;
+    double emax = 0;
+    for (size_t i = 0; i < 2 * c.n_layers * nkv; i++) emax = fmax(emax, fabs(off[i]));
+    cr_assert(emax > 0, "e4m3 rounded no key or value");
+    expect_grads_are_fd(&m[0], &r, p, tok, tgt, B, T);
+    free(p), free(out), free(off);
+    for (int rc = 0; rc < 2; rc++) ac_free(&ac[rc]), llama_free(&m[rc]);
 }

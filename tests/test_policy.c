@@ -118,7 +118,12 @@ static bool is_head(const char *site) { return !strncmp(site, "lm_head.", 8); }
 // --- sites
 
 Test(policy, site_names) {
-    cr_assert_eq(AC_NSITES, 23);
+    cr_assert_eq(AC_NSITES, 24);
+    // Sites are appended only: version 1's 23 keep their indices, attn.kv (the KV cache) is last.
+    cr_assert_eq(AC_NSITES_V1, 23);
+    cr_assert_eq(AC_ADAM_V, AC_NSITES_V1 - 1);
+    cr_assert_eq(ac_site_from_name("attn.kv"), AC_KV);
+    cr_assert_eq(AC_KV, AC_NSITES - 1);
     for (int s = 0; s < AC_NSITES; s++) {
         cr_assert_eq(ac_site_from_name(ac_site_name((ac_site)s)), s, "%s", ac_site_name((ac_site)s));
         for (int t = 0; t < s; t++) cr_assert_str_neq(ac_site_name((ac_site)s), ac_site_name((ac_site)t));
@@ -155,7 +160,8 @@ Test(policy, presets_load_validate_round_trip) {
     static const char *const expected[] = {
         "fp32", "bf16-amp", "fp16-amp", "fp16-amp-noscale", "fp16-static-1024", "pure-bf16",
         "pure-bf16-sr", "pure-bf16-kahan", "fp8-delayed", "fp8-current", "fp8-block", "mxfp8",
-        "mxfp6", "mxfp4", "nvfp4", "w8-fp8", "w8a8-fp8", "w4-mxfp4", "w4-nvfp4", "w4a8-mx"};
+        "mxfp6", "mxfp4", "nvfp4", "w8-fp8", "w8a8-fp8", "w4-mxfp4", "w4-nvfp4", "w4a8-mx", "kv8-fp8",
+        "w8a8kv8-fp8"};
     char names[32][64];
     const int n = preset_list(names, 32);
     cr_assert_eq(n, (int)(sizeof expected / sizeof expected[0]), "ac_preset_names: %s", ac_preset_names());
@@ -345,6 +351,80 @@ Test(policy, preset_fp8) {
     expect_site(&p, "attn.o.w", "e4m3", "tile:128x128:e8m0:up", FMT_RNE, FMT_SATURATE, false);
     expect_site(&p, "mlp.down.grad", "e4m3", "tile:1x128:e8m0:up", FMT_RNE, FMT_SATURATE, false);
     expect_site(&p, "lm_head.w", "bf16", "none", FMT_RNE, FMT_SATURATE, false);
+}
+
+// The KV-cache presets: kv8-fp8 casts attn.kv alone (e4m3, one scale per token, saturating);
+// w8a8kv8-fp8 is w8a8-fp8 plus that site. No other preset touches the KV cache.
+Test(policy, preset_kv) {
+    ac_policy kv = load("kv8-fp8");
+    for (int s = 0; s < AC_NSITES; s++)
+        cr_assert_eq(kv.site[s].active, s == AC_KV, "kv8-fp8: %s", ac_site_name((ac_site)s));
+    expect_site(&kv, "attn.kv", "e4m3", "row", FMT_RNE, FMT_SATURATE, false);
+    ac_policy full = load("w8a8kv8-fp8"), w8a8 = load("w8a8-fp8");
+    snprintf(w8a8.name, sizeof w8a8.name, "%s", full.name);
+    w8a8.site[AC_KV] = kv.site[AC_KV];
+    cr_assert(ac_policy_equal(&full, &w8a8), "w8a8kv8-fp8 is not w8a8-fp8 plus kv8-fp8's attn.kv");
+    char names[32][64];
+    const int n = preset_list(names, 32);
+    for (int i = 0; i < n; i++)
+        if (strncmp(names[i], "kv8-", 4) && strcmp(names[i], "w8a8kv8-fp8")) {
+            ac_policy p = load(names[i]);
+            expect_inactive(&p, "attn.kv");
+        }
+}
+
+// A policy file written for version 1 (before attn.kv): the canonical text fplab 0.2.0 printed
+// for fp8-delayed (`fplab policy --check fp8-delayed`) parses to the preset, with the KV cache
+// float32, and its own canonical text (now with an attn.kv line) round-trips. Globs match the
+// new site by its name: "attn.*" and "*" do, "*.in" does not.
+Test(policy, version_1_text_parses) {
+    static const char v1[] =
+        "# fplab precision policy (canonical form)\n"
+        "name fp8-delayed\n"
+        "site attn.qkv.in e4m3 delayed rne saturate\n"
+        "site attn.qkv.w e4m3 delayed rne saturate\n"
+        "site attn.qkv.grad e5m2 delayed rne saturate\n"
+        "site attn.o.in e4m3 delayed rne saturate\n"
+        "site attn.o.w e4m3 delayed rne saturate\n"
+        "site attn.o.grad e5m2 delayed rne saturate\n"
+        "site mlp.gate_up.in e4m3 delayed rne saturate\n"
+        "site mlp.gate_up.w e4m3 delayed rne saturate\n"
+        "site mlp.gate_up.grad e5m2 delayed rne saturate\n"
+        "site mlp.down.in e4m3 delayed rne saturate\n"
+        "site mlp.down.w e4m3 delayed rne saturate\n"
+        "site mlp.down.grad e5m2 delayed rne saturate\n"
+        "site lm_head.in bf16 none rne saturate\n"
+        "site lm_head.w bf16 none rne saturate\n"
+        "site lm_head.grad bf16 none rne saturate\n"
+        "site attn.scores fp32\n"
+        "site attn.probs fp32\n"
+        "site residual fp32\n"
+        "site acts.saved fp32\n"
+        "site grads fp32\n"
+        "site master fp32\n"
+        "site adam.m fp32\n"
+        "site adam.v fp32\n"
+        "loss_scale none\n"
+        "update fp32\n"
+        "accumulator fp32\n"
+        "amax_history 1024\n"
+        "amax_margin 0\n"
+        "hadamard 0\n";
+    ac_policy p = parse(v1), q = load("fp8-delayed");
+    cr_assert(ac_policy_equal(&p, &q), "the version-1 text of fp8-delayed is not the preset");
+    expect_inactive(&p, "attn.kv");
+    expect_round_trip(&p);
+    char t[4096];
+    ac_policy_text(&p, t, sizeof t);
+    cr_assert(strstr(t, "\nsite adam.v fp32\nsite attn.kv fp32\nloss_scale none\n"), "%s", t);
+
+    p = parse("site *.in e4m3\n");
+    expect_inactive(&p, "attn.kv");
+    p = parse("site attn.* bf16\n");
+    expect_site(&p, "attn.kv", "bf16", "none", FMT_RNE, FMT_SATURATE, false);
+    p = parse("site * e5m2 block:32:fp32 sr\nsite master fp32\n");
+    expect_site(&p, "attn.kv", "e5m2", "block:32:fp32", FMT_SR, FMT_SATURATE, false);
+    expect_round_trip(&p);
 }
 
 Test(policy, preset_mx) {

@@ -4,8 +4,9 @@
 // window of the last seq_len tokens, argmax for greedy, the documented draw
 // fmt_rng_uniform(key(seed, SAMPLE_RNG_STREAM), step) for sampling); determinism and seed
 // dependence; top-p with a tiny p equals greedy; option and prompt validation; what is fed
-// (the start token, then the prompt: sample_start_token, sample_prompt_tokens). What `fplab
-// sample` prints, against llama2.c's run.c, is checked in test_export.c.
+// (the start token, then the prompt: sample_start_token, sample_prompt_tokens); under a KV-cache
+// policy every step reads what a cache of rounded keys and values holds. What `fplab sample`
+// prints, against llama2.c's run.c, is checked in test_export.c.
 // FPLAB_SEED replays the random models.
 #include <criterion/criterion.h>
 #include <math.h>
@@ -13,8 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/scale.h"
 #include "kernels/llama_ops.h"
 #include "tests/test_util.h"
+#include "trainer/eval.h"
 #include "trainer/llama.h"
 #include "trainer/sample.h"
 
@@ -370,3 +373,75 @@ Test(sample, start_token_and_prompt) {
     cr_assert_eq(sample_prompt_tokens(&vt, "x", t, 8, msg, sizeof msg), -1);
     cr_assert(strstr(msg, "token-id"), "%s", msg);
 }
+
+// --- sampling under a KV-cache policy
+
+typedef struct {
+    llama_model *m;
+    ac_ctx *ac;
+    const ac_rule *rule;
+    int32_t seq[64];  // the prompt, then the tokens generated so far
+    int len;          // the window of the step being checked
+    long steps, changed;  // steps checked; key and value elements the rounding moved
+} kv_check;
+
+// The emit callback, after each step's forward: the keys and values layer 0's attention read
+// are bitwise the formats library's rounding (the rule's recipe, along each token's features)
+// of the float32 model's over the same window: each step reads rounded keys and values. (That
+// a token's rounded keys and values depend on its own only, as a cache's do, is
+// eval_kv_per_token's property: test_eval.c.)
+static int check_kv(void *ctx, int32_t tok) {
+    kv_check *k = ctx;
+    const size_t t = (size_t)k->len, kvd = (size_t)k->m->cfg.n_kv_heads * (size_t)(k->m->cfg.dim / k->m->cfg.n_heads);
+    const float *kv[2];
+    cr_assert(llama_kv(k->m, 0, &kv[0], &kv[1]));
+    float *got = malloc(2 * t * kvd * sizeof *got), *want = malloc(t * kvd * sizeof *want);
+    memcpy(got, kv[0], t * kvd * sizeof *got), memcpy(got + t * kvd, kv[1], t * kvd * sizeof *got);
+    k->m->ac = NULL;  // the float32 model over the same window (the next step's forward overwrites it)
+    cr_assert(!isnan(llama_forward(k->m, k->seq, NULL, 1, (int)t)));
+    k->m->ac = k->ac;
+    cr_assert(llama_kv(k->m, 0, &kv[0], &kv[1]));
+    const ac_rule *r = k->rule;
+    for (int j = 0; j < 2; j++) {
+        cr_assert_eq(fmt_quantize_f32(&r->fmt, &r->scaling, want, kv[j], t, kvd, &r->round, NULL, NULL), FMT_OK);
+        for (size_t i = 0; i < t * kvd; i++) {
+            cr_assert(tu_samef(got[j * t * kvd + i], want[i]), "window %zu, %s %zu: %a, rounded %a", t,
+                      j ? "value" : "key", i, got[j * t * kvd + i], want[i]);
+            k->changed += want[i] != kv[j][i];
+        }
+    }
+    free(got), free(want);
+    k->steps++;
+    k->seq[k->len++] = tok;
+    return 0;
+}
+
+// Greedy and temperature sampling under kv8-fp8 (e4m3, one scale per token) and a plain e5m2
+// KV cache, attached as `fplab sample --policy` attaches it; the window grows to seq_len.
+static void kv_sampling(const char *policy, double temperature) {
+    llama_model m;
+    make_model(&m, true, 23);
+    ac_policy p;
+    char msg[256];
+    cr_assert_eq(policy[0] == '#' ? ac_policy_parse(&p, policy, "test", msg, sizeof msg)
+                                  : ac_policy_load(&p, policy, msg, sizeof msg), AC_OK, "%s", msg);
+    ac_ctx ac;
+    cr_assert_eq(eval_attach_policy(&m, &ac, &p, 1, m.cfg.seq_len, 5, AC_TEL_OFF, true, msg, sizeof msg), EVAL_OK,
+                 "%s", msg);
+    kv_check k = {.m = &m, .ac = &ac, .rule = &p.site[AC_KV]};
+    enum { NP = 3 };
+    random_prompt(k.seq, NP, 23);
+    k.len = NP;
+    const sample_opts o = {.n_tokens = m.cfg.seq_len - NP + 1, .temperature = temperature, .top_p = 1, .seed = 9};
+    long done = 0;
+    cr_assert_eq(sample_generate(&m, k.seq, NP, &o, check_kv, &k, NULL, &done, msg, sizeof msg), SAMPLE_OK, "%s", msg);
+    cr_assert_eq(done, o.n_tokens);
+    cr_assert_eq(k.steps, o.n_tokens);
+    cr_assert(k.changed > 0, "%s: the KV cast changed nothing", p.name);
+    eval_detach_policy(&m, &ac);
+    llama_free(&m);
+}
+
+Test(sample, reads_an_fp8_kv_cache) { kv_sampling("kv8-fp8", 0); }
+Test(sample, reads_an_fp8_kv_cache_sampling) { kv_sampling("kv8-fp8", 1); }
+Test(sample, reads_a_plain_e5m2_kv_cache) { kv_sampling("# plain\nsite attn.kv e5m2\n", 0); }

@@ -130,6 +130,12 @@ int eval_policy_check(const ac_policy *p, char *msg, size_t msg_len) {
     return EVAL_EINVAL;
 }
 
+bool eval_kv_per_token(const ac_policy *p) {
+    const ac_rule *r = &p->site[AC_KV];
+    const fmt_scaling *sc = &r->scaling;
+    return !r->active || (!r->delayed && (sc->none || (sc->tile_rows == 1 && !sc->tensor_scale)));
+}
+
 void eval_policy_only(ac_policy *out, const ac_policy *p, ac_site s) {
     *out = *p;
     ac_policy f32;

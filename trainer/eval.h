@@ -51,13 +51,20 @@ typedef struct {
 int eval_open(eval_model *e, const eval_opts *o, char *msg, size_t msg_len);
 void eval_close(eval_model *e);
 
-// Whether a site acts in the forward (.in, .w, attention scores and probabilities, residual,
-// saved activations): the sites an evaluation applies.
+// Whether a site acts in the forward (.in, .w, attention scores and probabilities, the KV
+// cache, residual, saved activations): the sites an evaluation applies.
 bool eval_site_in_forward(ac_site s);
 // What the forward cannot do, refused as the trainer refuses it: an emulated accumulator, a
 // scaling recipe on attention scores or probabilities. EVAL_EINVAL with a message naming the
 // policy, else EVAL_OK.
 int eval_policy_check(const ac_policy *p, char *msg, size_t msg_len);
+// Whether p's attn.kv site rounds each token's keys and values from that token's own values
+// (inactive, plain rounding, or a recipe with one scale per row or per 1-D block of a row:
+// row, mx, block:K:FMT), so that a forward over a window holds what a KV cache filled one token
+// at a time would. false for per-tensor, delayed, column, 2-D tile and two-level (+tensor)
+// recipes: their scales mix tokens, future ones included, and each forward re-quantizes the
+// whole window, which a cache does not (the CLI prints a note, and still runs it).
+bool eval_kv_per_token(const ac_policy *p);
 // out = p with every site float32 except s, which keeps p's rule (the rest of p unchanged).
 void eval_policy_only(ac_policy *out, const ac_policy *p, ac_site s);
 

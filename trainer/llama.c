@@ -137,7 +137,7 @@ typedef struct {
     float *rstd1;  // (N)
     float *h1;     // (N, C)      attention-norm output
     float *q;      // (N, qd)     after RoPE
-    float *k, *v;  // (N, kvd)    k after RoPE
+    float *k, *v;  // (N, kvd)    k after RoPE; both as attention reads them (the KV cache)
     float *att;    // (B, NH, T, T)
     float *y;      // (N, qd)     attention output before wo
     float *x_mid;  // (N, C)      residual after attention
@@ -377,6 +377,12 @@ static void layer_forward(llama_model *m, const dims *d, size_t l, layer_acts *a
     proj(m, AC_QKV_W, l, a->v, h1c, w.wv, N, d->C, d->kvd);
     op_rope_forward(a->q, m->rope_cos, m->rope_sin, d->B, d->T, d->NH, d->hs);
     op_rope_forward(a->k, m->rope_cos, m->rope_sin, d->B, d->T, d->NKV, d->hs);
+    // The KV cache: k after RoPE and v as projected, rounded in place where a cache would store
+    // them, so attention (and its backward, straight through the rounding) reads the stored
+    // values. Row scales run along a token's kvd features: a per-token recipe rounds each
+    // token from its own keys and values, as a cache filled one token at a time does.
+    cast_store(m, AC_KV, l, a->k, N, d->kvd);
+    cast_store(m, AC_KV, l, a->v, N, d->kvd);
     cast_store(m, AC_SAVED, l, a->q, N, d->qd);
     cast_store(m, AC_SAVED, l, a->k, N, d->kvd);
     cast_store(m, AC_SAVED, l, a->v, N, d->kvd);
@@ -425,6 +431,12 @@ float llama_forward(llama_model *m, const int *tokens, const int *targets, int B
 }
 
 const float *llama_logits(const llama_model *m) { return m->acts ? m->acts->logits : NULL; }
+
+bool llama_kv(const llama_model *m, int l, const float **k, const float **v) {
+    if (!m->acts || !m->B || l < 0 || l >= m->cfg.n_layers || m->recompute != LLAMA_RECOMPUTE_NONE) return false;
+    *k = m->acts->lay[l].k, *v = m->acts->lay[l].v;
+    return true;
+}
 
 // --- backward
 

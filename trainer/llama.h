@@ -124,6 +124,11 @@ void llama_init_weights(llama_model *m, uint64_t seed);
 float llama_forward(llama_model *m, const int *tokens, const int *targets, int B, int T);
 // Logits of the last forward: (B, T, V).
 const float *llama_logits(const llama_model *m);
+// The keys (after RoPE) and values that layer l's attention read in the last forward, (B, T,
+// n_kv_heads * head size) each: what a KV cache holds, cast for the attn.kv site where the
+// policy has one. false (k and v untouched) before a forward, for l outside [0, n_layers), and
+// with block recompute (which keeps one layer's activations only).
+bool llama_kv(const llama_model *m, int l, const float **k, const float **v);
 // Backward of the last forward with targets: grads += d(loss_scale * mean loss)/d(params).
 // (loss_scale: 1, or 1/K for gradient accumulation over K micro-batches, or a loss scale.)
 void llama_backward(llama_model *m, const int *tokens, const int *targets, float loss_scale);

@@ -7,7 +7,13 @@
 // The model has no KV cache: each step runs llama_forward over the last min(len, seq_len)
 // tokens (B = 1) and reads the last position's logits. That is O(T^2) work a token instead of
 // O(T), which is fine for the small models this lab trains; a cache would be one more code
-// path to keep identical to the training forward.
+// path to keep identical to the training forward. A policy with an attn.kv site (the KV cache,
+// e.g. kv8-fp8) rounds the keys and values the attention reads at every step (tests/test_sample.c
+// checks each step). With a per-token recipe (eval_kv_per_token) a token's rounded keys and
+// values are a function of its own unrounded ones, so each step reads what a cache of rounded
+// values would hold, up to the last bits of the float32 keys themselves: recomputed over a
+// longer window, the projection's sgemm (blocked by the row count) may round a position's keys
+// differently in float32, with or without a policy.
 //
 // What is fed: the start token, then the prompt's tokens (sample_prompt_tokens). The start
 // token stands where llama2.c puts BOS, so that every generation, with or without a prompt,
