@@ -156,8 +156,11 @@ int cmd_quantize(int argc, char **argv) {
             in_path, a.dtype == NPY_F4 ? "float32" : "float64", rows, cols, out_path, f.name, fmt_mode_name(o.mode),
             fmt_overflow_name(o.overflow), sname, o.flush_subnormals ? " flush" : "", (unsigned long long)o.seed);
 
-    float *y = malloc(a.n ? a.n * sizeof(float) : 1);
+    // float32 input is quantized in place: the buffer read is the one written (no second 64 MiB
+    // buffer to fault in and copy for a 4096 x 4096 tensor); float64 input needs a float32 one.
+    float *y = a.dtype == NPY_F4 ? a.f4 : npy_alloc(a.n * sizeof(float));
     CLI_CHECK_LIB(y ? FMT_OK : FMT_ENOMEM, "the tensor does not fit in memory");
+    if (a.dtype == NPY_F4) a.data = NULL;  // y owns it now
     // --codes: the element values q (info.elems; for the float64 "none" path the rounded values
     // themselves). --scales: the decoded tile scales (info.scales). Both are turned into codes
     // below exactly as the Python binding does (encode of float32 values with default options,
@@ -165,7 +168,7 @@ int cmd_quantize(int argc, char **argv) {
     const size_t nscales = sc.none ? 0 : fmt_scale_count(&sc, rows, cols);
     float *elems = NULL, *svals = NULL;
     if (codes_path && !(a.dtype == NPY_F8 && sc.none)) {
-        elems = malloc(a.n ? a.n * sizeof(float) : 1);
+        elems = npy_alloc(a.n * sizeof(float));
         CLI_CHECK_LIB(elems ? FMT_OK : FMT_ENOMEM, "the element values do not fit in memory");
     }
     if (scales_path) {
@@ -180,8 +183,6 @@ int cmd_quantize(int argc, char **argv) {
     } else {
         if (a.dtype == NPY_F8)
             for (size_t i = 0; i < a.n; i++) y[i] = (float)a.f8[i];
-        else
-            memcpy(y, a.f4, a.n * sizeof(float));
         st = fmt_quantize_f32(&f, &sc, y, y, rows, cols, &o, &s, &info);
     }
     npy_free(&a);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -126,6 +127,17 @@ static int parse_header(const char *path, const char *h, size_t hlen, npy_array 
 
 // --- reading
 
+void *npy_alloc(size_t bytes) {
+    const size_t huge = (size_t)2 << 20;
+    if (bytes < huge) return malloc(bytes ? bytes : 1);
+    const size_t whole = (bytes + huge - 1) / huge * huge;  // aligned_alloc wants a multiple
+    void *p = aligned_alloc(huge, whole);
+#ifdef MADV_HUGEPAGE
+    if (p) madvise(p, whole, MADV_HUGEPAGE);  // advice only: may fail, or THP be off
+#endif
+    return p;
+}
+
 static uint32_t le32(const unsigned char *b) {
     return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
 }
@@ -203,7 +215,7 @@ static int read_open(FILE *fp, const char *path, npy_array *a, char *msg, size_t
         return fail(msg, len, path,
                     "the header's shape needs %zu data bytes after the %zu-byte header, found %llu: the file is %s "
                     "than its header says", need, head, have, have < need ? "shorter" : "longer");
-    a->data = malloc(need ? need : 1);
+    a->data = npy_alloc(need);
     if (!a->data) return fail(msg, len, path, "out of memory for %zu elements", a->n);
     if (fread(a->data, 1, need, fp) != need)
         return fail(msg, len, path, "read error or file changed while reading (%zu data bytes expected)", need);

@@ -25,7 +25,7 @@ typedef struct {
     size_t shape[2];   // shape[1] is 1 when ndim == 1
     size_t n;          // shape[0] * shape[1] (ndim 1: shape[0])
     union {
-        void *data;    // malloc'd, n elements, C order; free with npy_free
+        void *data;    // npy_alloc'd, n elements, C order; free with npy_free (or free())
         float *f4;     // dtype NPY_F4
         double *f8;    // dtype NPY_F8
     };
@@ -34,6 +34,11 @@ typedef struct {
 // The largest array npy_read accepts: 16 GiB of data (2^32 float32), far above what the
 // commands that read .npy files (quantize, matmul-check) handle on this machine.
 #define NPY_MAX_DATA_BYTES ((size_t)1 << 34)
+
+// A buffer for array data (npy_read's, and outputs of the same size), freed with free(). From
+// 2 MiB on it is asked for in transparent huge pages: a fresh 64 MiB buffer otherwise costs
+// 16384 page faults, which were most of `fplab quantize`'s time on a 4096 x 4096 file.
+void *npy_alloc(size_t bytes);
 
 // Reads path into out (overwritten). On error out->data is NULL and msg says what is wrong.
 int npy_read(const char *path, npy_array *out, char *msg, size_t msglen);

@@ -1,15 +1,18 @@
 // scale.c: scaling recipes (none, tensor, row, col, 1-D blocks, 2-D tiles, NVFP4 two-level):
 // recipe names, scale selection from a tile's amax, and the quantize-dequantize pass.
-// Constraints: no MPFR; element rounding goes through fmt_round_f32 on contiguous runs of the
-// flat array, each run drawing counters o->offset + (its flat index), so results and statistics
-// do not depend on the tile shape chosen for the work or on the number of threads.
+// Constraints: no MPFR; the element rounding is the internal float32 kernel (round_internal.h)
+// on contiguous runs of the flat array, each run drawing counters o->offset + (its flat index),
+// so results and statistics do not depend on how the work is cut or on the number of threads
+// (bit for bit what one fmt_round_f32 call over the scaled tensor gives: tests/test_scale.c).
 //
-// The pass, for an n = rows x cols tensor:
-//   1. one read of `in` (copied to `out` on the way) gives every tile's amax (parallel over
-//      row x column slabs; slab maxima merge into the tiles with an atomic integer max on the
-//      bits of |x|, which orders non-negative floats and makes any NaN the largest);
-//   2. one scale per tile from its amax (parallel over tiles);
-//   3. parallel over flat chunks: multiply by the tile's 1/s, round the chunk, multiply by s.
+// The pass, for an n = rows x cols tensor, cut into work units of about 16 KiB (plan_make):
+//   - small tiles (MX, NVFP4, row, 2-D tiles up to 64K elements a unit): one parallel region;
+//     each unit is read from memory once and, while it is in L1 (L2 for 2-D tiles), gets its
+//     tiles' amax, their scales (W tiles at a time), the multiplication by 1/s, the rounding
+//     and the multiplication back by s. NVFP4 first reads the tensor once for its amax;
+//   - tiles too large for that (tensor, column, big 2-D tiles): a pass for every tile's amax
+//     (slab maxima merge with an atomic integer max on the bits of |x|, which orders
+//     non-negative floats and makes any NaN the largest), their scales, then the units.
 #include "scale.h"
 
 #include <float.h>
@@ -19,7 +22,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "round_internal.h"
+#include "round_scalar.h"
+#include "vec_internal.h"
 
 // ---------------------------------------------------------------------------------------------
 // names
@@ -264,18 +268,23 @@ static inline float u2f(uint32_t u) { float f; memcpy(&f, &u, sizeof f); return 
 
 static inline size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
 
-// ---------------------------------------------------------------------------------------------
-// pass 1: tile amax
+static inline uint64_t d2u(double d) { uint64_t u; memcpy(&u, &d, sizeof u); return u; }
+static inline double u2d(uint64_t u) { double d; memcpy(&d, &u, sizeof d); return d; }
 
 enum {
-    SLAB_COLS = 4096,  // columns of one amax work item; it touches <= SLAB_COLS / tc + 2 tiles
-    SLAB_ELEMS = 1 << 15,
-    CHUNK = 1 << 14,   // elements per rounding call (round.c's own chunk: one task per call)
-    // Below these sizes a parallel region costs more than it saves (and on a loaded machine a
-    // barrier waits for a descheduled thread): run the pass on the calling thread.
+    UNIT_ELEMS = 1 << 12,  // a work unit's target size: 16 KiB, held in L1 between its steps
+    SEG_MIN = 512,         // shortest row segment of a unit of 2-D tiles (one rounding call each)
+    FUSE_MAX = 1 << 16,    // largest unit (256 KiB, in L2) that measures its own tiles
+    SLAB_COLS = 4096,      // columns of one work item of the separate amax pass; it touches
+    SLAB_ELEMS = 1 << 15,  // <= SLAB_COLS / tc + 2 tiles
+    // Below this size a parallel region costs more than it saves (and on a loaded machine a
+    // barrier waits for a descheduled thread): everything runs on the calling thread.
     PAR_MIN_ELEMS = 1 << 16,
-    PAR_MIN_TILES = 1 << 12,
+    SCALE_BATCH = 1 << 10,  // tiles per task of the separate scale pass
 };
+
+// ---------------------------------------------------------------------------------------------
+// tile amax
 
 static void atomic_max_u32(uint32_t *p, uint32_t v) {
     uint32_t old = __atomic_load_n(p, __ATOMIC_RELAXED);
@@ -297,43 +306,71 @@ static inline uint32_t seg_max_bits(const float *restrict x, size_t n, uint32_t 
     return m;
 }
 
-// Rows [r0, r1) (inside one tile band) x columns [c0, c1): copies in to out when they differ,
-// merges max |x| bits per tile into bits[], returns the NaN-free max |x| bits of the slab.
-static uint32_t amax_slab(uint32_t *bits, float *out, const float *in, const geom *g, size_t r0,
-                          size_t r1, size_t c0, size_t c1) {
-    uint32_t loc[SLAB_COLS + 2];
-    const size_t t0 = c0 / g->tc, nt = (c1 - 1) / g->tc - t0 + 1;
-    memset(loc, 0, nt * sizeof loc[0]);
+// The per-row loops over tiles are written once, always inlined with the tile width as an
+// argument, and instantiated for the widths of the presets (16: NVFP4, 32: MX) as constants:
+// then a tile is a fixed number of whole vectors, with no loop control or division per tile.
+#define ROW_INLINE static inline __attribute__((always_inline))
+#define BY_TILE_WIDTH(tc, call_with)                                                            \
+    switch (tc) {                                                                               \
+    case 16: call_with(16); break;                                                              \
+    case 32: call_with(32); break;                                                              \
+    default: call_with(tc); break;                                                              \
+    }
+
+// The columns from c0 to the next tile boundary (0 when c0 is on one), at most c1 - c0.
+ROW_INLINE size_t head_cols(size_t c0, size_t c1, const size_t tc) {
+    const size_t h = (tc - c0 % tc) % tc;
+    return h < c1 - c0 ? h : c1 - c0;
+}
+
+// Row x[c0..c1) (tile width tc > 1): raises loc[k] to the max |x| bits of the k-th tile the
+// row segment touches; *finite to the NaN-free max.
+ROW_INLINE void row_amax(uint32_t *loc, const float *x, size_t c0, size_t c1, const size_t tc, uint32_t *finite) {
+    size_t c = c0, k = 0;
+    const size_t h = head_cols(c0, c1, tc);
+    if (h) {  // a tile that began before c0
+        const uint32_t m = seg_max_bits(x + c, h, finite);
+        loc[0] = m > loc[0] ? m : loc[0];
+        c += h, k++;
+    }
+    for (; c + tc <= c1; c += tc, k++) {
+        const uint32_t m = seg_max_bits(x + c, tc, finite);
+        loc[k] = m > loc[k] ? m : loc[k];
+    }
+    if (c < c1) {
+        const uint32_t m = seg_max_bits(x + c, c1 - c, finite);
+        loc[k] = m > loc[k] ? m : loc[k];
+    }
+}
+
+// Rows [r0, r1) (inside one tile band) x columns [c0, c1): raises loc[t - c0/tc] to the max
+// |x| bits of each tile column t; returns the NaN-free max |x| bits.
+static uint32_t slab_amax(uint32_t *loc, const float *in, const geom *g, size_t r0, size_t r1, size_t c0,
+                          size_t c1) {
     uint32_t finite_max = 0;
     for (size_t r = r0; r < r1; r++) {
-        const float *restrict x = in + r * g->cols + c0;
-        const size_t w = c1 - c0;
-        if (out != in) memcpy(out + r * g->cols + c0, x, w * sizeof *x);
+        const float *restrict x = in + r * g->cols;
         if (g->tc == 1) {  // per column: one tile per element
             uint32_t mf = 0;
-            for (size_t i = 0; i < w; i++) {
-                const uint32_t u = f2u(x[i]) & 0x7fffffffu, uf = u & -(uint32_t)(u <= 0x7f800000u);
-                loc[i] = u > loc[i] ? u : loc[i];
+            for (size_t c = c0; c < c1; c++) {
+                const uint32_t u = f2u(x[c]) & 0x7fffffffu, uf = u & -(uint32_t)(u <= 0x7f800000u);
+                loc[c - c0] = u > loc[c - c0] ? u : loc[c - c0];
                 mf = uf > mf ? uf : mf;
             }
             if (mf > finite_max) finite_max = mf;
             continue;
         }
-        for (size_t c = c0; c < c1;) {
-            const size_t t = c / g->tc, e = min_sz(c1, (t + 1) * g->tc);
-            const uint32_t m = seg_max_bits(in + r * g->cols + c, e - c, &finite_max);
-            if (m > loc[t - t0]) loc[t - t0] = m;
-            c = e;
-        }
+#define ROW_AMAX(w) row_amax(loc, x, c0, c1, w, &finite_max)
+        BY_TILE_WIDTH(g->tc, ROW_AMAX)
+#undef ROW_AMAX
     }
-    uint32_t *dst = bits + (r0 / g->tr) * g->ntc + t0;
-    for (size_t t = 0; t < nt; t++)
-        if (loc[t]) atomic_max_u32(&dst[t], loc[t]);
     return finite_max;
 }
 
-// bits[ntr*ntc] = max |x| bits per tile (any NaN gives a NaN pattern); returns the NaN-free amax.
-static float amax_tiles(uint32_t *bits, float *out, const float *in, const geom *g) {
+// Tiles too large for a work unit: bits[ntr*ntc] = max |x| bits per tile, in a pass of its
+// own over row x column slabs whose maxima merge with an atomic integer max (it orders
+// non-negative floats and makes any NaN the largest). Returns the NaN-free amax bits.
+static uint32_t amax_tiles(uint32_t *bits, const float *in, const geom *g) {
     const size_t cw = min_sz(g->cols, SLAB_COLS);
     const size_t ncs = (g->cols + cw - 1) / cw;
     const size_t rh = min_sz(g->tr, SLAB_ELEMS / cw ? SLAB_ELEMS / cw : 1);
@@ -348,22 +385,31 @@ static float amax_tiles(uint32_t *bits, float *out, const float *in, const geom 
         const size_t r1 = min_sz(min_sz(r0 + rh, (b + 1) * g->tr), g->rows);
         if (r0 >= r1) continue;
         const size_t c0 = cs * cw, c1 = min_sz(c0 + cw, g->cols);
-        uint32_t m = amax_slab(bits, out, in, g, r0, r1, c0, c1);
+        const size_t t0 = c0 / g->tc, nt = (c1 - 1) / g->tc - t0 + 1;
+        uint32_t loc[SLAB_COLS + 2] = {0};
+        const uint32_t m = slab_amax(loc, in, g, r0, r1, c0, c1);
+        uint32_t *dst = bits + b * g->ntc + t0;
+        for (size_t t = 0; t < nt; t++)
+            if (loc[t]) atomic_max_u32(&dst[t], loc[t]);
         finite_max = m > finite_max ? m : finite_max;
     }
-    return u2f(finite_max);
+    return finite_max;
 }
 
 // ---------------------------------------------------------------------------------------------
-// pass 2: scales
+// scales
 
 typedef struct {
-    fmt__kparams k;   // the scale format, saturating, for the rounding of a needed scale
-    fmt_round_mode mode;
-    double lo, hi;    // the scale range: smallest positive value whose reciprocal is a finite
-                      // float32 (>= 2^-127), and the format's max
+    fmt__kparams k;       // the scale format, saturating, for the rounding of a needed scale
+    fmt_round_mode mode;  // FMT_RNE or FMT_RUP
+    fmt_round_path path;  // float32 path of (k, mode): two-level needs are float32 quotients
+    fmt_scale_round r;
+    bool nan_block, two_level;
+    double lo, hi;        // the scale range: smallest positive value whose reciprocal is a finite
+                          // float32 (>= 2^-127), and the format's max
     float elem_max;
     int elem_emax;
+    float s_enc;          // two levels: the tensor's encoding scale (1 until the tensor amax is known)
 } scale_ctx;
 
 static void scale_ctx_make(scale_ctx *c, const fmt_t *elem, const fmt_scaling *sc) {
@@ -372,31 +418,51 @@ static void scale_ctx_make(scale_ctx *c, const fmt_t *elem, const fmt_scaling *s
     so.mode = sc->scale_round == FMT_SCALE_UP ? FMT_RUP : FMT_RNE;  // OCP's powers of two are exact
     fmt__kparams_make(&c->k, &sc->scale_fmt, &so);
     c->mode = so.mode;
+    c->path = fmt__f32_path(&c->k, FMT_PATH_AUTO, c->mode, false);
+    c->r = sc->scale_round;
+    c->nan_block = sc->nan_block, c->two_level = sc->tensor_scale;
     c->lo = fmax(sc->scale_fmt.min_subnormal, 0x1p-127);
     c->hi = sc->scale_fmt.max;
     c->elem_max = (float)elem->max;
     c->elem_emax = elem->emax;
+    c->s_enc = 1.0f;
 }
 
-// The needed scale of a tile whose (scaled) amax is a, a finite and > 0: OCP's power of two, or
-// the quotient a / max_elem (in double: exact enough that only its final rounding matters).
-static double needed_scale(const scale_ctx *c, fmt_scale_round r, double a) {
-    if (r == FMT_SCALE_OCP) {
-        int e;
-        frexp(a, &e);  // a = m 2^e, m in [0.5, 1): floor(log2 a) = e - 1, exactly
-        return ldexp(1.0, e - 1 - c->elem_emax);
-    }
-    return a / c->elem_max;
+// NVFP4's encoding scale from the tensor amax A (abits: the max |x| bits, a NaN pattern if any):
+// s_enc = (max_scale * max_elem) / A in float32, clamped to FLT_MAX as Transformer Engine does;
+// 1 when A is 0, inf or NaN.
+static float encoding_scale(const scale_ctx *c, const fmt_scaling *sc, uint32_t abits) {
+    const float A = u2f(abits);
+    float s_enc = (float)(sc->scale_fmt.max * c->elem_max) / A;
+    if (s_enc > FLT_MAX) s_enc = FLT_MAX;
+    if (A == 0.0f || !(A <= FLT_MAX) || s_enc == 0.0f) s_enc = 1.0f;
+    return s_enc;
 }
 
-// The needed scale rounded into the scale format. Clipped: the need lies outside [lo, hi] (the
-// stored scale is then the nearer end), or rounding it up saturated below it.
-static float round_scale(const scale_ctx *c, double need, bool pow2, bool *clipped) {
+// The needed scale of a tile whose (scaled) amax is a, a finite and > 0: OCP's power of two
+// 2^(floor(log2 a) - emax_elem), from a's exponent field (a is a normal double: a float, or a
+// float times s_enc), or the quotient a / max_elem (in double: exact enough that only its
+// final rounding matters).
+static double needed_scale(const scale_ctx *c, double a) {
+    if (c->r != FMT_SCALE_OCP) return a / c->elem_max;
+    const int e = (int)((d2u(a) >> 52) & 0x7ff) - 1023 - c->elem_emax;
+    return e >= -1022 && e <= 1023 ? u2d((uint64_t)(e + 1023) << 52) : ldexp(1.0, e);
+}
+
+// One need rounded into the scale format (what fmt__round_f64_kernel does to one element).
+static double round_need(const scale_ctx *c, double need) {
+    fmt__flags fl;
+    return c->mode == FMT_RUP ? fmt__round_one_f64(&c->k, FMT_RUP, need, 0, &fl)
+                              : fmt__round_one_f64(&c->k, FMT_RNE, need, 0, &fl);
+}
+
+// One level, a need in double (RNE and UP: a / max_elem), rounded into the scale format.
+// Clipped: the need lies outside [lo, hi] (the stored scale is then the nearer end), or
+// rounding it up saturated below it.
+static float round_scale(const scale_ctx *c, double need, bool *clipped) {
     if (need > c->hi) return *clipped = true, (float)c->hi;
     if (need < c->lo) return *clipped = true, (float)c->lo;
-    if (pow2) return (float)need;  // a power of two in [lo, max] is a value of every format
-    double s = need;
-    fmt__round_f64_kernel(&c->k, c->mode, &s, 1, 0, NULL);
+    const double s = round_need(c, need);
     if (c->mode == FMT_RUP && s < need) *clipped = true;
     return (float)s;
 }
@@ -408,150 +474,374 @@ static float round_scale(const scale_ctx *c, double need, bool pow2, bool *clipp
 // gives the scale NaN, as microxcaling and torchao do (every element of the tile becomes NaN).
 static float nonfinite_tile_scale(bool nan_block) { return nan_block ? NAN : 1.0f; }
 
-// One-level scales: s[t] decoded scale, inv[t] = 1/s in float32. Returns the clipped count.
-static uint64_t scales_one_level(float *s, float *inv, const uint32_t *bits, size_t nt,
-                                 const scale_ctx *c, fmt_scale_round r, bool nan_block) {
-    uint64_t clipped = 0;
-#pragma omp parallel for schedule(static) reduction(+ : clipped) if (nt >= PAR_MIN_TILES)
-    for (size_t t = 0; t < nt; t++) {
-        const float a = u2f(bits[t]);
-        bool clip = false;
-        const float st = a == 0.0f ? 1.0f
-                         : !(a <= FLT_MAX)
-                             ? nonfinite_tile_scale(nan_block)
-                             : round_scale(c, needed_scale(c, r, a), r == FMT_SCALE_OCP, &clip);
-        s[t] = st;
-        inv[t] = 1.0f / st;
-        clipped += clip;
-    }
-    return clipped;
+typedef struct {
+    uint64_t clipped;  // scales out of the scale format's range (fmt_quant_info.scales_clipped)
+    uint64_t nan;      // nan_block: tiles whose scale is NaN
+} tile_counts;
+
+// The hot recipes' scales are computed W tiles at a time (vec_internal.h's lanes): a scalar
+// chain per tile cost as much as rounding its 32 elements. Lane masks are all-ones or zero;
+// float magnitudes (never negative here) compare as their bits.
+FMT__VEC vu load_u(const void *p) { vu v; memcpy(&v, p, sizeof v); return v; }
+FMT__VEC void store_u(void *p, vu v) { memcpy(p, &v, sizeof v); }
+FMT__VEC uint64_t lane_sum(vu v) {
+    uint64_t k = 0;
+    for (int i = 0; i < W; i++) k += v[i];
+    return k;
 }
 
-// NVFP4: s_enc = (max_scale * max_elem) / A in float32, then per tile sf = round(amax / max_elem *
-// s_enc) into the scale format without a lower clamp; q multiplier s_enc / sf, dequant sf / s_enc.
-// sf == 0 (empty block, or a block too small for the scale format) quantizes the block to zero.
-static uint64_t scales_two_level(float *sf_out, float *mul, float *deq, const uint32_t *bits,
-                                 size_t nt, const scale_ctx *c, fmt_scale_round r,
-                                 const fmt_scaling *sc, float *tensor_scale, uint64_t *zeroed_tiles) {
-    uint32_t abits = 0;
-    for (size_t t = 0; t < nt; t++) abits = bits[t] > abits ? bits[t] : abits;
-    const float A = u2f(abits);
-    float s_enc = (float)(sc->scale_fmt.max * c->elem_max) / A;
-    if (s_enc > FLT_MAX) s_enc = FLT_MAX;  // as Transformer Engine clamps it
-    if (A == 0.0f || !(A <= FLT_MAX) || s_enc == 0.0f) s_enc = 1.0f;
-    *tensor_scale = 1.0f / s_enc;
-    uint64_t clipped = 0, zeroed = 0;
-#pragma omp parallel for schedule(static) reduction(+ : clipped, zeroed) if (nt >= PAR_MIN_TILES)
-    for (size_t t = 0; t < nt; t++) {
-        const float a = u2f(bits[t]);
-        float sf;
-        bool clip = false;
-        if (!(a <= FLT_MAX)) {
-            sf = nonfinite_tile_scale(sc->nan_block);  // A is non-finite too, so s_enc == 1
-        } else {
-            const float tq = a / c->elem_max * s_enc;
-            const double need = r == FMT_SCALE_OCP && a > 0.0f ? needed_scale(c, r, (double)a * s_enc) : tq;
-            if (need > c->hi) {
-                sf = (float)c->hi, clip = true;
-            } else {
-                double v = need;
-                fmt__round_f64_kernel(&c->k, c->mode, &v, 1, 0, NULL);
-                sf = (float)v;
-                if (c->mode == FMT_RUP && v < need) clip = true;
-                if (a > 0.0f && sf == 0.0f) clip = true, zeroed++;
-            }
-        }
-        sf_out[t] = sf;
-        if (sf == 0.0f || isnan(sf)) {
-            mul[t] = deq[t] = sf;  // 0: the block becomes zero; NaN: it becomes NaN
-        } else {
-            const float m = s_enc / sf;
-            mul[t] = m <= FLT_MAX ? m : FLT_MAX;
-            deq[t] = sf / s_enc;
-        }
-        clipped += clip;
+// One level, OCP: s = 2^(floor(log2 a) - emax_elem) with a the tile amax, from a's exponent (a
+// float32 subnormal's from the exponent of its significand converted to float); a power of
+// two, so a value of the scale format where it lies in [lo, hi], else the nearer end (clipped).
+static void scales_pow2(const scale_ctx *c, const uint32_t *amax, size_t ntp, float *s, float *mul, float *deq,
+                        tile_counts *tc) {
+    const uint32_t nonfinite = f2u(nonfinite_tile_scale(c->nan_block));
+    const int e_hi = ilogb(c->hi), e_lo = ilogb(c->lo);  // lo is a power of two
+    vu clipped = {0};  // per lane: counts (masks are -1)
+    for (size_t t = 0; t < ntp; t += W) {
+        const vu b = load_u(amax + t), zero = b * 0, one = zero + 1;
+        const vu sub = lt(b, zero + 0x800000u);
+        const vu es = (bits(__builtin_convertvector((vi)b, vf)) >> 23) - (127 + 149);
+        const vi E = (vi)sel(sub, es, (b >> 23) - 127) - c->elem_emax;
+        const vu over = lt_i((vi)zero + e_hi, E), under = lt_i(E, (vi)zero + e_lo);
+        vu st = sel(lt_i(E, (vi)zero - 126), zero + 0x400000u, (vu)(E + 127) << 23);  // E >= -127 here
+        st = sel(over, zero + f2u((float)c->hi), sel(under, zero + f2u((float)c->lo), st));
+        const vu empty = lt(b, one), special = ~lt(b, zero + 0x7f800000u);
+        st = sel(empty, zero + f2u(1.0f), sel(special, zero + nonfinite, st));
+        clipped -= (over | under) & ~empty & ~special;
+        store_u(s + t, st), store_u(deq + t, st);
+        store_u(mul + t, bits(1.0f / as_f(st)));
     }
-    *zeroed_tiles = zeroed;
-    return clipped;
+    tc->clipped += lane_sum(clipped);
+}
+
+// Two levels: sf from the need (tq: the need as a float32; sf: it rounded into the scale
+// format, saturating), mul = s_enc / sf (at most FLT_MAX), deq = sf / s_enc; clipped where the
+// need is above the format's max, where rounding it up saturated below it, or where a nonzero
+// tile got sf = 0 (it becomes zero: counted in zeroed too).
+static void finish_two_level(const scale_ctx *c, const uint32_t *amax, size_t ntp, const float *tq, float *s,
+                             float *mul, float *deq, tile_counts *tc) {
+    const uint32_t nonfinite = f2u(nonfinite_tile_scale(c->nan_block)), hi = f2u((float)c->hi);
+    const vu up = (vu){0} + (c->mode == FMT_RUP ? ~0u : 0u);
+    vu clipped = {0};  // per lane: counts (masks are -1)
+    for (size_t t = 0; t < ntp; t += W) {
+        const vu b = load_u(amax + t), q = load_u(tq + t), zero = b * 0, one = zero + 1;
+        vu sf = load_u(s + t);
+        const vu special = ~lt(b, zero + 0x7f800000u);  // A is non-finite too, so s_enc == 1
+        const vu over = lt(zero + hi, q), zeroed = lt(zero, b) & lt(sf, one) & ~over & ~special;
+        clipped -= (over | (up & lt(sf, q)) | zeroed) & ~special;
+        sf = sel(special, zero + nonfinite, sel(over, zero + hi, sf));
+        const vu keep = lt(sf, one) | lt(zero + 0x7f800000u, sf);  // 0: the block becomes zero; NaN: NaN
+        vf m = c->s_enc / as_f(sf);
+        m = as_f(sel(lt(zero + f2u(FLT_MAX), bits(m)), zero + f2u(FLT_MAX), bits(m)));
+        const vf d = as_f(sf) / c->s_enc;
+        store_u(s + t, sf);
+        store_u(mul + t, sel(keep, sf, bits(m)));
+        store_u(deq + t, sel(keep, sf, bits(d)));
+    }
+    tc->clipped += lane_sum(clipped);
+}
+
+// The scales of nt tiles from their amax bits: s (the decoded scale, as fmt_quant_info.scales
+// reports it), mul (the elements' multiplier before rounding) and deq (the rounded values'
+// multiplier after it). Every array holds round_up(nt, W) entries, bits zero beyond nt.
+// One level: s = deq = the tile scale, mul = 1/s in float32.
+// Two levels (NVFP4): sf = round(amax / max_elem * s_enc) into the scale format without a lower
+// clamp (OCP: the power of two of amax * s_enc); mul = s_enc / sf, deq = sf / s_enc. sf == 0 (an
+// empty block, or one too small for the scale format) gives mul = deq = 0: the block becomes zero.
+static void tile_scales(const scale_ctx *c, const uint32_t *bits, size_t nt, float *s, float *mul,
+                        float *deq, tile_counts *tc) {
+    const size_t ntp = (nt + W - 1) / W * W;
+    if (c->nan_block)
+        for (size_t t = 0; t < nt; t++) tc->nan += bits[t] >= 0x7f800000u;  // inf or NaN amax
+    const bool ocp = c->r == FMT_SCALE_OCP;
+    if (!c->two_level && ocp) {
+        scales_pow2(c, bits, ntp, s, mul, deq, tc);
+    } else if (!c->two_level) {  // RNE, UP: the quotient in double, rounded on its own
+        for (size_t t = 0; t < nt; t++) {
+            const float a = u2f(bits[t]);
+            bool clip = false;
+            const float st = a == 0.0f         ? 1.0f
+                             : !(a <= FLT_MAX) ? nonfinite_tile_scale(c->nan_block)
+                                               : round_scale(c, needed_scale(c, a), &clip);
+            s[t] = deq[t] = st;
+            mul[t] = 1.0f / st;
+            tc->clipped += clip;
+        }
+    } else if (!ocp) {
+        // The need is the float32 quotient tq (kept in mul until finish_two_level): the float32
+        // kernel rounds all of them in one call, to what the float64 rounding of each gives.
+        for (size_t t = 0; t < ntp; t++) s[t] = mul[t] = u2f(bits[t]) / c->elem_max * c->s_enc;
+        fmt__round_f32_kernel(&c->k, c->path, c->mode, s, ntp, 0, NULL);
+        finish_two_level(c, bits, ntp, mul, s, mul, deq, tc);
+    } else {
+        // OCP: the power of two of amax * s_enc (exact in double); as a float32 it compares with
+        // the format's max as the double does (beyond float32's range it is inf or tiny).
+        for (size_t t = 0; t < ntp; t++) {
+            const float a = u2f(bits[t]);
+            const double need = a > 0.0f && a <= FLT_MAX ? needed_scale(c, (double)a * c->s_enc) : 0.0;
+            mul[t] = (float)need;
+            s[t] = (float)round_need(c, need);
+        }
+        finish_two_level(c, bits, ntp, mul, s, mul, deq, tc);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
-// pass 3: scale, round, unscale
+// work units: scale, round, scale back
 
-// x[a..b) (flat indices) *= m[tile of each element]. When zeroed is given, also counts the
-// nonzero elements that a zero multiplier sends to zero (underflows the rounding cannot see).
-static void mul_tiles(float *x, size_t a, size_t b, const geom *g, const float *m, uint64_t *zeroed) {
-    while (a < b) {
-        const size_t r = a / g->cols, c0 = a % g->cols, c1 = min_sz(g->cols, c0 + (b - a));
-        const float *mr = m + (r / g->tr) * g->ntc;
-        float *xr = x + r * g->cols;
+// How the tensor is cut into work units: rows [i * rows_per, ...) x columns [j * width, ...).
+// fused: a unit holds whole tiles (rows_per a multiple of tr, width of tc) and measures them
+// itself, so that its data is read from memory once; otherwise the tiles are measured and
+// scaled first, in passes of their own (tensor, column and other tiles too large for L2).
+typedef struct {
+    bool fused;
+    size_t rows_per, width, ncu, nu;
+    size_t max_tiles;  // fused: the most tiles one unit holds, rounded up to whole vectors
+} plan;
+
+// Unit u: rows [r0, r1) x columns [c0, c1); ahead: how far (in elements) unit u + 1 starts
+// after it (0 for the last), for the prefetch of mul_row.
+typedef struct {
+    size_t r0, r1, c0, c1;
+    ptrdiff_t ahead;
+} span;
+
+static span unit_span(const plan *p, const geom *g, size_t u) {
+    span s;
+    s.r0 = u / p->ncu * p->rows_per, s.r1 = min_sz(g->rows, s.r0 + p->rows_per);
+    s.c0 = u % p->ncu * p->width, s.c1 = min_sz(g->cols, s.c0 + p->width);
+    const size_t r0n = (u + 1) / p->ncu * p->rows_per, c0n = (u + 1) % p->ncu * p->width;
+    s.ahead = u + 1 < p->nu ? (ptrdiff_t)((r0n - s.r0) * g->cols + c0n) - (ptrdiff_t)s.c0 : 0;
+    return s;
+}
+
+static plan plan_make(const geom *g) {
+    plan p = {0};
+    const size_t band = g->tr * g->cols;
+    if (band <= UNIT_ELEMS) {  // whole bands: as many as fill a unit, one contiguous range
+        p.fused = true, p.width = g->cols, p.rows_per = (UNIT_ELEMS / band) * g->tr;
+    } else {
+        // A band is wider: a unit is a band times whole tile columns, its rows at least SEG_MIN
+        // long (one rounding call per row), fused while it stays in L2.
+        const size_t seg = (min_sz(SEG_MIN, g->cols) + g->tc - 1) / g->tc, fill = UNIT_ELEMS / (g->tr * g->tc);
+        size_t kt = seg > fill ? seg : fill;
+        kt = kt < 1 ? 1 : kt > g->ntc ? g->ntc : kt;
+        if (g->tr * kt * g->tc <= FUSE_MAX) p.fused = true, p.width = kt * g->tc, p.rows_per = g->tr;
+        else if (g->cols <= UNIT_ELEMS) p.width = g->cols, p.rows_per = UNIT_ELEMS / g->cols;
+        else p.width = UNIT_ELEMS, p.rows_per = 1;
+    }
+    p.ncu = (g->cols + p.width - 1) / p.width;
+    p.nu = (g->rows + p.rows_per - 1) / p.rows_per * p.ncu;
+    p.max_tiles = p.fused ? p.rows_per / g->tr * ((p.width + g->tc - 1) / g->tc) : 0;
+    p.max_tiles = (p.max_tiles + W - 1) / W * W;  // tile_scales works on whole vectors
+    return p;
+}
+
+// Everything a unit needs, the same for all units of a call.
+typedef struct {
+    const geom *g;
+    const plan *p;
+    scale_ctx c;
+    fmt__kparams k;  // the element format and the caller's options
+    fmt_round_path path;
+    fmt_round_mode mode;
+    float *out, *elems, *scales;  // elems, scales: optional outputs (fmt_quant_info)
+    const float *in;
+    bool counts, count_zeroed;
+} qrun;
+
+// What a thread adds up over its units.
+typedef struct {
+    fmt__counts counts;  // the element rounding's
+    uint64_t zeroed;     // nonzero elements that a zero multiplier sends to zero
+    uint32_t finite_max; // NaN-free max |x| bits of the input
+    tile_counts tiles;
+} qacc;
+
+// A unit's multipliers: tile (band b, tile column t) has m[(b - b0) * stride + t - t0].
+typedef struct {
+    const float *m;
+    size_t b0, t0, stride;
+} tile_view;
+
+// dst[c0..c1) = src[c0..c1) * m[k] for the k-th tile the row segment touches (tile width
+// tc > 1); dst may be src. Where the multiplier is 1 the element is kept as it is (x * 1 is
+// x, but for a float32 subnormal in a thread whose MXCSR has DAZ set). zeroed (optional) counts the nonzero elements that a zero multiplier sends to
+// zero: underflows the rounding cannot see.
+ROW_INLINE void tile_mul(float *dst, const float *src, float f, const size_t len, ptrdiff_t ahead,
+                         uint64_t *zeroed) {
+    if (ahead)
+        for (size_t i = 0; i < len; i += 64 / sizeof *src) __builtin_prefetch(src + i + ahead);
+    if (zeroed && f == 0.0f)
+        for (size_t i = 0; i < len; i++) *zeroed += src[i] != 0.0f;
+    const bool one = f == 1.0f;  // a select, not a branch per tile
+    for (size_t i = 0; i < len; i++) dst[i] = one ? src[i] : src[i] * f;
+}
+
+ROW_INLINE void row_mul(float *dst, const float *src, const float *m, size_t c0, size_t c1, const size_t tc,
+                        ptrdiff_t ahead, uint64_t *zeroed) {
+    size_t c = c0, k = 0;
+    const size_t h = head_cols(c0, c1, tc);
+    if (h) tile_mul(dst + c, src + c, m[k++], h, ahead, zeroed), c += h;  // a tile that began before c0
+    for (; c + tc <= c1; c += tc, k++) tile_mul(dst + c, src + c, m[k], tc, ahead, zeroed);
+    if (c < c1) tile_mul(dst + c, src + c, m[k], c1 - c, ahead, zeroed);
+}
+
+// Row r, columns [c0, c1): dst = src * the multiplier of each element's tile (see row_mul).
+// ahead (elements; 0: none) asks for the input that far ahead, the next unit's: its read from
+// memory then overlaps this unit's rounding (the hardware prefetchers see no stream across the
+// separate passes of a unit). A hint: it changes no result.
+static void mul_row(float *dst, const float *src, const geom *g, const tile_view *v, size_t r, size_t c0,
+                    size_t c1, ptrdiff_t ahead, uint64_t *zeroed) {
+    const float *m = v->m + (r / g->tr - v->b0) * v->stride + (c0 / g->tc - v->t0);
+    if (g->tc == 1) {  // per column: every element its own multiplier, always applied
         uint64_t z = 0;
-        if (g->tc == 1) {
-            if (zeroed)
-                for (size_t c = c0; c < c1; c++) z += (mr[c] == 0.0f) & (xr[c] != 0.0f);
-            for (size_t c = c0; c < c1; c++) xr[c] *= mr[c];
-        } else {
-            for (size_t c = c0; c < c1;) {
-                const size_t e = min_sz(c1, (c / g->tc + 1) * g->tc);
-                const float f = mr[c / g->tc];
-                if (zeroed && f == 0.0f)
-                    for (size_t i = c; i < e; i++) z += xr[i] != 0.0f;
-                if (f != 1.0f)
-                    for (; c < e; c++) xr[c] *= f;
-                c = e;
-            }
-        }
+        if (zeroed)
+            for (size_t c = c0; c < c1; c++) z += (m[c - c0] == 0.0f) & (src[c] != 0.0f);
+        for (size_t c = c0; c < c1; c++) dst[c] = src[c] * m[c - c0];
+        if (ahead)
+            for (size_t c = c0; c < c1; c += 64 / sizeof *src) __builtin_prefetch(src + c + ahead);
         if (zeroed) *zeroed += z;
-        a += c1 - c0;
+        return;
+    }
+#define ROW_MUL(w) row_mul(dst, src, m, c0, c1, w, ahead, zeroed)
+    BY_TILE_WIDTH(g->tc, ROW_MUL)
+#undef ROW_MUL
+}
+
+// Rows [r0, r1) x columns [c0, c1): out = round(in * mul) * deq, elems = round(in * mul). The
+// rounding is the internal kernel on the unit while it is in cache: one call where the unit is
+// whole rows (one contiguous range), else one per row; element i draws counter offset + i.
+static void scale_round(const qrun *q, const tile_view *mul, const tile_view *deq, size_t r0, size_t r1,
+                        size_t c0, size_t c1, ptrdiff_t ahead, qacc *acc) {
+    const size_t cols = q->g->cols, w = c1 - c0;
+    fmt__counts *cnt = q->counts ? &acc->counts : NULL;
+    for (size_t r = r0; r < r1; r++)
+        mul_row(q->out + r * cols, q->in + r * cols, q->g, mul, r, c0, c1, ahead,
+                q->count_zeroed ? &acc->zeroed : NULL);
+    if (w == cols) {
+        fmt__round_f32_kernel(&q->k, q->path, q->mode, q->out + r0 * cols, (r1 - r0) * cols, r0 * cols, cnt);
+    } else {
+        for (size_t r = r0; r < r1; r++)
+            fmt__round_f32_kernel(&q->k, q->path, q->mode, q->out + r * cols + c0, w, r * cols + c0, cnt);
+    }
+    for (size_t r = r0; r < r1; r++) {
+        float *o = q->out + r * cols;
+        if (q->elems) memcpy(q->elems + r * cols + c0, o + c0, w * sizeof *o);
+        mul_row(o, o, q->g, deq, r, c0, c1, 0, NULL);
     }
 }
 
-static void stats_add(fmt_stats *into, const fmt_stats *s) {
-    into->n += s->n, into->overflow += s->overflow, into->underflow += s->underflow;
-    into->subnormal += s->subnormal, into->nan_in += s->nan_in, into->invalid += s->invalid;
+// Per-thread scratch of a fused unit: amax bits and scales of its tiles.
+typedef struct {
+    uint32_t *bits;
+    float *s, *mul, *deq;
+} scratch;
+
+// A unit that measures its own tiles: their amax, their scales, then scale_round.
+static void fused_unit(const qrun *q, size_t u, const scratch *w, qacc *acc) {
+    const geom *g = q->g;
+    const plan *p = q->p;
+    const span sp = unit_span(p, g, u);
+    const size_t r0 = sp.r0, r1 = sp.r1, c0 = sp.c0, c1 = sp.c1;
+    const size_t b0 = r0 / g->tr, b1 = (r1 - 1) / g->tr + 1, t0 = c0 / g->tc, ntu = (c1 - 1) / g->tc - t0 + 1;
+    const size_t nt = (b1 - b0) * ntu;
+    memset(w->bits, 0, (nt + W - 1) / W * W * sizeof *w->bits);
+    for (size_t b = b0; b < b1; b++) {
+        const uint32_t m = slab_amax(w->bits + (b - b0) * ntu, q->in, g, b * g->tr, min_sz(r1, (b + 1) * g->tr), c0, c1);
+        if (m > acc->finite_max) acc->finite_max = m;
+    }
+    tile_scales(&q->c, w->bits, nt, w->s, w->mul, w->deq, &acc->tiles);
+    if (q->scales)
+        for (size_t b = b0; b < b1; b++)
+            memcpy(q->scales + b * g->ntc + t0, w->s + (b - b0) * ntu, ntu * sizeof *w->s);
+    const tile_view mul = {w->mul, b0, t0, ntu}, deq = {w->deq, b0, t0, ntu};
+    scale_round(q, &mul, &deq, r0, r1, c0, c1, sp.ahead, acc);
 }
 
-// elems (optional, n floats) receives the rounded values before they are multiplied back.
-static int round_scaled(const fmt_t *elem, float *x, float *elems, const geom *g, const float *mul,
-                        const float *deq, bool count_zeroed, const fmt_round_opts *o, fmt_stats *st) {
-    const size_t n = g->rows * g->cols, nchunks = (n + CHUNK - 1) / CHUNK;
-    fmt_stats total = {0};
+static void acc_merge(qacc *into, const qacc *a) {
+    fmt__counts_merge(&into->counts, &a->counts);
+    into->zeroed += a->zeroed;
+    if (a->finite_max > into->finite_max) into->finite_max = a->finite_max;
+    into->tiles.clipped += a->tiles.clipped, into->tiles.nan += a->tiles.nan;
+}
+
+// Small tiles: one parallel region for the tensor. Two levels first need the tensor amax (a
+// read of the whole tensor: the encoding scale depends on it); then each unit is read from
+// memory once, measured, scaled, rounded and scaled back while in L1 (L2 for 2-D tiles).
+static int run_fused(qrun *q, const fmt_scaling *sc, qacc *total) {
+    const size_t n = q->g->rows * q->g->cols, mt = q->p->max_tiles;
+    uint32_t abits = 0;
     int status = FMT_OK;
-    if (n < PAR_MIN_ELEMS) {  // small: one rounding call (its own parallel region) for all
-        uint64_t zeroed = 0;
-        mul_tiles(x, 0, n, g, mul, count_zeroed ? &zeroed : NULL);
-        status = fmt_round_f32(elem, x, n, o, st ? &total : NULL);
-        if (elems) memcpy(elems, x, n * sizeof *x);
-        mul_tiles(x, 0, n, g, deq, NULL);
-        total.underflow += zeroed;
-        if (st) stats_add(st, &total);
-        return status;
-    }
-#pragma omp parallel
+#pragma omp parallel if (n >= PAR_MIN_ELEMS)
     {
-        fmt_stats local = {0};
-        uint64_t zeroed = 0;
-        int my_status = FMT_OK;
-#pragma omp for schedule(static)
-        for (size_t ci = 0; ci < nchunks; ci++) {
-            const size_t a = ci * CHUNK, b = min_sz(n, a + CHUNK);
-            fmt_round_opts oc = *o;
-            oc.offset = o->offset + a;  // the element's flat index, whatever the tiling
-            mul_tiles(x, a, b, g, mul, count_zeroed ? &zeroed : NULL);
-            int s = fmt_round_f32(elem, x + a, b - a, &oc, st ? &local : NULL);
-            if (s != FMT_OK) my_status = s;
-            if (elems) memcpy(elems + a, x + a, (b - a) * sizeof *x);
-            mul_tiles(x, a, b, g, deq, NULL);
+        if (q->c.two_level) {
+#pragma omp for schedule(static) reduction(max : abits)
+            for (size_t lo = 0; lo < n; lo += UNIT_ELEMS) {
+                uint32_t ignored = 0, m = seg_max_bits(q->in + lo, min_sz(n - lo, UNIT_ELEMS), &ignored);
+                abits = m > abits ? m : abits;
+            }
+#pragma omp single
+            q->c.s_enc = encoding_scale(&q->c, sc, abits);  // (single's barrier: all threads see it)
         }
-        local.underflow += zeroed;
-#pragma omp critical(fplab_scale_stats)
+        qacc acc = {0};
+        uint32_t *bits = malloc(mt * sizeof *bits);
+        float *f = malloc(3 * mt * sizeof *f);
+        const scratch w = {bits, f, f + mt, f + 2 * mt};
+        const bool ok = bits && f;
+#pragma omp for schedule(static)
+        for (size_t u = 0; u < q->p->nu; u++)
+            if (ok) fused_unit(q, u, &w, &acc);
+        free(bits), free(f);
+#pragma omp critical(fplab_scale_merge)
         {
-            stats_add(&total, &local);
-            if (my_status != FMT_OK) status = my_status;
+            acc_merge(total, &acc);
+            if (!ok) status = FMT_ENOMEM;
         }
     }
-    if (st) stats_add(st, &total);
     return status;
+}
+
+// Large tiles: their amax in a pass of its own, then their scales, then the units (any shape:
+// the multipliers are looked up in the tensor's tables).
+static int run_separate(qrun *q, const fmt_scaling *sc, qacc *total) {
+    const geom *g = q->g;
+    const size_t n = g->rows * g->cols, nt = g->ntr * g->ntc, ntp = (nt + W - 1) / W * W;
+    uint32_t *bits = calloc(ntp, sizeof *bits);  // zero beyond nt, as tile_scales wants
+    float *sbuf = malloc(3 * ntp * sizeof *sbuf);
+    if (!bits || !sbuf) {
+        free(bits), free(sbuf);
+        return FMT_ENOMEM;
+    }
+    float *s = sbuf, *mul = sbuf + ntp, *deq = sbuf + 2 * ntp;
+    total->finite_max = amax_tiles(bits, q->in, g);
+    if (q->c.two_level) {
+        uint32_t abits = 0;
+        for (size_t t = 0; t < nt; t++) abits = bits[t] > abits ? bits[t] : abits;
+        q->c.s_enc = encoding_scale(&q->c, sc, abits);
+    }
+    const size_t nbatch = (nt + SCALE_BATCH - 1) / SCALE_BATCH;
+    const tile_view vm = {mul, 0, 0, g->ntc}, vd = {deq, 0, 0, g->ntc};
+#pragma omp parallel if (n >= PAR_MIN_ELEMS)
+    {
+        qacc acc = {0};
+#pragma omp for schedule(static)
+        for (size_t i = 0; i < nbatch; i++) {
+            const size_t t = i * SCALE_BATCH, len = min_sz(nt - t, SCALE_BATCH);
+            tile_scales(&q->c, bits + t, len, s + t, mul + t, deq + t, &acc.tiles);
+        }
+#pragma omp for schedule(static)
+        for (size_t u = 0; u < q->p->nu; u++) {
+            const span sp = unit_span(q->p, g, u);
+            scale_round(q, &vm, &vd, sp.r0, sp.r1, sp.c0, sp.c1, sp.ahead, &acc);
+        }
+#pragma omp critical(fplab_scale_merge)
+        acc_merge(total, &acc);
+    }
+    if (q->scales) memcpy(q->scales, s, nt * sizeof *s);
+    free(bits), free(sbuf);
+    return FMT_OK;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -583,44 +873,30 @@ int fmt_quantize_f32(const fmt_t *elem, const fmt_scaling *sc, float *out, const
     }
 
     const geom g = geom_make(sc, rows, cols);
-    const size_t nt = g.ntr * g.ntc;
-    uint32_t *bits = calloc(nt, sizeof *bits);
-    float *sbuf = malloc(3 * nt * sizeof *sbuf);
-    if (!bits || !sbuf) {
-        free(bits), free(sbuf);
-        return FMT_ENOMEM;
-    }
-    float *scale = sbuf, *mul = sbuf + nt, *deq = sbuf + 2 * nt;
+    const plan p = plan_make(&g);
+    qrun q = {.g = &g, .p = &p, .mode = o->mode, .out = out, .in = in, .counts = stats != NULL,
+              .count_zeroed = stats && sc->tensor_scale};
+    q.elems = info ? info->elems : NULL;
+    q.scales = info ? info->scales : NULL;
+    scale_ctx_make(&q.c, elem, sc);
+    fmt__kparams_make(&q.k, elem, o);
+    q.path = fmt__f32_path(&q.k, o->path, o->mode, stats != NULL);
+    if (q.path == FMT_NPATHS) return FMT_EINVAL;  // a path the caller named that cannot run this
 
-    const float in_amax = amax_tiles(bits, out, in, &g);
-
-    scale_ctx c;
-    scale_ctx_make(&c, elem, sc);
-    uint64_t clipped, zeroed_tiles = 0;
-    float tensor_scale = 1.0f;
-    if (sc->tensor_scale) {
-        clipped = scales_two_level(scale, mul, deq, bits, nt, &c, sc->scale_round, sc, &tensor_scale,
-                                   &zeroed_tiles);
-    } else {
-        clipped = scales_one_level(scale, mul, bits, nt, &c, sc->scale_round, sc->nan_block);
-        memcpy(deq, scale, nt * sizeof *deq);
-    }
-    uint64_t nan_tiles = 0;
-    if (sc->nan_block)
-        for (size_t t = 0; t < nt; t++) nan_tiles += bits[t] >= 0x7f800000u;  // inf or NaN amax
-
-    fmt_stats st = {0};
-    const int status = round_scaled(elem, out, info ? info->elems : NULL, &g, mul, deq, zeroed_tiles > 0, o, stats ? &st : NULL);
+    qacc total = {0};
+    const int status = p.fused ? run_fused(&q, sc, &total) : run_separate(&q, sc, &total);
+    if (status != FMT_OK) return status;
     if (stats) {
-        stats_add(stats, &st);
-        if (in_amax > stats->amax) stats->amax = in_amax;  // of the input, not the scaled values
+        // The rounding's counts, the zeroed blocks' elements, and the amax of the input (not of
+        // the scaled values).
+        total.counts.underflow += total.zeroed;
+        total.counts.amax = u2f(total.finite_max);
+        fmt__counts_add(stats, &total.counts, n);
     }
     if (info) {
-        if (info->scales) memcpy(info->scales, scale, nt * sizeof *scale);
-        info->tensor_scale = tensor_scale;
-        info->scales_clipped = clipped;
-        info->scales_nan = nan_tiles;
+        info->tensor_scale = sc->tensor_scale ? 1.0f / q.c.s_enc : 1.0f;
+        info->scales_clipped = total.tiles.clipped;
+        info->scales_nan = total.tiles.nan;
     }
-    free(bits), free(sbuf);
-    return status;
+    return FMT_OK;
 }

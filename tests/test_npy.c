@@ -93,6 +93,36 @@ Test(npy, roundtrip_2d) {
     cr_assert_eq(count_entries(), 1, "the temporary file was left behind");
 }
 
+// Large arrays: the data buffer (npy_alloc: huge pages from 2 MiB on, a size that is no
+// multiple of them) holds every byte of the file, is writable (fplab quantize rounds it in
+// place and writes it back) and is freed with free().
+Test(npy, large_roundtrip_in_the_read_buffer) {
+    const size_t shape[2] = {1025, 1031};  // 4.03 MiB of float32: two huge pages and a part
+    const size_t n = shape[0] * shape[1];
+    float *x = malloc(n * sizeof *x);
+    for (size_t i = 0; i < n; i++) x[i] = (float)i * 0.25f - 7.0f;
+    char msg[256];
+    cr_assert_eq(npy_write_f32(path_of("big.npy"), x, 2, shape, msg, sizeof msg), NPY_OK, "%s", msg);
+    npy_array a;
+    cr_assert_eq(npy_read(path_of("big.npy"), &a, msg, sizeof msg), NPY_OK, "%s", msg);
+    cr_assert(a.n == n && a.dtype == NPY_F4);
+    assert_same_bits_f32(a.f4, x, n);
+    for (size_t i = 0; i < n; i++) a.f4[i] = -a.f4[i];
+    cr_assert_eq(npy_write_f32(path_of("neg.npy"), a.f4, 2, shape, msg, sizeof msg), NPY_OK, "%s", msg);
+    free(a.data);  // as npy_free does
+    cr_assert_eq(npy_read(path_of("neg.npy"), &a, msg, sizeof msg), NPY_OK, "%s", msg);
+    for (size_t i = 0; i < n; i++) x[i] = -x[i];
+    assert_same_bits_f32(a.f4, x, n);
+    npy_free(&a);
+    for (size_t bytes = 0; bytes <= ((size_t)5 << 20); bytes += (size_t)5 << 19) {
+        unsigned char *p = npy_alloc(bytes);
+        cr_assert_not_null(p, "npy_alloc(%zu)", bytes);
+        if (bytes) p[0] = 1, p[bytes - 1] = 2;
+        free(p);
+    }
+    free(x);
+}
+
 Test(npy, roundtrip_1d_and_empty) {
     const float x[5] = {1, 2, 3, 4, 5};
     size_t shape[1] = {5};

@@ -51,16 +51,32 @@ static float *random_tensor(size_t rows, size_t cols, uint64_t *s, int lo, int h
 // --- the independent slow implementation
 
 typedef struct {
-    float *scales;
+    bool per_element;   // in: round each element on its own (see ref_quantize)
+    float *scales;      // out: one per tile
+    float *q;           // out (optional): the element values before the multiplication back
     float tensor_scale;
-    uint64_t clipped;
+    uint64_t clipped, nan_tiles;
     fmt_stats st;
 } ref_result;
+
+// One element through the float64 kernel (fmt_round_f64 of one double, drawing counter
+// o->offset + i): no code in common with the float32 paths fmt_quantize_f32 takes. Its counts
+// go to st (its amax is of the scaled value, which the recipe does not report: left out).
+static float ref_round_element(const fmt_t *elem, float x, size_t i, const fmt_round_opts *o, fmt_stats *st) {
+    double d = x;
+    fmt_round_opts oi = *o;
+    oi.offset = o->offset + i;
+    fmt_stats s1 = {0};
+    cr_assert_eq(fmt_round_f64(elem, &d, 1, &oi, &s1), FMT_OK);
+    st->n += s1.n, st->overflow += s1.overflow, st->underflow += s1.underflow;
+    st->subnormal += s1.subnormal, st->nan_in += s1.nan_in, st->invalid += s1.invalid;
+    return (float)d;
+}
 
 static void ref_quantize(const fmt_t *elem, const fmt_scaling *sc, float *out, const float *in,
                          size_t rows, size_t cols, const fmt_round_opts *o, ref_result *res) {
     memset(&res->st, 0, sizeof res->st);
-    res->clipped = 0, res->tensor_scale = 1.0f;
+    res->clipped = 0, res->nan_tiles = 0, res->tensor_scale = 1.0f;
     size_t tr = sc->tile_rows ? (size_t)sc->tile_rows : rows, tc = sc->tile_cols ? (size_t)sc->tile_cols : cols;
     size_t ntr = (rows + tr - 1) / tr, ntc = (cols + tc - 1) / tc;
     const fmt_t *sf = &sc->scale_fmt;
@@ -82,6 +98,8 @@ static void ref_quantize(const fmt_t *elem, const fmt_scaling *sc, float *out, c
     fmt_round_opts so = {0};
     so.overflow = FMT_SATURATE;
     so.mode = sc->scale_round == FMT_SCALE_UP ? FMT_RUP : FMT_RNE;
+    if (sc->none) ntr = ntc = 0;  // no scale: out = round(in)
+    for (size_t i = 0; i < rows * cols; i++) out[i] = in[i], deqs[i] = 1.0f;
     for (size_t bi = 0; bi < ntr; bi++)
         for (size_t bj = 0; bj < ntc; bj++) {
             const size_t r0 = bi * tr, r1 = r0 + tr < rows ? r0 + tr : rows;
@@ -128,6 +146,7 @@ static void ref_quantize(const fmt_t *elem, const fmt_scaling *sc, float *out, c
                 reported = (float)s, deq = (float)s, mul = 1.0f / (float)s;
             }
             res->scales[bi * ntc + bj] = reported;
+            res->nan_tiles += nonfinite && sc->nan_block;
             for (size_t r = r0; r < r1; r++)
                 for (size_t c = c0; c < c1; c++) {
                     const size_t i = r * cols + c;
@@ -137,34 +156,50 @@ static void ref_quantize(const fmt_t *elem, const fmt_scaling *sc, float *out, c
                 }
         }
     // One rounding call over the whole scaled tensor: element i draws o->offset + i by
-    // fmt_round_f32's own contract, independently of how the library splits the work.
-    fmt_stats st = {0};
-    fmt_round_f32(elem, out, rows * cols, o, &st);
-    res->st.n += st.n, res->st.overflow += st.overflow, res->st.underflow += st.underflow;
-    res->st.subnormal += st.subnormal, res->st.nan_in += st.nan_in, res->st.invalid += st.invalid;
+    // fmt_round_f32's own contract, independently of how the library splits the work; or
+    // (per_element) each element through the float64 kernel on its own.
+    if (res->per_element) {
+        for (size_t i = 0; i < rows * cols; i++) out[i] = ref_round_element(elem, out[i], i, o, &res->st);
+    } else {
+        fmt_stats st = {0};
+        fmt_round_f32(elem, out, rows * cols, o, &st);
+        res->st.n += st.n, res->st.overflow += st.overflow, res->st.underflow += st.underflow;
+        res->st.subnormal += st.subnormal, res->st.nan_in += st.nan_in, res->st.invalid += st.invalid;
+    }
+    if (res->q) memcpy(res->q, out, rows * cols * sizeof *out);
     for (size_t i = 0; i < rows * cols; i++) out[i] *= deqs[i];
     free(deqs);
 }
 
-// Library vs reference on one tensor: values, scales, tensor scale, clipped count, statistics.
-static void check_against_ref(const fmt_t *elem, const char *spec, const float *in, size_t rows,
-                              size_t cols, const fmt_round_opts *o) {
+// Library vs reference on one tensor: values, element values (info.elems), scales, tensor
+// scale, clipped and NaN-scale counts, statistics. per_element: see ref_result. in_place: the
+// library quantizes a copy of in in place (out == in).
+static void check_ref(const fmt_t *elem, const char *spec, const float *in, size_t rows, size_t cols,
+                      const fmt_round_opts *o, bool per_element, bool in_place) {
     const fmt_scaling sc = tu_scaling(spec);
     const size_t n = rows * cols, ns = fmt_scale_count(&sc, rows, cols);
     float *got = malloc(n * sizeof *got), *want = malloc(n * sizeof *want);
+    float *gq = malloc(n * sizeof *gq), *wq = malloc(n * sizeof *wq);
     float *gs = malloc((ns + 1) * sizeof *gs), *ws = malloc((ns + 1) * sizeof *ws);
     fmt_stats st = {0};
-    fmt_quant_info info = {.scales = gs};
-    cr_assert_eq(fmt_quantize_f32(elem, &sc, got, in, rows, cols, o, &st, &info), FMT_OK);
-    ref_result ref = {.scales = ws};
+    fmt_quant_info info = {.scales = gs, .elems = gq};
+    if (in_place) memcpy(got, in, n * sizeof *got);
+    cr_assert_eq(fmt_quantize_f32(elem, &sc, got, in_place ? got : in, rows, cols, o, &st, &info), FMT_OK);
+    ref_result ref = {.per_element = per_element, .scales = ws, .q = wq};
     ref_quantize(elem, &sc, want, in, rows, cols, o, &ref);
     const char *mn = fmt_mode_name(o->mode);
     for (size_t t = 0; t < ns; t++)
         cr_assert(tu_samef(gs[t], ws[t]), "%s %s %s: scale %zu is %a, want %a", elem->name, spec, mn, t,
                   gs[t], ws[t]);
-    for (size_t i = 0; i < n; i++)
-        cr_assert(tu_samef(got[i], want[i]), "%s %s %s: element (%zu,%zu) in %a: got %a want %a",
-                  elem->name, spec, mn, i / cols, i % cols, in[i], got[i], want[i]);
+    for (size_t i = 0; i < n; i++) {
+        cr_assert(tu_samef(got[i], want[i]), "%s %s %s %s: element (%zu,%zu) in %a: got %a want %a",
+                  elem->name, spec, mn, fmt_overflow_name(o->overflow), i / cols, i % cols, in[i], got[i],
+                  want[i]);
+        cr_assert(tu_samef(gq[i], wq[i]), "%s %s %s: element value (%zu,%zu) in %a: got %a want %a",
+                  elem->name, spec, mn, i / cols, i % cols, in[i], gq[i], wq[i]);
+    }
+    cr_assert_eq(info.scales_nan, ref.nan_tiles, "%s %s: NaN scales %" PRIu64 " want %" PRIu64, elem->name,
+                 spec, info.scales_nan, ref.nan_tiles);
     cr_assert(tu_samef(info.tensor_scale, ref.tensor_scale), "%s %s: tensor scale %a want %a", elem->name,
               spec, info.tensor_scale, ref.tensor_scale);
     cr_assert_eq(info.scales_clipped, ref.clipped, "%s %s %s: clipped %" PRIu64 " want %" PRIu64,
@@ -178,7 +213,12 @@ static void check_against_ref(const fmt_t *elem, const char *spec, const float *
     cr_assert_eq(st.nan_in, ref.st.nan_in);
     cr_assert_eq(st.invalid, ref.st.invalid);
     cr_assert_eq(st.amax, ref.st.amax, "%s %s: amax %a want %a", elem->name, spec, st.amax, ref.st.amax);
-    free(got), free(want), free(gs), free(ws);
+    free(got), free(want), free(gq), free(wq), free(gs), free(ws);
+}
+
+static void check_against_ref(const fmt_t *elem, const char *spec, const float *in, size_t rows,
+                              size_t cols, const fmt_round_opts *o) {
+    check_ref(elem, spec, in, rows, cols, o, false, false);
 }
 
 // Quantize one row of values with a recipe; returns outputs in out and the scales in scales.
@@ -625,6 +665,115 @@ Test(scale, matches_reference_parallel_path) {
         check_against_ref(&e2, specs[k], x, rows, cols, &o);
         o = opts(FMT_RNE, FMT_OVERFLOW_IEEE);
         check_against_ref(&e4, specs[k], x, rows, cols, &o);
+    }
+    free(x);
+}
+
+// --- against the per-element reference: random and adversarial tensors, every recipe
+
+// Adversarial tensor for element format e: every group of 16 (an NVFP4 block, half an MX block)
+// takes one pattern: wide random magnitudes, all zero (random signs), an inf or a NaN among
+// random values, amax exactly max_elem * 2^k or one float32 ulp either side of it, float32
+// subnormals, tiny normals (NVFP4 blocks whose scale is below e4m3's range), values near
+// FLT_MAX (clipped scales), midpoints of the element grid times 2^k with that amax (ties after
+// scaling), and plain values; each row has its own swing so that tiles differ.
+static float *adversarial_tensor(size_t rows, size_t cols, uint64_t *s, const fmt_t *e) {
+    float *x = malloc(rows * cols * sizeof *x);
+    const fmt_round_opts rtz = {.mode = FMT_RTZ}, rup = {.mode = FMT_RUP};
+    for (size_t g = 0; g < rows * cols; g += 16) {
+        const size_t end = g + 16 < rows * cols ? g + 16 : rows * cols;
+        const int pat = (int)(tu_splitmix64(s) % 12), k = (int)(tu_splitmix64(s) % 41) - 20;
+        const float top = (float)ldexp(e->max, k);
+        for (size_t i = g; i < end; i++) {
+            const double u = tu_sm_unif(s);
+            double v;
+            switch (pat) {
+            case 0: v = ldexp(1.0 + tu_sm_unif(s), (int)floor(-140 + u * 265)); break;
+            case 1: v = 0; break;
+            case 2: v = i == g + 3 ? INFINITY : ldexp(1.0 + u, k); break;
+            case 3: v = i == g + 5 ? NAN : ldexp(1.0 + u, k); break;
+            case 4: case 5: case 6: {
+                const float t = pat == 4 ? top : pat == 5 ? nextafterf(top, INFINITY) : nextafterf(top, 0);
+                v = i == g ? t : t * u;
+                break;
+            }
+            case 7: v = ldexp((double)(tu_splitmix64(s) % (1u << 23)), -149); break;
+            case 8: v = ldexp(1.0 + u, -126 + (int)(u * 20)); break;
+            case 9: v = ldexp(1.0 + u, 127) * (i == g ? 1.0 : u); if (v > FLT_MAX) v = FLT_MAX; break;
+            case 10: {  // a midpoint of two neighbours of the element format, times 2^k
+                const double r = e->max * u, lo = fmt_round1(e, r, &rtz), hi = fmt_round1(e, nextafter(lo, INFINITY), &rup);
+                v = i == g ? top : ldexp((lo + hi) / 2, k);
+                break;
+            }
+            default: v = ldexp(1.0 + u, (int)(u * 16) - 8); break;
+            }
+            x[i] = (float)((tu_splitmix64(s) & 1) ? -v : v);
+        }
+    }
+    return x;
+}
+
+// Every recipe, including "none", the non-finite block rules and tile shapes whose work units
+// split rows, hold several rows, or span whole bands.
+static const char *const all_specs[] = {
+    "none", "tensor", "tensor:up", "tensor:ocp", "row", "row:up", "row:nanblock", "col", "col:ocp",
+    "mx", "mx:up", "mx:rne", "mx:nanblock", "mx:up:nanblock", "nvfp4", "nvfp4:up", "nvfp4:ocp",
+    "nvfp4:nanblock", "block:1:e8m0", "block:7:e3m2", "block:16:e4m3", "block:16:e4m3:up",
+    "block:32:fp32", "block:64:bf16:up", "block:100:e8m0", "tile:2x32:e8m0", "tile:3x5:fp32",
+    "tile:16x16:e8m0:nanblock", "tile:128x128:e8m0", "tile:0x9:e4m3:ocp", "tile:7x300:fp32"};
+enum { NALL = sizeof all_specs / sizeof all_specs[0] };
+
+// Small ragged tensors, every element format kind, every recipe, mode and overflow policy, with
+// flushing and short stochastic draws on some: in place and not.
+Test(scale, matches_per_element_reference_small) {
+    uint64_t seed = test_seed("matches_per_element_reference_small") + 10;
+    static const char *const elems[] = {"e4m3", "e2m1", "e5m2", "e3m2", "e2m3", "e4m3fnuz", "bf16", "fp16"};
+    for (size_t j = 0; j < sizeof elems / sizeof elems[0]; j++) {
+        const fmt_t e = tu_fmt(elems[j]);
+        const size_t rows = 13 + j, cols = 45 + 7 * j;
+        float *x = j % 2 ? adversarial_tensor(rows, cols, &seed, &e) : random_tensor(rows, cols, &seed, 30, 30);
+        if (j % 2 == 0) x[3] = -INFINITY, x[cols + 40] = NAN;
+        for (size_t k = 0; k < NALL; k++)
+            for (int m = 0; m < FMT_NMODES; m++)
+                for (int p = 0; p < 2; p++) {
+                    fmt_round_opts o = opts((fmt_round_mode)m, p ? FMT_OVERFLOW_IEEE : FMT_SATURATE);
+                    o.flush_subnormals = (k + (size_t)m) % 5 == 0;
+                    if (m == FMT_SR) o.sr_bits = (int)(k % 3) * 7;  // 0 (= 32), 7, 14
+                    check_ref(&e, all_specs[k], x, rows, cols, &o, true, (k + (size_t)p) % 2 == 0);
+                }
+        free(x);
+    }
+}
+
+// Tensors large enough for the parallel path and for work units of several rows, of part of a
+// row, and of 2-D tiles over many rows; adversarial and random, every recipe, every mode.
+Test(scale, matches_per_element_reference_large) {
+    uint64_t seed = test_seed("matches_per_element_reference_large") + 11;
+    static const struct { size_t rows, cols; } shapes[] = {{300, 257}, {5, 20000}, {2600, 40}};
+    const fmt_t e4 = tu_fmt("e4m3"), e2 = tu_fmt("e2m1");
+    for (size_t h = 0; h < sizeof shapes / sizeof shapes[0]; h++) {
+        const size_t rows = shapes[h].rows, cols = shapes[h].cols;
+        const fmt_t *e = h % 2 ? &e4 : &e2;
+        float *x = h == 1 ? random_tensor(rows, cols, &seed, 24, 24) : adversarial_tensor(rows, cols, &seed, e);
+        if (h == 1) x[77777] = NAN, x[12345] = -INFINITY;
+        for (size_t k = 0; k < NALL; k++) {
+            const int m = (int)((k + h) % FMT_NMODES);
+            fmt_round_opts o = opts((fmt_round_mode)m, (k + h) % 2 ? FMT_OVERFLOW_IEEE : FMT_SATURATE);
+            o.offset = 123456789ULL * (k + 1);
+            check_ref(e, all_specs[k], x, rows, cols, &o, true, k % 2 == 0);
+            o = opts(FMT_SR, FMT_SATURATE);  // and stochastic rounding on every recipe
+            check_ref(e, all_specs[k], x, rows, cols, &o, true, k % 2 == 1);
+        }
+        free(x);
+    }
+    // 2-D tiles too tall for a unit that measures its own tiles, on rows longer than a unit:
+    // units whose columns start inside a tile (4096 is no multiple of 7 or 3).
+    const size_t rows = 131, cols = 4500;
+    float *x = adversarial_tensor(rows, cols, &seed, &e4);
+    static const char *const tall[] = {"tile:131x7:e8m0", "tile:0x3:fp32:up", "col:nanblock"};
+    for (size_t k = 0; k < sizeof tall / sizeof tall[0]; k++) {
+        fmt_round_opts o = opts(k == 1 ? FMT_SR : FMT_RNE, FMT_SATURATE);
+        check_ref(&e4, tall[k], x, rows, cols, &o, true, k != 1);
     }
     free(x);
 }
