@@ -1,10 +1,14 @@
 // bench_mm.c: throughput of mm_cpu for each element format with its natural scaling recipe
 // (fp16/bf16: none; e4m3/e5m2: tensor; e3m2/e2m3/e2m1: mx; e2m1 also nvfp4), against plain
-// OpenBLAS cblas_sgemm on float32 at the same sizes in the same run, and of the emulated 13-bit
-// accumulator (e8m13, promote=128). Operands are quantized once, outside the timing; each time
-// is the best of 3 calls (sgemm: of 6, 3 before and 3 after the formats of a size). Square n x n x n, fp32 output, GFLOP/s = 2 n^3 / time.
-// Not a test: prints a table, never fails on a timing.
-// Usage: bench_mm [--sizes 512,1024,2048] [--emu-sizes 256,512] [--quick]
+// OpenBLAS cblas_sgemm on float32 at the same sizes in the same run; then of the emulated
+// accumulators (rounded step by step, bit-exact with mm_ref): e4m3 operands with the 13-bit
+// H100-like fp8 accumulator (e8m13, promote=128), bf16 operands with a float32 accumulator
+// promoted every 128 products (fp32:promote=128) and with a bf16 accumulator. Operands are
+// quantized once, outside the timing; each time is the best of 3 calls (sgemm: of 6, 3 before
+// and 3 after the configurations of a size). Square n x n x n, fp32 output, GFLOP/s = 2 n^3 /
+// time. Not a test: prints a table, never fails on a timing.
+// Usage: bench_mm [--sizes 512,1024,2048] [--emu-sizes 512,2048] [--quick]; an empty list
+// (--sizes '') skips that table.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,10 +25,10 @@
 #include "kernels/scaled_mm.h"
 #include "trainer/fileio.h"
 
-enum { MAX_SIZES = 16, REPS = 3 };
+enum { MAX_SIZES = 16, MAX_CONFIGS = 16, REPS = 3 };
 
 static int parse_sizes(const char *arg, size_t *out) {
-    int n = 0;
+    int n = 0;  // an empty list is allowed: no sizes
     for (const char *p = arg; *p && n < MAX_SIZES;) {
         char *end;
         long v = strtol(p, &end, 10);
@@ -103,9 +107,25 @@ static void row(const char *label, const char *recipe, const char *acc, size_t n
     else printf("%8s\n", "-");
 }
 
+// The rows of one size: sgemm, then every configuration of cs on the same operands. sgemm is
+// timed before and after the configurations and the faster run kept, so that a burst of load
+// from elsewhere during one of them does not make every ratio look good.
+static void table(const config *cs, size_t ncs, float *a, float *b, float *C, size_t n) {
+    mm_random_f32(a, n * n, MM_DIST_NORMAL, 0, 1);
+    mm_random_f32(b, n * n, MM_DIST_NORMAL, 0, 2);
+    double ts = time_sgemm(a, b, C, n), tq[MAX_CONFIGS];
+    ncs = ncs < MAX_CONFIGS ? ncs : MAX_CONFIGS;
+    for (size_t c = 0; c < ncs; c++) tq[c] = time_mm(&cs[c], a, b, C, n);
+    const double ts2 = time_sgemm(a, b, C, n);
+    if (ts2 > 0 && ts2 < ts) ts = ts2;
+    row("fp32", "-", "sgemm (OpenBLAS)", n, ts, ts);
+    for (size_t c = 0; c < ncs; c++) row(cs[c].elem, cs[c].recipe, cs[c].acc, n, tq[c], ts);
+    fflush(stdout);
+}
+
 int main(int argc, char **argv) {
     mm_blas_tune_or_reexec(argv);  // before any BLAS call
-    size_t sizes[MAX_SIZES] = {512, 1024, 2048}, emu[MAX_SIZES] = {256, 512};
+    size_t sizes[MAX_SIZES] = {512, 1024, 2048}, emu[MAX_SIZES] = {512, 2048};
     int nsizes = 3, nemu = 2;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) {
@@ -123,6 +143,7 @@ int main(int argc, char **argv) {
     size_t nmax = 0;
     for (int i = 0; i < nsizes; i++) nmax = sizes[i] > nmax ? sizes[i] : nmax;
     for (int i = 0; i < nemu; i++) nmax = emu[i] > nmax ? emu[i] : nmax;
+    nmax = nmax ? nmax : 1;
     float *a = malloc(nmax * nmax * sizeof *a), *b = malloc(nmax * nmax * sizeof *b);
     float *C = malloc(nmax * nmax * sizeof *C);
     if (!a || !b || !C) {
@@ -142,31 +163,13 @@ int main(int argc, char **argv) {
         {"e5m2", "tensor", "fp32"}, {"e3m2", "mx", "fp32"},   {"e2m3", "mx", "fp32"},
         {"e2m1", "mx", "fp32"},     {"e2m1", "nvfp4", "fp32"},
     };
-    for (int s = 0; s < nsizes; s++) {
-        const size_t n = sizes[s];
-        mm_random_f32(a, n * n, MM_DIST_NORMAL, 0, 1);
-        mm_random_f32(b, n * n, MM_DIST_NORMAL, 0, 2);
-        // sgemm is timed before and after the formats and the faster run kept, so that a burst of
-        // load from elsewhere during one of them does not make every ratio look good.
-        double ts = time_sgemm(a, b, C, n), tq[sizeof plain / sizeof *plain];
-        for (size_t c = 0; c < sizeof plain / sizeof *plain; c++) tq[c] = time_mm(&plain[c], a, b, C, n);
-        const double ts2 = time_sgemm(a, b, C, n);
-        if (ts2 > 0 && ts2 < ts) ts = ts2;
-        row("fp32", "-", "sgemm (OpenBLAS)", n, ts, ts);
-        for (size_t c = 0; c < sizeof plain / sizeof *plain; c++)
-            row(plain[c].elem, plain[c].recipe, plain[c].acc, n, tq[c], ts);
-        fflush(stdout);
-    }
-    static const config emulated = {"e4m3", "tensor", "e8m13:promote=128"};
-    for (int s = 0; s < nemu; s++) {
-        const size_t n = emu[s];
-        mm_random_f32(a, n * n, MM_DIST_NORMAL, 0, 1);
-        mm_random_f32(b, n * n, MM_DIST_NORMAL, 0, 2);
-        const double ts = time_sgemm(a, b, C, n);
-        row("fp32", "-", "sgemm (OpenBLAS)", n, ts, ts);
-        row(emulated.elem, emulated.recipe, emulated.acc, n, time_mm(&emulated, a, b, C, n), ts);
-        fflush(stdout);
-    }
+    static const config emulated[] = {
+        {"e4m3", "tensor", "e8m13:promote=128"},
+        {"bf16", "none", "fp32:promote=128"},
+        {"bf16", "none", "bf16"},
+    };
+    for (int s = 0; s < nsizes; s++) table(plain, sizeof plain / sizeof *plain, a, b, C, sizes[s]);
+    for (int s = 0; s < nemu; s++) table(emulated, sizeof emulated / sizeof *emulated, a, b, C, emu[s]);
     printf("vs_sgemm = sgemm time / mm_cpu time (1 = as fast as plain float32 sgemm)\n");
     free(a), free(b), free(C);
     return 0;

@@ -31,12 +31,12 @@ int mm__round_output(float *C, size_t ldc, size_t M, size_t N, const mm_opts *o)
 
 // --- fp32 accumulation: fold scales, one sgemm
 
-// A buffer for a folded operand. From 256 KiB on it is asked for in transparent huge pages
-// (rounded up to 2 MiB): fresh small pages cost a fault each, and glibc hands such buffers back
-// to the system on free, so every call faulted them in again. Measured: the two folds of a
-// 512^3 MX product took 1.5 ms (more than its 1.4 ms sgemm), a 2048^3 one spent 15% of its
-// time faulting.
-static float *fold_alloc(size_t n) {
+// A buffer of n floats (folded or packed operands; free with free). From 256 KiB on it is asked
+// for in transparent huge pages (rounded up to 2 MiB): fresh small pages cost a fault each, and
+// glibc hands such buffers back to the system on free, so every call faulted them in again.
+// Measured: the two folds of a 512^3 MX product took 1.5 ms (more than its 1.4 ms sgemm), a
+// 2048^3 one spent 15% of its time faulting.
+float *mm__alloc_f32(size_t n) {
     const size_t bytes = n * sizeof(float), huge = (size_t)2 << 20;
     if (bytes < ((size_t)256 << 10)) return malloc(bytes ? bytes : 1);
     const size_t whole = (bytes + huge - 1) / huge * huge;  // aligned_alloc wants a multiple
@@ -61,7 +61,7 @@ static float *fold_alloc(size_t n) {
 // (GOMP_SPINCOUNT, kernels/blas_tune.h), and the parallel fold no longer costs the sgemm.
 static float *fold_a(const mm_operand *A, size_t M, size_t K, size_t *ld_out) {
     size_t bk, nb = mm__nblocks(A, K, &bk);
-    float *t = fold_alloc(M * K);
+    float *t = mm__alloc_f32(M * K);
     if (!t) return NULL;
     const float *x = A->x, *s = A->scales;
     const size_t ld = A->ld;
@@ -87,7 +87,7 @@ static float *fold_a(const mm_operand *A, size_t M, size_t K, size_t *ld_out) {
 
 static float *fold_b(const mm_operand *B, size_t N, size_t K, size_t *ld_out) {
     size_t bk, nb = mm__nblocks(B, K, &bk);
-    float *t = fold_alloc(N * K);
+    float *t = mm__alloc_f32(N * K);
     if (!t) return NULL;
     const float *x = B->x, *s = B->scales;
     const size_t ld = B->ld;

@@ -1,7 +1,8 @@
 // scaled_mm_internal.h: what the backends of scaled_mm.h share: the CPU backend's two halves
-// (scaled_mm_cpu.c: fp32 accumulation through BLAS; scaled_mm_cpu_emu.c: emulated
+// (scaled_mm_cpu.c: fp32 accumulation through BLAS; scaled_mm_cpu_emu*.c: emulated
 // accumulators) and the CUDA backend's host side (scaled_mm_cuda_kernels.cuh, which includes
-// it inside extern "C"). Internal to kernels/: not installed.
+// it inside extern "C": everything here compiles as C++ too). Internal to kernels/: not
+// installed.
 #ifndef FPLAB_SCALED_MM_INTERNAL_H
 #define FPLAB_SCALED_MM_INTERNAL_H
 
@@ -30,20 +31,99 @@ static inline float mm__fl32_prod3(float a, float b, float c) {
     return (float)fmt__u2d(u);
 }
 
-// Element (i, k) of op(A) and (k, j) of op(B), whatever the storage.
-static inline float mm__a_at(const mm_operand *A, size_t i, size_t k) {
-    return A->trans ? A->x[k * A->ld + i] : A->x[i * A->ld + k];
-}
-static inline float mm__b_at(const mm_operand *B, size_t k, size_t j) {
-    return B->trans ? B->x[j * B->ld + k] : B->x[k * B->ld + j];
-}
-
 // C rows = round_out(C rows); element (i, j) draws stochastic counter offset + i*N + j
 // (defined in scaled_mm_cpu.c; the CUDA backend rounds its copied-back C with it too).
 int mm__round_output(float *C, size_t ldc, size_t M, size_t N, const mm_opts *o);
 
+// n floats for an operand's copy, in huge pages when large (scaled_mm_cpu.c); free with free.
+float *mm__alloc_f32(size_t n);
+
 // The emulated-accumulator path of mm_cpu (arguments validated, M, N, K > 0).
 int mm__cpu_emulated(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M,
                      size_t N, size_t K, const mm_opts *o);
+
+// --- the emulated path's pieces (scaled_mm_cpu_emu*.c)
+//
+// scaled_mm_cpu_emu.c sets up one product (segments, scales, the accumulator) as an mm__emu_job
+// and hands it to one of two tile kernels, which share the packing and the per-tile float32
+// steps below:
+// - scaled_mm_cpu_emu_f32.c: float32 lanes, for accumulators with float32's exponent range
+//   (bf16, e8m13, mNN up to 21 fraction bits, and fp32 itself) on operands whose products are
+//   exact in float32 (mm__emu_f32_covers);
+// - scaled_mm_cpu_emu_f64.c: double lanes, any accumulator (fp16, fp8, ...), any operands.
+
+typedef struct {
+    const size_t *seg;        // segment starts, nseg + 1 entries (the last is K)
+    const size_t *sga, *sgb;  // each segment's K-block in A's and in B's scales
+    size_t nseg, M, N, K;
+    const float *sa, *sb;     // block scales or NULL (all 1): A (M, nba), B (nblocks, N)
+    size_t nba;
+    float ab;                 // fl32(alpha * ta * tb)
+    float beta;
+    fmt__kparams k;           // the accumulator's format, with IEEE overflow
+    fmt_round_mode mode;      // its rounding mode (never stochastic)
+} mm__emu_job;
+
+// Runs the job with one kernel: C (M x N, ldc) = the definition's y before the output rounding.
+// MM_OK or MM_ENOMEM.
+int mm__emu_run_f32(const mm__emu_job *J, const mm_operand *A, const mm_operand *B, float *C, size_t ldc);
+int mm__emu_run_f64(const mm__emu_job *J, const mm_operand *A, const mm_operand *B, float *C, size_t ldc);
+// Whether the float32 kernel runs this product (also for tests: which kernel a case exercises).
+bool mm__emu_f32_covers(const mm_operand *A, const mm_operand *B, size_t M, size_t N, size_t K,
+                        const fmt__kparams *acc, fmt_round_mode mode);
+
+// One mr x nr tile of C at (ib * mr, jp * nr), all of the job's segments, from the panels ap
+// (ceil(M/mr), K, mr) and bp (ceil(N/nr), K, nr); ctx is the kernel's own.
+typedef void mm__emu_tile_fn(const mm__emu_job *J, const void *ctx, const float *ap, const float *bp,
+                             float *C, size_t ldc, size_t ib, size_t jp);
+// What both kernels' mm__emu_run_* do (scaled_mm_cpu_emu.c): pack op(A) in panels of mr rows
+// and op(B) in panels of nr columns, zero-padded, then run tile on every tile, on the OpenMP
+// threads, each under round-to-nearest without flush-to-zero or denormals-are-zero (float32
+// subnormals are accumulator values) and with the caller's MXCSR put back after.
+// MM_OK or MM_ENOMEM.
+int mm__emu_tiles(const mm__emu_job *J, const mm_operand *A, const mm_operand *B, float *C, size_t ldc,
+                  size_t mr, size_t nr, mm__emu_tile_fn *tile, const void *ctx);
+
+enum { MM__EMU_NR_MAX = 64 };  // the widest tile of either kernel
+
+// The end of segment sg of the mr x nr tile at (i0, j0): tot = fl32(tot + fl32(s * fl32(sa *
+// sb))) for each element (s: accumulator values, exact in float32; both mr x nr, row-major).
+// Rows and columns past C's edge (zero padding) read the last row's and column's scales.
+// Inline with constant mr, nr so that the loops vectorise.
+static inline void mm__emu_promote(const mm__emu_job *J, size_t sg, size_t i0, size_t j0, int mr,
+                                   int nr, const float *s, float *tot) {
+    float sbv[MM__EMU_NR_MAX];
+    for (int l = 0; l < nr; l++) {
+        const size_t j = j0 + (size_t)l < J->N ? j0 + (size_t)l : J->N - 1;
+        sbv[l] = J->sb ? J->sb[J->sgb[sg] * J->N + j] : 1.0f;
+    }
+    for (int r = 0; r < mr; r++) {
+        const size_t i = i0 + (size_t)r < J->M ? i0 + (size_t)r : J->M - 1;
+        const float sa = J->sa ? J->sa[i * J->nba + J->sga[sg]] : 1.0f;
+        for (int l = 0; l < nr; l++) {
+            const float sc = sa * sbv[l], part = s[r * nr + l] * sc;
+            tot[r * nr + l] = tot[r * nr + l] + part;
+        }
+    }
+}
+
+// C[i0.., j0..] = fl32(fl32(ab * tot) + fl32(beta * C)) (beta 0: fl32(ab * tot), C not read),
+// for the tile's elements inside C.
+static inline void mm__emu_store(const mm__emu_job *J, size_t i0, size_t j0, int mr, int nr,
+                                 const float *tot, float *C, size_t ldc) {
+    const size_t rows = J->M - i0 < (size_t)mr ? J->M - i0 : (size_t)mr;
+    const size_t cols = J->N - j0 < (size_t)nr ? J->N - j0 : (size_t)nr;
+    for (size_t r = 0; r < rows; r++) {
+        float *c = C + (i0 + r) * ldc + j0;
+        const float *t = tot + r * (size_t)nr;
+        if (J->beta == 0.0f)
+            for (size_t l = 0; l < cols; l++) c[l] = J->ab * t[l];
+        else
+            for (size_t l = 0; l < cols; l++) {
+                const float y = J->ab * t[l], bc = J->beta * c[l];
+                c[l] = y + bc;
+            }
+    }
+}
 
 #endif

@@ -6,9 +6,16 @@
 // dimensions, alpha and beta; the fp32 accumulator stays within gamma_{K+2} * absdot plus the
 // output rounding for every table format of 16 bits or fewer; zeros, inf/NaN propagation and
 // saturating outputs.
+// The float32 tile kernel of the emulated path (kernels/scaled_mm_cpu_emu_f32.c) on its own:
+// each test asserts that its cases run it (mm__emu_f32_covers), then compares with mm_ref for
+// every accumulator kind it takes (mNN up to 21 fraction bits, e8m13, bf16, fp32) in every mode:
+// shapes spanning several tiles with ragged edges, partial sums in the accumulator's subnormal
+// range and past its max, promotion and block boundaries, a caller with MXCSR's FTZ and DAZ
+// set; and that operands it cannot take (products outside float32, inf) go to the double kernel.
 // Random inputs come from the library's counter-based generator; the seed is printed and read
 // from FPLAB_SEED to replay a failure.
 #include <criterion/criterion.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +24,7 @@
 #include "formats/rng.h"
 #include "formats/round.h"
 #include "kernels/scaled_mm.h"
+#include "kernels/scaled_mm_internal.h"  // mm__emu_f32_covers: which kernel a case runs
 #include "test_mm_util.h"
 #include "test_util.h"
 
@@ -50,6 +58,33 @@ static void make_operand(tu_operand *o, tu_rng *r, bool is_a, const fmt_t *f, si
 
 // --- emulated accumulators: bit-exact with mm_ref
 
+// mm_ref and mm_cpu, each on a copy of Cin (M x ldc; NULL: C all NaN, which beta 0 must not
+// read), agree bit for bit on every element of C, its padding included (left alone by both).
+static void expect_matches_ref(const char *what, const mm_operand *A, const mm_operand *B, size_t M,
+                               size_t N, size_t K, const mm_opts *o, size_t ldc, const float *Cin) {
+    float *C0 = malloc(M * ldc * sizeof *C0), *C1 = malloc(M * ldc * sizeof *C1);
+    cr_assert(C0 && C1);
+    for (size_t i = 0; i < M * ldc; i++) C0[i] = C1[i] = Cin ? Cin[i] : NAN;
+    const int s1 = mm_ref(C0, ldc, A, B, M, N, K, o), s2 = mm_cpu(C1, ldc, A, B, M, N, K, o);
+    cr_assert_eq(s1, MM_OK, "%s: mm_ref status %d", what, s1);
+    cr_assert_eq(s2, MM_OK, "%s: mm_cpu status %d", what, s2);
+    for (size_t i = 0; i < M; i++)
+        for (size_t j = 0; j < ldc; j++) {
+            const float x = C0[i * ldc + j], y = C1[i * ldc + j];
+            cr_assert(tu_samef(x, y), "%s: C[%zu,%zu] ref %a (0x%08x) cpu %a (0x%08x)", what, i, j, x,
+                      tu_f2u(x), y, tu_f2u(y));
+        }
+    free(C0), free(C1);
+}
+
+static mm_opts acc_opts(const char *spec) {
+    mm_opts o;
+    mm_opts_default(&o);
+    char msg[256];
+    cr_assert_eq(mm_acc_from_name(&o.acc, spec, msg, sizeof msg), MM_OK, "%s: %s", spec, msg);
+    return o;
+}
+
 static void emulated_random(const char *test, const char *acc_spec, int ncases) {
     tu_rng r = {fmt_rng_make_key(test_seed(test), 11), 0};
     static const char *const elems[] = {"e4m3", "e5m2", "e2m1", "bf16", "fp16", "e3m2"};
@@ -68,32 +103,20 @@ static void emulated_random(const char *test, const char *acc_spec, int ncases) 
         make_operand(&A, &r, true, &fa, M, K, K, tu_rng_int(&r, 0, 1), block_k, sk, ta, 1.0);
         make_operand(&B, &r, false, &fb, K, N, K, tu_rng_int(&r, 0, 1), block_k,
                      (tu_scale_kind)tu_rng_int(&r, 0, 1), tb, 1.0);
-        mm_opts o;
-        mm_opts_default(&o);
-        char msg[256];
-        cr_assert_eq(mm_acc_from_name(&o.acc, acc_spec, msg, sizeof msg), MM_OK, "%s: %s", acc_spec, msg);
+        mm_opts o = acc_opts(acc_spec);
         o.alpha = tu_rng_int(&r, 0, 2) ? 1.0f : (float)tu_rng_normal(&r);
         o.beta = tu_rng_int(&r, 0, 2) ? 0.0f : (float)tu_rng_normal(&r);
         o.out_fmt = tu_fmt(outs[tu_rng_int(&r, 0, 2)]);
         o.out_round.mode = tu_rng_int(&r, 0, 1) ? FMT_RNE : FMT_RTZ;
         const size_t ldc = N + (size_t)tu_rng_int(&r, 0, 2);
-        float *C0 = malloc(M * ldc * sizeof *C0), *C1 = malloc(M * ldc * sizeof *C1);
-        for (size_t i = 0; i < M * ldc; i++) C0[i] = C1[i] = (float)tu_rng_normal(&r);
-        const int s1 = mm_ref(C0, ldc, &A.op, &B.op, M, N, K, &o);
-        const int s2 = mm_cpu(C1, ldc, &A.op, &B.op, M, N, K, &o);
-        cr_assert_eq(s1, MM_OK, "%s case %d: mm_ref status %d", acc_spec, c, s1);
-        cr_assert_eq(s2, MM_OK, "%s case %d: mm_cpu status %d", acc_spec, c, s2);
-        for (size_t i = 0; i < M; i++)
-            for (size_t j = 0; j < ldc; j++) {
-                const float x = C0[i * ldc + j], y = C1[i * ldc + j];
-                cr_assert(tu_samef(x, y),
-                          "%s case %d (M %zu N %zu K %zu %s x %s, trans %d%d, block_k %d, scales "
-                          "%d%d, out %s): C[%zu,%zu] ref %a (0x%08x) cpu %a (0x%08x)",
-                          acc_spec, c, M, N, K, fa.name, fb.name, A.op.trans, B.op.trans, block_k,
-                          A.scales != NULL, B.scales != NULL, o.out_fmt.name, i, j, x, tu_f2u(x),
-                          y, tu_f2u(y));
-            }
-        free(C0), free(C1);
+        float *Cin = malloc(M * ldc * sizeof *Cin);
+        for (size_t i = 0; i < M * ldc; i++) Cin[i] = (float)tu_rng_normal(&r);
+        char what[256];
+        snprintf(what, sizeof what, "%s case %d (M %zu N %zu K %zu %s x %s, trans %d%d, block_k %d, "
+                 "scales %d%d, out %s)", acc_spec, c, M, N, K, fa.name, fb.name, A.op.trans,
+                 B.op.trans, block_k, A.scales != NULL, B.scales != NULL, o.out_fmt.name);
+        expect_matches_ref(what, &A.op, &B.op, M, N, K, &o, ldc, Cin);
+        free(Cin);
         tu_operand_free(&A), tu_operand_free(&B);
     }
 }
@@ -121,15 +144,10 @@ Test(mm_cpu, emulated_inf_nan) {
             specials[tu_rng_int(&r, 0, 2)];
         A.x[tu_rng_int(&r, 0, (int)M - 1) * A.op.ld + tu_rng_int(&r, 0, (int)K - 1)] =
             specials[tu_rng_int(&r, 0, 1)];
-        mm_opts o;
-        mm_opts_default(&o);
-        char msg[256];
-        cr_assert_eq(mm_acc_from_name(&o.acc, "bf16", msg, sizeof msg), MM_OK);
-        float C0[12], C1[12];
-        cr_assert_eq(mm_ref(C0, N, &A.op, &B.op, M, N, K, &o), MM_OK);
-        cr_assert_eq(mm_cpu(C1, N, &A.op, &B.op, M, N, K, &o), MM_OK);
-        for (size_t i = 0; i < M * N; i++)
-            cr_assert(tu_samef(C0[i], C1[i]), "case %d C[%zu]: ref %a cpu %a", c, i, C0[i], C1[i]);
+        const mm_opts o = acc_opts("bf16");
+        char what[64];
+        snprintf(what, sizeof what, "emulated_inf_nan case %d", c);
+        expect_matches_ref(what, &A.op, &B.op, M, N, K, &o, N, NULL);
         tu_operand_free(&A), tu_operand_free(&B);
     }
 }
@@ -316,17 +334,10 @@ Test(mm_cpu, emulated_wide_range) {
                 float *a = a_elem(&A, i, k);
                 *a = ldexpf(*a, tu_rng_int(&r, -60, 10));
             }
-        mm_opts o;
-        mm_opts_default(&o);
-        char msg[256];
-        const char *spec = specs[c % 6];
-        cr_assert_eq(mm_acc_from_name(&o.acc, spec, msg, sizeof msg), MM_OK, "%s: %s", spec, msg);
-        float C0[45], C1[45];
-        cr_assert_eq(mm_ref(C0, N, &A.op, &B.op, M, N, K, &o), MM_OK);
-        cr_assert_eq(mm_cpu(C1, N, &A.op, &B.op, M, N, K, &o), MM_OK);
-        for (size_t i = 0; i < M * N; i++)
-            cr_assert(tu_samef(C0[i], C1[i]), "%s case %d C[%zu]: ref %a (0x%08x) cpu %a (0x%08x)",
-                      spec, c, i, C0[i], tu_f2u(C0[i]), C1[i], tu_f2u(C1[i]));
+        const mm_opts o = acc_opts(specs[c % 6]);
+        char what[64];
+        snprintf(what, sizeof what, "%s case %d", specs[c % 6], c);
+        expect_matches_ref(what, &A.op, &B.op, M, N, K, &o, N, NULL);
         tu_operand_free(&A), tu_operand_free(&B);
     }
 }
@@ -363,17 +374,251 @@ Test(mm_cpu, emulated_accumulator_edges) {
         }
         char spec[32];
         snprintf(spec, sizeof spec, "%s:%s", accs[c % 4], modes[(c / 4) % 6]);
-        mm_opts o;
-        mm_opts_default(&o);
-        char msg[256];
-        cr_assert_eq(mm_acc_from_name(&o.acc, spec, msg, sizeof msg), MM_OK, "%s: %s", spec, msg);
+        mm_opts o = acc_opts(spec);
         o.acc.promote_every = c % 5 == 0 ? 3 : 0;
-        float C0[9 * 17], C1[9 * 17];
-        cr_assert_eq(mm_ref(C0, N, &A.op, &B.op, M, N, K, &o), MM_OK);
-        cr_assert_eq(mm_cpu(C1, N, &A.op, &B.op, M, N, K, &o), MM_OK);
-        for (size_t i = 0; i < M * N; i++)
-            cr_assert(tu_samef(C0[i], C1[i]), "%s promote %d case %d C[%zu]: ref %a (0x%08x) cpu %a (0x%08x)",
-                      spec, o.acc.promote_every, c, i, C0[i], tu_f2u(C0[i]), C1[i], tu_f2u(C1[i]));
+        char what[96];
+        snprintf(what, sizeof what, "%s promote %d case %d", spec, o.acc.promote_every, c);
+        expect_matches_ref(what, &A.op, &B.op, M, N, K, &o, N, NULL);
         tu_operand_free(&A), tu_operand_free(&B);
     }
 }
+
+// --- the float32 kernel of the emulated path (kernels/scaled_mm_cpu_emu_f32.c)
+
+// Its accumulators: float32's binades with 1 to 21 fraction bits (every mode), and fp32 itself
+// (rne everywhere; rtz, rup, rdn where the build has AVX-512).
+static const char *const F32_NARROW[] = {"m13", "e8m13", "bf16", "m21", "m1"};
+static const char *const MODES[] = {"rne", "rna", "rtz", "rup", "rdn", "rto"};
+static const char *const F32_FP32[] = {"fp32:promote=64", "fp32:rtz", "fp32:rup:promote=5", "fp32:rdn:promote=128"};
+enum { N_F32_SPECS = 5 * 6 + 4 };
+
+// The s-th accumulator spec of the float32 kernel (s < N_F32_SPECS), with the promotion it asks
+// for; *must_cover says whether every build runs it there.
+static void f32_spec(char *spec, size_t len, int s, bool *must_cover) {
+    if (s < 30) snprintf(spec, len, "%s:%s", F32_NARROW[s / 6], MODES[s % 6]);
+    else snprintf(spec, len, "%s", F32_FP32[s - 30]);
+    *must_cover = s < 30 || s == 30;
+}
+
+// Whether mm_cpu runs the float32 kernel on this case.
+static bool runs_f32_kernel(const mm_operand *A, const mm_operand *B, size_t M, size_t N, size_t K,
+                            const mm_opts *o) {
+    fmt_rounder acc;
+    const fmt_round_opts ao = {.mode = o->acc.mode, .overflow = FMT_OVERFLOW_IEEE};
+    cr_assert_eq(fmt_rounder_make(&acc, &o->acc.fmt, &ao), FMT_OK);
+    return mm__emu_f32_covers(A, B, M, N, K, &acc.k, o->acc.mode);
+}
+
+static void expect_f32_kernel(const char *what, const tu_operand *A, const tu_operand *B, size_t M,
+                              size_t N, size_t K, const mm_opts *o, bool must_cover) {
+    if (must_cover)
+        cr_assert(runs_f32_kernel(&A->op, &B->op, M, N, K, o), "%s: expected the float32 kernel to "
+                  "take this case", what);
+}
+
+// Overwrites op(X)'s elements (rows x cols) with bf16 values +-(1 + j/128) 2^e, e uniform in
+// [elo, ehi], one in eight zero: magnitudes under control, every product exact in float32.
+static void set_bf16_binades(tu_operand *X, tu_rng *r, size_t rows, size_t cols, int elo, int ehi) {
+    const size_t srows = X->op.trans ? cols : rows, scols = X->op.trans ? rows : cols;
+    for (size_t i = 0; i < srows; i++)
+        for (size_t j = 0; j < scols; j++) {
+            const float m = 1.0f + (float)tu_rng_int(r, 0, 127) / 128.0f;
+            const float v = tu_rng_int(r, 0, 7) == 0 ? 0.0f : ldexpf(m, tu_rng_int(r, elo, ehi));
+            X->x[i * X->op.ld + j] = tu_rng_int(r, 0, 1) ? -v : v;
+        }
+}
+
+// Shapes over several tiles (8 x 32 with AVX-512, 4 x 16 otherwise), ragged and exact, with
+// scales, trans, alpha, beta and promotion, for every accumulator and mode of the kernel.
+Test(mm_cpu, emulated_f32_shapes) {
+    tu_rng r = {fmt_rng_make_key(test_seed("emulated_f32_shapes"), 31), 0};
+    static const char *const elems[] = {"e4m3", "e5m2", "e2m1", "bf16", "fp16", "e3m2"};
+    static const int promote[] = {0, 1, 5, 32, 128};
+    for (int s = 0; s < N_F32_SPECS; s++)
+        for (int c = 0; c < 5; c++) {
+            char spec[48];
+            bool must_cover;
+            f32_spec(spec, sizeof spec, s, &must_cover);
+            const size_t M = c == 0 ? 16 : (size_t)tu_rng_int(&r, 1, 20);
+            const size_t N = c == 0 ? 64 : (size_t)tu_rng_int(&r, 1, c == 1 ? 12 : 70);
+            const size_t K = (size_t)tu_rng_int(&r, 1, c == 2 ? 20 : 160);
+            const fmt_t fa = tu_fmt(elems[tu_rng_int(&r, 0, 5)]), fb = tu_fmt(elems[tu_rng_int(&r, 0, 5)]);
+            const int bks[] = {0, 16, 32, 128};
+            const int block_k = bks[tu_rng_int(&r, 0, 3)];
+            tu_operand A, B;
+            make_operand(&A, &r, true, &fa, M, K, K, tu_rng_int(&r, 0, 1), block_k,
+                         (tu_scale_kind)tu_rng_int(&r, 0, 2), 0.0f, 1.0);
+            make_operand(&B, &r, false, &fb, K, N, K, tu_rng_int(&r, 0, 1), block_k,
+                         (tu_scale_kind)tu_rng_int(&r, 0, 1), 0.75f, 1.0);
+            mm_opts o = acc_opts(spec);
+            if (s < 30) o.acc.promote_every = promote[tu_rng_int(&r, 0, 4)];
+            o.alpha = tu_rng_int(&r, 0, 1) ? 1.0f : (float)tu_rng_normal(&r);
+            o.beta = tu_rng_int(&r, 0, 2) ? 0.0f : (float)tu_rng_normal(&r);
+            const size_t ldc = N + (size_t)tu_rng_int(&r, 0, 2);
+            float *Cin = malloc(M * ldc * sizeof *Cin);
+            for (size_t i = 0; i < M * ldc; i++) Cin[i] = (float)tu_rng_normal(&r);
+            char what[320];
+            snprintf(what, sizeof what, "%s promote %d case %d (M %zu N %zu K %zu %s x %s, trans %d%d, "
+                     "block_k %d)", spec, o.acc.promote_every, c, M, N, K, fa.name, fb.name, A.op.trans,
+                     B.op.trans, block_k);
+            expect_f32_kernel(what, &A, &B, M, N, K, &o, must_cover);
+            expect_matches_ref(what, &A.op, &B.op, M, N, K, &o, ldc, Cin);
+            free(Cin);
+            tu_operand_free(&A), tu_operand_free(&B);
+        }
+}
+
+// One case of the binade tests below: A's elements in 2^[ea0, ea1], B's in 2^[eb0, eb1]
+// (set_bf16_binades), fp32 output, alpha 1, beta 0. Returns how many results satisfy pred.
+static int binade_case(const char *test, tu_rng *r, const char *spec, bool must_cover, int c, int ea0,
+                       int ea1, int eb0, int eb1, bool (*pred)(float)) {
+    const fmt_t f = tu_fmt("bf16");
+    const size_t M = (size_t)tu_rng_int(r, 1, 12), N = (size_t)tu_rng_int(r, 1, 40), K = (size_t)tu_rng_int(r, 1, 64);
+    tu_operand A, B;
+    make_operand(&A, r, true, &f, M, K, K, tu_rng_int(r, 0, 1), 0, SC_NONE, 0, 1.0);
+    make_operand(&B, r, false, &f, K, N, K, tu_rng_int(r, 0, 1), 0, SC_NONE, 0, 1.0);
+    set_bf16_binades(&A, r, M, K, ea0, ea1);
+    set_bf16_binades(&B, r, K, N, eb0, eb1);
+    mm_opts o = acc_opts(spec);
+    if (tu_rng_int(r, 0, 3) == 0) o.acc.promote_every = tu_rng_int(r, 1, 9);
+    char what[128];
+    snprintf(what, sizeof what, "%s %s promote %d case %d (M %zu N %zu K %zu)", test, spec,
+             o.acc.promote_every, c, M, N, K);
+    expect_f32_kernel(what, &A, &B, M, N, K, &o, must_cover);
+    expect_matches_ref(what, &A.op, &B.op, M, N, K, &o, N, NULL);
+    float *C = malloc(M * N * sizeof *C);
+    cr_assert_eq(mm_cpu(C, N, &A.op, &B.op, M, N, K, &o), MM_OK);
+    int hits = 0;
+    for (size_t i = 0; i < M * N; i++) hits += pred(C[i]);
+    free(C);
+    tu_operand_free(&A), tu_operand_free(&B);
+    return hits;
+}
+
+// Every accumulator of the float32 kernel over 8 binade cases (binade_case); at least one
+// result satisfies pred, else the test lost the range it is about (named by range).
+static void binade_test(const char *test, uint64_t stream, int ea0, int ea1, int eb0, int eb1,
+                        bool (*pred)(float), const char *range) {
+    tu_rng r = {fmt_rng_make_key(test_seed(test), stream), 0};
+    for (int s = 0; s < N_F32_SPECS; s++) {
+        char spec[48];
+        bool must_cover;
+        f32_spec(spec, sizeof spec, s, &must_cover);
+        int hits = 0;
+        for (int c = 0; c < 8; c++) hits += binade_case(test, &r, spec, must_cover, c, ea0, ea1, eb0, eb1, pred);
+        cr_assert(hits > 0, "%s %s: no %s result in 8 cases: the test lost its range", test, spec, range);
+    }
+}
+
+static bool is_subnormal_f32(float x) { return x != 0.0f && fabsf(x) < FLT_MIN; }
+static bool is_huge_f32(float x) { return fabsf(x) >= 0x1p127f; }  // inf included
+
+// Partial sums in the accumulator's subnormal range: products of +-[1, 2) 2^-63 and
+// +-[1, 2) 2^[-63, -62] lie in [2^-126, 2^-123), and their signed sums cancel below 2^-126, onto
+// the accumulator's subnormal grid (2^-(126 + m); float32's for fp32). Every result is the
+// final accumulator (no scales), so the test also checks that it reached that range.
+Test(mm_cpu, emulated_f32_subnormal_sums) {
+    binade_test("emulated_f32_subnormal_sums", 32, -63, -63, -63, -62, is_subnormal_f32, "subnormal");
+}
+
+// Partial sums past the accumulator's max: products of +-[1, 2) 2^[62, 63] and +-[1, 2) 2^63 lie
+// in [2^125, 2^128) (below FLT_MAX), and a few of one sign overflow: inf in the nearest modes,
+// max toward zero and rto, by sign in the directed modes; later products meet that inf or max.
+Test(mm_cpu, emulated_f32_overflow) {
+    binade_test("emulated_f32_overflow", 33, 62, 63, 63, 63, is_huge_f32, "|C| >= 2^127");
+}
+
+// Segment edges: promote_every in {1, 2, 31, 32, 33, 127, 128, 129} against K around one and two
+// segments, with and without scaled K-blocks of 32, where both kinds of edge meet.
+Test(mm_cpu, emulated_f32_promotion_boundaries) {
+    tu_rng r = {fmt_rng_make_key(test_seed("emulated_f32_promotion_boundaries"), 34), 0};
+    static const int pes[] = {1, 2, 31, 32, 33, 127, 128, 129};
+    static const char *const specs[] = {"m13", "bf16:rtz", "e8m13:rup", "fp32"};
+    const fmt_t f = tu_fmt("e4m3");
+    for (size_t p = 0; p < sizeof pes / sizeof *pes; p++)
+        for (int c = 0; c < 8; c++) {
+            const int pe = pes[p];
+            const int ks[] = {pe - 1, pe, pe + 1, 2 * pe + 1};
+            const size_t K = (size_t)(ks[c % 4] > 0 ? ks[c % 4] : 1);
+            const size_t M = (size_t)tu_rng_int(&r, 1, 10), N = (size_t)tu_rng_int(&r, 1, 40);
+            const bool blocks = c >= 4;
+            tu_operand A, B;
+            make_operand(&A, &r, true, &f, M, K, K, tu_rng_int(&r, 0, 1), blocks ? 32 : 0,
+                         blocks ? SC_POW2 : SC_NONE, 0.0f, 1.0);
+            make_operand(&B, &r, false, &f, K, N, K, tu_rng_int(&r, 0, 1), blocks ? 32 : 0,
+                         blocks ? SC_E4M3 : SC_NONE, 0.0f, 1.0);
+            const char *spec = specs[c % 4];
+            mm_opts o = acc_opts(spec);
+            o.acc.promote_every = pe;
+            char what[128];
+            snprintf(what, sizeof what, "%s promote %d K %zu blocks %d (M %zu N %zu)", spec, pe, K, blocks, M, N);
+            expect_f32_kernel(what, &A, &B, M, N, K, &o, true);
+            expect_matches_ref(what, &A.op, &B.op, M, N, K, &o, N, NULL);
+            tu_operand_free(&A), tu_operand_free(&B);
+        }
+}
+
+// What the float32 kernel does not take goes to the double kernel, and stays exact: products
+// below 2^-126 or past FLT_MAX, an infinite element; accumulators outside its class (fp16's
+// binades, 22 fraction bits, fp32 rounding to nearest-away).
+Test(mm_cpu, emulated_f32_routing) {
+    tu_rng r = {fmt_rng_make_key(test_seed("emulated_f32_routing"), 35), 0};
+    static const char *const specs[] = {"m13", "fp16", "m22", "fp32:rna:promote=3"};
+    for (int c = 0; c < 24; c++) {
+        const size_t M = (size_t)tu_rng_int(&r, 1, 12), N = (size_t)tu_rng_int(&r, 1, 40), K = (size_t)tu_rng_int(&r, 1, 64);
+        const fmt_t f = tu_fmt("bf16");
+        tu_operand A, B;
+        make_operand(&A, &r, true, &f, M, K, K, tu_rng_int(&r, 0, 1), 0, SC_NONE, 0, 1.0);
+        make_operand(&B, &r, false, &f, K, N, K, tu_rng_int(&r, 0, 1), 0, SC_NONE, 0, 1.0);
+        const char *spec = specs[c % 4];
+        const int why = c % 4 == 0 ? (c / 4) % 3 : 3;  // m13: the operands' reason; others: the accumulator's
+        if (why == 0) set_bf16_binades(&A, &r, M, K, -70, -60), set_bf16_binades(&B, &r, K, N, -70, -60);
+        if (why == 1) set_bf16_binades(&A, &r, M, K, 60, 70), set_bf16_binades(&B, &r, K, N, 60, 70);
+        if (why == 2) *a_elem(&A, (size_t)tu_rng_int(&r, 0, (int)M - 1), (size_t)tu_rng_int(&r, 0, (int)K - 1)) = INFINITY;
+        if (why <= 1) {  // make sure one product leaves float32's range
+            *a_elem(&A, 0, 0) = why == 0 ? 0x1p-70f : 0x1p70f;
+            B.x[0] = why == 0 ? 0x1p-70f : 0x1p70f;  // B's element (0, 0) in either storage
+        }
+        const mm_opts o = acc_opts(spec);
+        char what[96];
+        snprintf(what, sizeof what, "routing %s reason %d case %d", spec, why, c);
+        cr_assert(!runs_f32_kernel(&A.op, &B.op, M, N, K, &o), "%s: the float32 kernel must not take "
+                  "this case", what);
+        expect_matches_ref(what, &A.op, &B.op, M, N, K, &o, N, NULL);
+        tu_operand_free(&A), tu_operand_free(&B);
+    }
+}
+
+#if defined(__SSE__)
+#include <xmmintrin.h>
+// A caller whose MXCSR flushes subnormals (FTZ and DAZ set) gets the same bits: the kernels run
+// under the default environment and put the caller's back.
+Test(mm_cpu, emulated_f32_caller_ftz_daz) {
+    tu_rng r = {fmt_rng_make_key(test_seed("emulated_f32_caller_ftz_daz"), 36), 0};
+    const fmt_t f = tu_fmt("bf16");
+    static const char *const specs[] = {"m13", "fp32:promote=64", "bf16:rdn"};
+    for (int c = 0; c < 12; c++) {
+        const size_t M = 9, N = 33, K = 40;
+        tu_operand A, B;
+        make_operand(&A, &r, true, &f, M, K, K, false, 0, SC_NONE, 0, 1.0);
+        make_operand(&B, &r, false, &f, K, N, K, false, 0, SC_NONE, 0, 1.0);
+        set_bf16_binades(&A, &r, M, K, -63, -63);
+        set_bf16_binades(&B, &r, K, N, -63, -62);
+        const mm_opts o = acc_opts(specs[c % 3]);
+        float C0[9 * 33], C1[9 * 33];
+        cr_assert_eq(mm_ref(C0, N, &A.op, &B.op, M, N, K, &o), MM_OK);
+        const unsigned csr = _mm_getcsr();
+        _mm_setcsr(csr | 0x8040u);  // FTZ | DAZ
+        const int st = mm_cpu(C1, N, &A.op, &B.op, M, N, K, &o);
+        const unsigned after = _mm_getcsr();
+        _mm_setcsr(csr);
+        cr_assert_eq(st, MM_OK);
+        cr_assert_eq(after & 0xffc0u, (csr | 0x8040u) & 0xffc0u, "mm_cpu changed the caller's MXCSR "
+                     "controls: 0x%x, was 0x%x", after, csr | 0x8040u);
+        for (size_t i = 0; i < M * N; i++)
+            cr_assert(tu_samef(C0[i], C1[i]), "%s case %d C[%zu]: ref %a cpu %a (caller FTZ, DAZ)",
+                      specs[c % 3], c, i, C0[i], C1[i]);
+        tu_operand_free(&A), tu_operand_free(&B);
+    }
+}
+#endif
