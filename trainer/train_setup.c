@@ -91,8 +91,8 @@ static int setup_policy(train_run_state *r, const ckpt_file *f, char *msg, size_
     const bool att_recipe = (sc->active && (!sc->scaling.none || sc->delayed)) ||
                             (pr->active && (!pr->scaling.none || pr->delayed));
     const char *why = mm_acc_is_emulated(&r->pol.acc)
-                          ? "an emulated accumulator (the CPU kernel for it runs at about 6 GFLOP/s: use "
-                            "fplab matmul-check)"
+                          ? "an emulated accumulator (the model's matmuls do not call the emulating kernel "
+                            "yet: use fplab matmul-check)"
                       : att_recipe ? "a scaling recipe on attention scores or probabilities (plain rounding only)"
                       : r->pol.hadamard != 0 && r->pol.hadamard != 16 ? "a Hadamard size other than 16"
                                                                         : NULL;
