@@ -77,14 +77,6 @@ static void expect_matches_ref(const char *what, const mm_operand *A, const mm_o
     free(C0), free(C1);
 }
 
-static mm_opts acc_opts(const char *spec) {
-    mm_opts o;
-    mm_opts_default(&o);
-    char msg[256];
-    cr_assert_eq(mm_acc_from_name(&o.acc, spec, msg, sizeof msg), MM_OK, "%s: %s", spec, msg);
-    return o;
-}
-
 static void emulated_random(const char *test, const char *acc_spec, int ncases) {
     tu_rng r = {fmt_rng_make_key(test_seed(test), 11), 0};
     static const char *const elems[] = {"e4m3", "e5m2", "e2m1", "bf16", "fp16", "e3m2"};
@@ -103,7 +95,7 @@ static void emulated_random(const char *test, const char *acc_spec, int ncases) 
         make_operand(&A, &r, true, &fa, M, K, K, tu_rng_int(&r, 0, 1), block_k, sk, ta, 1.0);
         make_operand(&B, &r, false, &fb, K, N, K, tu_rng_int(&r, 0, 1), block_k,
                      (tu_scale_kind)tu_rng_int(&r, 0, 1), tb, 1.0);
-        mm_opts o = acc_opts(acc_spec);
+        mm_opts o = tu_acc_opts(acc_spec);
         o.alpha = tu_rng_int(&r, 0, 2) ? 1.0f : (float)tu_rng_normal(&r);
         o.beta = tu_rng_int(&r, 0, 2) ? 0.0f : (float)tu_rng_normal(&r);
         o.out_fmt = tu_fmt(outs[tu_rng_int(&r, 0, 2)]);
@@ -144,7 +136,7 @@ Test(mm_cpu, emulated_inf_nan) {
             specials[tu_rng_int(&r, 0, 2)];
         A.x[tu_rng_int(&r, 0, (int)M - 1) * A.op.ld + tu_rng_int(&r, 0, (int)K - 1)] =
             specials[tu_rng_int(&r, 0, 1)];
-        const mm_opts o = acc_opts("bf16");
+        const mm_opts o = tu_acc_opts("bf16");
         char what[64];
         snprintf(what, sizeof what, "emulated_inf_nan case %d", c);
         expect_matches_ref(what, &A.op, &B.op, M, N, K, &o, N, NULL);
@@ -334,7 +326,7 @@ Test(mm_cpu, emulated_wide_range) {
                 float *a = a_elem(&A, i, k);
                 *a = ldexpf(*a, tu_rng_int(&r, -60, 10));
             }
-        const mm_opts o = acc_opts(specs[c % 6]);
+        const mm_opts o = tu_acc_opts(specs[c % 6]);
         char what[64];
         snprintf(what, sizeof what, "%s case %d", specs[c % 6], c);
         expect_matches_ref(what, &A.op, &B.op, M, N, K, &o, N, NULL);
@@ -374,7 +366,7 @@ Test(mm_cpu, emulated_accumulator_edges) {
         }
         char spec[32];
         snprintf(spec, sizeof spec, "%s:%s", accs[c % 4], modes[(c / 4) % 6]);
-        mm_opts o = acc_opts(spec);
+        mm_opts o = tu_acc_opts(spec);
         o.acc.promote_every = c % 5 == 0 ? 3 : 0;
         char what[96];
         snprintf(what, sizeof what, "%s promote %d case %d", spec, o.acc.promote_every, c);
@@ -450,7 +442,7 @@ Test(mm_cpu, emulated_f32_shapes) {
                          (tu_scale_kind)tu_rng_int(&r, 0, 2), 0.0f, 1.0);
             make_operand(&B, &r, false, &fb, K, N, K, tu_rng_int(&r, 0, 1), block_k,
                          (tu_scale_kind)tu_rng_int(&r, 0, 1), 0.75f, 1.0);
-            mm_opts o = acc_opts(spec);
+            mm_opts o = tu_acc_opts(spec);
             if (s < 30) o.acc.promote_every = promote[tu_rng_int(&r, 0, 4)];
             o.alpha = tu_rng_int(&r, 0, 1) ? 1.0f : (float)tu_rng_normal(&r);
             o.beta = tu_rng_int(&r, 0, 2) ? 0.0f : (float)tu_rng_normal(&r);
@@ -479,7 +471,7 @@ static int binade_case(const char *test, tu_rng *r, const char *spec, bool must_
     make_operand(&B, r, false, &f, K, N, K, tu_rng_int(r, 0, 1), 0, SC_NONE, 0, 1.0);
     set_bf16_binades(&A, r, M, K, ea0, ea1);
     set_bf16_binades(&B, r, K, N, eb0, eb1);
-    mm_opts o = acc_opts(spec);
+    mm_opts o = tu_acc_opts(spec);
     if (tu_rng_int(r, 0, 3) == 0) o.acc.promote_every = tu_rng_int(r, 1, 9);
     char what[128];
     snprintf(what, sizeof what, "%s %s promote %d case %d (M %zu N %zu K %zu)", test, spec,
@@ -548,7 +540,7 @@ Test(mm_cpu, emulated_f32_promotion_boundaries) {
             make_operand(&B, &r, false, &f, K, N, K, tu_rng_int(&r, 0, 1), blocks ? 32 : 0,
                          blocks ? SC_E4M3 : SC_NONE, 0.0f, 1.0);
             const char *spec = specs[c % 4];
-            mm_opts o = acc_opts(spec);
+            mm_opts o = tu_acc_opts(spec);
             o.acc.promote_every = pe;
             char what[128];
             snprintf(what, sizeof what, "%s promote %d K %zu blocks %d (M %zu N %zu)", spec, pe, K, blocks, M, N);
@@ -579,7 +571,7 @@ Test(mm_cpu, emulated_f32_routing) {
             *a_elem(&A, 0, 0) = why == 0 ? 0x1p-70f : 0x1p70f;
             B.x[0] = why == 0 ? 0x1p-70f : 0x1p70f;  // B's element (0, 0) in either storage
         }
-        const mm_opts o = acc_opts(spec);
+        const mm_opts o = tu_acc_opts(spec);
         char what[96];
         snprintf(what, sizeof what, "routing %s reason %d case %d", spec, why, c);
         cr_assert(!runs_f32_kernel(&A.op, &B.op, M, N, K, &o), "%s: the float32 kernel must not take "
@@ -604,7 +596,7 @@ Test(mm_cpu, emulated_f32_caller_ftz_daz) {
         make_operand(&B, &r, false, &f, K, N, K, false, 0, SC_NONE, 0, 1.0);
         set_bf16_binades(&A, &r, M, K, -63, -63);
         set_bf16_binades(&B, &r, K, N, -63, -62);
-        const mm_opts o = acc_opts(specs[c % 3]);
+        const mm_opts o = tu_acc_opts(specs[c % 3]);
         float C0[9 * 33], C1[9 * 33];
         cr_assert_eq(mm_ref(C0, N, &A.op, &B.op, M, N, K, &o), MM_OK);
         const unsigned csr = _mm_getcsr();

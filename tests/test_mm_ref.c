@@ -16,6 +16,7 @@
 
 #include "formats/round_ref.h"
 #include "kernels/scaled_mm.h"
+#include "test_mm_util.h"
 #include "test_util.h"
 
 // --- helpers
@@ -36,14 +37,6 @@ static float dot1(const float *a, const float *b, size_t K, const char *fmt, con
     float c = NAN;
     cr_assert_eq(mm_ref(&c, 1, &A, &B, 1, 1, K, o), MM_OK);
     return c;
-}
-
-static mm_opts opts_acc(const char *spec) {
-    mm_opts o;
-    mm_opts_default(&o);
-    char msg[256];
-    cr_assert_eq(mm_acc_from_name(&o.acc, spec, msg, sizeof msg), MM_OK, "%s: %s", spec, msg);
-    return o;
 }
 
 // --- backend-independent functions
@@ -140,7 +133,7 @@ Test(mm_api, validate) {
     cr_assert(strstr(msg, "warning") != NULL, "%s", msg);
     A.scales = NULL, A.block_k = 0, B.block_k = 0;
     // Emulated accumulators: elements of at most 12 bits of precision.
-    o = opts_acc("bf16");
+    o = tu_acc_opts("bf16");
     cr_assert_eq(mm_validate(&A, &B, 2, 3, 5, &o, msg, sizeof msg), MM_EINVAL);
     cr_assert(strstr(msg, "precision") != NULL, "%s", msg);
     A.fmt = tu_fmt("fp16"), B.fmt = tu_fmt("e4m3");
@@ -412,7 +405,7 @@ Test(mm_emulated, bf16_swamping_every_mode) {
         {"fp32:rtz", 2.0f},
     };
     for (size_t t = 0; t < sizeof cases / sizeof *cases; t++) {
-        mm_opts o = opts_acc(cases[t].spec);
+        mm_opts o = tu_acc_opts(cases[t].spec);
         const float c = dot1(a, b, K, "bf16", &o);
         cr_assert(tu_samef(c, cases[t].want), "%s: %a, want %a", cases[t].spec, c, cases[t].want);
     }
@@ -421,7 +414,7 @@ Test(mm_emulated, bf16_swamping_every_mode) {
     for (int g = 0; g < 17; g++) sa[g] = sb[g] = 1;
     mm_operand A = operand(a, K, false, "bf16"), B = operand(b, 1, false, "bf16");
     A.scales = sa, A.block_k = 16, B.scales = sb, B.block_k = 16;
-    mm_opts o = opts_acc("bf16");
+    mm_opts o = tu_acc_opts("bf16");
     float c;
     cr_assert_eq(mm_ref(&c, 1, &A, &B, 1, 1, K, &o), MM_OK);
     cr_assert_eq(c, 497.0f / 256);
@@ -457,14 +450,14 @@ Test(mm_emulated, e8m13) {
     a[0] = 1;
     for (int k = 1; k < K; k++) a[k] = 0x1p-14f;
     for (int k = 0; k < K; k++) b[k] = 1;
-    mm_opts o = opts_acc("m13");
+    mm_opts o = tu_acc_opts("m13");
     cr_assert_eq(dot1(a, b, K, "bf16", &o), 1.0f);
-    o = opts_acc("e8m13:rup");
+    o = tu_acc_opts("e8m13:rup");
     cr_assert_eq(dot1(a, b, K, "bf16", &o), 1.0f + 0x1p-5f);
-    o = opts_acc("fp32");
+    o = tu_acc_opts("fp32");
     cr_assert_eq(dot1(a, b, K, "bf16", &o), 1.0f + 0x1p-6f);
     // Promotion every 128 products: [1, 127 x 2^-14] -> 1, then 128 x 2^-14 and 2^-14 exact.
-    o = opts_acc("m13:promote=128");
+    o = tu_acc_opts("m13:promote=128");
     cr_assert_eq(dot1(a, b, K, "bf16", &o), 1.0f + 129 * 0x1p-14f);
 }
 
@@ -472,28 +465,28 @@ Test(mm_emulated, e8m13) {
 // (rtz); a format without inf (e4m3 as accumulator) gives NaN.
 Test(mm_emulated, accumulator_overflow) {
     const float a[3] = {60000, 60000, -60000}, b[3] = {1, 1, 1};
-    mm_opts o = opts_acc("fp16");
+    mm_opts o = tu_acc_opts("fp16");
     cr_assert_eq(dot1(a, b, 2, "fp16", &o), INFINITY);
     cr_assert_eq(dot1(a, b, 3, "fp16", &o), INFINITY);  // inf stays inf
-    o = opts_acc("fp16:rtz");
+    o = tu_acc_opts("fp16:rtz");
     cr_assert_eq(dot1(a, b, 3, "fp16", &o), 65504.0f - 60000.0f);
-    o = opts_acc("fp16:rdn");  // positive overflow toward -inf: max
+    o = tu_acc_opts("fp16:rdn");  // positive overflow toward -inf: max
     cr_assert_eq(dot1(a, b, 2, "fp16", &o), 65504.0f);
-    o = opts_acc("fp16:promote=1");  // promoted every product: float32 holds 120000
+    o = tu_acc_opts("fp16:promote=1");  // promoted every product: float32 holds 120000
     cr_assert_eq(dot1(a, b, 2, "fp16", &o), 120000.0f);
-    o = opts_acc("e4m3");
+    o = tu_acc_opts("e4m3");
     const float c[2] = {256, 256};
     cr_assert(isnan(dot1(c, b, 2, "e4m3", &o)), "e4m3 accumulator overflow is NaN");
     // inf * 0 in an emulated accumulator is NaN; an output format without NaN is not needed.
     const float d[2] = {INFINITY, 1}, z[2] = {0, 1};
-    o = opts_acc("bf16");
+    o = tu_acc_opts("bf16");
     cr_assert(isnan(dot1(d, z, 2, "bf16", &o)), "inf * 0");
 }
 
 // The fl32 steps: y = fl32(fl32(alpha ta tb) * total) + fl32(beta C), then round_out.
 Test(mm_emulated, alpha_beta_output) {
     const float a[2] = {1, 0x1p-8f}, b[2] = {1, 1};
-    mm_opts o = opts_acc("bf16");  // total = 1 (the 2^-8 tie is lost)
+    mm_opts o = tu_acc_opts("bf16");  // total = 1 (the 2^-8 tie is lost)
     o.alpha = 3, o.beta = 0.5f;
     mm_operand A = operand(a, 2, false, "bf16"), B = operand(b, 1, false, "bf16");
     A.tensor_scale = 0.25f;

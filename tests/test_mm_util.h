@@ -1,4 +1,4 @@
-// test_mm_util.h: matmul helpers shared by the scaled_mm backend suites (test_mm_cpu.c,
+// test_mm_util.h: matmul helpers shared by the scaled_mm suites (test_mm_ref.c, test_mm_cpu.c,
 // test_mm_cuda.c, test_mm_cuda_shim.c), header-only: random operands (NaN-padded storage,
 // random block scales, scaling recipes) drawn from a tu_rng, and the check of a float32-accumulated product against mm_ref_exact's exact
 // value within gamma_{K+2}(u) * absdot plus the output rounding.
@@ -8,6 +8,15 @@
 #include "formats/round.h"
 #include "kernels/scaled_mm.h"
 #include "test_util.h"
+
+// mm_opts with the accumulator spec (mm_acc_from_name); a bad spec fails the test.
+static inline mm_opts tu_acc_opts(const char *spec) {
+    mm_opts o;
+    mm_opts_default(&o);
+    char msg[256];
+    cr_assert_eq(mm_acc_from_name(&o.acc, spec, msg, sizeof msg), MM_OK, "%s: %s", spec, msg);
+    return o;
+}
 
 // --- random operands
 

@@ -62,7 +62,7 @@ int dist_wire_parse(dist_wire *w, const char *opt, const char *spec, char *msg, 
     return DIST_OK;
 }
 
-// Element codes and scale codes of one piece as they lie on the wire.
+// Tiles, and so scales, of one piece: a (1, len) row under the recipe.
 static size_t piece_tiles(const dist_wire *w, size_t len) { return w->sc.none ? 0 : fmt_scale_count(&w->sc, 1, len); }
 
 size_t dist_wire_bytes(const dist_wire *w, size_t len) {
