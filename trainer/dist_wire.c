@@ -189,7 +189,8 @@ void dist_wire_decode(const dist_wire *w, float *out, const uint8_t *bytes, size
         fmt_unpack(&w->fmt, codes, p, len);
         fmt_decode_f32(&w->fmt, o, codes, len);
         const size_t tc = w->sc.tile_cols > 0 ? (size_t)w->sc.tile_cols : len;
-        for (size_t i = 0; i < len; i++) o[i] *= deq[i / tc];
+        for (size_t t = 0, i = 0; t < nt; t++)  // tile by tile: no division per element
+            for (const size_t e = i + tc < len ? i + tc : len; i < e; i++) o[i] *= deq[t];
         free(deq), free(codes);
     }
 }
