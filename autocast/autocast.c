@@ -266,6 +266,13 @@ void ac_write_json(const ac_ctx *c, FILE *f) {
     }
 }
 
+float *ac_amax_histories(ac_ctx *c, size_t *n) {
+    bool delayed = false;
+    for (int s = 0; s < AC_NSITES; s++) delayed |= c->pol.site[s].active && c->pol.site[s].delayed;
+    *n = delayed ? (size_t)AC_NSITES * (size_t)(c->n_layers + 1) * hist_len(c) : 0;
+    return delayed ? c->hist : NULL;
+}
+
 // --- checkpoint state
 
 // The body of an image with `sites` sites (what follows the header): the scaler, the amax

@@ -92,6 +92,11 @@ void ac_write_json(const ac_ctx *c, FILE *f);
 // float32), and the strings "nan", "inf", "-inf" for the values JSON has no literal for.
 void ac_json_num(FILE *f, double v, int digits);
 
+// The delayed-scaling amax histories, [AC_NSITES][n_layers+1][amax_history] floats (*n of them),
+// for callers that keep several contexts alike (the ranks of a distributed run reduce them);
+// NULL and 0 when no active site of the policy scales from a history.
+float *ac_amax_histories(ac_ctx *c, size_t *n);
+
 // State for checkpoints, version 2: a header of six uint32 (AC_STATE_MAGIC, AC_STATE_VERSION,
 // the number of sites S = AC_NSITES, n_layers, amax_history, 0), a flat byte image of the loss
 // scaler (the ac_scaler struct), then int64 hist_count[S][n_layers+1], then float

@@ -428,15 +428,22 @@ static void scale_ctx_make(scale_ctx *c, const fmt_t *elem, const fmt_scaling *s
     c->s_enc = 1.0f;
 }
 
-// NVFP4's encoding scale from the tensor amax A (abits: the max |x| bits, a NaN pattern if any):
-// s_enc = (max_scale * max_elem) / A in float32, clamped to FLT_MAX as Transformer Engine does;
-// 1 when A is 0, inf or NaN.
-static float encoding_scale(const scale_ctx *c, const fmt_scaling *sc, uint32_t abits) {
-    const float A = u2f(abits);
-    float s_enc = (float)(sc->scale_fmt.max * c->elem_max) / A;
+// NVFP4's encoding scale from the tensor amax A: s_enc = (max_scale * max_elem) / A in float32,
+// clamped to FLT_MAX as Transformer Engine does; 1 when A is 0, inf or NaN.
+static float tensor_enc(double scale_max, float elem_max, float A) {
+    float s_enc = (float)(scale_max * elem_max) / A;
     if (s_enc > FLT_MAX) s_enc = FLT_MAX;
     if (A == 0.0f || !(A <= FLT_MAX) || s_enc == 0.0f) s_enc = 1.0f;
     return s_enc;
+}
+
+float fmt_scaling_tensor_enc(const fmt_t *elem, const fmt_scaling *sc, float amax) {
+    return tensor_enc(sc->scale_fmt.max, (float)elem->max, amax);
+}
+
+// abits: the max |x| bits of the tensor, a NaN pattern if any.
+static float encoding_scale(const scale_ctx *c, const fmt_scaling *sc, uint32_t abits) {
+    return tensor_enc(sc->scale_fmt.max, c->elem_max, u2f(abits));
 }
 
 // The needed scale of a tile whose (scaled) amax is a, a finite and > 0: OCP's power of two

@@ -72,6 +72,12 @@ int fmt_scaling_from_name(fmt_scaling *out, const char *spec, char *msg, size_t 
 // no spelling and gets a "+tensor" mark that does not parse.
 void fmt_scaling_name(const fmt_scaling *sc, char *buf, size_t len);
 
+// The two-level recipe's (NVFP4's) encoding scale for a tensor whose largest |x| is amax, as
+// fmt_scaling.tensor_scale describes it: s_enc = (max_scale_fmt * max_elem) / amax in float32,
+// clamped to FLT_MAX; 1 when amax is 0, inf or NaN. A value decodes as q * (sf / s_enc); a
+// transport of codes sends s_enc (fmt_quant_info.tensor_scale is 1 / s_enc, rounded).
+float fmt_scaling_tensor_enc(const fmt_t *elem, const fmt_scaling *sc, float amax);
+
 // Optional outputs of a quantize call, all caller-owned; any pointer may be NULL.
 typedef struct {
     float *scales;        // one decoded scale per tile, row-major over the tile grid:

@@ -23,13 +23,8 @@ static char dir[64], ckpt[128], corpus[128];
 static void setup(void) {
     snprintf(dir, sizeof dir, "/tmp/fplab_eval_XXXXXX");
     cr_assert(mkdtemp(dir), "mkdtemp");
-    static const char *words[] = {"the ", "cat ", "sat ", "on ", "a ", "mat.\n", "and ", "dog "};
     snprintf(corpus, sizeof corpus, "%s/corpus.txt", dir);
-    FILE *f = fopen(corpus, "w");
-    cr_assert(f);
-    uint64_t s = 7;
-    for (int i = 0; i < 4000; i++) fputs(words[tu_splitmix64(&s) % 8], f);
-    fclose(f);
+    tu_word_corpus(corpus, 7, 4000);
     // dim 32, so that K (32, 96) spans several MX and NVFP4 blocks
     train_opts o;
     train_opts_default(&o);

@@ -21,15 +21,9 @@ static char dir[64];
 static void setup(void) {
     snprintf(dir, sizeof dir, "/tmp/fplab_train_XXXXXX");
     cr_assert(mkdtemp(dir), "mkdtemp");
-    // A corpus with structure a small model learns quickly: words from a small list.
-    static const char *words[] = {"the ", "cat ", "sat ", "on ", "a ", "mat.\n", "and ", "dog "};
     char path[128];
     snprintf(path, sizeof path, "%s/corpus.txt", dir);
-    FILE *f = fopen(path, "w");
-    cr_assert(f);
-    uint64_t s = 42;
-    for (int i = 0; i < 6000; i++) fputs(words[tu_splitmix64(&s) % 8], f);
-    fclose(f);
+    tu_word_corpus(path, 42, 6000);
 }
 
 static void teardown(void) {

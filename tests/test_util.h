@@ -6,6 +6,7 @@
 // - bit casts (tu_f2u, tu_u2f, tu_d2u, tu_u2d) and bit-exact equality where any NaN equals
 //   any NaN (tu_same for double, tu_samef for float).
 // - tu_fmt / tu_scaling: a format or scaling recipe by name, failing the test if it is unknown.
+// - tu_word_corpus: a text file of words from a small list, which a small model learns quickly.
 #ifndef FPLAB_TEST_UTIL_H
 #define FPLAB_TEST_UTIL_H
 
@@ -92,6 +93,15 @@ static inline fmt_scaling tu_scaling(const char *spec) {
     char msg[256];
     cr_assert_eq(fmt_scaling_from_name(&sc, spec, msg, sizeof msg), FMT_OK, "%s: %s", spec, msg);
     return sc;
+}
+
+// Writes `count` words drawn from a list of eight (splitmix64 from seed) to path.
+static inline void tu_word_corpus(const char *path, uint64_t seed, int count) {
+    static const char *words[] = {"the ", "cat ", "sat ", "on ", "a ", "mat.\n", "and ", "dog "};
+    FILE *f = fopen(path, "w");
+    cr_assert(f, "%s", path);
+    for (int i = 0; i < count; i++) fputs(words[tu_splitmix64(&seed) % 8], f);
+    fclose(f);
 }
 
 #endif

@@ -116,12 +116,9 @@ void train__dist_allreduce_grads(train_run_state *r, uint64_t step) {
 // the same way), so every rank scales alike and rank 0's histories, which the checkpoint keeps,
 // are every rank's. The whole history is reduced: an older entry is already the same everywhere.
 void train__dist_reduce_amax(train_run_state *r) {
-    if (r->w.size < 2) return;
-    bool delayed = false;
-    for (int s = 0; s < AC_NSITES; s++) delayed |= r->ac.pol.site[s].active && r->ac.pol.site[s].delayed;
-    if (!delayed) return;
-    const size_t hl = r->ac.pol.amax_history > 0 ? (size_t)r->ac.pol.amax_history : 1;
-    dist_max_f32(&r->w, r->ac.hist, (size_t)AC_NSITES * (size_t)(r->ac.n_layers + 1) * hl);
+    size_t n;
+    float *hist = ac_amax_histories(&r->ac, &n);
+    if (r->w.size > 1 && hist) dist_max_f32(&r->w, hist, n);
 }
 
 // --- local SGD and DiLoCo

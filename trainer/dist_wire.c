@@ -1,6 +1,5 @@
 // dist_wire.c: rounding what crosses the wire and summing over the ranks in a fixed order (see
 // dist_wire.h). The transfers are dist.h's; every addition is here.
-#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,18 +84,6 @@ size_t dist_wire_span_bytes(const dist_wire *w, size_t lo, size_t hi, const size
     return bytes;
 }
 
-// The two-level recipe's encode scale for a piece whose largest |x| has the bits abits, as
-// formats/scale.h defines it: s_enc = (max_scale * max_elem) / A in float32, clamped to FLT_MAX,
-// 1 when A is 0, inf or NaN. The receivers dequantize with q * (sf / s_enc), as
-// fmt_quantize_f32 does, so s_enc travels (tests/test_dist.c checks the two agree bitwise).
-static float tensor_enc(const dist_wire *w, uint32_t abits) {
-    float A;
-    memcpy(&A, &abits, sizeof A);
-    float s = (float)(w->sc.scale_fmt.max * w->fmt.max) / A;
-    if (s > FLT_MAX) s = FLT_MAX;
-    return A == 0.0f || !(A <= FLT_MAX) || s == 0.0f ? 1.0f : s;
-}
-
 static void *xmalloc(size_t n) {
     void *p = malloc(n ? n : 1);
     if (!p) {
@@ -132,7 +119,9 @@ static void encode_piece(const dist_wire *w, uint8_t *bytes, float *out, const f
     fmt_quantize_f32(&w->fmt, &w->sc, out, in, 1, len, ro, st, &info);
     uint8_t *p = bytes;
     if (w->sc.tensor_scale) {
-        const float s_enc = tensor_enc(w, abits);
+        float A;  // the piece's largest |x| (NaN when it holds one), as fmt_quantize_f32 takes it
+        memcpy(&A, &abits, sizeof A);
+        const float s_enc = fmt_scaling_tensor_enc(&w->fmt, &w->sc, A);
         memcpy(p, &s_enc, 4), p += 4;
     }
     fmt_encode_f32(&w->sc.scale_fmt, codes, sc, nt, &exact, NULL);
