@@ -31,7 +31,15 @@ int ac_init(ac_ctx *c, const ac_policy *p, int n_layers, uint64_t seed, ac_telem
     c->tel = calloc(slots, sizeof *c->tel);
     c->buf_cap = max_operand;
     bool ok = c->hist && c->hist_count && c->tel;
-    for (int i = 0; i < 4 && ok; i++) ok = (c->buf[i] = malloc((max_operand ? max_operand : 1) * sizeof(float)));
+    const size_t cap = (max_operand ? max_operand : 1) * sizeof(float);
+    for (int i = 0; i < 4 && ok; i++) ok = (c->buf[i] = malloc(cap));
+    bool emulated = false;
+    for (int g = 0; g < AC_NPROJ; g++)
+        for (int k = 0; k < AC_NPASSES; k++) emulated |= mm_acc_is_emulated(&p->acc[g][k]);
+    if (emulated && ok) {
+        for (int i = 0; i < 4 && ok; i++) ok = (c->op_scales[i] = malloc(cap));
+        ok = ok && (c->op_deq = malloc(cap)) && (c->op_tiles = malloc(cap));
+    }
     if (!ok) {
         ac_free(c);
         snprintf(msg, msg_len, "autocast: out of memory for %zu-float cast buffers", max_operand);
@@ -42,7 +50,8 @@ int ac_init(ac_ctx *c, const ac_policy *p, int n_layers, uint64_t seed, ac_telem
 
 void ac_free(ac_ctx *c) {
     free(c->hist), free(c->hist_count), free(c->tel);
-    for (int i = 0; i < 4; i++) free(c->buf[i]);
+    for (int i = 0; i < 4; i++) free(c->buf[i]), free(c->op_scales[i]);
+    free(c->op_deq), free(c->op_tiles);
     memset(c, 0, sizeof *c);
 }
 
@@ -102,8 +111,10 @@ static void push_amax(ac_ctx *c, ac_site s, int layer, float amax) {
     c->hist_count[k]++;
 }
 
+// The cast of x for site s into out. With op (an operand of an emulated product), out gets
+// the element values and *op describes them with their scales (ac_cast_operand).
 static void cast_into(ac_ctx *c, ac_site s, int layer, float *out, const float *x, size_t rows,
-                      size_t cols, bool k_rows, bool count) {
+                      size_t cols, bool k_rows, bool count, mm_side side, float *op_scales, mm_operand *op) {
     const ac_rule *r = &c->pol.site[s];
     const size_t n = rows * cols;
     const fmt_round_opts o = cast_opts(c, r, s, layer, k_rows);
@@ -115,7 +126,13 @@ static void cast_into(ac_ctx *c, ac_site s, int layer, float *out, const float *
         const float inv = 1.0f / scale;
         for (size_t i = 0; i < n; i++) out[i] = x[i] * scale;
         fmt_round_f32(&r->fmt, out, n, &o, &st);
-        for (size_t i = 0; i < n; i++) out[i] *= inv;
+        if (op) {
+            fmt_scaling sc;
+            fmt_scaling_from_name(&sc, "none", NULL, 0);  // cannot fail
+            mm_operand_from_tiles(op, NULL, side, k_rows, out, rows, cols, &r->fmt, &sc, NULL, inv);
+        } else {
+            for (size_t i = 0; i < n; i++) out[i] *= inv;
+        }
         amax = st.amax / scale;
         if (count) push_amax(c, s, layer, (float)amax);
     } else {
@@ -128,7 +145,16 @@ static void cast_into(ac_ctx *c, ac_site s, int layer, float *out, const float *
         fmt_quant_info info = {0};
         const bool single = !sc.none && fmt_scale_count(&sc, rows, cols) == 1;
         if (single) info.scales = &one_scale;
-        fmt_quantize_f32(&r->fmt, &sc, out, x, rows, cols, &o, &st, &info);
+        if (op && !sc.none) {
+            if (!single) info.scales = c->op_tiles;
+            info.elems = out;
+            fmt_quantize_f32(&r->fmt, &sc, c->op_deq, x, rows, cols, &o, &st, &info);
+            mm_operand_from_tiles(op, op_scales, side, k_rows, out, rows, cols, &r->fmt, &sc,
+                                  info.scales, info.tensor_scale);
+        } else {
+            fmt_quantize_f32(&r->fmt, &sc, out, x, rows, cols, &o, &st, &info);
+            if (op) mm_operand_from_tiles(op, NULL, side, k_rows, out, rows, cols, &r->fmt, &sc, NULL, 1.0f);
+        }
         scale = sc.none ? 1.0f : single ? 1.0f / (one_scale * info.tensor_scale) : 0.0f;
         amax = st.amax;
     }
@@ -139,12 +165,21 @@ const float *ac_cast(ac_ctx *c, ac_site s, int layer, const float *x, size_t row
                      bool k_rows, int slot, bool count) {
     if (!ac_active(c, s)) return x;
     float *out = c->buf[slot];
-    cast_into(c, s, layer, out, x, rows, cols, k_rows, count);
+    cast_into(c, s, layer, out, x, rows, cols, k_rows, count, MM_SIDE_A, NULL, NULL);
     return out;
 }
 
 void ac_cast_inplace(ac_ctx *c, ac_site s, int layer, float *x, size_t rows, size_t cols, bool count) {
-    if (ac_active(c, s)) cast_into(c, s, layer, x, x, rows, cols, false, count);
+    if (ac_active(c, s)) cast_into(c, s, layer, x, x, rows, cols, false, count, MM_SIDE_A, NULL, NULL);
+}
+
+const mm_acc *ac_emulated_acc(const ac_ctx *c, ac_proj p, ac_pass pass) {
+    return c && mm_acc_is_emulated(&c->pol.acc[p][pass]) ? &c->pol.acc[p][pass] : NULL;
+}
+
+void ac_cast_operand(ac_ctx *c, ac_site s, int layer, const float *x, size_t rows, size_t cols, bool k_rows,
+                     mm_side side, int slot, bool count, mm_operand *op) {
+    cast_into(c, s, layer, c->buf[slot], x, rows, cols, k_rows, count, side, c->op_scales[slot], op);
 }
 
 bool ac_plain_opts(const ac_ctx *c, ac_site s, int layer, const fmt_t **fmt, fmt_round_opts *o) {

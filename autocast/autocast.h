@@ -15,6 +15,7 @@
 
 #include "autocast/policy.h"
 #include "autocast/scaler.h"
+#include "kernels/mm_operand.h"
 
 typedef enum { AC_TEL_OFF, AC_TEL_SITES, AC_TEL_LAYERS } ac_telemetry;
 
@@ -37,6 +38,10 @@ typedef struct {
     ac_tel *tel;          // [AC_NSITES][n_layers+1], reset by ac_begin_step
     float *buf[4];        // cast outputs, buf_cap floats each
     size_t buf_cap;
+    // Emulated accumulators only (NULL otherwise), buf_cap floats each: the expanded K-block
+    // scales of the operand in buf[i], and the scratch of ac_cast_operand (the dequantized
+    // values it does not return, the tile scales before expansion).
+    float *op_scales[4], *op_deq, *op_tiles;
     uint64_t upd_n, upd_swamped, upd_changed;  // weight update telemetry of this step
 } ac_ctx;
 
@@ -63,6 +68,21 @@ const float *ac_cast(ac_ctx *c, ac_site s, int layer, const float *x, size_t row
 // The same in place (for tensors that are stored in the format: residual, saved activations,
 // gradients, AdamW moments).
 void ac_cast_inplace(ac_ctx *c, ac_site s, int layer, float *x, size_t rows, size_t cols, bool count);
+
+// The accumulator the policy emulates for a matmul, or NULL when it accumulates in plain
+// float32 (or c is NULL).
+const mm_acc *ac_emulated_acc(const ac_ctx *c, ac_proj p, ac_pass pass);
+
+// ac_cast for a product with an emulated accumulator, which needs the element values and their
+// scales apart (scaled_mm.h): x cast for site s as ac_cast would (the same rounding, telemetry
+// and delayed-scaling history), but *op gets the element values q (in c->buf[slot]), the
+// recipe's scales expanded along K (c->op_scales[slot]) and the tensor scale (delayed scaling:
+// 1/scale), as side A or B of the product, transposed where x's storage asks (see
+// mm_operand_from_tiles). q * scales * tensor scale is the value ac_cast returns, up to the
+// last bit when a scale is not a power of two. Needs an emulated accumulator in the policy (the
+// buffers) and an active site; x must not be c->buf[slot].
+void ac_cast_operand(ac_ctx *c, ac_site s, int layer, const float *x, size_t rows, size_t cols, bool k_rows,
+                     mm_side side, int slot, bool count, mm_operand *op);
 
 // The random Hadamard transform of the NVFP4 recipe: out = (1/4) H16 D x on each group of 16
 // rows of x (rows, cols), with H16 the 16-point Walsh-Hadamard matrix and D a diagonal of random

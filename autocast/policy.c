@@ -34,12 +34,27 @@ int ac_site_from_name(const char *name) {
     return -1;
 }
 
-// The operands of the matmuls (.in, .w, .grad): they come first in AC_SITE_LIST.
-static bool is_matmul_site(int s) { return s < AC_ATT_SCORES; }
 // Sites that hold gradients: what loss scaling protects.
 static bool is_grad_site(int s) {
     return s == AC_QKV_GRAD || s == AC_O_GRAD || s == AC_GATEUP_GRAD || s == AC_DOWN_GRAD ||
            s == AC_HEAD_GRAD || s == AC_GRADS;
+}
+
+static const char *const gemm_names[AC_NPROJ][AC_NPASSES] = {
+    {"attn.qkv.fprop", "attn.qkv.dgrad", "attn.qkv.wgrad"},
+    {"attn.o.fprop", "attn.o.dgrad", "attn.o.wgrad"},
+    {"mlp.gate_up.fprop", "mlp.gate_up.dgrad", "mlp.gate_up.wgrad"},
+    {"mlp.down.fprop", "mlp.down.dgrad", "mlp.down.wgrad"},
+    {"lm_head.fprop", "lm_head.dgrad", "lm_head.wgrad"},
+};
+
+const char *ac_gemm_name(ac_proj p, ac_pass pass) {
+    return (unsigned)p < AC_NPROJ && (unsigned)pass < AC_NPASSES ? gemm_names[p][pass] : "?";
+}
+
+void ac_gemm_sites(ac_proj p, ac_pass pass, ac_site *a, ac_site *b) {
+    *a = pass == AC_FPROP ? ac_proj_in(p) : ac_proj_grad(p);
+    *b = pass == AC_WGRAD ? ac_proj_in(p) : ac_proj_w(p);
 }
 
 static void site_list(char *buf, size_t len) {
@@ -84,7 +99,8 @@ void ac_policy_fp32(ac_policy *p) {
     for (int s = 0; s < AC_NSITES; s++) rule_default(&p->site[s], &f32, false);
     scaler_none(&p->scaler);
     p->update = AC_UPDATE_FP32;
-    p->acc.fmt = f32, p->acc.mode = FMT_RNE, p->acc.promote_every = 0;
+    for (int g = 0; g < AC_NPROJ; g++)
+        for (int k = 0; k < AC_NPASSES; k++) p->acc[g][k] = (mm_acc){.fmt = f32, .mode = FMT_RNE};
     p->amax_history = 1024;
     p->amax_margin = 0;
     p->hadamard = 0;
@@ -97,7 +113,8 @@ typedef struct {
     const char *origin;        // NULL: a policy struct checked by ac_policy_validate
     const char *pname;         // its name, for messages without an origin
     int site_line[AC_NSITES];  // line that last set each site (0: none)
-    int update_line, scale_line, acc_line, hist_line, margin_line, had_line, name_line;
+    int acc_line[AC_NPROJ][AC_NPASSES];  // line that last set each matmul's accumulator
+    int update_line, scale_line, hist_line, margin_line, had_line, name_line;
     char *msg;
     size_t len;
     char warn[512];
@@ -214,6 +231,39 @@ static int check_scaler(ctx *c, const ac_scaler_cfg *k) {
     return fail(c, line, "loss scaler kind %d; expected none, static or dynamic", (int)k->kind);
 }
 
+// The K-block length of a site's recipe: a cast turns the recipe's tile so that its columns run
+// along the summed dimension, so that is tile_cols (0: no blocks along K).
+static int k_block(const ac_rule *r) {
+    return r->active && !r->delayed && !r->scaling.none ? r->scaling.tile_cols : 0;
+}
+
+// An emulated accumulator multiplies the operands' element values exactly (at most 12 bits of
+// precision each) and applies their scales to each K-block's partial sum, so both operands
+// must be cast, and K-blocks that both operands have must be the same blocks.
+static int check_emulated(ctx *c, const ac_policy *p, ac_proj g, ac_pass k) {
+    const mm_acc *acc = &p->acc[g][k];
+    if (!mm_acc_is_emulated(acc)) return AC_OK;
+    ac_site sa, sb;
+    ac_gemm_sites(g, k, &sa, &sb);
+    const ac_site ops[2] = {sa, sb};
+    for (int i = 0; i < 2; i++) {
+        const ac_rule *r = &p->site[ops[i]];
+        if (!r->active || r->fmt.mbits + 1 > 12)
+            return fail(c, c->acc_line[g][k], "accumulator %s of %s is emulated, which needs operands of at "
+                        "most 12 bits of precision (exact products), but its operand site %s is %s; "
+                        "expected that site in bf16, fp16 or narrower, or accumulator fp32 for %s",
+                        acc->fmt.name, gemm_names[g][k], site_names[ops[i]], r->active ? r->fmt.name : "fp32",
+                        gemm_names[g][k]);
+    }
+    const int ka = k_block(&p->site[sa]), kb = k_block(&p->site[sb]);
+    if (ka > 0 && kb > 0 && ka != kb)
+        return fail(c, c->acc_line[g][k], "accumulator %s of %s is emulated, which applies block scales "
+                    "to partial sums of K-blocks, but %s has blocks of %d along K and %s blocks of %d; "
+                    "expected the same block length", acc->fmt.name, gemm_names[g][k], site_names[sa], ka,
+                    site_names[sb], kb);
+    return AC_OK;
+}
+
 static int check_policy(ctx *c, const ac_policy *p) {
     int st;
     if (!memchr(p->name, 0, sizeof p->name)) return fail(c, 0, "the name is not terminated");
@@ -245,17 +295,9 @@ static int check_policy(ctx *c, const ac_policy *p) {
     if (p->hadamard != 0 && p->hadamard != 16)
         return fail(c, c->had_line, "hadamard %d; expected 0 (off) or 16", p->hadamard);
 
-    if (mm_acc_is_emulated(&p->acc)) {
-        for (int s = 0; s < AC_NSITES; s++) {
-            if (!is_matmul_site(s)) continue;
-            const ac_rule *r = &p->site[s];
-            if (!r->active || r->fmt.mbits + 1 > 12)
-                return fail(c, c->acc_line, "accumulator %s is emulated, which needs matmul operands of at "
-                            "most 12 bits of precision (exact products), but site %s is %s; expected "
-                            "that site in bf16, fp16 or narrower, or accumulator fp32", p->acc.fmt.name,
-                            site_names[s], r->active ? r->fmt.name : "fp32");
-        }
-    }
+    for (int g = 0; g < AC_NPROJ; g++)
+        for (int k = 0; k < AC_NPASSES; k++)
+            if ((st = check_emulated(c, p, (ac_proj)g, (ac_pass)k))) return st;
 
     // Warnings: valid, but worth saying.
     for (int s = 0; s < AC_NSITES; s++) {
@@ -454,17 +496,39 @@ static int parse_loss_scale(ctx *c, ac_policy *p, int line, char **tok, int n) {
     return AC_OK;
 }
 
+static int parse_accumulator(ctx *c, ac_policy *p, int line, char **tok, int n) {
+    if (n < 2 || n > 3)
+        return fail(c, line, "accumulator takes a spec and optionally a matmul; found %d values", n - 1);
+    mm_acc acc;
+    char m[384];
+    if (mm_acc_from_name(&acc, tok[1], m, sizeof m) != MM_OK)
+        return fail(c, line, "accumulator '%s': %s", tok[1], m);
+    const char *pat = n == 3 ? tok[2] : "*";
+    int nmatch = 0;
+    for (int g = 0; g < AC_NPROJ; g++)
+        for (int k = 0; k < AC_NPASSES; k++)
+            if (has_glob(pat) ? !fnmatch(pat, gemm_names[g][k], 0) : !strcmp(pat, gemm_names[g][k]))
+                p->acc[g][k] = acc, c->acc_line[g][k] = line, nmatch++;
+    if (!nmatch)
+        return fail(c, line, "accumulator %s: %s '%s'%s; expected a matmul PROJECTION.PASS (projections "
+                    "attn.qkv, attn.o, mlp.gate_up, mlp.down, lm_head; passes fprop, dgrad, wgrad) or a "
+                    "glob such as *.fprop", tok[1], has_glob(pat) ? "pattern" : "unknown matmul", pat,
+                    has_glob(pat) ? " matches no matmul" : "");
+    return AC_OK;
+}
+
 static int parse_line(ctx *c, ac_policy *p, int line, char **tok, int n) {
     const char *key = tok[0];
     if (!strcmp(key, "site")) return parse_site(c, p, line, tok, n);
     if (!strcmp(key, "loss_scale")) return parse_loss_scale(c, p, line, tok, n);
     if (n != 2) {
-        const bool known = !strcmp(key, "name") || !strcmp(key, "update") || !strcmp(key, "accumulator") ||
+        const bool known = !strcmp(key, "name") || !strcmp(key, "update") ||
                            !strcmp(key, "amax_history") || !strcmp(key, "amax_margin") ||
                            !strcmp(key, "hadamard");
         if (known)
             return fail(c, line, "%s takes one value; found %d", key, n - 1);
     }
+    if (!strcmp(key, "accumulator")) return parse_accumulator(c, p, line, tok, n);
     if (!strcmp(key, "name")) {
         if (strlen(tok[1]) >= sizeof p->name)
             return fail(c, line, "name '%s' is too long; expected at most %zu characters", tok[1],
@@ -480,13 +544,6 @@ static int parse_line(ctx *c, ac_policy *p, int line, char **tok, int n) {
                 return AC_OK;
             }
         return fail(c, line, "unknown update '%s'; expected fp32, round, sr or kahan", tok[1]);
-    }
-    if (!strcmp(key, "accumulator")) {
-        char m[384];
-        if (mm_acc_from_name(&p->acc, tok[1], m, sizeof m) != MM_OK)
-            return fail(c, line, "accumulator '%s': %s", tok[1], m);
-        c->acc_line = line;
-        return AC_OK;
     }
     if (!strcmp(key, "amax_history")) {
         if (!parse_int(tok[1], &p->amax_history) || p->amax_history < 1 || p->amax_history > AC_AMAX_HISTORY_MAX)
@@ -644,6 +701,8 @@ __attribute__((format(printf, 2, 3))) static void put(out *o, const char *fmt, .
     if (w > 0) o->n += (size_t)w;
 }
 
+static bool acc_same(const mm_acc *a, const mm_acc *b);
+
 size_t ac_policy_text(const ac_policy *p, char *buf, size_t cap) {
     out o = {buf, buf ? cap : 0, 0};
     if (o.cap) buf[0] = 0;
@@ -668,10 +727,21 @@ size_t ac_policy_text(const ac_policy *p, char *buf, size_t cap) {
             k->growth, k->backoff, k->interval, k->min_scale);
     else put(&o, "loss_scale none\n");
     put(&o, "update %s\n", (unsigned)p->update < NUPDATES ? update_names[p->update] : "?");
-    put(&o, "accumulator %s", p->acc.fmt.name);
-    if (p->acc.promote_every) put(&o, ":promote=%d", p->acc.promote_every);
-    if (p->acc.mode != FMT_RNE) put(&o, ":%s", fmt_mode_name(p->acc.mode));
-    put(&o, "\namax_history %d\namax_margin %.9g\nhadamard %d\n", p->amax_history, p->amax_margin,
+    // One line when every matmul has the same accumulator, else one per matmul.
+    bool same = true;
+    for (int g = 0; g < AC_NPROJ; g++)
+        for (int k = 0; k < AC_NPASSES; k++) same &= acc_same(&p->acc[g][k], &p->acc[0][0]);
+    for (int g = 0; g < AC_NPROJ; g++)
+        for (int k = 0; k < AC_NPASSES; k++) {
+            if (same && (g || k)) continue;
+            const mm_acc *a = &p->acc[g][k];
+            put(&o, "accumulator %s", a->fmt.name);
+            if (a->promote_every) put(&o, ":promote=%d", a->promote_every);
+            if (a->mode != FMT_RNE) put(&o, ":%s", fmt_mode_name(a->mode));
+            if (same) put(&o, "\n");
+            else put(&o, " %s\n", gemm_names[g][k]);
+        }
+    put(&o, "amax_history %d\namax_margin %.9g\nhadamard %d\n", p->amax_history, p->amax_margin,
         p->hadamard);
     return o.n;
 }
@@ -682,6 +752,17 @@ size_t ac_policy_text(const ac_policy *p, char *buf, size_t cap) {
 static bool fmt_same(const fmt_t *a, const fmt_t *b) {
     return !strcmp(a->name, b->name) && a->bits == b->bits && a->ebits == b->ebits && a->mbits == b->mbits &&
            a->bias == b->bias && a->is_signed == b->is_signed && a->special == b->special;
+}
+
+static bool acc_same(const mm_acc *a, const mm_acc *b) {
+    return fmt_same(&a->fmt, &b->fmt) && a->mode == b->mode && a->promote_every == b->promote_every;
+}
+
+static bool accs_same(const ac_policy *a, const ac_policy *b) {
+    for (int g = 0; g < AC_NPROJ; g++)
+        for (int k = 0; k < AC_NPASSES; k++)
+            if (!acc_same(&a->acc[g][k], &b->acc[g][k])) return false;
+    return true;
 }
 
 static bool rule_same(const ac_rule *a, const ac_rule *b) {
@@ -704,7 +785,6 @@ bool ac_policy_equal(const ac_policy *a, const ac_policy *b) {
     const ac_scaler_cfg *x = &a->scaler, *y = &b->scaler;
     return x->kind == y->kind && x->init == y->init && x->growth == y->growth && x->backoff == y->backoff &&
            x->interval == y->interval && x->min_scale == y->min_scale && a->update == b->update &&
-           fmt_same(&a->acc.fmt, &b->acc.fmt) && a->acc.mode == b->acc.mode &&
-           a->acc.promote_every == b->acc.promote_every && a->amax_history == b->amax_history &&
+           accs_same(a, b) && a->amax_history == b->amax_history &&
            a->amax_margin == b->amax_margin && a->hadamard == b->hadamard;
 }

@@ -22,7 +22,10 @@
 //                                          rounded to the master site's format (rne), with
 //                                          stochastic rounding, or with a Kahan compensation
 //                                          buffer in that format
-//   accumulator fp32 | SPEC                mm_acc_from_name spec (bf16, m13:promote=128, ...)
+//   accumulator fp32 | SPEC [GEMM]         mm_acc_from_name spec (bf16, m13:promote=128, ...)
+//                                          for the matmul GEMM (a name below or a glob:
+//                                          "*.fprop", "mlp.*"); every matmul when omitted;
+//                                          later lines override earlier ones
 //   amax_history LEN                       delayed scaling: history length (1024)
 //   amax_margin M                          delayed scaling: scale = 2^-M * max / amax (0)
 //   hadamard 0|16                          random Hadamard transform of the wgrad operands
@@ -74,6 +77,20 @@ typedef struct {
     fmt_round_opts round; // mode, overflow policy (saturate by default), sr bits
 } ac_rule;
 
+// The matmuls of the model: each projection's three products, named PROJECTION.PASS
+// (attn.qkv.fprop, mlp.down.wgrad, ...): fprop = in x w^T, dgrad = grad x w, wgrad = grad^T x in.
+// A projection's operand sites are its three sites in AC_SITE_LIST (.in, .w, .grad).
+typedef enum { AC_PROJ_QKV, AC_PROJ_O, AC_PROJ_GATEUP, AC_PROJ_DOWN, AC_PROJ_HEAD, AC_NPROJ } ac_proj;
+typedef enum { AC_FPROP, AC_DGRAD, AC_WGRAD, AC_NPASSES } ac_pass;
+static inline ac_site ac_proj_in(ac_proj p) { return (ac_site)(AC_QKV_IN + 3 * (int)p); }
+static inline ac_site ac_proj_w(ac_proj p) { return (ac_site)(AC_QKV_W + 3 * (int)p); }
+static inline ac_site ac_proj_grad(ac_proj p) { return (ac_site)(AC_QKV_GRAD + 3 * (int)p); }
+// "attn.qkv.fprop", ...; "?" out of range.
+const char *ac_gemm_name(ac_proj p, ac_pass pass);
+// The sites of the left (a) and right (b) operand of a pass: fprop (in, w), dgrad (grad, w),
+// wgrad (grad, in).
+void ac_gemm_sites(ac_proj p, ac_pass pass, ac_site *a, ac_site *b);
+
 typedef enum { AC_SCALE_NONE, AC_SCALE_STATIC, AC_SCALE_DYNAMIC } ac_scale_kind;
 typedef enum { AC_UPDATE_FP32, AC_UPDATE_ROUND, AC_UPDATE_SR, AC_UPDATE_KAHAN } ac_update;
 
@@ -91,7 +108,7 @@ typedef struct {
     ac_rule site[AC_NSITES];
     ac_scaler_cfg scaler;
     ac_update update;
-    mm_acc acc;          // fp32 unless the policy emulates an accumulator
+    mm_acc acc[AC_NPROJ][AC_NPASSES];  // each matmul's accumulator: fp32 unless emulated
     int amax_history;    // 1024, at most AC_AMAX_HISTORY_MAX
     float amax_margin;   // 0
     int hadamard;        // 0 or 16
@@ -135,7 +152,8 @@ const char *ac_preset_names(void);
 // for adam.v), delayed on anything but the per-tensor recipe, a :nanblock recipe whose scale
 // format has no NaN, update round|sr|kahan without an active master site or update fp32 with
 // one, bad loss-scale numbers, amax_history < 1, hadamard not 0 or 16, an emulated accumulator
-// with matmul operands of more than 12 bits of precision. AC_EINVAL with a message, or AC_OK with warnings in msg (fp16-range gradients with
+// on a matmul whose operand sites are not both active with at most 12 bits of precision (exact
+// products) or whose two operands' recipes have K-blocks of different lengths. AC_EINVAL with a message, or AC_OK with warnings in msg (fp16-range gradients with
 // neither loss nor tensor scaling; loss scaling with saturating gradient casts, which hide the
 // overflow from the scaler).
 int ac_policy_validate(const ac_policy *p, char *msg, size_t msg_len);

@@ -21,6 +21,38 @@ void mm_qmat_free(mm_qmat *m) {
     memset(m, 0, sizeof *m);
 }
 
+size_t mm_operand_from_tiles(mm_operand *op, float *scales, mm_side side, bool k_rows, const float *q,
+                             size_t rows, size_t cols, const fmt_t *elem, const fmt_scaling *sc,
+                             const float *tile_s, float ts) {
+    const size_t K = k_rows ? rows : cols, other = k_rows ? cols : rows;
+    const size_t kt = resolve(k_rows ? sc->tile_rows : sc->tile_cols, K);
+    const size_t ot = resolve(k_rows ? sc->tile_cols : sc->tile_rows, other);
+    const size_t ntk = (K + kt - 1) / kt, nto = (other + ot - 1) / ot;
+    const bool as_tensor = !sc->none && sc->tile_rows == 0 && sc->tile_cols == 0 && !sc->tensor_scale;
+    const bool expand = !sc->none && !as_tensor;
+    if (as_tensor) ts *= tile_s[0];  // one level: the tensor scale is 1, the tile's scale is all
+    if (expand) {
+        // The quantize call's tile grid is row-major over (rows, cols): (nto x ntk) when K runs
+        // along the columns, (ntk x nto) when it runs along the rows.
+        for (size_t o = 0; o < other; o++)
+            for (size_t g = 0; g < ntk; g++) {
+                const float s = k_rows ? tile_s[g * nto + o / ot] : tile_s[(o / ot) * ntk + g];
+                if (side == MM_SIDE_A) scales[o * ntk + g] = s;
+                else scales[g * other + o] = s;
+            }
+    }
+    *op = (mm_operand){
+        .x = q,
+        .ld = cols,
+        .trans = side == MM_SIDE_A ? k_rows : !k_rows,
+        .fmt = *elem,
+        .scales = expand ? scales : NULL,
+        .block_k = expand && kt < K ? (int)kt : 0,
+        .tensor_scale = ts,
+    };
+    return expand ? ntk : 0;
+}
+
 int mm_qmat_from_f32(mm_qmat *m, mm_side side, const float *x, size_t rows, size_t cols,
                      const fmt_t *elem, const fmt_scaling *sc, const fmt_round_opts *o) {
     if (!m || !x || !elem || !sc || rows == 0 || cols == 0) return MM_EINVAL;
@@ -30,11 +62,11 @@ int mm_qmat_from_f32(mm_qmat *m, mm_side side, const float *x, size_t rows, size
     const bool is_a = side == MM_SIDE_A;
     const size_t K = is_a ? cols : rows, other = is_a ? rows : cols;  // other: M for A, N for B
 
-    // The recipe's tile is (rows along M, cols along K) for A; B gets it transposed.
+    // The recipe's tile is (rows along M, cols along K) for A; B, stored K x N, gets it
+    // transposed, so that in both cases a tile spans one K-block.
     fmt_scaling s = *sc;
     if (!is_a) s.tile_rows = sc->tile_cols, s.tile_cols = sc->tile_rows;
-    const size_t kt = resolve(sc->tile_cols, K), ot = resolve(sc->tile_rows, other);
-    const size_t ntk = (K + kt - 1) / kt, nto = (other + ot - 1) / ot;
+    const size_t kt = resolve(sc->tile_cols, K), ntk = (K + kt - 1) / kt;
     const bool as_tensor = !sc->none && sc->tile_rows == 0 && sc->tile_cols == 0 && !sc->tensor_scale;
     const size_t nt = fmt_scale_count(&s, rows, cols);
 
@@ -55,32 +87,9 @@ int mm_qmat_from_f32(mm_qmat *m, mm_side side, const float *x, size_t rows, size
         return st == FMT_ENOMEM ? MM_ENOMEM : MM_EINVAL;
     }
     m->rows = rows, m->cols = cols, m->scales_clipped = info.scales_clipped;
-
-    float ts = info.tensor_scale;
-    if (as_tensor) {
-        ts *= tile_s[0];  // info.tensor_scale is 1 here: one level
-    } else if (m->scales) {
-        // Tile grid of the quantize call: A (nto x ntk), B (ntk x nto), row-major.
-        m->nblocks = ntk;
-        if (is_a) {
-            for (size_t i = 0; i < rows; i++)
-                for (size_t g = 0; g < ntk; g++) m->scales[i * ntk + g] = tile_s[(i / ot) * ntk + g];
-        } else {
-            for (size_t g = 0; g < ntk; g++)
-                for (size_t j = 0; j < cols; j++) m->scales[g * cols + j] = tile_s[g * nto + j / ot];
-        }
-    }
+    m->nblocks = mm_operand_from_tiles(&m->op, m->scales, side, !is_a, m->q, rows, cols, elem, &s, tile_s,
+                                       info.tensor_scale);
     free(tile_s);
-
-    m->op = (mm_operand){
-        .x = m->q,
-        .ld = cols,
-        .trans = false,
-        .fmt = *elem,
-        .scales = m->scales,
-        .block_k = m->scales && kt < K ? (int)kt : 0,
-        .tensor_scale = ts,
-    };
     return MM_OK;
 }
 

@@ -40,6 +40,20 @@ int mm_qmat_from_f32(mm_qmat *m, mm_side side, const float *x, size_t rows, size
                      const fmt_t *elem, const fmt_scaling *sc, const fmt_round_opts *o);
 void mm_qmat_free(mm_qmat *m);
 
+// The operand for a matrix already quantized by fmt_quantize_f32, for callers that keep their own
+// buffers (the trainer's cast sites): x was stored (rows x cols) and summed along its columns
+// (k_rows false) or its rows (k_rows true), and quantized with the tile sc as passed to
+// fmt_quantize_f32 (the tile's extent along K is sc->tile_cols or, with k_rows, tile_rows);
+// q holds its element values (info.elems), tile_s its tile scales (info.scales) and ts its
+// info.tensor_scale. Fills *op as side A (op(A) = M x K) or B (K x N), transposed where the
+// storage is (A with k_rows, B without), with the tile scales expanded into scales: capacity
+// other x ceil(K / tile along K) floats, other = the dimension that is not K; unused (NULL may
+// be passed) for "none" and for one-level single-tile recipes ("tensor"), which become
+// tensor_scale. Returns the number of K-blocks of the expanded scales (0: none).
+size_t mm_operand_from_tiles(mm_operand *op, float *scales, mm_side side, bool k_rows, const float *q,
+                             size_t rows, size_t cols, const fmt_t *elem, const fmt_scaling *sc,
+                             const float *tile_s, float ts);
+
 // Distributions of random test matrices.
 typedef enum {
     MM_DIST_NORMAL,    // N(0, 1)

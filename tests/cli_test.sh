@@ -371,6 +371,18 @@ ln -sf ckpt.bin "$T/run/link.bin"
 expect_err "export onto a link to its ckpt" "same file as --ckpt" "$F" export --ckpt "$T/run/ckpt.bin" --llama2c "$T/run/link.bin"
 expect_err "export tokenizer onto model" "name the same file" "$F" export --ckpt "$T/run/ckpt.bin" --llama2c "$T/m.bin" --tokenizer "$T/./m.bin"
 expect_has "the checkpoint survived" "done: 6 steps" "$F" train --resume "$T/run/ckpt.bin"
+# An emulated accumulator per matmul (issue 14): trains, stops and resumes bitwise (the
+# emulating kernel is deterministic), and eval takes the policy.
+printf 'name acc13\nsite *.in e4m3 tensor\nsite *.w e4m3 mx\nsite *.grad e5m2 tensor\n%s\n%s\n' \
+    'accumulator m13:promote=16 *.fprop' 'accumulator m10 mlp.down.wgrad' >"$T/acc13.policy"
+ACC=(train --model tiny --data "$T/corpus.txt" --steps 4 --policy "$T/acc13.policy" --progress 0 --threads 1)
+expect_has "train, emulated accumulators" "done: 4 steps" "$F" "${ACC[@]}" --ckpt-dir "$T/acc_a"
+expect_has "train, emulated accumulators, stopped" "stopped at step 2" "$F" "${ACC[@]}" --ckpt-dir "$T/acc_b" --stop-at 2
+expect_has "train, emulated accumulators, resumed" "done: 4 steps" "$F" train --resume "$T/acc_b/ckpt.bin"
+step_losses() { grep -o '"step":[0-9]*,"loss":[^,]*' "$1"; }
+expect_eq "emulated accumulators: resumed run = uninterrupted" "$(step_losses "$T/acc_a/log.jsonl")" \
+    "$(step_losses "$T/acc_b/log.jsonl")"
+expect_has "eval, emulated accumulators" "acc13" "$F" eval --ckpt "$T/run/ckpt.bin" --policy "fp32,$T/acc13.policy"
 expect_has "policy --list" "pure-bf16-sr" "$F" policy --list
 expect_has "policy --show" "site *.grad e2m1 nvfp4 sr" "$F" policy --show nvfp4
 expect_err "policy --show unknown" "'nosuch' is not a preset" "$F" policy --show nosuch

@@ -496,3 +496,56 @@ Test(autocast, sr_streams_of_version_1_sites) {
     cr_assert(k.seed != o.seed, "attn.kv shares the key of the version-1 sites");
     ac_free(&c);
 }
+
+// An operand of an emulated product (ac_cast_operand) holds what ac_cast returns, split into
+// element values and scales: read through mm_operand's definition (scaled_mm.h: A (M x K) or
+// B (K x N), transposed or not, A's scales (M, nblocks), B's (nblocks, N), the tensor scale),
+// the value at each stored element is ac_cast's, bitwise for power-of-two scales and within 4
+// roundings (4u) for NVFP4's e4m3 scales under an fp32 tensor scale (scale.h: ac_cast returns
+// q * fl(sf / s_enc), the operand q, sf and fl(1 / s_enc)). Every orientation: K along the
+// columns or the rows of the stored matrix, as side A or B; ragged tiles.
+Test(autocast, operand_holds_the_cast_values) {
+    static const char *const rules[] = {"e4m3", "e4m3 tensor", "e4m3 delayed", "e4m3 mx", "e4m3 row",
+                                        "e4m3 block:8:e8m0", "e4m3 tile:4x8:e8m0", "e2m1 nvfp4",
+                                        "e5m2 block:8:e8m0 sr"};
+    enum { R = 13, C = 37 };
+    float x[R * C], deq[R * C];
+    tu_rng g = {fmt_rng_make_key(5, 5), 0};
+    for (int i = 0; i < R * C; i++) x[i] = (float)(tu_rng_normal(&g) * exp2(tu_rng_normal(&g) * 3));
+    for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++) {
+        char text[256], msg[512];
+        snprintf(text, sizeof text, "name t\nsite * fp32\nsite mlp.down.in %s\nsite mlp.down.w %s\n"
+                 "accumulator m13 mlp.down.fprop\n", rules[r], rules[r]);
+        ac_policy p;
+        cr_assert_eq(ac_policy_parse(&p, text, "test", msg, sizeof msg), AC_OK, "%s", msg);
+        ac_ctx c;
+        init_ctx(&c, &p, 1, R * C);
+        // Delayed scaling: a history first, so that the scale is not 1.
+        ac_cast(&c, AC_DOWN_IN, 0, x, R, C, false, 0, true);
+        const bool pow2 = !strstr(rules[r], "nvfp4");
+        for (int kr = 0; kr < 2; kr++)
+            for (int side = 0; side < 2; side++) {
+                memcpy(deq, ac_cast(&c, AC_DOWN_IN, 0, x, R, C, kr, 0, false), sizeof deq);
+                mm_operand op;
+                ac_cast_operand(&c, AC_DOWN_IN, 0, x, R, C, kr, side ? MM_SIDE_B : MM_SIDE_A, 1, false, &op);
+                const size_t K = kr ? R : C, other = kr ? C : R;
+                const size_t nb = op.scales ? (op.block_k ? (K + (size_t)op.block_k - 1) / (size_t)op.block_k : 1) : 0;
+                const bool trans = side ? !kr : kr;
+                cr_assert_eq(op.trans, trans, "%s", rules[r]);
+                for (size_t i = 0; i < R; i++)
+                    for (size_t j = 0; j < C; j++) {
+                        const size_t k = kr ? i : j, o = kr ? j : i;  // index along K, along the other
+                        // mm_operand's reading: A[o][k] or B[k][o], stored transposed or not.
+                        const size_t at = side == 0 ? (trans ? k * op.ld + o : o * op.ld + k)
+                                                    : (trans ? o * op.ld + k : k * op.ld + o);
+                        const size_t blk = op.block_k ? k / (size_t)op.block_k : 0;
+                        const float s = !op.scales ? 1.0f : side == 0 ? op.scales[o * nb + blk] : op.scales[blk * other + o];
+                        const float v = op.x[at] * s * op.tensor_scale, want = deq[i * C + j];
+                        if (pow2) cr_assert(tu_samef(v, want), "%s kr %d side %d (%zu,%zu): %a vs %a", rules[r], kr, side, i, j, v, want);
+                        else cr_assert(fabsf(v - want) <= 0x1p-22f * fabsf(want), "%s (%zu,%zu): %a vs %a", rules[r], i, j, v, want);
+                        cr_assert(representable(&p.site[AC_DOWN_IN].fmt, op.x[at]), "%s: %a not an element value", rules[r], op.x[at]);
+                    }
+            }
+        ac_free(&c);
+    }
+}

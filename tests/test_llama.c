@@ -492,3 +492,105 @@ Test(llama, kv_site_is_straight_through) {
     free(p), free(out), free(off);
     for (int rc = 0; rc < 2; rc++) ac_free(&ac[rc]), llama_free(&m[rc]);
 }
+
+// --- emulated accumulators per matmul
+
+// Gradients over two micro-batches (so wgrad must add to what the first left) and the last loss
+// of an untied tiny model under the policy text, from fixed parameters and tokens.
+static float grads_under(const char *text, float *grads) {
+    llama_config c = tiny_config(false);
+    llama_model m;
+    cr_assert_eq(llama_init(&m, &c, LLAMA_RECOMPUTE_NONE, NULL, 0), LLAMA_OK);
+    fill_params(&m, 23);
+    enum { B = 8, T = 8 };
+    int tok[B * T], tgt[B * T];
+    fill_tokens(tok, tgt, B * T, c.vocab_size, 23);
+    ac_policy pol;
+    char msg[512];
+    cr_assert_eq(ac_policy_parse(&pol, text, "test", msg, sizeof msg), AC_OK, "%s", msg);
+    ac_ctx ac;
+    cr_assert_eq(ac_init(&ac, &pol, c.n_layers, 1, AC_TEL_OFF, llama_max_operand(&c, B / 2, T), msg, sizeof msg),
+                 AC_OK, "%s", msg);
+    ac_begin_step(&ac, 0);
+    m.ac = &ac;
+    llama_zero_grad(&m);
+    float loss = 0;
+    for (int k = 0; k < 2; k++) {
+        ac_begin_micro(&ac, k);
+        loss = llama_forward(&m, tok + k * (B / 2) * T, tgt + k * (B / 2) * T, B / 2, T);
+        llama_backward(&m, tok + k * (B / 2) * T, tgt + k * (B / 2) * T, 0.5f);
+    }
+    memcpy(grads, m.grads, m.n_params * sizeof *grads);
+    ac_free(&ac);
+    llama_free(&m);
+    return loss;
+}
+
+// Number of tensors whose gradients differ from ref's by more than GRAD_TOL of their largest;
+// *which names the last.
+static int tensors_off(const float *g, const float *ref, const llama_config *c, const char **which) {
+    size_t s[LP_COUNT], off = 0;
+    llama_param_sizes(c, s);
+    int n = 0;
+    for (int t = 0; t < LP_COUNT; off += s[t], t++) {
+        double gmax = 0, emax = 0;
+        for (size_t j = 0; j < s[t]; j++) gmax = fmax(gmax, fabs(ref[off + j]));
+        for (size_t j = 0; j < s[t]; j++) emax = fmax(emax, fabs(g[off + j] - ref[off + j]));
+        if (emax > GRAD_TOL * gmax) n++, *which = llama_param_name(t);
+    }
+    return n;
+}
+
+// Block-scaled e4m3/e5m2 operands (power-of-two scales on blocks of 8 along K, so K-blocks
+// matter at every product) with an emulated float32 accumulator (rne, promoted every 16
+// products) against the same casts multiplied by the float32 BLAS path: the operands' values
+// q * s are the same, so the two differ only in the order of float32 additions, within
+// GRAD_TOL of each tensor's largest gradient (as accumulation_matches_big_batch), in every
+// product of the forward, dgrad and wgrad. A transposed operand, a misplaced scale or a wgrad
+// that overwrote the first micro-batch's sum would miss by far more.
+Test(llama, emulated_accumulator_matches_float32_products) {
+    static const char base[] = "name t\nsite *.in e4m3 block:8:e8m0\nsite *.w e4m3 block:8:e8m0\n"
+                               "site *.grad e5m2 block:8:e8m0\n";
+    char emul[256];
+    snprintf(emul, sizeof emul, "%saccumulator fp32:promote=16\n", base);
+    const llama_config c = tiny_config(false);
+    size_t n = 0, s[LP_COUNT];
+    llama_param_sizes(&c, s);
+    for (int t = 0; t < LP_COUNT; t++) n += s[t];
+    float *g0 = malloc(n * sizeof *g0), *g1 = malloc(n * sizeof *g1);
+    const float l0 = grads_under(base, g0), l1 = grads_under(emul, g1);
+    cr_assert(fabsf(l1 - l0) <= GRAD_TOL * l0, "loss %.9g, float32 products %.9g", l1, l0);
+    const char *which = "";
+    cr_assert_eq(tensors_off(g1, g0, &c, &which), 0, "%s: gradients off", which);
+    cr_assert(memcmp(g0, g1, n * sizeof *g0), "the emulated path was not taken: bitwise the same gradients");
+    free(g0), free(g1);
+}
+
+// Each wgrad takes its own accumulator: a 3-bit accumulator on PROJ.wgrad changes that
+// projection's weight gradients, and only those, beyond the tolerance above.
+Test(llama, emulated_accumulator_per_matmul) {
+    static const char *const gemm[] = {"attn.qkv.wgrad", "attn.o.wgrad", "mlp.gate_up.wgrad",
+                                       "mlp.down.wgrad", "lm_head.wgrad"};
+    static const char *const expect[][3] = {{"layers.wq", "layers.wk", "layers.wv"}, {"layers.wo"},
+                                            {"layers.w_gate", "layers.w_up"}, {"layers.w_down"}, {"lm_head"}};
+    static const int nexp[] = {3, 1, 2, 1, 1};
+    static const char base[] = "name t\nsite *.in bf16\nsite *.w bf16\nsite *.grad bf16\n";
+    const llama_config c = tiny_config(false);
+    size_t n = 0, s[LP_COUNT];
+    llama_param_sizes(&c, s);
+    for (int t = 0; t < LP_COUNT; t++) n += s[t];
+    float *g0 = malloc(n * sizeof *g0), *g1 = malloc(n * sizeof *g1);
+    grads_under(base, g0);
+    for (int k = 0; k < 5; k++) {
+        char text[256];
+        snprintf(text, sizeof text, "%saccumulator m2 %s\n", base, gemm[k]);
+        grads_under(text, g1);
+        const char *which = "";
+        cr_assert_eq(tensors_off(g1, g0, &c, &which), nexp[k], "%s: %d tensors off (last %s), expected %d",
+                     gemm[k], tensors_off(g1, g0, &c, &which), which, nexp[k]);
+        bool named = false;
+        for (int e = 0; e < nexp[k]; e++) named |= !strcmp(which, expect[k][e]);
+        cr_assert(named, "%s changed %s", gemm[k], which);
+    }
+    free(g0), free(g1);
+}

@@ -142,7 +142,8 @@ Test(policy, fp32_policy) {
     for (int s = 0; s < AC_NSITES; s++) cr_assert(!p.site[s].active);
     cr_assert_eq(p.scaler.kind, AC_SCALE_NONE);
     cr_assert_eq(p.update, AC_UPDATE_FP32);
-    cr_assert(!mm_acc_is_emulated(&p.acc));
+    for (int g = 0; g < AC_NPROJ; g++)
+        for (int k = 0; k < AC_NPASSES; k++) cr_assert(!mm_acc_is_emulated(&p.acc[g][k]));
     cr_assert_eq(p.amax_history, 1024);
     cr_assert_eq(p.amax_margin, 0.0f);
     cr_assert_eq(p.hadamard, 0);
@@ -177,7 +178,8 @@ Test(policy, presets_load_validate_round_trip) {
         expect_inactive(&p, "attn.probs");
         expect_inactive(&p, "residual");
         expect_inactive(&p, "acts.saved");
-        cr_assert(!mm_acc_is_emulated(&p.acc), "%s", names[i]);
+        for (int g = 0; g < AC_NPROJ; g++)
+            for (int k = 0; k < AC_NPASSES; k++) cr_assert(!mm_acc_is_emulated(&p.acc[g][k]), "%s", names[i]);
         // Every preset text says where it comes from in a comment.
         char text[4096];
         const size_t len = ac_preset_text(names[i], text, sizeof text);
@@ -545,7 +547,8 @@ Test(policy, round_trip_everything) {
                         "site lm_head.* fp16 delayed\n"
                         "loss_scale dynamic init=1024.5 growth=1.5 backoff=0.25 interval=7 min=0.125\n"
                         "update kahan\n"
-                        "accumulator m13:promote=128:rtz\n"
+                        "accumulator m13:promote=128:rtz *.fprop\n"
+                        "accumulator bf16:rtz lm_head.*\n"
                         "amax_history 16\n"
                         "amax_margin 1.5\n"
                         "hadamard 16\n");
@@ -553,14 +556,17 @@ Test(policy, round_trip_everything) {
     cr_assert_eq(p.scaler.init, 1024.5f);
     cr_assert_eq(p.scaler.min_scale, 0.125f);
     cr_assert_eq(p.scaler.interval, 7);
-    cr_assert_eq(p.acc.promote_every, 128);
-    cr_assert_eq(p.acc.mode, FMT_RTZ);
-    cr_assert_eq(p.acc.fmt.mbits, 13);
+    cr_assert_eq(p.acc[AC_PROJ_DOWN][AC_FPROP].promote_every, 128);
+    cr_assert_eq(p.acc[AC_PROJ_QKV][AC_FPROP].mode, FMT_RTZ);
+    cr_assert_eq(p.acc[AC_PROJ_QKV][AC_FPROP].fmt.mbits, 13);
+    cr_assert(p.acc[AC_PROJ_HEAD][AC_DGRAD].mode == FMT_RTZ && p.acc[AC_PROJ_HEAD][AC_DGRAD].fmt.mbits == 7);
+    cr_assert(!mm_acc_is_emulated(&p.acc[AC_PROJ_DOWN][AC_WGRAD]));
     cr_assert_eq(p.amax_margin, 1.5f);
     cr_assert(!rule(&p, "adam.v")->fmt.is_signed);
     char t[8192];
     ac_policy_text(&p, t, sizeof t);
-    cr_assert(strstr(t, "\naccumulator e8m13:promote=128:rtz\n"), "%s", t);
+    cr_assert(strstr(t, "\naccumulator e8m13:promote=128:rtz attn.qkv.fprop\n"), "%s", t);
+    cr_assert(strstr(t, "\naccumulator bf16:rtz lm_head.wgrad\n"), "%s", t);
     cr_assert(strstr(t, "\nsite lm_head.w fp16 delayed rne saturate\n"), "%s", t);
     cr_assert(strstr(t, "\nsite master e3m4 row rdn saturate\n"), "%s", t);
     cr_assert(strstr(t, "\nsite residual tf32 none rne saturate\n"), "%s", t);
@@ -637,6 +643,13 @@ Test(policy, errors_name_line_and_token) {
         {"loss_scale dynamic init=0.5\n", 1, "init=0.5", "min=1"},
         {"accumulator bogus\n", 1, "'bogus'", NULL},
         {"accumulator bf16\n", 1, "accumulator bf16", "attn.qkv.in"},
+        {"accumulator m13 mlp.up.fprop\n", 1, "'mlp.up.fprop'", "PROJECTION.PASS"},
+        {"accumulator m13 *.fwd\n", 1, "'*.fwd'", "matches no matmul"},
+        {"accumulator m13 *.fprop x\n", 1, "accumulator", "found 3"},
+        {"site *.in e4m3\nsite *.w e4m3\nsite *.grad e5m2\nsite lm_head.w fp32\naccumulator m13 lm_head.dgrad\n",
+         5, "lm_head.dgrad", "lm_head.w is fp32"},
+        {"site *.in e4m3 block:32:e8m0\nsite *.w e4m3 block:16:e8m0\nsite *.grad e5m2\naccumulator m13\n",
+         4, "attn.qkv.fprop", "same block length"},
         {"site * e4m3\nsite master fp32\nsite lm_head.w e5m12\n# x\naccumulator m10\n", 5,
          "lm_head.w", "12 bits"},
         {"amax_history 0\n", 1, "'0'", "[1, 16384]"},
@@ -826,4 +839,41 @@ Test(policy, fuzzer_round_trips) {
     cr_assert_neq(ac_policy_parse(&p, "site grads e4m3 block:32:e8m0e8m0\n", "fuzz", msg, sizeof msg), AC_OK);
     cr_assert_neq(ac_policy_parse(&p, "site attn.qkv.in e3m0000000000000000000000000000000000000000000000000001\n",
                                   "fuzz", msg, sizeof msg), AC_OK);
+}
+
+// accumulator SPEC [MATMUL]: later lines override earlier ones for the matmuls they name; the
+// canonical text has one line when all agree, else one per matmul, and reads back the same.
+// An emulated accumulator needs narrow operands only where it is used.
+Test(policy, accumulator_per_matmul) {
+    ac_policy p = parse("site *.in e4m3\nsite *.w e4m3\nsite *.grad e5m2\nsite lm_head.* fp32\n"
+                        "accumulator m13 *.fprop\naccumulator m13:promote=128 mlp.*\n"
+                        "accumulator fp32 lm_head.fprop\naccumulator bf16 attn.o.wgrad\n");
+    for (int g = 0; g < AC_NPROJ; g++)
+        for (int k = 0; k < AC_NPASSES; k++) {
+            const mm_acc *a = &p.acc[g][k];
+            const char *name = ac_gemm_name((ac_proj)g, (ac_pass)k);
+            if (g == AC_PROJ_GATEUP || g == AC_PROJ_DOWN)
+                cr_assert(a->fmt.mbits == 13 && a->promote_every == 128, "%s", name);
+            else if (g == AC_PROJ_O && k == AC_WGRAD) cr_assert_str_eq(a->fmt.name, "bf16", "%s", name);
+            else if (k == AC_FPROP && g != AC_PROJ_HEAD)
+                cr_assert(a->fmt.mbits == 13 && a->promote_every == 0, "%s", name);
+            else cr_assert(!mm_acc_is_emulated(a), "%s", name);
+        }
+    expect_round_trip(&p);
+    char t[8192];
+    ac_policy_text(&p, t, sizeof t);
+    cr_assert(strstr(t, "\naccumulator e8m13 attn.qkv.fprop\n"), "%s", t);
+    cr_assert(strstr(t, "\naccumulator e8m13:promote=128 mlp.down.wgrad\n"), "%s", t);
+    cr_assert(strstr(t, "\naccumulator fp32 lm_head.fprop\n"), "%s", t);
+    // One spec for every matmul is one line, as before per-matmul accumulators.
+    ac_policy q = parse("site *.in e4m3\nsite *.w e4m3\nsite *.grad e5m2\naccumulator m13\n");
+    ac_policy_text(&q, t, sizeof t);
+    cr_assert(strstr(t, "\naccumulator e8m13\namax_history"), "%s", t);
+    expect_round_trip(&q);
+    cr_assert_str_eq(ac_gemm_name(AC_PROJ_GATEUP, AC_DGRAD), "mlp.gate_up.dgrad");
+    ac_site a, b;
+    ac_gemm_sites(AC_PROJ_DOWN, AC_WGRAD, &a, &b);
+    cr_assert(a == AC_DOWN_GRAD && b == AC_DOWN_IN);
+    ac_gemm_sites(AC_PROJ_O, AC_DGRAD, &a, &b);
+    cr_assert(a == AC_O_GRAD && b == AC_O_W);
 }

@@ -122,9 +122,8 @@ int eval_policy_check(const ac_policy *p, char *msg, size_t msg_len) {
     const ac_rule *sc = &p->site[AC_ATT_SCORES], *pr = &p->site[AC_ATT_PROBS];
     const bool att_recipe = (sc->active && (!sc->scaling.none || sc->delayed)) ||
                             (pr->active && (!pr->scaling.none || pr->delayed));
-    const char *why = mm_acc_is_emulated(&p->acc) ? "an emulated accumulator (use fplab matmul-check)"
-                      : att_recipe ? "a scaling recipe on attention scores or probabilities (plain rounding only)"
-                                   : NULL;
+    const char *why = att_recipe ? "a scaling recipe on attention scores or probabilities (plain rounding only)"
+                                 : NULL;
     if (!why) return EVAL_OK;
     snprintf(msg, msg_len, "policy '%s': %s is not supported by the forward yet", p->name, why);
     return EVAL_EINVAL;

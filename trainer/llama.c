@@ -344,10 +344,46 @@ static void cast_store(llama_model *m, ac_site s, size_t l, float *x, size_t row
     ac_cast_inplace(m->ac, s, (int)l, x, rows, cols, !m->uncounted);
 }
 
-// out = xc W^T: xc already cast for its site, W cast here for site ws.
-static void proj(llama_model *m, ac_site ws, size_t l, float *out, const float *xc, const float *w,
+// A product with the accumulator the policy emulates (scaled_mm.h): C (M x N, ldc) = op(A) op(B),
+// plus C when accumulate. The operands are valid (the policy's checks), so the kernel fails only
+// for want of memory; C is then NaN, and the run stops as a non-finite one does.
+static void mm_emulated(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
+                        size_t K, const mm_acc *acc, bool accumulate) {
+    mm_opts o;
+    mm_opts_default(&o);
+    o.acc = *acc;
+    o.beta = accumulate ? 1.0f : 0.0f;
+    if (mm_cpu(C, ldc, A, B, M, N, K, &o) != MM_OK)
+        for (size_t i = 0; i < M; i++)
+            for (size_t j = 0; j < N; j++) C[i * ldc + j] = NAN;
+}
+
+// The activation operand of a projection's forward, cast for its .in site once and used by
+// every product that reads it (q, k and v; gate and up): float32 values (x) for a float32
+// accumulator, or the element values and scales for an emulated one (op, with acc set).
+typedef struct {
+    const float *x;
+    const mm_acc *acc;
+    mm_operand op;
+} proj_in;
+
+static proj_in cast_in(llama_model *m, ac_proj p, size_t l, const float *x, size_t rows, size_t cols) {
+    proj_in in = {.acc = ac_emulated_acc(m->ac, p, AC_FPROP)};
+    if (in.acc) ac_cast_operand(m->ac, ac_proj_in(p), (int)l, x, rows, cols, false, MM_SIDE_A, 0, !m->uncounted, &in.op);
+    else in.x = cast_op(m, ac_proj_in(p), l, x, rows, cols, 0);
+    return in;
+}
+
+// out (N, OC) = in W^T, W (OC, IC) cast here for the projection's .w site.
+static void proj(llama_model *m, ac_proj p, size_t l, float *out, const proj_in *in, const float *w,
                  size_t N, size_t IC, size_t OC) {
-    op_matmul_forward(out, xc, cast_op(m, ws, l, w, OC, IC, 1), N, IC, OC);
+    if (!in->acc) {
+        op_matmul_forward(out, in->x, cast_op(m, ac_proj_w(p), l, w, OC, IC, 1), N, IC, OC);
+        return;
+    }
+    mm_operand wop;
+    ac_cast_operand(m->ac, ac_proj_w(p), (int)l, w, OC, IC, false, MM_SIDE_B, 1, !m->uncounted, &wop);
+    mm_emulated(out, OC, &in->op, &wop, N, OC, IC, in->acc, false);
 }
 
 // Attention, with its scores and probabilities rounded where the policy says (plain rounding:
@@ -371,10 +407,10 @@ static void layer_forward(llama_model *m, const dims *d, size_t l, layer_acts *a
     const size_t N = d->N;
     op_rmsnorm_forward(a->h1, a->rstd1, x, w.attn_norm, N, d->C, eps);
     cast_store(m, AC_SAVED, l, a->h1, N, d->C);
-    const float *h1c = cast_op(m, AC_QKV_IN, l, a->h1, N, d->C, 0);
-    proj(m, AC_QKV_W, l, a->q, h1c, w.wq, N, d->C, d->qd);
-    proj(m, AC_QKV_W, l, a->k, h1c, w.wk, N, d->C, d->kvd);
-    proj(m, AC_QKV_W, l, a->v, h1c, w.wv, N, d->C, d->kvd);
+    const proj_in h1c = cast_in(m, AC_PROJ_QKV, l, a->h1, N, d->C);
+    proj(m, AC_PROJ_QKV, l, a->q, &h1c, w.wq, N, d->C, d->qd);
+    proj(m, AC_PROJ_QKV, l, a->k, &h1c, w.wk, N, d->C, d->kvd);
+    proj(m, AC_PROJ_QKV, l, a->v, &h1c, w.wv, N, d->C, d->kvd);
     op_rope_forward(a->q, m->rope_cos, m->rope_sin, d->B, d->T, d->NH, d->hs);
     op_rope_forward(a->k, m->rope_cos, m->rope_sin, d->B, d->T, d->NKV, d->hs);
     // The KV cache: k after RoPE and v as projected, rounded in place where a cache would store
@@ -388,21 +424,21 @@ static void layer_forward(llama_model *m, const dims *d, size_t l, layer_acts *a
     cast_store(m, AC_SAVED, l, a->v, N, d->kvd);
     attention_cast(m, d, l, a);
     cast_store(m, AC_SAVED, l, a->y, N, d->qd);
-    const float *yc = cast_op(m, AC_O_IN, l, a->y, N, d->qd, 0);
-    proj(m, AC_O_W, l, a->x_mid, yc, w.wo, N, d->qd, d->C);
+    const proj_in yc = cast_in(m, AC_PROJ_O, l, a->y, N, d->qd);
+    proj(m, AC_PROJ_O, l, a->x_mid, &yc, w.wo, N, d->qd, d->C);
     for (size_t i = 0; i < N * d->C; i++) a->x_mid[i] += x[i];
     cast_store(m, AC_RESIDUAL, l, a->x_mid, N, d->C);
     op_rmsnorm_forward(a->h2, a->rstd2, a->x_mid, w.mlp_norm, N, d->C, eps);
     cast_store(m, AC_SAVED, l, a->h2, N, d->C);
-    const float *h2c = cast_op(m, AC_GATEUP_IN, l, a->h2, N, d->C, 0);
-    proj(m, AC_GATEUP_W, l, a->gate, h2c, w.w_gate, N, d->C, d->H);
-    proj(m, AC_GATEUP_W, l, a->up, h2c, w.w_up, N, d->C, d->H);
+    const proj_in h2c = cast_in(m, AC_PROJ_GATEUP, l, a->h2, N, d->C);
+    proj(m, AC_PROJ_GATEUP, l, a->gate, &h2c, w.w_gate, N, d->C, d->H);
+    proj(m, AC_PROJ_GATEUP, l, a->up, &h2c, w.w_up, N, d->C, d->H);
     cast_store(m, AC_SAVED, l, a->gate, N, d->H);
     cast_store(m, AC_SAVED, l, a->up, N, d->H);
     op_swiglu_forward(a->act, a->sig, a->gate, a->up, N * d->H);
     cast_store(m, AC_SAVED, l, a->act, N, d->H);
-    const float *actc = cast_op(m, AC_DOWN_IN, l, a->act, N, d->H, 0);
-    proj(m, AC_DOWN_W, l, x_out, actc, w.w_down, N, d->H, d->C);
+    const proj_in actc = cast_in(m, AC_PROJ_DOWN, l, a->act, N, d->H);
+    proj(m, AC_PROJ_DOWN, l, x_out, &actc, w.w_down, N, d->H, d->C);
     for (size_t i = 0; i < N * d->C; i++) x_out[i] += a->x_mid[i];
     cast_store(m, AC_RESIDUAL, l, x_out, N, d->C);
 }
@@ -425,7 +461,8 @@ float llama_forward(llama_model *m, const int *tokens, const int *targets, int B
                     c->norm_eps);
     const float *head = c->tied ? m->p.t[LP_TOK_EMB] : m->p.t[LP_LM_HEAD];
     const size_t top = (size_t)c->n_layers;  // model-level sites count as "layer" L
-    proj(m, AC_HEAD_W, top, a->logits, cast_op(m, AC_HEAD_IN, top, a->hf, d.N, d.C, 0), head, d.N, d.C, d.V);
+    const proj_in hfc = cast_in(m, AC_PROJ_HEAD, top, a->hf, d.N, d.C);
+    proj(m, AC_PROJ_HEAD, top, a->logits, &hfc, head, d.N, d.C, d.V);
     if (!targets) return 0.0f;
     return (float)op_crossentropy_forward(a->lse, a->logits, targets, d.N, d.V);
 }
@@ -442,25 +479,43 @@ bool llama_kv(const llama_model *m, int l, const float **k, const float **v) {
 
 // dinp (= or +=) dout W and dW += dout^T inp, each product with its operands cast for the
 // policy: the output gradient along OC for dgrad and along N for wgrad, the weight along OC,
-// the input along N (block scales run along the summed dimension K of each product).
-static void proj_backward(llama_model *m, ac_site in, ac_site ws, ac_site gs, size_t l, float *dinp,
-                          float *dw, const float *dout, const float *x, const float *w, size_t N,
-                          size_t IC, size_t OC, bool accumulate) {
+// the input along N (block scales run along the summed dimension K of each product). A product
+// whose accumulator the policy emulates gets its operands as element values and scales.
+static void proj_backward(llama_model *m, ac_proj p, size_t l, float *dinp, float *dw, const float *dout,
+                          const float *x, const float *w, size_t N, size_t IC, size_t OC, bool accumulate) {
     ac_ctx *ac = m->ac;
     if (!ac) {
         op_matmul_backward(dinp, dw, dout, x, w, N, IC, OC, accumulate);
         return;
     }
     const int L = (int)l;
-    op_matmul_dgrad(dinp, ac_cast(ac, gs, L, dout, N, OC, false, 0, true),
-                 ac_cast(ac, ws, L, w, OC, IC, true, 1, false), N, IC, OC, accumulate);
-    if (ac->pol.hadamard) {  // NVFP4: rotate both wgrad operands along N, the summed dimension
-        ac_hadamard16(ac, ac->buf[2], dout, N, OC);
-        ac_hadamard16(ac, ac->buf[3], x, N, IC);
-        dout = ac->buf[2], x = ac->buf[3];
+    const ac_site in = ac_proj_in(p), ws = ac_proj_w(p), gs = ac_proj_grad(p);
+    const mm_acc *acc = ac_emulated_acc(ac, p, AC_DGRAD);
+    mm_operand a, b;
+    if (acc) {  // dinp (N, IC) = dout (N, OC) W (OC, IC)
+        ac_cast_operand(ac, gs, L, dout, N, OC, false, MM_SIDE_A, 0, true, &a);
+        ac_cast_operand(ac, ws, L, w, OC, IC, true, MM_SIDE_B, 1, false, &b);
+        mm_emulated(dinp, IC, &a, &b, N, IC, OC, acc, accumulate);
+    } else {
+        op_matmul_dgrad(dinp, ac_cast(ac, gs, L, dout, N, OC, false, 0, true),
+                        ac_cast(ac, ws, L, w, OC, IC, true, 1, false), N, IC, OC, accumulate);
     }
-    op_matmul_wgrad(dw, ac_cast(ac, gs, L, dout, N, OC, true, 2, false),
-                 ac_cast(ac, in, L, x, N, IC, true, 3, false), N, IC, OC);
+    // NVFP4: rotate both wgrad operands along N, the summed dimension, into the slots dgrad is
+    // done with (the casts below write slots 2 and 3, which must not be their inputs).
+    if (ac->pol.hadamard) {
+        ac_hadamard16(ac, ac->buf[0], dout, N, OC);
+        ac_hadamard16(ac, ac->buf[1], x, N, IC);
+        dout = ac->buf[0], x = ac->buf[1];
+    }
+    acc = ac_emulated_acc(ac, p, AC_WGRAD);
+    if (acc) {  // dW (OC, IC) += dout^T (OC, N) x (N, IC)
+        ac_cast_operand(ac, gs, L, dout, N, OC, true, MM_SIDE_A, 2, false, &a);
+        ac_cast_operand(ac, in, L, x, N, IC, true, MM_SIDE_B, 3, false, &b);
+        mm_emulated(dw, IC, &a, &b, OC, IC, N, acc, true);
+    } else {
+        op_matmul_wgrad(dw, ac_cast(ac, gs, L, dout, N, OC, true, 2, false),
+                        ac_cast(ac, in, L, x, N, IC, true, 3, false), N, IC, OC);
+    }
 }
 
 // dx (N, C) holds the gradient of the layer's output on entry and of its input on exit.
@@ -471,20 +526,20 @@ static void layer_backward(llama_model *m, const dims *d, size_t l, const layer_
     llama_acts *s = m->acts;
     const size_t N = d->N, C = d->C, H = d->H;
     // MLP branch: x_out = x_mid + w_down(silu(w_gate h2) * w_up h2)
-    proj_backward(m, AC_DOWN_IN, AC_DOWN_W, AC_DOWN_GRAD, l, s->dact, g.w_down, s->dx, a->act, w.w_down, N, H, C, false);
+    proj_backward(m, AC_PROJ_DOWN, l, s->dact, g.w_down, s->dx, a->act, w.w_down, N, H, C, false);
     op_swiglu_backward(s->dgate, s->dup, s->dact, a->gate, a->up, a->sig, N * H);
-    proj_backward(m, AC_GATEUP_IN, AC_GATEUP_W, AC_GATEUP_GRAD, l, s->dh, g.w_gate, s->dgate, a->h2, w.w_gate, N, C, H, false);
-    proj_backward(m, AC_GATEUP_IN, AC_GATEUP_W, AC_GATEUP_GRAD, l, s->dh, g.w_up, s->dup, a->h2, w.w_up, N, C, H, true);
+    proj_backward(m, AC_PROJ_GATEUP, l, s->dh, g.w_gate, s->dgate, a->h2, w.w_gate, N, C, H, false);
+    proj_backward(m, AC_PROJ_GATEUP, l, s->dh, g.w_up, s->dup, a->h2, w.w_up, N, C, H, true);
     op_rmsnorm_backward(s->dx, g.mlp_norm, s->dh, a->x_mid, w.mlp_norm, a->rstd2, N, C);
     // attention branch: x_mid = x + wo(attention(rope(wq h1), rope(wk h1), wv h1))
-    proj_backward(m, AC_O_IN, AC_O_W, AC_O_GRAD, l, s->dy, g.wo, s->dx, a->y, w.wo, N, d->qd, C, false);
+    proj_backward(m, AC_PROJ_O, l, s->dy, g.wo, s->dx, a->y, w.wo, N, d->qd, C, false);
     op_attention_backward(s->dq, s->dk, s->dv, s->dy, a->att, a->q, a->k, a->v, d->B, d->T, d->NH,
                        d->NKV, d->hs);
     op_rope_backward(s->dq, m->rope_cos, m->rope_sin, d->B, d->T, d->NH, d->hs);
     op_rope_backward(s->dk, m->rope_cos, m->rope_sin, d->B, d->T, d->NKV, d->hs);
-    proj_backward(m, AC_QKV_IN, AC_QKV_W, AC_QKV_GRAD, l, s->dh, g.wq, s->dq, a->h1, w.wq, N, C, d->qd, false);
-    proj_backward(m, AC_QKV_IN, AC_QKV_W, AC_QKV_GRAD, l, s->dh, g.wk, s->dk, a->h1, w.wk, N, C, d->kvd, true);
-    proj_backward(m, AC_QKV_IN, AC_QKV_W, AC_QKV_GRAD, l, s->dh, g.wv, s->dv, a->h1, w.wv, N, C, d->kvd, true);
+    proj_backward(m, AC_PROJ_QKV, l, s->dh, g.wq, s->dq, a->h1, w.wq, N, C, d->qd, false);
+    proj_backward(m, AC_PROJ_QKV, l, s->dh, g.wk, s->dk, a->h1, w.wk, N, C, d->kvd, true);
+    proj_backward(m, AC_PROJ_QKV, l, s->dh, g.wv, s->dv, a->h1, w.wv, N, C, d->kvd, true);
     op_rmsnorm_backward(s->dx, g.attn_norm, s->dh, x, w.attn_norm, a->rstd1, N, C);
 }
 
@@ -497,7 +552,7 @@ void llama_backward(llama_model *m, const int *tokens, const int *targets, float
     float *dhead = tied ? m->g.t[LP_TOK_EMB] : m->g.t[LP_LM_HEAD];
     // the logits buffer becomes dlogits (the logits are not needed after this)
     op_crossentropy_backward(a->logits, a->logits, a->lse, targets, d.N, d.V, loss_scale);
-    proj_backward(m, AC_HEAD_IN, AC_HEAD_W, AC_HEAD_GRAD, (size_t)c->n_layers, a->dh, dhead, a->logits,
+    proj_backward(m, AC_PROJ_HEAD, (size_t)c->n_layers, a->dh, dhead, a->logits,
                   a->hf, head, d.N, d.C, d.V, false);
     memset(a->dx, 0, d.N * d.C * sizeof *a->dx);
     op_rmsnorm_backward(a->dx, m->g.t[LP_FINAL_NORM], a->dh, a->x_in[c->n_layers],

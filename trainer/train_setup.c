@@ -90,10 +90,7 @@ static int setup_policy(train_run_state *r, const ckpt_file *f, char *msg, size_
     const ac_rule *sc = &r->pol.site[AC_ATT_SCORES], *pr = &r->pol.site[AC_ATT_PROBS];
     const bool att_recipe = (sc->active && (!sc->scaling.none || sc->delayed)) ||
                             (pr->active && (!pr->scaling.none || pr->delayed));
-    const char *why = mm_acc_is_emulated(&r->pol.acc)
-                          ? "an emulated accumulator (the model's matmuls do not call the emulating kernel "
-                            "yet: use fplab matmul-check)"
-                      : att_recipe ? "a scaling recipe on attention scores or probabilities (plain rounding only)"
+    const char *why = att_recipe ? "a scaling recipe on attention scores or probabilities (plain rounding only)"
                       : r->pol.hadamard != 0 && r->pol.hadamard != 16 ? "a Hadamard size other than 16"
                                                                         : NULL;
     if (why) {
