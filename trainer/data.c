@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "formats/rng.h"
+#include "trainer/fileio.h"
 
 enum {
     SHARD_HEADER_BYTES = 256 * 4,
@@ -31,17 +32,6 @@ static const uint64_t DATA_STREAM = 0x6461746100000000ULL;  // "data" << 32
 
 // --- messages and helpers
 
-__attribute__((format(printf, 4, 5))) static int fail(int code, char *msg, size_t msg_len,
-                                                      const char *fmt, ...) {
-    if (msg && msg_len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, msg_len, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
 // The first 90% is train: n_train = floor(0.9 n), computed without overflow. The same split as
 // nanoGPT's data[:int(n*0.9)] (tinyshakespeare: 1003854 train, 111540 validation characters);
 // validation gets ceil(0.1 n).
@@ -53,7 +43,7 @@ static int check_splits(const data_set *d, const char *what, const char *path, c
                         size_t msg_len) {
     const size_t nv = d->n_tokens - d->n_train;
     if (d->n_train >= 2 && nv >= 2) return DATA_OK;
-    return fail(DATA_EINVAL, msg, msg_len,
+    return fio_fail(DATA_EINVAL, msg, msg_len,
                 "%s '%s': %zu tokens give %zu for training and %zu for validation; each split needs "
                 "at least 2 tokens (an input and its target)",
                 what, path, d->n_tokens, d->n_train, nv);
@@ -69,12 +59,12 @@ static int vocab_check(const data_vocab *v, const char *path, char *msg, size_t 
     switch (v->kind) {
     case DATA_VOCAB_CHAR:
         if (v->size < 1 || !v->cp)
-            return fail(DATA_EINVAL, msg, msg_len, "'%s': char vocabulary of size %d without code points",
+            return fio_fail(DATA_EINVAL, msg, msg_len, "'%s': char vocabulary of size %d without code points",
                         path, v->size);
         for (int i = 0; i < v->size; i++) {
             const uint32_t c = v->cp[i];
             if (c >= CP_LIMIT || (c >= 0xD800 && c <= 0xDFFF) || (i > 0 && c <= v->cp[i - 1]))
-                return fail(DATA_EINVAL, msg, msg_len,
+                return fio_fail(DATA_EINVAL, msg, msg_len,
                             "'%s': char vocabulary entry %d is U+%04lX; expected valid code points in "
                             "strictly ascending order",
                             path, i, (unsigned long)c);
@@ -82,40 +72,40 @@ static int vocab_check(const data_vocab *v, const char *path, char *msg, size_t 
         return DATA_OK;
     case DATA_VOCAB_BYTE:
         if (v->size == 256) return DATA_OK;
-        return fail(DATA_EINVAL, msg, msg_len, "'%s': byte vocabulary of size %d, expected 256", path, v->size);
+        return fio_fail(DATA_EINVAL, msg, msg_len, "'%s': byte vocabulary of size %d, expected 256", path, v->size);
     case DATA_VOCAB_TOKENS:
         if (v->size >= 1) return DATA_OK;
-        return fail(DATA_EINVAL, msg, msg_len, "'%s': token vocabulary of size %d, expected >= 1", path, v->size);
+        return fio_fail(DATA_EINVAL, msg, msg_len, "'%s': token vocabulary of size %d, expected >= 1", path, v->size);
     }
-    return fail(DATA_EINVAL, msg, msg_len, "'%s': unknown vocabulary kind %d", path, (int)v->kind);
+    return fio_fail(DATA_EINVAL, msg, msg_len, "'%s': unknown vocabulary kind %d", path, (int)v->kind);
 }
 
 // Reads the whole file (regular file or stream); *buf is malloc'd (NULL when empty).
 static int read_whole(const char *path, unsigned char **buf, size_t *n, char *msg, size_t msg_len) {
     *buf = NULL, *n = 0;
     FILE *f = fopen(path, "rb");
-    if (!f) return fail(DATA_EIO, msg, msg_len, "text file '%s': cannot open: %s", path, strerror(errno));
+    if (!f) return fio_fail(DATA_EIO, msg, msg_len, "text file '%s': cannot open: %s", path, strerror(errno));
     struct stat st;
     const bool have_st = fstat(fileno(f), &st) == 0;
     if (have_st && S_ISDIR(st.st_mode)) {
         fclose(f);
-        return fail(DATA_EIO, msg, msg_len, "text file '%s' is a directory, expected a file", path);
+        return fio_fail(DATA_EIO, msg, msg_len, "text file '%s' is a directory, expected a file", path);
     }
     size_t cap = have_st && S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size + 1 : 1 << 16, len = 0;
     unsigned char *b = malloc(cap);
-    int rc = b ? DATA_OK : fail(DATA_ENOMEM, msg, msg_len, "text file '%s': out of memory for %zu bytes", path, cap);
+    int rc = b ? DATA_OK : fio_fail(DATA_ENOMEM, msg, msg_len, "text file '%s': out of memory for %zu bytes", path, cap);
     while (rc == DATA_OK) {
         if (len == cap) {
             unsigned char *nb = cap <= SIZE_MAX / 2 ? realloc(b, cap * 2) : NULL;
             if (!nb) {
-                rc = fail(DATA_ENOMEM, msg, msg_len, "text file '%s': out of memory after %zu bytes", path, len);
+                rc = fio_fail(DATA_ENOMEM, msg, msg_len, "text file '%s': out of memory after %zu bytes", path, len);
                 break;
             }
             b = nb, cap *= 2;
         }
         len += fread(b + len, 1, cap - len, f);
         if (len == cap) continue;
-        if (ferror(f)) rc = fail(DATA_EIO, msg, msg_len, "text file '%s': read error after %zu bytes: %s", path, len,
+        if (ferror(f)) rc = fio_fail(DATA_EIO, msg, msg_len, "text file '%s': read error after %zu bytes: %s", path, len,
                                  strerror(errno));
         break;  // end of file
     }
@@ -221,7 +211,7 @@ static long walk_text(const unsigned char *s, size_t n, uint8_t *seen, const dat
     for (size_t i = 0; i < n;) {
         uint32_t c;
         const int len = utf8_decode(s + i, n - i, &c, why, sizeof why);
-        if (!len) return fail(-1, msg, msg_len, "%s: invalid UTF-8 at byte offset %zu: %s", what, i, why);
+        if (!len) return fio_fail(-1, msg, msg_len, "%s: invalid UTF-8 at byte offset %zu: %s", what, i, why);
         if (seen) seen[c >> 3] |= (uint8_t)(1u << (c & 7));
         if (v) {
             const int id = vocab_find(v, c);
@@ -229,14 +219,14 @@ static long walk_text(const unsigned char *s, size_t n, uint8_t *seen, const dat
                 char shown[16] = "";
                 if (c >= 0x20 && c != 0x7F && !(c >= 0x80 && c < 0xA0))
                     snprintf(shown, sizeof shown, " '%.*s'", len, (const char *)s + i);
-                return fail(-1, msg, msg_len,
+                return fio_fail(-1, msg, msg_len,
                             "%s: character U+%04lX%s at byte offset %zu is not in the vocabulary of %d "
                             "characters",
                             what, (unsigned long)c, shown, i, v->size);
             }
             if (out) {
                 if ((size_t)count >= cap)
-                    return fail(-1, msg, msg_len, "%s: more than %zu tokens, expected at most the %zu given room for",
+                    return fio_fail(-1, msg, msg_len, "%s: more than %zu tokens, expected at most the %zu given room for",
                                 what, cap, cap);
                 out[count] = id;
             }
@@ -250,31 +240,31 @@ static long walk_text(const unsigned char *s, size_t n, uint8_t *seen, const dat
 
 int data_load_text(data_set *out, const char *path, data_vocab_kind kind, const data_vocab *vocab,
                    char *msg, size_t msg_len) {
-    if (!out) return fail(DATA_EINVAL, msg, msg_len, "data_load_text: no output data set");
+    if (!out) return fio_fail(DATA_EINVAL, msg, msg_len, "data_load_text: no output data set");
     memset(out, 0, sizeof *out);
-    if (!path || !path[0]) return fail(DATA_EINVAL, msg, msg_len, "no text file given (empty path)");
+    if (!path || !path[0]) return fio_fail(DATA_EINVAL, msg, msg_len, "no text file given (empty path)");
     if (vocab) {
         const int rc = vocab_check(vocab, path, msg, msg_len);
         if (rc != DATA_OK) return rc;
         if (vocab->kind != kind)
-            return fail(DATA_EINVAL, msg, msg_len, "text file '%s': a %s vocabulary was asked for, but a %s one was given",
+            return fio_fail(DATA_EINVAL, msg, msg_len, "text file '%s': a %s vocabulary was asked for, but a %s one was given",
                         path, vocab_kind_name(kind), vocab_kind_name(vocab->kind));
     }
     if (kind != DATA_VOCAB_CHAR && kind != DATA_VOCAB_BYTE)
-        return fail(DATA_EINVAL, msg, msg_len, "text file '%s': vocabulary kind %s, expected char or byte "
+        return fio_fail(DATA_EINVAL, msg, msg_len, "text file '%s': vocabulary kind %s, expected char or byte "
                     "(token ids come from shards)", path, vocab_kind_name(kind));
     unsigned char *buf;
     size_t n;
     int rc = read_whole(path, &buf, &n, msg, msg_len);
     if (rc != DATA_OK) return rc;
-    if (n == 0) return fail(DATA_EFORMAT, msg, msg_len, "text file '%s' is empty, expected UTF-8 text", path);
+    if (n == 0) return fio_fail(DATA_EFORMAT, msg, msg_len, "text file '%s' is empty, expected UTF-8 text", path);
     uint8_t *seen = NULL;
     const size_t what_len = strlen(path) + 16;
     char *what = malloc(what_len);  // "text file 'PATH'", the start of walk_text's messages
     out->tokens = malloc(n * sizeof *out->tokens);  // a character takes at least one byte
     if (what) snprintf(what, what_len, "text file '%s'", path);
     if (!out->tokens || !what) {
-        rc = fail(DATA_ENOMEM, msg, msg_len, "text file '%s': out of memory for %zu tokens", path, n);
+        rc = fio_fail(DATA_ENOMEM, msg, msg_len, "text file '%s': out of memory for %zu tokens", path, n);
         goto done;
     }
     if (kind == DATA_VOCAB_BYTE) {  // every byte is a token: no UTF-8 check needed
@@ -299,7 +289,7 @@ int data_load_text(data_set *out, const char *path, data_vocab_kind kind, const 
                 if (seen[c >> 3] >> (c & 7) & 1) out->vocab.cp[k++] = c;
         }
         if (rc != DATA_OK) {
-            fail(rc, msg, msg_len, "text file '%s': out of memory for the vocabulary", path);
+            fio_fail(rc, msg, msg_len, "text file '%s': out of memory for the vocabulary", path);
             goto done;
         }
         const long cnt = walk_text(buf, n, NULL, &out->vocab, out->tokens, n, what, msg, msg_len);
@@ -340,15 +330,15 @@ static int reserve_tokens(data_set *d, size_t *cap, size_t need) {
 static int read_shard(data_set *d, size_t *cap, const char *path, int vocab_size, uint32_t *max_tok,
                       char *msg, size_t msg_len) {
     FILE *f = fopen(path, "rb");
-    if (!f) return fail(DATA_EIO, msg, msg_len, "shard '%s': cannot open: %s", path, strerror(errno));
+    if (!f) return fio_fail(DATA_EIO, msg, msg_len, "shard '%s': cannot open: %s", path, strerror(errno));
     unsigned char h[SHARD_HEADER_BYTES];
     int rc = DATA_OK;
     const size_t got = fread(h, 1, sizeof h, f);
     if (got < sizeof h) {
-        if (ferror(f)) rc = fail(DATA_EIO, msg, msg_len, "shard '%s': read error: %s", path, strerror(errno));
-        else if (got == 0) rc = fail(DATA_EFORMAT, msg, msg_len, "shard '%s' is empty, expected a 1024-byte llm.c "
+        if (ferror(f)) rc = fio_fail(DATA_EIO, msg, msg_len, "shard '%s': read error: %s", path, strerror(errno));
+        else if (got == 0) rc = fio_fail(DATA_EFORMAT, msg, msg_len, "shard '%s' is empty, expected a 1024-byte llm.c "
                                      "header (256 int32) and tokens", path);
-        else rc = fail(DATA_EFORMAT, msg, msg_len, "shard '%s' has %zu bytes, expected at least the 1024-byte llm.c "
+        else rc = fio_fail(DATA_EFORMAT, msg, msg_len, "shard '%s' has %zu bytes, expected at least the 1024-byte llm.c "
                        "header (256 int32)", path, got);
         fclose(f);
         return rc;
@@ -360,25 +350,25 @@ static int read_shard(data_set *d, size_t *cap, const char *path, int vocab_size
     else if (magic == SHARD_MAGIC_U32) elt = 4, want = SHARD_VERSION_U32;
     else {
         fclose(f);
-        return fail(DATA_EFORMAT, msg, msg_len, "shard '%s': magic %lu, expected %d (uint16 tokens) or %d (uint32 "
+        return fio_fail(DATA_EFORMAT, msg, msg_len, "shard '%s': magic %lu, expected %d (uint16 tokens) or %d (uint32 "
                     "tokens) of an llm.c token shard", path, (unsigned long)magic, SHARD_MAGIC_U16, SHARD_MAGIC_U32);
     }
     const char *type = elt == 2 ? "uint16" : "uint32";
     if (version != want) {
         fclose(f);
-        return fail(DATA_EFORMAT, msg, msg_len, "shard '%s': version %lu with magic %lu, expected version %lu (%s tokens)",
+        return fio_fail(DATA_EFORMAT, msg, msg_len, "shard '%s': version %lu with magic %lu, expected version %lu (%s tokens)",
                     path, (unsigned long)version, (unsigned long)magic, (unsigned long)want, type);
     }
     if (count == 0) {
         fclose(f);
-        return fail(DATA_EFORMAT, msg, msg_len, "shard '%s': header says 0 tokens, expected at least 1", path);
+        return fio_fail(DATA_EFORMAT, msg, msg_len, "shard '%s': header says 0 tokens, expected at least 1", path);
     }
     const unsigned long long expect = SHARD_HEADER_BYTES + (unsigned long long)count * elt;
     struct stat st;  // a regular file's size is checked before allocating what the header claims
     if (fstat(fileno(f), &st) != 0) st.st_mode = 0;
     if (S_ISREG(st.st_mode) && (unsigned long long)st.st_size != expect) {
         fclose(f);
-        return fail(DATA_EFORMAT, msg, msg_len, "shard '%s': header says %lu %s tokens (%llu bytes in all), but the "
+        return fio_fail(DATA_EFORMAT, msg, msg_len, "shard '%s': header says %lu %s tokens (%llu bytes in all), but the "
                     "file has %lld bytes", path, (unsigned long)count, type, expect, (long long)st.st_size);
     }
     // A regular file's size was checked against the header, so its tokens are reserved at once; a
@@ -386,7 +376,7 @@ static int read_shard(data_set *d, size_t *cap, const char *path, int vocab_size
     const bool regular = S_ISREG(st.st_mode);
     if (regular && reserve_tokens(d, cap, d->n_tokens + count) != 0) {
         fclose(f);
-        return fail(DATA_ENOMEM, msg, msg_len, "shard '%s': out of memory for %zu tokens", path, d->n_tokens + count);
+        return fio_fail(DATA_ENOMEM, msg, msg_len, "shard '%s': out of memory for %zu tokens", path, d->n_tokens + count);
     }
     const int64_t limit = vocab_size > 0 ? vocab_size : INT32_MAX;
     unsigned char chunk[1 << 16];  // a multiple of 4: whole tokens of either width
@@ -394,7 +384,7 @@ static int read_shard(data_set *d, size_t *cap, const char *path, int vocab_size
         const size_t want_n = count - done < sizeof chunk / elt ? count - done : sizeof chunk / elt;
         const size_t got_n = fread(chunk, elt, want_n, f);
         if (!regular && reserve_tokens(d, cap, d->n_tokens + done + got_n) != 0) {
-            rc = fail(DATA_ENOMEM, msg, msg_len, "shard '%s': out of memory for %zu tokens", path,
+            rc = fio_fail(DATA_ENOMEM, msg, msg_len, "shard '%s': out of memory for %zu tokens", path,
                       d->n_tokens + done + got_n);
             break;
         }
@@ -404,9 +394,9 @@ static int read_shard(data_set *d, size_t *cap, const char *path, int vocab_size
             const uint32_t t = elt == 2 ? (uint32_t)p[0] | (uint32_t)p[1] << 8 : le32(p);
             if ((int64_t)t >= limit) {
                 rc = vocab_size > 0
-                         ? fail(DATA_EFORMAT, msg, msg_len, "shard '%s': token %lu at position %zu, expected tokens "
+                         ? fio_fail(DATA_EFORMAT, msg, msg_len, "shard '%s': token %lu at position %zu, expected tokens "
                                 "below the vocabulary size %d", path, (unsigned long)t, done + i, vocab_size)
-                         : fail(DATA_EFORMAT, msg, msg_len, "shard '%s': token %lu at position %zu, expected tokens "
+                         : fio_fail(DATA_EFORMAT, msg, msg_len, "shard '%s': token %lu at position %zu, expected tokens "
                                 "below %ld", path, (unsigned long)t, done + i, (long)INT32_MAX);
                 break;
             }
@@ -415,12 +405,12 @@ static int read_shard(data_set *d, size_t *cap, const char *path, int vocab_size
         }
         done += got_n;
         if (rc == DATA_OK && got_n < want_n)  // not a regular file, or it shrank while read
-            rc = ferror(f) ? fail(DATA_EIO, msg, msg_len, "shard '%s': read error: %s", path, strerror(errno))
-                           : fail(DATA_EFORMAT, msg, msg_len, "shard '%s': header says %lu %s tokens (%llu bytes in "
+            rc = ferror(f) ? fio_fail(DATA_EIO, msg, msg_len, "shard '%s': read error: %s", path, strerror(errno))
+                           : fio_fail(DATA_EFORMAT, msg, msg_len, "shard '%s': header says %lu %s tokens (%llu bytes in "
                                   "all), but the file ends after %zu tokens", path, (unsigned long)count, type, expect, done);
     }
     if (rc == DATA_OK && fgetc(f) != EOF)
-        rc = fail(DATA_EFORMAT, msg, msg_len, "shard '%s': header says %lu %s tokens (%llu bytes in all), but the file "
+        rc = fio_fail(DATA_EFORMAT, msg, msg_len, "shard '%s': header says %lu %s tokens (%llu bytes in all), but the file "
                   "is longer", path, (unsigned long)count, type, expect);
     fclose(f);
     if (rc == DATA_OK) d->n_tokens += count;
@@ -435,10 +425,10 @@ static int read_shard_list(data_set *d, size_t *cap, const char *list, int vocab
         const char *e = strchr(p, ',');
         const size_t len = e ? (size_t)(e - p) : strlen(p);
         if (len == 0)
-            return fail(DATA_EINVAL, msg, msg_len, "shard list '%s': entry %d is empty, expected paths joined by ','",
+            return fio_fail(DATA_EINVAL, msg, msg_len, "shard list '%s': entry %d is empty, expected paths joined by ','",
                         list, k + 1);
         char *path = malloc(len + 1);
-        if (!path) return fail(DATA_ENOMEM, msg, msg_len, "shard list '%s': out of memory", list);
+        if (!path) return fio_fail(DATA_ENOMEM, msg, msg_len, "shard list '%s': out of memory", list);
         memcpy(path, p, len);
         path[len] = 0;
         const int rc = read_shard(d, cap, path, vocab_size, max_tok, msg, msg_len);
@@ -451,11 +441,11 @@ static int read_shard_list(data_set *d, size_t *cap, const char *list, int vocab
 
 int data_load_shards(data_set *out, const char *paths, const char *val_path, int vocab_size,
                      char *msg, size_t msg_len) {
-    if (!out) return fail(DATA_EINVAL, msg, msg_len, "data_load_shards: no output data set");
+    if (!out) return fio_fail(DATA_EINVAL, msg, msg_len, "data_load_shards: no output data set");
     memset(out, 0, sizeof *out);
-    if (!paths || !paths[0]) return fail(DATA_EINVAL, msg, msg_len, "no token shard given (empty path)");
+    if (!paths || !paths[0]) return fio_fail(DATA_EINVAL, msg, msg_len, "no token shard given (empty path)");
     if (vocab_size < 0)
-        return fail(DATA_EINVAL, msg, msg_len, "shards '%s': vocabulary size %d, expected >= 0 (0: from the tokens)",
+        return fio_fail(DATA_EINVAL, msg, msg_len, "shards '%s': vocabulary size %d, expected >= 0 (0: from the tokens)",
                     paths, vocab_size);
     const bool own_val = val_path && val_path[0];
     size_t cap = 0;
@@ -469,7 +459,7 @@ int data_load_shards(data_set *out, const char *paths, const char *val_path, int
         out->vocab = (data_vocab){DATA_VOCAB_TOKENS, vocab_size > 0 ? vocab_size : (int)max_tok + 1, NULL};
         if (!own_val) rc = check_splits(out, "shards", paths, msg, msg_len);
         else if (out->n_train < 2 || out->n_tokens - out->n_train < 2)
-            rc = fail(DATA_EINVAL, msg, msg_len, "shards '%s' with validation shards '%s': %zu training and %zu "
+            rc = fio_fail(DATA_EINVAL, msg, msg_len, "shards '%s' with validation shards '%s': %zu training and %zu "
                       "validation tokens; each split needs at least 2 tokens (an input and its target)",
                       paths, val_path, out->n_train, out->n_tokens - out->n_train);
     }
@@ -488,20 +478,20 @@ void data_free(data_set *d) {
 
 long data_encode(const data_vocab *v, const char *text, int32_t *tokens, size_t cap, char *msg,
                  size_t msg_len) {
-    if (!v || !text) return fail(-1, msg, msg_len, "data_encode: no vocabulary or no text");
+    if (!v || !text) return fio_fail(-1, msg, msg_len, "data_encode: no vocabulary or no text");
     const size_t n = strlen(text);
     const unsigned char *s = (const unsigned char *)text;
     switch (v->kind) {
     case DATA_VOCAB_BYTE:
         if (tokens && n > cap)
-            return fail(-1, msg, msg_len, "text: %zu tokens, expected at most the %zu given room for", n, cap);
+            return fio_fail(-1, msg, msg_len, "text: %zu tokens, expected at most the %zu given room for", n, cap);
         for (size_t i = 0; tokens && i < n; i++) tokens[i] = s[i];
         return (long)n;
     case DATA_VOCAB_CHAR:
-        if (v->size < 1 || !v->cp) return fail(-1, msg, msg_len, "data_encode: char vocabulary without code points");
+        if (v->size < 1 || !v->cp) return fio_fail(-1, msg, msg_len, "data_encode: char vocabulary without code points");
         return walk_text(s, n, NULL, v, tokens, cap, "text", msg, msg_len);
     default:
-        return fail(-1, msg, msg_len, "text: a %s vocabulary cannot encode text, expected char or byte",
+        return fio_fail(-1, msg, msg_len, "text: a %s vocabulary cannot encode text, expected char or byte",
                     vocab_kind_name(v->kind));
     }
 }

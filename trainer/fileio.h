@@ -12,6 +12,10 @@
 enum { FIO_OK = 0, FIO_EINVAL = 1, FIO_EIO = 2 };
 enum { FIO_PATH_MAX = 4096 };
 
+// The error path of a function that returns a status and says why: formats the message into
+// msg (when msg and msg_len), returns status.
+int fio_fail(int status, char *msg, size_t msg_len, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 // Seconds on a monotonic clock (for durations only).
 double fio_now(void);
 // A duration as "45.3 s", "12m05s", "3h07m" ("?" when negative or not finite).
