@@ -184,6 +184,9 @@ int fmt_encode_f32(const fmt_t *f, void *codes, const float *x, size_t n, const 
 #pragma omp for schedule(static)
         for (size_t ci = 0; ci < nchunks; ci++) {
             const size_t lo = ci * CHUNK, end = n - lo < CHUNK ? n : lo + CHUNK;
+            if (path == FMT_PATH_HW &&
+                fmt__encode_f32_hw(&k, &ck, o->mode, (uint8_t *)codes + lo * bytes, x + lo, end - lo))
+                continue;  // fp16 through the converter (declined where MXCSR has DAZ: below)
             if (fused && fmt__encode_f32_lean(&k, &ck, o->mode, true, (uint8_t *)codes + lo * bytes, x + lo,
                                               end - lo, lo, stats ? &local : NULL))
                 continue;  // (declined where MXCSR has DAZ or FTZ set: the blocks below)

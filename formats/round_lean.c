@@ -1,10 +1,11 @@
 // round_lean.c: explicit AVX-512 kernels (FMT_PATH_LEAN) for the calls most programs make:
 // every mode (rne, rna, rtz, rup, rdn, rto, sr) into a signed format with fraction bits and a
-// zero (every table format but e8m0), either overflow policy, with or without flushing, with or
-// without statistics. About 20 instructions per 16 elements for the deterministic modes, where
+// zero (every table format but e8m0), and into e8m0, either overflow policy, with or without
+// flushing, with or without statistics. About 20 instructions per 16 elements for the deterministic modes, where
 // the generic kernel (round_f32.c) needs about 45 per 8.
 // Constraints: bit for bit the generic kernel's results, which tests/test_round.c and
-// tools/verify_exhaustive.c check on every float32 input. Two methods, by format:
+// tools/verify_exhaustive.c check on every float32 input. Three methods, by format (e8m0, the
+// third, is described at e8m0_16):
 // - wide formats (bf16, tf32, fp32 and others with float32's binades, emin = -126): the last
 //   place is 2^(23-m) units of x's bit pattern for every finite x, float32 subnormals included,
 //   so rounding is an integer add and mask on the bits (a carry into the exponent is exact);
@@ -50,9 +51,12 @@ static bool cpu_v4(void) {
 #endif
 }
 
-typedef enum { LEAN_NONE, LEAN_WIDE, LEAN_NARROW } lean_class;
+typedef enum { LEAN_NONE, LEAN_WIDE, LEAN_NARROW, LEAN_E8M0 } lean_class;
 
 static lean_class class_of(const fmt__kparams *k) {
+    if (k->special == FMT_E8M0 && k->m == 0 && k->emin == -127 && k->emax == 127 && k->bias == 127 &&
+        !k->is_signed && k->clamp_min && k->has_nan)
+        return LEAN_E8M0;
     if (!k->is_signed || k->clamp_min || k->m < 1 || k->m > 23 || k->special == FMT_E8M0) return LEAN_NONE;
     if (k->emin == -126) return LEAN_WIDE;
     // c = 2^(emax + 24 - m) at the clamp must be finite; half the lowest last place,
@@ -210,14 +214,66 @@ V4 __m512i wide_mag(const lk *k, fmt_round_mode mode, __mmask16 neg, __m512i ax,
 // Per-lane statistics (the generic kernel's definitions, for signed formats with a zero):
 // counters incremented in the lanes a mask selects, the largest non-NaN magnitude's bits.
 typedef struct {
-    __m512i ovf, unf, sub, nan, amax;
+    __m512i ovf, unf, sub, nan, inv, amax;
 } lean_counts;
 
 V4 __m512i count(__m512i c, __mmask16 m) { return _mm512_mask_sub_epi32(c, m, c, _mm512_set1_epi32(-1)); }
 
+// e8m0 (OCP MX's scale format: 2^-127..2^127, unsigned, no zero): integer steps on the bits, as
+// the generic kernel takes them. The last place is x's leading bit for a float32 normal (the
+// dropped bits m are its 23 fraction bits: the code is the exponent field) and 2^-127 for a
+// float32 subnormal (22 bits), so rounding is an add and a mask on the bits, as for the wide
+// formats; the code's last bit is the exponent field's (0 below 2^-126). Then e8m0's rules:
+// what rounds below 2^-127 becomes 2^-127 (an underflow); zero and negative inputs are invalid
+// and become NaN, as NaN does. Masks combine inside the compares (their mask operand), so that
+// nothing leaves the mask registers.
+V4 __m512i e8m0_16(const lk *k, fmt_round_mode mode, __m512i b, __m512i rnd, lean_counts *cnt,
+                   __mmask16 live) {
+    const __m512i ax = _mm512_and_si512(b, _mm512_set1_epi32(0x7fffffff)), one = _mm512_set1_epi32(1);
+    const __mmask16 normal = _mm512_cmpge_epu32_mask(ax, _mm512_set1_epi32(0x800000));
+    const __m512i m = _mm512_mask_blend_epi32(normal, _mm512_set1_epi32(0x3fffff), _mm512_set1_epi32(0x7fffff));
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(ax, 23), one);
+    const __m512i tr = _mm512_andnot_si512(m, ax), ulp = _mm512_add_epi32(m, one);
+    __m512i r;
+    switch (mode) {
+    case FMT_RNE:
+        r = _mm512_andnot_si512(m, _mm512_add_epi32(_mm512_add_epi32(ax, _mm512_srli_epi32(m, 1)), lsb));
+        break;
+    case FMT_RNA: r = _mm512_andnot_si512(m, _mm512_add_epi32(ax, _mm512_srli_epi32(ulp, 1))); break;
+    case FMT_RUP: r = _mm512_andnot_si512(m, _mm512_add_epi32(ax, m)); break;
+    case FMT_RTO:  // up by one place where inexact with an even last bit
+        r = _mm512_mask_add_epi32(tr, _mm512_mask_testn_epi32_mask(_mm512_test_epi32_mask(ax, m), lsb, lsb), tr, ulp);
+        break;
+    case FMT_SR: {
+        const __m512i s = _mm512_mask_blend_epi32(normal, _mm512_set1_epi32(22), _mm512_set1_epi32(23));
+        r = _mm512_mask_add_epi32(tr, sr_up16(k, ax, s, rnd), tr, ulp);
+        break;
+    }
+    default: r = tr; break;  // rtz, rdn: down for every valid (positive) input
+    }
+    const __mmask16 finite = _mm512_cmplt_epu32_mask(ax, _mm512_set1_epi32(0x7f800000));
+    const __mmask16 over = _mm512_mask_cmpgt_epu32_mask(finite, r, _mm512_set1_epi32((int)k->max_bits));
+    r = _mm512_mask_mov_epi32(r, over, _mm512_set1_epi32((int)k->ovf0));
+    r = _mm512_mask_blend_epi32(finite, _mm512_set1_epi32((int)k->inf_res), r);
+    const __m512i min_normal = _mm512_set1_epi32((int)k->min_normal_bits);
+    const __mmask16 notnan = _mm512_cmple_epu32_mask(ax, _mm512_set1_epi32(0x7f800000));
+    const __mmask16 valid = _mm512_mask_cmpgt_epi32_mask(notnan, b, _mm512_setzero_si512());  // > +0
+    if (cnt) {
+        const __mmask16 tiny = _mm512_mask_cmplt_epu32_mask(finite, r, min_normal);
+        cnt->ovf = count(cnt->ovf, live & valid & (over | (__mmask16)~finite));
+        cnt->unf = count(cnt->unf, live & valid & tiny);
+        cnt->nan = count(cnt->nan, live & (__mmask16)~notnan);
+        cnt->inv = count(cnt->inv, live & _mm512_mask_cmple_epi32_mask(notnan, b, _mm512_setzero_si512()));
+        cnt->amax = _mm512_mask_max_epu32(cnt->amax, live & notnan, cnt->amax, ax);
+    }
+    r = _mm512_mask_max_epu32(r, finite, r, min_normal);
+    return _mm512_mask_blend_epi32(valid, _mm512_set1_epi32(0x7fc00000), r);
+}
+
 // round(b), counting into cnt (NULL where the loop counts nothing) the lanes of live.
 V4 __m512i lean16(const lk *k, lean_class cls, fmt_round_mode mode, __m512i b, __m512i rnd,
                   lean_counts *cnt, __mmask16 live) {
+    if (cls == LEAN_E8M0) return e8m0_16(k, mode, b, rnd, cnt, live);
     const __m512i signbit = _mm512_set1_epi32((int)0x80000000u);
     const __m512i ax = _mm512_andnot_si512(signbit, b), sgn = _mm512_and_si512(b, signbit);
     const __mmask16 neg = _mm512_movepi32_mask(b);
@@ -370,7 +426,7 @@ V4 void lean_loop(const lk *kp, lean_class cls, fmt_round_mode mode, const fmt__
     uint8_t *o = out;
     const size_t ob = b ? (size_t)b : sizeof(float);
     lean_counts lc = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
-                      _mm512_setzero_si512(), _mm512_setzero_si512()};
+                      _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512()};
     lean_counts *cnt = counts ? &lc : NULL;
     // Masked loads and stores only for the tail: masked stores are slow on AMD Zen 4 and 5.
     size_t i = 0;
@@ -395,6 +451,7 @@ V4 void lean_loop(const lk *kp, lean_class cls, fmt_round_mode mode, const fmt__
     counts->underflow += (uint32_t)_mm512_reduce_add_epi32(lc.unf);
     counts->subnormal += (uint32_t)_mm512_reduce_add_epi32(lc.sub);
     counts->nan_in += (uint32_t)_mm512_reduce_add_epi32(lc.nan);
+    counts->invalid += (uint32_t)_mm512_reduce_add_epi32(lc.inv);
     const uint32_t am = (uint32_t)_mm512_reduce_max_epu32(lc.amax);
     float a;
     memcpy(&a, &am, sizeof a);
@@ -430,6 +487,7 @@ V4 void by_class(const lk *k, lean_class cls, fmt_round_mode mode, const fmt__co
     switch (cls) {
     case LEAN_WIDE: by_mode(k, LEAN_WIDE, mode, c, out, in, n, counts); break;
     case LEAN_NARROW: by_mode(k, LEAN_NARROW, mode, c, out, in, n, counts); break;
+    case LEAN_E8M0: by_mode(k, LEAN_E8M0, mode, c, out, in, n, counts); break;
     default: by_bytes(k, LEAN_NONE, FMT_RNE, c, out, in, n, NULL); break;
     }
 }
@@ -462,6 +520,73 @@ TARGET_V4 static void decode_run_avx512(const fmt__codek *c, float *x, const voi
 }
 
 TARGET_V4 static bool mxcsr_daz_ftz(void) { return (_mm_getcsr() & 0x8040u) != 0; }
+
+// --- fp16 codes from the converter (FMT_PATH_HW's encoding): vcvtps2ph on sixteen lanes gives
+// the codes themselves, with the mode as its immediate; then round_hw.c's fix-ups, on the codes:
+// overflow under saturate (inf inputs included) to the largest finite code, flushed subnormals to
+// the signed zero, and NaN to the format's quiet-NaN code with the input's sign.
+
+typedef struct {
+    bool saturate, flush;
+    uint16_t nan_code, nan_sign;  // nan_sign: 0x8000 where the NaN code keeps the sign
+} f16k;
+
+V4 __m256i f16_cvt16(__m512 v, fmt_round_mode mode) {
+    switch (mode) {
+    case FMT_RTZ: return _mm512_cvt_roundps_ph(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    case FMT_RUP: return _mm512_cvt_roundps_ph(v, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
+    case FMT_RDN: return _mm512_cvt_roundps_ph(v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    default: return _mm512_cvt_roundps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    }
+}
+
+V4 __m256i f16_codes16(const f16k *k, fmt_round_mode mode, __m512 v) {
+    const __m256i sign = _mm256_set1_epi16((short)0x8000);
+    __m256i c = f16_cvt16(v, mode);
+    const __m256i cs = _mm256_and_si256(c, sign), cmag = _mm256_andnot_si256(sign, c);
+    if (k->saturate) c = _mm256_or_si256(cs, _mm256_min_epu16(cmag, _mm256_set1_epi16(0x7bff)));
+    if (k->flush) c = _mm256_mask_mov_epi16(c, _mm256_cmplt_epu16_mask(cmag, _mm256_set1_epi16(0x0400)), cs);
+    const __m512i a = _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff));
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(a, _mm512_set1_epi32(0x7f800000));
+    const __m256i nanc = _mm256_or_si256(_mm256_set1_epi16((short)k->nan_code),
+                                         _mm256_and_si256(cs, _mm256_set1_epi16((short)k->nan_sign)));
+    return _mm256_mask_mov_epi16(c, nan, nanc);
+}
+
+V4 void f16_loop(const f16k *kp, fmt_round_mode mode, uint16_t *codes, const float *x, size_t n) {
+    const f16k kl = *kp;  // not read again after every store (see lean_loop)
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256((__m256i *)(codes + i), f16_codes16(&kl, mode, _mm512_loadu_ps(x + i)));
+    if (i < n) {
+        const __mmask16 live = (__mmask16)((1u << (n - i)) - 1);
+        _mm256_mask_storeu_epi16(codes + i, live, f16_codes16(&kl, mode, _mm512_maskz_loadu_ps(live, x + i)));
+    }
+}
+
+TARGET_V4 static void f16_run_avx512(const f16k *k, fmt_round_mode mode, uint16_t *codes, const float *x,
+                                     size_t n) {
+    switch (mode) {
+    case FMT_RNE: f16_loop(k, FMT_RNE, codes, x, n); break;
+    case FMT_RTZ: f16_loop(k, FMT_RTZ, codes, x, n); break;
+    case FMT_RUP: f16_loop(k, FMT_RUP, codes, x, n); break;
+    case FMT_RDN: f16_loop(k, FMT_RDN, codes, x, n); break;
+    default: break;
+    }
+}
+
+bool fmt__encode_f32_hw(const fmt__kparams *p, const fmt__codek *c, fmt_round_mode mode, void *codes,
+                        const float *x, size_t n) {
+    const bool fp16 = p->bits == 16 && p->ebits == 5 && p->m == 10 && p->bias == 15 && p->is_signed &&
+                      p->special == FMT_IEEE && !p->clamp_min && c->enc && c->bytes == 2;
+    const bool mode_ok = mode == FMT_RNE || mode == FMT_RTZ || mode == FMT_RUP || mode == FMT_RDN;
+    // vcvtps2ph reads float32 subnormals as zero under MXCSR.DAZ (round_hw.c): decline there.
+    if (!fp16 || !mode_ok || !cpu_v4() || mxcsr_daz_ftz()) return false;
+    const f16k k = {.saturate = p->overflow == FMT_SATURATE, .flush = p->flush,
+                    .nan_code = (uint16_t)c->nan_code, .nan_sign = c->nan_sign_mask ? 0x8000 : 0};
+    f16_run_avx512(&k, mode, codes, x, n);
+    return true;
+}
 
 bool fmt__f32_lean_covers(const fmt__kparams *k, fmt_round_mode mode) {
     return (unsigned)mode < FMT_NMODES && class_of(k) != LEAN_NONE && cpu_v4();
@@ -540,6 +665,12 @@ bool fmt__encode_f32_lean(const fmt__kparams *p, const fmt__codek *c, fmt_round_
 
 void fmt__decode_f32_lean(const fmt__codek *c, float *x, const void *codes, size_t n) {
     (void)c, (void)x, (void)codes, (void)n;
+}
+
+bool fmt__encode_f32_hw(const fmt__kparams *p, const fmt__codek *c, fmt_round_mode mode, void *codes,
+                        const float *x, size_t n) {
+    (void)p, (void)c, (void)mode, (void)codes, (void)x, (void)n;
+    return false;
 }
 
 #endif
