@@ -135,6 +135,7 @@ $(BUILD)/libfplab.so: $(BUILD)/$(SHLIB)
 	ln -sf libfplab.so.$(SOVERSION) $@
 
 $(BUILD)/cli/main.o: Makefile  # FPLAB_VERSION
+$(BUILD)/kernels/scaled_mm_cpu_emu_f32_v4.o: kernels/scaled_mm_cpu_emu_f32.c  # its #include
 $(BUILD)/fplab: $(CLI_OBJ) $(BUILD)/libfplab.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) $(MPFR_LIBS)
 

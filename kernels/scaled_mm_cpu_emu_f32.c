@@ -41,6 +41,26 @@
 
 #include "kernels/scaled_mm_internal.h"
 
+// A build whose -march lacks AVX-512 (a portable one) compiles this file a second time for
+// x86-64-v4 (scaled_mm_cpu_emu_f32_v4.c, under MM_EMU_F32_V4_COPY), and its entry points below
+// hand a call to that copy where the CPU has AVX-512: the fast step runs without the user
+// building for the machine. Both copies give the definition's bits, so the choice is speed only.
+#ifdef MM_EMU_F32_V4_COPY
+// Every function of the copy that is not inlined is named *_avx512, so that the portable
+// build's check (tests/check_install.sh) sees wide registers only in dispatched variants.
+#define mm__emu_f32_covers mm__emu_f32_covers_avx512
+#define mm__emu_run_f32 mm__emu_run_f32_avx512
+#define kind_of kind_of_avx512
+#define range_of range_of_avx512
+#define f32_tile f32_tile_avx512
+#elif defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__AVX512F__)
+#define MM_EMU_F32_DISPATCH 1
+bool mm__emu_f32_covers_avx512(const mm_operand *A, const mm_operand *B, size_t M, size_t N, size_t K,
+                           const fmt__kparams *acc, fmt_round_mode mode);
+int mm__emu_run_f32_avx512(const mm__emu_job *J, const mm_operand *A, const mm_operand *B, float *C, size_t ldc);
+static bool cpu_v4(void) { return __builtin_cpu_supports("x86-64-v4"); }
+#endif
+
 #ifdef __AVX512F__
 #include <immintrin.h>
 #define VLF 16
@@ -240,6 +260,9 @@ static bool range_of(elem_range *out, const mm_operand *X, size_t rows, size_t c
 
 bool mm__emu_f32_covers(const mm_operand *A, const mm_operand *B, size_t M, size_t N, size_t K,
                         const fmt__kparams *acc, fmt_round_mode mode) {
+#ifdef MM_EMU_F32_DISPATCH
+    if (cpu_v4()) return mm__emu_f32_covers_avx512(A, B, M, N, K, acc, mode);
+#endif
     elem_range ra, rb;
     if (kind_of(acc, mode) < 0 || !range_of(&ra, A, M, K) || !range_of(&rb, B, K, N)) return false;
     // Products of nonzero elements: at most 24 bits, normal and finite in float32 (in double:
@@ -284,6 +307,9 @@ static void f32_tile(const mm__emu_job *J, const void *ctx, const float *ap, con
 }
 
 int mm__emu_run_f32(const mm__emu_job *J, const mm_operand *A, const mm_operand *B, float *C, size_t ldc) {
+#ifdef MM_EMU_F32_DISPATCH
+    if (cpu_v4()) return mm__emu_run_f32_avx512(J, A, B, C, ldc);
+#endif
     const emu_kind kind = (emu_kind)kind_of(&J->k, J->mode);
     const int sh = kind == EMU_NARROW ? 23 - J->k.m : 1;  // (the grid is unused by EMU_F32)
     const f32_ctx ctx = {kind, {.low = (1 << sh) - 1, .half = 1 << (sh - 1), .ulp = 1 << sh}};

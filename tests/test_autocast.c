@@ -549,3 +549,58 @@ Test(autocast, operand_holds_the_cast_values) {
         ac_free(&c);
     }
 }
+
+// Operands from ac_cast_operand, in each storage (A as M x K or K x M, B as K x N or N x K),
+// multiplied by mm_cpu with an emulated accumulator, equal the MPFR reference (mm_ref) bit for
+// bit: the trainer's emulated products are the kernel's, on the operands the policy casts.
+Test(autocast, operand_products_are_the_reference) {
+    enum { M = 9, N = 7, K = 70 };
+    float a[M * K], at[K * M], b[K * N], bt[N * K];
+    tu_rng g = {fmt_rng_make_key(6, 6), 0};
+    for (int i = 0; i < M; i++)
+        for (int k = 0; k < K; k++) a[i * K + k] = at[k * M + i] = (float)tu_rng_normal(&g);
+    for (int k = 0; k < K; k++)
+        for (int j = 0; j < N; j++) b[k * N + j] = bt[j * K + k] = (float)(tu_rng_normal(&g) * 1e-3);
+    static const char *const rules[][2] = {{"e4m3 block:16:e8m0", "e5m2 block:16:e8m0"},
+                                           {"e4m3 tensor", "e5m2 delayed"},
+                                           {"e2m1 nvfp4", "e2m1 nvfp4"},
+                                           {"e4m3 row", "e4m3 tile:4x16:e8m0"}};
+    for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++) {
+        char text[256], msg[512];
+        snprintf(text, sizeof text, "name t\nsite * fp32\nsite mlp.down.in %s\nsite mlp.down.grad %s\n"
+                 "accumulator m10:rtz:promote=16 mlp.down.wgrad\n", rules[r][0], rules[r][1]);
+        ac_policy p;
+        cr_assert_eq(ac_policy_parse(&p, text, "test", msg, sizeof msg), AC_OK, "%s", msg);
+        ac_ctx c;
+        init_ctx(&c, &p, 1, M * K);
+        ac_cast(&c, AC_DOWN_GRAD, 0, b, K, N, true, 0, true);  // a history for delayed scaling
+        mm_opts o;
+        mm_opts_default(&o);
+        o.acc = p.acc[AC_PROJ_DOWN][AC_WGRAD];
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++) {
+                mm_operand A, B;
+                if (ta) ac_cast_operand(&c, AC_DOWN_IN, 0, at, K, M, true, MM_SIDE_A, 0, false, &A);
+                else ac_cast_operand(&c, AC_DOWN_IN, 0, a, M, K, false, MM_SIDE_A, 0, false, &A);
+                if (tb) ac_cast_operand(&c, AC_DOWN_GRAD, 0, bt, N, K, false, MM_SIDE_B, 1, false, &B);
+                else ac_cast_operand(&c, AC_DOWN_GRAD, 0, b, K, N, true, MM_SIDE_B, 1, false, &B);
+                float cpu[M * N], ref[M * N];
+                cr_assert_eq(mm_cpu(cpu, N, &A, &B, M, N, K, &o), MM_OK, "%s", rules[r][0]);
+                cr_assert_eq(mm_ref(ref, N, &A, &B, M, N, K, &o), MM_OK, "%s", rules[r][0]);
+                for (int i = 0; i < M * N; i++)
+                    cr_assert(tu_samef(cpu[i], ref[i]), "%s/%s trans %d%d [%d]: cpu %a, mpfr %a", rules[r][0],
+                              rules[r][1], ta, tb, i, cpu[i], ref[i]);
+                if (ta == 0 && tb == 0) continue;
+                // Every storage holds the same operand: the product is the untransposed one's.
+                mm_operand A0, B0;
+                ac_cast_operand(&c, AC_DOWN_IN, 0, a, M, K, false, MM_SIDE_A, 2, false, &A0);
+                ac_cast_operand(&c, AC_DOWN_GRAD, 0, b, K, N, true, MM_SIDE_B, 3, false, &B0);
+                float c0[M * N];
+                cr_assert_eq(mm_cpu(c0, N, &A0, &B0, M, N, K, &o), MM_OK);
+                for (int i = 0; i < M * N; i++)
+                    cr_assert(tu_samef(cpu[i], c0[i]), "%s trans %d%d [%d]: %a vs %a", rules[r][0], ta, tb, i,
+                              cpu[i], c0[i]);
+            }
+        ac_free(&c);
+    }
+}
