@@ -45,12 +45,15 @@ static void help(FILE *fp, const train_opts *t) {
             "  --shard i/n       run only runs i, i+n, i+2n, ... of the grid (seed-major), e.g. one task of a\n"
             "                    job array; shards share OUT, and `fplab report OUT` merges them. Under\n"
             "                    mpirun/srun rank i of n takes shard i/n unless --shard is given\n"
+            "  --ptq LIST        post-training quantization: each finished run's checkpoint evaluated\n"
+            "                    under fp32 and these inference policies (fplab eval; w8a8-fp8,\n"
+            "                    w4-mxfp4, ...) into its ptq.jsonl, and the report's table of them\n"
             "  --no-report       do not write the report at the end\n"
             "  --gnuplot CMD     gnuplot program for the report's plots [gnuplot]\n"
             "  --no-plots        write the report's plot data and scripts but do not run gnuplot\n"
             "  -h, --help        this text\n\n"
-            "exit status: 0 all runs done, 1 some run failed (or the report could not be written),\n"
-            "2 bad input.\n\n"
+            "exit status: 0 all runs done, 1 some run (or post-training evaluation) failed or the report\n"
+            "could not be written, 2 bad input.\n\n"
             "examples:\n"
             "  # 2 policies x 1 seed, 100 steps of the tiny model: a few seconds on 2 cores\n"
             "  build/fplab ablate --presets fp32,bf16-amp --model tiny --steps 100 --eval-every 50 \\\n"
@@ -59,7 +62,9 @@ static void help(FILE *fp, const train_opts *t) {
             "      --data data/tinyshakespeare.txt --out /tmp/abl-tiny --dry-run   # after the above: nothing left to do\n"
             "  # 4 policies x 3 seeds, 500 steps, 2 runs at a time: about 10 seconds on 2 cores\n"
             "  build/fplab ablate --presets fp32,bf16-amp,fp16-amp,pure-bf16 --seeds 3 --model tiny --steps 500 \\\n"
-            "      --eval-every 100 --data data/tinyshakespeare.txt --out /tmp/abl-grid --jobs 2\n",
+            "      --eval-every 100 --data data/tinyshakespeare.txt --out /tmp/abl-grid --jobs 2\n"            "  # the same grid, each trained model then quantized for inference (a table in the report)\n"
+            "  build/fplab ablate --presets fp32,bf16-amp,fp16-amp,pure-bf16 --seeds 3 --model tiny --steps 500 \\\n"
+            "      --eval-every 100 --data data/tinyshakespeare.txt --out /tmp/abl-grid --jobs 2 --ptq w8a8-fp8,w4-mxfp4\n",
             t->model, t->steps, t->eval_every);
 }
 
@@ -94,8 +99,8 @@ int cmd_ablate(int argc, char **argv) {
         {"telemetry", required_argument, 0, 'T'},  {"extra", required_argument, 0, 'x'},
         {"dry-run", no_argument, 0, 'D'},          {"no-report", no_argument, 0, 'R'},
         {"gnuplot", required_argument, 0, 'g'},    {"no-plots", no_argument, 0, 'P'},
-        {"shard", required_argument, 0, 'S'},      {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"shard", required_argument, 0, 'S'},      {"ptq", required_argument, 0, 'Q'},
+        {"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
     // The command as typed, for ablate.json (getopt permutes argv).
     const char *cmdv[argc + 1];
     cmdv[0] = "fplab";
@@ -139,6 +144,7 @@ int cmd_ablate(int argc, char **argv) {
             o.extra = (const char *const *)extra;
             break;
         case 'D': o.dry_run = true; break;
+        case 'Q': o.ptq = optarg; break;
         case 'R': report = false; break;
         case 'g': gnuplot = optarg; break;
         case 'P': plots = false; break;
@@ -178,9 +184,9 @@ int cmd_ablate(int argc, char **argv) {
     if (o.dry_run) return 0;
     char dur[32];
     fio_fmt_duration(res.seconds, dur, sizeof dur);
-    fprintf(stderr, "ablate: %d runs: %d done now, %d done before, %d failed (%s)\n", res.total, res.done,
-            res.skipped, res.failed, dur);
-    int rc = res.failed ? 1 : 0;
+    fprintf(stderr, "ablate: %d runs: %d done now, %d done before, %d failed (%s)%s\n", res.total, res.done,
+            res.skipped, res.failed, dur, res.ptq_failed ? "; some post-training evaluations failed" : "");
+    int rc = res.failed || res.ptq_failed ? 1 : 0;
     if (report && o.nshards > 1) {
         fprintf(stderr, "ablate: shard %d/%d finished; when every shard has: fplab report %s\n", o.shard, o.nshards,
                 o.out);

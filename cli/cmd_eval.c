@@ -10,12 +10,13 @@
 #include "cli.h"
 #include "kernels/llama_ops.h"
 #include "trainer/eval.h"
+#include "trainer/fileio.h"
 
 static void help(FILE *fp) {
     fprintf(fp,
             "usage: fplab eval --ckpt FILE [--policy LIST] [--per-site 0|1] [--data FILE] [--val-data FILE]\n"
             "                  [--batches N] [--batch B] [--threads N] [--telemetry off|sites|layers]\n"
-            "                  [--format table|csv|json|md]\n\n"
+            "                  [--format table|csv|json|md] [--out FILE]\n\n"
             "Evaluates a checkpoint written by 'fplab train' under precision policies, as post-training\n"
             "quantization: the forward casts of each policy (weights, activations, attention, the KV cache,\n"
             "residual) are applied, the rest of the policy (gradients, optimizer, loss scaling) does\n"
@@ -38,6 +39,7 @@ static void help(FILE *fp) {
             "  --threads N         OpenMP threads (0: one per processor; the last bits depend on it) [0]\n"
             "  --telemetry MODE    off | sites | layers (json output) [sites]\n"
             "  --format FMT        table | csv | json | md [table]\n"
+            "  --out FILE          the results into FILE (written whole, then renamed) [stdout]\n"
             "  -h, --help          this text\n\n"
             "examples:\n"
             "  fplab eval --ckpt runs/shakespeare/ckpt.bin --policy fp32,w8-fp8,w8a8-fp8,w4-mxfp4,w4-nvfp4,w4a8-mx\n"
@@ -65,13 +67,14 @@ typedef struct {
     cli_table t;
     cli_out out;
     eval_model *e;
+    FILE *f;  // where the results go
 } rows;
 
 // One result: a JSON line, or a table row.
 static void emit(rows *r, const char *policy, const char *site, const eval_result *res, const ac_ctx *ac) {
     if (r->out == CLI_OUT_JSON) {
-        eval_write_json(stdout, r->e, policy, site, res, ac);
-        fflush(stdout);
+        eval_write_json(r->f, r->e, policy, site, res, ac);
+        fflush(r->f);
         return;
     }
     cli_cell_str(&r->t, policy);
@@ -119,8 +122,10 @@ int cmd_eval(int argc, char **argv) {
         {"val-data", required_argument, 0, 'v'}, {"batches", required_argument, 0, 'n'},
         {"batch", required_argument, 0, 'b'},    {"threads", required_argument, 0, 'j'},
         {"telemetry", required_argument, 0, 't'}, {"format", required_argument, 0, 'f'},
-        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+        {"out", required_argument, 0, 'o'},      {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
     argv[0] = "fplab eval";
+    const char *out_path = NULL;
     eval_opts o = {0};
     const char *policies = "fp32";
     bool per_site = false;
@@ -139,6 +144,7 @@ int cmd_eval(int argc, char **argv) {
         case 'j': threads = (int)cli_parse_long(optarg, "--threads", 0, 4096); break;
         case 't': tel = parse_telemetry(optarg); break;
         case 'f': out = cli_parse_out(optarg, 0xF); break;
+        case 'o': out_path = optarg; break;
         case 'h': help(stdout); return 0;
         default: cli_usage_error("eval");
         }
@@ -155,6 +161,11 @@ int cmd_eval(int argc, char **argv) {
         CLI_CHECK(ac_policy_load(&p, n, msg, sizeof msg) == AC_OK, "eval: --policy '%s': %s", n, msg);
         CLI_CHECK(eval_policy_check(&p, msg, sizeof msg) == EVAL_OK, "eval: --policy '%s': %s", n, msg);
     }
+    CLI_CHECK(!out_path || out_path[0], "eval: --out: expected a file name");
+    CLI_CHECK(!out_path || fio_refuse_same("out", out_path, "ckpt", o.ckpt, msg, sizeof msg) == FIO_OK,
+              "eval: %s", msg);
+    CLI_CHECK(!out_path || !o.data || fio_refuse_same("out", out_path, "data", o.data, msg, sizeof msg) == FIO_OK,
+              "eval: %s", msg);
     const int nthreads = llama_ops_threads(threads);
     eval_model e;
     const int st = eval_open(&e, &o, msg, sizeof msg);
@@ -180,12 +191,18 @@ int cmd_eval(int argc, char **argv) {
     static const cli_col cols[] = {
         {"policy", CLI_STR}, {"site", CLI_STR}, {"val_loss", CLI_NUM}, {"delta", CLI_NUM},
         {"delta_se", CLI_NUM}, {"tokens", CLI_INT}};
-    rows r = {.out = out, .e = &e};
+    rows r = {.out = out, .e = &e, .f = stdout};
+    fio_out fo;
+    if (out_path) {
+        CLI_CHECK(fio_create(&fo, out_path, msg, sizeof msg) == FIO_OK, "eval: --out: %s", msg);
+        r.f = fo.f;
+    }
     cli_table_init(&r.t, cols, (int)(sizeof cols / sizeof cols[0]));
     snprintf(list, sizeof list, "%s", policies);
     for (char *save = NULL, *n = strtok_r(list, ",", &save); n; n = strtok_r(NULL, ",", &save))
         eval_policy(&r, n, per_site, tel);
-    if (out != CLI_OUT_JSON) cli_table_print(&r.t, out, stdout);
+    if (out != CLI_OUT_JSON) cli_table_print(&r.t, out, r.f);
     eval_close(&e);
+    if (out_path) CLI_CHECK(fio_commit(&fo, msg, sizeof msg) == FIO_OK, "eval: --out: %s", msg);
     return 0;
 }

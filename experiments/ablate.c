@@ -15,6 +15,7 @@
 #include "autocast/policy.h"
 #include "experiments/json.h"
 #include "experiments/runlog.h"
+#include "trainer/eval.h"
 #include "trainer/fileio.h"
 #include "trainer/train.h"
 
@@ -84,6 +85,28 @@ static int check_train(const ablate_opts *o, char *msg, size_t msg_len) {
     return XP_OK;
 }
 
+// The --ptq list: each policy loads and is one the forward can evaluate (eval.h); their names
+// (as fplab eval prints them) into names[0..cap) when names is not NULL. Returns the count, or
+// XP_EINVAL (negated) with a message.
+enum { PTQ_MAX = 64 };
+static int check_ptq(const char *list, char (*names)[64], int cap, char *msg, size_t msg_len) {
+    char buf[4096];
+    if (strlen(list) >= sizeof buf) return snprintf(msg, msg_len, "--ptq: list too long"), -XP_EINVAL;
+    snprintf(buf, sizeof buf, "%s", list);
+    int n = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        ac_policy p;
+        char why[1024];
+        if (ac_policy_load(&p, t, why, sizeof why) != AC_OK || eval_policy_check(&p, why, sizeof why) != EVAL_OK)
+            return snprintf(msg, msg_len, "--ptq '%s': %s", t, why), -XP_EINVAL;
+        if (n >= PTQ_MAX) return snprintf(msg, msg_len, "--ptq: more than %d policies", PTQ_MAX), -XP_EINVAL;
+        if (names && n < cap) snprintf(names[n], 64, "%s", p.name);
+        n++;
+    }
+    if (!n) return snprintf(msg, msg_len, "--ptq: expected a comma-separated list of policies"), -XP_EINVAL;
+    return n;
+}
+
 int ablate_validate(const ablate_opts *o, char *msg, size_t msg_len) {
 #define BAD(...) return snprintf(msg, msg_len, __VA_ARGS__), XP_EINVAL
     if (o->npresets < 1) BAD("--presets: expected at least one policy (e.g. fp32,bf16-amp)");
@@ -119,6 +142,7 @@ int ablate_validate(const ablate_opts *o, char *msg, size_t msg_len) {
                         ? "use ablate's own option of that name"
                         : "give it to ablate instead, or leave it out");
     }
+    if (o->ptq && o->ptq[0] && check_ptq(o->ptq, NULL, 0, msg, msg_len) < 0) return XP_EINVAL;
     if (o->check_train) return check_train(o, msg, msg_len);
     return XP_OK;
 #undef BAD
@@ -534,6 +558,64 @@ static bool grid_reap(grid_t *g) {
     return reaped;
 }
 
+// Whether the run's ptq.jsonl holds a row for every policy name.
+static bool ptq_done(const run_t *r, char (*names)[64], int n) {
+    char path[PATH_MAX_ + 16], key[96];
+    run_file(path, sizeof path, r, "ptq.jsonl");
+    char *text = xp_slurp(path);
+    bool all = text != NULL;
+    for (int i = 0; all && i < n; i++) {
+        snprintf(key, sizeof key, "\"policy\":\"%.63s\"", names[i]);
+        all = strstr(text, key) != NULL;
+    }
+    free(text);
+    return all;
+}
+
+// Post-training quantization of every complete run of this shard (see ablate_opts.ptq): the
+// checkpoint under fp32 and the --ptq policies, by `EXE eval`, one run at a time. A failed
+// evaluation is reported (it leaves the run done: its training is) and counted in res->ptq_failed.
+static void grid_ptq(grid_t *g) {
+    const ablate_opts *o = g->o;
+    char names[PTQ_MAX][64], msg[512], pol[4200], thr[32], ckpt[PATH_MAX_ + 16], out[PATH_MAX_ + 16],
+        err[PATH_MAX_ + 16];
+    const int n = check_ptq(o->ptq, names, PTQ_MAX, msg, sizeof msg);
+    if (n <= 0) return;  // (ablate_validate refused it already)
+    snprintf(pol, sizeof pol, "fp32,%s", o->ptq);
+    snprintf(thr, sizeof thr, "%d", o->threads);
+    for (size_t i = 0; i < g->nruns; i++) {
+        run_t *r = &g->runs[i];
+        double val;
+        long last;
+        if (!in_shard(o, i) || !run_complete(r, o->steps, &val, &last, NULL, 0) || ptq_done(r, names, n)) continue;
+        run_file(ckpt, sizeof ckpt, r, "ckpt.bin");
+        run_file(out, sizeof out, r, "ptq.jsonl");
+        run_file(err, sizeof err, r, "ptq.err");
+        char *v[] = {"fplab", "eval", "--ckpt", ckpt, "--policy", pol, "--format", "json", "--telemetry", "off",
+                     "--out", out, o->threads > 0 ? "--threads" : NULL, thr, NULL};
+        const pid_t pid = xp_spawn(g->exe, v, NULL, err, msg, sizeof msg);
+        int ws = 0;
+        pid_t w = -1;
+        if (pid > 0)
+            while ((w = waitpid(pid, &ws, 0)) < 0 && errno == EINTR) {}
+        const bool ok = pid > 0 && w == pid && WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
+        if (!ok) {
+            g->res->ptq_failed++;
+            if (pid > 0) xp_describe_status(ws, msg, sizeof msg);
+        }
+        if (g->p) {
+            fprintf(g->p, "ptq: %s seed %llu: %s\n", r->name, (unsigned long long)r->seed,
+                    ok ? "evaluated" : msg);
+            if (!ok) {
+                char tail[2048];
+                xp_tail(err, 8, tail, sizeof tail);
+                fputs(tail, g->p);
+            }
+            fflush(g->p);
+        }
+    }
+}
+
 int ablate_run(const ablate_opts *o, ablate_result *res, char *msg, size_t msg_len) {
     memset(res, 0, sizeof *res);
     int st = ablate_validate(o, msg, msg_len);
@@ -569,6 +651,7 @@ int ablate_run(const ablate_opts *o, ablate_result *res, char *msg, size_t msg_l
         grid_start(&g);
         if (g.running && !grid_reap(&g)) nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
     }
+    if (o->ptq && o->ptq[0]) grid_ptq(&g);
     res->seconds = fio_now() - g.t_start;
     st = XP_OK;
 out:

@@ -7,6 +7,9 @@
 //   runs/P/seed-S/ckpt.bin        its final checkpoint
 //   runs/P/seed-S/train.err       the child's stderr and stdout
 //   runs/P/seed-S/FAILED          present while the last attempt failed: one line, why
+//   runs/P/seed-S/ptq.jsonl       with ptq: `fplab eval --format json` of the final checkpoint
+//                                 under fp32 and the ptq policies (post-training quantization)
+//   runs/P/seed-S/ptq.err         that evaluation's stderr
 // Resuming: a run whose log already ends with the final step is skipped, so running the same
 // command again after an interruption continues where it stopped. A run that did not finish is
 // started again from step 0 (the trainer rewrites its log): simple, and the result does not
@@ -52,10 +55,15 @@ typedef struct {
                                // trainer's option table, validates them, and loads every preset
                                // (ac_policy_load), so a typo fails before any run
     FILE *progress;            // progress lines (NULL: none)
+    const char *ptq;           // NULL or "": none; else comma-separated inference policies: every
+                               // complete run's checkpoint is then evaluated under fp32 and them
+                               // (`EXE eval`, one run at a time after the training runs) into
+                               // ptq.jsonl, again only where that file lacks one of them
 } ablate_opts;
 
 typedef struct {
     int total, done, skipped, failed;  // runs in the grid; finished now; already done; failed
+    int ptq_failed;                    // post-training evaluations that failed
     double seconds;
 } ablate_result;
 

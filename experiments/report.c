@@ -167,6 +167,41 @@ static void mean_site(rp_site *s, const runlog *l, int site) {
     for (int k = 0; k < 4; k++) s->frac[k] = cnt[k] ? sum[k] / cnt[k] : NAN;
 }
 
+// The rows of the run's ptq.jsonl, if it has one: whole-model rows only (site null); lines that
+// do not parse (a file cut short) end the reading. Out of memory leaves the rows read so far.
+static void load_ptq(rp_run *r) {
+    char path[RP_PATH + 32];
+    snprintf(path, sizeof path, "%s/ptq.jsonl", r->dir);
+    char *text = xp_slurp(path);
+    if (!text) return;
+    int cap = 0;
+    for (char *save = NULL, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        rp_ptq row = {.val_loss = NAN, .delta = NAN, .delta_se = NAN};
+        bool whole = true;
+        jx_cur c;
+        jx_init(&c, line);
+        char key[32];
+        if (jx_open(&c, '{')) do {
+                jx_key(&c, key, sizeof key);
+                if (!strcmp(key, "policy")) jx_str(&c, row.policy, sizeof row.policy);
+                else if (!strcmp(key, "site")) whole = jx_peek(&c) == 'n', jx_skip(&c);
+                else if (!strcmp(key, "val_loss")) row.val_loss = jx_num(&c);
+                else if (!strcmp(key, "delta")) row.delta = jx_num(&c);
+                else if (!strcmp(key, "delta_se")) row.delta_se = jx_num(&c);
+                else jx_skip(&c);
+            } while (jx_more(&c, '}'));
+        if (!jx_ok(&c) || !row.policy[0]) break;
+        if (!whole) continue;
+        if (r->nptq == cap) {
+            rp_ptq *p = realloc(r->ptq, (size_t)(cap = cap ? 2 * cap : 8) * sizeof *p);
+            if (!p) break;
+            r->ptq = p;
+        }
+        r->ptq[r->nptq++] = row;
+    }
+    free(text);
+}
+
 static int load_run(rp_run *r, char *msg, size_t msg_len) {
     char path[RP_PATH + 32];
     r->val_loss = r->train_loss = r->tokens_per_s = r->elapsed_s = r->swamped = NAN;
@@ -235,13 +270,14 @@ static int load_run(rp_run *r, char *msg, size_t msg_len) {
     }
     r->nsites = l.nsites;
     runlog_free(&l);
+    load_ptq(r);
     return XP_OK;
 }
 
 static void free_data(rp_data *d) {
     for (int i = 0; i < d->nruns; i++) {
         rp_run *r = &d->runs[i];
-        free(r->loss), free(r->val), free(r->scale), free(r->swamp), free(r->skip), free(r->sites);
+        free(r->loss), free(r->val), free(r->scale), free(r->swamp), free(r->skip), free(r->sites), free(r->ptq);
     }
     free(d->runs);
     free(d->presets);
@@ -432,6 +468,43 @@ static void write_sites(FILE *f, const rp_data *d) {
     }
 }
 
+// Post-training quantization (ablate --ptq): for each trained preset and each inference policy,
+// the increase of the validation loss over the same checkpoint in fp32, over the seeds. The
+// policies are those of the first run with evaluations, in its order.
+static void write_ptq(FILE *f, const rp_data *d) {
+    const rp_run *first = NULL;
+    for (int i = 0; i < d->nruns && !first; i++)
+        if (rp_counts(&d->runs[i]) && d->runs[i].nptq) first = &d->runs[i];
+    if (!first) return;
+    fputs("## Post-training quantization\n\n"
+          "Each run's final checkpoint evaluated under inference policies (`fplab eval`, the run's own "
+          "validation batches): the increase of the validation loss over the same checkpoint in fp32, "
+          "mean [min, max] over seeds.\n\n| trained with |", f);
+    for (int j = 0; j < first->nptq; j++)
+        if (strcmp(first->ptq[j].policy, "fp32")) fputc(' ', f), md_cell(f, first->ptq[j].policy), fputs(" |", f);
+    fputs("\n| --- |", f);
+    for (int j = 0; j < first->nptq; j++)
+        if (strcmp(first->ptq[j].policy, "fp32")) fputs(" ---: |", f);
+    fputc('\n', f);
+    for (int p = 0; p < d->npresets; p++) {
+        const rp_preset *pr = &d->presets[p];
+        fputs("| ", f), md_cell(f, pr->name), fputs(" |", f);
+        for (int j = 0; j < first->nptq; j++) {
+            if (!strcmp(first->ptq[j].policy, "fp32")) continue;
+            acc_t a = {0};
+            for (int k = pr->first; k < pr->first + pr->count; k++) {
+                const rp_run *r = &d->runs[k];
+                for (int m = 0; rp_counts(r) && m < r->nptq; m++)
+                    if (!strcmp(r->ptq[m].policy, first->ptq[j].policy)) acc_add(&a, r->ptq[m].delta);
+            }
+            char cell[128];
+            fprintf(f, " %s |", fmt_acc(cell, sizeof cell, &a, "%+.4f"));
+        }
+        fputc('\n', f);
+    }
+    fputc('\n', f);
+}
+
 static void write_runs(FILE *f, const rp_data *d) {
     fputs("| preset | seed | status | steps | final train loss | final val loss | skipped | tokens/s | time |\n"
           "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n", f);
@@ -538,7 +611,9 @@ static int write_md(const rp_data *d, const rp_plot *pl, bool found, bool wanted
     write_summary(f, d);
     fputs("\nmean [min, max] over seeds (see How to read this).", f);
     if (d->fp32 < 0) fputs(" No fp32 run in this directory: no gap to fp32.", f);
-    fputs("\n\n## Cast sites\n\n", f);
+    fputs("\n\n", f);
+    write_ptq(f, d);
+    fputs("## Cast sites\n\n", f);
     write_sites(f, d);
     fputs("## Plots\n\n", f);
     write_plots_md(f, pl, found, wanted);

@@ -20,6 +20,12 @@ typedef struct {
     double amax;
 } rp_site;
 
+// One row of a run's ptq.jsonl (`fplab eval --format json` of its checkpoint, ablate --ptq).
+typedef struct {
+    char policy[RP_NAME];
+    double val_loss, delta, delta_se;
+} rp_ptq;
+
 typedef struct {
     char preset[RP_NAME];  // the run directory's parent name
     uint64_t seed;
@@ -41,6 +47,8 @@ typedef struct {
     long ncurve;           // the curves below hold steps 0 .. ncurve-1 (index = step; 0 unused)
     double *loss, *val, *scale, *swamp;  // NaN where not logged
     unsigned char *skip;
+    rp_ptq *ptq;           // its post-training evaluations (NULL, 0: none)
+    int nptq;
 } rp_run;
 
 typedef struct {

@@ -327,6 +327,16 @@ expect_has "ablate tiny grid" "report: $T/abl/report.md" "${ABL[@]}"
 expect_has "ablate report row" "| bf16-amp | 1/1 |" cat "$T/abl/report.md"
 expect_has "ablate keeps the run's log" '"step":4' cat "$T/abl/runs/bf16-amp/seed-1/log.jsonl"
 expect_has "ablate again skips finished runs" "already done" "${ABL[@]}"
+# post-training quantization of the grid's checkpoints (issue 14): a ptq.jsonl per run, a table in
+# the report, evaluated again only when the list grows; a bad policy refused before any run
+expect_err "ablate --ptq unknown policy" "--ptq 'nosuch'" "$F" ablate --presets fp32 --model tiny --steps 4 \
+    --data "$T/corpus.txt" --out "$T/abl-bad" --ptq w8a8-fp8,nosuch
+expect_has "ablate --ptq evaluates the finished runs" "ptq: bf16-amp seed 1: evaluated" "${ABL[@]}" --ptq w8a8-fp8,w4-mxfp4
+expect_has "ablate --ptq: the run's fp32 row" '"policy":"fp32","site":null' cat "$T/abl/runs/bf16-amp/seed-1/ptq.jsonl"
+expect_has "ablate --ptq: the report's table" "| trained with | w8a8-fp8 | w4-mxfp4 |" cat "$T/abl/report.md"
+expect_eq "ablate --ptq again: nothing to evaluate" 0 "$("${ABL[@]}" --ptq w4-mxfp4 2>&1 | grep -c '^ptq:')"
+expect_err "eval --out onto its checkpoint" "same file as --ckpt" "$F" eval --ckpt "$T/abl/runs/fp32/seed-1/ckpt.bin" \
+    --out "$T/abl/runs/fp32/seed-1/ckpt.bin"
 expect_err "ablate other settings, same --out" "made with --steps 4 (now 5)" \
     "$F" ablate --presets fp32 --model tiny --steps 5 --data "$T/corpus.txt" --out "$T/abl" --no-plots
 expect_has "report rewrites the report" "2 completed" "$F" report "$T/abl" --no-plots
