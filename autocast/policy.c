@@ -360,6 +360,11 @@ static bool parse_int(const char *t, int *out) {
 }
 
 static bool has_glob(const char *t) { return strpbrk(t, "*?[") != NULL; }
+// A site or matmul line's first word against a name: a glob matches as fnmatch does, else the
+// word must be the name.
+static bool word_matches(const char *word, const char *name) {
+    return has_glob(word) ? !fnmatch(word, name, 0) : !strcmp(word, name);
+}
 
 // site SITE FORMAT [RECIPE] [MODE] [saturate|ieee]: the optional fields are told apart by what
 // they are (mode and overflow names do not collide with recipes), so their order is free.
@@ -373,7 +378,7 @@ static int parse_site(ctx *c, ac_policy *p, int line, char **tok, int n) {
     bool match[AC_NSITES] = {false};
     int nmatch = 0;
     for (int s = 0; s < AC_NSITES; s++)
-        if (has_glob(tok[1]) ? !fnmatch(tok[1], site_names[s], 0) : !strcmp(tok[1], site_names[s]))
+        if (word_matches(tok[1], site_names[s]))
             match[s] = true, nmatch++;
     if (!nmatch) {
         char list[512];
@@ -507,7 +512,7 @@ static int parse_accumulator(ctx *c, ac_policy *p, int line, char **tok, int n) 
     int nmatch = 0;
     for (int g = 0; g < AC_NPROJ; g++)
         for (int k = 0; k < AC_NPASSES; k++)
-            if (has_glob(pat) ? !fnmatch(pat, gemm_names[g][k], 0) : !strcmp(pat, gemm_names[g][k]))
+            if (word_matches(pat, gemm_names[g][k]))
                 p->acc[g][k] = acc, c->acc_line[g][k] = line, nmatch++;
     if (!nmatch)
         return fail(c, line, "accumulator %s: %s '%s'%s; expected a matmul PROJECTION.PASS (projections "

@@ -176,7 +176,7 @@ static void load_ptq(rp_run *r) {
     if (!text) return;
     int cap = 0;
     for (char *save = NULL, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        rp_ptq row = {.val_loss = NAN, .delta = NAN, .delta_se = NAN};
+        rp_ptq row = {.delta = NAN};
         bool whole = true;
         jx_cur c;
         jx_init(&c, line);
@@ -185,9 +185,7 @@ static void load_ptq(rp_run *r) {
                 jx_key(&c, key, sizeof key);
                 if (!strcmp(key, "policy")) jx_str(&c, row.policy, sizeof row.policy);
                 else if (!strcmp(key, "site")) whole = jx_peek(&c) == 'n', jx_skip(&c);
-                else if (!strcmp(key, "val_loss")) row.val_loss = jx_num(&c);
                 else if (!strcmp(key, "delta")) row.delta = jx_num(&c);
-                else if (!strcmp(key, "delta_se")) row.delta_se = jx_num(&c);
                 else jx_skip(&c);
             } while (jx_more(&c, '}'));
         if (!jx_ok(&c) || !row.policy[0]) break;

@@ -23,7 +23,7 @@ typedef struct {
 // One row of a run's ptq.jsonl (`fplab eval --format json` of its checkpoint, ablate --ptq).
 typedef struct {
     char policy[RP_NAME];
-    double val_loss, delta, delta_se;
+    double delta;  // the loss under the policy minus the checkpoint's fp32 loss
 } rp_ptq;
 
 typedef struct {

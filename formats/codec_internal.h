@@ -61,10 +61,10 @@ bool fmt__values_lean_ok(const fmt__codek *c);
 bool fmt__encode_f32_lean(const fmt__kparams *p, const fmt__codek *c, fmt_round_mode mode, bool round,
                           void *codes, const float *x, size_t n, uint64_t base, fmt__counts *counts);
 void fmt__decode_f32_lean(const fmt__codek *c, float *x, const void *codes, size_t n);
-// FMT_PATH_HW's encoding (no statistics): fp16 codes straight from the converter (vcvtps2ph,
-// rne/rtz/rup/rdn, on sixteen lanes of AVX-512) with round_hw.c's fix-ups done on the codes.
-// False (nothing written) for other formats and modes, without AVX-512, or where MXCSR has DAZ
-// or FTZ set.
+// FMT_PATH_HW's encoding (no statistics), for a call fmt__f32_hw_covers accepts: fp16 codes
+// straight from the converter (vcvtps2ph, rne/rtz/rup/rdn, on sixteen lanes of AVX-512) with
+// round_hw.c's fix-ups done on the codes. False (nothing written) for bf16, without AVX-512, or
+// where MXCSR has DAZ or FTZ set.
 bool fmt__encode_f32_hw(const fmt__kparams *p, const fmt__codek *c, fmt_round_mode mode, void *codes,
                         const float *x, size_t n);
 

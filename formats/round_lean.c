@@ -1,8 +1,8 @@
 // round_lean.c: explicit AVX-512 kernels (FMT_PATH_LEAN) for the calls most programs make:
 // every mode (rne, rna, rtz, rup, rdn, rto, sr) into a signed format with fraction bits and a
 // zero (every table format but e8m0), and into e8m0, either overflow policy, with or without
-// flushing, with or without statistics. About 20 instructions per 16 elements for the deterministic modes, where
-// the generic kernel (round_f32.c) needs about 45 per 8.
+// flushing, with or without statistics. About 20 instructions per 16 elements for the
+// deterministic modes, where the generic kernel (round_f32.c) needs about 45 per 8.
 // Constraints: bit for bit the generic kernel's results, which tests/test_round.c and
 // tools/verify_exhaustive.c check on every float32 input. Three methods, by format (e8m0, the
 // third, is described at e8m0_16):
@@ -577,11 +577,10 @@ TARGET_V4 static void f16_run_avx512(const f16k *k, fmt_round_mode mode, uint16_
 
 bool fmt__encode_f32_hw(const fmt__kparams *p, const fmt__codek *c, fmt_round_mode mode, void *codes,
                         const float *x, size_t n) {
-    const bool fp16 = p->bits == 16 && p->ebits == 5 && p->m == 10 && p->bias == 15 && p->is_signed &&
-                      p->special == FMT_IEEE && !p->clamp_min && c->enc && c->bytes == 2;
-    const bool mode_ok = mode == FMT_RNE || mode == FMT_RTZ || mode == FMT_RUP || mode == FMT_RDN;
-    // vcvtps2ph reads float32 subnormals as zero under MXCSR.DAZ (round_hw.c): decline there.
-    if (!fp16 || !mode_ok || !cpu_v4() || mxcsr_daz_ftz()) return false;
+    // The call is one the hw path covers (fmt__f32_hw_covers: IEEE binary16 in rne, rtz, rup or
+    // rdn, or bfloat16 in rne), so five exponent bits are fp16. vcvtps2ph reads float32
+    // subnormals as zero under MXCSR.DAZ (round_hw.c): decline there.
+    if (p->ebits != 5 || !cpu_v4() || mxcsr_daz_ftz()) return false;
     const f16k k = {.saturate = p->overflow == FMT_SATURATE, .flush = p->flush,
                     .nan_code = (uint16_t)c->nan_code, .nan_sign = c->nan_sign_mask ? 0x8000 : 0};
     f16_run_avx512(&k, mode, codes, x, n);

@@ -56,7 +56,7 @@
 #elif defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__AVX512F__)
 #define MM_EMU_F32_DISPATCH 1
 bool mm__emu_f32_covers_avx512(const mm_operand *A, const mm_operand *B, size_t M, size_t N, size_t K,
-                           const fmt__kparams *acc, fmt_round_mode mode);
+                               const fmt__kparams *acc, fmt_round_mode mode);
 int mm__emu_run_f32_avx512(const mm__emu_job *J, const mm_operand *A, const mm_operand *B, float *C, size_t ldc);
 static bool cpu_v4(void) { return __builtin_cpu_supports("x86-64-v4"); }
 #endif

@@ -489,16 +489,17 @@ static void proj_backward(llama_model *m, ac_proj p, size_t l, float *dinp, floa
         return;
     }
     const int L = (int)l;
-    const ac_site in = ac_proj_in(p), ws = ac_proj_w(p), gs = ac_proj_grad(p);
+    ac_site sa, sb;  // the operand sites of each product (the policy's ac_gemm_sites)
+    ac_gemm_sites(p, AC_DGRAD, &sa, &sb);
     const mm_acc *acc = ac_emulated_acc(ac, p, AC_DGRAD);
     mm_operand a, b;
     if (acc) {  // dinp (N, IC) = dout (N, OC) W (OC, IC)
-        ac_cast_operand(ac, gs, L, dout, N, OC, false, MM_SIDE_A, 0, true, &a);
-        ac_cast_operand(ac, ws, L, w, OC, IC, true, MM_SIDE_B, 1, false, &b);
+        ac_cast_operand(ac, sa, L, dout, N, OC, false, MM_SIDE_A, 0, true, &a);
+        ac_cast_operand(ac, sb, L, w, OC, IC, true, MM_SIDE_B, 1, false, &b);
         mm_emulated(dinp, IC, &a, &b, N, IC, OC, acc, accumulate);
     } else {
-        op_matmul_dgrad(dinp, ac_cast(ac, gs, L, dout, N, OC, false, 0, true),
-                        ac_cast(ac, ws, L, w, OC, IC, true, 1, false), N, IC, OC, accumulate);
+        op_matmul_dgrad(dinp, ac_cast(ac, sa, L, dout, N, OC, false, 0, true),
+                        ac_cast(ac, sb, L, w, OC, IC, true, 1, false), N, IC, OC, accumulate);
     }
     // NVFP4: rotate both wgrad operands along N, the summed dimension, into the slots dgrad is
     // done with (the casts below write slots 2 and 3, which must not be their inputs).
@@ -507,14 +508,15 @@ static void proj_backward(llama_model *m, ac_proj p, size_t l, float *dinp, floa
         ac_hadamard16(ac, ac->buf[1], x, N, IC);
         dout = ac->buf[0], x = ac->buf[1];
     }
+    ac_gemm_sites(p, AC_WGRAD, &sa, &sb);
     acc = ac_emulated_acc(ac, p, AC_WGRAD);
     if (acc) {  // dW (OC, IC) += dout^T (OC, N) x (N, IC)
-        ac_cast_operand(ac, gs, L, dout, N, OC, true, MM_SIDE_A, 2, false, &a);
-        ac_cast_operand(ac, in, L, x, N, IC, true, MM_SIDE_B, 3, false, &b);
+        ac_cast_operand(ac, sa, L, dout, N, OC, true, MM_SIDE_A, 2, false, &a);
+        ac_cast_operand(ac, sb, L, x, N, IC, true, MM_SIDE_B, 3, false, &b);
         mm_emulated(dw, IC, &a, &b, OC, IC, N, acc, true);
     } else {
-        op_matmul_wgrad(dw, ac_cast(ac, gs, L, dout, N, OC, true, 2, false),
-                        ac_cast(ac, in, L, x, N, IC, true, 3, false), N, IC, OC);
+        op_matmul_wgrad(dw, ac_cast(ac, sa, L, dout, N, OC, true, 2, false),
+                        ac_cast(ac, sb, L, x, N, IC, true, 3, false), N, IC, OC);
     }
 }
 
