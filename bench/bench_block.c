@@ -62,16 +62,18 @@ static void run(void *ctx) {
 int main(int argc, char **argv) {
     size_t rows = 4096, cols = 4096;
     int reps = 5;
-    bool cpu = false;
+    bool cpu = false, plain_input = false;
     for (int i = 1; i < argc; i++) {
         const bool more = i + 1 < argc;
         if (!strcmp(argv[i], "--cpu")) cpu = true;
         else if (!strcmp(argv[i], "--rows") && more) rows = (size_t)atol(argv[++i]);
         else if (!strcmp(argv[i], "--cols") && more) cols = (size_t)atol(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && more) reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--input") && more && (!strcmp(argv[i + 1], "mixed") || !strcmp(argv[i + 1], "plain")))
+            plain_input = !strcmp(argv[++i], "plain");
         else {
-            fprintf(stderr, "usage: bench_block [--rows R] [--cols C] [--reps N] [--cpu]   (default 4096 4096 5, "
-                            "wall clock)\n");
+            fprintf(stderr, "usage: bench_block [--rows R] [--cols C] [--reps N] [--cpu] [--input mixed|plain]   "
+                            "(default 4096 4096 5, wall clock, mixed)\n");
             return strcmp(argv[i], "--help") ? 2 : 0;
         }
     }
@@ -86,13 +88,14 @@ int main(int argc, char **argv) {
         return 1;
     }
     bu_make_input(src, n);
+    if (plain_input) bu_plain_input(src, n);
     memcpy(x, src, n * sizeof *x);
     const struct {
         const char *elem, *recipe;
     } cases[] = {{"e4m3", "mx"}, {"e3m2", "mx"}, {"e2m1", "mx"}, {"e2m1", "nvfp4"}};
-    printf("bench_block: %zu x %zu float32, best of %d reps, in place, %s; x plain = time over plain "
-           "rounding's (same statistics, same threads)\n", rows, cols, reps,
-           cpu ? "process CPU time (all threads)" : "wall clock");
+    printf("bench_block: %zu x %zu float32 (%s input), best of %d reps, in place, %s; x plain = time over "
+           "plain rounding's (same statistics, same threads)\n", rows, cols, plain_input ? "plain" : "mixed",
+           reps, cpu ? "process CPU time (all threads)" : "wall clock");
     printf("%-6s %-8s %-6s %9s %9s %9s %9s\n", "elem", "recipe", "stats", "ns/el 1T", "ns/el 2T", "x plain1T",
            "x plain2T");
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {

@@ -42,6 +42,17 @@ static inline void bu_make_input(float *x, size_t n) {
     }
 }
 
+// bu_make_input's array without its special values: each is replaced by its magnitude's
+// ordinary neighbour, the exponent put back into 2^-16 .. 2^16 (no zeros, infinities, NaNs or
+// values far from the others in a block), as a trained network's tensors mostly are.
+static inline void bu_plain_input(float *x, size_t n) {
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        const uint32_t u = bu_f2u(x[i]), e = (u >> 23) & 0xff;
+        if (e < 127 - 16 || e > 127 + 16) x[i] = bu_u2f((u & 0x807fffffu) | (127u - 16 + e % 33) << 23);
+    }
+}
+
 // dst[0..bytes) = src[0..bytes), one slice per thread (as the kernels split their arrays).
 static inline void bu_copy_par(void *restrict dst, const void *restrict src, size_t bytes) {
 #pragma omp parallel

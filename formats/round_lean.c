@@ -413,6 +413,19 @@ V4 __m512i load_codes16(const void *src, int b, __mmask16 live) {
 
 // --- the loops: one per (method, mode, output), so that no switch is inside a vector loop
 
+// Per-lane counts stay below 2^27: the entry points split calls into blocks of 2^30.
+V4 void add_counts(fmt__counts *counts, const lean_counts *lc) {
+    counts->overflow += (uint32_t)_mm512_reduce_add_epi32(lc->ovf);
+    counts->underflow += (uint32_t)_mm512_reduce_add_epi32(lc->unf);
+    counts->subnormal += (uint32_t)_mm512_reduce_add_epi32(lc->sub);
+    counts->nan_in += (uint32_t)_mm512_reduce_add_epi32(lc->nan);
+    counts->invalid += (uint32_t)_mm512_reduce_add_epi32(lc->inv);
+    const uint32_t am = (uint32_t)_mm512_reduce_max_epu32(lc->amax);
+    float a;
+    memcpy(&a, &am, sizeof a);
+    if (a > counts->amax) counts->amax = a;
+}
+
 // out = round(in) (b == 0: values, in place allowed), or its codes of b bytes (codes of in as
 // it is when cls is LEAN_NONE).
 V4 void lean_loop(const lk *kp, lean_class cls, fmt_round_mode mode, const fmt__codek *cp, int b,
@@ -445,17 +458,78 @@ V4 void lean_loop(const lk *kp, lean_class cls, fmt_round_mode mode, const fmt__
         if (b) store_codes16(o + i * ob, codes16(c, v), b, live);
         else _mm512_mask_storeu_epi32(o + i * ob, live, v);
     }
-    if (!cnt) return;
-    // Per-lane counts stay below 2^27: the entry points split calls into blocks of 2^30.
-    counts->overflow += (uint32_t)_mm512_reduce_add_epi32(lc.ovf);
-    counts->underflow += (uint32_t)_mm512_reduce_add_epi32(lc.unf);
-    counts->subnormal += (uint32_t)_mm512_reduce_add_epi32(lc.sub);
-    counts->nan_in += (uint32_t)_mm512_reduce_add_epi32(lc.nan);
-    counts->invalid += (uint32_t)_mm512_reduce_add_epi32(lc.inv);
-    const uint32_t am = (uint32_t)_mm512_reduce_max_epu32(lc.amax);
-    float a;
-    memcpy(&a, &am, sizeof a);
-    if (a > counts->amax) counts->amax = a;
+    if (cnt) add_counts(counts, &lc);
+}
+
+// --- block scaling (formats/scale.c's work units): out = round(in * mul[t]) * deq[t] for the
+// tiles t of tc elements (a multiple of 16, so that every vector lies in one tile), in one pass;
+// before, the two multiplications and the rounding were three passes over the unit. Where a
+// multiplier is 1, x * 1 is x (the kernel declines under DAZ and FTZ). zeroed counts the
+// nonzero inputs of tiles whose multiplier is 0 (x != 0: NaN counts), as scale.c does.
+
+typedef struct {
+    size_t tc;
+    const float *mul, *deq;
+    float *elems;       // optional: the rounded values before the multiplication back
+    ptrdiff_t ahead;    // prefetch distance in elements (0: none)
+    uint64_t *zeroed;   // optional
+} blk;
+
+// One vector of a tile: x = in[i..i+16) (the lanes of live), rounded after the multiplication
+// by m, stored after the one by d.
+V4 void block16(const lk *k, lean_class cls, fmt_round_mode mode, const blk *b, __m512 m, __m512 d, float *out,
+                const float *in, size_t i, lean_counts *cnt, __mmask16 live) {
+    const __m512 x = live == 0xffff ? _mm512_loadu_ps(in + i) : _mm512_maskz_loadu_ps(live, in + i);
+    const __m512i rnd = mode == FMT_SR ? draws16(k->key, k->first + i) : _mm512_setzero_si512();
+    const __m512i r = lean16(k, cls, mode, _mm512_castps_si512(_mm512_mul_ps(x, m)), rnd, cnt, live);
+    const __m512 y = _mm512_mul_ps(_mm512_castsi512_ps(r), d);
+    if (live == 0xffff) {
+        if (b->elems) _mm512_storeu_si512(b->elems + i, r);
+        _mm512_storeu_ps(out + i, y);
+    } else {
+        if (b->elems) _mm512_mask_storeu_epi32(b->elems + i, live, r);
+        _mm512_mask_storeu_ps(out + i, live, y);
+    }
+}
+
+// The nonzero elements of in[0..n) (x != 0: NaN counts).
+V4 uint64_t nonzeros(const float *in, size_t n) {
+    uint64_t z = 0;
+    for (size_t i = 0; i < n; i += 16) {
+        const __mmask16 live = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1);
+        z += (uint64_t)__builtin_popcount(
+            _mm512_mask_cmp_ps_mask(live, _mm512_maskz_loadu_ps(live, in + i), _mm512_setzero_ps(), _CMP_NEQ_UQ));
+    }
+    return z;
+}
+
+V4 void block_loop(const lk *kp, lean_class cls, fmt_round_mode mode, const blk *bp, size_t tc, float *out,
+                   const float *in, size_t n, fmt__counts *counts) {
+    const lk kl = *kp;  // not read again after every store (see lean_loop)
+    const blk bl = *bp;
+    const lk *k = &kl;
+    lean_counts lc = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
+                      _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512()};
+    lean_counts *cnt = counts ? &lc : NULL;
+    uint64_t zeroed = 0;
+    size_t i = 0, t = 0;
+    for (; i + tc <= n; t++) {  // whole tiles: whole vectors
+        const __m512 m = _mm512_set1_ps(bl.mul[t]), d = _mm512_set1_ps(bl.deq[t]);
+        if (bl.zeroed && bl.mul[t] == 0.0f) zeroed += nonzeros(in + i, tc);
+        for (size_t j = 0; j < tc; j += 16, i += 16) {
+            __builtin_prefetch(in + i + bl.ahead);  // a hint (ahead 0: this line, a no-op)
+            block16(k, cls, mode, &bl, m, d, out, in, i, cnt, 0xffff);
+        }
+    }
+    if (i < n) {  // a last tile cut short by the end of the row
+        const __m512 m = _mm512_set1_ps(bl.mul[t]), d = _mm512_set1_ps(bl.deq[t]);
+        if (bl.zeroed && bl.mul[t] == 0.0f) zeroed += nonzeros(in + i, n - i);
+        for (; i < n; i += 16)
+            block16(k, cls, mode, &bl, m, d, out, in, i, cnt,
+                    n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1));
+    }
+    if (bl.zeroed) *bl.zeroed += zeroed;
+    if (cnt) add_counts(counts, &lc);
 }
 
 V4 void by_bytes(const lk *k, lean_class cls, fmt_round_mode mode, const fmt__codek *c, void *out,
@@ -468,28 +542,105 @@ V4 void by_bytes(const lk *k, lean_class cls, fmt_round_mode mode, const fmt__co
     }
 }
 
-V4 void by_mode(const lk *k, lean_class cls, fmt_round_mode mode, const fmt__codek *c, void *out,
-                const float *in, size_t n, fmt__counts *counts) {
-    switch (mode) {
-    case FMT_RNE: by_bytes(k, cls, FMT_RNE, c, out, in, n, counts); break;
-    case FMT_RNA: by_bytes(k, cls, FMT_RNA, c, out, in, n, counts); break;
-    case FMT_RTZ: by_bytes(k, cls, FMT_RTZ, c, out, in, n, counts); break;
-    case FMT_RUP: by_bytes(k, cls, FMT_RUP, c, out, in, n, counts); break;
-    case FMT_RDN: by_bytes(k, cls, FMT_RDN, c, out, in, n, counts); break;
-    case FMT_RTO: by_bytes(k, cls, FMT_RTO, c, out, in, n, counts); break;
-    case FMT_SR: by_bytes(k, cls, FMT_SR, c, out, in, n, counts); break;
-    default: break;
+// Tile maxima (scale.c's amax of a unit's tiles): the max |x| bits of 16 tiles at a time, each
+// tile a whole number of vectors, reduced across lanes together by a butterfly (16 tiles cost
+// 30 shuffles and 15 maxima, where one reduction per tile costs 8 and leaves the max in a
+// general register). Lane 4k + i of the butterfly's result holds tile 4i + k.
+V4 __m512i max_pairs(__m512i a, __m512i b, int level) {
+    switch (level) {
+    case 0: return _mm512_max_epu32(_mm512_shuffle_i32x4(a, b, 0x44), _mm512_shuffle_i32x4(a, b, 0xee));
+    case 1: return _mm512_max_epu32(_mm512_shuffle_i32x4(a, b, 0x88), _mm512_shuffle_i32x4(a, b, 0xdd));
+    case 2: return _mm512_max_epu32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
+    default: {
+        const __m512 fa = _mm512_castsi512_ps(a), fb = _mm512_castsi512_ps(b);
+        return _mm512_max_epu32(_mm512_castps_si512(_mm512_shuffle_ps(fa, fb, 0x88)),
+                                _mm512_castps_si512(_mm512_shuffle_ps(fa, fb, 0xdd)));
+    }
     }
 }
 
+V4 void amax_loop(const float *x, size_t n, size_t tc, uint32_t *bits, uint32_t *finite) {
+    const __m512i absm = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    __m512i fin = _mm512_setzero_si512();
+    const size_t nt = (n + tc - 1) / tc;
+    for (size_t t0 = 0; t0 < nt; t0 += 16) {
+        __m512i v[16];
+        if ((t0 + 16) * tc <= n) {  // 16 whole tiles: unmasked, unrolled (v stays in registers)
+#pragma GCC unroll 16
+            for (size_t j = 0; j < 16; j++) {
+                v[j] = _mm512_setzero_si512();
+                for (size_t i = (t0 + j) * tc; i < (t0 + j + 1) * tc; i += 16) {
+                    const __m512i u = _mm512_and_si512(_mm512_loadu_si512(x + i), absm);
+                    v[j] = _mm512_max_epu32(v[j], u);
+                    if (finite) fin = _mm512_mask_max_epu32(fin, _mm512_cmple_epu32_mask(u, inf), fin, u);
+                }
+            }
+        } else for (size_t j = 0; j < 16; j++) {
+            v[j] = _mm512_setzero_si512();
+            if (t0 + j >= nt) continue;
+            for (size_t i = (t0 + j) * tc, end = i + tc < n ? i + tc : n; i < end; i += 16) {
+                const __mmask16 live = end - i >= 16 ? 0xffff : (__mmask16)((1u << (end - i)) - 1);
+                const __m512i u = _mm512_and_si512(_mm512_maskz_loadu_epi32(live, x + i), absm);
+                v[j] = _mm512_max_epu32(v[j], u);
+                if (finite) fin = _mm512_mask_max_epu32(fin, _mm512_cmple_epu32_mask(u, inf), fin, u);
+            }
+        }
+#pragma GCC unroll 4
+        for (int level = 0; level < 4; level++)
+#pragma GCC unroll 8
+            for (int j = 0; j < 8 >> level; j++) v[j] = max_pairs(v[2 * j], v[2 * j + 1], level);
+        const size_t live = nt - t0 < 16 ? nt - t0 : 16;
+        const __mmask16 lm = (__mmask16)((1u << live) - 1);
+        const __m512i m = _mm512_permutexvar_epi32(order, v[0]);
+        _mm512_mask_storeu_epi32(bits + t0, lm, _mm512_max_epu32(m, _mm512_maskz_loadu_epi32(lm, bits + t0)));
+    }
+    if (finite) {
+        const uint32_t f = (uint32_t)_mm512_reduce_max_epu32(fin);
+        if (f > *finite) *finite = f;
+    }
+}
+
+TARGET_V4 static void amax_run_avx512(const float *x, size_t n, size_t tc, uint32_t *bits, uint32_t *finite) {
+    switch (tc) {
+    case 16: amax_loop(x, n, 16, bits, finite); break;
+    case 32: amax_loop(x, n, 32, bits, finite); break;
+    default: amax_loop(x, n, tc, bits, finite); break;
+    }
+}
+
+// Calls CALL(m) (CALL(c)) with the mode (the class) as a constant, so that each instance is
+// its own loop.
+#define BY_MODE(mode, CALL)                                                                    \
+    switch (mode) {                                                                            \
+    case FMT_RNE: CALL(FMT_RNE); break;                                                        \
+    case FMT_RNA: CALL(FMT_RNA); break;                                                        \
+    case FMT_RTZ: CALL(FMT_RTZ); break;                                                        \
+    case FMT_RUP: CALL(FMT_RUP); break;                                                        \
+    case FMT_RDN: CALL(FMT_RDN); break;                                                        \
+    case FMT_RTO: CALL(FMT_RTO); break;                                                        \
+    case FMT_SR: CALL(FMT_SR); break;                                                          \
+    default: break;                                                                            \
+    }
+#define BY_CLASS(cls, CALL)                                                                    \
+    switch (cls) {                                                                             \
+    case LEAN_WIDE: CALL(LEAN_WIDE); break;                                                    \
+    case LEAN_NARROW: CALL(LEAN_NARROW); break;                                                \
+    case LEAN_E8M0: CALL(LEAN_E8M0); break;                                                    \
+    default: break;                                                                            \
+    }
+
 V4 void by_class(const lk *k, lean_class cls, fmt_round_mode mode, const fmt__codek *c, void *out,
                  const float *in, size_t n, fmt__counts *counts) {
-    switch (cls) {
-    case LEAN_WIDE: by_mode(k, LEAN_WIDE, mode, c, out, in, n, counts); break;
-    case LEAN_NARROW: by_mode(k, LEAN_NARROW, mode, c, out, in, n, counts); break;
-    case LEAN_E8M0: by_mode(k, LEAN_E8M0, mode, c, out, in, n, counts); break;
-    default: by_bytes(k, LEAN_NONE, FMT_RNE, c, out, in, n, NULL); break;
+    if (cls == LEAN_NONE) {
+        by_bytes(k, LEAN_NONE, FMT_RNE, c, out, in, n, NULL);
+        return;
     }
+#define MODE_CALL(m) by_bytes(k, cl, m, c, out, in, n, counts)
+#define CLASS_CALL(c_) { const lean_class cl = c_; BY_MODE(mode, MODE_CALL) }
+    BY_CLASS(cls, CLASS_CALL)
+#undef CLASS_CALL
+#undef MODE_CALL
 }
 
 // With statistics or without (a constant in each branch, so that the loops without count nothing).
@@ -497,6 +648,32 @@ TARGET_V4 static void lean_run_avx512(const lk *k, lean_class cls, fmt_round_mod
                                       void *out, const float *in, size_t n, fmt__counts *counts) {
     if (counts) by_class(k, cls, mode, c, out, in, n, counts);
     else by_class(k, cls, mode, c, out, in, n, NULL);
+}
+
+// The tile widths of the presets (16: NVFP4, 32: MX) as constants: a tile is then a fixed
+// number of whole vectors.
+V4 void block_by_tc(const lk *k, lean_class cls, fmt_round_mode mode, const blk *b, float *out,
+                    const float *in, size_t n, fmt__counts *counts) {
+    switch (b->tc) {
+    case 16: block_loop(k, cls, mode, b, 16, out, in, n, counts); break;
+    case 32: block_loop(k, cls, mode, b, 32, out, in, n, counts); break;
+    default: block_loop(k, cls, mode, b, b->tc, out, in, n, counts); break;
+    }
+}
+
+V4 void block_by_class(const lk *k, lean_class cls, fmt_round_mode mode, const blk *b, float *out,
+                       const float *in, size_t n, fmt__counts *counts) {
+#define MODE_CALL(m) block_by_tc(k, cl, m, b, out, in, n, counts)
+#define CLASS_CALL(c_) { const lean_class cl = c_; BY_MODE(mode, MODE_CALL) }
+    BY_CLASS(cls, CLASS_CALL)
+#undef CLASS_CALL
+#undef MODE_CALL
+}
+
+TARGET_V4 static void block_run_avx512(const lk *k, lean_class cls, fmt_round_mode mode, const blk *b,
+                                       float *out, const float *in, size_t n, fmt__counts *counts) {
+    if (counts) block_by_class(k, cls, mode, b, out, in, n, counts);
+    else block_by_class(k, cls, mode, b, out, in, n, NULL);
 }
 
 V4 void decode_loop(const fmt__codek *cp, int b, float *x, const uint8_t *codes, size_t n) {
@@ -620,6 +797,29 @@ bool fmt__round_f32_lean(const fmt__kparams *p, fmt_round_mode mode, float *x, s
     return true;
 }
 
+bool fmt__scale_round_f32_lean(const fmt__kparams *p, fmt_round_mode mode, size_t tc, const float *mul,
+                               const float *deq, float *out, float *elems, const float *in, size_t n,
+                               uint64_t base, ptrdiff_t ahead, fmt__counts *counts, uint64_t *zeroed) {
+    const lean_class cls = class_of(p);
+    // x * 1 must be x (no DAZ), and the multiplications must not flush (no FTZ), as in scale.c.
+    if (cls == LEAN_NONE || tc == 0 || tc % 16 || !cpu_v4() || mxcsr_daz_ftz()) return false;
+    const blk b = {.tc = tc, .mul = mul, .deq = deq, .elems = elems, .ahead = ahead, .zeroed = zeroed};
+    for (size_t done = 0; done < n; done += LEAN_BLOCK) {  // LEAN_BLOCK: a multiple of tc here
+        const size_t len = n - done < LEAN_BLOCK ? n - done : LEAN_BLOCK;
+        const lk k = lk_make(p, cls, base + done);
+        const blk bd = {b.tc, b.mul + done / tc, b.deq + done / tc, b.elems ? b.elems + done : NULL, b.ahead,
+                        b.zeroed};
+        block_run_avx512(&k, cls, mode, &bd, out + done, in + done, len, counts);
+    }
+    return true;
+}
+
+bool fmt__tile_amax_lean(const float *x, size_t n, size_t tc, uint32_t *bits, uint32_t *finite) {
+    if (tc == 0 || tc % 16 || !cpu_v4()) return false;
+    amax_run_avx512(x, n, tc, bits, finite);
+    return true;
+}
+
 bool fmt__codes_lean_ok(const fmt__codek *c) { return c->enc && cpu_v4(); }
 bool fmt__values_lean_ok(const fmt__codek *c) { return c->dec && cpu_v4(); }
 
@@ -650,6 +850,19 @@ bool fmt__f32_lean_covers(const fmt__kparams *k, fmt_round_mode mode) {
 bool fmt__round_f32_lean(const fmt__kparams *p, fmt_round_mode mode, float *x, size_t n, uint64_t base,
                          fmt__counts *counts) {
     (void)p, (void)mode, (void)x, (void)n, (void)base, (void)counts;
+    return false;
+}
+
+bool fmt__scale_round_f32_lean(const fmt__kparams *p, fmt_round_mode mode, size_t tc, const float *mul,
+                               const float *deq, float *out, float *elems, const float *in, size_t n,
+                               uint64_t base, ptrdiff_t ahead, fmt__counts *counts, uint64_t *zeroed) {
+    (void)p, (void)mode, (void)tc, (void)mul, (void)deq, (void)out, (void)elems, (void)in, (void)n;
+    (void)base, (void)ahead, (void)counts, (void)zeroed;
+    return false;
+}
+
+bool fmt__tile_amax_lean(const float *x, size_t n, size_t tc, uint32_t *bits, uint32_t *finite) {
+    (void)x, (void)n, (void)tc, (void)bits, (void)finite;
     return false;
 }
 

@@ -360,6 +360,8 @@ static uint32_t slab_amax(uint32_t *loc, const float *in, const geom *g, size_t 
             if (mf > finite_max) finite_max = mf;
             continue;
         }
+        if (g->tc % 16 == 0 && c0 % g->tc == 0 && fmt__tile_amax_lean(x + c0, c1 - c0, g->tc, loc, &finite_max))
+            continue;
 #define ROW_AMAX(w) row_amax(loc, x, c0, c1, w, &finite_max)
         BY_TILE_WIDTH(g->tc, ROW_AMAX)
 #undef ROW_AMAX
@@ -656,6 +658,8 @@ typedef struct {
     float *out, *elems, *scales;  // elems, scales: optional outputs (fmt_quant_info)
     const float *in;
     bool counts, count_zeroed;
+    bool lean;  // the rounding path is the explicit AVX-512 kernels' (or auto chose the
+                // converters, whose results are theirs) and the tiles are whole vectors
 } qrun;
 
 // What a thread adds up over its units.
@@ -699,9 +703,14 @@ ROW_INLINE void row_mul(float *dst, const float *src, const float *m, size_t c0,
 // ahead (elements; 0: none) asks for the input that far ahead, the next unit's: its read from
 // memory then overlaps this unit's rounding (the hardware prefetchers see no stream across the
 // separate passes of a unit). A hint: it changes no result.
+// The multiplier of row r's tile that holds column c0, and those after it along the row.
+static const float *tile_row(const tile_view *v, const geom *g, size_t r, size_t c0) {
+    return v->m + (r / g->tr - v->b0) * v->stride + (c0 / g->tc - v->t0);
+}
+
 static void mul_row(float *dst, const float *src, const geom *g, const tile_view *v, size_t r, size_t c0,
                     size_t c1, ptrdiff_t ahead, uint64_t *zeroed) {
-    const float *m = v->m + (r / g->tr - v->b0) * v->stride + (c0 / g->tc - v->t0);
+    const float *m = tile_row(v, g, r, c0);
     if (g->tc == 1) {  // per column: every element its own multiplier, always applied
         uint64_t z = 0;
         if (zeroed)
@@ -717,16 +726,29 @@ static void mul_row(float *dst, const float *src, const geom *g, const tile_view
 #undef ROW_MUL
 }
 
-// Rows [r0, r1) x columns [c0, c1): out = round(in * mul) * deq, elems = round(in * mul). The
-// rounding is the internal kernel on the unit while it is in cache: one call where the unit is
-// whole rows (one contiguous range), else one per row; element i draws counter offset + i.
+// Rows [r0, r1) x columns [c0, c1): out = round(in * mul) * deq, elems = round(in * mul). Where
+// the explicit AVX-512 kernels round the elements, one pass per row segment does all three
+// (fmt__scale_round_f32_lean); else three passes over the unit while it is in cache, the
+// rounding by the internal kernel: one call where the unit is whole rows (one contiguous
+// range), else one per row. Element i draws counter offset + i either way.
 static void scale_round(const qrun *q, const tile_view *mul, const tile_view *deq, size_t r0, size_t r1,
                         size_t c0, size_t c1, ptrdiff_t ahead, qacc *acc) {
     const size_t cols = q->g->cols, w = c1 - c0;
     fmt__counts *cnt = q->counts ? &acc->counts : NULL;
+    uint64_t *zeroed = q->count_zeroed ? &acc->zeroed : NULL;
+    // The kernel declines (writing nothing) for every row or for none: it depends on the call
+    // and the thread only. c0 is a tile boundary (units hold whole tiles).
+    for (size_t r = r0; q->lean && r < r1; r++) {
+        const size_t o = r * cols + c0;
+        const ptrdiff_t pf = r + 1 < r1 ? (ptrdiff_t)cols : ahead;  // the next row, or the next unit
+        if (!fmt__scale_round_f32_lean(&q->k, q->mode, q->g->tc, tile_row(mul, q->g, r, c0),
+                                       tile_row(deq, q->g, r, c0), q->out + o, q->elems ? q->elems + o : NULL,
+                                       q->in + o, w, o, pf, cnt, zeroed))
+            break;
+        if (r + 1 == r1) return;
+    }
     for (size_t r = r0; r < r1; r++)
-        mul_row(q->out + r * cols, q->in + r * cols, q->g, mul, r, c0, c1, ahead,
-                q->count_zeroed ? &acc->zeroed : NULL);
+        mul_row(q->out + r * cols, q->in + r * cols, q->g, mul, r, c0, c1, ahead, zeroed);
     if (w == cols) {
         fmt__round_f32_kernel(&q->k, q->path, q->mode, q->out + r0 * cols, (r1 - r0) * cols, r0 * cols, cnt);
     } else {
@@ -889,6 +911,8 @@ int fmt_quantize_f32(const fmt_t *elem, const fmt_scaling *sc, float *out, const
     fmt__kparams_make(&q.k, elem, o);
     q.path = fmt__f32_path(&q.k, o->path, o->mode, stats != NULL);
     if (q.path == FMT_NPATHS) return FMT_EINVAL;  // a path the caller named that cannot run this
+    q.lean = g.tc % 16 == 0 && fmt__f32_lean_covers(&q.k, o->mode) &&
+             (q.path == FMT_PATH_LEAN || (o->path == FMT_PATH_AUTO && q.path == FMT_PATH_HW));
 
     qacc total = {0};
     const int status = p.fused ? run_fused(&q, sc, &total) : run_separate(&q, sc, &total);
