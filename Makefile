@@ -53,8 +53,8 @@ CUDA_SRC := $(if $(NVCC),$(wildcard kernels/*.cu),)
 CUDA_OBJ := $(CUDA_SRC:%.cu=$(BUILD)/%.o)
 ifneq ($(NVCC),)
 CFLAGS += -DFPLAB_HAVE_CUDA
-CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcublasLt -lcudart -lstdc++
-LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcudart -lstdc++
+CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcudart -lstdc++
+LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lstdc++
 endif
 
 # --- sources: every .c of a layer goes into the library; MPFR code is kept to its own files

@@ -78,6 +78,8 @@ typedef struct {
     int r;                // stochastic rounding: random bits per draw (1..32) ...
     fmt_rng_key key;      // ... the generator's key ...
     uint64_t first;       // ... and the counter of element 0 of the call
+    bool code_direct;     // narrow: the code's exponent field is E + bias with emin = 1 - bias
+                          // (narrow_code16's encoding)
 } lk;
 
 static uint32_t f2u(float f) {
@@ -130,7 +132,9 @@ V4 __mmask16 sr_up16(const lk *k, __m512i sig, __m512i s, __m512i rnd) {
 // --- the rounded magnitude, by method and mode (lanes of inf and NaN give anything: the rules
 // below replace them)
 
-V4 __m512i narrow_mag(const lk *k, fmt_round_mode mode, __m512i b, __m512i ax, __m512i rnd) {
+// x + c rounded to c's last place by the mode (with x's sign: s1 = c + round(x), exactly), and c
+// (*csp); narrow_mag takes the magnitude from them, narrow_code16 the code.
+V4 __m512 narrow_sum(const lk *k, fmt_round_mode mode, __m512i b, __m512i ax, __m512i rnd, __m512 *csp) {
     const __m512i signbit = _mm512_set1_epi32((int)0x80000000u);
     const __m512i axc = _mm512_min_epu32(ax, _mm512_set1_epi32((int)k->clamp_bits));
     const __m512i e = _mm512_max_epu32(_mm512_and_si512(axc, _mm512_set1_epi32(0x7f800000)),
@@ -176,8 +180,15 @@ V4 __m512i narrow_mag(const lk *k, fmt_round_mode mode, __m512i b, __m512i ax, _
         break;
     }
     }
+    *csp = cs;
+    return s1;
+}
+
+V4 __m512i narrow_mag(const lk *k, fmt_round_mode mode, __m512i b, __m512i ax, __m512i rnd) {
+    __m512 cs;
+    const __m512 s1 = narrow_sum(k, mode, b, ax, rnd, &cs);
     const __m512 y = _mm512_sub_round_ps(s1, cs, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);  // exact
-    return _mm512_andnot_si512(signbit, _mm512_castps_si512(y));
+    return _mm512_andnot_si512(_mm512_set1_epi32((int)0x80000000u), _mm512_castps_si512(y));
 }
 
 V4 __m512i wide_mag(const lk *k, fmt_round_mode mode, __mmask16 neg, __m512i ax, __m512i rnd) {
@@ -339,6 +350,67 @@ V4 __m512i codes16(const fmt__codek *c, __m512i r) {
                                  c->nan_sign_mask ? _mm512_mask_or_epi32(nanc, neg, nanc, sbit) : nanc);
 }
 
+// Narrow formats' codes straight from the sum (encoding without statistics): s1 = c + r with c
+// = 2^(E + 23 - m), E = max(e, emin), so bits(s1) - bits(c) is r over the last place 2^(E - m)
+// (a carry into the next binade included), and the code of r is that plus (E + bias - 1) << m,
+// which is bits(c) >> (23 - m) less a constant; for E = emin it is the subnormal code. Then
+// the rules on codes: past the largest finite code, an infinite and a NaN input take the codes
+// that rounding and codes16 give those lanes (their sign decides: lk's code table), flushing,
+// the sign where the code is nonzero or the format has -0. About half the instructions of
+// narrow_mag, lean16's rules and codes16.
+typedef struct {
+    uint32_t k, max, min_normal, sbit, negzero;  // code = (bits(c) >> s) + bits(s1) - bits(c) - k
+    uint32_t ovf[2], inf[2], nan[2];             // by sign
+    bool flush;
+} ncode;
+
+V4 __m512i narrow_code16(const lk *k, const ncode *nc, fmt_round_mode mode, __m512i b, __m512i rnd) {
+    const __m512i signbit = _mm512_set1_epi32((int)0x80000000u);
+    const __m512i ax = _mm512_andnot_si512(signbit, b);
+    const __mmask16 neg = _mm512_movepi32_mask(b);
+    __m512 cs;
+    const __m512i s1 = _mm512_castps_si512(narrow_sum(k, mode, b, ax, rnd, &cs));
+    const __m512i cb = _mm512_castps_si512(cs);
+    __m512i mag = _mm512_add_epi32(_mm512_srl_epi32(_mm512_andnot_si512(signbit, cb), _mm_cvtsi32_si128(k->s)),
+                                   _mm512_sub_epi32(s1, _mm512_add_epi32(cb, _mm512_set1_epi32((int)nc->k))));
+    if (nc->flush)
+        mag = _mm512_maskz_mov_epi32(_mm512_cmpge_epu32_mask(mag, _mm512_set1_epi32((int)nc->min_normal)), mag);
+    const __mmask16 signed_lane = nc->negzero ? neg : neg & _mm512_test_epi32_mask(mag, mag);
+    __m512i code = _mm512_mask_or_epi32(mag, signed_lane, mag, _mm512_set1_epi32((int)nc->sbit));
+#define BY_SIGN(t) _mm512_mask_blend_epi32(neg, _mm512_set1_epi32((int)(t)[0]), _mm512_set1_epi32((int)(t)[1]))
+    code = _mm512_mask_mov_epi32(code, _mm512_cmpgt_epu32_mask(mag, _mm512_set1_epi32((int)nc->max)),
+                                 BY_SIGN(nc->ovf));
+    code = _mm512_mask_mov_epi32(code, _mm512_cmpeq_epi32_mask(ax, _mm512_set1_epi32(0x7f800000)),
+                                 BY_SIGN(nc->inf));
+    return _mm512_mask_mov_epi32(code, _mm512_cmpgt_epu32_mask(ax, _mm512_set1_epi32(0x7f800000)),
+                                 BY_SIGN(nc->nan));
+#undef BY_SIGN
+}
+
+// The constants of narrow_code16 for (k, c, mode): the code table from lean16 and codes16 on
+// +-2^(emax+1) (past max in every mode, exactly), +-inf and +-NaN.
+V4 ncode ncode_make(const lk *k, const fmt__codek *c, fmt_round_mode mode) {
+    const int clamp = (int)k->clamp_bits, sign = (int)0x80000000u;
+    const __m512i probe = _mm512_setr_epi32(clamp, clamp | sign, 0x7f800000, (int)0xff800000u, 0x7fc00000,
+                                            (int)0xffc00000u, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    uint32_t t[16];
+    _mm512_storeu_si512(t, codes16(c, lean16(k, LEAN_NARROW, mode, probe, _mm512_setzero_si512(), NULL, 0xffff)));
+    const uint32_t m = 23u - (uint32_t)k->s;
+    const ncode nc = {
+        .k = c->mag_sub + ((24u - m) << m), .max = (k->max_bits >> k->s) - c->mag_sub, .min_normal = 1u << m,
+        .sbit = c->sbit, .negzero = k->negzero, .ovf = {t[0], t[1]}, .inf = {t[2], t[3]}, .nan = {t[4], t[5]},
+        .flush = k->flush,
+    };
+    return nc;
+}
+
+// The codes of lean16's results: e8m0's is the exponent field (e8m0_16 gives powers of two from
+// 2^-127, whose field is 0, to 2^127, or the NaN 0x7fc00000, whose field is e8m0's NaN code
+// 0xff: never inf); codes16's formulas for the others and for values rounded elsewhere.
+V4 __m512i rounded_codes16(const fmt__codek *c, lean_class cls, __m512i r) {
+    return cls == LEAN_E8M0 ? _mm512_srli_epi32(r, 23) : codes16(c, r);
+}
+
 // The float32 bits of codes (bits above the code ignored; NaN is 0x7fc00000).
 V4 __m512i values16(const fmt__codek *c, __m512i code) {
     code = _mm512_and_si512(code, _mm512_set1_epi32((int)c->code_mask));
@@ -438,6 +510,21 @@ V4 void lean_loop(const lk *kp, lean_class cls, fmt_round_mode mode, const fmt__
     const fmt__codek *c = &cl;
     uint8_t *o = out;
     const size_t ob = b ? (size_t)b : sizeof(float);
+    if (cls == LEAN_NARROW && b && !counts && k->code_direct) {
+        const ncode nc = ncode_make(k, c, mode);
+        size_t i = 0;
+        for (; i + 16 <= n; i += 16) {
+            const __m512i rnd = mode == FMT_SR ? draws16(k->key, k->first + i) : _mm512_setzero_si512();
+            store_codes16(o + i * ob, narrow_code16(k, &nc, mode, _mm512_loadu_si512(in + i), rnd), b, 0xffff);
+        }
+        if (i < n) {
+            const __mmask16 live = (__mmask16)((1u << (n - i)) - 1);
+            const __m512i rnd = mode == FMT_SR ? draws16(k->key, k->first + i) : _mm512_setzero_si512();
+            store_codes16(o + i * ob, narrow_code16(k, &nc, mode, _mm512_maskz_loadu_epi32(live, in + i), rnd), b,
+                          live);
+        }
+        return;
+    }
     lean_counts lc = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
                       _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512()};
     lean_counts *cnt = counts ? &lc : NULL;
@@ -447,7 +534,7 @@ V4 void lean_loop(const lk *kp, lean_class cls, fmt_round_mode mode, const fmt__
         __m512i v = _mm512_loadu_si512(in + i);
         const __m512i rnd = mode == FMT_SR ? draws16(k->key, k->first + i) : _mm512_setzero_si512();
         if (cls != LEAN_NONE) v = lean16(k, cls, mode, v, rnd, cnt, 0xffff);
-        if (b) store_codes16(o + i * ob, codes16(c, v), b, 0xffff);
+        if (b) store_codes16(o + i * ob, rounded_codes16(c, cls, v), b, 0xffff);
         else _mm512_storeu_si512(o + i * ob, v);
     }
     if (i < n) {
@@ -455,7 +542,7 @@ V4 void lean_loop(const lk *kp, lean_class cls, fmt_round_mode mode, const fmt__
         __m512i v = _mm512_maskz_loadu_epi32(live, in + i);
         const __m512i rnd = mode == FMT_SR ? draws16(k->key, k->first + i) : _mm512_setzero_si512();
         if (cls != LEAN_NONE) v = lean16(k, cls, mode, v, rnd, cnt, live);
-        if (b) store_codes16(o + i * ob, codes16(c, v), b, live);
+        if (b) store_codes16(o + i * ob, rounded_codes16(c, cls, v), b, live);
         else _mm512_mask_storeu_epi32(o + i * ob, live, v);
     }
     if (cnt) add_counts(counts, &lc);
@@ -778,6 +865,7 @@ static lk lk_make(const fmt__kparams *p, lean_class cls, uint64_t base) {
         .ovf0 = f2u((float)p->ovf[0]), .ovf1 = f2u((float)p->ovf[1]), .inf_res = f2u((float)p->inf_result),
         .flush = p->flush, .negzero = p->negzero, .has_nan = p->has_nan, .inf_exact = p->inf_exact,
         .r = p->sr_bits, .key = p->key, .first = p->offset + base,
+        .code_direct = p->emin == 1 - p->bias,
     };
     return k;
 }

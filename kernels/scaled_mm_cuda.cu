@@ -20,7 +20,6 @@
 // Constraints: every CUDA/cuBLASLt call is checked and reported as file:line, call and error
 // string on stderr; errors return a status, never exit; no global state (a cuBLASLt handle per
 // call).
-#include <cublasLt.h>
 #include <cuda_runtime.h>
 
 #include <climits>
@@ -30,6 +29,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+
+#include "kernels/cublaslt_lazy.cuh"
 
 extern "C" {
 #include "formats/codec.h"
@@ -47,8 +48,8 @@ static int check_cuda(cudaError_t e, const char *call, const char *file, int lin
 
 static int check_lt(cublasStatus_t s, const char *call, const char *file, int line) {
     if (s == CUBLAS_STATUS_SUCCESS) return MM_OK;
-    fprintf(stderr, "%s:%d: %s failed: %s (%s)\n", file, line, call, cublasLtGetStatusString(s),
-            cublasLtGetStatusName(s));
+    fprintf(stderr, "%s:%d: %s failed: %s (%s)\n", file, line, call, LT(cublasLtGetStatusString)(s),
+            LT(cublasLtGetStatusName)(s));
     if (s == CUBLAS_STATUS_ALLOC_FAILED) return MM_ENOMEM;
     if (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_ARCH_MISMATCH) return MM_EUNSUPPORTED;
     return MM_EINVAL;
@@ -226,12 +227,12 @@ struct LtObjects {
     cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
     cublasLtMatmulPreference_t pref = nullptr;
     ~LtObjects() {
-        if (pref) check_lt(cublasLtMatmulPreferenceDestroy(pref), "cublasLtMatmulPreferenceDestroy", __FILE__, __LINE__);
-        if (lc) check_lt(cublasLtMatrixLayoutDestroy(lc), "cublasLtMatrixLayoutDestroy", __FILE__, __LINE__);
-        if (lb) check_lt(cublasLtMatrixLayoutDestroy(lb), "cublasLtMatrixLayoutDestroy", __FILE__, __LINE__);
-        if (la) check_lt(cublasLtMatrixLayoutDestroy(la), "cublasLtMatrixLayoutDestroy", __FILE__, __LINE__);
-        if (desc) check_lt(cublasLtMatmulDescDestroy(desc), "cublasLtMatmulDescDestroy", __FILE__, __LINE__);
-        if (handle) check_lt(cublasLtDestroy(handle), "cublasLtDestroy", __FILE__, __LINE__);
+        if (pref) check_lt(LT(cublasLtMatmulPreferenceDestroy)(pref), "cublasLtMatmulPreferenceDestroy", __FILE__, __LINE__);
+        if (lc) check_lt(LT(cublasLtMatrixLayoutDestroy)(lc), "cublasLtMatrixLayoutDestroy", __FILE__, __LINE__);
+        if (lb) check_lt(LT(cublasLtMatrixLayoutDestroy)(lb), "cublasLtMatrixLayoutDestroy", __FILE__, __LINE__);
+        if (la) check_lt(LT(cublasLtMatrixLayoutDestroy)(la), "cublasLtMatrixLayoutDestroy", __FILE__, __LINE__);
+        if (desc) check_lt(LT(cublasLtMatmulDescDestroy)(desc), "cublasLtMatmulDescDestroy", __FILE__, __LINE__);
+        if (handle) check_lt(LT(cublasLtDestroy)(handle), "cublasLtDestroy", __FILE__, __LINE__);
     }
 };
 }  // namespace
@@ -250,6 +251,7 @@ static bool lt_type(const fmt_t *f, cudaDataType_t *t) {
 // Whether cuBLASLt can run this product natively; why not in why.
 static bool lt_applicable(const mm_operand *A, const mm_operand *B, const char **why) {
     cudaDataType_t ta, tb;
+    if (!lt_api(why)) return false;  // cuBLASLt could not be opened
     if (A->scales || B->scales) return *why = "block or per-row/column scales", false;
     if (!lt_type(&A->fmt, &ta) || !lt_type(&B->fmt, &tb)) return *why = "element formats other than bf16, fp16, e4m3, e5m2", false;
     const bool fp8a = ta == CUDA_R_8F_E4M3 || ta == CUDA_R_8F_E5M2;
@@ -275,6 +277,11 @@ static bool lt_applicable(const mm_operand *A, const mm_operand *B, const char *
 // column-major Np x Mp with leading dimension Np, that is row-major M x N with ld Np.
 static int run_cublaslt(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M,
                         size_t N, size_t K, const mm_opts *o, Timing *t) {
+    const char *why = nullptr;
+    if (!lt_api(&why)) {
+        fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, why);
+        return MM_ENODEV;
+    }
     cudaDataType_t type_a, type_b;
     lt_type(&A->fmt, &type_a), lt_type(&B->fmt, &type_b);
     const bool fp8 = type_a == CUDA_R_8F_E4M3 || type_a == CUDA_R_8F_E5M2;
@@ -304,32 +311,32 @@ static int run_cublaslt(float *C, size_t ldc, const mm_operand *A, const mm_oper
 
     LtObjects lt;
     const cublasOperation_t opT = CUBLAS_OP_T, opN = CUBLAS_OP_N;
-    CK_LT(cublasLtCreate(&lt.handle));
-    CK_LT(cublasLtMatmulDescCreate(&lt.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    CK_LT(cublasLtMatmulDescSetAttribute(lt.desc, CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT));
-    CK_LT(cublasLtMatmulDescSetAttribute(lt.desc, CUBLASLT_MATMUL_DESC_TRANSB, &opN, sizeof opN));
+    CK_LT(LT(cublasLtCreate)(&lt.handle));
+    CK_LT(LT(cublasLtMatmulDescCreate)(&lt.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    CK_LT(LT(cublasLtMatmulDescSetAttribute)(lt.desc, CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT));
+    CK_LT(LT(cublasLtMatmulDescSetAttribute)(lt.desc, CUBLASLT_MATMUL_DESC_TRANSB, &opN, sizeof opN));
     if (fp8) {
         const void *sa_ptr = (const float *)dscale.p, *sb_ptr = (const float *)dscale.p + 1;
         const int8_t fast = 0;  // keep cuBLASLt's periodic promotion to fp32
-        CK_LT(cublasLtMatmulDescSetAttribute(lt.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa_ptr, sizeof sa_ptr));
-        CK_LT(cublasLtMatmulDescSetAttribute(lt.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb_ptr, sizeof sb_ptr));
-        CK_LT(cublasLtMatmulDescSetAttribute(lt.desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast));
+        CK_LT(LT(cublasLtMatmulDescSetAttribute)(lt.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa_ptr, sizeof sa_ptr));
+        CK_LT(LT(cublasLtMatmulDescSetAttribute)(lt.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb_ptr, sizeof sb_ptr));
+        CK_LT(LT(cublasLtMatmulDescSetAttribute)(lt.desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast));
     }
-    CK_LT(cublasLtMatrixLayoutCreate(&lt.la, type_b, Kp, Np, (int64_t)Kp));  // op(B)^T stored K x N
-    CK_LT(cublasLtMatrixLayoutCreate(&lt.lb, type_a, Kp, Mp, (int64_t)Kp));  // op(A)^T stored K x M
-    CK_LT(cublasLtMatrixLayoutCreate(&lt.lc, CUDA_R_32F, Np, Mp, (int64_t)Np));  // C^T and D^T
-    CK_LT(cublasLtMatmulPreferenceCreate(&lt.pref));
-    CK_LT(cublasLtMatmulPreferenceSetAttribute(lt.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+    CK_LT(LT(cublasLtMatrixLayoutCreate)(&lt.la, type_b, Kp, Np, (int64_t)Kp));  // op(B)^T stored K x N
+    CK_LT(LT(cublasLtMatrixLayoutCreate)(&lt.lb, type_a, Kp, Mp, (int64_t)Kp));  // op(A)^T stored K x M
+    CK_LT(LT(cublasLtMatrixLayoutCreate)(&lt.lc, CUDA_R_32F, Np, Mp, (int64_t)Np));  // C^T and D^T
+    CK_LT(LT(cublasLtMatmulPreferenceCreate)(&lt.pref));
+    CK_LT(LT(cublasLtMatmulPreferenceSetAttribute)(lt.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                &ws_bytes, sizeof ws_bytes));
     cublasLtMatmulHeuristicResult_t heur;
     memset(&heur, 0, sizeof heur);
     int nres = 0;
-    const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(lt.handle, lt.desc, lt.la, lt.lb, lt.lc,
+    const cublasStatus_t hs = LT(cublasLtMatmulAlgoGetHeuristic)(lt.handle, lt.desc, lt.la, lt.lb, lt.lc,
                                                              lt.lc, lt.pref, 1, &heur, &nres);
     if (hs == CUBLAS_STATUS_NOT_SUPPORTED || (hs == CUBLAS_STATUS_SUCCESS && nres == 0)) return MM_EUNSUPPORTED;
     CK_LT(hs);
     const auto launch = [&] {
-        return check_lt(cublasLtMatmul(lt.handle, lt.desc, &alpha, db.p, lt.la, da.p, lt.lb, &beta, dd.p,
+        return check_lt(LT(cublasLtMatmul)(lt.handle, lt.desc, &alpha, db.p, lt.la, da.p, lt.lb, &beta, dd.p,
                                        lt.lc, dd.p, lt.lc, &heur.algo, ws.p, ws_bytes, 0),
                         "cublasLtMatmul", __FILE__, __LINE__);
     };
@@ -377,6 +384,13 @@ extern "C" int mm_cuda_choose(mm_cuda_plan *plan, const mm_operand *A, const mm_
 }
 
 // --- entry points
+
+extern "C" bool mm__cuda_blaslt_loads(char *msg, size_t msg_len) {
+    const char *why = nullptr;
+    const bool ok = lt_api(&why) != nullptr;
+    if (msg && msg_len) snprintf(msg, msg_len, "%s", ok ? "cuBLASLt opened (" LT_SONAME ")" : why);
+    return ok;
+}
 
 extern "C" bool mm_cuda_available(char *msg, size_t msg_len) {
     int n = 0;

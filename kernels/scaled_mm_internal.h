@@ -38,6 +38,11 @@ int mm__round_output(float *C, size_t ldc, size_t M, size_t N, const mm_opts *o)
 // n floats for an operand's copy, in huge pages when large (scaled_mm_cpu.c); free with free.
 float *mm__alloc_f32(size_t n);
 
+// Whether this build's CUDA backend can open cuBLASLt (kernels/cublaslt_lazy.cuh: opened on first
+// use, not linked) and resolve every function it calls; why not in msg. No GPU is needed. A
+// build without nvcc answers false.
+bool mm__cuda_blaslt_loads(char *msg, size_t msg_len);
+
 // The emulated-accumulator path of mm_cpu (arguments validated, M, N, K > 0).
 int mm__cpu_emulated(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M,
                      size_t N, size_t K, const mm_opts *o);

@@ -4,7 +4,7 @@
 // Constraints: pure C, no CUDA headers; the prototypes are the ones of scaled_mm.h.
 #include <stdio.h>
 
-#include "kernels/scaled_mm.h"
+#include "kernels/scaled_mm_internal.h"
 
 int mm_cuda(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
             size_t K, const mm_opts *o) {
@@ -28,4 +28,9 @@ int mm_cuda_time(double *ms, mm_cuda_plan *plan, const mm_operand *A, const mm_o
                  size_t M, size_t N, size_t K, const mm_opts *o, int reps) {
     (void)ms, (void)plan, (void)A, (void)B, (void)M, (void)N, (void)K, (void)o, (void)reps;
     return MM_ENODEV;
+}
+
+bool mm__cuda_blaslt_loads(char *msg, size_t msg_len) {
+    if (msg && msg_len) snprintf(msg, msg_len, "fplab was built without nvcc");
+    return false;
 }

@@ -31,6 +31,7 @@
 #include "formats/rng.h"
 #include "formats/round.h"
 #include "kernels/scaled_mm.h"
+#include "kernels/scaled_mm_internal.h"
 #include "test_mm_util.h"
 #include "test_util.h"
 
@@ -98,6 +99,22 @@ static void every_format(const char *test, const char *kernel, const tu_recipe *
                       K, rc, &outs[c % 3], modes[(c / 3) % 3]);
         }
     }
+}
+
+// cuBLASLt is opened on first use, not linked: every function the backend calls must resolve in
+// the library of the headers' version. No GPU needed; skips where the build has no nvcc or the
+// library is not installed, fails where a listed function is missing.
+Test(mm_cuda, cublaslt_opens_and_resolves) {
+    char msg[600];
+    const bool ok = mm__cuda_blaslt_loads(msg, sizeof msg);
+#ifndef FPLAB_HAVE_CUDA
+    cr_assert(!ok);
+    cr_skip_test("%s", msg);
+#else
+    if (!ok && strstr(msg, "cannot open")) cr_skip_test("%s", msg);
+    cr_assert(ok, "%s", msg);
+    cr_log_info("%s", msg);
+#endif
 }
 
 Test(mm_cuda, simt_tensor_scales) { every_format("simt_tensor_scales", "simt", &TU_R_TENSOR, 8); }

@@ -23,6 +23,7 @@
 #include <omp.h>
 #endif
 
+#include "formats/codec.h"
 #include "formats/round.h"
 #include "trainer/fileio.h"
 
@@ -272,6 +273,7 @@ typedef struct {
     int stats;       // 1: the call collected fmt_stats (a separately compiled loop)
     int path;        // the fmt_round_path that gave got
     int vs_generic;  // 1: want is the generic kernel's bits (NaN payloads included)
+    int codes;       // 1: got and want are codes from fmt_encode_f32 (--codes)
 } mismatch_t;
 
 typedef struct {
@@ -294,6 +296,7 @@ static void report_add(report_t *r, const mismatch_t *m) {
 typedef struct {
     unsigned stride;     // check every stride-th chunk (1: exhaustive)
     bool both_loops;     // round every chunk both with and without statistics
+    bool codes;          // also encode every chunk through the other paths (fmt_encode_f32)
     bool tty;
     const bool *msel;    // modes to check (indices into det_modes)
     bool psel[FMT_NPATHS];  // other paths to hold to the generic kernel (FMT_PATH_AUTO: the one
@@ -326,7 +329,7 @@ static uint64_t check_chunk(const grid_t *g, fmt_round_mode mode, fmt_overflow o
         for (uint32_t j = 0; j < len; j++) {
             if (!differs(r[j], w)) continue;
             count++;
-            const mismatch_t m = {seg[s].start + j, r[j], w, stats, FMT_PATH_GENERIC, 0};
+            const mismatch_t m = {seg[s].start + j, r[j], w, stats, FMT_PATH_GENERIC, 0, 0};
 #pragma omp critical(report)
             report_add(rep, &m);
         }
@@ -351,7 +354,7 @@ static uint64_t check_path(const grid_t *g, fmt_round_mode mode, fmt_overflow ov
     uint64_t count = 0;
     if (stats && sref && memcmp(&st, sref, sizeof st)) {
         count++;
-        const mismatch_t m = {first, 0, 0, 1, took, 1};
+        const mismatch_t m = {first, 0, 0, 1, took, 1, 0};
 #pragma omp critical(report)
         report_add(rep, &m);
     }
@@ -359,9 +362,47 @@ static uint64_t check_path(const grid_t *g, fmt_round_mode mode, fmt_overflow ov
     for (uint32_t j = 0; j < CHUNK; j++) {
         if (out[j] == ref[j]) continue;
         count++;
-        const mismatch_t m = {first + j, out[j], ref[j], stats, took, 1};
+        const mismatch_t m = {first + j, out[j], ref[j], stats, took, 1, 0};
 #pragma omp critical(report)
         report_add(rep, &m);
+    }
+    return count;
+}
+
+// The chunk's codes (fmt_encode_f32) through the other selected paths, held to the generic
+// path's (its kernel's rounding, then the portable code formulas); with statistics too where
+// stats, their counts to the generic path's. in, ref, got: CHUNK elements each.
+static uint64_t check_codes(const grid_t *g, fmt_round_mode mode, fmt_overflow ov, const bool *psel, bool stats,
+                            uint32_t first, uint32_t *in, uint16_t *ref, uint16_t *got, report_t *rep) {
+    const size_t bytes = fmt_code_bytes(g->f);  // 1 or 2 (formats of 16 bits or fewer)
+    fmt_round_opts o = {.mode = mode, .overflow = ov, .path = FMT_PATH_GENERIC,
+                        .offset = mode == FMT_SR ? first : 0};
+    for (uint32_t j = 0; j < CHUNK; j++) in[j] = first + j;
+    fmt_stats sref = {0};
+    fmt_encode_f32(g->f, ref, (const float *)in, CHUNK, &o, stats ? &sref : NULL);
+    uint64_t count = 0;
+    for (int q = 0; q < FMT_NPATHS; q++) {
+        o.path = (fmt_round_path)q;
+        if (!psel[q] || q == FMT_PATH_GENERIC || !fmt_path_available(o.path, g->f, &o, stats)) continue;
+        fmt_stats st = {0};
+        fmt_encode_f32(g->f, got, (const float *)in, CHUNK, &o, stats ? &st : NULL);
+        const int took = (int)fmt_path_chosen(g->f, &o, stats);
+        if (stats && memcmp(&st, &sref, sizeof st)) {
+            count++;
+            const mismatch_t m = {first, 0, 0, 1, took, 1, 1};
+#pragma omp critical(report)
+            report_add(rep, &m);
+        }
+        if (!memcmp(got, ref, CHUNK * bytes)) continue;
+        for (uint32_t j = 0; j < CHUNK; j++) {
+            const uint32_t a = bytes == 1 ? ((uint8_t *)got)[j] : got[j];
+            const uint32_t b = bytes == 1 ? ((uint8_t *)ref)[j] : ref[j];
+            if (a == b) continue;
+            count++;
+            const mismatch_t m = {first + j, a, b, stats, took, 1, 1};
+#pragma omp critical(report)
+            report_add(rep, &m);
+        }
     }
     return count;
 }
@@ -382,6 +423,8 @@ static uint64_t check_format(const grid_t *g, const run_opts *ro, report_t rep[N
         // 2 * CHUNK runs; in practice a few hundred.
         seg_t *seg = malloc(2 * (size_t)CHUNK * sizeof *seg);
         uint32_t *out = malloc(CHUNK * sizeof *out), *out2 = malloc(CHUNK * sizeof *out2);
+        uint16_t *cref = ro->codes ? malloc(CHUNK * sizeof *cref) : NULL;
+        uint16_t *cgot = ro->codes ? malloc(CHUNK * sizeof *cgot) : NULL;
 #pragma omp for schedule(dynamic, 1)
         for (unsigned k = 0; k < nchunks; k++) {
             const uint32_t first = (uint32_t)(k * ro->stride) << CHUNK_LOG2;
@@ -418,6 +461,13 @@ static uint64_t check_format(const grid_t *g, const run_opts *ro, report_t rep[N
                     }
                 }
             }
+            for (int mi = 0; ro->codes && mi < NROWS; mi++)
+                for (int p = 0; ro->msel[mi] && p < 2; p++)
+                    for (int st = 0; st < 2; st++)
+                        if (ro->both_loops || st == (int)(k & 1))
+                            total += check_codes(g, mi == SR_ROW ? FMT_SR : det_modes[mi],
+                                                 p ? FMT_SATURATE : FMT_OVERFLOW_IEEE, ro->psel, st, first, out,
+                                                 cref, cgot, &rep[mi][p]);
             unsigned d;
 #pragma omp atomic capture
             d = ++done;
@@ -429,7 +479,7 @@ static uint64_t check_format(const grid_t *g, const run_opts *ro, report_t rep[N
                         pct);
             }
         }
-        free(seg), free(out), free(out2);
+        free(seg), free(out), free(out2), free(cref), free(cgot);
     }
     if (ro->tty) fprintf(stderr, "\r%60s\r", "");
     return total;
@@ -440,11 +490,16 @@ static void print_report(const fmt_t *f, fmt_round_mode mode, fmt_overflow ov, c
            (unsigned long long)r->count);
     for (int i = 0; i < r->nshow; i++) {
         const mismatch_t *m = &r->show[i];
-        printf("    in 0x%08x (%a)  got 0x%08x (%a)  want 0x%08x (%a)  [path %s%s%s]\n", m->in,
-               u2f(m->in), m->got, u2f(m->got), m->want, u2f(m->want),
-               fmt_path_name((fmt_round_path)m->path), m->stats ? ", with stats" : "",
-               m->vs_generic ? (m->got == m->want ? ", statistics differ from the generic kernel's"
-                                                  : ", want: the generic kernel's bits") : "");
+        if (m->codes)
+            printf("    in 0x%08x (%a)  code 0x%x  want 0x%x  [fmt_encode_f32, path %s%s]\n", m->in, u2f(m->in),
+                   m->got, m->want, fmt_path_name((fmt_round_path)m->path),
+                   m->got == m->want ? ", statistics differ from the generic path's" : "");
+        else
+            printf("    in 0x%08x (%a)  got 0x%08x (%a)  want 0x%08x (%a)  [path %s%s%s]\n", m->in,
+                   u2f(m->in), m->got, u2f(m->got), m->want, u2f(m->want),
+                   fmt_path_name((fmt_round_path)m->path), m->stats ? ", with stats" : "",
+                   m->vs_generic ? (m->got == m->want ? ", statistics differ from the generic kernel's"
+                                                      : ", want: the generic kernel's bits") : "");
     }
 }
 
@@ -464,6 +519,8 @@ static void usage(FILE *to) {
             "  --stride K     check every K-th chunk of 2^%d inputs (for a time estimate; the\n"
             "                 result is then not exhaustive)\n"
             "  --both-loops   round every chunk both with and without statistics (twice the time)\n"
+            "  --codes        also encode every chunk (fmt_encode_f32) through the other paths and\n"
+            "                 hold their codes (and counts) to the generic path's\n"
             "  --help         this text\n"
             "Exit status: 0 all agree, 1 mismatches, 2 bad usage.\n",
             CHUNK_LOG2);
@@ -510,6 +567,7 @@ int main(int argc, char **argv) {
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--help") || !strcmp(argv[a], "-h")) return usage(stdout), 0;
         if (!strcmp(argv[a], "--both-loops")) { ro.both_loops = true; continue; }
+        if (!strcmp(argv[a], "--codes")) { ro.codes = true; continue; }
         if (a + 1 >= argc) return usage(stderr), 2;
         if (!strcmp(argv[a], "--paths")) {
             const char *v = argv[++a];
