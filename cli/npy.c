@@ -258,6 +258,25 @@ static bool write_all(int fd, const void *buf, size_t n) {
     return true;
 }
 
+// write_all in pieces of 8 MiB, each handed to the disk (sync_file_range: writeback started,
+// not waited for) as soon as it is in the page cache, so that the device writes the file while
+// the rest is still being copied and the fsync that follows waits for less (a 64 MiB file:
+// write 17 ms then fsync 23 ms, one after the other, before). off: where buf starts in the file.
+static bool write_streaming(int fd, const void *buf, size_t n, off_t off) {
+    const size_t piece = (size_t)8 << 20;
+    const char *p = buf;
+    for (size_t done = 0; done < n; done += piece) {
+        const size_t len = n - done < piece ? n - done : piece;
+        if (!write_all(fd, p + done, len)) return false;
+#ifdef SYNC_FILE_RANGE_WRITE
+        sync_file_range(fd, off + (off_t)done, (off_t)len, SYNC_FILE_RANGE_WRITE);  // a hint: errors are fsync's
+#else
+        (void)off;
+#endif
+    }
+    return true;
+}
+
 const char *npy_uint_descr(size_t bytes) {
     switch (bytes) {
     case 1: return "|u1";  // NumPy writes '|' (byte order not applicable) for one-byte types
@@ -309,7 +328,7 @@ int npy_write(const char *path, const char *descr, size_t itemsize, const void *
     }
     const char *what = NULL;
     if (fchmod(fd, 0644)) what = "chmod";
-    else if (!write_all(fd, head, total) || !write_all(fd, data, n * itemsize)) what = "write";
+    else if (!write_all(fd, head, total) || !write_streaming(fd, data, n * itemsize, (off_t)total)) what = "write";
     else if (fsync(fd)) what = "fsync";
     int e = errno;
     if (close(fd) && !what) what = "close", e = errno;

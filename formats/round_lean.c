@@ -350,21 +350,22 @@ V4 __m512i codes16(const fmt__codek *c, __m512i r) {
                                  c->nan_sign_mask ? _mm512_mask_or_epi32(nanc, neg, nanc, sbit) : nanc);
 }
 
-// Narrow formats' codes straight from the sum (encoding without statistics): s1 = c + r with c
+// Narrow formats' codes straight from the sum (encoding): s1 = c + r with c
 // = 2^(E + 23 - m), E = max(e, emin), so bits(s1) - bits(c) is r over the last place 2^(E - m)
 // (a carry into the next binade included), and the code of r is that plus (E + bias - 1) << m,
 // which is bits(c) >> (23 - m) less a constant; for E = emin it is the subnormal code. Then
 // the rules on codes: past the largest finite code, an infinite and a NaN input take the codes
 // that rounding and codes16 give those lanes (their sign decides: lk's code table), flushing,
-// the sign where the code is nonzero or the format has -0. About half the instructions of
-// narrow_mag, lean16's rules and codes16.
+// the sign where the code is nonzero or the format has -0; lean16's statistics from the code.
+// About half the instructions of narrow_mag, lean16's rules and codes16.
 typedef struct {
     uint32_t k, max, min_normal, sbit, negzero;  // code = (bits(c) >> s) + bits(s1) - bits(c) - k
     uint32_t ovf[2], inf[2], nan[2];             // by sign
     bool flush;
 } ncode;
 
-V4 __m512i narrow_code16(const lk *k, const ncode *nc, fmt_round_mode mode, __m512i b, __m512i rnd) {
+V4 __m512i narrow_code16(const lk *k, const ncode *nc, fmt_round_mode mode, __m512i b, __m512i rnd,
+                         lean_counts *cnt, __mmask16 live) {
     const __m512i signbit = _mm512_set1_epi32((int)0x80000000u);
     const __m512i ax = _mm512_andnot_si512(signbit, b);
     const __mmask16 neg = _mm512_movepi32_mask(b);
@@ -375,15 +376,25 @@ V4 __m512i narrow_code16(const lk *k, const ncode *nc, fmt_round_mode mode, __m5
                                    _mm512_sub_epi32(s1, _mm512_add_epi32(cb, _mm512_set1_epi32((int)nc->k))));
     if (nc->flush)
         mag = _mm512_maskz_mov_epi32(_mm512_cmpge_epu32_mask(mag, _mm512_set1_epi32((int)nc->min_normal)), mag);
-    const __mmask16 signed_lane = nc->negzero ? neg : neg & _mm512_test_epi32_mask(mag, mag);
+    const __mmask16 nonzero = _mm512_test_epi32_mask(mag, mag);
+    const __mmask16 signed_lane = nc->negzero ? neg : neg & nonzero;
     __m512i code = _mm512_mask_or_epi32(mag, signed_lane, mag, _mm512_set1_epi32((int)nc->sbit));
+    const __mmask16 over = _mm512_cmpgt_epu32_mask(mag, _mm512_set1_epi32((int)nc->max));
+    const __mmask16 inf = _mm512_cmpeq_epi32_mask(ax, _mm512_set1_epi32(0x7f800000));
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(ax, _mm512_set1_epi32(0x7f800000));
+    if (cnt) {  // lean16's counts, read off the code: ordinary lanes past max, rounded to 0, subnormal
+        const __mmask16 ordinary = live & (__mmask16)~(inf | nan), under = ordinary & (__mmask16)~over;
+        cnt->ovf = count(cnt->ovf, (ordinary & over) | (k->inf_exact ? 0 : live & inf));
+        cnt->unf = count(cnt->unf, under & (__mmask16)~nonzero & _mm512_test_epi32_mask(ax, ax));
+        cnt->sub = count(cnt->sub, under & nonzero &
+                                       _mm512_cmplt_epu32_mask(mag, _mm512_set1_epi32((int)nc->min_normal)));
+        cnt->nan = count(cnt->nan, live & nan);
+        cnt->amax = _mm512_mask_max_epu32(cnt->amax, live & (__mmask16)~nan, cnt->amax, ax);
+    }
 #define BY_SIGN(t) _mm512_mask_blend_epi32(neg, _mm512_set1_epi32((int)(t)[0]), _mm512_set1_epi32((int)(t)[1]))
-    code = _mm512_mask_mov_epi32(code, _mm512_cmpgt_epu32_mask(mag, _mm512_set1_epi32((int)nc->max)),
-                                 BY_SIGN(nc->ovf));
-    code = _mm512_mask_mov_epi32(code, _mm512_cmpeq_epi32_mask(ax, _mm512_set1_epi32(0x7f800000)),
-                                 BY_SIGN(nc->inf));
-    return _mm512_mask_mov_epi32(code, _mm512_cmpgt_epu32_mask(ax, _mm512_set1_epi32(0x7f800000)),
-                                 BY_SIGN(nc->nan));
+    code = _mm512_mask_mov_epi32(code, over, BY_SIGN(nc->ovf));
+    code = _mm512_mask_mov_epi32(code, inf, BY_SIGN(nc->inf));
+    return _mm512_mask_mov_epi32(code, nan, BY_SIGN(nc->nan));
 #undef BY_SIGN
 }
 
@@ -510,26 +521,28 @@ V4 void lean_loop(const lk *kp, lean_class cls, fmt_round_mode mode, const fmt__
     const fmt__codek *c = &cl;
     uint8_t *o = out;
     const size_t ob = b ? (size_t)b : sizeof(float);
-    if (cls == LEAN_NARROW && b && !counts && k->code_direct) {
-        const ncode nc = ncode_make(k, c, mode);
-        size_t i = 0;
-        for (; i + 16 <= n; i += 16) {
-            const __m512i rnd = mode == FMT_SR ? draws16(k->key, k->first + i) : _mm512_setzero_si512();
-            store_codes16(o + i * ob, narrow_code16(k, &nc, mode, _mm512_loadu_si512(in + i), rnd), b, 0xffff);
-        }
-        if (i < n) {
-            const __mmask16 live = (__mmask16)((1u << (n - i)) - 1);
-            const __m512i rnd = mode == FMT_SR ? draws16(k->key, k->first + i) : _mm512_setzero_si512();
-            store_codes16(o + i * ob, narrow_code16(k, &nc, mode, _mm512_maskz_loadu_epi32(live, in + i), rnd), b,
-                          live);
-        }
-        return;
-    }
     lean_counts lc = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
                       _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512()};
     lean_counts *cnt = counts ? &lc : NULL;
     // Masked loads and stores only for the tail: masked stores are slow on AMD Zen 4 and 5.
     size_t i = 0;
+    if (cls == LEAN_NARROW && b && k->code_direct) {  // the codes straight from the sum
+        const ncode nc = ncode_make(k, c, mode);
+        for (; i + 16 <= n; i += 16) {
+            const __m512i rnd = mode == FMT_SR ? draws16(k->key, k->first + i) : _mm512_setzero_si512();
+            store_codes16(o + i * ob, narrow_code16(k, &nc, mode, _mm512_loadu_si512(in + i), rnd, cnt, 0xffff), b,
+                          0xffff);
+        }
+        if (i < n) {
+            const __mmask16 live = (__mmask16)((1u << (n - i)) - 1);
+            const __m512i rnd = mode == FMT_SR ? draws16(k->key, k->first + i) : _mm512_setzero_si512();
+            store_codes16(o + i * ob,
+                          narrow_code16(k, &nc, mode, _mm512_maskz_loadu_epi32(live, in + i), rnd, cnt, live), b,
+                          live);
+        }
+        if (cnt) add_counts(counts, &lc);
+        return;
+    }
     for (; i + 16 <= n; i += 16) {
         __m512i v = _mm512_loadu_si512(in + i);
         const __m512i rnd = mode == FMT_SR ? draws16(k->key, k->first + i) : _mm512_setzero_si512();

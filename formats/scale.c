@@ -699,15 +699,15 @@ ROW_INLINE void row_mul(float *dst, const float *src, const float *m, size_t c0,
     if (c < c1) tile_mul(dst + c, src + c, m[k], c1 - c, ahead, zeroed);
 }
 
-// Row r, columns [c0, c1): dst = src * the multiplier of each element's tile (see row_mul).
-// ahead (elements; 0: none) asks for the input that far ahead, the next unit's: its read from
-// memory then overlaps this unit's rounding (the hardware prefetchers see no stream across the
-// separate passes of a unit). A hint: it changes no result.
 // The multiplier of row r's tile that holds column c0, and those after it along the row.
 static const float *tile_row(const tile_view *v, const geom *g, size_t r, size_t c0) {
     return v->m + (r / g->tr - v->b0) * v->stride + (c0 / g->tc - v->t0);
 }
 
+// Row r, columns [c0, c1): dst = src * the multiplier of each element's tile (see row_mul).
+// ahead (elements; 0: none) asks for the input that far ahead, the next unit's: its read from
+// memory then overlaps this unit's rounding (the hardware prefetchers see no stream across the
+// separate passes of a unit). A hint: it changes no result.
 static void mul_row(float *dst, const float *src, const geom *g, const tile_view *v, size_t r, size_t c0,
                     size_t c1, ptrdiff_t ahead, uint64_t *zeroed) {
     const float *m = tile_row(v, g, r, c0);
@@ -736,17 +736,17 @@ static void scale_round(const qrun *q, const tile_view *mul, const tile_view *de
     const size_t cols = q->g->cols, w = c1 - c0;
     fmt__counts *cnt = q->counts ? &acc->counts : NULL;
     uint64_t *zeroed = q->count_zeroed ? &acc->zeroed : NULL;
-    // The kernel declines (writing nothing) for every row or for none: it depends on the call
-    // and the thread only. c0 is a tile boundary (units hold whole tiles).
-    for (size_t r = r0; q->lean && r < r1; r++) {
-        const size_t o = r * cols + c0;
-        const ptrdiff_t pf = r + 1 < r1 ? (ptrdiff_t)cols : ahead;  // the next row, or the next unit
-        if (!fmt__scale_round_f32_lean(&q->k, q->mode, q->g->tc, tile_row(mul, q->g, r, c0),
-                                       tile_row(deq, q->g, r, c0), q->out + o, q->elems ? q->elems + o : NULL,
-                                       q->in + o, w, o, pf, cnt, zeroed))
+    // One pass where the segments start on a tile boundary (the units of the separate plan may
+    // start inside one). The kernel declines (writing nothing) for every row or for none (it
+    // depends on the call and the thread only); the passes below take the rows it did not do.
+    for (; q->lean && c0 % q->g->tc == 0 && r0 < r1; r0++) {
+        const size_t o = r0 * cols + c0;
+        if (!fmt__scale_round_f32_lean(&q->k, q->mode, q->g->tc, tile_row(mul, q->g, r0, c0),
+                                       tile_row(deq, q->g, r0, c0), q->out + o, q->elems ? q->elems + o : NULL,
+                                       q->in + o, w, o, ahead, cnt, zeroed))
             break;
-        if (r + 1 == r1) return;
     }
+    if (r0 == r1) return;
     for (size_t r = r0; r < r1; r++)
         mul_row(q->out + r * cols, q->in + r * cols, q->g, mul, r, c0, c1, ahead, zeroed);
     if (w == cols) {

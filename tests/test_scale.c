@@ -778,6 +778,26 @@ Test(scale, matches_per_element_reference_large) {
     free(x);
 }
 
+// Tiles of whole vectors (48 columns) too large for a unit that measures its own tiles, on rows
+// longer than a unit: the second unit of a row starts at column 4096, inside a tile, so the
+// one-pass kernel (which takes segments that start on a tile boundary) must leave it to the
+// other passes. Each tile column has its own magnitude, so that a tile's scale applied to its
+// neighbour's elements shows.
+Test(scale, units_starting_inside_tiles) {
+    uint64_t seed = test_seed("units_starting_inside_tiles") + 12;
+    const size_t rows = 131, cols = 4500;
+    float *x = malloc(rows * cols * sizeof *x);
+    for (size_t i = 0; i < rows * cols; i++)
+        x[i] = (float)ldexp(tu_sm_unif(&seed) - 0.5, (int)((i % cols) / 48 % 9) - 4);
+    const fmt_t e4 = tu_fmt("e4m3");
+    for (int m = 0; m < FMT_NMODES; m += 3) {  // rne, rup, sr
+        const fmt_round_opts o = opts((fmt_round_mode)m, FMT_SATURATE);
+        check_ref(&e4, "tile:131x48:e8m0", x, rows, cols, &o, true, m == 0);
+        check_ref(&e4, "tile:64x48:e4m3:up", x, rows, cols, &o, true, m != 0);
+    }
+    free(x);
+}
+
 // NVFP4 on a random tensor: every output is q * s_b with q a value of e2m1 and
 // s_b = sf / s_enc, s_enc = 2688 / A in fp32; the block holding A gets sf = 448 exactly.
 Test(scale, nvfp4_two_levels) {
