@@ -218,7 +218,7 @@ demo: deps
 	@echo; echo "demo: the ablation report is $(DEMO_OUT)/report.md (plots in $(DEMO_OUT)/plots)"
 
 verify-exhaustive: all $(BUILD)/tools/verify_exhaustive
-	$(BUILD)/tools/verify_exhaustive
+	$(BUILD)/tools/verify_exhaustive --codes
 
 check-peers: all
 	python3 tools/check_peers.py $(BUILD)/fplab

@@ -709,45 +709,44 @@ TARGET_V4 static void amax_run_avx512(const float *x, size_t n, size_t tc, uint3
     }
 }
 
-// Calls CALL(m) (CALL(c)) with the mode (the class) as a constant, so that each instance is
-// its own loop.
-#define BY_MODE(mode, CALL)                                                                    \
+// Calls CALL(cl, m) with the class and the mode as constants, and with counts (a pointer
+// named counts where it is expanded) or NULL as a constant too, so that each instance is its own
+// loop and the loops without statistics count nothing.
+#define BY_MODE(cl, mode, CALL)                                                                \
     switch (mode) {                                                                            \
-    case FMT_RNE: CALL(FMT_RNE); break;                                                        \
-    case FMT_RNA: CALL(FMT_RNA); break;                                                        \
-    case FMT_RTZ: CALL(FMT_RTZ); break;                                                        \
-    case FMT_RUP: CALL(FMT_RUP); break;                                                        \
-    case FMT_RDN: CALL(FMT_RDN); break;                                                        \
-    case FMT_RTO: CALL(FMT_RTO); break;                                                        \
-    case FMT_SR: CALL(FMT_SR); break;                                                          \
+    case FMT_RNE: CALL(cl, FMT_RNE); break;                                                    \
+    case FMT_RNA: CALL(cl, FMT_RNA); break;                                                    \
+    case FMT_RTZ: CALL(cl, FMT_RTZ); break;                                                    \
+    case FMT_RUP: CALL(cl, FMT_RUP); break;                                                    \
+    case FMT_RDN: CALL(cl, FMT_RDN); break;                                                    \
+    case FMT_RTO: CALL(cl, FMT_RTO); break;                                                    \
+    case FMT_SR: CALL(cl, FMT_SR); break;                                                      \
     default: break;                                                                            \
     }
-#define BY_CLASS(cls, CALL)                                                                    \
+#define BY_CLASS_MODE(cls, mode, CALL)                                                         \
     switch (cls) {                                                                             \
-    case LEAN_WIDE: CALL(LEAN_WIDE); break;                                                    \
-    case LEAN_NARROW: CALL(LEAN_NARROW); break;                                                \
-    case LEAN_E8M0: CALL(LEAN_E8M0); break;                                                    \
+    case LEAN_WIDE: BY_MODE(LEAN_WIDE, mode, CALL) break;                                      \
+    case LEAN_NARROW: BY_MODE(LEAN_NARROW, mode, CALL) break;                                  \
+    case LEAN_E8M0: BY_MODE(LEAN_E8M0, mode, CALL) break;                                      \
     default: break;                                                                            \
+    }
+#define WITH_COUNTS(cls, mode, CALL)                                                           \
+    if (counts) {                                                                              \
+        BY_CLASS_MODE(cls, mode, CALL)                                                         \
+    } else {                                                                                   \
+        fmt__counts *const counts = NULL;                                                      \
+        BY_CLASS_MODE(cls, mode, CALL)                                                         \
     }
 
-V4 void by_class(const lk *k, lean_class cls, fmt_round_mode mode, const fmt__codek *c, void *out,
-                 const float *in, size_t n, fmt__counts *counts) {
-    if (cls == LEAN_NONE) {
+TARGET_V4 static void lean_run_avx512(const lk *k, lean_class cls, fmt_round_mode mode, const fmt__codek *c,
+                                      void *out, const float *in, size_t n, fmt__counts *counts) {
+    if (cls == LEAN_NONE) {  // codes of values rounded elsewhere
         by_bytes(k, LEAN_NONE, FMT_RNE, c, out, in, n, NULL);
         return;
     }
-#define MODE_CALL(m) by_bytes(k, cl, m, c, out, in, n, counts)
-#define CLASS_CALL(c_) { const lean_class cl = c_; BY_MODE(mode, MODE_CALL) }
-    BY_CLASS(cls, CLASS_CALL)
-#undef CLASS_CALL
-#undef MODE_CALL
-}
-
-// With statistics or without (a constant in each branch, so that the loops without count nothing).
-TARGET_V4 static void lean_run_avx512(const lk *k, lean_class cls, fmt_round_mode mode, const fmt__codek *c,
-                                      void *out, const float *in, size_t n, fmt__counts *counts) {
-    if (counts) by_class(k, cls, mode, c, out, in, n, counts);
-    else by_class(k, cls, mode, c, out, in, n, NULL);
+#define CALL(cl, m) by_bytes(k, cl, m, c, out, in, n, counts)
+    WITH_COUNTS(cls, mode, CALL)
+#undef CALL
 }
 
 // The tile widths of the presets (16: NVFP4, 32: MX) as constants: a tile is then a fixed
@@ -761,19 +760,11 @@ V4 void block_by_tc(const lk *k, lean_class cls, fmt_round_mode mode, const blk 
     }
 }
 
-V4 void block_by_class(const lk *k, lean_class cls, fmt_round_mode mode, const blk *b, float *out,
-                       const float *in, size_t n, fmt__counts *counts) {
-#define MODE_CALL(m) block_by_tc(k, cl, m, b, out, in, n, counts)
-#define CLASS_CALL(c_) { const lean_class cl = c_; BY_MODE(mode, MODE_CALL) }
-    BY_CLASS(cls, CLASS_CALL)
-#undef CLASS_CALL
-#undef MODE_CALL
-}
-
 TARGET_V4 static void block_run_avx512(const lk *k, lean_class cls, fmt_round_mode mode, const blk *b,
                                        float *out, const float *in, size_t n, fmt__counts *counts) {
-    if (counts) block_by_class(k, cls, mode, b, out, in, n, counts);
-    else block_by_class(k, cls, mode, b, out, in, n, NULL);
+#define CALL(cl, m) block_by_tc(k, cl, m, b, out, in, n, counts)
+    WITH_COUNTS(cls, mode, CALL)
+#undef CALL
 }
 
 V4 void decode_loop(const fmt__codek *cp, int b, float *x, const uint8_t *codes, size_t n) {
