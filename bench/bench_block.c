@@ -69,7 +69,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--rows") && more) rows = (size_t)atol(argv[++i]);
         else if (!strcmp(argv[i], "--cols") && more) cols = (size_t)atol(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && more) reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--input") && more && (!strcmp(argv[i + 1], "mixed") || !strcmp(argv[i + 1], "plain")))
+        else if (!strcmp(argv[i], "--input") && more &&
+                 (!strcmp(argv[i + 1], "mixed") || !strcmp(argv[i + 1], "plain")))
             plain_input = !strcmp(argv[++i], "plain");
         else {
             fprintf(stderr, "usage: bench_block [--rows R] [--cols C] [--reps N] [--cpu] [--input mixed|plain]   "

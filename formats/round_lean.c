@@ -23,7 +23,10 @@
 // zero, the sign of zero. Compiled with a target attribute where -march lacks AVX-512, and
 // taken only on CPUs that have it (round.c, codec.c).
 // Codes (codec.c): the formulas of codec_f32.c on sixteen lanes, fused with the rounding for
-// fmt_encode_f32 (one pass: float32 in, codes out), or alone (values already rounded, decoding).
+// fmt_encode_f32 (one pass: float32 in, codes out; narrow formats take the code straight from
+// the magic-constant sum, e8m0 from the exponent field), or alone (values already rounded,
+// decoding). Block scaling (scale.c): the tiles' amax and one pass of multiply, round, multiply
+// back per row segment.
 #include <string.h>
 
 #include "codec_internal.h"
@@ -355,7 +358,7 @@ V4 __m512i codes16(const fmt__codek *c, __m512i r) {
 // (a carry into the next binade included), and the code of r is that plus (E + bias - 1) << m,
 // which is bits(c) >> (23 - m) less a constant; for E = emin it is the subnormal code. Then
 // the rules on codes: past the largest finite code, an infinite and a NaN input take the codes
-// that rounding and codes16 give those lanes (their sign decides: lk's code table), flushing,
+// that rounding and codes16 give those lanes (their sign decides: ncode's table), flushing,
 // the sign where the code is nonzero or the format has -0; lean16's statistics from the code.
 // About half the instructions of narrow_mag, lean16's rules and codes16.
 typedef struct {
@@ -895,13 +898,13 @@ bool fmt__scale_round_f32_lean(const fmt__kparams *p, fmt_round_mode mode, size_
     const lean_class cls = class_of(p);
     // x * 1 must be x (no DAZ), and the multiplications must not flush (no FTZ), as in scale.c.
     if (cls == LEAN_NONE || tc == 0 || tc % 16 || !cpu_v4() || mxcsr_daz_ftz()) return false;
-    const blk b = {.tc = tc, .mul = mul, .deq = deq, .elems = elems, .ahead = ahead, .zeroed = zeroed};
-    for (size_t done = 0; done < n; done += LEAN_BLOCK) {  // LEAN_BLOCK: a multiple of tc here
-        const size_t len = n - done < LEAN_BLOCK ? n - done : LEAN_BLOCK;
+    const size_t piece = LEAN_BLOCK / tc * tc;  // whole tiles
+    for (size_t done = 0; done < n; done += piece) {
+        const size_t len = n - done < piece ? n - done : piece;
         const lk k = lk_make(p, cls, base + done);
-        const blk bd = {b.tc, b.mul + done / tc, b.deq + done / tc, b.elems ? b.elems + done : NULL, b.ahead,
-                        b.zeroed};
-        block_run_avx512(&k, cls, mode, &bd, out + done, in + done, len, counts);
+        const blk b = {.tc = tc, .mul = mul + done / tc, .deq = deq + done / tc, .elems = elems ? elems + done : NULL,
+                       .ahead = ahead, .zeroed = zeroed};
+        block_run_avx512(&k, cls, mode, &b, out + done, in + done, len, counts);
     }
     return true;
 }
