@@ -89,22 +89,11 @@ static uint32_t f2u(float f) {
 
 #define V3 TARGET_V3 __attribute__((always_inline)) static inline
 
-// vcvtps2ph needs its rounding control as an immediate: one literal per mode, folded away when
-// mode is a constant (the loop below is specialised per mode).
-V3 __m128i fp16_cvt(__m256 v, fmt_round_mode mode) {
-    switch (mode) {
-    case FMT_RTZ: return _mm256_cvtps_ph(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-    case FMT_RUP: return _mm256_cvtps_ph(v, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
-    case FMT_RDN: return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-    default: return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    }
-}
-
 // The converter's result, then the fix-ups (their order is the generic kernel's: overflow,
 // flushing, then NaN, which neither of the others may touch).
 V3 __m256i fp16_round8(const hwk *k, fmt_round_mode mode, __m256 v) {
     const __m256i b = _mm256_castps_si256(v), sign = _mm256_set1_epi32((int)0x80000000u);
-    __m256i r = _mm256_castps_si256(_mm256_cvtph_ps(fp16_cvt(v, mode)));
+    __m256i r = _mm256_castps_si256(_mm256_cvtph_ps(FMT__CVTPS_PH_BY_MODE(_mm256_cvtps_ph, v, mode)));
     const __m256i rs = _mm256_and_si256(r, sign), rmag = _mm256_andnot_si256(sign, r);
     if (k->saturate) r = _mm256_or_si256(rs, _mm256_min_epu32(rmag, _mm256_set1_epi32((int)k->max_bits)));
     if (k->flush) {

@@ -105,6 +105,15 @@ fmt_round_path fmt__f32_path(const fmt__kparams *k, fmt_round_path p, fmt_round_
 bool fmt__copy_runs(fmt_round_path copy);
 fmt_round_path fmt__best_copy(void);
 
+// vcvtps2ph (round_hw.c at 256 bits, round_lean.c at 512) as CVT(v, imm): the instruction takes
+// its rounding control only as an immediate, so each mode gets its literal here (rne for the
+// modes the converter does not cover); folded to one call where mode is a constant.
+#define FMT__CVTPS_PH_BY_MODE(CVT, v, mode)                                                       \
+    ((mode) == FMT_RTZ   ? CVT((v), _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC)                      \
+     : (mode) == FMT_RUP ? CVT((v), _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC)                   \
+     : (mode) == FMT_RDN ? CVT((v), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)                   \
+                         : CVT((v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))
+
 // Whether the hardware converters cover k with mode (and no statistics) on this CPU.
 bool fmt__f32_hw_covers(const fmt__kparams *k, fmt_round_mode mode);
 // x[0..n) rounded by the hardware path, only for what fmt__f32_hw_covers accepts. Returns false,

@@ -802,18 +802,9 @@ typedef struct {
     uint16_t nan_code, nan_sign;  // nan_sign: 0x8000 where the NaN code keeps the sign
 } f16k;
 
-V4 __m256i f16_cvt16(__m512 v, fmt_round_mode mode) {
-    switch (mode) {
-    case FMT_RTZ: return _mm512_cvt_roundps_ph(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-    case FMT_RUP: return _mm512_cvt_roundps_ph(v, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
-    case FMT_RDN: return _mm512_cvt_roundps_ph(v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-    default: return _mm512_cvt_roundps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    }
-}
-
 V4 __m256i f16_codes16(const f16k *k, fmt_round_mode mode, __m512 v) {
     const __m256i sign = _mm256_set1_epi16((short)0x8000);
-    __m256i c = f16_cvt16(v, mode);
+    __m256i c = FMT__CVTPS_PH_BY_MODE(_mm512_cvt_roundps_ph, v, mode);
     const __m256i cs = _mm256_and_si256(c, sign), cmag = _mm256_andnot_si256(sign, c);
     if (k->saturate) c = _mm256_or_si256(cs, _mm256_min_epu16(cmag, _mm256_set1_epi16(0x7bff)));
     if (k->flush) c = _mm256_mask_mov_epi16(c, _mm256_cmplt_epu16_mask(cmag, _mm256_set1_epi16(0x0400)), cs);
