@@ -62,7 +62,8 @@ static void help(FILE *fp, const train_opts *t) {
             "      --data data/tinyshakespeare.txt --out /tmp/abl-tiny --dry-run   # after the above: nothing left to do\n"
             "  # 4 policies x 3 seeds, 500 steps, 2 runs at a time: about 10 seconds on 2 cores\n"
             "  build/fplab ablate --presets fp32,bf16-amp,fp16-amp,pure-bf16 --seeds 3 --model tiny --steps 500 \\\n"
-            "      --eval-every 100 --data data/tinyshakespeare.txt --out /tmp/abl-grid --jobs 2\n"            "  # the same grid, each trained model then quantized for inference (a table in the report)\n"
+            "      --eval-every 100 --data data/tinyshakespeare.txt --out /tmp/abl-grid --jobs 2\n"
+            "  # the same grid, each trained model then quantized for inference (a table in the report)\n"
             "  build/fplab ablate --presets fp32,bf16-amp,fp16-amp,pure-bf16 --seeds 3 --model tiny --steps 500 \\\n"
             "      --eval-every 100 --data data/tinyshakespeare.txt --out /tmp/abl-grid --jobs 2 --ptq w8a8-fp8,w4-mxfp4\n",
             t->model, t->steps, t->eval_every);

@@ -368,9 +368,10 @@ static void mark_failed(const run_t *r, const char *why) {
     if (f) fprintf(f, "%s\n", why), fclose(f);
 }
 
-static void print_tail(FILE *p, const run_t *r) {
+// The last lines of the run's file (its output: train.err, ptq.err), indented under a progress line.
+static void print_tail(FILE *p, const run_t *r, const char *file) {
     char path[PATH_MAX_ + 16], tail[2048];
-    run_file(path, sizeof path, r, "train.err");
+    run_file(path, sizeof path, r, file);
     if (!xp_tail(path, 8, tail, sizeof tail)) {
         fprintf(p, "    (%s is empty)\n", path);
         return;
@@ -536,7 +537,7 @@ static void grid_finish(grid_t *g, run_t *r, pid_t w, int ws) {
         if (p) {
             fprintf(p, "[%d/%zu] %s seed %llu: FAILED (%s) after %s; ETA %s\n", ++g->k, g->nruns, r->name,
                     (unsigned long long)r->seed, why, dur, eta);
-            print_tail(p, r);
+            print_tail(p, r, "train.err");
         }
     }
     if (p) fflush(p);
@@ -579,6 +580,7 @@ static void grid_ptq(grid_t *g) {
     const ablate_opts *o = g->o;
     char names[PTQ_MAX][64], msg[512], pol[4200], thr[32], ckpt[PATH_MAX_ + 16], out[PATH_MAX_ + 16],
         err[PATH_MAX_ + 16];
+    int ws = 0;
     const int n = check_ptq(o->ptq, names, PTQ_MAX, msg, sizeof msg);
     if (n <= 0) return;  // (ablate_validate refused it already)
     snprintf(pol, sizeof pol, "fp32,%s", o->ptq);
@@ -593,24 +595,14 @@ static void grid_ptq(grid_t *g) {
         run_file(err, sizeof err, r, "ptq.err");
         char *v[] = {"fplab", "eval", "--ckpt", ckpt, "--policy", pol, "--format", "json", "--telemetry", "off",
                      "--out", out, o->threads > 0 ? "--threads" : NULL, thr, NULL};
-        const pid_t pid = xp_spawn(g->exe, v, NULL, err, msg, sizeof msg);
-        int ws = 0;
-        pid_t w = -1;
-        if (pid > 0)
-            while ((w = waitpid(pid, &ws, 0)) < 0 && errno == EINTR) {}
-        const bool ok = pid > 0 && w == pid && WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
-        if (!ok) {
-            g->res->ptq_failed++;
-            if (pid > 0) xp_describe_status(ws, msg, sizeof msg);
-        }
+        const bool ran = xp_run(g->exe, v, NULL, err, &ws, msg, sizeof msg);
+        const bool ok = ran && WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
+        if (!ok) g->res->ptq_failed++;
+        if (ran && !ok) xp_describe_status(ws, msg, sizeof msg);
         if (g->p) {
             fprintf(g->p, "ptq: %s seed %llu: %s\n", r->name, (unsigned long long)r->seed,
                     ok ? "evaluated" : msg);
-            if (!ok) {
-                char tail[2048];
-                xp_tail(err, 8, tail, sizeof tail);
-                fputs(tail, g->p);
-            }
+            if (!ok) print_tail(g->p, r, "ptq.err");
             fflush(g->p);
         }
     }

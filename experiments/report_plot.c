@@ -3,7 +3,6 @@
 // pngcairo when the gnuplot has it (else png), and are plain enough to edit by hand.
 // Means over seeds use the completed runs (rp_counts) and, at each step, those of them with a
 // finite value there: a diverged seed drops out of the curve where it went non-finite.
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -361,13 +360,11 @@ static void draw(rp_plot *p, const char *prog, const char *pdir) {
     snprintf(gp, sizeof gp, "%s.gp", p->base);
     unlink(png);  // a PNG left from an earlier report would pass for this one's
     char *argv[] = {"gnuplot", gp, NULL};
-    const pid_t pid = xp_spawn(prog, argv, pdir, log, why, sizeof why);
     int ws = 0;
-    if (pid < 0) {
+    if (!xp_run(prog, argv, pdir, log, &ws, why, sizeof why)) {
         snprintf(p->note, sizeof p->note, "gnuplot could not be started: %s", why);
         return;
     }
-    while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {}
     char tail[200];
     xp_tail(log, 1, tail, sizeof tail);
     if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && access(png, F_OK) == 0) {

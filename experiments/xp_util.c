@@ -83,6 +83,16 @@ pid_t xp_spawn(const char *exe, char *const argv[], const char *cwd, const char 
     return pid;
 }
 
+bool xp_run(const char *exe, char *const argv[], const char *cwd, const char *out, int *ws, char *msg,
+            size_t msg_len) {
+    const pid_t pid = xp_spawn(exe, argv, cwd, out, msg, msg_len);
+    if (pid < 0) return false;
+    pid_t w;
+    while ((w = waitpid(pid, ws, 0)) < 0 && errno == EINTR) {}
+    if (w != pid) return snprintf(msg, msg_len, "waitpid: %s", strerror(errno)), false;
+    return true;
+}
+
 void xp_describe_status(int ws, char *buf, size_t cap) {
     if (WIFEXITED(ws)) snprintf(buf, cap, "exit status %d%s", WEXITSTATUS(ws),
                                 WEXITSTATUS(ws) == 127 ? " (could not execute?)" : "");

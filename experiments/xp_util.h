@@ -27,6 +27,10 @@ size_t xp_tail(const char *path, int lines, char *buf, size_t cap);
 // exits 127. The child gets SIGTERM when this process dies (Linux PR_SET_PDEATHSIG). Returns the pid, or -1 with a message when fork or opening out fails.
 pid_t xp_spawn(const char *exe, char *const argv[], const char *cwd, const char *out, char *msg,
                size_t msg_len);
+// xp_spawn, then waits for the child to end: true with its wait status in *ws; false with why in
+// msg when it could not be started or waited for.
+bool xp_run(const char *exe, char *const argv[], const char *cwd, const char *out, int *ws, char *msg,
+            size_t msg_len);
 // Takes an exclusive lock on DIR/.lock (flock) so that two ablations never run in one
 // directory. Returns the descriptor (close it to release; the children started afterwards
 // inherit it, so it is held until they are gone too), or -1 with a message.
