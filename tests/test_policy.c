@@ -427,6 +427,11 @@ Test(policy, version_1_text_parses) {
     p = parse("site * e5m2 block:32:fp32 sr\nsite master fp32\n");
     expect_site(&p, "attn.kv", "e5m2", "block:32:fp32", FMT_SR, FMT_SATURATE, false);
     expect_round_trip(&p);
+    // A scale format spelled as a custom spec that is e8m0 itself: the text names the recipe by
+    // its fields ("mx"), so that spelling must not make the written policy another one (found
+    // by fuzz_policy).
+    p = parse("site attn.qkv.in e6m3 block:32:e8m0:e8m0\n");
+    expect_round_trip(&p);
 }
 
 Test(policy, preset_mx) {
