@@ -17,21 +17,22 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-// Target attributes only where -march lacks the instructions (never narrow a function's target:
-// it could not inline the intrinsics then).
+
+#include "formats/isa_targets.h"
+// Target attributes (isa_targets.h) only where -march lacks the instructions.
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__) && \
     defined(__AVX512BF16__)
 #define TARGET_V4_BF16
 #define TARGET_V4_BF16_IN_ARCH true
 #else
-#define TARGET_V4_BF16 __attribute__((target("arch=x86-64-v4,avx512bf16")))
+#define TARGET_V4_BF16 FMT_TARGET(FMT_ISA_V4 ",avx512bf16")
 #define TARGET_V4_BF16_IN_ARCH false
 #endif
 #if defined(__AVX2__) && defined(__F16C__)
 #define TARGET_V3
 #define TARGET_V3_IN_ARCH true
 #else
-#define TARGET_V3 __attribute__((target("arch=x86-64-v3")))
+#define TARGET_V3 FMT_TARGET(FMT_ISA_V3)
 #define TARGET_V3_IN_ARCH false
 #endif
 #endif

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "codec_internal.h"
+#include "isa_targets.h"
 #include "vec_internal.h"
 
 static uint32_t f2u(double d) {
@@ -290,12 +291,12 @@ FMT__VEC void run_body(codec_op op, const codec_call *c) {
 
 static void run_generic(codec_op op, const codec_call *c) { run_body(op, c); }
 #ifdef FMT__AVX2_COPY
-__attribute__((target("arch=x86-64-v3"))) static void run_avx2(codec_op op, const codec_call *c) {
+FMT_TARGET(FMT_ISA_V3) static void run_avx2(codec_op op, const codec_call *c) {
     run_body(op, c);
 }
 #endif
 #ifdef FMT__AVX512_COPY
-__attribute__((target("arch=x86-64-v4"))) static void run_avx512(codec_op op, const codec_call *c) {
+FMT_TARGET(FMT_ISA_V4) static void run_avx512(codec_op op, const codec_call *c) {
     run_body(op, c);
 }
 #endif

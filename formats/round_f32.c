@@ -18,6 +18,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "isa_targets.h"
 #include "round_internal.h"
 #include "vec_internal.h"
 
@@ -246,7 +247,7 @@ static void kernel_generic(const fmt__kparams *p, fmt_round_mode mode, float *x,
 }
 
 #ifdef FMT__AVX2_COPY
-__attribute__((target("arch=x86-64-v3"))) static void
+FMT_TARGET(FMT_ISA_V3) static void
 kernel_avx2(const fmt__kparams *p, fmt_round_mode mode, float *x, size_t n, uint64_t base,
             fmt__counts *c) {
     kernel_body(p, mode, x, n, base, c);
@@ -254,7 +255,7 @@ kernel_avx2(const fmt__kparams *p, fmt_round_mode mode, float *x, size_t n, uint
 #endif
 
 #ifdef FMT__AVX512_COPY
-__attribute__((target("arch=x86-64-v4"))) static void
+FMT_TARGET(FMT_ISA_V4) static void
 kernel_avx512(const fmt__kparams *p, fmt_round_mode mode, float *x, size_t n, uint64_t base,
               fmt__counts *c) {
     kernel_body(p, mode, x, n, base, c);

@@ -18,25 +18,26 @@
 // it only when -march has them).
 #include <string.h>
 
+#include "isa_targets.h"
 #include "round_internal.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define HW_X86 1
-// The instruction sets as target attributes, empty where -march has them already (a function
-// may not inline intrinsics compiled for more than its own target, so never narrow it).
+// The instruction sets as target attributes (feature lists that add to -march: isa_targets.h),
+// empty where -march has them already.
 #if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__) && defined(__BMI2__)
 #define BUILD_V3 1
 #define TARGET_V3
 #else
-#define TARGET_V3 __attribute__((target("arch=x86-64-v3")))
+#define TARGET_V3 FMT_TARGET(FMT_ISA_V3)
 #endif
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__) && \
     defined(__AVX512BF16__)
 #define BUILD_V4_BF16 1
 #define TARGET_V4_BF16
 #else
-#define TARGET_V4_BF16 __attribute__((target("arch=x86-64-v4,avx512bf16")))
+#define TARGET_V4_BF16 FMT_TARGET(FMT_ISA_V4 ",avx512bf16")
 #endif
 #endif
 

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "codec_internal.h"
+#include "isa_targets.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -38,7 +39,7 @@
 #define BUILD_V4 1
 #define TARGET_V4  // -march has it: never narrow a function's target (see round_hw.c)
 #else
-#define TARGET_V4 __attribute__((target("arch=x86-64-v4")))
+#define TARGET_V4 FMT_TARGET(FMT_ISA_V4)
 #endif
 #endif
 

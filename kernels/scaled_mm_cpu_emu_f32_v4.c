@@ -4,7 +4,8 @@
 // -march has AVX-512 already (the one copy is the fast one) and in clang builds (the pragma
 // below is GCC's; they keep the compile-time choice).
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__AVX512F__)
-#pragma GCC target("arch=x86-64-v4")
+#include "formats/isa_targets.h"
+FMT_PRAGMA_TARGET(FMT_ISA_V4)
 #define MM_EMU_F32_V4_COPY 1
 #include "kernels/scaled_mm_cpu_emu_f32.c"
 #else
