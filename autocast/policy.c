@@ -5,6 +5,8 @@
 // below that owns it; this file only adds the policy's own words.
 #include "autocast/policy.h"
 
+#include "kernels/engine.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <float.h>
@@ -246,7 +248,19 @@ static int check_emulated(ctx *c, const ac_policy *p, ac_proj g, ac_pass k) {
     ac_site sa, sb;
     ac_gemm_sites(g, k, &sa, &sb);
     const ac_site ops[2] = {sa, sb};
-    for (int i = 0; i < 2; i++) {
+    if (acc->engine) {
+        // An engine takes its instruction types (an uncast site is float32: tf32 or f32 kinds).
+        fmt_t f32;
+        fmt_from_name(&f32, "fp32");
+        const fmt_t *fa = p->site[sa].active ? &p->site[sa].fmt : &f32, *fb = p->site[sb].active ? &p->site[sb].fmt : &f32;
+        char m[300], name[80];
+        if (!mm_engine_find(acc->engine - 1, mm_engine_type_of(fa), mm_engine_type_of(fb), acc->engine_k,
+                            acc->engine_f16, 0, false, m, sizeof m))
+            return fail(c, c->acc_line[g][k], "accumulator %s of %s: operands %s (%s) x %s (%s): %s",
+                        mm_acc_name(acc, name, sizeof name), gemm_names[g][k], site_names[sa], fa->name,
+                        site_names[sb], fb->name, m);
+    }
+    for (int i = 0; i < 2 && !acc->engine; i++) {
         const ac_rule *r = &p->site[ops[i]];
         if (!r->active || r->fmt.mbits + 1 > 12)
             return fail(c, c->acc_line[g][k], "accumulator %s of %s is emulated, which needs operands of at "
@@ -739,10 +753,8 @@ size_t ac_policy_text(const ac_policy *p, char *buf, size_t cap) {
     for (int g = 0; g < AC_NPROJ; g++)
         for (int k = 0; k < AC_NPASSES; k++) {
             if (same && (g || k)) continue;
-            const mm_acc *a = &p->acc[g][k];
-            put(&o, "accumulator %s", a->fmt.name);
-            if (a->promote_every) put(&o, ":promote=%d", a->promote_every);
-            if (a->mode != FMT_RNE) put(&o, ":%s", fmt_mode_name(a->mode));
+            char name[80];
+            put(&o, "accumulator %s", mm_acc_name(&p->acc[g][k], name, sizeof name));
             if (same) put(&o, "\n");
             else put(&o, " %s\n", gemm_names[g][k]);
         }
@@ -764,7 +776,8 @@ static bool fmt_fields_same(const fmt_t *a, const fmt_t *b) {
 static bool fmt_same(const fmt_t *a, const fmt_t *b) { return !strcmp(a->name, b->name) && fmt_fields_same(a, b); }
 
 static bool acc_same(const mm_acc *a, const mm_acc *b) {
-    return fmt_same(&a->fmt, &b->fmt) && a->mode == b->mode && a->promote_every == b->promote_every;
+    return fmt_same(&a->fmt, &b->fmt) && a->mode == b->mode && a->promote_every == b->promote_every &&
+           a->engine == b->engine && a->engine_k == b->engine_k && a->engine_f16 == b->engine_f16;
 }
 
 static bool accs_same(const ac_policy *a, const ac_policy *b) {

@@ -115,6 +115,7 @@ void cli_table_print(cli_table *t, cli_out out, FILE *fp);
 
 // --- subcommands: each takes the argv that starts with its own name.
 int cmd_finfo(int argc, char **argv);
+int cmd_engines(int argc, char **argv);
 int cmd_values(int argc, char **argv);
 int cmd_cast(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);

@@ -21,6 +21,7 @@ static const struct {
     {"values", cmd_values, "every code of a format of 8 bits or fewer with its value and class"},
     {"cast", cmd_cast, "round numbers to a format: code, value and error"},
     {"quantize", cmd_quantize, "quantize a float32/float64 .npy with a scaling recipe"},
+    {"engines", cmd_engines, "the tensor-core and matrix-core models (hopper:wgmma, cdna3:mfma, ...)"},
     {"matmul-check", cmd_matmul_check, "scaled matmul on a backend vs the MPFR reference: ulps, bound, time"},
     {"train", cmd_train, "train a Llama on a text file or llm.c token shards (checkpoints, resume)"},
     {"sample", cmd_sample, "generate text from a trained checkpoint (greedy, temperature, top-p)"},

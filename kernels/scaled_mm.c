@@ -15,6 +15,9 @@
 //   generator key, and bit-exact results are the point of the emulation).
 #include "scaled_mm.h"
 
+#include "kernels/engine.h"
+#include "kernels/scaled_mm_internal.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -49,6 +52,14 @@ static int mm__acc_check(const mm_acc *acc, char *msg, size_t len) {
         mm__msg(msg, len, "accumulator promote_every is %d; expected >= 0 (0: promote only at "
                 "K-block boundaries)", acc->promote_every);
         return MM_EINVAL;
+    }
+    if (acc->engine) {
+        if (acc->engine < 0 || (size_t)acc->engine > mm_engine_count() || acc->engine_k < 0) {
+            mm__msg(msg, len, "accumulator engine %d (k %d) is not one of the %zu engines", acc->engine - 1,
+                    acc->engine_k, mm_engine_count());
+            return MM_EINVAL;
+        }
+        return MM_OK;
     }
     if (!mm_acc_is_emulated(acc)) return MM_OK;
     if (acc->mode == FMT_SR) {
@@ -87,14 +98,83 @@ void mm_opts_default(mm_opts *o) {
 }
 
 bool mm_acc_is_emulated(const mm_acc *acc) {
-    return !mm__is_f32_layout(&acc->fmt) || acc->mode != FMT_RNE || acc->promote_every != 0;
+    return acc->engine || !mm__is_f32_layout(&acc->fmt) || acc->mode != FMT_RNE || acc->promote_every != 0;
+}
+
+char *mm_acc_name(const mm_acc *acc, char *out, size_t len) {
+    size_t n;
+    if (acc->engine) {
+        n = (size_t)snprintf(out, len, "%s", mm_engine_name((size_t)acc->engine - 1));
+        if (acc->engine_k && n < len) n += (size_t)snprintf(out + n, len - n, ":k%d", acc->engine_k);
+        if (acc->engine_f16 && n < len) n += (size_t)snprintf(out + n, len - n, ":f16");
+    } else {
+        n = (size_t)snprintf(out, len, "%s", acc->fmt.name);
+    }
+    if (acc->promote_every && n < len) n += (size_t)snprintf(out + n, len - n, ":promote=%d", acc->promote_every);
+    if (!acc->engine && acc->mode != FMT_RNE && n < len) snprintf(out + n, len - n, ":%s", fmt_mode_name(acc->mode));
+    return out;
+}
+
+// An engine spec: ARCH:INSTR then :kN, :f16 or :promote=N. 1 when spec names an engine (out
+// filled, or MM_EINVAL in *st with a message), 0 when it does not start with one.
+static int mm__engine_spec(mm_acc *out, int *st, const char *spec, char *msg, size_t len) {
+    const char *c1 = strchr(spec, ':');
+    if (!c1) return 0;
+    const char *c2 = strchr(c1 + 1, ':');
+    char name[64];
+    const size_t nl = c2 ? (size_t)(c2 - spec) : strlen(spec);
+    if (nl >= sizeof name) return 0;
+    memcpy(name, spec, nl), name[nl] = 0;
+    const int e = mm_engine_index(name);
+    if (e < 0) return 0;
+    mm_acc acc;
+    memset(&acc, 0, sizeof acc);
+    fmt_from_name(&acc.fmt, "fp32");
+    acc.mode = FMT_RNE;
+    acc.engine = e + 1;
+    *st = MM_EINVAL;
+    for (const char *p = c2; p && *p;) {
+        const char *t = p + 1, *end = strchr(t, ':');
+        const size_t tl = end ? (size_t)(end - t) : strlen(t);
+        char tok[40];
+        if (tl >= sizeof tok) {
+            mm__msg(msg, len, "accumulator spec '%s': option '%.20s...' is too long", spec, t);
+            return 1;
+        }
+        memcpy(tok, t, tl), tok[tl] = 0;
+        char *rest;
+        errno = 0;
+        if (tok[0] == 'k' && tok[1] >= '1' && tok[1] <= '9' && !acc.engine_k) {
+            const long k = strtol(tok + 1, &rest, 10);
+            if (*rest || k > 1024) goto bad;
+            acc.engine_k = (int)k;
+        } else if (!strcmp(tok, "f16") && !acc.engine_f16) {
+            acc.engine_f16 = true;
+        } else if (!strncmp(tok, "promote=", 8) && !acc.promote_every && tok[8]) {
+            const long v = strtol(tok + 8, &rest, 10);
+            if (*rest || errno || v < 1 || v > 1L << 30) goto bad;
+            acc.promote_every = (int)v;
+        } else {
+            goto bad;
+        }
+        p = end;
+        continue;
+    bad:
+        mm__msg(msg, len, "accumulator spec '%s': '%s' is not an engine option (expected kN: the "
+                "instruction's k, f16: an f16 C/D, promote=N: add into float32 every N products; each once)",
+                spec, tok);
+        return 1;
+    }
+    *out = acc;
+    *st = MM_OK;
+    return 1;
 }
 
 int mm_acc_from_name(mm_acc *out, const char *spec, char *msg, size_t msg_len) {
     mm__msg(msg, msg_len, "%s", "");
     if (!spec || !*spec) {
         mm__msg(msg, msg_len, "empty accumulator spec; expected fp32 | bf16 | fp16 | mNN | a format "
-                "name, with optional :promote=N and :MODE");
+                "name, with optional :promote=N and :MODE, or an engine ARCH:INSTR (fplab engines)");
         return MM_EINVAL;
     }
     char buf[128];
@@ -103,6 +183,8 @@ int mm_acc_from_name(mm_acc *out, const char *spec, char *msg, size_t msg_len) {
         return MM_EINVAL;
     }
     snprintf(buf, sizeof buf, "%s", spec);
+    int est;
+    if (mm__engine_spec(out, &est, spec, msg, msg_len)) return est;
 
     // Tokens after the first ':' are promote=N, a mode name, or a flag of a custom format
     // (e.g. "e5m10:fn"), which goes back onto the format name.
@@ -218,7 +300,11 @@ int mm_validate(const mm_operand *A, const mm_operand *B, size_t M, size_t N, si
     }
     st = mm__acc_check(&o->acc, msg, msg_len);
     if (st != MM_OK) return st;
-    if (mm_acc_is_emulated(&o->acc)) {
+    if (o->acc.engine) {
+        mm__engine_plan plan;
+        st = mm__engine_plan_make(&plan, A, B, M, N, K, o, msg, msg_len);
+        if (st != MM_OK) return st;
+    } else if (mm_acc_is_emulated(&o->acc)) {
         const mm_operand *ops[2] = {A, B};
         for (int t = 0; t < 2; t++) {
             if (ops[t]->fmt.mbits + 1 > 12) {

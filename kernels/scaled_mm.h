@@ -29,6 +29,15 @@
 //   promotion (so fp32:rtz or fp32:promote=64 are emulated too).
 //   Requires element formats of at most 12 bits of precision (so a product is exact in 24
 //   bits) and an accumulator of at most 24.
+// - engine (acc.engine, spelled ARCH:INSTR[:kN][:f16][:promote=N], e.g. hopper:wgmma): the
+//   arithmetic of a real matrix unit (kernels/engine.h), also emulated and bit-exact. The
+//   operand formats pick the instruction kind. Operands with block scales of 16 or 32 whose
+//   engine has a block-scaled kind for them (mxf8f6f4, mxf4nvf4) give the scales to the
+//   instruction (one segment); otherwise the segments are those above, and in each the
+//   instruction is chained along K from C = +0 (a segment that is not a multiple of k is
+//   padded with zero products, as kernels pad K), its D then promoted as s above. With one
+//   segment, alpha * ta * tb = 1 and beta = 1, C itself is the chain's first C (D = A B + C,
+//   the instruction's own form); otherwise beta * C joins in the epilogue above.
 //
 // Layout: every matrix row-major with a leading dimension; op(A) is M x K and op(B) is K x N;
 // an operand with trans set is stored transposed (A as K x M, B as N x K).
@@ -57,6 +66,10 @@ typedef struct {
     fmt_t fmt;            // accumulator format; fp32 means plain float32 accumulation
     fmt_round_mode mode;  // rounding of each emulated addition: rne (default) or rtz, rup, ...
     int promote_every;    // emulated only: add the partial sum into float32 every N products
+    // A matrix engine (kernels/engine.h) instead of fmt and mode: 0 none, e + 1 engine e.
+    int engine;
+    int engine_k;         // its instruction's k; 0: the largest for the operands' kind
+    bool engine_f16;      // the instruction's C/D is f16 (default f32)
 } mm_acc;
 
 typedef struct {
@@ -69,8 +82,12 @@ typedef struct {
 // Fills o with alpha 1, beta 0, fp32 accumulation, fp32 output, rne.
 void mm_opts_default(mm_opts *o);
 // Parses an accumulator spec: fp32 | bf16 | fp16 | mNN (NN fraction bits, float32's exponent
-// range) | any format name, with an optional ":promote=N" and ":rtz"/":rne"/... suffix.
+// range) | any format name, with an optional ":promote=N" and ":rtz"/":rne"/... suffix; or an
+// engine ARCH:INSTR (kernels/engine.h) with optional ":kN", ":f16" and ":promote=N".
 int mm_acc_from_name(mm_acc *out, const char *spec, char *msg, size_t msg_len);
+// The spec of acc as mm_acc_from_name reads it back (e.g. "m13:rtz:promote=128",
+// "hopper:wgmma:promote=128"); returns out.
+char *mm_acc_name(const mm_acc *acc, char *out, size_t len);
 // Checks shapes, leading dimensions, block sizes and the emulation's precision limits;
 // MM_OK or MM_EINVAL with a message.
 int mm_validate(const mm_operand *A, const mm_operand *B, size_t M, size_t N, size_t K,

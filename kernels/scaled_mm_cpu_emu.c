@@ -97,6 +97,10 @@ int mm__emu_tiles(const mm__emu_job *J, const mm_operand *A, const mm_operand *B
 int mm__cpu_emulated(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M,
                      size_t N, size_t K, const mm_opts *o) {
     if (o->acc.mode == FMT_SR) return MM_EUNSUPPORTED;  // no draw order is defined for it
+    if (o->acc.engine) {
+        const int st = mm__engine_run(C, ldc, A, B, M, N, K, o);
+        return st == MM_OK ? mm__round_output(C, ldc, M, N, o) : st;
+    }
     mm__emu_job J = {.M = M, .N = N, .K = K, .sa = A->scales, .sb = B->scales, .beta = o->beta};
     J.ab = mm__fl32_prod3(o->alpha, mm__tscale(A), mm__tscale(B));
     // The accumulator rounds with its mode and IEEE overflow (inf, or max toward zero).

@@ -9,6 +9,7 @@
 #include <math.h>
 
 #include "formats/round_scalar.h"
+#include "kernels/engine.h"
 #include "kernels/scaled_mm.h"
 
 // Number of K-blocks of X's scales; *bk = their length (K when X has one block per row/column).
@@ -46,6 +47,25 @@ bool mm__cuda_blaslt_loads(char *msg, size_t msg_len);
 // The emulated-accumulator path of mm_cpu (arguments validated, M, N, K > 0).
 int mm__cpu_emulated(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M,
                      size_t N, size_t K, const mm_opts *o);
+
+// --- matrix engines (scaled_mm_engine.c): the acc.engine path of mm_ref and mm_cpu
+
+typedef struct {
+    const mm_engine_kind *q;  // the instruction kind the operands pick
+    unsigned ta, tb;          // the operands' types (one MM_ET_* bit each)
+    bool scaled_kind;         // the instruction applies the block scales (mxf8f6f4, mxf4nvf4)
+    size_t bk;                // K-block of the operands' scales (K without)
+    bool c_in_chain;          // C is the first C of the chain (scaled_mm.h)
+} mm__engine_plan;
+
+// Picks the kind and checks what the engine needs (types, scales, promote_every a multiple of
+// k); MM_OK, or MM_EINVAL with a message naming what was expected.
+int mm__engine_plan_make(mm__engine_plan *p, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
+                         size_t K, const mm_opts *o, char *msg, size_t msg_len);
+// C (M x N, ldc) = y of the definition in scaled_mm.h before the output rounding, one dot
+// product at a time through the model (engine_model.c). Validated arguments; MM_OK or MM_ENOMEM.
+int mm__engine_run(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
+                   size_t K, const mm_opts *o);
 
 // --- the emulated path's pieces (scaled_mm_cpu_emu*.c)
 //

@@ -1,0 +1,170 @@
+// scaled_mm_engine.c: scaled matmul through a matrix engine's arithmetic (acc.engine; the
+// definition is in scaled_mm.h, the instruction models in engine.h): which instruction kind the
+// operands pick, the segments of K, and the products, one dot product at a time through
+// mm_engine_dot. mm_ref and mm_cpu both run it: the model is exact by construction, so it is
+// its own reference.
+// Constraints: no MPFR, no global state; results do not depend on the number of threads.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/scaled_mm_internal.h"
+
+// --- the plan
+
+static bool is_pow2_or_nan(float x) {
+    if (isnan(x)) return true;
+    int e;
+    return x > 0 && frexpf(x, &e) == 0.5f && e - 1 >= -127 && e - 1 <= 127;
+}
+
+// A value of e4m3 (unsigned use: >= 0): a multiple of 2^-9 below 2^-6, else three fraction bits.
+static bool is_ue4m3(float x) {
+    if (isnan(x)) return true;
+    if (!(x >= 0 && x <= 448.0f)) return false;
+    if (x == 0) return true;
+    const int e = ilogbf(x) < -6 ? -6 : ilogbf(x);
+    const float m = ldexpf(x, 3 - e);
+    return m == truncf(m);
+}
+
+static bool scales_all(const mm_operand *X, size_t rows, size_t nb, bool (*ok)(float)) {
+    for (size_t t = 0; t < rows * nb; t++)
+        if (!ok(X->scales[t])) return false;
+    return true;
+}
+
+int mm__engine_plan_make(mm__engine_plan *p, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
+                         size_t K, const mm_opts *o, char *msg, size_t msg_len) {
+    memset(p, 0, sizeof *p);
+    const int e = o->acc.engine - 1;
+    const char *en = mm_engine_name((size_t)e);
+    const unsigned sa = mm_engine_type_of(&A->fmt), sb = mm_engine_type_of(&B->fmt);
+    char why[300] = "";
+    if (!sa || !sb) {
+        mm_engine_find(e, MM_ET_F64, MM_ET_F64, 0, false, 0, false, why, sizeof why);
+        snprintf(msg, msg_len, "engine %s: operand %c's format %s is not an operand type of any matrix "
+                 "engine (%s)", en, !sa ? 'A' : 'B', !sa ? A->fmt.name : B->fmt.name, why);
+        return MM_EINVAL;
+    }
+    size_t bka, bkb;
+    const size_t nba = mm__nblocks(A, K, &bka), nbb = mm__nblocks(B, K, &bkb);
+    const bool blocked = A->scales && B->scales && A->block_k > 0 && (A->block_k == 16 || A->block_k == 32);
+    const mm_engine_kind *q = NULL;
+    if (blocked) {
+        const bool e8 = scales_all(A, M, nba, is_pow2_or_nan) && scales_all(B, nbb, N, is_pow2_or_nan);
+        const bool u4 = scales_all(A, M, nba, is_ue4m3) && scales_all(B, nbb, N, is_ue4m3);
+        if (e8) q = mm_engine_find(e, sa, sb, o->acc.engine_k, o->acc.engine_f16, A->block_k, false, NULL, 0);
+        if (!q && u4) q = mm_engine_find(e, sa, sb, o->acc.engine_k, o->acc.engine_f16, A->block_k, true, NULL, 0);
+        p->scaled_kind = q != NULL;
+    }
+    if (!q) q = mm_engine_find(e, sa, sb, o->acc.engine_k, o->acc.engine_f16, 0, false, why, sizeof why);
+    if (!q) {
+        snprintf(msg, msg_len, "engine %s with operands %s x %s%s: %s", en, A->fmt.name, B->fmt.name,
+                 o->acc.engine_k ? " and that :k" : "", why);
+        return MM_EINVAL;
+    }
+    if (o->acc.promote_every % q->k) {
+        snprintf(msg, msg_len, "engine %s (%s, k %d): promote=%d is not a multiple of the instruction's k", en,
+                 q->kind, q->k, o->acc.promote_every);
+        return MM_EINVAL;
+    }
+    p->q = q;
+    p->ta = sa & q->types & -(sa & q->types);  // the lowest bit the kind takes
+    p->tb = sb & q->types & -(sb & q->types);
+    p->bk = A->scales && A->block_k > 0 ? bka : B->scales && B->block_k > 0 ? bkb : K;
+    const bool unscaled = !p->scaled_kind ? (!A->scales && !B->scales) : true;
+    const float ab = mm__fl32_prod3(o->alpha, mm__tscale(A), mm__tscale(B));
+    const size_t seg = p->scaled_kind ? K : p->bk;
+    p->c_in_chain = unscaled && ab == 1.0f && o->beta == 1.0f && seg >= K &&
+                    (o->acc.promote_every == 0 || (size_t)o->acc.promote_every >= K);
+    return MM_OK;
+}
+
+// --- the products
+
+typedef struct {
+    double *a, *b, *sa, *sb;
+} lanes;
+
+int mm__engine_run(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
+                   size_t K, const mm_opts *o) {
+    mm__engine_plan p;
+    if (mm__engine_plan_make(&p, A, B, M, N, K, o, NULL, 0) != MM_OK) return MM_EINVAL;
+    const mm_engine_kind *q = p.q;
+    const size_t unit = (size_t)q->k, pe = o->acc.promote_every > 0 ? (size_t)o->acc.promote_every : 0;
+    const size_t cap = (K + unit) / unit * unit;  // a segment, padded to whole instructions
+    const float ab = mm__fl32_prod3(o->alpha, mm__tscale(A), mm__tscale(B));
+    size_t bka, bkb;
+    const size_t nba = mm__nblocks(A, K, &bka);
+    mm__nblocks(B, K, &bkb);
+    fmt_t f16;
+    fmt_from_name(&f16, "fp16");
+    const fmt_round_opts rne = {.mode = FMT_RNE, .overflow = FMT_OVERFLOW_IEEE};
+    int st = MM_OK;
+#pragma omp parallel
+    {
+        lanes L = {malloc(cap * sizeof(double)), malloc(cap * sizeof(double)), malloc(cap * sizeof(double)),
+                   malloc(cap * sizeof(double))};
+        if (!L.a || !L.b || !L.sa || !L.sb) {
+#pragma omp atomic write
+            st = MM_ENOMEM;
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (size_t i = 0; i < M; i++) {
+            if (!L.a || !L.b || !L.sa || !L.sb) continue;
+            for (size_t j = 0; j < N; j++) {
+                float *cij = &C[i * ldc + j];
+                float total = 0.0f, y;
+                double d = 0.0;
+                // Segments: from each block edge (segmenting kinds), every pe products after it.
+                const size_t blk = p.scaled_kind ? K : p.bk;
+                for (size_t k0 = 0; k0 < K; k0 += blk) {
+                    const size_t k1 = k0 + blk < K ? k0 + blk : K;
+                    const size_t step = pe ? pe : k1 - k0;
+                    for (size_t s0 = k0; s0 < k1; s0 += step) {
+                        const size_t s1 = s0 + step < k1 ? s0 + step : k1, n = s1 - s0;
+                        const size_t np = (n + unit - 1) / unit * unit;
+                        for (size_t k = 0; k < np; k++) {
+                            const size_t kk = s0 + k;
+                            const bool in = k < n;
+                            L.a[k] = in ? (A->trans ? A->x[kk * A->ld + i] : A->x[i * A->ld + kk]) : 0.0;
+                            L.b[k] = in ? (B->trans ? B->x[j * B->ld + kk] : B->x[kk * B->ld + j]) : 0.0;
+                        }
+                        if (p.scaled_kind)
+                            for (size_t g = 0; g < np / (size_t)q->block; g++) {
+                                const size_t kk = s0 + g * (size_t)q->block;
+                                const bool in = kk < s1;
+                                L.sa[g] = in ? A->scales[i * nba + kk / bka] : 1.0;
+                                L.sb[g] = in ? B->scales[(kk / bkb) * N + j] : 1.0;
+                            }
+                        double c0 = 0.0;
+                        if (p.c_in_chain) c0 = o->acc.engine_f16 ? fmt_round1(&f16, *cij, &rne) : *cij;
+                        d = mm_engine_dot(q, o->acc.engine_f16, p.ta, p.tb, L.a, L.b, p.scaled_kind ? L.sa : NULL,
+                                          p.scaled_kind ? L.sb : NULL, c0, np, MM_EFAULT_NONE);
+                        float sab = 1.0f;
+                        if (!p.scaled_kind) {
+                            const float xa = A->scales ? A->scales[i * nba + s0 / bka] : 1.0f;
+                            const float xb = B->scales ? B->scales[(s0 / bkb) * N + j] : 1.0f;
+                            sab = xa * xb;
+                        }
+                        const float part = (float)d * sab;
+                        total = total + part;
+                    }
+                }
+                if (p.c_in_chain) {
+                    y = (float)d;  // D itself, its sign of zero included
+                } else {
+                    y = ab * total;
+                    if (o->beta != 0.0f) {
+                        const float bc = o->beta * *cij;
+                        y = y + bc;
+                    }
+                }
+                *cij = y;
+            }
+        }
+        free(L.a), free(L.b), free(L.sa), free(L.sb);
+    }
+    return st;
+}
