@@ -43,7 +43,9 @@ static void help(FILE *fp) {
             "  --scale RECIPE    none, tensor, row, mx, nvfp4, block:K:SCALEFMT, tile:RxC:SCALEFMT\n"
             "                    (see 'fplab quantize --help') [none]\n"
             "  --acc SPEC        fp32, bf16, fp16, mNN (NN fraction bits, fp32 range), with an\n"
-            "                    optional :promote=N (e.g. m13:promote=128) and :rtz/... [fp32]\n"
+            "                    optional :promote=N (e.g. m13:promote=128) and :rtz/...; or a\n"
+            "                    matrix engine ARCH:INSTR (hopper:wgmma, cdna3:mfma, ...: fplab\n"
+            "                    engines) [fp32]\n"
             "  --backend B       cpu or cuda (FPLAB_CUDA_KERNEL=auto|cublaslt|tc|simt picks its\n"
             "                    path; the table names the one taken) [cpu]\n"
             "  --seed S          random operands; A draws stream 1, B stream 2 [0]\n"
@@ -246,7 +248,10 @@ static bool parse_options(check_cfg *k, int argc, char **argv) {
     k->emulated = mm_acc_is_emulated(&k->o.acc);
     fmt_scaling_name(&k->sc, k->sname, sizeof k->sname);
     const mm_acc *acc = &k->o.acc;
-    if (k->emulated && acc->promote_every > 0)
+    char an[80];
+    if (acc->engine)
+        snprintf(k->acc_desc, sizeof k->acc_desc, "%s (engine)", mm_acc_name(acc, an, sizeof an));
+    else if (k->emulated && acc->promote_every > 0)
         snprintf(k->acc_desc, sizeof k->acc_desc, "%s promote=%d round=%s", acc->fmt.name, acc->promote_every,
                  fmt_mode_name(acc->mode));
     else if (k->emulated)
@@ -315,7 +320,7 @@ static void print_json(const check_cfg *k, const result res[2], double u, bool p
     printf("{\n  \"config\": {\"m\": %zu, \"n\": %zu, \"k\": %zu, \"a\": \"%s\", \"b\": \"%s\", \"out\": \"%s\", "
            "\"scale\": \"%s\", \"acc\": \"%s\", \"promote_every\": %d, \"emulated\": %s, \"backend\": \"%s\", "
            "\"seed\": %llu, \"dist\": \"%s\"},\n  \"results\": [\n",
-           k->M, k->N, k->K, k->fa.name, k->fb.name, k->o.out_fmt.name, k->sname, k->o.acc.fmt.name,
+           k->M, k->N, k->K, k->fa.name, k->fb.name, k->o.out_fmt.name, k->sname, k->acc_spec,
            k->o.acc.promote_every, k->emulated ? "true" : "false", k->backend, (unsigned long long)k->seed,
            mm_dist_name(k->dist));
     for (int i = 0; i < 2; i++) {

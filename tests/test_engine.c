@@ -374,3 +374,28 @@ Test(engine, matmul_is_the_chained_instruction) {
     cr_assert_eq(mm_validate(&A, &B, M, N, K, &o, msg, sizeof msg), MM_EINVAL);
     cr_assert(strstr(msg, "fp16"), "%s", msg);
 }
+
+// --- engines in precision policies (autocast/policy.h): parsed, checked against the operand
+// sites' formats, written back and read back equal.
+
+#include "autocast/policy.h"
+
+Test(engine, policy_accumulator_lines) {
+    static char text[1 << 14], back[1 << 14];
+    char msg[512];
+    cr_assert_gt(ac_preset_text("fp8-delayed", text, sizeof text), 0);
+    strcat(text, "accumulator hopper:wgmma:promote=128\naccumulator fp32 lm_head.*\n");
+    ac_policy p, q;
+    cr_assert_eq(ac_policy_parse(&p, text, "test", msg, sizeof msg), AC_OK, "%s", msg);
+    cr_assert_eq(p.acc[AC_PROJ_DOWN][AC_FPROP].engine, mm_engine_index("hopper:wgmma") + 1);
+    cr_assert_eq(p.acc[AC_PROJ_DOWN][AC_FPROP].promote_every, 128);
+    cr_assert_gt(ac_policy_text(&p, back, sizeof back), 0);
+    cr_assert(strstr(back, "accumulator hopper:wgmma:promote=128"), "%s", back);
+    cr_assert_eq(ac_policy_parse(&q, back, "round trip", msg, sizeof msg), AC_OK, "%s", msg);
+    cr_assert(ac_policy_equal(&p, &q));
+    // fp8 operands on an engine without fp8 instructions: refused, naming the operands.
+    cr_assert_gt(ac_preset_text("fp8-delayed", text, sizeof text), 0);
+    strcat(text, "accumulator ampere:mma\naccumulator fp32 lm_head.*\n");
+    cr_assert_neq(ac_policy_parse(&p, text, "test", msg, sizeof msg), AC_OK);
+    cr_assert(strstr(msg, "ampere:mma") && strstr(msg, "e4m3"), "%s", msg);
+}
