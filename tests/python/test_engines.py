@@ -1,0 +1,28 @@
+"""Matrix engines (kernels/engine.h) from Python: an engine name is an accumulator spec of
+fplab.scaled_matmul; D = A B + C with C as the instruction chain's first C (beta = 1), equal to
+the MPFR-backed reference path bit for bit, and different from float32 accumulation."""
+import numpy as np
+import pytest
+
+import fplab
+from conftest import same_bits
+
+
+@pytest.mark.parametrize("acc,fmt", [("hopper:wgmma", "e4m3"), ("hopper:wgmma:promote=128", "e4m3"),
+                                     ("ampere:mma", "bf16"), ("cdna3:mfma", "e4m3fnuz"),
+                                     ("blackwell:tcgen05", "e4m3")])
+def test_engine_accumulator(acc, fmt, rng):
+    A = rng.standard_normal((8, 512)).astype(np.float32)
+    B = rng.standard_normal((512, 6)).astype(np.float32)
+    C = rng.standard_normal((8, 6)).astype(np.float32)
+    r = fplab.scaled_matmul(A, B, fmt, fmt, acc=acc, c=C, beta=1.0, error=True)
+    assert r.emulated and r.mismatches == 0
+    same_bits(r.c, r.ref)
+    f = fplab.scaled_matmul(A, B, fmt, fmt, acc="fp32", c=C, beta=1.0)
+    assert not np.array_equal(r.c, f.c)
+
+
+def test_engine_refuses_operands_it_has_no_instruction_for(rng):
+    A = rng.standard_normal((4, 64)).astype(np.float32)
+    with pytest.raises(ValueError, match="volta:mma"):
+        fplab.scaled_matmul(A, A.T.copy(), "e4m3", acc="volta:mma")
