@@ -107,6 +107,16 @@ static int check_ptq(const char *list, char (*names)[64], int cap, char *msg, si
     return n;
 }
 
+// The --val-data that --extra passes to every run ("--val-data F" or "--val-data=F"), or NULL.
+static const char *extra_val_data(const ablate_opts *o) {
+    for (int i = 0; i < o->nextra; i++) {
+        const char *t = o->extra[i];
+        if (!strcmp(t, "--val-data") && i + 1 < o->nextra) return o->extra[i + 1];
+        if (!strncmp(t, "--val-data=", 11)) return t + 11;
+    }
+    return NULL;
+}
+
 int ablate_validate(const ablate_opts *o, char *msg, size_t msg_len) {
 #define BAD(...) return snprintf(msg, msg_len, __VA_ARGS__), XP_EINVAL
     if (o->npresets < 1) BAD("--presets: expected at least one policy (e.g. fp32,bf16-amp)");
@@ -143,6 +153,14 @@ int ablate_validate(const ablate_opts *o, char *msg, size_t msg_len) {
                         : "give it to ablate instead, or leave it out");
     }
     if (o->ptq && o->ptq[0] && check_ptq(o->ptq, NULL, 0, msg, msg_len) < 0) return XP_EINVAL;
+    // Nothing ablate reads may lie inside --out, whose files it writes (report.md, ablate.json,
+    // plots, runs/...): the corpus, the policy files (presets, --ptq) and a validation shard.
+    const fio_input in[3] = {{"data", o->data, true}, {"ptq", o->ptq, true}, {"val-data", extra_val_data(o), false}};
+    char dir[FIO_PATH_MAX + 2];  // "OUT/": a directory output (fio_refuse_same)
+    snprintf(dir, sizeof dir, "%s/", o->out);
+    if (fio_refuse_inputs("out", dir, in, 3, msg, msg_len) != FIO_OK) return XP_EINVAL;
+    for (int i = 0; i < o->npresets; i++)
+        if (fio_refuse_same("out", dir, "presets", o->presets[i], msg, msg_len) != FIO_OK) return XP_EINVAL;
     if (o->check_train) return check_train(o, msg, msg_len);
     return XP_OK;
 #undef BAD
@@ -364,8 +382,9 @@ static char **child_argv(const ablate_opts *o, const run_t *r, char nums[4][32])
 static void mark_failed(const run_t *r, const char *why) {
     char path[PATH_MAX_ + 16];
     run_file(path, sizeof path, r, "FAILED");
-    FILE *f = fopen(path, "w");
-    if (f) fprintf(f, "%s\n", why), fclose(f);
+    char text[1024], ignored[FIO_PATH_MAX + 128];
+    const int n = snprintf(text, sizeof text, "%s\n", why);
+    fio_write_file(path, text, n < (int)sizeof text ? (size_t)n : sizeof text - 1, ignored, sizeof ignored);
 }
 
 // The last lines of the run's file (its output: train.err, ptq.err), indented under a progress line.

@@ -441,5 +441,47 @@ expect_eq "quantize: a refused call creates no file" "" "$(ls "$T" | grep -e '^n
 expect_eq "quantize: the input survived" "$(words "$T/in_keep.npy")" "$(words "$T/in.npy")"
 expect_has "quantize --help: --codes" "--codes FILE" "$F" quantize --help
 
+# --- issue 20: outputs never replace what is not a regular file, never an input (those a
+# checkpoint names included), strings in logs are escaped, all outputs of a command or none
+# Item 1: a symlink stays a link (its file gets the output); a FIFO and a character device are
+# written through (a device node made in $T, never /dev/null itself: a regression must not
+# break the machine).
+cp "$T/b_keep.npy" "$T/lt.npy"; ln -sf lt.npy "$T/l.npy"
+expect_rc "quantize OUT a symlink" 0 "$F" quantize "$T/in.npy" "$T/l.npy" --to bf16
+expect_rc "quantize OUT a symlink: still a link" 0 test -L "$T/l.npy"
+expect_eq "quantize OUT a symlink: its file written" "$(words "$T/l.npy")" "$(words "$T/lt.npy")"
+mkfifo "$T/fifo.npy"
+{ timeout 60 cat "$T/fifo.npy" >"$T/fifo_got.npy" & } 2>/dev/null  # a writer that never opens it must not hang the test
+expect_rc "quantize OUT a FIFO" 0 "$F" quantize "$T/in.npy" "$T/fifo.npy" --to bf16
+wait
+expect_rc "quantize OUT a FIFO: still a FIFO" 0 test -p "$T/fifo.npy"
+expect_eq "quantize OUT a FIFO: the reader got the array" "$(words "$T/lt.npy")" "$(words "$T/fifo_got.npy")"
+expect_err "quantize OUT a directory" "is a directory" "$F" quantize "$T/in.npy" "$T" --to bf16
+if mknod "$T/null" c 1 3 2>/dev/null; then
+    expect_rc "quantize OUT a device (--stats)" 0 "$F" quantize "$T/in.npy" "$T/null" --to bf16 --stats
+    expect_rc "eval --out a device" 0 "$F" eval --ckpt "$T/run/ckpt.bin" --out "$T/null" --batches 1
+    expect_rc "export --llama2c a device" 0 "$F" export --ckpt "$T/run/ckpt.bin" --llama2c "$T/null"
+    expect_rc "the device node is still a character device" 0 test -c "$T/null"
+else
+    echo "note: mknod not permitted; device-node outputs not checked"
+fi
+# Item 2: eval --out onto the corpus the checkpoint names (no --data given), a policy file, the
+# validation data; ablate --data inside --out.
+expect_err "eval --out onto the checkpoint's corpus" "same file as --data" "$F" eval --ckpt "$T/run/ckpt.bin" --out "$T/corpus.txt"
+expect_err "eval --out onto a policy file" "same file as --policy" "$F" eval --ckpt "$T/run/ckpt.bin" \
+    --policy "fp32,$T/acc13.policy" --out "$T/acc13.policy"
+expect_eq "the corpus survived eval" 4000 "$(wc -c <"$T/corpus.txt")"
+cp "$T/abl/report.md" "$T/report_keep.md"
+expect_err "ablate --data inside --out" "lies inside --out" "$F" ablate --presets fp32 --model tiny --steps 4 \
+    --data "$T/abl/report.md" --out "$T/abl" --no-plots
+expect_rc "ablate --data inside --out: the file survived" 0 cmp "$T/abl/report.md" "$T/report_keep.md"
+# Item 5: an output that cannot be written leaves every output as it was.
+cp "$T/lt.npy" "$T/lt_keep.npy"
+expect_err "quantize --codes in a missing directory" "nonexistent" "$F" quantize "$T/in.npy" "$T/lt.npy" --to e4m3 \
+    --codes "$T/nonexistent/c.npy"
+expect_rc "quantize: OUT untouched when --codes fails" 0 cmp "$T/lt.npy" "$T/lt_keep.npy"
+expect_eq "quantize: no temporary file left" "" "$(ls "$T" | grep '\.tmp\.')"
+
+
 echo "$pass passed, $fail failed"
 [[ $fail == 0 ]]

@@ -79,7 +79,9 @@ int eval_open(eval_model *e, const eval_opts *o, char *msg, size_t msg_len) {
     snprintf(e->tokens, sizeof e->tokens, "%s",
              e->vocab.kind == DATA_VOCAB_TOKENS ? "shard" : e->vocab.kind == DATA_VOCAB_BYTE ? "byte" : "char");
     char why[512];
-    if (load_val_data(e, o->val_data && o->val_data[0] ? o->val_data : run.val_data, why, sizeof why) != EVAL_OK) {
+    const char *val = o->val_data && o->val_data[0] ? o->val_data : run.val_data;
+    if (!strcmp(e->tokens, "shard")) snprintf(e->val_path, sizeof e->val_path, "%s", val);
+    if (load_val_data(e, val, why, sizeof why) != EVAL_OK) {
         snprintf(msg, msg_len, "%s (the validation data of checkpoint '%s'%s)", why, o->ckpt,
                  o->data && o->data[0] ? "" : "; give --data if it moved");
         eval_close(e);

@@ -34,6 +34,7 @@ typedef struct {
     data_vocab vocab;       // the checkpoint's
     data_set data;          // loaded with the checkpoint's vocabulary
     char data_path[EVAL_PATH_MAX], tokens[8];
+    char val_path[EVAL_PATH_MAX];  // the validation shard read ("" for none: text, or shards split 90/10)
     int B, T, batches;      // as resolved (the run's options unless given)
     uint64_t seed;          // the run's: the key of the validation batches
     float ckpt_val_loss;    // the run's last validation loss (NAN: none recorded)
