@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "autocast/autocast.h"
 #include "autocast/policy.h"
 #include "experiments/json.h"
 #include "experiments/runlog.h"
@@ -227,7 +228,7 @@ static void write_str_array(FILE *f, const char *const *v, int n) {
     fputc('[', f);
     for (int i = 0; i < n; i++) {
         if (i) fputc(',', f);
-        jx_write_str(f, v[i]);
+        ac_json_str(f, v[i]);
     }
     fputc(']', f);
 }
@@ -243,26 +244,26 @@ static int write_manifest(const ablate_opts *o, const char *path, char *msg, siz
     const time_t now = time(NULL);
     struct tm tm;
     if (gmtime_r(&now, &tm)) strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    fputs("{\"command\":", f), jx_write_str(f, cmd);
-    fputs(",\n \"cwd\":", f), jx_write_str(f, cwd);
+    fputs("{\"command\":", f), ac_json_str(f, cmd);
+    fputs(",\n \"cwd\":", f), ac_json_str(f, cwd);
     fputs(",\n \"argv\":", f), write_str_array(f, o->argv, o->argc);
     fputs(",\n \"presets\":", f), write_str_array(f, o->presets, o->npresets);
     fputs(",\n \"run_names\":[", f);
     for (int i = 0; i < o->npresets; i++) {
         char nm[NAME_MAX_ + 8];
         run_name(nm, sizeof nm, o->presets[i]);
-        fputs(i ? "," : "", f), jx_write_str(f, nm);
+        fputs(i ? "," : "", f), ac_json_str(f, nm);
     }
     fputs("],\n \"seeds\":[", f);
     for (int i = 0; i < o->nseeds; i++)
         fprintf(f, "%s%llu", i ? "," : "", (unsigned long long)(o->seed_base + (uint64_t)i));
-    fputs("],\n \"model\":", f), jx_write_str(f, o->model);
-    fputs(",\n \"data\":", f), jx_write_str(f, o->data);
+    fputs("],\n \"model\":", f), ac_json_str(f, o->model);
+    fputs(",\n \"data\":", f), ac_json_str(f, o->data);
     fprintf(f, ",\n \"steps\":%ld,\n \"eval_every\":%ld,\n \"threads\":%d,\n \"jobs\":%d", o->steps,
             o->eval_every, o->threads, o->jobs);
-    fputs(",\n \"telemetry\":", f), jx_write_str(f, o->telemetry);
+    fputs(",\n \"telemetry\":", f), ac_json_str(f, o->telemetry);
     fputs(",\n \"extra\":", f), write_str_array(f, o->extra, o->nextra);
-    fputs(",\n \"started\":", f), jx_write_str(f, when);
+    fputs(",\n \"started\":", f), ac_json_str(f, when);
     fputs("}\n", f);
     return fio_commit(&out, msg, msg_len) == FIO_OK ? XP_OK : XP_EIO;
 }

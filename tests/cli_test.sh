@@ -475,6 +475,22 @@ cp "$T/abl/report.md" "$T/report_keep.md"
 expect_err "ablate --data inside --out" "lies inside --out" "$F" ablate --presets fp32 --model tiny --steps 4 \
     --data "$T/abl/report.md" --out "$T/abl" --no-plots
 expect_rc "ablate --data inside --out: the file survived" 0 cmp "$T/abl/report.md" "$T/report_keep.md"
+# Item 3: a policy name with quotes and backslashes, or one that would inject members, stays one
+# JSON string in the log.
+printf 'name a"b\\c\nsite *.in bf16\n' >"$T/q1.policy"
+printf 'name evil","seed":999,"x":"\nsite *.in bf16\n' >"$T/q2.policy"
+for q in q1 q2; do
+    expect_has "train, policy $q" "done: 2 steps" "$F" train --model tiny --data "$T/corpus.txt" --steps 2 \
+        --policy "$T/$q.policy" --ckpt-dir "$T/run_$q" --progress 0
+done
+expect_eq "no injected member" 0 "$(grep -c '"seed":999' "$T/run_q2/log.jsonl")"
+if command -v python3 >/dev/null; then
+    expect_rc "log with quoted policy names is JSON" 0 python3 -c "
+import json, sys
+a = [json.loads(l) for l in open('$T/run_q1/log.jsonl')]
+b = [json.loads(l) for l in open('$T/run_q2/log.jsonl')]
+sys.exit(not (a[0]['policy'] == 'a\"b\\\\c' and b[0]['policy'] == 'evil\",\"seed\":999,\"x\":\"' and b[0]['seed'] == 1337))"
+fi
 # Item 5: an output that cannot be written leaves every output as it was.
 cp "$T/lt.npy" "$T/lt_keep.npy"
 expect_err "quantize --codes in a missing directory" "nonexistent" "$F" quantize "$T/in.npy" "$T/lt.npy" --to e4m3 \

@@ -224,23 +224,12 @@ int eval_baseline(eval_model *e, eval_result *r, char *msg, size_t msg_len) {
 
 // --- output
 
-static void json_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        const unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-        else fputc(ch, f);
-    }
-    fputc('"', f);
-}
-
 void eval_write_json(FILE *f, const eval_model *e, const char *policy, const char *site, const eval_result *r,
                      const ac_ctx *ac) {
-    fputs("{\"ckpt\":", f), json_str(f, e->ckpt);
-    fputs(",\"policy\":", f), json_str(f, policy);
+    fputs("{\"ckpt\":", f), ac_json_str(f, e->ckpt);
+    fputs(",\"policy\":", f), ac_json_str(f, policy);
     fputs(",\"site\":", f);
-    if (site) json_str(f, site);
+    if (site) ac_json_str(f, site);
     else fputs("null", f);
     fputs(",\"val_loss\":", f), ac_json_num(f, r->loss, 9);
     if (e->base_loss) {
