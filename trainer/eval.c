@@ -143,12 +143,21 @@ void eval_policy_only(ac_policy *out, const ac_policy *p, ac_site s) {
     ac_policy_fp32(&f32);
     for (int i = 0; i < AC_NSITES; i++)
         if (i != (int)s) out->site[i] = f32.site[i];
+    // An emulated accumulator needs both its operands cast (ac_policy_validate's rule): where the
+    // derived policy keeps only one of them, that matmul accumulates in float32 as fp32 does.
+    for (int g = 0; g < AC_NPROJ; g++)
+        for (int k = 0; k < AC_NPASSES; k++) {
+            ac_site a, b;
+            ac_gemm_sites(g, k, &a, &b);
+            if (!out->site[a].active || !out->site[b].active) out->acc[g][k] = f32.acc[g][k];
+        }
 }
 
 int eval_attach_policy(llama_model *m, ac_ctx *ac, const ac_policy *p, int B, int T, uint64_t seed,
                        ac_telemetry tel, bool uncounted, char *msg, size_t msg_len) {
     memset(ac, 0, sizeof *ac);
-    if (eval_policy_check(p, msg, msg_len) != EVAL_OK) return EVAL_EINVAL;
+    if (eval_policy_check(p, msg, msg_len) != EVAL_OK || ac_policy_validate(p, msg, msg_len) != AC_OK)
+        return EVAL_EINVAL;
     if (ac_init(ac, p, m->cfg.n_layers, seed, tel, llama_max_operand(&m->cfg, B, T), msg, msg_len) != AC_OK)
         return EVAL_EINVAL;
     ac_begin_step(ac, 0);
