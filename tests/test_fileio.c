@@ -127,3 +127,21 @@ Test(fileio, refuses_a_directory_before_writing) {
     cr_assert(strstr(m, "directory"), "message: %s", m);
     cr_assert_eq(tmp_files(), 0);
 }
+
+// A symlink to a FIFO (as /dev/stdout is to a pipe, through /proc) is written through the link.
+Test(fileio, writes_through_a_symlink_to_a_fifo) {
+    char p[128], l[128], m[256], b[64] = "";
+    path_in(p, sizeof p, "fifo"), path_in(l, sizeof l, "out");
+    cr_assert_eq(mkfifo(p, 0600), 0);
+    cr_assert_eq(symlink(p, l), 0);
+    const int rfd = open(p, O_RDONLY | O_NONBLOCK);
+    cr_assert_geq(rfd, 0);
+    cr_assert_eq(fio_write_file(l, "abc", 3, m, sizeof m), FIO_OK, "%s", m);
+    cr_assert_eq(read(rfd, b, sizeof b - 1), 3);
+    close(rfd);
+    cr_assert_str_eq(b, "abc");
+    struct stat st;
+    cr_assert_eq(lstat(l, &st), 0);
+    cr_assert(S_ISLNK(st.st_mode));
+    cr_assert_eq(tmp_files(), 0);
+}

@@ -79,19 +79,20 @@ static int out_target(fio_out *o, const char *path, char *msg, size_t msg_len) {
         if (errno == ENOENT) return snprintf(o->path, sizeof o->path, "%s", path), FIO_OK;
         return fio_fail(FIO_EIO, msg, msg_len, "'%s': cannot write there: %s", path, strerror(errno));
     }
+    snprintf(o->path, sizeof o->path, "%s", path);
     if (S_ISLNK(st.st_mode)) {
-        char *real = realpath(path, NULL);
-        if (!real)
+        if (stat(path, &st) != 0)
             return fio_fail(FIO_EINVAL, msg, msg_len,
                             "'%s': a symbolic link to a missing file (or a loop); expected a link to a file, "
                             "or a plain file name", path);
-        const bool fits = snprintf(o->path, sizeof o->path, "%s", real) < (int)sizeof o->path;
-        free(real);
-        if (!fits) return fio_fail(FIO_EINVAL, msg, msg_len, "'%.60s...': path too long", path);
-        if (stat(o->path, &st) != 0)
-            return fio_fail(FIO_EIO, msg, msg_len, "'%s': cannot write there: %s", path, strerror(errno));
-    } else {
-        snprintf(o->path, sizeof o->path, "%s", path);
+        // A file is replaced where it is (the link stays); a device or FIFO is opened through the
+        // link itself (/dev/stdout names a pipe or terminal that has no path of its own).
+        if (S_ISREG(st.st_mode)) {
+            char *real = realpath(path, NULL);
+            const bool fits = real && snprintf(o->path, sizeof o->path, "%s", real) < (int)sizeof o->path;
+            free(real);
+            if (!fits) return fio_fail(FIO_EINVAL, msg, msg_len, "'%.60s': cannot resolve the link's file", path);
+        }
     }
     if (S_ISREG(st.st_mode)) return FIO_OK;
     if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return o->through = true, FIO_OK;
