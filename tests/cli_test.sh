@@ -498,6 +498,20 @@ expect_err "quantize --codes in a missing directory" "nonexistent" "$F" quantize
 expect_rc "quantize: OUT untouched when --codes fails" 0 cmp "$T/lt.npy" "$T/lt_keep.npy"
 expect_eq "quantize: no temporary file left" "" "$(ls "$T" | grep '\.tmp\.')"
 
+# Item 6: values that silently became defaults or wrapped are refused; a directory given as a
+# checkpoint or a policy is named as one.
+expect_err "train --norm-eps -1" "--norm-eps -1: expected a positive" "$F" train --model tiny --data "$T/corpus.txt" --steps 1 --norm-eps -1
+expect_err "train --rope-theta nan" "--rope-theta nan: expected a positive" "$F" train --model tiny --data "$T/corpus.txt" --steps 1 --rope-theta nan
+expect_err "train --seed -1" "non-negative integer" "$F" train --model tiny --data "$T/corpus.txt" --steps 1 --seed -1
+expect_err "train --comm e8m0" "no sign and no zero" "$F" train --model tiny --data "$T/corpus.txt" --steps 1 --comm e8m0
+expect_err "eval --ckpt a directory" "is a directory" "$F" eval --ckpt "$T/run"
+expect_err "train --policy a directory" "is a directory" "$F" train --model tiny --data "$T/corpus.txt" --steps 1 --policy "$T/run"
+
+cp "$T/corpus.txt" "$T/c_ed.txt"
+expect_has "train, stopped (corpus to be edited)" "stopped at step 2" "$F" train --model tiny --data "$T/c_ed.txt" --steps 4 \
+    --stop-at 2 --ckpt-dir "$T/run_ed" --progress 0
+printf 'an edit\n' >>"$T/c_ed.txt"
+expect_err "resume refuses an edited corpus" "another corpus" "$F" train --resume "$T/run_ed/ckpt.bin"
 
 echo "$pass passed, $fail failed"
 [[ $fail == 0 ]]

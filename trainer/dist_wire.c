@@ -45,6 +45,12 @@ int dist_wire_parse(dist_wire *w, const char *opt, const char *spec, char *msg, 
         return DIST_EINVAL;
     }
     if (!recipe) w->sc.none = true;
+    if (!w->fmt.is_signed || !w->fmt.has_zero) {  // e8m0, unsigned formats: refused before step 1
+        snprintf(msg, msg_len, "%s '%s': %s has %s, which gradients need; expected a signed format with zero "
+                 "(e.g. bf16, e4m3:tensor, mxfp8)", opt, spec, w->fmt.name,
+                 !w->fmt.is_signed && !w->fmt.has_zero ? "no sign and no zero" : !w->fmt.is_signed ? "no sign" : "no zero");
+        return DIST_EINVAL;
+    }
     if (w->sc.none && narrow(&w->fmt)) {
         snprintf(msg, msg_len, "%s '%s': %s has a narrower range than bfloat16 and needs a scaling recipe "
                  "(e.g. %s:tensor, %s:mx): unscaled gradients would underflow or overflow", opt, spec, w->fmt.name,
