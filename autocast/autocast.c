@@ -255,10 +255,48 @@ void ac_json_num(FILE *f, double v, int digits) {
     else fprintf(f, "%.*g", digits, v);
 }
 
+// The length of the valid UTF-8 sequence at p (2 to 4), or 0 (overlong forms, surrogates and
+// code points above U+10FFFF are invalid, as RFC 3629 says).
+static int utf8_len(const unsigned char *p) {
+    const unsigned c = p[0];
+    if (c >= 0xC2 && c <= 0xDF) return (p[1] & 0xC0) == 0x80 ? 2 : 0;
+    if (c >= 0xE0 && c <= 0xEF) {
+        const unsigned lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+        return p[1] >= lo && p[1] <= hi && (p[2] & 0xC0) == 0x80 ? 3 : 0;
+    }
+    if (c >= 0xF0 && c <= 0xF4) {
+        const unsigned lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+        return p[1] >= lo && p[1] <= hi && (p[2] & 0xC0) == 0x80 && (p[3] & 0xC0) == 0x80 ? 4 : 0;
+    }
+    return 0;
+}
+
+void ac_json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') fputc('\\', f), fputc(*p, f);
+        else if (*p == '\n') fputs("\\n", f);
+        else if (*p == '\t') fputs("\\t", f);
+        else if (*p == '\r') fputs("\\r", f);
+        else if (*p == '\b') fputs("\\b", f);
+        else if (*p == '\f') fputs("\\f", f);
+        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+        else if (*p < 0x80) fputc(*p, f);
+        else {
+            const int k = utf8_len(p);  // reads at most up to the NUL: a continuation byte is never 0
+            if (k) fwrite(p, 1, (size_t)k, f), p += k - 1;
+            else fputs("\\ufffd", f);
+        }
+    }
+    fputc('"', f);
+}
+
 static void write_tel(FILE *f, const char *prefix, const char *name, const ac_tel *t, bool *first) {
     const double n = (double)t->n;
-    fprintf(f, "%s\"%s%s\":{\"n\":%llu,\"overflow\":", *first ? "" : ",", prefix, name,
-            (unsigned long long)t->n);
+    char key[96];
+    snprintf(key, sizeof key, "%s%s", prefix, name);
+    fputs(*first ? "" : ",", f), ac_json_str(f, key);
+    fprintf(f, ":{\"n\":%llu,\"overflow\":", (unsigned long long)t->n);
     ac_json_num(f, t->overflow / n, 6);
     fputs(",\"underflow\":", f), ac_json_num(f, t->underflow / n, 6);
     fputs(",\"subnormal\":", f), ac_json_num(f, t->subnormal / n, 6);

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <strings.h>
 
 // ---------------------------------------------------------------------------------------------
@@ -657,6 +658,13 @@ int ac_policy_load(ac_policy *p, const char *name_or_path, char *msg, size_t msg
         return st;
     }
 
+    struct stat sb;
+    if (stat(name_or_path, &sb) == 0 && S_ISDIR(sb.st_mode)) {  // fopen would take it, and reading fail
+        if (msg)
+            snprintf(msg, msg_len, "'%s' is a directory; expected a preset (%s, fp16-static-S) or a policy file",
+                     name_or_path, ac_preset_names());
+        return AC_EIO;
+    }
     FILE *fh = fopen(name_or_path, "rb");
     if (!fh) {
         const int err = errno;

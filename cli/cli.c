@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "autocast/autocast.h"
 #include "formats/format.h"
 
 void cli_die(const char *fmt, ...) {
@@ -235,15 +236,6 @@ static void cell_text(char *buf, size_t len, const struct cli_cell *c, cli_kind 
     }
 }
 
-static void print_json_string(FILE *fp, const char *s) {
-    fputc('"', fp);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') fputc('\\', fp);
-        fputc(*s, fp);
-    }
-    fputc('"', fp);
-}
-
 static void print_json(const cli_table *t, FILE *fp) {
     size_t nrows = t->ncells / t->ncols;
     char buf[128];
@@ -257,7 +249,7 @@ static void print_json(const cli_table *t, FILE *fp) {
             if (k == CLI_JSON) fputs(c->s, fp);
             else if (k == CLI_STR || (k == CLI_NUM && !isfinite(c->v))) {
                 cell_text(buf, sizeof buf, c, k, CLI_OUT_JSON, t->exact);
-                print_json_string(fp, buf);
+                ac_json_str(fp, buf);
             } else {
                 cell_text(buf, sizeof buf, c, k, CLI_OUT_JSON, t->exact);
                 fputs(buf, fp);
@@ -299,7 +291,7 @@ void cli_table_print(cli_table *t, cli_out out, FILE *fp) {
                 first = false;
                 if (out == CLI_OUT_TABLE)
                     fprintf(fp, k == CLI_STR || k == CLI_BOOL ? "%-*s" : "%*s", k != CLI_NUM && k != CLI_INT && j == last ? 0 : width[j], buf);
-                else if (out == CLI_OUT_CSV && strpbrk(buf, ",\"")) print_json_string(fp, buf);
+                else if (out == CLI_OUT_CSV && strpbrk(buf, ",\"")) ac_json_str(fp, buf);
                 else fputs(buf, fp);
             }
             fputs(out == CLI_OUT_MD ? " |\n" : "\n", fp);

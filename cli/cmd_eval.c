@@ -162,16 +162,23 @@ int cmd_eval(int argc, char **argv) {
         CLI_CHECK(eval_policy_check(&p, msg, sizeof msg) == EVAL_OK, "eval: --policy '%s': %s", n, msg);
     }
     CLI_CHECK(!out_path || out_path[0], "eval: --out: expected a file name");
-    CLI_CHECK(!out_path || fio_refuse_same("out", out_path, "ckpt", o.ckpt, msg, sizeof msg) == FIO_OK,
-              "eval: %s", msg);
-    CLI_CHECK(!out_path || !o.data || fio_refuse_same("out", out_path, "data", o.data, msg, sizeof msg) == FIO_OK,
-              "eval: %s", msg);
     const int nthreads = llama_ops_threads(threads);
     eval_model e;
     const int st = eval_open(&e, &o, msg, sizeof msg);
     if (st != EVAL_OK) {
         fprintf(stderr, "fplab: eval: %s\n", msg);
         return st == EVAL_ENOMEM ? 1 : CLI_EXIT_USAGE;
+    }
+    // Every input, those the checkpoint names included (its corpus and validation shard when no
+    // --data or --val-data is given), and every policy file of the list.
+    if (out_path) {
+        enum { MAX_IN = 3 + sizeof list / 2 };
+        fio_input in[MAX_IN] = {{"ckpt", o.ckpt, false}, {"data", e.data_path, true}, {"val-data", e.val_path, false}};
+        int n = 3;
+        snprintf(list, sizeof list, "%s", policies);
+        for (char *save = NULL, *p = strtok_r(list, ",", &save); p && n < MAX_IN; p = strtok_r(NULL, ",", &save))
+            in[n++] = (fio_input){"policy", p, false};
+        CLI_CHECK(fio_refuse_inputs("out", out_path, in, n, msg, sizeof msg) == FIO_OK, "eval: %s", msg);
     }
     const llama_config *c = &e.m.cfg;
     fprintf(stderr, "fplab eval: %s: dim %d, layers %d, heads %d/%d, vocab %d, seq_len %d, %zu parameters; "

@@ -2,8 +2,9 @@
 // float32/float64 tensor with a scaling recipe and write the float32 result; optionally also the
 // element codes (--codes) and the tile scales as codes of the scale format (--scales), as the
 // Python binding's quantize() returns them in .codes and .scales.
-// The work is fmt_quantize_f32 (or fmt_round_f64 for float64 input without scaling); OUT is
-// written through npy_write_f32, so it is never half-written and untouched on any error.
+// The work is fmt_quantize_f32 (or fmt_round_f64 for float64 input without scaling); OUT,
+// --codes and --scales are written through fileio.h's atomic writer and committed together
+// (fio_commit_all), so none is half-written and all are untouched on any error.
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,8 +23,8 @@ static void help(FILE *fp) {
             "                      [--codes CODES.npy] [--scales SCALES.npy]\n\n"
             "Reads IN.npy ('<f4' or '<f8', 1-D or 2-D, C order; 1-D is one row), rounds it to\n"
             "FORMAT under the scaling RECIPE and writes the dequantized values as float32 OUT.npy\n"
-            "with the shape of IN. OUT is written to a temporary file and renamed: on any error\n"
-            "it is untouched.\n"
+            "with the shape of IN. OUT (and --codes, --scales) are written to temporary files and\n"
+            "renamed together: on any error every one of them is untouched.\n"
             "float64 input: with --scale none each value is rounded directly from float64\n"
             "(fmt_round_f64) and the result stored as float32 (exact for formats up to fp32);\n"
             "with any other recipe the input is first rounded to float32 (nearest-even), which\n"
@@ -113,17 +114,16 @@ int cmd_quantize(int argc, char **argv) {
     CLI_CHECK(npos == 2, "quantize: expected IN.npy and OUT.npy, got %d arguments (see 'fplab quantize --help')", npos);
     CLI_CHECK(to, "quantize: --to FORMAT is required (e.g. --to e4m3)");
     const char *in_path = pos[0], *out_path = pos[1];
-    // The output is written through a temporary file and renamed, which would replace the input.
-    CLI_CHECK(!fio_same_file(out_path, in_path), "quantize: OUT '%s' is the same file as IN '%s'; refusing to "
-              "overwrite an input (write to another path)", out_path, in_path);
-    // The same for --codes and --scales, and all outputs must be distinct (a later rename would
-    // replace an earlier output): by name, or as one existing file.
+    // No output may be the input, and all outputs must be distinct (a later rename would replace
+    // an earlier output): by name, or as one existing file.
     const char *outs[3] = {out_path, codes_path, scales_path}, *out_names[3] = {"OUT", "--codes", "--scales"};
-    for (int i = 1; i < 3; i++) {
+    const fio_input in[1] = {{"IN", in_path, false}};
+    char msg[512];
+    for (int i = 0; i < 3; i++) {
         if (!outs[i]) continue;
         CLI_CHECK(outs[i][0], "quantize: %s: empty path; expected FILE.npy", out_names[i]);
-        CLI_CHECK(!fio_same_target(outs[i], in_path), "quantize: %s '%s' is the same file "
-                  "as IN '%s'; refusing to overwrite an input (write to another path)", out_names[i], outs[i], in_path);
+        CLI_CHECK(fio_refuse_inputs(out_names[i] + (i ? 2 : 0), outs[i], in, 1, msg, sizeof msg) == FIO_OK,
+                  "quantize: %s (write to another path)", msg);
         for (int j = 0; j < i; j++)
             CLI_CHECK(!outs[j] || !fio_same_target(outs[i], outs[j]),
                       "quantize: %s '%s' is the same file as %s '%s'; expected a distinct path for each output",
@@ -132,7 +132,6 @@ int cmd_quantize(int argc, char **argv) {
     fmt_t f;
     cli_parse_format(&f, to, "--to");
     fmt_scaling sc;
-    char msg[512];
     int st = fmt_scaling_from_name(&sc, scale, msg, sizeof msg);
     if (st != FMT_OK && msg[0]) cli_die("--scale: %s", msg);  // the library's message names the spec
     CLI_CHECK(st == FMT_OK, "--scale '%s': unknown recipe; expected none|tensor|row|col|mx|nvfp4|block:K:SCALEFMT|"
@@ -214,17 +213,33 @@ int cmd_quantize(int argc, char **argv) {
         sshape[0] = grid_r, sshape[1] = grid_r ? nscales / grid_r : 0;
         if (a.ndim == 1 && sc.tile_rows == 1) sndim = 1, sshape[0] = sshape[1];
     }
-    st = npy_write_f32(out_path, y, a.ndim, a.shape, msg, sizeof msg);
+    // All outputs are written to temporary files (or through, for a device), then committed
+    // together: an error anywhere leaves every output as it was.
+    fio_out fo[3];
+    fio_out *open_outs[3];
+    int nopen = 0;
+    const struct { const char *path, *descr; size_t size; const void *data; int ndim; const size_t *shape; } w[3] = {
+        {out_path, "<f4", sizeof(float), y, a.ndim, a.shape},
+        {codes_path, codes_path ? npy_uint_descr(cb) : NULL, cb, codes, a.ndim, a.shape},
+        {scales_path, scales_path ? npy_uint_descr(scb) : NULL, scb, scodes, sndim, sshape}};
+    for (int i = 0; i < 3 && st == NPY_OK; i++) {
+        if (!w[i].path) continue;
+        char why[FIO_PATH_MAX + 128];
+        if (fio_create(&fo[i], w[i].path, why, sizeof why) != FIO_OK) {
+            snprintf(msg, sizeof msg, "quantize: %s: %.480s", out_names[i], why);
+            st = NPY_ERR;
+            break;
+        }
+        open_outs[nopen++] = &fo[i];
+        st = npy_write_to(&fo[i], w[i].descr, w[i].size, w[i].data, w[i].ndim, w[i].shape, msg, sizeof msg);
+    }
+    if (st != NPY_OK) {
+        for (int i = 0; i < nopen; i++) fio_abort(open_outs[i]);
+    } else if (fio_commit_all(open_outs, nopen, msg, sizeof msg) != FIO_OK) {
+        st = NPY_ERR;
+    }
     free(y);
-    CLI_CHECK(st == NPY_OK, "%s", msg);
-    if (codes_path) {
-        CLI_CHECK(npy_write(codes_path, npy_uint_descr(cb), cb, codes, a.ndim, a.shape, msg, sizeof msg) == NPY_OK,
-                  "%s", msg);
-    }
-    if (scales_path) {
-        CLI_CHECK(npy_write(scales_path, npy_uint_descr(scb), scb, scodes, sndim, sshape, msg, sizeof msg) == NPY_OK,
-                  "%s", msg);
-    }
+    CLI_CHECK(st == NPY_OK, "%s (OUT, --codes and --scales are as they were)", msg);
     free(elems), free(svals), free(codes), free(scodes);
     if (stats_on) print_stats(&s, &info);
     return 0;

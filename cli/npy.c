@@ -1,5 +1,5 @@
 // npy.c: the .npy reader (versions 1.0/2.0/3.0, '<f4'/'<f8', 1-D or 2-D, C order) and the
-// writer (float32, unsigned-integer codes) with the temporary-file + fsync + rename protocol. See npy.h for decisions.
+// writer (float32, unsigned-integer codes) through trainer/fileio.h's atomic writer. See npy.h for decisions.
 // Constraints: never exits, never leaves a partial output file; messages name the file.
 #include "npy.h"
 
@@ -294,6 +294,21 @@ int npy_write_f32(const char *path, const float *data, int ndim, const size_t *s
 int npy_write(const char *path, const char *descr, size_t itemsize, const void *data, int ndim,
               const size_t *shape, char *msg, size_t msglen) {
     if (msg && msglen) msg[0] = 0;
+    fio_out o;
+    char why[FIO_PATH_MAX + 128];
+    if (fio_create(&o, path, why, sizeof why) != FIO_OK) return snprintf(msg, msglen, "%s", why), NPY_ERR;
+    if (npy_write_to(&o, descr, itemsize, data, ndim, shape, msg, msglen) != NPY_OK) {
+        fio_abort(&o);
+        return NPY_ERR;
+    }
+    if (fio_commit(&o, why, sizeof why) != FIO_OK) return snprintf(msg, msglen, "%s", why), NPY_ERR;
+    return NPY_OK;
+}
+
+int npy_write_to(fio_out *o, const char *descr, size_t itemsize, const void *data, int ndim, const size_t *shape,
+                 char *msg, size_t msglen) {
+    if (msg && msglen) msg[0] = 0;
+    const char *path = o->path;
     if (ndim < 1 || ndim > 2) return fail(msg, msglen, path, "cannot write a %d-D array; expected 1-D or 2-D", ndim);
     if (!descr || !descr[0] || strlen(descr) > 8 || strchr(descr, '\'') || itemsize == 0)
         return fail(msg, msglen, path, "cannot write dtype '%s' of %zu-byte items", descr ? descr : "(null)", itemsize);
@@ -315,38 +330,10 @@ int npy_write(const char *path, const char *descr, size_t itemsize, const void *
     if (ndim == 2 && shape[1] && (shape[0] > SIZE_MAX / shape[1] || n > SIZE_MAX / itemsize))
         return fail(msg, msglen, path, "shape %zu x %zu of %zu-byte items is too large", shape[0], shape[1], itemsize);
     if (n > SIZE_MAX / itemsize) return fail(msg, msglen, path, "%zu items of %zu bytes is too large", n, itemsize);
-
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 16);
-    if (!tmp) return fail(msg, msglen, path, "out of memory");
-    snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        int e = errno;
-        free(tmp);
-        return fail(msg, msglen, path, "cannot create a temporary file next to it: %s", strerror(e));
-    }
-    const char *what = NULL;
-    if (fchmod(fd, 0644)) what = "chmod";
-    else if (!write_all(fd, head, total) || !write_streaming(fd, data, n * itemsize, (off_t)total)) what = "write";
-    else if (fsync(fd)) what = "fsync";
-    int e = errno;
-    if (close(fd) && !what) what = "close", e = errno;
-    if (!what && rename(tmp, path)) what = "rename", e = errno;
-    if (what) {
-        unlink(tmp);
-        free(tmp);
-        return fail(msg, msglen, path, "%s failed: %s (the file is untouched)", what, strerror(e));
-    }
-    free(tmp);
-    // Make the rename itself durable; a failure here cannot undo the (complete) file.
-    char *dir = strdup(path);
-    if (dir) {
-        char *slash = strrchr(dir, '/');
-        const char *d = slash ? (slash == dir ? "/" : (*slash = 0, dir)) : ".";
-        int dfd = open(d, O_RDONLY | O_DIRECTORY);
-        if (dfd >= 0) fsync(dfd), close(dfd);
-        free(dir);
-    }
+    // Straight to the descriptor (nothing is buffered in o->f yet, and nothing after): the data
+    // need not pass through stdio's buffer.
+    const int fd = fileno(o->f);
+    if (fflush(o->f) != 0 || !write_all(fd, head, total) || !write_streaming(fd, data, n * itemsize, (off_t)total))
+        return fail(msg, msglen, path, "write failed: %s (the file is untouched)", strerror(errno));
     return NPY_OK;
 }

@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "trainer/fileio.h"
+
 enum { NPY_OK = 0, NPY_ERR = 1 };
 
 typedef enum { NPY_F4, NPY_F8 } npy_dtype;
@@ -46,10 +48,10 @@ int npy_read(const char *path, npy_array *out, char *msg, size_t msglen);
 int npy_read_stream(FILE *fp, const char *name, npy_array *out, char *msg, size_t msglen);
 void npy_free(npy_array *a);
 
-// Writes data (n = product of shape, C order) as a version 1.0 '<f4' .npy. The bytes go to a
-// temporary file in the same directory, are fsync'ed, then renamed over path: path is either
-// the old file or the complete new one, never half-written; on error the temporary file is
-// removed and path is untouched. The new file has mode 0644. ndim is 1 or 2.
+// Writes data (n = product of shape, C order) as a version 1.0 '<f4' .npy, through the atomic
+// writer of trainer/fileio.h (fio_create, fio_commit): path is either the old file or the
+// complete new one, never half-written; on error path is untouched. What path may name (a
+// symlink, /dev/null, a FIFO; not a directory) is that writer's rule. ndim is 1 or 2.
 int npy_write_f32(const char *path, const float *data, int ndim, const size_t *shape, char *msg,
                   size_t msglen);
 
@@ -58,6 +60,11 @@ int npy_write_f32(const char *path, const float *data, int ndim, const size_t *s
 // data holds product(shape) * itemsize bytes. Same protocol and errors as npy_write_f32.
 int npy_write(const char *path, const char *descr, size_t itemsize, const void *data, int ndim,
               const size_t *shape, char *msg, size_t msglen);
+// The array written into an output already created (fio_create) and not committed: for a
+// command with several outputs, which commits them together (fio_commit_all). NPY_ERR with a
+// message naming o->path; the caller then aborts (fio_abort) every output.
+int npy_write_to(fio_out *o, const char *descr, size_t itemsize, const void *data, int ndim,
+                 const size_t *shape, char *msg, size_t msglen);
 // The dtype string NumPy writes for unsigned integers of `bytes` bytes (1, 2, 4 or 8): '|u1',
 // '<u2', '<u4', '<u8'; NULL for any other size.
 const char *npy_uint_descr(size_t bytes);

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "autocast/autocast.h"
 #include "autocast/policy.h"
 #include "experiments/json.h"
 #include "experiments/runlog.h"
@@ -107,6 +108,16 @@ static int check_ptq(const char *list, char (*names)[64], int cap, char *msg, si
     return n;
 }
 
+// The --val-data that --extra passes to every run ("--val-data F" or "--val-data=F"), or NULL.
+static const char *extra_val_data(const ablate_opts *o) {
+    for (int i = 0; i < o->nextra; i++) {
+        const char *t = o->extra[i];
+        if (!strcmp(t, "--val-data") && i + 1 < o->nextra) return o->extra[i + 1];
+        if (!strncmp(t, "--val-data=", 11)) return t + 11;
+    }
+    return NULL;
+}
+
 int ablate_validate(const ablate_opts *o, char *msg, size_t msg_len) {
 #define BAD(...) return snprintf(msg, msg_len, __VA_ARGS__), XP_EINVAL
     if (o->npresets < 1) BAD("--presets: expected at least one policy (e.g. fp32,bf16-amp)");
@@ -143,6 +154,14 @@ int ablate_validate(const ablate_opts *o, char *msg, size_t msg_len) {
                         : "give it to ablate instead, or leave it out");
     }
     if (o->ptq && o->ptq[0] && check_ptq(o->ptq, NULL, 0, msg, msg_len) < 0) return XP_EINVAL;
+    // Nothing ablate reads may lie inside --out, whose files it writes (report.md, ablate.json,
+    // plots, runs/...): the corpus, the policy files (presets, --ptq) and a validation shard.
+    const fio_input in[3] = {{"data", o->data, true}, {"ptq", o->ptq, true}, {"val-data", extra_val_data(o), false}};
+    char dir[FIO_PATH_MAX + 2];  // "OUT/": a directory output (fio_refuse_same)
+    snprintf(dir, sizeof dir, "%s/", o->out);
+    if (fio_refuse_inputs("out", dir, in, 3, msg, msg_len) != FIO_OK) return XP_EINVAL;
+    for (int i = 0; i < o->npresets; i++)
+        if (fio_refuse_same("out", dir, "presets", o->presets[i], msg, msg_len) != FIO_OK) return XP_EINVAL;
     if (o->check_train) return check_train(o, msg, msg_len);
     return XP_OK;
 #undef BAD
@@ -209,7 +228,7 @@ static void write_str_array(FILE *f, const char *const *v, int n) {
     fputc('[', f);
     for (int i = 0; i < n; i++) {
         if (i) fputc(',', f);
-        jx_write_str(f, v[i]);
+        ac_json_str(f, v[i]);
     }
     fputc(']', f);
 }
@@ -225,26 +244,26 @@ static int write_manifest(const ablate_opts *o, const char *path, char *msg, siz
     const time_t now = time(NULL);
     struct tm tm;
     if (gmtime_r(&now, &tm)) strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    fputs("{\"command\":", f), jx_write_str(f, cmd);
-    fputs(",\n \"cwd\":", f), jx_write_str(f, cwd);
+    fputs("{\"command\":", f), ac_json_str(f, cmd);
+    fputs(",\n \"cwd\":", f), ac_json_str(f, cwd);
     fputs(",\n \"argv\":", f), write_str_array(f, o->argv, o->argc);
     fputs(",\n \"presets\":", f), write_str_array(f, o->presets, o->npresets);
     fputs(",\n \"run_names\":[", f);
     for (int i = 0; i < o->npresets; i++) {
         char nm[NAME_MAX_ + 8];
         run_name(nm, sizeof nm, o->presets[i]);
-        fputs(i ? "," : "", f), jx_write_str(f, nm);
+        fputs(i ? "," : "", f), ac_json_str(f, nm);
     }
     fputs("],\n \"seeds\":[", f);
     for (int i = 0; i < o->nseeds; i++)
         fprintf(f, "%s%llu", i ? "," : "", (unsigned long long)(o->seed_base + (uint64_t)i));
-    fputs("],\n \"model\":", f), jx_write_str(f, o->model);
-    fputs(",\n \"data\":", f), jx_write_str(f, o->data);
+    fputs("],\n \"model\":", f), ac_json_str(f, o->model);
+    fputs(",\n \"data\":", f), ac_json_str(f, o->data);
     fprintf(f, ",\n \"steps\":%ld,\n \"eval_every\":%ld,\n \"threads\":%d,\n \"jobs\":%d", o->steps,
             o->eval_every, o->threads, o->jobs);
-    fputs(",\n \"telemetry\":", f), jx_write_str(f, o->telemetry);
+    fputs(",\n \"telemetry\":", f), ac_json_str(f, o->telemetry);
     fputs(",\n \"extra\":", f), write_str_array(f, o->extra, o->nextra);
-    fputs(",\n \"started\":", f), jx_write_str(f, when);
+    fputs(",\n \"started\":", f), ac_json_str(f, when);
     fputs("}\n", f);
     return fio_commit(&out, msg, msg_len) == FIO_OK ? XP_OK : XP_EIO;
 }
@@ -364,8 +383,9 @@ static char **child_argv(const ablate_opts *o, const run_t *r, char nums[4][32])
 static void mark_failed(const run_t *r, const char *why) {
     char path[PATH_MAX_ + 16];
     run_file(path, sizeof path, r, "FAILED");
-    FILE *f = fopen(path, "w");
-    if (f) fprintf(f, "%s\n", why), fclose(f);
+    char text[1024], ignored[FIO_PATH_MAX + 128];
+    const int n = snprintf(text, sizeof text, "%s\n", why);
+    fio_write_file(path, text, n < (int)sizeof text ? (size_t)n : sizeof text - 1, ignored, sizeof ignored);
 }
 
 // The last lines of the run's file (its output: train.err, ptq.err), indented under a progress line.

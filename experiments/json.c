@@ -303,18 +303,6 @@ bool jx_end(jx_cur *c) {
 
 // --- writing
 
-void jx_write_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-        else if (*p == '\n') fputs("\\n", f);
-        else if (*p == '\t') fputs("\\t", f);
-        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-        else fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
 void jx_write_num(FILE *f, double v) {
     if (isnan(v)) fputs("\"nan\"", f);
     else if (isinf(v)) fputs(v > 0 ? "\"inf\"" : "\"-inf\"", f);

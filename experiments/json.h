@@ -1,4 +1,4 @@
-// json.h: a minimal pull reader and two writer helpers for the small JSON documents fplab
+// json.h: a minimal pull reader and a number writer for the small JSON documents fplab
 // itself writes: the training log (one object per line, see runlog.h) and ablate.json.
 // Not a general JSON library: no tree, no allocation; the caller walks the text with a cursor
 // and picks the members it knows, skipping the rest. Tolerant where fplab's own writers are:
@@ -45,8 +45,7 @@ char jx_peek(jx_cur *c);                         // the next non-space character
 bool jx_end(jx_cur *c);
 
 // --- writing
-// s as a JSON string (quotes and escapes).
-void jx_write_str(FILE *f, const char *s);
+// Strings: ac_json_str (autocast/autocast.h), the one escaping writer of every log.
 // v as a JSON number, or "nan" / "inf" / "-inf" (the convention of fplab's logs), %.17g.
 void jx_write_num(FILE *f, double v);
 

@@ -214,6 +214,14 @@ static const char *glued_start(const char *line) {
     return at;
 }
 
+// Whether a line is a start line of a resumed run (written by the trainer as
+// {"event":"start",... "resumed_from":R ...}).
+static bool starts_resume(const char *line) {
+    while (*line == ' ' || *line == '\t') line++;
+    static const char start[] = "{\"event\":\"start\"";
+    return !strncmp(line, start, sizeof start - 1) && strstr(line, "\"resumed_from\":");
+}
+
 // Parses one line; on a format error the entries and site names it added are taken back, so
 // that a dropped line leaves nothing behind.
 static int parse_or_undo(runlog *l, jx_cur *c, bool layers) {
@@ -232,6 +240,8 @@ int runlog_read_stream(runlog *l, FILE *f, const char *path, bool layers, char *
     ssize_t len;
     long lineno = 0;
     int rc = RUNLOG_OK;
+    bool pending = false;  // the previous non-blank line did not parse (pending_msg says why)
+    char pending_msg[256 + 160];
     while ((len = getline(&line, &cap, f)) > 0) {
         lineno++;
         const bool complete = line[len - 1] == '\n';
@@ -250,20 +260,40 @@ int runlog_read_stream(runlog *l, FILE *f, const char *path, bool layers, char *
                 jx_cur s;
                 jx_init(&s, start);
                 if (parse_or_undo(l, &s, layers) == RUNLOG_OK) {
-                    l->truncated++;
+                    l->truncated += 1 + pending, pending = false;
                     rc = RUNLOG_OK;
                     continue;
                 }
             }
+        }
+        if (rc == RUNLOG_OK && pending) {
+            // The line after one that did not parse: only a resumed run's start line excuses it
+            // (the trainer ends a cut-short line with a newline before it appends).
+            if (!starts_resume(line)) {
+                snprintf(msg, msg_len, "%s", pending_msg);
+                rc = RUNLOG_EFORMAT;
+                break;
+            }
+            l->truncated++, pending = false;
         }
         if (rc == RUNLOG_EFORMAT && !complete) {  // the last write of a crashed run, cut short
             l->truncated++;
             rc = RUNLOG_OK;
             break;
         }
-        if (rc == RUNLOG_EFORMAT) snprintf(msg, msg_len, "%s:%ld: %s", path, lineno, c.err);
+        if (rc == RUNLOG_EFORMAT && !pending) {  // a cut-short write if a resumed run's start line follows
+            snprintf(pending_msg, sizeof pending_msg, "%s:%ld: %s", path, lineno, c.err);
+            pending = true;
+            rc = RUNLOG_OK;
+            continue;
+        }
+        if (rc == RUNLOG_EFORMAT) snprintf(msg, msg_len, "%s", pending_msg);  // two bad lines: the first
         else if (rc == RUNLOG_ENOMEM) snprintf(msg, msg_len, "%s:%ld: out of memory", path, lineno);
         if (rc != RUNLOG_OK) break;
+    }
+    if (rc == RUNLOG_OK && pending) {  // a bad whole line at the end: nothing excuses it
+        snprintf(msg, msg_len, "%s", pending_msg);
+        rc = RUNLOG_EFORMAT;
     }
     if (rc == RUNLOG_OK && ferror(f)) {
         snprintf(msg, msg_len, "%s: read error", path);

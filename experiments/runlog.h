@@ -13,7 +13,9 @@
 // once, as the final trajectory has it. A last line without its newline that does not parse
 // is a write cut short by a crash: it is dropped and counted in `truncated`. So is the fragment
 // at the start of a line that does not parse but ends in a whole start line: the write a kill
-// cut short, with the resumed run's start line appended right after it.
+// cut short, with the resumed run's start line appended right after it. And so is a whole line
+// that does not parse when the next line is a resumed run's start line: the trainer ends a
+// cut-short last line (a kill, a full disk) with a newline before it appends.
 // Counts are read as numbers: "steps", "tokens_per_step" outside [0, 1e15) or not integers
 // (1e300, "inf", "nan", -5, 2.5) are unknown (-1), never converted out of range; a
 // "resumed_from" beyond every step logged drops nothing.

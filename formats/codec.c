@@ -95,6 +95,27 @@ static float *decode_table(const fmt_t *f) {
     return t;
 }
 
+int fmt_codes_check(const fmt_t *f, const void *codes, size_t n, size_t *bad) {
+    const size_t bytes = fmt_code_bytes(f);
+    if (f->bits >= 8 * (int)bytes) return FMT_OK;  // every code of the width is one of the format's
+    const uint64_t high = ~(((uint64_t)1 << f->bits) - 1);
+    uint64_t any = 0;  // one branch-free pass (it vectorizes); the index only when needed
+    if (bytes == 1) {
+        const uint8_t *c = codes;
+        for (size_t i = 0; i < n; i++) any |= c[i];
+    } else {
+        for (size_t i = 0; i < n; i++) any |= code_load(codes, bytes, i);
+    }
+    if (!(any & high)) return FMT_OK;
+    if (bad)
+        for (size_t i = 0; i < n; i++)
+            if (code_load(codes, bytes, i) & high) {
+                *bad = i;
+                break;
+            }
+    return FMT_EINVAL;
+}
+
 int fmt_decode_f32(const fmt_t *f, float *x, const void *codes, size_t n) {
     const size_t bytes = fmt_code_bytes(f);
     fmt__codek ck;

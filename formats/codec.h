@@ -22,8 +22,15 @@ double fmt_decode1(const fmt_t *f, uint64_t c);
 // n * fmt_code_bytes(f) bytes, one code per element, little-endian in memory order.
 int fmt_encode_f32(const fmt_t *f, void *codes, const float *x, size_t n, const fmt_round_opts *o,
                    fmt_stats *stats);
-// x[0..n) = decode(codes[0..n)) (codes as fmt_encode_f32 writes them).
+// x[0..n) = decode(codes[0..n)) (codes as fmt_encode_f32 writes them; bits above the format's
+// width are ignored: callers holding codes from outside check them with fmt_codes_check).
 int fmt_decode_f32(const fmt_t *f, float *x, const void *codes, size_t n);
+// FMT_OK when every code of codes[0..n) (fmt_code_bytes(f) bytes each) fits in f->bits, else
+// FMT_EINVAL with *bad (when not NULL) the first index that does not. decode and pack keep their
+// fast paths free of it (they ignore the bits above the width, which fplab's own codes never
+// set); every entry point that takes codes from a user (the Python binding's decode and pack)
+// checks them with this one rule first, so e2m1's 255 is refused rather than decoded as -6.
+int fmt_codes_check(const fmt_t *f, const void *codes, size_t n, size_t *bad);
 
 // Packed storage: formats under 8 bits as a little-endian bit stream (element i in bits
 // [i*bits, (i+1)*bits)), so fp4 puts element 0 in the low nibble (as PyTorch's
@@ -31,7 +38,7 @@ int fmt_decode_f32(const fmt_t *f, float *x, const void *codes, size_t n);
 // 8 bits or more are stored as fmt_code_bytes(f) little-endian bytes per element.
 size_t fmt_packed_bytes(const fmt_t *f, size_t n);
 // packed = pack(codes[0..n)) (unpacked codes as fmt_encode_f32 writes them); unused trailing
-// bits of the last byte are zero.
+// bits of the last byte are zero (bits above the width are ignored; see fmt_codes_check).
 int fmt_pack(const fmt_t *f, uint8_t *packed, const void *codes, size_t n);
 int fmt_unpack(const fmt_t *f, void *codes, const uint8_t *packed, size_t n);
 

@@ -441,5 +441,77 @@ expect_eq "quantize: a refused call creates no file" "" "$(ls "$T" | grep -e '^n
 expect_eq "quantize: the input survived" "$(words "$T/in_keep.npy")" "$(words "$T/in.npy")"
 expect_has "quantize --help: --codes" "--codes FILE" "$F" quantize --help
 
+# --- issue 20: outputs never replace what is not a regular file, never an input (those a
+# checkpoint names included), strings in logs are escaped, all outputs of a command or none
+# Item 1: a symlink stays a link (its file gets the output); a FIFO and a character device are
+# written through (a device node made in $T, never /dev/null itself: a regression must not
+# break the machine).
+cp "$T/b_keep.npy" "$T/lt.npy"; ln -sf lt.npy "$T/l.npy"
+expect_rc "quantize OUT a symlink" 0 "$F" quantize "$T/in.npy" "$T/l.npy" --to bf16
+expect_rc "quantize OUT a symlink: still a link" 0 test -L "$T/l.npy"
+expect_eq "quantize OUT a symlink: its file written" "$(words "$T/l.npy")" "$(words "$T/lt.npy")"
+mkfifo "$T/fifo.npy"
+{ timeout 60 cat "$T/fifo.npy" >"$T/fifo_got.npy" & } 2>/dev/null  # a writer that never opens it must not hang the test
+expect_rc "quantize OUT a FIFO" 0 "$F" quantize "$T/in.npy" "$T/fifo.npy" --to bf16
+wait
+expect_rc "quantize OUT a FIFO: still a FIFO" 0 test -p "$T/fifo.npy"
+expect_eq "quantize OUT a FIFO: the reader got the array" "$(words "$T/lt.npy")" "$(words "$T/fifo_got.npy")"
+expect_err "quantize OUT a directory" "is a directory" "$F" quantize "$T/in.npy" "$T" --to bf16
+if mknod "$T/null" c 1 3 2>/dev/null; then
+    expect_rc "quantize OUT a device (--stats)" 0 "$F" quantize "$T/in.npy" "$T/null" --to bf16 --stats
+    expect_rc "eval --out a device" 0 "$F" eval --ckpt "$T/run/ckpt.bin" --out "$T/null" --batches 1
+    expect_rc "export --llama2c a device" 0 "$F" export --ckpt "$T/run/ckpt.bin" --llama2c "$T/null"
+    expect_rc "the device node is still a character device" 0 test -c "$T/null"
+else
+    echo "note: mknod not permitted; device-node outputs not checked"
+fi
+# Item 2: eval --out onto the corpus the checkpoint names (no --data given), a policy file, the
+# validation data; ablate --data inside --out.
+expect_err "eval --out onto the checkpoint's corpus" "same file as --data" "$F" eval --ckpt "$T/run/ckpt.bin" --out "$T/corpus.txt"
+expect_err "eval --out onto a policy file" "same file as --policy" "$F" eval --ckpt "$T/run/ckpt.bin" \
+    --policy "fp32,$T/acc13.policy" --out "$T/acc13.policy"
+expect_eq "the corpus survived eval" 4000 "$(wc -c <"$T/corpus.txt")"
+cp "$T/abl/report.md" "$T/report_keep.md"
+expect_err "ablate --data inside --out" "lies inside --out" "$F" ablate --presets fp32 --model tiny --steps 4 \
+    --data "$T/abl/report.md" --out "$T/abl" --no-plots
+expect_rc "ablate --data inside --out: the file survived" 0 cmp "$T/abl/report.md" "$T/report_keep.md"
+# Item 3: a policy name with quotes and backslashes, or one that would inject members, stays one
+# JSON string in the log.
+printf 'name a"b\\c\nsite *.in bf16\n' >"$T/q1.policy"
+printf 'name evil","seed":999,"x":"\nsite *.in bf16\n' >"$T/q2.policy"
+for q in q1 q2; do
+    expect_has "train, policy $q" "done: 2 steps" "$F" train --model tiny --data "$T/corpus.txt" --steps 2 \
+        --policy "$T/$q.policy" --ckpt-dir "$T/run_$q" --progress 0
+done
+expect_eq "no injected member" 0 "$(grep -c '"seed":999' "$T/run_q2/log.jsonl")"
+if command -v python3 >/dev/null; then
+    expect_rc "log with quoted policy names is JSON" 0 python3 -c "
+import json, sys
+a = [json.loads(l) for l in open('$T/run_q1/log.jsonl')]
+b = [json.loads(l) for l in open('$T/run_q2/log.jsonl')]
+sys.exit(not (a[0]['policy'] == 'a\"b\\\\c' and b[0]['policy'] == 'evil\",\"seed\":999,\"x\":\"' and b[0]['seed'] == 1337))"
+fi
+# Item 5: an output that cannot be written leaves every output as it was.
+cp "$T/lt.npy" "$T/lt_keep.npy"
+expect_err "quantize --codes in a missing directory" "nonexistent" "$F" quantize "$T/in.npy" "$T/lt.npy" --to e4m3 \
+    --codes "$T/nonexistent/c.npy"
+expect_rc "quantize: OUT untouched when --codes fails" 0 cmp "$T/lt.npy" "$T/lt_keep.npy"
+expect_eq "quantize: no temporary file left" "" "$(ls "$T" | grep '\.tmp\.')"
+
+# Item 6: values that silently became defaults or wrapped are refused; a directory given as a
+# checkpoint or a policy is named as one.
+expect_err "train --norm-eps -1" "--norm-eps -1: expected a positive" "$F" train --model tiny --data "$T/corpus.txt" --steps 1 --norm-eps -1
+expect_err "train --rope-theta nan" "--rope-theta nan: expected a positive" "$F" train --model tiny --data "$T/corpus.txt" --steps 1 --rope-theta nan
+expect_err "train --seed -1" "non-negative integer" "$F" train --model tiny --data "$T/corpus.txt" --steps 1 --seed -1
+expect_err "train --comm e8m0" "no sign and no zero" "$F" train --model tiny --data "$T/corpus.txt" --steps 1 --comm e8m0
+expect_err "eval --ckpt a directory" "is a directory" "$F" eval --ckpt "$T/run"
+expect_err "train --policy a directory" "is a directory" "$F" train --model tiny --data "$T/corpus.txt" --steps 1 --policy "$T/run"
+
+cp "$T/corpus.txt" "$T/c_ed.txt"
+expect_has "train, stopped (corpus to be edited)" "stopped at step 2" "$F" train --model tiny --data "$T/c_ed.txt" --steps 4 \
+    --stop-at 2 --ckpt-dir "$T/run_ed" --progress 0
+head -c 100 "$T/corpus.txt" >>"$T/c_ed.txt"  # an edit within the vocabulary (a new character is refused anyway)
+expect_err "resume refuses an edited corpus" "another corpus" "$F" train --resume "$T/run_ed/ckpt.bin"
+
 echo "$pass passed, $fail failed"
 [[ $fail == 0 ]]

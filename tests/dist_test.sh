@@ -168,6 +168,18 @@ timeout 60 mpirun -np 1 "$B" train "${COMMON[@]}" --ckpt-dir x --lr 1e-2 : -np 1
     --ckpt-dir x --lr 2e-2 >x.out 2>&1
 [ $? -ne 0 ] && grep -q "disagree" x.out && [ ! -e x ] && ok "ranks with different options are refused" ||
     { bad "disagreeing ranks"; tail -3 x.out; }
+# run-only options that change which steps hold a collective are part of the agreement (issue 20:
+# these stopped with MPI_ERR_TRUNCATE, "a rank died")
+timeout 60 mpirun -np 1 "$B" train "${COMMON[@]}" --ckpt-dir y --ckpt-every 2 : -np 1 "$B" train "${COMMON[@]}" \
+    --ckpt-dir y --ckpt-every 3 >y.out 2>&1
+[ $? -ne 0 ] && grep -q "disagree" y.out && ok "ranks with different --ckpt-every are refused" ||
+    { bad "ranks with different --ckpt-every"; tail -3 y.out; }
+timeout 60 mpirun -np 1 "$B" train "${COMMON[@]}" --ckpt-dir z --stop-at 2 : -np 1 "$B" train "${COMMON[@]}" \
+    --ckpt-dir z --stop-at 4 >z.out 2>&1
+[ $? -ne 0 ] && grep -q "disagree" z.out && ok "ranks with different --stop-at are refused" ||
+    { bad "ranks with different --stop-at"; tail -3 z.out; }
+run 2 c8 --comm e8m0; [ $? -ne 0 ] && grep -q "no sign and no zero" c8.out && ok "--comm e8m0 refused up front" ||
+    bad "--comm e8m0 accepted"
 run 2 c --comm e4m3; [ $? -ne 0 ] && grep -q "needs a scaling recipe" c.out && ok "--comm e4m3 without a scale refused" ||
     bad "--comm e4m3 accepted"
 

@@ -34,7 +34,8 @@ Test(dist, wire_specs) {
     cr_assert_eq(dist_wire_parse(&w, "--comm", "e3m0:finite:tensor", msg, sizeof msg), DIST_OK);
     cr_assert(w.active && w.fmt.bits == 4 && w.fmt.ebits == 3 && !w.sc.none);
     const char *refused[][2] = {{"e4m3", "scaling recipe"}, {"fp16", "scaling recipe"}, {"e2m1", "scaling recipe"},
-                                {"bogus", "expected FORMAT"}, {"bf16:nonsense", "expected FORMAT"}};
+                                {"bogus", "expected FORMAT"}, {"bf16:nonsense", "expected FORMAT"},
+                                {"e8m0", "no sign and no zero"}, {"e8m0:tensor", "no sign"}};
     for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
         msg[0] = 0;
         cr_assert_eq(dist_wire_parse(&w, "--comm", refused[i][0], msg, sizeof msg), DIST_EINVAL, "%s accepted", refused[i][0]);

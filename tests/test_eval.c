@@ -173,6 +173,21 @@ Test(eval, one_site_at_a_time) {
     cr_assert(!eval_site_in_forward(AC_QKV_GRAD) && !eval_site_in_forward(AC_MASTER) && !eval_site_in_forward(AC_ADAM_V));
 }
 
+// Issue 20: a single-site policy derived from one with emulated accumulators keeps each
+// accumulator only where both its operands are still cast (the rule a direct policy is held
+// to); before, every derived policy broke it and --per-site printed NaN rows.
+Test(eval, one_site_keeps_the_operand_rule) {
+    const ac_policy p = parse("name acc13\nsite *.in e4m3 tensor\nsite *.w e4m3 mx\n"
+                              "accumulator m13:promote=16 *.fprop\n");
+    char msg[512] = "";
+    for (int s = 0; s < AC_NSITES; s++) {
+        if (!p.site[s].active || !eval_site_in_forward(s)) continue;
+        ac_policy one;
+        eval_policy_only(&one, &p, s);
+        cr_assert_eq(ac_policy_validate(&one, msg, sizeof msg), AC_OK, "%s only: %s", ac_site_name(s), msg);
+    }
+}
+
 Test(eval, refusals) {
     char msg[512] = "", path[160];
     eval_model e;

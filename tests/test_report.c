@@ -260,6 +260,35 @@ Test(report, reader_resume_truncation_and_tolerance) {
     runlog_free(&l);
 }
 
+// A last line cut short (a full disk, a kill), which the resumed run ends with a newline before
+// it appends its start line: the cut line is dropped and counted, as the glued form is. A bad
+// line followed by anything else is still an error, and so is a bad whole last line.
+Test(report, torn_line_then_newline_then_resume) {
+    snprintf(dir, sizeof dir, "/tmp/fplab_report_XXXXXX");
+    cr_assert(mkdtemp(dir));
+    write_file("torn.jsonl",
+               "{\"event\":\"start\",\"policy\":\"fp32\",\"seed\":1,\"steps\":4,\"resumed_from\":0}\n"
+               "{\"step\":1,\"loss\":1}\n{\"step\":2,\"loss\":2}\n{\"step\":3,\"lo\n"
+               "{\"event\":\"start\",\"policy\":\"fp32\",\"seed\":1,\"steps\":4,\"resumed_from\":2}\n"
+               "{\"step\":3,\"loss\":30}\n{\"step\":4,\"loss\":40}\n");
+    write_file("bad_mid.jsonl", "{\"step\":1,\"loss\":1}\n{\"step\":2,\"lo\n{\"step\":3,\"loss\":3}\n");
+    write_file("bad_last.jsonl", "{\"step\":1,\"loss\":1}\n{\"step\":2,\"lo\n");
+    char p[256], msg[512] = "";
+    snprintf(p, sizeof p, "%s/torn.jsonl", dir);
+    runlog l;
+    cr_assert_eq(runlog_read(&l, p, false, msg, sizeof msg), RUNLOG_OK, "%s", msg);
+    cr_assert_eq(l.truncated, 1);
+    cr_assert_eq(l.n, 4);
+    cr_assert_eq(l.step[2].loss, 30);
+    runlog_free(&l);
+    const char *bad[2] = {"bad_mid.jsonl", "bad_last.jsonl"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(p, sizeof p, "%s/%s", dir, bad[k]);
+        cr_assert_eq(runlog_read(&l, p, false, msg, sizeof msg), RUNLOG_EFORMAT, "%s", bad[k]);
+        cr_assert(strstr(msg, ":2:"), "%s: the message names line 2: %s", bad[k], msg);
+    }
+}
+
 // A run killed mid-line and resumed: the resumed invocation appends its start line right after
 // the cut-short write (the log is opened for appending; no newline comes first), so one line
 // holds a fragment and then a whole start line. The fragment is dropped and counted, the start

@@ -89,6 +89,9 @@ void ckpt_file_free(ckpt_file *f) {
 
 int ckpt_read(ckpt_file *out, const char *path, char *msg, size_t msg_len) {
     memset(out, 0, sizeof *out);
+    if (fio_is_dir(path))  // fopen takes a directory, then every read fails: say what it is
+        return fio_fail(CKPT_EIO, msg, msg_len, "checkpoint '%s' is a directory; expected a checkpoint file "
+                        "(fplab train writes DIR/ckpt.bin)", path);
     FILE *f = fopen(path, "rb");
     if (!f) return fio_fail(CKPT_EIO, msg, msg_len, "checkpoint '%s': cannot open: %s", path, strerror(errno));
     const int st = ckpt_read_stream(out, f, path, msg, msg_len);

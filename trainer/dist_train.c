@@ -69,6 +69,11 @@ static uint64_t fingerprint(const train_run_state *r) {
     uint64_t h = 0xcbf29ce484222325ull;
     if (text) train_opts_text(&o, text, len + 1), h = fnv(h, text, len);
     free(text);
+    // Run-only options that still decide which steps hold a collective (a checkpoint's agreement,
+    // local SGD's gather of per-rank state): whether there is a checkpoint, how often, and the
+    // step this invocation stops at. Ranks that differ here would meet different collectives.
+    const long every = r->o.ckpt_every, stop = r->o.stop_at, ckpt = r->o.ckpt_dir[0] != 0;
+    h = fnv(h, &every, sizeof every), h = fnv(h, &stop, sizeof stop), h = fnv(h, &ckpt, sizeof ckpt);
     h = fnv(h, &r->data.n_tokens, sizeof r->data.n_tokens);
     h = fnv(h, &r->data.n_train, sizeof r->data.n_train);
     h = fnv(h, r->data.tokens, r->data.n_tokens * sizeof *r->data.tokens);
@@ -95,7 +100,8 @@ int train__dist_agree(train_run_state *r, int rc, char *msg, size_t msg_len) {
     if (!dist_min_int(&r->w, fp != NULL)) bad = r->w.rank;
     if (bad >= 0) snprintf(msg, msg_len, "the ranks disagree on their options, data or starting weights: "
                            "rank %d's fingerprint %016llx is not rank 0's %016llx (every rank must be given the "
-                           "same options and see the same --data and --resume files)", bad,
+                           "same options, --ckpt-dir, --ckpt-every and --stop-at included, and see the same --data and "
+                           "--resume files)", bad,
                            fp ? (unsigned long long)fp[bad] : 0ull, fp ? (unsigned long long)fp[0] : 0ull);
     free(fp);
     return bad >= 0 ? -1 : 0;

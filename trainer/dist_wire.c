@@ -45,6 +45,12 @@ int dist_wire_parse(dist_wire *w, const char *opt, const char *spec, char *msg, 
         return DIST_EINVAL;
     }
     if (!recipe) w->sc.none = true;
+    if (!w->fmt.is_signed || !w->fmt.has_zero) {  // e8m0, unsigned formats: refused before step 1
+        snprintf(msg, msg_len, "%s '%s': %s has %s, which gradients need; expected a signed format with zero "
+                 "(e.g. bf16, e4m3:tensor, mxfp8)", opt, spec, w->fmt.name,
+                 !w->fmt.is_signed && !w->fmt.has_zero ? "no sign and no zero" : !w->fmt.is_signed ? "no sign" : "no zero");
+        return DIST_EINVAL;
+    }
     if (w->sc.none && narrow(&w->fmt)) {
         snprintf(msg, msg_len, "%s '%s': %s has a narrower range than bfloat16 and needs a scaling recipe "
                  "(e.g. %s:tensor, %s:mx): unscaled gradients would underflow or overflow", opt, spec, w->fmt.name,
@@ -283,8 +289,8 @@ enum { STREAM_CONTRIB = 1, STREAM_SUM = 2, STREAM_GATHER = 3, STREAM_HOP = 16 };
 static void dump(const dist_reducer *d, const char *ext, const float *x) {
     char path[300];
     snprintf(path, sizeof path, "%s.%s", d->dump, ext);
-    FILE *f = fopen(path, "wb");
-    if (f) fwrite(x, sizeof *x, d->n, f), fclose(f);
+    char ignored[FIO_PATH_MAX + 128];  // a debugging aid: a failed dump stops nothing
+    fio_write_file(path, x, d->n * sizeof *x, ignored, sizeof ignored);
 }
 
 // The ring's reduce-scatter: chunk c leaves rank c as its contribution's bytes and, at each hop,

@@ -79,7 +79,9 @@ int eval_open(eval_model *e, const eval_opts *o, char *msg, size_t msg_len) {
     snprintf(e->tokens, sizeof e->tokens, "%s",
              e->vocab.kind == DATA_VOCAB_TOKENS ? "shard" : e->vocab.kind == DATA_VOCAB_BYTE ? "byte" : "char");
     char why[512];
-    if (load_val_data(e, o->val_data && o->val_data[0] ? o->val_data : run.val_data, why, sizeof why) != EVAL_OK) {
+    const char *val = o->val_data && o->val_data[0] ? o->val_data : run.val_data;
+    if (!strcmp(e->tokens, "shard")) snprintf(e->val_path, sizeof e->val_path, "%s", val);
+    if (load_val_data(e, val, why, sizeof why) != EVAL_OK) {
         snprintf(msg, msg_len, "%s (the validation data of checkpoint '%s'%s)", why, o->ckpt,
                  o->data && o->data[0] ? "" : "; give --data if it moved");
         eval_close(e);
@@ -141,12 +143,21 @@ void eval_policy_only(ac_policy *out, const ac_policy *p, ac_site s) {
     ac_policy_fp32(&f32);
     for (int i = 0; i < AC_NSITES; i++)
         if (i != (int)s) out->site[i] = f32.site[i];
+    // An emulated accumulator needs both its operands cast (ac_policy_validate's rule): where the
+    // derived policy keeps only one of them, that matmul accumulates in float32 as fp32 does.
+    for (int g = 0; g < AC_NPROJ; g++)
+        for (int k = 0; k < AC_NPASSES; k++) {
+            ac_site a, b;
+            ac_gemm_sites(g, k, &a, &b);
+            if (!out->site[a].active || !out->site[b].active) out->acc[g][k] = f32.acc[g][k];
+        }
 }
 
 int eval_attach_policy(llama_model *m, ac_ctx *ac, const ac_policy *p, int B, int T, uint64_t seed,
                        ac_telemetry tel, bool uncounted, char *msg, size_t msg_len) {
     memset(ac, 0, sizeof *ac);
-    if (eval_policy_check(p, msg, msg_len) != EVAL_OK) return EVAL_EINVAL;
+    if (eval_policy_check(p, msg, msg_len) != EVAL_OK || ac_policy_validate(p, msg, msg_len) != AC_OK)
+        return EVAL_EINVAL;
     if (ac_init(ac, p, m->cfg.n_layers, seed, tel, llama_max_operand(&m->cfg, B, T), msg, msg_len) != AC_OK)
         return EVAL_EINVAL;
     ac_begin_step(ac, 0);
@@ -222,23 +233,12 @@ int eval_baseline(eval_model *e, eval_result *r, char *msg, size_t msg_len) {
 
 // --- output
 
-static void json_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        const unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-        else fputc(ch, f);
-    }
-    fputc('"', f);
-}
-
 void eval_write_json(FILE *f, const eval_model *e, const char *policy, const char *site, const eval_result *r,
                      const ac_ctx *ac) {
-    fputs("{\"ckpt\":", f), json_str(f, e->ckpt);
-    fputs(",\"policy\":", f), json_str(f, policy);
+    fputs("{\"ckpt\":", f), ac_json_str(f, e->ckpt);
+    fputs(",\"policy\":", f), ac_json_str(f, policy);
     fputs(",\"site\":", f);
-    if (site) json_str(f, site);
+    if (site) ac_json_str(f, site);
     else fputs("null", f);
     fputs(",\"val_loss\":", f), ac_json_num(f, r->loss, 9);
     if (e->base_loss) {

@@ -34,6 +34,7 @@ typedef struct {
     data_vocab vocab;       // the checkpoint's
     data_set data;          // loaded with the checkpoint's vocabulary
     char data_path[EVAL_PATH_MAX], tokens[8];
+    char val_path[EVAL_PATH_MAX];  // the validation shard read ("" for none: text, or shards split 90/10)
     int B, T, batches;      // as resolved (the run's options unless given)
     uint64_t seed;          // the run's: the key of the validation batches
     float ckpt_val_loss;    // the run's last validation loss (NAN: none recorded)
@@ -65,7 +66,9 @@ int eval_policy_check(const ac_policy *p, char *msg, size_t msg_len);
 // recipes: their scales mix tokens, future ones included, and each forward re-quantizes the
 // whole window, which a cache does not (the CLI prints a note, and still runs it).
 bool eval_kv_per_token(const ac_policy *p);
-// out = p with every site float32 except s, which keeps p's rule (the rest of p unchanged).
+// out = p with every site float32 except s, which keeps p's rule (the rest of p unchanged, but
+// for each emulated accumulator whose operands are not both kept: float32, as a direct policy
+// must have).
 void eval_policy_only(ac_policy *out, const ac_policy *p, ac_site s);
 
 // Sets up ac for policy p on model m for batches up to (B, T) and attaches it (m->ac = ac);

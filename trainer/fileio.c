@@ -69,24 +69,64 @@ int fio_mkdir_p(const char *path, char *msg, size_t msg_len) {
     return FIO_OK;
 }
 
+// What may stand at an output's path: nothing or a regular file (replaced by a rename), a FIFO or
+// a character device (written through: renaming over /dev/null would replace the device with a
+// regular file), a symlink (followed to what it names, which must be one of these). Anything else
+// (a directory, a block device, a socket, a dangling link) is refused before a byte is written.
+static int out_target(fio_out *o, const char *path, char *msg, size_t msg_len) {
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        if (errno == ENOENT) return snprintf(o->path, sizeof o->path, "%s", path), FIO_OK;
+        return fio_fail(FIO_EIO, msg, msg_len, "'%s': cannot write there: %s", path, strerror(errno));
+    }
+    snprintf(o->path, sizeof o->path, "%s", path);
+    if (S_ISLNK(st.st_mode)) {
+        if (stat(path, &st) != 0)
+            return fio_fail(FIO_EINVAL, msg, msg_len,
+                            "'%s': a symbolic link to a missing file (or a loop); expected a link to a file, "
+                            "or a plain file name", path);
+        // A file is replaced where it is (the link stays); a device or FIFO is opened through the
+        // link itself (/dev/stdout names a pipe or terminal that has no path of its own).
+        if (S_ISREG(st.st_mode)) {
+            char *real = realpath(path, NULL);
+            const bool fits = real && snprintf(o->path, sizeof o->path, "%s", real) < (int)sizeof o->path;
+            free(real);
+            if (!fits) return fio_fail(FIO_EINVAL, msg, msg_len, "'%.60s': cannot resolve the link's file", path);
+        }
+    }
+    if (S_ISREG(st.st_mode)) return FIO_OK;
+    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return o->through = true, FIO_OK;
+    const char *what = S_ISDIR(st.st_mode) ? "a directory" : S_ISBLK(st.st_mode) ? "a block device"
+                       : S_ISSOCK(st.st_mode) ? "a socket" : "not a regular file";
+    return fio_fail(FIO_EINVAL, msg, msg_len, "'%s' is %s; refusing to write there (expected a file name)", path, what);
+}
+
 int fio_create(fio_out *o, const char *path, char *msg, size_t msg_len) {
-    o->f = NULL;
-    if (snprintf(o->path, sizeof o->path, "%s", path) >= (int)sizeof o->path) {
-        snprintf(msg, msg_len, "'%.60s...': path too long", path);
-        return FIO_EINVAL;
+    o->f = NULL, o->through = false, o->tmp[0] = 0;
+    if (strlen(path) >= sizeof o->path) return fio_fail(FIO_EINVAL, msg, msg_len, "'%.60s...': path too long", path);
+    if (!path[0]) return fio_fail(FIO_EINVAL, msg, msg_len, "empty output path; expected a file name");
+    const int st = out_target(o, path, msg, msg_len);
+    if (st != FIO_OK) return st;
+    if (o->through) {
+        const int fd = open(o->path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+        if (fd < 0 || !(o->f = fdopen(fd, "wb"))) {
+            const int e = errno;
+            if (fd >= 0) close(fd);
+            return fio_fail(FIO_EIO, msg, msg_len, "'%s': cannot open it for writing: %s", path, strerror(e));
+        }
+        return FIO_OK;
     }
-    snprintf(o->tmp, sizeof o->tmp, "%s.tmp.XXXXXX", path);
+    snprintf(o->tmp, sizeof o->tmp, "%s.tmp.XXXXXX", o->path);
     const int fd = mkstemp(o->tmp);
-    if (fd < 0) {
-        snprintf(msg, msg_len, "'%s': cannot create a temporary file next to it: %s", path, strerror(errno));
-        return FIO_EIO;
-    }
+    if (fd < 0)
+        return fio_fail(FIO_EIO, msg, msg_len, "'%s': cannot create a temporary file next to it: %s", path,
+                        strerror(errno));
     const mode_t um = umask(0);  // mkstemp makes 0600; give the file the mode fopen would
     umask(um);
     if (fchmod(fd, 0666 & ~um) != 0 || !(o->f = fdopen(fd, "wb"))) {
-        snprintf(msg, msg_len, "'%s': cannot open a temporary file: %s", path, strerror(errno));
+        const int e = errno;
         close(fd), unlink(o->tmp);
-        return FIO_EIO;
+        return fio_fail(FIO_EIO, msg, msg_len, "'%s': cannot open a temporary file: %s", path, strerror(e));
     }
     return FIO_OK;
 }
@@ -94,28 +134,62 @@ int fio_create(fio_out *o, const char *path, char *msg, size_t msg_len) {
 void fio_abort(fio_out *o) {
     if (!o->f) return;
     fclose(o->f), o->f = NULL;
-    unlink(o->tmp);
+    if (!o->through) unlink(o->tmp);
 }
 
-int fio_commit(fio_out *o, char *msg, size_t msg_len) {
+// Everything but the rename: flush, fsync (a file only: a device or FIFO has nothing to sync),
+// close. 0 or the errno; o->f is closed either way.
+static int out_finish(fio_out *o) {
     int err = ferror(o->f) ? (errno ? errno : EIO) : 0;
-    if (!err && (fflush(o->f) != 0 || fsync(fileno(o->f)) != 0)) err = errno;
+    if (!err && fflush(o->f) != 0) err = errno;
+    if (!err && !o->through && fsync(fileno(o->f)) != 0) err = errno;
     if (fclose(o->f) != 0 && !err) err = errno;
     o->f = NULL;
-    if (!err && rename(o->tmp, o->path) != 0) err = errno;
-    if (err) {
-        unlink(o->tmp);
-        snprintf(msg, msg_len, "'%s': write failed: %s (the previous file, if any, is intact)", o->path,
-                 strerror(err));
-        return FIO_EIO;
-    }
-    // Make the rename itself durable; a failure here cannot undo the (complete) file.
+    return err;
+}
+
+static void fsync_dir_of(const char *path) {
     char dir[FIO_PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", o->path);
+    snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
     const char *d = slash ? (slash == dir ? "/" : (*slash = 0, dir)) : ".";
     const int dfd = open(d, O_RDONLY | O_DIRECTORY);
     if (dfd >= 0) fsync(dfd), close(dfd);
+}
+
+int fio_commit(fio_out *o, char *msg, size_t msg_len) { return fio_commit_all(&o, 1, msg, msg_len); }
+
+int fio_commit_all(fio_out *const *outs, int n, char *msg, size_t msg_len) {
+    // Files first (each complete and on disk before any is renamed), written-through outputs last
+    // (their bytes are out already; a failure among the files still keeps every file as it was).
+    int bad = -1, err = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < n; i++) {
+            fio_out *o = outs[i];
+            if (!o->f || o->through != (pass == 1)) continue;
+            if (bad >= 0) {
+                fio_abort(o);
+                continue;
+            }
+            if ((err = out_finish(o)) != 0) bad = i;
+        }
+    if (bad < 0)
+        for (int i = 0; i < n; i++)
+            if (!outs[i]->through && outs[i]->tmp[0] && rename(outs[i]->tmp, outs[i]->path) != 0) {
+                err = errno, bad = i;  // a rename fails before it replaces anything: the rest stay as they were
+                break;
+            }
+    if (bad >= 0) {
+        for (int i = 0; i < n; i++) {
+            fio_abort(outs[i]);
+            if (!outs[i]->through && outs[i]->tmp[0]) unlink(outs[i]->tmp);
+        }
+        return fio_fail(FIO_EIO, msg, msg_len, "'%s': write failed: %s (%s)", outs[bad]->path, strerror(err),
+                        n > 1 ? "the outputs not yet renamed are as they were" : "the previous file, if any, is intact");
+    }
+    // Make the renames durable; a failure here cannot undo the (complete) files.
+    for (int i = 0; i < n; i++)
+        if (!outs[i]->through) fsync_dir_of(outs[i]->path);
     return FIO_OK;
 }
 
@@ -150,10 +224,47 @@ bool fio_same_target(const char *a, const char *b) {
     return stat(da, &x) == 0 && stat(db, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
 
+// Whether the existing file `in` lies inside the existing directory `dir` (their real paths).
+static bool inside_dir(const char *dir, const char *in) {
+    char *d = realpath(dir, NULL), *f = realpath(in, NULL);
+    const size_t n = d ? strlen(d) : 0;
+    const bool yes = d && f && !strncmp(d, f, n) && (f[n] == '/' || (n == 1 && d[0] == '/'));
+    free(d), free(f);
+    return yes;
+}
+
+// "--name" for an option, the bare name for a positional argument (upper case: IN, OUT).
+static const char *dashes(const char *opt) { return opt[0] >= 'A' && opt[0] <= 'Z' ? "" : "--"; }
+
 int fio_refuse_same(const char *out_opt, const char *out, const char *in_opt, const char *in, char *msg,
                     size_t msg_len) {
-    if (!fio_same_file(out, in)) return FIO_OK;
-    snprintf(msg, msg_len, "--%s '%s' is the same file as --%s '%s'; refusing to overwrite an input", out_opt,
-             out, in_opt, in);
-    return FIO_EINVAL;
+    if (!out || !in || !out[0] || !in[0]) return FIO_OK;
+    if (fio_same_file(out, in))
+        return fio_fail(FIO_EINVAL, msg, msg_len, "%s%s '%s' is the same file as %s%s '%s'; refusing to overwrite "
+                        "an input", dashes(out_opt), out_opt, out, dashes(in_opt), in_opt, in);
+    if (out[strlen(out) - 1] == '/' && fio_is_dir(out) && fio_is_file(in) && inside_dir(out, in))
+        return fio_fail(FIO_EINVAL, msg, msg_len, "%s%s '%s' lies inside %s%s '%s', whose files this command "
+                        "writes; refusing to risk overwriting an input (move it out, or choose another %s%s)",
+                        dashes(in_opt), in_opt, in, dashes(out_opt), out_opt, out, dashes(out_opt), out_opt);
+    return FIO_OK;
+}
+
+int fio_refuse_inputs(const char *out_opt, const char *out, const fio_input *in, int n, char *msg, size_t msg_len) {
+    for (int i = 0; i < n; i++) {
+        if (!in[i].path || !in[i].path[0]) continue;
+        if (!in[i].list) {
+            const int st = fio_refuse_same(out_opt, out, in[i].opt, in[i].path, msg, msg_len);
+            if (st != FIO_OK) return st;
+            continue;
+        }
+        char one[FIO_PATH_MAX];
+        for (const char *p = in[i].path, *e; *p; p = e + (*e != 0)) {
+            e = strchr(p, ',');
+            if (!e) e = p + strlen(p);
+            snprintf(one, sizeof one, "%.*s", (int)(e - p), p);
+            const int st = fio_refuse_same(out_opt, out, in[i].opt, one, msg, msg_len);
+            if (st != FIO_OK) return st;
+        }
+    }
+    return FIO_OK;
 }

@@ -28,18 +28,32 @@ bool fio_is_dir(const char *path);
 bool fio_is_file(const char *path);
 
 // Atomic write. fio_create opens a fresh temporary file next to `path` ("<path>.tmp.XXXXXX",
-// mode 0644 & ~umask); write through `f`; fio_commit flushes, fsyncs, closes and renames it over
-// path, then fsyncs the directory so the rename survives a crash. On any failure fio_commit
-// removes the temporary file, leaves path as it was and says why; fio_abort just removes it.
-// A reader never sees a half-written path, and two writers never share a temporary file.
-typedef struct {
+// mode 0666 & ~umask, as fopen would); write through `f`; fio_commit flushes, fsyncs, closes and
+// renames it over path, then fsyncs the directory so the rename survives a crash. On any failure
+// fio_commit removes the temporary file, leaves path as it was and says why; fio_abort just
+// removes it. A reader never sees a half-written path, and two writers never share a temporary
+// file.
+// What path names decides how (the rule lives here, for every writer): nothing or a regular file
+// is replaced by the rename; a symbolic link is followed to the file it names (the link stays,
+// its file is replaced; a dangling link is refused); a FIFO or a character device (/dev/null,
+// /dev/stdout) is written through (`through`: no temporary file, no rename, no fsync; its bytes
+// leave as they are written, so an abort cannot take them back); a directory, block device or
+// socket is refused by fio_create with a message, before anything is written.
+typedef struct fio_out_s {
     FILE *f;
-    char tmp[FIO_PATH_MAX + 16];
-    char path[FIO_PATH_MAX];
+    bool through;                // written in place (FIFO, character device)
+    char tmp[FIO_PATH_MAX + 16]; // "" when through
+    char path[FIO_PATH_MAX];     // the file written: a symlink's target, resolved
 } fio_out;
 int fio_create(fio_out *o, const char *path, char *msg, size_t msg_len);
 int fio_commit(fio_out *o, char *msg, size_t msg_len);
 void fio_abort(fio_out *o);
+// The outputs of one command, committed together or not at all: every file is flushed, fsynced
+// and closed before any is renamed, and a failure there removes every temporary file (so no
+// output changes). Then the renames, which fail only in extraordinary cases (the directory
+// removed meanwhile); the message then names the output that failed. Each outs[i] comes from a
+// successful fio_create and is closed afterwards whatever the outcome (fio_commit is n = 1).
+int fio_commit_all(fio_out *const *outs, int n, char *msg, size_t msg_len);
 // The whole of data written atomically to path (fio_create + fwrite + fio_commit).
 int fio_write_file(const char *path, const void *data, size_t n, char *msg, size_t msg_len);
 
@@ -51,10 +65,24 @@ bool fio_same_file(const char *a, const char *b);
 // (fio_same_file), or the same name in the same directory (device and inode of the directories),
 // so "x.npy" and "./x.npy" count before either exists.
 bool fio_same_target(const char *a, const char *b);
-// Guard for commands that write: FIO_EINVAL with "--OUT_OPT 'out' is the same file as --IN_OPT
-// 'in'; refusing to overwrite an input" when fio_same_file(out, in), else FIO_OK. Empty or
+// The one input/output check every command that writes goes through. FIO_EINVAL with "--OUT_OPT
+// 'out' is the same file as --IN_OPT 'in'; refusing to overwrite an input" when out and in name
+// one existing file (fio_same_file); when out ends in '/' (the directory of a command that
+// writes a tree of files, such as ablate's --out) and exists, also when in lies inside it at any
+// depth ("... lies inside --OUT_OPT"), since any name there may be written. Else FIO_OK. Empty or
 // NULL paths pass.
+// An option name in upper case (IN, OUT) names a positional argument and is printed bare.
 int fio_refuse_same(const char *out_opt, const char *out, const char *in_opt, const char *in, char *msg,
                     size_t msg_len);
+// Every input of a command: its option (for messages) and path; `list`: path is a comma-separated
+// list of files (the trainer's --data shards). Inputs a checkpoint names (its run's corpus and
+// validation shard) belong here as much as those on the command line.
+typedef struct {
+    const char *opt, *path;
+    bool list;
+} fio_input;
+// fio_refuse_same of out against each input (each file of a list); the first refusal's status
+// and message.
+int fio_refuse_inputs(const char *out_opt, const char *out, const fio_input *in, int n, char *msg, size_t msg_len);
 
 #endif

@@ -160,9 +160,12 @@ static void log_step(train_run_state *r, long step, const train_step_out *s) {
         ac_write_json(&r->ac, r->log);
         if (r->red.n) {
             const dist_comm_tel *c = &r->comm;
-            fprintf(r->log, ",\"comm\":{\"ranks\":%d,\"wire\":\"%s\",\"gather\":\"%s\",\"n\":%llu,\"overflow\":%llu,"
+            fprintf(r->log, ",\"comm\":{\"ranks\":%d,\"wire\":", r->w.size);
+            ac_json_str(r->log, r->red.wire.name);
+            fputs(",\"gather\":", r->log), ac_json_str(r->log, r->red.gather.name);
+            fprintf(r->log, ",\"n\":%llu,\"overflow\":%llu,"
                     "\"underflow\":%llu,\"nan\":%llu,\"swamped\":%llu,\"bytes\":%.0f,\"seconds\":%.6f}",
-                    r->w.size, r->red.wire.name, r->red.gather.name, (unsigned long long)c->n, (unsigned long long)c->overflow,
+                    (unsigned long long)c->n, (unsigned long long)c->overflow,
                     (unsigned long long)c->underflow, (unsigned long long)c->nan, (unsigned long long)c->swamped,
                     c->bytes, c->seconds);
         }
@@ -181,13 +184,10 @@ static void log_step(train_run_state *r, long step, const train_step_out *s) {
 // The log's last line: how the run ended, for a reader of the log alone.
 static void log_end(train_run_state *r, const char *how, const char *why) {
     if (!r->log) return;
-    fprintf(r->log, "{\"event\":\"end\",\"how\":\"%s\",\"step\":%lld,\"applied\":%lld,\"skipped\":%lld", how,
-            (long long)r->st.step, (long long)r->st.applied, (long long)r->ac.scaler.skipped);
-    if (why) {
-        fputs(",\"reason\":\"", r->log);
-        for (const char *p = why; *p; p++) fprintf(r->log, *p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
-        fputc('"', r->log);
-    }
+    fputs("{\"event\":\"end\",\"how\":", r->log), ac_json_str(r->log, how);
+    fprintf(r->log, ",\"step\":%lld,\"applied\":%lld,\"skipped\":%lld", (long long)r->st.step,
+            (long long)r->st.applied, (long long)r->ac.scaler.skipped);
+    if (why) fputs(",\"reason\":", r->log), ac_json_str(r->log, why);
     fputs("}\n", r->log);
     fflush(r->log);
 }
@@ -242,11 +242,12 @@ int train_run(const train_opts *o, const char *resume, const bool *given, train_
         train__free(&r);
         return TRAIN_EREFUSED;
     }
-    if (r.log)
-        fprintf(r.log, "{\"event\":\"start\",\"policy\":\"%s\",\"seed\":%llu,\"model\":\"%s\",\"steps\":%ld,"
-                       "\"tokens_per_step\":%ld,\"resumed_from\":%lld,\"ranks\":%d}\n",
-                r.pol.name, (unsigned long long)r.o.seed, r.o.model, r.o.steps,
+    if (r.log) {
+        fputs("{\"event\":\"start\",\"policy\":", r.log), ac_json_str(r.log, r.pol.name);
+        fprintf(r.log, ",\"seed\":%llu,\"model\":", (unsigned long long)r.o.seed), ac_json_str(r.log, r.o.model);
+        fprintf(r.log, ",\"steps\":%ld,\"tokens_per_step\":%ld,\"resumed_from\":%lld,\"ranks\":%d}\n", r.o.steps,
                 (long)r.w.size * r.o.accum * r.o.batch * r.T, (long long)r.st.step, r.w.size);
+    }
     r.t_start = fio_now();
     r.first_step = (long)r.st.step;
     float loss = NAN;

@@ -7,6 +7,19 @@
 
 #include "trainer/train_internal.h"
 
+// What identifies the corpus a run trains on: its token count, the train/validation split and a
+// 64-bit FNV-1a hash of the tokens (one token at a time). Saved as section "data"; a resume
+// compares it with the corpus it loaded, so an edited file is refused rather than silently used.
+typedef struct {
+    uint64_t n_tokens, n_train, hash;
+} corpus_id;
+
+static corpus_id corpus_of(const data_set *d) {
+    corpus_id c = {d->n_tokens, d->n_train, 0xcbf29ce484222325ull};
+    for (size_t i = 0; i < d->n_tokens; i++) c.hash = (c.hash ^ (uint32_t)d->tokens[i]) * 0x100000001b3ull;
+    return c;
+}
+
 int train__save_checkpoint(train_run_state *r, char *msg, size_t msg_len) {
     unsigned char cfg[CKPT_CONFIG_BYTES];
     ckpt_config_pack(cfg, &r->m.cfg);
@@ -24,13 +37,15 @@ int train__save_checkpoint(train_run_state *r, char *msg, size_t msg_len) {
     train_opts_text(&r->o, opt, obytes + 1);
     ac_state_save(&r->ac, acs);
     r->st.ranks = r->w.size;
-    ckpt_section s[10 + TRAIN_DIST_SECTIONS] = {
+    const corpus_id cid = corpus_of(&r->data);
+    ckpt_section s[11 + TRAIN_DIST_SECTIONS] = {
         {"config", cfg, sizeof cfg}, {"params", r->m.params, pb}, {"adam_m", r->adam_m, pb},
         {"adam_v", r->adam_v, pb},   {"state", &r->st, sizeof r->st}, {"vocab", voc, vbytes},
         {"options", opt, obytes},    {"policy", r->pol_text, strlen(r->pol_text)},
         {"acstate", acs, ab},        {"kahan", r->kahan, r->kahan ? pb : 0},
     };
     int ns = r->kahan ? 10 : 9;
+    s[ns++] = (ckpt_section){"data", &cid, sizeof cid};
     ns += train__dist_ckpt_sections(r, s + ns);  // collective: every rank gathers, rank 0 writes
     const int st = r->w.rank == 0 ? ckpt_write(r->ckpt_path, s, ns, msg, msg_len) : CKPT_OK;
     free(voc), free(opt), free(acs);
@@ -62,6 +77,25 @@ int train__load_checkpoint(train_run_state *r, const ckpt_file *f, const char *p
         snprintf(msg, msg_len, "checkpoint '%s': optimizer or state section missing or of the wrong "
                  "size (a model-only export cannot be resumed)", path);
         return -1;
+    }
+    // The corpus: a checkpoint from before the "data" section has nothing to compare (accepted).
+    const ckpt_section *ds = ckpt_find(f, "data");
+    if (ds) {
+        corpus_id was;
+        const corpus_id now = corpus_of(&r->data);
+        if (ds->nbytes != sizeof was) {
+            snprintf(msg, msg_len, "checkpoint '%s': section 'data' has %zu bytes; expected %zu", path,
+                     (size_t)ds->nbytes, sizeof was);
+            return -1;
+        }
+        memcpy(&was, ds->data, sizeof was);
+        if (was.n_tokens != now.n_tokens || was.n_train != now.n_train || was.hash != now.hash) {
+            snprintf(msg, msg_len, "checkpoint '%s' was trained on another corpus than --data '%s' holds now "
+                     "(%llu tokens, hash %016llx; the run had %llu tokens, hash %016llx): restore the data the run "
+                     "was trained on, or start a fresh run", path, r->o.data, (unsigned long long)now.n_tokens,
+                     (unsigned long long)now.hash, (unsigned long long)was.n_tokens, (unsigned long long)was.hash);
+            return -1;
+        }
     }
     memcpy(&r->st, st->data, sizeof r->st);
     const char *why = state_problem(&r->st, &r->o);

@@ -115,7 +115,10 @@ int train_opt_set(train_opts *o, const char *name, const char *value, char *msg,
         break;
     }
     case TOPT_LONG: *(long *)p = strtol(value, &end, 10); break;
-    case TOPT_U64: *(uint64_t *)p = strtoull(value, &end, 0); break;
+    case TOPT_U64:  // strtoull would wrap "-1" to 2^64 - 1: a sign is refused, as cli_parse_u64 does
+        *(uint64_t *)p = strtoull(value, &end, 0);
+        if (value[strspn(value, " \t")] == '-') errno = ERANGE;
+        break;
     case TOPT_FLOAT: *(float *)p = strtof(value, &end); break;
     case TOPT_STR:
         if (strlen(value) >= d->size) {
@@ -127,7 +130,7 @@ int train_opt_set(train_opts *o, const char *name, const char *value, char *msg,
     }
     if (errno || end == value || *end) {
         snprintf(msg, msg_len, "--%s: '%s' is not a valid %s", name, value,
-                 d->type == TOPT_FLOAT ? "number" : "integer");
+                 d->type == TOPT_FLOAT ? "number" : d->type == TOPT_U64 ? "non-negative integer below 2^64" : "integer");
         return -1;
     }
     return 0;
@@ -253,6 +256,14 @@ int train_model_config(llama_config *c, const train_opts *o, int vocab_size, cha
     if (o->n_kv_heads > 0) c->n_kv_heads = o->n_kv_heads;
     if (o->hidden_dim > 0) c->hidden_dim = o->hidden_dim;
     if (o->seq_len > 0) c->seq_len = o->seq_len;
+    // 0 means the default; anything else must be a positive number (a negative or NaN value was
+    // silently the default before).
+    if (!(o->rope_theta >= 0 && isfinite(o->rope_theta)) || !(o->norm_eps >= 0 && isfinite(o->norm_eps))) {
+        const bool theta = !(o->rope_theta >= 0 && isfinite(o->rope_theta));
+        snprintf(msg, msg_len, "--%s %g: expected a positive finite number (0: the default, %s)",
+                 theta ? "rope-theta" : "norm-eps", theta ? o->rope_theta : o->norm_eps, theta ? "10000" : "1e-5");
+        return -1;
+    }
     if (o->rope_theta > 0) c->rope_theta = o->rope_theta;
     if (o->norm_eps > 0) c->norm_eps = o->norm_eps;
     c->tied = !o->untied;

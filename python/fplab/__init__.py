@@ -334,7 +334,9 @@ def encode(x, fmt, *, mode="rne", overflow="ieee", subnormals="keep", seed=0, st
 
 def decode(codes, fmt, *, dtype=None, out=None):
     """Values of codes (unsigned integers of fmt's code width, as encode returns them), as float32
-    (default for formats that fit in it) or float64 (dtype=numpy.float64, or out's dtype)."""
+    (default for formats that fit in it) or float64 (dtype=numpy.float64, or out's dtype).
+    A code with bits set above fmt's width raises ValueError (it is no code of fmt). out may
+    overlap codes."""
     f = _format(fmt)
     c = _np.ascontiguousarray(_code_array(codes, f))
     if out is not None:
@@ -347,7 +349,9 @@ def decode(codes, fmt, *, dtype=None, out=None):
         out = _np.empty(c.shape, dt)
     else:
         _out_array(out, c.shape, dt)
-    if out.flags.c_contiguous:
+    # An out that overlaps the codes (a view of the same buffer) would be written while the codes
+    # are still being read: decode into a fresh array then.
+    if out.flags.c_contiguous and not _np.may_share_memory(out, c):
         _fplab.decode(f, out, c)
     else:
         tmp = _np.empty(c.shape, dt)
@@ -359,7 +363,8 @@ def decode(codes, fmt, *, dtype=None, out=None):
 def pack(codes, fmt):
     """Packed bytes (uint8, 1-D) of codes in C order: formats under 8 bits as a little-endian bit
     stream (fp4: element 0 in the low nibble, two per byte; fp6: four codes in three bytes);
-    wider formats as their little-endian bytes. Unused bits of the last byte are zero."""
+    wider formats as their little-endian bytes. Unused bits of the last byte are zero. A code with
+    bits set above fmt's width raises ValueError."""
     f = _format(fmt)
     c = _np.ascontiguousarray(_code_array(codes, f))
     out = _np.empty(_fplab.packed_bytes(f, c.size), _np.uint8)

@@ -404,6 +404,18 @@ static PyObject *py_encode(PyObject *m, PyObject *args, PyObject *kw) {
     return Py_BuildValue("(NN)", stats_tuple(&s), warning);
 }
 
+// fmt_codes_check's rule for codes from Python: true (with ValueError set) when one has a bit
+// above the format's width, which decode and pack would otherwise ignore.
+static bool codes_out_of_range(const fmt_t *f, const Py_buffer *c) {
+    size_t bad = 0;
+    if (fmt_codes_check(f, c->buf, buf_n(c), &bad) == FMT_OK) return false;
+    uint64_t code = 0;
+    memcpy(&code, (const uint8_t *)c->buf + bad * fmt_code_bytes(f), fmt_code_bytes(f));
+    PyErr_Format(PyExc_ValueError, "codes: element %zu is %llu, not a code of %s (%d bits: 0..%llu)", bad,
+                 (unsigned long long)code, f->name, f->bits, (unsigned long long)(((uint64_t)1 << f->bits) - 1));
+    return true;
+}
+
 // decode(F, x, codes): x (float32, or float64) = values of the codes.
 static PyObject *py_decode(PyObject *m, PyObject *args) {
     (void)m;
@@ -422,6 +434,8 @@ static PyObject *py_decode(PyObject *m, PyObject *args) {
     int st = FMT_OK;
     if (buf_n(&x) != n) {
         PyErr_Format(PyExc_ValueError, "out: %zu items for %zu codes", buf_n(&x), n);
+        st = -1;
+    } else if (codes_out_of_range(f, &c)) {
         st = -1;
     } else if (!is64 && !(fmt_embeds_in_f32(f) && f->max <= 3.4028234663852886e38)) {
         PyErr_Format(PyExc_TypeError, "format %s does not fit in float32: decode to float64", f->name);
@@ -462,7 +476,7 @@ static PyObject *py_pack(PyObject *m, PyObject *args) {
     if ((size_t)p.len != fmt_packed_bytes(f, n)) {
         PyErr_Format(PyExc_ValueError, "packed: %zd bytes for %zu codes of %s; expected %zu", p.len, n, f->name,
                      fmt_packed_bytes(f, n));
-    } else {
+    } else if (!codes_out_of_range(f, &c)) {
         Py_BEGIN_ALLOW_THREADS;
         st = fmt_pack(f, p.buf, c.buf, n);
         Py_END_ALLOW_THREADS;

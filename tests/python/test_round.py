@@ -258,3 +258,31 @@ def test_pack_roundtrip(spec, rng):
         fplab.unpack(np.zeros(1, np.uint8), spec, 100)
     with pytest.raises(TypeError):
         fplab.unpack(np.zeros(4, np.int8), spec)
+
+
+# --- issue 20: codes out of range, out overlapping codes
+
+
+@pytest.mark.parametrize("fn", ["decode", "pack"])
+def test_out_of_range_codes_raise(fn):
+    # e2m1 has 4 bits: 255 is no code of it (masked, it decoded as -6 and packed as 0xf)
+    codes = np.array([1, 255, 2], np.uint8)
+    with pytest.raises(ValueError, match="element 1 is 255, not a code of e2m1"):
+        getattr(fplab, fn)(codes, "e2m1")
+    with pytest.raises(ValueError, match="not a code of e3m2"):
+        getattr(fplab, fn)(np.array([64], np.uint8), "e3m2")
+    getattr(fplab, fn)(np.array([15, 0], np.uint8), "e2m1")  # the top code is fine
+
+
+def test_decode_into_out_overlapping_codes():
+    # a float32 out sharing the codes' buffer: every element still decodes from its own code
+    rng = np.random.default_rng(20)
+    buf = np.zeros(4 << 20, np.uint8)
+    n = 1 << 20
+    codes = buf[: n]
+    codes[:] = rng.integers(0, 256, n, dtype=np.uint8)
+    want = fplab.decode(codes.copy(), "e4m3")
+    out = buf.view(np.float32)[:n]  # bytes 0 .. 4n: the codes are its first quarter
+    got = fplab.decode(codes, "e4m3", out=out)
+    assert got is out
+    assert same_bits(out, want)

@@ -1,0 +1,147 @@
+// test_fileio.c: the file helpers of trainer/fileio.h: the atomic writer renames only over a
+// regular file or nothing (a symlink is followed to its file, a FIFO or character device is
+// written through, a directory or other special file is refused), several outputs are committed
+// together or not at all, and the input/output check sees every input it is given.
+// Every test works in its own temporary directory; a character device is made there (mknod,
+// root only) rather than touching /dev/null, so a regression cannot break the machine.
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "trainer/fileio.h"
+
+static char dir[64];
+
+static void mkdir_tmp(void) {
+    snprintf(dir, sizeof dir, "/tmp/fplab_fio_XXXXXX");
+    cr_assert(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
+}
+static void rm_tmp(void) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+TestSuite(fileio, .init = mkdir_tmp, .fini = rm_tmp);
+
+static void path_in(char *p, size_t cap, const char *name) { snprintf(p, cap, "%s/%s", dir, name); }
+
+static void put(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    cr_assert(f, "%s: %s", path, strerror(errno));
+    fputs(text, f), fclose(f);
+}
+static void get(const char *path, char *buf, size_t cap) {
+    FILE *f = fopen(path, "r");
+    cr_assert(f, "%s: %s", path, strerror(errno));
+    const size_t n = fread(buf, 1, cap - 1, f);
+    buf[n] = 0, fclose(f);
+}
+// No "<name>.tmp.*" left in the directory.
+static int tmp_files(void) {
+    char cmd[160], buf[16] = "";
+    snprintf(cmd, sizeof cmd, "ls -a '%s' | grep -c '\\.tmp\\.'", dir);
+    FILE *p = popen(cmd, "r");
+    if (p && fgets(buf, sizeof buf, p)) {}
+    if (p) pclose(p);
+    return atoi(buf);
+}
+
+Test(fileio, replaces_a_regular_file_and_creates_a_new_one) {
+    char p[128], m[256], b[64];
+    path_in(p, sizeof p, "a");
+    cr_assert_eq(fio_write_file(p, "one", 3, m, sizeof m), FIO_OK, "%s", m);
+    cr_assert_eq(fio_write_file(p, "two", 3, m, sizeof m), FIO_OK, "%s", m);
+    get(p, b, sizeof b);
+    cr_assert_str_eq(b, "two");
+    cr_assert_eq(tmp_files(), 0);
+}
+
+// A symlink stays a link; the file it names gets the new content (atomically).
+Test(fileio, writes_through_a_symlink_to_its_file) {
+    char p[128], l[128], m[256], b[64];
+    path_in(p, sizeof p, "target"), path_in(l, sizeof l, "link");
+    put(p, "old");
+    cr_assert_eq(symlink(p, l), 0);
+    cr_assert_eq(fio_write_file(l, "new", 3, m, sizeof m), FIO_OK, "%s", m);
+    struct stat st;
+    cr_assert_eq(lstat(l, &st), 0);
+    cr_assert(S_ISLNK(st.st_mode), "the symlink was replaced by a regular file");
+    get(p, b, sizeof b);
+    cr_assert_str_eq(b, "new");
+    cr_assert_eq(tmp_files(), 0);
+}
+
+// A dangling symlink: refused with a message, the link left as it was.
+Test(fileio, refuses_a_dangling_symlink) {
+    char l[128], t[128], m[256] = "";
+    path_in(l, sizeof l, "dangling"), path_in(t, sizeof t, "nowhere/x");
+    cr_assert_eq(symlink(t, l), 0);
+    cr_assert_neq(fio_write_file(l, "x", 1, m, sizeof m), FIO_OK);
+    cr_assert(strstr(m, "symbolic link"), "message: %s", m);
+    struct stat st;
+    cr_assert_eq(lstat(l, &st), 0);
+    cr_assert(S_ISLNK(st.st_mode));
+}
+
+// A FIFO is written through: the reader gets the bytes, the FIFO stays a FIFO.
+Test(fileio, writes_through_a_fifo) {
+    char p[128], m[256], b[64] = "";
+    path_in(p, sizeof p, "fifo");
+    cr_assert_eq(mkfifo(p, 0600), 0);
+    const int rfd = open(p, O_RDONLY | O_NONBLOCK);  // a reader, so that the writer's open does not block
+    cr_assert_geq(rfd, 0);
+    cr_assert_eq(fio_write_file(p, "hello", 5, m, sizeof m), FIO_OK, "%s", m);
+    cr_assert_eq(read(rfd, b, sizeof b - 1), 5);
+    close(rfd);
+    cr_assert_str_eq(b, "hello");
+    struct stat st;
+    cr_assert_eq(lstat(p, &st), 0);
+    cr_assert(S_ISFIFO(st.st_mode), "the FIFO was replaced by a regular file");
+    cr_assert_eq(tmp_files(), 0);
+}
+
+// A character device (a copy of /dev/null made in the test's directory) is written through.
+Test(fileio, writes_through_a_character_device) {
+    char p[128], m[256];
+    path_in(p, sizeof p, "null");
+    if (mknod(p, S_IFCHR | 0666, makedev(1, 3)) != 0) cr_skip_test("mknod needs root: %s", strerror(errno));
+    cr_assert_eq(fio_write_file(p, "gone", 4, m, sizeof m), FIO_OK, "%s", m);
+    struct stat st;
+    cr_assert_eq(lstat(p, &st), 0);
+    cr_assert(S_ISCHR(st.st_mode), "the device node was replaced by a regular file");
+    cr_assert_eq(tmp_files(), 0);
+}
+
+Test(fileio, refuses_a_directory_before_writing) {
+    char p[128], m[256] = "";
+    path_in(p, sizeof p, "d");
+    cr_assert_eq(mkdir(p, 0700), 0);
+    fio_out o;
+    cr_assert_neq(fio_create(&o, p, m, sizeof m), FIO_OK);
+    cr_assert(strstr(m, "directory"), "message: %s", m);
+    cr_assert_eq(tmp_files(), 0);
+}
+
+// A symlink to a FIFO (as /dev/stdout is to a pipe, through /proc) is written through the link.
+Test(fileio, writes_through_a_symlink_to_a_fifo) {
+    char p[128], l[128], m[256], b[64] = "";
+    path_in(p, sizeof p, "fifo"), path_in(l, sizeof l, "out");
+    cr_assert_eq(mkfifo(p, 0600), 0);
+    cr_assert_eq(symlink(p, l), 0);
+    const int rfd = open(p, O_RDONLY | O_NONBLOCK);
+    cr_assert_geq(rfd, 0);
+    cr_assert_eq(fio_write_file(l, "abc", 3, m, sizeof m), FIO_OK, "%s", m);
+    cr_assert_eq(read(rfd, b, sizeof b - 1), 3);
+    close(rfd);
+    cr_assert_str_eq(b, "abc");
+    struct stat st;
+    cr_assert_eq(lstat(l, &st), 0);
+    cr_assert(S_ISLNK(st.st_mode));
+    cr_assert_eq(tmp_files(), 0);
+}
