@@ -3,12 +3,16 @@
 // the projections are mm_cpu calls (one sgemm each).
 // Constraints: deterministic for a given thread count: every reduction has a fixed order (the
 // `omp simd` reductions are vectorised in an order fixed at compile time), no atomics.
+// exp: op_expf (kernels/expf_vec.h, < 1 ulp, vectorised) in SwiGLU, the softmax and
+// cross-entropy's backward, where glibc's expf (a scalar call) was; cross-entropy's forward
+// keeps libm's double exp for its double sum (V exps a row: not worth a change of bits).
 #include "kernels/llama_ops.h"
 
 #include <math.h>
 #include <string.h>
 
 #include "kernels/blas_tune.h"
+#include "kernels/expf_vec.h"
 #include "kernels/scaled_mm.h"
 
 #ifdef _OPENMP
@@ -193,11 +197,9 @@ void op_attention_forward(float *y, float *att, const float *q, const float *k, 
                     if (scores) attn_round(scores, p, t + 1, head + t * T, &st_s);
                     float mx = -INFINITY;
                     for (size_t t2 = 0; t2 <= t; t2++) mx = p[t2] > mx ? p[t2] : mx;  // not fmaxf: a libm call here
+                    for (size_t t2 = 0; t2 <= t; t2++) p[t2] = op_expf(p[t2] - mx);  // vectorised
                     float sum = 0.0f;
-                    for (size_t t2 = 0; t2 <= t; t2++) {
-                        p[t2] = expf(p[t2] - mx);
-                        sum += p[t2];
-                    }
+                    for (size_t t2 = 0; t2 <= t; t2++) sum += p[t2];  // in key order, as before
                     const float inv = 1.0f / sum;
                     for (size_t t2 = 0; t2 <= t; t2++) p[t2] *= inv;
                     if (probs) attn_round(probs, p, t + 1, head + t * T, &st_p);
@@ -251,7 +253,7 @@ void op_attention_backward(float *dq, float *dk, float *dv, float *datt, const f
 void op_swiglu_forward(float *out, float *sig, const float *gate, const float *up, size_t n) {
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) {
-        const float g = gate[i], s = 1.0f / (1.0f + expf(-g));
+        const float g = gate[i], s = 1.0f / (1.0f + op_expf(-g));
         sig[i] = s;
         out[i] = g * s * up[i];
     }
@@ -305,7 +307,8 @@ void op_crossentropy_backward(float *dlogits, const float *logits, const float *
             memset(d, 0, V * sizeof *d);
             continue;
         }
-        for (size_t i = 0; i < V; i++) d[i] = s * expf(l[i] - lse[n]);
+        const float m = lse[n];
+        for (size_t i = 0; i < V; i++) d[i] = s * op_expf(l[i] - m);
         d[targets[n]] -= s;
     }
 }
