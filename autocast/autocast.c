@@ -231,18 +231,30 @@ void ac_hadamard16(const ac_ctx *c, float *out, const float *x, size_t rows, siz
     const fmt_rng_key key = fmt_rng_make_key(c->seed ^ 0x68616461ULL, c->step);  // "hada"
     for (int i = 0; i < 16; i++) sign[i] = (fmt_rng_u32(key, (uint64_t)i) & 1) ? -1.0f : 1.0f;
     const size_t full = rows / 16 * 16;
+    // Columns in chunks of JB: each butterfly is then a contiguous loop over the chunk, which
+    // the compiler vectorises (the per-column loop it replaced was scalar, 15.7% of an nvfp4
+    // step). Every element sees the same operations in the same order: the bits are unchanged.
+    enum { JB = 64 };
 #pragma omp parallel for schedule(static)
     for (size_t r0 = 0; r0 < full; r0 += 16)
-        for (size_t j = 0; j < cols; j++) {
-            float v[16];
-            for (int i = 0; i < 16; i++) v[i] = sign[i] * x[(r0 + (size_t)i) * cols + j];
+        for (size_t j0 = 0; j0 < cols; j0 += JB) {
+            const size_t nj = cols - j0 < JB ? cols - j0 : JB;
+            float v[16][JB];
+            for (int i = 0; i < 16; i++) {
+                const float *xr = x + (r0 + (size_t)i) * cols + j0;
+                for (size_t jj = 0; jj < nj; jj++) v[i][jj] = sign[i] * xr[jj];
+            }
             for (int h = 1; h < 16; h *= 2)  // fast Walsh-Hadamard butterflies
                 for (int i = 0; i < 16; i += 2 * h)
-                    for (int k = i; k < i + h; k++) {
-                        const float a = v[k], b = v[k + h];
-                        v[k] = a + b, v[k + h] = a - b;
-                    }
-            for (int i = 0; i < 16; i++) out[(r0 + (size_t)i) * cols + j] = 0.25f * v[i];
+                    for (int k = i; k < i + h; k++)
+                        for (size_t jj = 0; jj < nj; jj++) {
+                            const float a = v[k][jj], b = v[k + h][jj];
+                            v[k][jj] = a + b, v[k + h][jj] = a - b;
+                        }
+            for (int i = 0; i < 16; i++) {
+                float *o = out + (r0 + (size_t)i) * cols + j0;
+                for (size_t jj = 0; jj < nj; jj++) o[jj] = 0.25f * v[i][jj];
+            }
         }
     if (out != x) memcpy(out + full * cols, x + full * cols, (rows - full) * cols * sizeof *out);
 }

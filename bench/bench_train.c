@@ -3,8 +3,13 @@
 // and the memory of activations and the process peak (ru_maxrss) with --recompute none and
 // block: the time/memory trade-off of gradient checkpointing. Each configuration runs in its
 // own child process, so its peak memory is its own.
+// Beside each float32 row with recompute none: "sgemm GF/s", the trainer's own sgemm path
+// (op_matmul_forward/dgrad/wgrad, rows split over the OpenMP threads) on the step's projection
+// shapes, timed alone (best of 5 passes over the step's 3 x (7 L + 1) products), and "step GF/s",
+// the step's useful FLOPs (those products plus causal attention, half of each T x T product)
+// over the step's time; "of sgemm" is their ratio, measured in the same process.
 // Not a test: prints a table, never fails on a timing.
-// Usage: bench_train [--steps N] [--quick]
+// Usage: bench_train [--steps N] [--quick] [--threads N] [--config NAME] [--recompute none|block]
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,9 +24,61 @@
 #include "trainer/fileio.h"
 
 typedef struct {
-    double tok_s, fwd_ms, bwd_ms, opt_ms, acts_mb, rss_mb;
+    double tok_s, fwd_ms, bwd_ms, opt_ms, acts_mb, rss_mb, step_gf, sgemm_gf;
     size_t params;
 } result;
+
+// The projections of one layer (and the head) as (IC, OC) pairs: q, k, v, o, gate, up, down.
+static size_t proj_shapes(const llama_config *c, size_t ic[8], size_t oc[8]) {
+    const size_t C = c->dim, hs = C / c->n_heads, qd = c->n_heads * hs, kvd = c->n_kv_heads * hs;
+    const size_t H = c->hidden_dim;
+    const size_t in[7] = {C, C, C, qd, C, C, H}, out[7] = {qd, kvd, kvd, C, H, H, C};
+    for (int i = 0; i < 7; i++) ic[i] = in[i], oc[i] = out[i];
+    return 7;
+}
+
+// FLOPs of one step's matrix products: 3 products (forward, dgrad, wgrad) of 2 N IC OC each,
+// and attention's 6 products (2 forward, 4 backward) over the causal half of T x T.
+static double step_flops(const llama_config *c, int B, int T) {
+    size_t ic[8], oc[8];
+    const size_t np = proj_shapes(c, ic, oc), N = (size_t)B * T, hs = c->dim / c->n_heads;
+    double f = 6.0 * N * c->dim * c->vocab_size;  // the head
+    for (size_t i = 0; i < np; i++) f += 6.0 * N * ic[i] * oc[i] * c->n_layers;
+    f += 6.0 * 2.0 * B * c->n_heads * (T * (T + 1) / 2.0) * hs * c->n_layers;
+    return f;
+}
+
+// GFLOP/s of the trainer's sgemm path on the step's projection shapes (best of 5 passes).
+static double sgemm_gflops(const llama_config *c, int B, int T) {
+    size_t ic[8], oc[8];
+    const size_t np = proj_shapes(c, ic, oc), N = (size_t)B * T, V = c->vocab_size;
+    size_t most = N * V > V * c->dim ? N * V : V * c->dim;
+    for (size_t i = 0; i < np; i++) {
+        if (N * ic[i] > most) most = N * ic[i];
+        if (N * oc[i] > most) most = N * oc[i];
+        if (ic[i] * oc[i] > most) most = ic[i] * oc[i];
+    }
+    float *x = calloc(most, sizeof *x), *w = calloc(most, sizeof *w), *y = calloc(most, sizeof *y);
+    for (size_t i = 0; i < most; i++) x[i] = (float)((i * 7) % 13) / 13.0f, w[i] = (float)((i * 5) % 11) / 110.0f;
+    double flops = 6.0 * N * c->dim * V, best = 1e30;
+    for (size_t i = 0; i < np; i++) flops += 6.0 * N * ic[i] * oc[i] * c->n_layers;
+    for (int rep = 0; rep < 5; rep++) {
+        const double t0 = fio_now();
+        for (int l = 0; l < c->n_layers; l++)
+            for (size_t i = 0; i < np; i++) {
+                op_matmul_forward(y, x, w, N, ic[i], oc[i]);
+                op_matmul_dgrad(y, x, w, N, ic[i], oc[i], false);
+                op_matmul_wgrad(y, x, w, N, ic[i], oc[i]);
+            }
+        op_matmul_forward(y, x, w, N, c->dim, V);
+        op_matmul_dgrad(y, x, w, N, c->dim, V, false);
+        op_matmul_wgrad(y, x, w, N, c->dim, V);
+        const double dt = fio_now() - t0;
+        if (dt < best) best = dt;
+    }
+    free(x), free(w), free(y);
+    return flops / best * 1e-9;
+}
 
 static result run_one(const char *name, int B, int T, int V, llama_recompute rc, int steps) {
     llama_config c;
@@ -59,6 +116,8 @@ static result run_one(const char *name, int B, int T, int V, llama_recompute rc,
     r.acts_mb = (double)llama_acts_bytes(&m) / 1048576.0;
     r.rss_mb = (double)ru.ru_maxrss / 1024.0;
     r.params = m.n_params;
+    r.step_gf = step_flops(&c, B, T) * steps / (fwd + bwd + opt) * 1e-9;
+    if (rc == LLAMA_RECOMPUTE_NONE) r.sgemm_gf = sgemm_gflops(&c, B, T);
     free(am), free(av), free(x), free(y);
     llama_free(&m);
     return r;
@@ -66,25 +125,33 @@ static result run_one(const char *name, int B, int T, int V, llama_recompute rc,
 
 int main(int argc, char **argv) {
     mm_blas_tune_or_reexec(argv);
-    int steps = 20;
-    llama_ops_threads(0);
+    int steps = 20, threads = 0, rc_only = -1;
+    const char *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) steps = 3;
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--config") && i + 1 < argc) only = argv[++i];
+        else if (!strcmp(argv[i], "--recompute") && i + 1 < argc) rc_only = !strcmp(argv[++i], "block");
         else {
-            fprintf(stderr, "usage: bench_train [--steps N] [--quick]\n");
+            fprintf(stderr, "usage: bench_train [--steps N] [--quick] [--threads N] [--config NAME] "
+                    "[--recompute none|block]\n");
             return 2;
         }
     }
+    const int used = llama_ops_threads(threads);
     static const struct { const char *name; int B, T, V; } cfgs[] = {
         {"shakespeare", 12, 64, 65},  // nanoGPT's CPU Shakespeare batch
         {"15m", 8, 256, 512},         // stories15M shape with a 512-token vocabulary
     };
-    printf("trainer step (forward + backward + AdamW), %d timed steps, float32\n", steps);
-    printf("%-12s %-9s %9s %10s %8s %8s %8s %10s %9s\n", "config", "recompute", "params", "tokens/s",
-           "fwd ms", "bwd ms", "opt ms", "acts MiB", "peak MiB");
+    printf("trainer step (forward + backward + AdamW), %d timed steps, float32, %d threads, "
+           "OPENBLAS_CORETYPE=%s\n", steps, used, getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "(unset)");
+    printf("%-12s %-9s %9s %10s %8s %8s %8s %10s %9s %8s %9s %8s\n", "config", "recompute", "params",
+           "tokens/s", "fwd ms", "bwd ms", "opt ms", "acts MiB", "peak MiB", "step GF/s", "sgemm GF/s",
+           "of sgemm");
     for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++)
         for (int rc = 0; rc < 2; rc++) {
+            if ((only && strcmp(only, cfgs[i].name)) || (rc_only >= 0 && rc != rc_only)) continue;
             int fd[2];
             if (pipe(fd) != 0) return 1;
             const pid_t pid = fork();
@@ -103,8 +170,11 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "bench_train: %s failed\n", cfgs[i].name);
                 return 1;
             }
-            printf("%-12s %-9s %9zu %10.0f %8.1f %8.1f %8.1f %10.1f %9.1f\n", cfgs[i].name,
-                   rc ? "block" : "none", r.params, r.tok_s, r.fwd_ms, r.bwd_ms, r.opt_ms, r.acts_mb, r.rss_mb);
+            printf("%-12s %-9s %9zu %10.0f %8.1f %8.1f %8.1f %10.1f %9.1f %8.1f", cfgs[i].name,
+                   rc ? "block" : "none", r.params, r.tok_s, r.fwd_ms, r.bwd_ms, r.opt_ms, r.acts_mb, r.rss_mb,
+                   r.step_gf);
+            if (r.sgemm_gf > 0) printf(" %9.1f %8.2f\n", r.sgemm_gf, r.step_gf / r.sgemm_gf);
+            else printf(" %9s %8s\n", "-", "-");
             fflush(stdout);
         }
     return 0;

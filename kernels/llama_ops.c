@@ -3,12 +3,16 @@
 // the projections are mm_cpu calls (one sgemm each).
 // Constraints: deterministic for a given thread count: every reduction has a fixed order (the
 // `omp simd` reductions are vectorised in an order fixed at compile time), no atomics.
+// exp: op_expf (kernels/expf_vec.h, < 1 ulp, vectorised) in SwiGLU, the softmax and
+// cross-entropy's backward, where glibc's expf (a scalar call) was; cross-entropy's forward
+// keeps libm's double exp for its double sum (V exps a row: not worth a change of bits).
 #include "kernels/llama_ops.h"
 
 #include <math.h>
 #include <string.h>
 
 #include "kernels/blas_tune.h"
+#include "kernels/expf_vec.h"
 #include "kernels/scaled_mm.h"
 
 #ifdef _OPENMP
@@ -122,19 +126,21 @@ void op_rope_backward(float *dx, const float *cos_t, const float *sin_t, size_t 
 }
 
 // --- attention
-
-
-static inline float dot_f32(const float *a, const float *b, size_t n) {
-    float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-    for (size_t i = 0; i < n; i++) s += a[i] * b[i];
-    return s;
-}
-
-// y += p v  (restrict: lets the compiler vectorise; the rows never overlap)
-static inline void axpy(float *restrict y, float a, const float *restrict x, size_t n) {
-    for (size_t i = 0; i < n; i++) y[i] += a * x[i];
-}
+//
+// As matrix products per (batch, head), each one mm_cpu call (a single-threaded cblas_sgemm
+// inside the OpenMP loop): forward S = scale Q K^T, softmax by rows with the causal mask fused
+// (only t2 <= t is read; the rest of the row is written 0), Y = P V; backward dP = dY V^T,
+// dS = P (dP - rowsum(P dP)) scale (masked the same way), dQ = dS K, dK += dS^T Q, dV += P^T dY
+// (+= over the query heads of one key/value group, in head order).
+// Summation order (what changed from the per-key dot/axpy loops this replaced): every dot
+// product over hs (the scores, dP) and every sum over keys t2 (Y, dQ, dK, dV) is now summed in
+// the order the BLAS kernel chooses for that shape instead of sequentially in t2 or in the
+// compiler's fixed `omp simd` lanes; the error bound (gamma_K sum |a||b| per element, K = hs or
+// T) is unchanged, the bits are not. The products S and dP cover the whole T x T square (the
+// masked half is computed and then overwritten: cheaper than many small triangular calls at the
+// sizes trained here), and Y, dQ, dK, dV sum over all T keys with exact zeros in the masked
+// entries (x + 0*y == x), so row t still depends only on positions <= t, bitwise -- unless a
+// later position holds an inf or NaN value of v (or dy), which 0*inf now spreads into the row.
 
 // Rounds x[0..n) for one attention row, counting into the thread's own record.
 static void attn_round(const attn_cast *c, float *x, size_t n, uint64_t offset, fmt_stats *st) {
@@ -149,6 +155,27 @@ static void stats_add(fmt_stats *to, const fmt_stats *s) {
     if (s->amax > to->amax) to->amax = s->amax;
 }
 
+// A float32 operand of mm_cpu (row-major, leading dimension ld, transposed or not).
+static mm_operand operand(const float *x, size_t ld, bool trans) {
+    mm_operand o = {0};
+    o.x = x;
+    o.ld = ld;
+    o.trans = trans;
+    fmt_from_name(&o.fmt, "fp32");
+    return o;
+}
+
+// C (M x N, ldc) = alpha op(A) op(B) (+ C when accumulate): float32 operands, one sgemm.
+static void attn_mm(float *C, size_t ldc, const float *A, size_t lda, bool ta, const float *B,
+                    size_t ldb, bool tb, size_t M, size_t N, size_t K, float alpha, bool accumulate) {
+    mm_opts o;
+    mm_opts_default(&o);
+    o.alpha = alpha;
+    o.beta = accumulate ? 1.0f : 0.0f;
+    const mm_operand a = operand(A, lda, ta), b = operand(B, ldb, tb);
+    mm_cpu(C, ldc, &a, &b, M, N, K, &o);  // valid shapes and float32: cannot fail
+}
+
 void op_attention_forward(float *y, float *att, const float *q, const float *k, const float *v,
                        size_t B, size_t T, size_t NH, size_t NKV, size_t hs,
                        const attn_cast *scores, const attn_cast *probs) {
@@ -160,29 +187,25 @@ void op_attention_forward(float *y, float *att, const float *q, const float *k, 
 #pragma omp for collapse(2) schedule(static)
         for (size_t b = 0; b < B; b++)
             for (size_t h = 0; h < NH; h++) {
-                const size_t kh = h / group;
+                const size_t kh = h / group, head = (b * NH + h) * T * T;
+                const float *qb = q + b * T * qw + h * hs, *kb = k + b * T * kw + kh * hs,
+                            *vb = v + b * T * kw + kh * hs;
+                float *s = att + head;
+                attn_mm(s, T, qb, qw, false, kb, kw, true, T, T, hs, scale, false);  // Q K^T
                 for (size_t t = 0; t < T; t++) {
-                    const float *qt = q + (b * T + t) * qw + h * hs;
-                    const size_t row = ((b * NH + h) * T + t) * T;
-                    float *p = att + row;
-                    for (size_t t2 = 0; t2 <= t; t2++)
-                        p[t2] = dot_f32(qt, k + (b * T + t2) * kw + kh * hs, hs) * scale;
-                    if (scores) attn_round(scores, p, t + 1, row, &st_s);
+                    float *p = s + t * T;
+                    if (scores) attn_round(scores, p, t + 1, head + t * T, &st_s);
                     float mx = -INFINITY;
                     for (size_t t2 = 0; t2 <= t; t2++) mx = p[t2] > mx ? p[t2] : mx;  // not fmaxf: a libm call here
+                    for (size_t t2 = 0; t2 <= t; t2++) p[t2] = op_expf(p[t2] - mx);  // vectorised
                     float sum = 0.0f;
-                    for (size_t t2 = 0; t2 <= t; t2++) {
-                        p[t2] = expf(p[t2] - mx);
-                        sum += p[t2];
-                    }
+                    for (size_t t2 = 0; t2 <= t; t2++) sum += p[t2];  // in key order, as before
                     const float inv = 1.0f / sum;
                     for (size_t t2 = 0; t2 <= t; t2++) p[t2] *= inv;
-                    if (probs) attn_round(probs, p, t + 1, row, &st_p);
+                    if (probs) attn_round(probs, p, t + 1, head + t * T, &st_p);
                     for (size_t t2 = t + 1; t2 < T; t2++) p[t2] = 0.0f;
-                    float *yt = y + (b * T + t) * qw + h * hs;
-                    for (size_t d = 0; d < hs; d++) yt[d] = 0.0f;
-                    for (size_t t2 = 0; t2 <= t; t2++) axpy(yt, p[t2], v + (b * T + t2) * kw + kh * hs, hs);
                 }
+                attn_mm(y + b * T * qw + h * hs, qw, s, T, false, vb, kw, false, T, hs, T, 1.0f, false);  // P V
             }
 #pragma omp critical(op_attention_stats)  // counts and a max: the order does not matter
         {
@@ -194,40 +217,34 @@ void op_attention_forward(float *y, float *att, const float *q, const float *k, 
 
 // Parallel over (batch, kv head): the query heads of one group add into the same dk, dv rows,
 // so they run in sequence inside one task.
-void op_attention_backward(float *dq, float *dk, float *dv, const float *dy, const float *att,
-                        const float *q, const float *k, const float *v, size_t B, size_t T,
-                        size_t NH, size_t NKV, size_t hs) {
+void op_attention_backward(float *dq, float *dk, float *dv, float *datt, const float *dy,
+                        const float *att, const float *q, const float *k, const float *v,
+                        size_t B, size_t T, size_t NH, size_t NKV, size_t hs) {
     const size_t qw = NH * hs, kw = NKV * hs, group = NH / NKV;
     const float scale = 1.0f / sqrtf((float)hs);
 #pragma omp parallel for collapse(2) schedule(static)
     for (size_t b = 0; b < B; b++)
         for (size_t kh = 0; kh < NKV; kh++) {
-            float dp[T];
-            for (size_t t = 0; t < T; t++) {
-                memset(dk + (b * T + t) * kw + kh * hs, 0, hs * sizeof *dk);
-                memset(dv + (b * T + t) * kw + kh * hs, 0, hs * sizeof *dv);
-            }
-            for (size_t h = kh * group; h < (kh + 1) * group; h++)
+            const float *kb = k + b * T * kw + kh * hs, *vb = v + b * T * kw + kh * hs;
+            float *dkb = dk + b * T * kw + kh * hs, *dvb = dv + b * T * kw + kh * hs;
+            for (size_t h = kh * group; h < (kh + 1) * group; h++) {
+                const size_t head = (b * NH + h) * T * T;
+                const float *p = att + head, *dyb = dy + b * T * qw + h * hs, *qb = q + b * T * qw + h * hs;
+                float *ds = datt + head;
+                const bool more = h > kh * group;  // dk, dv: = for the group's first head, then +=
+                attn_mm(ds, T, dyb, qw, false, vb, kw, true, T, T, hs, 1.0f, false);  // dP = dY V^T
+                // the softmax Jacobian: ds = p (dp - sum p dp), row by row, masked
                 for (size_t t = 0; t < T; t++) {
-                    const float *p = att + ((b * NH + h) * T + t) * T;
-                    const float *dyt = dy + (b * T + t) * qw + h * hs;
-                    const float *qt = q + (b * T + t) * qw + h * hs;
-                    float *dqt = dq + (b * T + t) * qw + h * hs;
-                    // dp = dy . v;  ds = p (dp - sum p dp);  softmax Jacobian
-                    float pdp = 0.0f;
-                    for (size_t t2 = 0; t2 <= t; t2++) {
-                        dp[t2] = dot_f32(dyt, v + (b * T + t2) * kw + kh * hs, hs);
-                        pdp += p[t2] * dp[t2];
-                    }
-                    for (size_t d = 0; d < hs; d++) dqt[d] = 0.0f;
-                    for (size_t t2 = 0; t2 <= t; t2++) {
-                        const float ds = p[t2] * (dp[t2] - pdp) * scale;
-                        const size_t row = (b * T + t2) * kw + kh * hs;
-                        axpy(dqt, ds, k + row, hs);
-                        axpy(dk + row, ds, qt, hs);
-                        axpy(dv + row, p[t2], dyt, hs);
-                    }
+                    const float *pt = p + t * T;
+                    float *d = ds + t * T, pdp = 0.0f;
+                    for (size_t t2 = 0; t2 <= t; t2++) pdp += pt[t2] * d[t2];
+                    for (size_t t2 = 0; t2 <= t; t2++) d[t2] = pt[t2] * (d[t2] - pdp) * scale;
+                    for (size_t t2 = t + 1; t2 < T; t2++) d[t2] = 0.0f;
                 }
+                attn_mm(dq + b * T * qw + h * hs, qw, ds, T, false, kb, kw, false, T, hs, T, 1.0f, false);  // dS K
+                attn_mm(dkb, kw, ds, T, true, qb, qw, false, T, hs, T, 1.0f, more);  // dS^T Q
+                attn_mm(dvb, kw, p, T, true, dyb, qw, false, T, hs, T, 1.0f, more);  // P^T dY
+            }
         }
 }
 
@@ -236,7 +253,7 @@ void op_attention_backward(float *dq, float *dk, float *dv, const float *dy, con
 void op_swiglu_forward(float *out, float *sig, const float *gate, const float *up, size_t n) {
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) {
-        const float g = gate[i], s = 1.0f / (1.0f + expf(-g));
+        const float g = gate[i], s = 1.0f / (1.0f + op_expf(-g));
         sig[i] = s;
         out[i] = g * s * up[i];
     }
@@ -290,21 +307,13 @@ void op_crossentropy_backward(float *dlogits, const float *logits, const float *
             memset(d, 0, V * sizeof *d);
             continue;
         }
-        for (size_t i = 0; i < V; i++) d[i] = s * expf(l[i] - lse[n]);
+        const float m = lse[n];
+        for (size_t i = 0; i < V; i++) d[i] = s * op_expf(l[i] - m);
         d[targets[n]] -= s;
     }
 }
 
 // --- projections
-
-static mm_operand operand(const float *x, size_t ld, bool trans) {
-    mm_operand o = {0};
-    o.x = x;
-    o.ld = ld;
-    o.trans = trans;
-    fmt_from_name(&o.fmt, "fp32");
-    return o;
-}
 
 int llama_ops_threads(int n) {
     mm_blas_set_threads(1);

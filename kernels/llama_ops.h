@@ -66,7 +66,8 @@ typedef struct {
     fmt_stats *stats;
 } attn_cast;
 
-// Causal attention; query head h reads key/value head h / (NH/NKV).
+// Causal attention; query head h reads key/value head h / (NH/NKV). Computed as matrix
+// products per (batch, head) through mm_cpu (see llama_ops.c for the summation order).
 //   att[b,h,t,t2] = softmax_t2<=t( q[b,t,h]·k[b,t2,kvh] / sqrt(hs) ),  y[b,t,h] = sum att * v
 // scores, probs: NULL, or the rounding of the scaled scores and of the probabilities (which are
 // then what att keeps and backward differentiates through, as a straight-through cast).
@@ -77,9 +78,11 @@ void op_attention_forward(float *y,           // (B, T, NH*hs)
                        const float *v,     // (B, T, NKV*hs)
                        size_t B, size_t T, size_t NH, size_t NKV, size_t hs,
                        const attn_cast *scores, const attn_cast *probs);
+// datt: scratch for dP and dS (overwritten; the (b, h) block of att's shape is its own).
 void op_attention_backward(float *dq,         // (B, T, NH*hs) =
                         float *dk,         // (B, T, NKV*hs) =
                         float *dv,         // (B, T, NKV*hs) =
+                        float *datt,       // (B, NH, T, T) = scratch
                         const float *dy,   // (B, T, NH*hs)
                         const float *att,  // (B, NH, T, T)
                         const float *q, const float *k, const float *v, size_t B, size_t T,

@@ -154,6 +154,7 @@ struct llama_acts {
     layer_acts *lay;    // [L], or [1] shared by every layer with recompute = block
     float *rstd_f, *hf, *logits, *lse;                // final norm (N), (N, C), (N, V), (N)
     float *dx, *dh, *dq, *dk, *dv, *dy, *dgate, *dup, *dact;  // backward scratch
+    float *datt;        // (B, NH, T, T) attention backward's scratch
 };
 
 static float *take(float **p, size_t n) {
@@ -171,7 +172,7 @@ static double acts_floats(const llama_config *c, llama_recompute rc, int B, int 
     const double hs = (double)(c->dim / c->n_heads), qd = NH * hs, kvd = c->n_kv_heads * hs;
     const double nlay = rc == LLAMA_RECOMPUTE_BLOCK ? 1 : L;
     const double layer = 2 * N + 3 * N * C + 2 * N * qd + 2 * N * kvd + att + 4 * N * H;
-    return (L + 1) * N * C + nlay * layer + N * (2 + C + V) + N * (2 * C + 2 * qd + 2 * kvd + 3 * H);
+    return (L + 1) * N * C + nlay * layer + N * (2 + C + V) + N * (2 * C + 2 * qd + 2 * kvd + 3 * H) + att;
 }
 
 double llama_memory_bytes(const llama_config *c, llama_recompute rc, int B, int T, int extra_param_copies) {
@@ -218,6 +219,7 @@ int llama_reserve(llama_model *m, int B, int T) {
     a->dx = take(&p, N * C), a->dh = take(&p, N * C), a->dq = take(&p, N * qd);
     a->dk = take(&p, N * kvd), a->dv = take(&p, N * kvd), a->dy = take(&p, N * qd);
     a->dgate = take(&p, N * H), a->dup = take(&p, N * H), a->dact = take(&p, N * H);
+    a->datt = take(&p, att);
     m->acts = a;
     return LLAMA_OK;
 }
@@ -535,7 +537,7 @@ static void layer_backward(llama_model *m, const dims *d, size_t l, const layer_
     op_rmsnorm_backward(s->dx, g.mlp_norm, s->dh, a->x_mid, w.mlp_norm, a->rstd2, N, C);
     // attention branch: x_mid = x + wo(attention(rope(wq h1), rope(wk h1), wv h1))
     proj_backward(m, AC_PROJ_O, l, s->dy, g.wo, s->dx, a->y, w.wo, N, d->qd, C, false);
-    op_attention_backward(s->dq, s->dk, s->dv, s->dy, a->att, a->q, a->k, a->v, d->B, d->T, d->NH,
+    op_attention_backward(s->dq, s->dk, s->dv, s->datt, s->dy, a->att, a->q, a->k, a->v, d->B, d->T, d->NH,
                        d->NKV, d->hs);
     op_rope_backward(s->dq, m->rope_cos, m->rope_sin, d->B, d->T, d->NH, d->hs);
     op_rope_backward(s->dk, m->rope_cos, m->rope_sin, d->B, d->T, d->NKV, d->hs);
