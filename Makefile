@@ -72,7 +72,7 @@ TOOL_SRC := $(wildcard tools/*.c)
 TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%)
 MPFR_LIBS := -lmpfr -lgmp
 
-.PHONY: all lib cli deps config test test-gpu bench-gpu asan run-tests bench demo verify-exhaustive check-peers \
+.PHONY: all lib cli deps config test test-gpu bench-gpu asan run-tests bench demo verify-exhaustive check-peers check-p3109 \
         check-trainer-torch install install-built pc check-install check-symbols uninstall clean help
 all: config lib cli
 
@@ -222,6 +222,13 @@ verify-exhaustive: all $(BUILD)/tools/verify_exhaustive
 
 check-peers: all
 	python3 tools/check_peers.py $(BUILD)/fplab
+
+# IEEE P3109 finite formats from gfloat (PyPI): rewrites tests/fixtures/p3109_gfloat.txt, then
+# runs the suite that reads it. P3109_PYTHON: a Python with gfloat installed.
+P3109_PYTHON ?= python3
+check-p3109: all $(BUILD)/tests/test_p3109
+	$(P3109_PYTHON) tools/p3109_gfloat.py tests/fixtures/p3109_gfloat.txt
+	$(BUILD)/tests/test_p3109
 
 check-trainer-torch: all $(BUILD)/tools/dump_llama
 	python3 tools/check_llama_torch.py $(BUILD)/tools/dump_llama

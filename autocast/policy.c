@@ -803,7 +803,8 @@ static bool rule_same(const ac_rule *a, const ac_rule *b) {
            x->none == y->none && x->tile_rows == y->tile_rows && x->tile_cols == y->tile_cols &&
            // (a recipe's text names its preset by the scale format's fields: fmt_scaling_name)
            fmt_fields_same(&x->scale_fmt, &y->scale_fmt) && x->scale_round == y->scale_round &&
-           x->tensor_scale == y->tensor_scale && x->nan_block == y->nan_block && r->mode == t->mode &&
+           x->tensor_scale == y->tensor_scale && x->nan_block == y->nan_block && x->recip == y->recip &&
+           r->mode == t->mode &&
            r->overflow == t->overflow &&
            r->flush_subnormals == t->flush_subnormals && r->sr_bits == t->sr_bits && r->seed == t->seed &&
            r->stream == t->stream && r->offset == t->offset;

@@ -1,5 +1,6 @@
 // bench_block.c: block quantization (fmt_quantize_f32: MX k=32 with e8m0 scales, NVFP4 k=16 with
-// e4m3 scales under an fp32 tensor scale) against plain element rounding (fmt_round_f32, rne,
+// e4m3 scales under an fp32 tensor scale; NVFP4 and per-row e4m3 with exact quotients, the
+// default, and with ":recip", the reciprocal multiply) against plain element rounding (fmt_round_f32, rne,
 // saturating) of the same array in the same run, without and with statistics, on 1 and 2
 // threads. A rows x cols float32 tensor (default 4096 x 4096) of mixed magnitudes, in place;
 // each rep restores the input first (untimed); best of --reps. --cpu times the process's CPU
@@ -93,11 +94,13 @@ int main(int argc, char **argv) {
     memcpy(x, src, n * sizeof *x);
     const struct {
         const char *elem, *recipe;
-    } cases[] = {{"e4m3", "mx"}, {"e3m2", "mx"}, {"e2m1", "mx"}, {"e2m1", "nvfp4"}};
+    } cases[] = {{"e4m3", "mx"},         {"e3m2", "mx"},       {"e2m1", "mx"},
+                 {"e2m1", "nvfp4"},      {"e2m1", "nvfp4:recip"},  // exact quotient vs reciprocal multiply
+                 {"e4m3", "row"},        {"e4m3", "row:recip"}};
     printf("bench_block: %zu x %zu float32 (%s input), best of %d reps, in place, %s; x plain = time over "
            "plain rounding's (same statistics, same threads)\n", rows, cols, plain_input ? "plain" : "mixed",
            reps, cpu ? "process CPU time (all threads)" : "wall clock");
-    printf("%-6s %-8s %-6s %9s %9s %9s %9s\n", "elem", "recipe", "stats", "ns/el 1T", "ns/el 2T", "x plain1T",
+    printf("%-6s %-11s %-6s %9s %9s %9s %9s\n", "elem", "recipe", "stats", "ns/el 1T", "ns/el 2T", "x plain1T",
            "x plain2T");
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         fmt_t f;
@@ -117,8 +120,8 @@ int main(int argc, char **argv) {
                 quant[t] = cpu ? best_cpu_ns(&jq, n, reps) : bu_best_ns(run, restore, &jq, n, reps);
             }
             const char *yn = st ? "yes" : "no";
-            printf("%-6s %-8s %-6s %9.3f %9.3f %9s %9s\n", f.name, "none", yn, plain[0], plain[1], "1.00", "1.00");
-            printf("%-6s %-8s %-6s %9.3f %9.3f %9.2f %9.2f\n", f.name, cases[ci].recipe, yn, quant[0], quant[1],
+            printf("%-6s %-11s %-6s %9.3f %9.3f %9s %9s\n", f.name, "none", yn, plain[0], plain[1], "1.00", "1.00");
+            printf("%-6s %-11s %-6s %9.3f %9.3f %9.2f %9.2f\n", f.name, cases[ci].recipe, yn, quant[0], quant[1],
                    quant[0] / plain[0], quant[1] / plain[1]);
             fflush(stdout);
         }

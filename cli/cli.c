@@ -8,9 +8,11 @@
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
+#include <strings.h>
 
 #include "autocast/autocast.h"
 #include "formats/format.h"
+#include "formats/scale.h"
 
 void cli_die(const char *fmt, ...) {
     va_list ap;
@@ -31,10 +33,28 @@ void cli_usage_error(const char *cmd) {
 
 void cli_parse_format(fmt_t *out, const char *arg, const char *opt) {
     int st = fmt_from_name(out, arg);
-    CLI_CHECK(st == FMT_OK,
-              "%s '%s': %s; expected a format of 'fplab finfo' (e.g. e4m3, bf16, fp4) or a custom "
-              "eXmY[:ieee|fn|fnuz|finite|e8m0][:unsigned][:bias=N]",
-              opt, arg, st == FMT_EINVAL ? "not a valid format (check sizes and flags)" : "unknown format");
+    if (st == FMT_OK) return;
+    const char *elem, *recipe;
+    for (size_t i = 0; fmt_scheme_get(i, &elem, &recipe); i++)
+        CLI_CHECK(strcasecmp(arg, fmt_scheme_get(i, NULL, NULL)), "%s '%s': a scheme (%s elements under the "
+                  "recipe %s), where a format is expected; expected its element format %s (and --scale %s "
+                  "where the command has one)", opt, arg, elem, recipe, elem, recipe);
+    char msg[1024];
+    fmt_name_message(arg, st, msg, sizeof msg);
+    cli_die("%s '%s': %s", opt, arg, msg);
+}
+
+const char *cli_parse_elem(fmt_t *out, const char *arg, const char *opt) {
+    fmt_scaling sc;
+    for (size_t i = 0; fmt_scheme_get(i, NULL, NULL); i++) {
+        const char *name = fmt_scheme_get(i, NULL, NULL), *recipe;
+        if (strcasecmp(arg, name)) continue;
+        fmt_scheme_get(i, NULL, &recipe);
+        fmt_scheme_from_name(out, &sc, name);
+        return recipe;
+    }
+    cli_parse_format(out, arg, opt);
+    return NULL;
 }
 
 fmt_round_mode cli_parse_mode(const char *arg) {

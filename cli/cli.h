@@ -40,6 +40,9 @@ _Noreturn void cli_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)
 
 // --- option values: each parses `arg` given for option `opt` or dies naming both.
 void cli_parse_format(fmt_t *out, const char *arg, const char *opt);  // table name, alias, eXmY
+// An element format where a scheme (mxfp4, nvfp4, ...) is also accepted: returns the scheme's
+// recipe name (out is its element format), or NULL for a plain format.
+const char *cli_parse_elem(fmt_t *out, const char *arg, const char *opt);
 fmt_round_mode cli_parse_mode(const char *arg);
 fmt_overflow cli_parse_overflow(const char *arg);
 uint64_t cli_parse_u64(const char *arg, const char *opt);

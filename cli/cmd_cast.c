@@ -40,16 +40,6 @@ static const cli_col cols[] = {
     {"abs_err", CLI_NUM}, {"rel_err", CLI_NUM}, {"err_ulp", CLI_NUM},
 };
 
-// The ulp of f in the binade of r (subnormals share the ulp of the smallest normal binade).
-static double ulp_at(const fmt_t *f, double r) {
-    int e = f->emin;
-    if (r != 0 && isfinite(r)) {
-        int er = ilogb(r);
-        if (er > e) e = er;
-    }
-    return ldexp(1.0, e - f->mbits);
-}
-
 int cmd_cast(int argc, char **argv) {
     static const struct option lo[] = {
         {"to", required_argument, 0, 't'},    {"round", required_argument, 0, 'r'},
@@ -103,7 +93,7 @@ int cmd_cast(int argc, char **argv) {
         cli_cell_num(&t, v);
         cli_cell_num(&t, fabs(err));
         cli_cell_num(&t, x[i] == 0 ? (err == 0 ? 0 : INFINITY) : fabs(err) / fabs(x[i]));
-        cli_cell_num(&t, isfinite(v) ? err / ulp_at(&f, v) : NAN);
+        cli_cell_num(&t, isfinite(v) ? err / fmt_ulp(&f, v) : NAN);
     }
     cli_table_print(&t, out, stdout);
     return 0;

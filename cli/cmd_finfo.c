@@ -5,20 +5,29 @@
 #include <string.h>
 
 #include "cli.h"
+#include "formats/scale.h"
 
 static void help(FILE *fp) {
     fprintf(fp,
-            "usage: fplab finfo [FORMAT...] [--format table|csv|json|md]\n\n"
+            "usage: fplab finfo [FORMAT...] [--format table|csv|json|md]\n"
+            "       fplab finfo --aliases\n\n"
             "Properties of every format of the table, or of the FORMATs named: a table name\n"
-            "(e4m3, bf16, ...), an alias (float8_e4m3fn, bfloat16, fp4, ...) or a custom\n"
-            "eXmY[:ieee|fn|fnuz|finite|e8m0][:unsigned][:bias=N].\n\n"
+            "(e4m3, bf16, ...), an alias (float8_e4m3fn, torch.bfloat16, fp4, ...), a name only a\n"
+            "peer has (float8_e4m3, float8_e3m4, float8_e4m3b11fnuz: ml_dtypes), a scheme (mxfp4,\n"
+            "nvfp4, ...: its element format) or a custom\n"
+            "eXmY[:ieee|fn|fnuz|finite|e8m0][:unsigned][:bias=N]. Names are case-insensitive and may\n"
+            "carry a module prefix (torch., jnp., jax.numpy., ml_dtypes., numpy., np.). fp8 and fp6\n"
+            "name two formats each and are refused with the choices.\n\n"
             "columns: name bits exponent_bits mantissa_bits bias max min smallest_normal\n"
             "  smallest_subnormal eps resolution finite_values has_inf nan_codes (a count);\n"
             "  json adds nan_code_list (hex strings) when there are at most 8 NaN codes.\n"
-            "  min is the most negative finite value (the smallest value of an unsigned format).\n\n"
+            "  min is the most negative finite value (the smallest value of an unsigned format).\n"
+            "  kind: table (a row of the table), peer (a format only peers name) or custom (a\n"
+            "  format built from an eXmY spec that no name gives; also said on stderr).\n\n"
             "options (default in brackets):\n"
             "  --format F   table (aligned, %%g numbers: 6 digits), csv or json (each number the\n"
             "               shortest text that reads back exactly), md (a GitHub markdown table) [table]\n"
+            "  --aliases    list every name: table formats with their aliases, peers' formats, schemes\n"
             "  -h, --help   this text\n\n"
             "examples:\n"
             "  build/fplab finfo\n"
@@ -31,7 +40,8 @@ static const cli_col cols[] = {
     {"mantissa_bits", CLI_INT}, {"bias", CLI_INT},         {"max", CLI_NUM},
     {"min", CLI_NUM},           {"smallest_normal", CLI_NUM}, {"smallest_subnormal", CLI_NUM},
     {"eps", CLI_NUM},           {"resolution", CLI_NUM},   {"finite_values", CLI_INT},
-    {"has_inf", CLI_BOOL},       {"nan_codes", CLI_INT},    {"nan_code_list", CLI_JSON},
+    {"has_inf", CLI_BOOL},       {"nan_codes", CLI_INT},    {"kind", CLI_STR},
+    {"nan_code_list", CLI_JSON},
 };
 enum { NCOLS = sizeof cols / sizeof cols[0] };
 
@@ -52,6 +62,7 @@ static void add_row(cli_table *t, const fmt_t *f) {
     cli_cell_u64(t, in.finite_values);
     cli_cell_bool(t, f->has_inf);
     cli_cell_u64(t, in.nan_codes);
+    cli_cell_str(t, fmt_kind(f));
     char list[8 * 24 + 4] = "null";
     if (in.nan_codes <= 8) {
         uint64_t codes[8];
@@ -67,16 +78,40 @@ static void add_row(cli_table *t, const fmt_t *f) {
     cli_cell_str(t, list);
 }
 
+// --aliases: every name fplab accepts for a format, one line each.
+static void print_aliases(void) {
+    for (size_t i = 0; i < fmt_table_count(); i++) {
+        printf("%-10s table  ", fmt_table_get(i)->name);
+        for (const char *const *a = fmt_table_aliases(i); *a; a++) printf(" %s", *a);
+        printf("\n");
+    }
+    const char *spec, *peer, *elem, *recipe;
+    for (size_t i = 0; fmt_peer_get(i, &spec, &peer); i++)
+        printf("%-10s peer    = %s: %s\n", fmt_peer_get(i, NULL, NULL), spec, peer);
+    for (size_t i = 0; fmt_scheme_get(i, &elem, &recipe); i++)
+        printf("%-10s scheme  %s elements, recipe %s\n", fmt_scheme_get(i, NULL, NULL), elem, recipe);
+    printf("(ambiguous, refused with the choices: fp8, float8 (e4m3 or e5m2), fp6, float6 (e3m2 or e2m3);\n"
+           " module prefixes accepted: torch. jnp. jax.numpy. ml_dtypes. numpy. np.)\n");
+}
+
 int cmd_finfo(int argc, char **argv) {
-    static const struct option lo[] = {{"format", required_argument, 0, 'f'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    static const struct option lo[] = {{"format", required_argument, 0, 'f'}, {"aliases", no_argument, 0, 'a'},
+                                       {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     char *pos[argc + 1];
     int npos = cli_split_args(&argc, argv, lo, pos);
     cli_out out = CLI_OUT_TABLE;
+    bool list_aliases = false;
     argv[0] = "fplab finfo";
     for (int c; (c = getopt_long(argc, argv, "h", lo, NULL)) != -1;) {
         if (c == 'f') out = cli_parse_out(optarg, 0xF);
+        else if (c == 'a') list_aliases = true;
         else if (c == 'h') return help(stdout), 0;
         else cli_usage_error("finfo");
+    }
+    if (list_aliases) {
+        CLI_CHECK(npos == 0, "finfo --aliases: unexpected argument '%s'; --aliases lists every name", pos[0]);
+        print_aliases();
+        return 0;
     }
     cli_table t;
     cli_table_init(&t, cols, NCOLS);
@@ -85,7 +120,12 @@ int cmd_finfo(int argc, char **argv) {
     }
     for (int i = 0; i < npos; i++) {
         fmt_t f;
-        cli_parse_format(&f, pos[i], "FORMAT");
+        const char *recipe = cli_parse_elem(&f, pos[i], "FORMAT");
+        if (recipe) fprintf(stderr, "fplab finfo: %s is a scheme: %s elements under the recipe %s; the row is %s\n",
+                            pos[i], f.name, recipe, f.name);
+        else if (!strcmp(fmt_kind(&f), "custom"))
+            fprintf(stderr, "fplab finfo: %s is not a named format: a custom %d-bit format (%s, %s)\n", pos[i],
+                    f.bits, f.is_signed ? "signed" : "unsigned", f.has_inf ? "IEEE-style inf and NaN" : "no inf");
         add_row(&t, &f);
     }
     cli_table_print(&t, out, stdout);

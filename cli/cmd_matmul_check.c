@@ -38,7 +38,9 @@ static void help(FILE *fp) {
             "  emulated accumulator: the backend must equal mm_ref bit for bit.\n\n"
             "options (default in brackets):\n"
             "  --m, --n, --k N   sizes, each [64]\n"
-            "  --a, --b FORMAT   element formats of A and B: e4m3, e5m2, e2m1, bf16, ... (required)\n"
+            "  --a, --b FORMAT   element formats of A and B: e4m3, e5m2, e2m1, bf16, ..., or a scheme\n"
+            "                    (mxfp8, mxfp4, nvfp4, ...: its element format, and its recipe unless\n"
+            "                    --scale is given) (required)\n"
             "  --out FORMAT      output format of C [fp32]\n"
             "  --scale RECIPE    none, tensor, row, mx, nvfp4, block:K:SCALEFMT, tile:RxC:SCALEFMT\n"
             "                    (see 'fplab quantize --help') [none]\n"
@@ -97,17 +99,6 @@ static double median(double *v, size_t n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// ulp of the output format at |e|: 2^(max(floor(log2|e|), emin) - mbits).
-static double ulp_out(const fmt_t *f, double e) {
-    int ex = f->emin;
-    if (e != 0.0 && isfinite(e)) {
-        int k;
-        frexp(fabs(e), &k);  // |e| = m 2^k, m in [0.5, 1): floor(log2|e|) = k - 1
-        if (k - 1 > ex) ex = k - 1;
-    }
-    return ldexp(1.0, ex - f->mbits);
-}
-
 static bool same_bits(float a, float b) {
     if (isnan(a) && isnan(b)) return true;
     uint32_t ua, ub;
@@ -134,7 +125,7 @@ static void evaluate(result *r, const float *C, const float *Cref, const double 
     double *rel = scratch + n;
     size_t nrel = 0;
     // Round-to-nearest overflows at max + half an ulp of max.
-    const double top = out->max + 0.5 * ulp_out(out, out->max);
+    const double top = out->max + 0.5 * fmt_ulp(out, out->max);
     size_t m = 0;
     r->max_ulp = 0, r->max_rel = 0, r->outside = 0, r->mismatches = 0, r->overflow = 0;
     for (size_t i = 0; i < n; i++) {
@@ -145,7 +136,7 @@ static void evaluate(result *r, const float *C, const float *Cref, const double 
             continue;
         }
         const double err = isnan(c) ? INFINITY : fabs(c - e);
-        scratch[m] = err / ulp_out(out, e);
+        scratch[m] = err / fmt_ulp(out, e);
         if (scratch[m] > r->max_ulp || isnan(scratch[m])) r->max_ulp = scratch[m];
         m++;
         if (e != 0.0) {
@@ -156,7 +147,7 @@ static void evaluate(result *r, const float *C, const float *Cref, const double 
             r->max_rel = INFINITY;
         }
         if (!emulated) {
-            const double half_ulp = 0.5 * ulp_out(out, fmax(fabs(e), fabs(c)));
+            const double half_ulp = 0.5 * fmt_ulp(out, fmax(fabs(e), fabs(c)));
             if (!(err <= gamma * absdot[i] + half_ulp)) r->outside++;
         }
     }
@@ -201,6 +192,7 @@ static bool parse_options(check_cfg *k, int argc, char **argv) {
     argv[0] = "fplab matmul-check";
     *k = (check_cfg){.M = 64, .N = 64, .K = 64, .out_name = "fp32", .scale = "none", .acc_spec = "fp32",
                      .backend = "cpu", .dist_name = "normal", .outfmt = CLI_OUT_TABLE};
+    bool scale_given = false;
     for (int c; (c = getopt_long(argc, argv, "h", lo, NULL)) != -1;) {
         switch (c) {
         case 'M': k->M = (size_t)cli_parse_long(optarg, "--m", 1, 1L << 20); break;
@@ -209,7 +201,7 @@ static bool parse_options(check_cfg *k, int argc, char **argv) {
         case 'a': k->a_name = optarg; break;
         case 'b': k->b_name = optarg; break;
         case 'o': k->out_name = optarg; break;
-        case 'S': k->scale = optarg; break;
+        case 'S': k->scale = optarg, scale_given = true; break;
         case 'c': k->acc_spec = optarg; break;
         case 'B': k->backend = optarg; break;
         case 's': k->seed = cli_parse_u64(optarg, "--seed"); break;
@@ -230,15 +222,19 @@ static bool parse_options(check_cfg *k, int argc, char **argv) {
     CLI_CHECK(mm_dist_from_name(&k->dist, k->dist_name) == MM_OK,
               "--dist '%s': expected normal, uniform, lognormal or outliers", k->dist_name);
     mm_opts_default(&k->o);
-    cli_parse_format(&k->fa, k->a_name, "--a");
-    cli_parse_format(&k->fb, k->b_name, "--b");
+    // A scheme (--a mxfp4) gives the element format and, unless --scale says otherwise, its
+    // recipe; two schemes must agree on it.
+    const char *ra = cli_parse_elem(&k->fa, k->a_name, "--a"), *rb = cli_parse_elem(&k->fb, k->b_name, "--b");
+    CLI_CHECK(scale_given || !ra || !rb || !strcmp(ra, rb), "matmul-check: --a %s and --b %s use the recipes %s "
+              "and %s; expected one --scale for both", k->a_name, k->b_name, ra, rb);
+    if (!scale_given && (ra || rb)) k->scale = ra ? ra : rb;
     cli_parse_format(&k->o.out_fmt, k->out_name, "--out");
     const struct { const fmt_t *f; const char *opt, *name, *what; } held[] = {
         {&k->fa, "--a", k->a_name, "operands are held in float32"},
         {&k->fb, "--b", k->b_name, "operands are held in float32"},
         {&k->o.out_fmt, "--out", k->out_name, "C is float32"}};
     for (int i = 0; i < 3; i++)
-        CLI_CHECK(fmt_embeds_in_f32(held[i].f) && held[i].f->max <= 3.4028234663852886e38,
+        CLI_CHECK(fmt_values_fit_f32(held[i].f),
                   "%s '%s': %s; expected a format of float32 or narrower", held[i].opt, held[i].name, held[i].what);
     char msg[512];
     CLI_CHECK(fmt_scaling_from_name(&k->sc, k->scale, msg, sizeof msg) == FMT_OK, "--scale: %s",

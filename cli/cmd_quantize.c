@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "formats/codec.h"
+#include "formats/qerror.h"
 #include "formats/scale.h"
 #include "npy.h"
 #include "trainer/fileio.h"
@@ -33,7 +34,9 @@ static void help(FILE *fp) {
             "clamps scaled values to the element's max: 500 in an MX e4m3 block becomes 448, not\n"
             "NaN); a plain cast (--scale none) follows IEEE, as NumPy and ml_dtypes do.\n\n"
             "options (default in brackets):\n"
-            "  --to FORMAT     element format (see 'fplab finfo'); required []\n"
+            "  --to FORMAT     element format (see 'fplab finfo'), or a scheme (mxfp8, mxfp8_e5m2,\n"
+            "                  mxfp6_e3m2, mxfp6_e2m3, mxfp4, nvfp4: its element format, and its\n"
+            "                  recipe unless --scale is given); required []\n"
             "  --round MODE    rne, rna, rtz, rup, rdn, rto, sr [rne]\n"
             "  --overflow P    ieee or saturate [saturate with a scaling recipe, ieee with none]\n"
             "  --scale RECIPE  none, tensor, row, col, mx (block:32:e8m0), nvfp4 (block:16:e4m3\n"
@@ -56,7 +59,11 @@ static void help(FILE *fp) {
             "                  tensor_scale (see --stats); not with --scale none [not written]\n"
             "                  OUT, --codes and --scales must be distinct files, none of them IN\n"
             "  --stats         print n, overflow, underflow, subnormal, nan_in, invalid, amax,\n"
-            "                  scales_clipped, scales_nan, tensor_scale as 'key: value' lines [off]\n"
+            "                  scales_clipped, scales_nan, tensor_scale and the error of OUT against\n"
+            "                  IN (as float32; over the elements where both are finite): mse,\n"
+            "                  sqnr_db = 10 log10(sum x^2 / sum (y - x)^2), max_abs_err, max_rel_err\n"
+            "                  (over x != 0), err_nonfinite (elements left out), as 'key: value'\n"
+            "                  lines [off]\n"
             "  -h, --help      this text\n\n");
     // Examples as plain text (no printf conversions): pasted into bash from the repository root,
     // they write only /tmp/x.npy and /tmp/y.npy.
@@ -72,13 +79,16 @@ static void help(FILE *fp) {
           fp);
 }
 
-static void print_stats(const fmt_stats *s, const fmt_quant_info *info) {
+static void print_stats(const fmt_stats *s, const fmt_quant_info *info, const fmt_qerror *qe) {
     printf("n: %llu\noverflow: %llu\nunderflow: %llu\nsubnormal: %llu\nnan_in: %llu\ninvalid: %llu\n",
            (unsigned long long)s->n, (unsigned long long)s->overflow, (unsigned long long)s->underflow,
            (unsigned long long)s->subnormal, (unsigned long long)s->nan_in, (unsigned long long)s->invalid);
     printf("amax: %.17g\nscales_clipped: %llu\nscales_nan: %llu\ntensor_scale: %.17g\n", s->amax,
            (unsigned long long)info->scales_clipped, (unsigned long long)info->scales_nan,
            (double)info->tensor_scale);
+    // The error of OUT against IN (as float32), over the elements where both are finite.
+    printf("mse: %.17g\nsqnr_db: %.17g\nmax_abs_err: %.17g\nmax_rel_err: %.17g\nerr_nonfinite: %llu\n", qe->mse,
+           qe->sqnr_db, qe->max_abs, qe->max_rel, (unsigned long long)qe->nonfinite);
 }
 
 int cmd_quantize(int argc, char **argv) {
@@ -94,13 +104,13 @@ int cmd_quantize(int argc, char **argv) {
     argv[0] = "fplab quantize";
     fmt_round_opts o = {0};
     const char *to = NULL, *scale = "none", *codes_path = NULL, *scales_path = NULL;
-    bool stats_on = false, overflow_given = false;
+    bool stats_on = false, overflow_given = false, scale_given = false;
     for (int c; (c = getopt_long(argc, argv, "h", lo, NULL)) != -1;) {
         switch (c) {
         case 't': to = optarg; break;
         case 'r': o.mode = cli_parse_mode(optarg); break;
         case 'o': o.overflow = cli_parse_overflow(optarg), overflow_given = true; break;
-        case 'S': scale = optarg; break;
+        case 'S': scale = optarg, scale_given = true; break;
         case 'F': o.flush_subnormals = true; break;
         case 's': o.seed = cli_parse_u64(optarg, "--seed"); break;
         case 'b': o.sr_bits = (int)cli_parse_long(optarg, "--sr-bits", 1, 32); break;
@@ -130,7 +140,9 @@ int cmd_quantize(int argc, char **argv) {
                       out_names[i], outs[i], out_names[j], outs[j]);
     }
     fmt_t f;
-    cli_parse_format(&f, to, "--to");
+    // A scheme (--to mxfp4) gives the element format and, unless --scale says otherwise, its recipe.
+    const char *scheme_recipe = cli_parse_elem(&f, to, "--to");
+    if (scheme_recipe && !scale_given) scale = scheme_recipe;
     fmt_scaling sc;
     int st = fmt_scaling_from_name(&sc, scale, msg, sizeof msg);
     if (st != FMT_OK && msg[0]) cli_die("--scale: %s", msg);  // the library's message names the spec
@@ -140,7 +152,7 @@ int cmd_quantize(int argc, char **argv) {
     if (!overflow_given) o.overflow = fmt_scaling_default_opts(&sc).overflow;
     CLI_CHECK(!scales_path || !sc.none, "quantize: --scales '%s': the recipe 'none' has no scales; expected a "
               "--scale recipe (e.g. --scale mx)", scales_path);
-    CLI_CHECK(fmt_embeds_in_f32(&f) && f.max <= 3.4028234663852886e38,
+    CLI_CHECK(fmt_values_fit_f32(&f),
               "--to '%s': OUT is float32, so the element format must fit in float32 (fp32 or narrower)", to);
     CLI_CHECK(fmt_validate_round_opts(&f, &o, msg, sizeof msg) == FMT_OK, "quantize: %s", msg);
     if (msg[0]) fprintf(stderr, "fplab quantize: %s\n", msg);
@@ -157,62 +169,60 @@ int cmd_quantize(int argc, char **argv) {
 
     // float32 input is quantized in place: the buffer read is the one written (no second 64 MiB
     // buffer to fault in and copy for a 4096 x 4096 tensor); float64 input needs a float32 one.
+    // --stats keeps a float32 copy of the input for the error metrics.
     float *y = a.dtype == NPY_F4 ? a.f4 : npy_alloc(a.n * sizeof(float));
     CLI_CHECK_LIB(y ? FMT_OK : FMT_ENOMEM, "the tensor does not fit in memory");
     if (a.dtype == NPY_F4) a.data = NULL;  // y owns it now
-    // --codes: the element values q (info.elems; for the float64 "none" path the rounded values
-    // themselves). --scales: the decoded tile scales (info.scales). Both are turned into codes
-    // below exactly as the Python binding does (encode of float32 values with default options,
-    // which is exact for values of the format).
-    const size_t nscales = sc.none ? 0 : fmt_scale_count(&sc, rows, cols);
-    float *elems = NULL, *svals = NULL;
-    if (codes_path && !(a.dtype == NPY_F8 && sc.none)) {
-        elems = npy_alloc(a.n * sizeof(float));
-        CLI_CHECK_LIB(elems ? FMT_OK : FMT_ENOMEM, "the element values do not fit in memory");
+    else
+        for (size_t i = 0; i < a.n; i++) y[i] = (float)a.f8[i];
+    float *x0 = NULL;
+    if (stats_on) {
+        x0 = npy_alloc(a.n * sizeof(float));
+        CLI_CHECK_LIB(x0 ? FMT_OK : FMT_ENOMEM, "a copy of the input for --stats does not fit in memory");
+        memcpy(x0, y, a.n * sizeof(float));
+    }
+    // The codes (--codes: of the element values, before the scale) and the scale codes
+    // (--scales) come from the library's one call, which the Python binding's quantize() makes too.
+    void *codes = NULL, *scodes = NULL;
+    const size_t cb = fmt_code_bytes(&f), scb = sc.none ? 0 : fmt_code_bytes(&sc.scale_fmt);
+    size_t grid[2];
+    fmt_scale_grid(&sc, rows, cols, grid);
+    if (codes_path) {
+        CLI_CHECK(npy_uint_descr(cb), "quantize: --codes: %s has %zu-byte codes; expected 1, 2, 4 or 8", f.name, cb);
+        codes = malloc(a.n ? a.n * cb : 1);
+        CLI_CHECK_LIB(codes ? FMT_OK : FMT_ENOMEM, "the codes do not fit in memory");
     }
     if (scales_path) {
-        svals = malloc(nscales ? nscales * sizeof(float) : 1);
-        CLI_CHECK_LIB(svals ? FMT_OK : FMT_ENOMEM, "the scales do not fit in memory");
+        CLI_CHECK(npy_uint_descr(scb), "quantize: --scales: %s has %zu-byte codes; expected 1, 2, 4 or 8",
+                  sc.scale_fmt.name, scb);
+        const size_t ns = grid[0] * grid[1];
+        scodes = malloc(ns ? ns * scb : 1);
+        CLI_CHECK_LIB(scodes ? FMT_OK : FMT_ENOMEM, "the scale codes do not fit in memory");
     }
     fmt_stats s = {0};
-    fmt_quant_info info = {.tensor_scale = 1, .elems = elems, .scales = svals};  // 1: "none", float64
+    fmt_quant_info info = {.tensor_scale = 1};  // 1: "none", float64
     if (a.dtype == NPY_F8 && sc.none) {
+        // Rounded from float64 directly: values of the format, encoded as they are.
         st = fmt_round_f64(&f, a.f8, a.n, &o, &s);
         for (size_t i = 0; i < a.n; i++) y[i] = (float)a.f8[i];
+        const fmt_round_opts enc = {0};  // nearest-even: exact for values of the format
+        if (st == FMT_OK && codes) st = fmt_encode_f32(&f, codes, y, a.n, &enc, NULL);
     } else {
-        if (a.dtype == NPY_F8)
-            for (size_t i = 0; i < a.n; i++) y[i] = (float)a.f8[i];
-        st = fmt_quantize_f32(&f, &sc, y, y, rows, cols, &o, &s, &info);
+        st = fmt_quantize_codes_f32(&f, &sc, y, codes, scodes, y, rows, cols, &o, &s, &info);
     }
     npy_free(&a);
     CLI_CHECK(st == FMT_OK, "quantize: scale '%s' with element format %s refused the %zu x %zu tensor of %s (%s); "
               "expected a recipe whose scale format and tile fit this shape", sname, f.name, rows, cols, in_path,
               fmt_strerror(st));
-    // Codes are computed before anything is written, so an error leaves every output untouched.
-    const fmt_round_opts enc = {0};  // rne, IEEE overflow, subnormals kept: exact for values of the format
-    void *codes = NULL, *scodes = NULL;
-    const size_t cb = fmt_code_bytes(&f), scb = sc.none ? 0 : fmt_code_bytes(&sc.scale_fmt);
-    if (codes_path) {
-        CLI_CHECK(npy_uint_descr(cb), "quantize: --codes: %s has %zu-byte codes; expected 1, 2, 4 or 8", f.name, cb);
-        codes = malloc(a.n ? a.n * cb : 1);
-        CLI_CHECK_LIB(codes ? FMT_OK : FMT_ENOMEM, "the codes do not fit in memory");
-        CLI_CHECK_LIB(fmt_encode_f32(&f, codes, elems ? elems : y, a.n, &enc, NULL), "encoding the element values");
-    }
-    size_t sshape[2] = {0, 0};
+    // The scales' shape is the tile grid, as fplab.quantize(...).scales; 1-D (tiles per row,) for
+    // a 1-D IN under a recipe with one-row tiles (mx, nvfp4, row). Nothing is written before here,
+    // so an error leaves every output untouched.
+    size_t sshape[2] = {grid[0], grid[1]};
     int sndim = 2;
-    if (scales_path) {
-        CLI_CHECK(npy_uint_descr(scb), "quantize: --scales: %s has %zu-byte codes; expected 1, 2, 4 or 8",
-                  sc.scale_fmt.name, scb);
-        scodes = malloc(nscales ? nscales * scb : 1);
-        CLI_CHECK_LIB(scodes ? FMT_OK : FMT_ENOMEM, "the scale codes do not fit in memory");
-        CLI_CHECK_LIB(fmt_encode_f32(&sc.scale_fmt, scodes, svals, nscales, &enc, NULL), "encoding the scales");
-        // The tile grid, as fplab.quantize(...).scales: (ceil(rows / tile rows), tiles per row),
-        // and 1-D (tiles per row,) for a 1-D IN under a recipe with one-row tiles (mx, nvfp4, row).
-        const size_t tr = sc.tile_rows > 0 ? (size_t)sc.tile_rows : rows;
-        const size_t grid_r = rows ? (rows + tr - 1) / tr : 0;
-        sshape[0] = grid_r, sshape[1] = grid_r ? nscales / grid_r : 0;
-        if (a.ndim == 1 && sc.tile_rows == 1) sndim = 1, sshape[0] = sshape[1];
-    }
+    if (a.ndim == 1 && sc.tile_rows == 1) sndim = 1, sshape[0] = grid[1];
+    fmt_qerror qe = {0};
+    if (x0) fmt_qerror_f32(&qe, y, x0, a.n);
+    free(x0);
     // All outputs are written to temporary files (or through, for a device), then committed
     // together: an error anywhere leaves every output as it was.
     fio_out fo[3];
@@ -222,6 +232,7 @@ int cmd_quantize(int argc, char **argv) {
         {out_path, "<f4", sizeof(float), y, a.ndim, a.shape},
         {codes_path, codes_path ? npy_uint_descr(cb) : NULL, cb, codes, a.ndim, a.shape},
         {scales_path, scales_path ? npy_uint_descr(scb) : NULL, scb, scodes, sndim, sshape}};
+    st = NPY_OK;
     for (int i = 0; i < 3 && st == NPY_OK; i++) {
         if (!w[i].path) continue;
         char why[FIO_PATH_MAX + 128];
@@ -240,7 +251,7 @@ int cmd_quantize(int argc, char **argv) {
     }
     free(y);
     CLI_CHECK(st == NPY_OK, "%s (OUT, --codes and --scales are as they were)", msg);
-    free(elems), free(svals), free(codes), free(scodes);
-    if (stats_on) print_stats(&s, &info);
+    free(codes), free(scodes);
+    if (stats_on) print_stats(&s, &info, &qe);
     return 0;
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 const char *fmt_strerror(int status) {
     switch (status) {
@@ -68,7 +69,7 @@ const char *fmt_strerror(int status) {
 // written, so threads may look formats up concurrently from the first call on.
 typedef struct {
     fmt_t f;
-    const char *aliases[6];
+    const char *aliases[8];
 } table_row;
 
 static const table_row table[] = {
@@ -84,7 +85,7 @@ static const table_row table[] = {
     {FMT_ROW("e8m0", 8, 8, 0, 127, false, FMT_E8M0), {"float8_e8m0fnu", "e8m0fnu", "ue8m0", NULL}},
     {FMT_ROW("e3m2", 6, 3, 2, 3, true, FMT_FINITE), {"float6_e3m2fn", "fp6_e3m2", NULL}},
     {FMT_ROW("e2m3", 6, 2, 3, 1, true, FMT_FINITE), {"float6_e2m3fn", "fp6_e2m3", NULL}},
-    {FMT_ROW("e2m1", 4, 2, 1, 1, true, FMT_FINITE), {"float4_e2m1fn", "fp4_e2m1", "fp4", NULL}},
+    {FMT_ROW("e2m1", 4, 2, 1, 1, true, FMT_FINITE), {"float4_e2m1fn", "fp4_e2m1", "fp4", "float4_e2m1fn_x2", NULL}},
 };
 enum { TABLE_N = sizeof table / sizeof table[0] };
 
@@ -170,14 +171,197 @@ static int parse_custom(fmt_t *out, const char *name) {
                     is_signed, special);
 }
 
+// --- names of other libraries
+
+// Formats that peers name but the table has no row for: the peer's name (kept as the
+// descriptor's name, so that it reads back) and the custom spec that builds it.
+static const struct {
+    const char *name, *spec, *peer;
+} peer_formats[] = {
+    {"float8_e4m3", "e4m3:ieee", "ml_dtypes (IEEE-style e4m3: inf and NaNs, max 240)"},
+    {"float8_e3m4", "e3m4", "ml_dtypes (IEEE-style e3m4)"},
+    {"float8_e4m3b11fnuz", "e4m3:fnuz:bias=11", "ml_dtypes (e4m3fnuz with bias 11, TPU)"},
+};
+enum { PEER_N = sizeof peer_formats / sizeof peer_formats[0] };
+
+// Names that mean more than one format: refused, with the choices.
+static const struct {
+    const char *name, *choices;
+} ambiguous[] = {
+    {"fp8", "e4m3 (float8_e4m3fn, OCP E4M3) or e5m2 (float8_e5m2, OCP E5M2)"},
+    {"float8", "e4m3 (float8_e4m3fn, OCP E4M3) or e5m2 (float8_e5m2, OCP E5M2)"},
+    {"fp6", "e3m2 (float6_e3m2fn) or e2m3 (float6_e2m3fn)"},
+    {"float6", "e3m2 (float6_e3m2fn) or e2m3 (float6_e2m3fn)"},
+};
+enum { AMBIGUOUS_N = sizeof ambiguous / sizeof ambiguous[0] };
+
+// Module prefixes people paste with a dtype's name (torch.float8_e4m3fn, jnp.bfloat16).
+static const char *const module_prefixes[] = {"torch.", "jax.numpy.", "jnp.", "ml_dtypes.", "numpy.", "np."};
+
+static const char *strip_module(const char *name) {
+    for (size_t i = 0; i < sizeof module_prefixes / sizeof *module_prefixes; i++) {
+        const size_t n = strlen(module_prefixes[i]);
+        if (!strncasecmp(name, module_prefixes[i], n) && name[n]) return name + n;
+    }
+    return name;
+}
+
+size_t fmt_peer_count(void) { return PEER_N; }
+
+const char *fmt_peer_get(size_t i, const char **spec, const char **peer) {
+    if (i >= PEER_N) return NULL;
+    if (spec) *spec = peer_formats[i].spec;
+    if (peer) *peer = peer_formats[i].peer;
+    return peer_formats[i].name;
+}
+
+// --- IEEE P3109 (draft v3.2 / interim report): binaryKpP{s|u}{e|f}, K bits, precision P, signed
+// or unsigned, extended (with infinities) or finite. One zero, one NaN: 0x80 (the -0 code) in
+// the signed formats, the all-ones code in the unsigned ones. Exponent bits w = K - P (signed)
+// or K - P + 1 (unsigned), bias 2^(w-1), subnormals. The finite ones are descriptors fplab
+// already has: signed = fnuz, unsigned = fn (only all-ones is NaN) without a sign bit. The
+// extended ones put +-inf on the largest codes, which no fplab special has yet: FMT_EINVAL with
+// a message (fmt_name_message). Returns FMT_EUNKNOWN where name is not of that shape.
+static int parse_p3109(fmt_t *out, const char *name, bool *extended) {
+    *extended = false;
+    if (strncasecmp(name, "binary", 6) || !isdigit((unsigned char)name[6])) return FMT_EUNKNOWN;
+    char *end;
+    const long K = strtol(name + 6, &end, 10);
+    if (tolower((unsigned char)*end) != 'p' || !isdigit((unsigned char)end[1])) return FMT_EUNKNOWN;
+    const long P = strtol(end + 1, &end, 10);
+    const char sg = (char)tolower((unsigned char)end[0]), dm = sg ? (char)tolower((unsigned char)end[1]) : 0;
+    if ((sg != 's' && sg != 'u') || (dm != 'e' && dm != 'f') || end[2]) return FMT_EUNKNOWN;
+    const bool is_signed = sg == 's';
+    *extended = dm == 'e';
+    if (K < 3 || K > 16 || P < 1 || P > (is_signed ? K - 1 : K)) return FMT_EINVAL;
+    if (*extended) return FMT_EINVAL;
+    const int w = (int)(K - P) + (is_signed ? 0 : 1), m = (int)P - 1;
+    if (w > 11) return FMT_EINVAL;  // binary16p1, p2, ...: beyond float64's exponent range
+    char canon[40];
+    snprintf(canon, sizeof canon, "binary%ldp%ld%c%c", K, P, sg, dm);
+    return fmt_make(out, canon, (int)K, w, m, 1 << (w - 1), is_signed, is_signed ? FMT_FNUZ : FMT_FN);
+}
+
 int fmt_from_name(fmt_t *out, const char *name) {
     if (!name || !*name) return FMT_EUNKNOWN;
+    name = strip_module(name);
+    bool ext;
+    const int pst = parse_p3109(out, name, &ext);
+    if (pst != FMT_EUNKNOWN) return pst;
     for (size_t i = 0; i < TABLE_N; i++) {
         if (!strcasecmp(name, table[i].f.name)) return *out = table[i].f, FMT_OK;
         for (const char *const *a = table[i].aliases; *a; a++)
             if (!strcasecmp(name, *a)) return *out = table[i].f, FMT_OK;
     }
+    for (size_t i = 0; i < PEER_N; i++) {
+        if (strcasecmp(name, peer_formats[i].name)) continue;
+        const int st = parse_custom(out, peer_formats[i].spec);
+        if (st == FMT_OK) snprintf(out->name, sizeof out->name, "%s", peer_formats[i].name);
+        return st;
+    }
+    for (size_t i = 0; i < AMBIGUOUS_N; i++)
+        if (!strcasecmp(name, ambiguous[i].name)) return FMT_EUNKNOWN;
     return parse_custom(out, name);
+}
+
+static bool same_fields(const fmt_t *a, const fmt_t *b) {
+    return a->bits == b->bits && a->ebits == b->ebits && a->mbits == b->mbits && a->bias == b->bias &&
+           a->is_signed == b->is_signed && a->special == b->special;
+}
+
+const char *fmt_kind(const fmt_t *f) {
+    for (size_t i = 0; i < TABLE_N; i++)
+        if (same_fields(f, &table[i].f)) return "table";
+    for (size_t i = 0; i < PEER_N; i++) {
+        fmt_t p;
+        if (parse_custom(&p, peer_formats[i].spec) == FMT_OK && same_fields(f, &p)) return "peer";
+    }
+    fmt_t p;
+    bool ext;
+    if (parse_p3109(&p, f->name, &ext) == FMT_OK && same_fields(f, &p)) return "p3109";
+    return "custom";
+}
+
+// Edit distance of two short names, case-insensitive (names longer than 39 characters are
+// cut there: they are never close to a format's name anyway).
+static int edit_distance(const char *a, const char *b) {
+    enum { L = 40 };
+    size_t na = strlen(a), nb = strlen(b);
+    if (na >= L) na = L - 1;
+    if (nb >= L) nb = L - 1;
+    int prev[L], cur[L];
+    for (size_t j = 0; j <= nb; j++) prev[j] = (int)j;
+    for (size_t i = 1; i <= na; i++) {
+        cur[0] = (int)i;
+        for (size_t j = 1; j <= nb; j++) {
+            const int sub = prev[j - 1] + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
+            const int del = prev[j] + 1, ins = cur[j - 1] + 1;
+            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+        memcpy(prev, cur, (nb + 1) * sizeof *prev);
+    }
+    return prev[nb];
+}
+
+// The known name nearest to name (table names, aliases, peer names), and its distance.
+static const char *nearest_name(const char *name, int *dist) {
+    const char *best = NULL;
+    int bd = 1 << 30;
+#define TRY(s)                                         \
+    do {                                               \
+        const int d_ = edit_distance(name, (s));       \
+        if (d_ < bd) bd = d_, best = (s);              \
+    } while (0)
+    for (size_t i = 0; i < TABLE_N; i++) {
+        TRY(table[i].f.name);
+        for (const char *const *a = table[i].aliases; *a; a++) TRY(*a);
+    }
+    for (size_t i = 0; i < PEER_N; i++) TRY(peer_formats[i].name);
+#undef TRY
+    *dist = bd;
+    return best;
+}
+
+void fmt_name_message(const char *name, int status, char *msg, size_t len) {
+    if (!msg || !len) return;
+    const char *bare = name ? strip_module(name) : "";
+    for (size_t i = 0; i < AMBIGUOUS_N; i++)
+        if (!strcasecmp(bare, ambiguous[i].name)) {
+            snprintf(msg, len, "ambiguous: it names %s; say which", ambiguous[i].choices);
+            return;
+        }
+    bool ext;
+    fmt_t tmp;
+    if (parse_p3109(&tmp, bare, &ext) == FMT_EINVAL) {
+        snprintf(msg, len, "%s", ext ? "an IEEE P3109 extended format (with infinities), which fplab does not "
+                 "emulate yet; expected its finite twin (the same name ending in 'f': the same codes, with "
+                 "finite values where the extended one has +-inf)" : "an IEEE P3109 name outside what fplab emulates: expected binaryKpP{s|u}{e|f} with "
+                 "3 <= K <= 16, 1 <= P <= K-1 (signed) or K (unsigned), and K - P <= 11 (signed) or 10 "
+                 "(unsigned) exponent bits, which float64 holds");
+        return;
+    }
+    if (status == FMT_EINVAL) {
+        snprintf(msg, len, "not a valid format (check sizes and flags: eXmY needs 1 <= X <= 11, Y <= 52, "
+                 "and a range inside float64)");
+        return;
+    }
+    int d;
+    const char *near = nearest_name(bare, &d);
+    size_t k = 0;
+    // A suggestion only when it is close: at most a third of the name changed.
+    if (near && d <= 1 + (int)strlen(bare) / 3)
+        k = (size_t)snprintf(msg, len, "unknown format; did you mean '%s'? ", near);
+    else
+        k = (size_t)snprintf(msg, len, "unknown format; ");
+    if (k >= len) return;
+    k += (size_t)snprintf(msg + k, len - k, "known formats:");
+    for (size_t i = 0; i < TABLE_N && k < len; i++)
+        k += (size_t)snprintf(msg + k, len - k, " %s", table[i].f.name);
+    for (size_t i = 0; i < PEER_N && k < len; i++)
+        k += (size_t)snprintf(msg + k, len - k, " %s", peer_formats[i].name);
+    if (k < len)
+        snprintf(msg + k, len - k, " (aliases: 'fplab finfo --aliases'), or a custom "
+                 "eXmY[:ieee|fn|fnuz|finite|e8m0][:unsigned][:bias=N]");
 }
 
 // --- finfo
@@ -230,4 +414,13 @@ bool fmt_contains_f32(const fmt_t *f) {
 bool fmt_embeds_in_f32(const fmt_t *f) {
     return f->mbits <= 23 && f->emax <= 127 && f->emin - (f->has_subnormals ? f->mbits : 0) >= -149 &&
            f->emin >= -127;
+}
+
+double fmt_ulp(const fmt_t *f, double x) {
+    int e = f->emin;
+    if (x != 0 && isfinite(x)) {
+        const int ex = ilogb(x);  // floor(log2|x|), subnormal doubles included
+        if (ex > e) e = ex;
+    }
+    return ldexp(1.0, e - f->mbits);
 }

@@ -55,6 +55,30 @@ int fmt_make(fmt_t *out, const char *name, int bits, int ebits, int mbits, int b
 // Returns FMT_OK or FMT_EUNKNOWN/FMT_EINVAL.
 int fmt_from_name(fmt_t *out, const char *name);
 
+// Peers' names are accepted as they are spelled, case-insensitive, with or without a module
+// prefix (torch., jnp., jax.numpy., ml_dtypes., numpy., np.): ml_dtypes' and PyTorch's names of
+// the table's formats are its aliases, and the ml_dtypes formats that the table has no row for
+// (float8_e4m3, float8_e3m4, float8_e4m3b11fnuz) are built from a custom spec and keep the
+// peer's name. Names that mean more than one format (fp8, fp6, float8, float6) are FMT_EUNKNOWN:
+// fmt_name_message gives the choices. IEEE P3109 names binaryKpP{s|u}f (finite; K = 3..16
+// where the exponent fits float64: K - P <= 11 signed, K - P + 1 <= 11 unsigned) build their
+// descriptor (signed: fnuz with bias 2^(K-P-1); unsigned: fn without sign, bias 2^(K-P));
+// the extended ones (...e, with infinities) are FMT_EINVAL with a message.
+
+// Formats that only peers name (not table rows): the peer's name, the custom spec that builds
+// it and which peer has it (for finfo --aliases and the docs). NULL beyond the last.
+size_t fmt_peer_count(void);
+const char *fmt_peer_get(size_t i, const char **spec, const char **peer);
+
+// Why fmt_from_name(name) returned status, as one line for a user that the caller prefixes with
+// the name: an ambiguous name with its choices, an invalid custom spec, or an unknown name with
+// the nearest known one ("did you mean") and the list of names.
+void fmt_name_message(const char *name, int status, char *msg, size_t len);
+
+// "table" when f has the fields of a table row, "peer" of a peer-only format, "p3109" for an
+// IEEE P3109 name (binary8p3sf, ...), else "custom".
+const char *fmt_kind(const fmt_t *f);
+
 // The table of named formats, in the order finfo prints them.
 size_t fmt_table_count(void);
 const fmt_t *fmt_table_get(size_t i);
@@ -76,6 +100,11 @@ void fmt_get_info(const fmt_t *f, fmt_info *out);
 // The NaN codes of f in increasing order: writes at most cap of them to codes and returns how
 // many there are in all.
 size_t fmt_nan_codes(const fmt_t *f, uint64_t *codes, size_t cap);
+
+// The unit in the last place of f at x: 2^(max(floor(log2|x|), emin) - mbits) (subnormals share
+// the ulp of the smallest normal binade; x = 0, inf or NaN give the ulp at emin). The unit of
+// every error "in ulps of the format" (cast, matmul-check, Python's scaled_matmul).
+double fmt_ulp(const fmt_t *f, double x);
 
 // True when every float32 value is exactly a value of f (fp32 and wider): rounding is a copy.
 bool fmt_contains_f32(const fmt_t *f);

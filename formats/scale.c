@@ -22,6 +22,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "codec.h"
 #include "round_scalar.h"
 #include "vec_internal.h"
 
@@ -48,19 +49,56 @@ static const preset presets[] = {
 };
 enum { NPRESETS = sizeof presets / sizeof presets[0] };
 
+// Schemes: an element format with its recipe, as OCP MX v1.0 and NVIDIA name them. As a recipe
+// a scheme name means its recipe; where a format and a recipe are both wanted, both.
+static const struct {
+    const char *name, *elem, *recipe;
+} schemes[] = {
+    {"mxfp8", "e4m3", "mx"},      {"mxfp8_e4m3", "e4m3", "mx"}, {"mxfp8_e5m2", "e5m2", "mx"},
+    {"mxfp6_e3m2", "e3m2", "mx"}, {"mxfp6_e2m3", "e2m3", "mx"}, {"mxfp4", "e2m1", "mx"},
+    {"mxfp4_e2m1", "e2m1", "mx"}, {"nvfp4", "e2m1", "nvfp4"},
+};
+enum { NSCHEMES = sizeof schemes / sizeof schemes[0] };
+
+size_t fmt_scheme_count(void) { return NSCHEMES; }
+
+const char *fmt_scheme_get(size_t i, const char **elem, const char **recipe) {
+    if (i >= NSCHEMES) return NULL;
+    if (elem) *elem = schemes[i].elem;
+    if (recipe) *recipe = schemes[i].recipe;
+    return schemes[i].name;
+}
+
+static int scheme_index(const char *name, size_t n) {
+    for (int i = 0; i < NSCHEMES; i++)
+        if (strlen(schemes[i].name) == n && !strncasecmp(name, schemes[i].name, n)) return i;
+    return -1;
+}
+
+int fmt_scheme_from_name(fmt_t *elem, fmt_scaling *sc, const char *name) {
+    const int i = name ? scheme_index(name, strlen(name)) : -1;
+    if (i < 0) return FMT_EUNKNOWN;
+    if (elem) fmt_from_name(elem, schemes[i].elem);
+    if (sc) fmt_scaling_from_name(sc, schemes[i].recipe, NULL, 0);
+    return FMT_OK;
+}
+
 #define EXPECTED_RECIPES                                                                       \
-    "none, tensor, row, col, mx, nvfp4, block:K:SCALEFMT or tile:RxC:SCALEFMT, optionally "   \
-    "followed by :ocp, :up or :rne and :nanblock"
-static const char nanblock_word[] = "nanblock";
+    "none, tensor, row, col, mx, nvfp4, block:K:SCALEFMT or tile:RxC:SCALEFMT (or a scheme: "  \
+    "mxfp8, mxfp8_e5m2, mxfp6_e3m2, mxfp6_e2m3, mxfp4), optionally followed by :ocp, :up or :rne, " \
+    ":nanblock and :recip"
+static const char nanblock_word[] = "nanblock", recip_word[] = "recip";
 
 static bool same_format(const fmt_t *a, const fmt_t *b) {
     return a->bits == b->bits && a->ebits == b->ebits && a->mbits == b->mbits && a->bias == b->bias &&
            a->is_signed == b->is_signed && a->special == b->special;
 }
 
+bool fmt_values_fit_f32(const fmt_t *f) { return fmt_embeds_in_f32(f) && f->max <= FLT_MAX; }
+
 // Scales are stored as float32 and scale 1 is the default of empty and non-finite tiles.
 static int check_scale_format(const fmt_t *f, const char *spec, char *msg, size_t len) {
-    if (!fmt_embeds_in_f32(f) || f->max > FLT_MAX) {
+    if (!fmt_values_fit_f32(f)) {
         if (msg) snprintf(msg, len, "scaling '%s': scale format %s does not fit in float32; expected "
                           "a format of 32 bits or fewer (e8m0, e4m3, bf16, fp32, ...)", spec, f->name);
         return FMT_EINVAL;
@@ -117,34 +155,45 @@ int fmt_scaling_from_name(fmt_scaling *out, const char *spec, char *msg, size_t 
                           strlen(spec), sizeof buf - 1);
         return FMT_EINVAL;
     }
-    strcpy(buf, spec);
+    // A scheme's name (mxfp4:up) stands for its recipe (mx:up).
+    const size_t head = strcspn(spec, ":");
+    const int si = scheme_index(spec, head);
+    if (si >= 0) snprintf(buf, sizeof buf, "%s%s", schemes[si].recipe, spec + head);
+    else strcpy(buf, spec);
+    if (si < 0 && head == 5 && !strncasecmp(spec, "mxfp6", 5)) {
+        if (msg) snprintf(msg, msg_len, "scaling '%s': mxfp6 is ambiguous: mxfp6_e3m2 or mxfp6_e2m3 (both the "
+                          "recipe mx); say which", spec);
+        return FMT_EUNKNOWN;
+    }
 
-    // Trailing ":ocp" | ":up" | ":rne" and ":nanblock", in either order (SCALEFMT may itself hold
-    // ':' flags, so strip from the end).
+    // Trailing ":ocp" | ":up" | ":rne", ":nanblock" and ":recip", in any order (SCALEFMT may
+    // itself hold ':' flags, so strip from the end).
     int rnd = -1;
-    bool nan_block = false;
+    bool nan_block = false, recip = false;
     for (char *colon; (colon = strrchr(buf, ':'));) {
         int r = -1;
         for (int i = 0; i < 3; i++)
             if (!strcasecmp(colon + 1, round_names[i])) r = i;
-        if (r < 0 && strcasecmp(colon + 1, nanblock_word)) break;
-        if ((r >= 0 && rnd >= 0) || (r < 0 && nan_block)) {
+        const bool nb = !strcasecmp(colon + 1, nanblock_word), rc = !strcasecmp(colon + 1, recip_word);
+        if (r < 0 && !nb && !rc) break;
+        if ((r >= 0 && rnd >= 0) || (nb && nan_block) || (rc && recip)) {
             if (msg) snprintf(msg, msg_len, "scaling '%s': %s is given twice; expected at most one of "
-                              ":ocp, :up or :rne and one :nanblock at the end", spec,
-                              r >= 0 ? "the scale rounding" : ":nanblock");
+                              ":ocp, :up or :rne, one :nanblock and one :recip at the end", spec,
+                              r >= 0 ? "the scale rounding" : nb ? ":nanblock" : ":recip");
             return FMT_EINVAL;
         }
         if (r >= 0) rnd = r;
-        else nan_block = true;
+        else if (nb) nan_block = true;
+        else recip = true;
         *colon = 0;
     }
 
     fmt_scaling sc;
     memset(&sc, 0, sizeof sc);
     if (!strcasecmp(buf, "none")) {
-        if (rnd >= 0 || nan_block) {
+        if (rnd >= 0 || nan_block || recip) {
             if (msg) snprintf(msg, msg_len, "scaling '%s': 'none' has no scale to %s; expected "
-                              "plain 'none'", spec, nan_block ? "make NaN" : "round");
+                              "plain 'none'", spec, nan_block ? "make NaN" : recip ? "divide by" : "round");
             return FMT_EINVAL;
         }
         sc.none = true;
@@ -158,6 +207,7 @@ int fmt_scaling_from_name(fmt_scaling *out, const char *spec, char *msg, size_t 
         fmt_from_name(&sc.scale_fmt, presets[i].scale_fmt);
         sc.scale_round = rnd >= 0 ? (fmt_scale_round)rnd : presets[i].round;
         sc.tensor_scale = presets[i].tensor_scale;
+        sc.recip = recip;
         return finish(out, &sc, nan_block, spec, msg, msg_len);
     }
 
@@ -206,6 +256,7 @@ int fmt_scaling_from_name(fmt_scaling *out, const char *spec, char *msg, size_t 
     // Exponent-only scale formats hold only powers of two: OCP's choice is the natural default.
     sc.scale_round = rnd >= 0 ? (fmt_scale_round)rnd
                               : sc.scale_fmt.mbits == 0 ? FMT_SCALE_OCP : FMT_SCALE_RNE;
+    sc.recip = recip;
     return finish(out, &sc, nan_block, spec, msg, msg_len);
 }
 
@@ -216,7 +267,8 @@ void fmt_scaling_name(const fmt_scaling *sc, char *buf, size_t len) {
         return;
     }
     const char *rn = (unsigned)sc->scale_round < 3 ? round_names[sc->scale_round] : "?";
-    const char *nb = sc->nan_block ? ":nanblock" : "";
+    char nb[24];
+    snprintf(nb, sizeof nb, "%s%s", sc->nan_block ? ":nanblock" : "", sc->recip ? ":recip" : "");
     for (int i = 0; i < NPRESETS; i++) {
         const preset *p = &presets[i];
         fmt_t pf;
@@ -261,6 +313,13 @@ size_t fmt_scale_count(const fmt_scaling *sc, size_t rows, size_t cols) {
     if (sc->none) return 0;
     geom g = geom_make(sc, rows, cols);
     return g.ntr * g.ntc;
+}
+
+void fmt_scale_grid(const fmt_scaling *sc, size_t rows, size_t cols, size_t grid[2]) {
+    grid[0] = grid[1] = 0;
+    if (sc->none) return;
+    const geom g = geom_make(sc, rows, cols);
+    grid[0] = g.ntr, grid[1] = g.ntc;
 }
 
 static inline uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, sizeof u); return u; }
@@ -660,6 +719,8 @@ typedef struct {
     bool counts, count_zeroed;
     bool lean;  // the rounding path is the explicit AVX-512 kernels' (or auto chose the
                 // converters, whose results are theirs) and the tiles are whole vectors
+    bool exact;      // q = round(x / deq) (scale_round_exact), not round(x * mul)
+    bool exact_f64;  // ... through the float64 kernel (element formats beyond exact_fits_f32)
 } qrun;
 
 // What a thread adds up over its units.
@@ -726,6 +787,105 @@ static void mul_row(float *dst, const float *src, const geom *g, const tile_view
 #undef ROW_MUL
 }
 
+// --- exact quotients: q = round(x / d), d the tile's decoded scale (deq)
+//
+// x and d are float32, so z = x / d is a ratio of two 24-bit integers times a power of two, and
+// its distance from any number of at most 25 significant bits (a value or a midpoint of a
+// format of up to 24 bits) is either 0 or at least 2^-49 relative: the float64 quotient fl(z)
+// (relative error <= 2^-53) is such a number exactly when z is, and otherwise lies strictly
+// between the same two of them. So rounding fl(z) to the element format, in any mode, is
+// rounding z. The float32 kernels then get y = fl(z) rounded to odd at 24 bits (truncated, the
+// last bit set where inexact), which keeps that property for formats of up to 22 bits of
+// precision whose smallest subnormal is at least 2^-147 (two bits to spare below their last
+// place): exact_fits_f32. Wider element formats (fp32, e8m22, ...) round fl(z) itself through
+// the float64 kernel. Stochastic rounding draws against the bits of y (float32 path) or of
+// fl(z) (float64 path), as it draws against x * fl(1/d) under :recip.
+
+static bool exact_fits_f32(const fmt_t *elem) { return elem->mbits <= 21 && elem->min_subnormal >= 0x1p-147; }
+
+// fl(x / d) rounded to odd into float32 (d != 0; a NaN stays NaN, an infinite x infinite; a
+// finite quotient beyond float32's range becomes FLT_MAX, which still overflows the element).
+static inline float div_rto(float x, float d) {
+    const double z = (double)x / d;
+    const float y = (float)z;
+    uint32_t u = f2u(y);
+    const uint32_t inexact = (double)y != z && z == z;
+    u -= inexact & (fabs((double)y) > fabs(z));  // rounded away from zero: step back toward it
+    return u2f(u | inexact);
+}
+
+// dst[0..len) = src / d, rounded to odd (d == 0: the multiply path's src * m, as :recip gives:
+// a block that two levels send to zero, or whose s_enc / sf was clamped); zeroed as tile_mul.
+ROW_INLINE void tile_div(float *dst, const float *src, float m, float d, const size_t len, uint64_t *zeroed) {
+    if (zeroed && m == 0.0f)
+        for (size_t i = 0; i < len; i++) *zeroed += src[i] != 0.0f;
+    if (d == 0.0f) {
+        for (size_t i = 0; i < len; i++) dst[i] = src[i] * m;
+        return;
+    }
+    if (d == 1.0f) {  // empty and non-finite tiles: x itself (x / 1 is x, DAZ or not)
+        if (dst != src) memcpy(dst, src, len * sizeof *dst);
+        return;
+    }
+    for (size_t i = 0; i < len; i++) dst[i] = div_rto(src[i], d);
+}
+
+// The same as row_mul, dividing by d[k] (the multipliers m[k] serve d[k] == 0 and zeroed).
+ROW_INLINE void row_div(float *dst, const float *src, const float *m, const float *d, size_t c0, size_t c1,
+                        const size_t tc, uint64_t *zeroed) {
+    size_t c = c0, k = 0;
+    const size_t h = head_cols(c0, c1, tc);
+    if (h) tile_div(dst + c, src + c, m[k], d[k], h, zeroed), c += h, k++;
+    for (; c + tc <= c1; c += tc, k++) tile_div(dst + c, src + c, m[k], d[k], tc, zeroed);
+    if (c < c1) tile_div(dst + c, src + c, m[k], d[k], c1 - c, zeroed);
+}
+
+// Rows [r0, r1) x columns [c0, c1) with exact quotients: out = round(in / deq) * deq, elems =
+// round(in / deq); the rounding by the float32 kernel on the round-to-odd quotients, or (element
+// formats wider than exact_fits_f32) by the float64 kernel on fl(in / deq), in chunks.
+static void scale_round_exact(const qrun *q, const tile_view *mul, const tile_view *deq, size_t r0, size_t r1,
+                              size_t c0, size_t c1, qacc *acc) {
+    const geom *g = q->g;
+    const size_t cols = g->cols, w = c1 - c0;
+    fmt__counts *cnt = q->counts ? &acc->counts : NULL;
+    uint64_t *zeroed = q->count_zeroed ? &acc->zeroed : NULL;
+    for (size_t r = r0; r < r1; r++) {
+        float *o = q->out + r * cols;
+        const float *x = q->in + r * cols, *m = tile_row(mul, g, r, c0), *d = tile_row(deq, g, r, c0);
+        if (q->exact_f64) {
+            enum { CHUNK = 256 };
+            double z[CHUNK];
+            for (size_t c = c0; c < c1; c += CHUNK) {
+                const size_t len = min_sz(CHUNK, c1 - c);
+                for (size_t i = 0; i < len; i++) {
+                    const size_t t = (c + i) / g->tc - c0 / g->tc;
+                    if (zeroed && m[t] == 0.0f) *zeroed += x[c + i] != 0.0f;
+                    z[i] = d[t] == 0.0f ? (double)(x[c + i] * m[t]) : (double)x[c + i] / d[t];
+                }
+                fmt__round_f64_kernel(&q->k, q->mode, z, len, r * cols + c, cnt);
+                for (size_t i = 0; i < len; i++) o[c + i] = (float)z[i];
+            }
+        } else {
+#define ROW_DIV(wd) row_div(o, x, m, d, c0, c1, wd, zeroed)
+            BY_TILE_WIDTH(g->tc, ROW_DIV)
+#undef ROW_DIV
+        }
+    }
+    if (!q->exact_f64) {
+        if (w == cols) {
+            fmt__round_f32_kernel(&q->k, q->path, q->mode, q->out + r0 * cols, (r1 - r0) * cols, r0 * cols, cnt);
+        } else {
+            for (size_t r = r0; r < r1; r++)
+                fmt__round_f32_kernel(&q->k, q->path, q->mode, q->out + r * cols + c0, w, r * cols + c0, cnt);
+        }
+    }
+    for (size_t r = r0; r < r1; r++) {
+        float *o = q->out + r * cols;
+        if (q->elems) memcpy(q->elems + r * cols + c0, o + c0, w * sizeof *o);
+        mul_row(o, o, g, deq, r, c0, c1, 0, NULL);
+    }
+}
+
 // Rows [r0, r1) x columns [c0, c1): out = round(in * mul) * deq, elems = round(in * mul). Where
 // the explicit AVX-512 kernels round the elements, one pass per row segment does all three
 // (fmt__scale_round_f32_lean); else three passes over the unit while it is in cache, the
@@ -733,6 +893,10 @@ static void mul_row(float *dst, const float *src, const geom *g, const tile_view
 // range), else one per row. Element i draws counter offset + i either way.
 static void scale_round(const qrun *q, const tile_view *mul, const tile_view *deq, size_t r0, size_t r1,
                         size_t c0, size_t c1, ptrdiff_t ahead, qacc *acc) {
+    if (q->exact) {
+        scale_round_exact(q, mul, deq, r0, r1, c0, c1, acc);
+        return;
+    }
     const size_t cols = q->g->cols, w = c1 - c0;
     fmt__counts *cnt = q->counts ? &acc->counts : NULL;
     uint64_t *zeroed = q->count_zeroed ? &acc->zeroed : NULL;
@@ -883,7 +1047,7 @@ int fmt_quantize_f32(const fmt_t *elem, const fmt_scaling *sc, float *out, const
     const fmt_round_opts defaults = fmt_scaling_default_opts(sc);
     if (!o) o = &defaults;
     if (fmt_validate_round_opts(elem, o, NULL, 0) != FMT_OK) return FMT_EINVAL;
-    if (!(elem->max <= FLT_MAX) || !fmt_embeds_in_f32(elem)) return FMT_EINVAL;
+    if (!fmt_values_fit_f32(elem)) return FMT_EINVAL;
     if (sc->tile_rows < 0 || sc->tile_cols < 0 || (unsigned)sc->scale_round > FMT_SCALE_RNE)
         return FMT_EINVAL;
     if (!sc->none && check_scale_format(&sc->scale_fmt, "", NULL, 0) != FMT_OK) return FMT_EINVAL;
@@ -911,7 +1075,11 @@ int fmt_quantize_f32(const fmt_t *elem, const fmt_scaling *sc, float *out, const
     fmt__kparams_make(&q.k, elem, o);
     q.path = fmt__f32_path(&q.k, o->path, o->mode, stats != NULL);
     if (q.path == FMT_NPATHS) return FMT_EINVAL;  // a path the caller named that cannot run this
-    q.lean = g.tc % 16 == 0 && fmt__f32_lean_covers(&q.k, o->mode) &&
+    // Exact quotients wherever a scale need not be a power of two: two levels (sf / s_enc), and
+    // one level with a scale format that has fraction bits and a rounding other than OCP's.
+    q.exact = !sc->recip && (sc->tensor_scale || (sc->scale_fmt.mbits > 0 && sc->scale_round != FMT_SCALE_OCP));
+    q.exact_f64 = q.exact && !exact_fits_f32(elem);
+    q.lean = !q.exact && g.tc % 16 == 0 && fmt__f32_lean_covers(&q.k, o->mode) &&
              (q.path == FMT_PATH_LEAN || (o->path == FMT_PATH_AUTO && q.path == FMT_PATH_HW));
 
     qacc total = {0};
@@ -930,4 +1098,32 @@ int fmt_quantize_f32(const fmt_t *elem, const fmt_scaling *sc, float *out, const
         info->scales_nan = total.tiles.nan;
     }
     return FMT_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// quantize to codes
+
+int fmt_quantize_codes_f32(const fmt_t *elem, const fmt_scaling *sc, float *out, void *codes, void *scale_codes,
+                           const float *in, size_t rows, size_t cols, const fmt_round_opts *o, fmt_stats *stats,
+                           fmt_quant_info *info) {
+    if (!elem || !sc || (cols && rows > SIZE_MAX / cols)) return FMT_EINVAL;
+    const size_t n = rows * cols, ns = fmt_scale_count(sc, rows, cols);
+    fmt_quant_info own = {0};
+    if (!info) info = &own;
+    // The buffers the caller did not give and the codes need: out, the element values, the scales.
+    float *o_buf = NULL, *e_buf = NULL, *s_buf = NULL;
+    if (!out && n) out = o_buf = malloc(n * sizeof *out);
+    if (codes && !info->elems && !sc->none && n) info->elems = e_buf = malloc(n * sizeof *e_buf);
+    if (scale_codes && !info->scales && ns) info->scales = s_buf = malloc(ns * sizeof *s_buf);
+    int st = (n && !out) || (codes && !sc->none && n && !info->elems) || (scale_codes && ns && !info->scales)
+                 ? FMT_ENOMEM : FMT_OK;
+    if (st == FMT_OK) st = fmt_quantize_f32(elem, sc, out, in, rows, cols, o, stats, info);
+    // Values of the formats: nearest-even with IEEE overflow and subnormals kept is exact.
+    const fmt_round_opts enc = {0};
+    if (st == FMT_OK && codes) st = fmt_encode_f32(elem, codes, sc->none || !info->elems ? out : info->elems, n, &enc, NULL);
+    if (st == FMT_OK && scale_codes && ns) st = fmt_encode_f32(&sc->scale_fmt, scale_codes, info->scales, ns, &enc, NULL);
+    if (e_buf) info->elems = NULL;
+    if (s_buf) info->scales = NULL;
+    free(o_buf), free(e_buf), free(s_buf);
+    return st;
 }

@@ -42,6 +42,12 @@ typedef struct {
     bool nan_block;        // a tile holding an inf or NaN gets the scale NaN, so all its elements
                            // become NaN (":nanblock": microxcaling's and torchao's rule); false:
                            // scale 1 and each element meets the element format's own rules
+    bool recip;            // ":recip": q = round(x * fl(1/s)) in float32, as GPU kernels and
+                           // Transformer Engine compute it (fl(1/s) is the float32 reciprocal;
+                           // for two levels fl(s_enc / sf)). false (the default): q = round(x / s),
+                           // the exact quotient by the decoded scale s (two levels: s =
+                           // fl(sf / s_enc)), wherever s need not be a power of two (see
+                           // fmt_quantize_f32). Powers of two give the same either way.
 } fmt_scaling;
 
 // The element rounding a recipe uses when the caller gives no options (fmt_quantize_f32 with
@@ -64,6 +70,16 @@ fmt_round_opts fmt_scaling_default_opts(const fmt_scaling *sc);
 // Returns FMT_OK, or FMT_EUNKNOWN/FMT_EINVAL with a message in msg (may be NULL) that names the
 // spec and what was expected.
 int fmt_scaling_from_name(fmt_scaling *out, const char *spec, char *msg, size_t msg_len);
+// Schemes: an element format together with its recipe (mxfp8 = mxfp8_e4m3, mxfp8_e5m2,
+// mxfp6_e3m2, mxfp6_e2m3, mxfp4 = mxfp4_e2m1: the element with mx; nvfp4: e2m1 with nvfp4).
+// fmt_scaling_from_name takes a scheme's name as its recipe ("mxfp4:up" is "mx:up"); this
+// call gives both (elem, sc may be NULL). Returns FMT_OK or FMT_EUNKNOWN (also for the
+// ambiguous "mxfp6").
+int fmt_scheme_from_name(fmt_t *elem, fmt_scaling *sc, const char *name);
+size_t fmt_scheme_count(void);
+// Scheme i's name, element format and recipe names (NULL beyond the last).
+const char *fmt_scheme_get(size_t i, const char **elem, const char **recipe);
+
 // Writes the canonical spelling of sc into buf: the preset name where sc is a preset, with a
 // rounding suffix only when it differs from the preset's ("mx", "mx:up", "tensor", "nvfp4"),
 // otherwise the explicit form with its rounding ("block:16:e4m3:rne", "tile:128x128:fp32:rne"),
@@ -94,6 +110,16 @@ typedef struct {
 // ceil(cols/tc) (0 for an empty tensor, and for "none", which has no scales).
 size_t fmt_scale_count(const fmt_scaling *sc, size_t rows, size_t cols);
 
+// The tile grid of a rows x cols tensor under sc: grid[0] tile rows (ceil(rows / tile rows)),
+// grid[1] tiles per row; grid[0] * grid[1] == fmt_scale_count (both 0 for "none" or an empty
+// tensor). Scales are laid out row-major over it.
+void fmt_scale_grid(const fmt_scaling *sc, size_t rows, size_t cols, size_t grid[2]);
+
+// True when every value of f is a finite float32 value (fmt_embeds_in_f32 and max <= FLT_MAX):
+// the element and scale formats fmt_quantize_f32 takes, and the formats whose values a float32
+// array can hold.
+bool fmt_values_fit_f32(const fmt_t *f);
+
 // out = dequantize(quantize(in)): for each tile with decoded scale s (times the tensor scale),
 // q = round_elem(in * (1/s)) and out = q * s, in float32 arithmetic; 1/s and q*s are exact for
 // power-of-two scales. Scale rules for amax: 0 -> scale 1; inf or NaN -> scale 1, so the
@@ -115,5 +141,16 @@ size_t fmt_scale_count(const fmt_scaling *sc, size_t rows, size_t cols);
 int fmt_quantize_f32(const fmt_t *elem, const fmt_scaling *sc, float *out, const float *in,
                      size_t rows, size_t cols, const fmt_round_opts *o, fmt_stats *stats,
                      fmt_quant_info *info);
+
+// fmt_quantize_f32, and the result as codes: codes[rows*cols] the codes of the element values
+// q (fmt_code_bytes(elem) bytes each, row-major; for "none" the codes of out), scale_codes the
+// tile scales as codes of sc->scale_fmt (fmt_code_bytes bytes each, row-major over
+// fmt_scale_grid; nothing for "none"). x ~= decode(code) * decode(scale_code) * tensor_scale.
+// Any of out, codes, scale_codes and info may be NULL (not wanted; the buffers the call needs
+// are then its own). Codes are encoded with nearest-even, which is exact for values of the
+// format. Returns as fmt_quantize_f32, or FMT_ENOMEM.
+int fmt_quantize_codes_f32(const fmt_t *elem, const fmt_scaling *sc, float *out, void *codes, void *scale_codes,
+                           const float *in, size_t rows, size_t cols, const fmt_round_opts *o, fmt_stats *stats,
+                           fmt_quant_info *info);
 
 #endif

@@ -89,12 +89,12 @@ expect_has "finfo e5m2 json inf" '"has_inf": true' "$F" finfo e5m2 --format json
 expect_has "finfo e2m1 json" '"smallest_subnormal": 0.5,' "$F" finfo fp4 --format json
 expect_has "finfo bf16 exact max" '"max": 3.3895313892515355e+38' "$F" finfo bfloat16 --format json
 expect_has "finfo json: shortest text that reads back" '"smallest_subnormal": 9.183549615799121e-41,' "$F" finfo bf16 --format json
-expect_eq "finfo csv e4m3 row" "e4m3,8,4,3,7,448,-448,0.015625,0.001953125,0.125,1,253,false,2" "$("$F" finfo e4m3 --format csv | tail -1)"
+expect_eq "finfo csv e4m3 row" "e4m3,8,4,3,7,448,-448,0.015625,0.001953125,0.125,1,253,false,2,table" "$("$F" finfo e4m3 --format csv | tail -1)"
 expect_has "finfo custom e5m7" '"finite_values": 7935' "$F" finfo e5m7 --format json
 expect_eq "finfo alias == name" "$("$F" finfo e4m3 --format csv)" "$("$F" finfo float8_e4m3fn --format csv)"
 out=$("$F" finfo --format csv)
-expect_eq "finfo csv header" "name,bits,exponent_bits,mantissa_bits,bias,max,min,smallest_normal,smallest_subnormal,eps,resolution,finite_values,has_inf,nan_codes" "$(head -1 <<<"$out")"
-expect_eq "finfo csv fp16 row" "fp16,16,5,10,15,65504,-65504,6.103515625e-05,5.9604644775390625e-08,0.0009765625,0.001,63487,true,2046" "$(grep '^fp16,' <<<"$out")"
+expect_eq "finfo csv header" "name,bits,exponent_bits,mantissa_bits,bias,max,min,smallest_normal,smallest_subnormal,eps,resolution,finite_values,has_inf,nan_codes,kind" "$(head -1 <<<"$out")"
+expect_eq "finfo csv fp16 row" "fp16,16,5,10,15,65504,-65504,6.103515625e-05,5.9604644775390625e-08,0.0009765625,0.001,63487,true,2046,table" "$(grep '^fp16,' <<<"$out")"
 rows_csv=$(($(wc -l <<<"$out") - 1)) rows_table=$(($("$F" finfo | wc -l) - 1))
 expect_eq "finfo table and csv list the same formats" "$rows_csv" "$rows_table"
 out=$("$F" finfo e4m3 e2m1 --format md)
@@ -102,6 +102,18 @@ expect_eq "finfo md header" "| name | bits |" "$(head -1 <<<"$out" | cut -c1-15)
 expect_eq "finfo md rule" "| --- | ---: |" "$(sed -n 2p <<<"$out" | cut -c1-14)"
 expect_eq "finfo md rows" 4 "$(wc -l <<<"$out")"
 expect_err "finfo unknown format" "'nosuchfmt'" "$F" finfo nosuchfmt
+# names of peers, ambiguity, did-you-mean, custom said, schemes (issue 22)
+expect_has "finfo ml_dtypes float8_e4m3" '"max": 240,' "$F" finfo float8_e4m3 --format json
+expect_has "finfo ml_dtypes float8_e3m4" '"max": 15.5,' "$F" finfo float8_e3m4 --format json
+expect_has "finfo ml_dtypes float8_e4m3b11fnuz" '"max": 30,' "$F" finfo float8_e4m3b11fnuz --format json
+expect_eq "finfo torch name == name" "$("$F" finfo e4m3 --format csv)" "$("$F" finfo torch.float8_e4m3fn --format csv)"
+expect_err "finfo fp8 is ambiguous" "e4m3 (float8_e4m3fn, OCP E4M3) or e5m2" "$F" finfo fp8
+expect_err "finfo did you mean" "did you mean 'float8_e4m3fn'" "$F" finfo float8_e4m3fm
+expect_has "finfo custom said" "not a named format: a custom 9-bit format" "$F" finfo e4m4
+expect_has "finfo custom kind" '"kind": "custom"' "$F" finfo e4m4 --format json
+expect_has "finfo scheme" "mxfp4 is a scheme: e2m1 elements under the recipe mx" "$F" finfo mxfp4
+expect_has "finfo --aliases" "float8_e4m3b11fnuz peer" "$F" finfo --aliases
+expect_err "cast refuses a scheme" "a scheme (e2m1 elements under the recipe mx)" "$F" cast 1 --to mxfp4
 expect_err "finfo bad --format" "expected table|csv|json|md" "$F" finfo --format xml
 
 # --- values

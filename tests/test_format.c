@@ -283,3 +283,62 @@ Test(format, custom_name_edges) {
     cr_assert_neq(fmt_from_name(&f, "e4m3:fn:x"), FMT_OK);
     cr_assert_neq(fmt_from_name(&f, "e3m0000000000000000000000000000000000000000000000000001"), FMT_OK);
 }
+
+// Peers' names (issue 22): ml_dtypes' formats the table has no row for, by their published
+// values (ml_dtypes 0.5 finfo: float8_e4m3 max 240, float8_e3m4 max 15.5, float8_e4m3b11fnuz
+// max 30); PyTorch and JAX spellings with their module prefix; torch's packed fp4.
+Test(format, peer_names) {
+    static const struct { const char *name; double max, sub; bool inf; } peers[] = {
+        {"float8_e4m3", 240, 0x1p-9, true}, {"float8_e3m4", 15.5, 0x1p-6, true},
+        {"float8_e4m3b11fnuz", 30, 0x1p-13, false}, {"ml_dtypes.float8_e3m4", 15.5, 0x1p-6, true},
+    };
+    for (size_t i = 0; i < sizeof peers / sizeof peers[0]; i++) {
+        fmt_t f, g;
+        cr_assert_eq(fmt_from_name(&f, peers[i].name), FMT_OK, "%s", peers[i].name);
+        cr_expect_eq(f.max, peers[i].max, "%s max %g", peers[i].name, f.max);
+        cr_expect_eq(f.min_subnormal, peers[i].sub, "%s", peers[i].name);
+        cr_expect_eq(f.has_inf, peers[i].inf, "%s", peers[i].name);
+        cr_expect_str_eq(fmt_kind(&f), "peer");
+        cr_assert_eq(fmt_from_name(&g, f.name), FMT_OK, "%s reads back", f.name);  // the name reads back
+    }
+    static const char *pairs[][2] = {
+        {"torch.float8_e4m3fn", "e4m3"}, {"torch.float8_e8m0fnu", "e8m0"}, {"torch.float4_e2m1fn_x2", "e2m1"},
+        {"jnp.bfloat16", "bf16"}, {"jax.numpy.float8_e5m2", "e5m2"}, {"np.float16", "fp16"},
+        {"torch.half", "fp16"}, {"torch.float8_e5m2fnuz", "e5m2fnuz"},
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        fmt_t f;
+        cr_assert_eq(fmt_from_name(&f, pairs[i][0]), FMT_OK, "%s", pairs[i][0]);
+        cr_expect_str_eq(f.name, pairs[i][1]);
+        cr_expect_str_eq(fmt_kind(&f), "table");
+    }
+    fmt_t f;
+    cr_assert_eq(fmt_from_name(&f, "e4m4"), FMT_OK);
+    cr_expect_str_eq(fmt_kind(&f), "custom");
+    cr_assert_eq(fmt_from_name(&f, "e4m3:ieee"), FMT_OK);
+    cr_expect_str_eq(fmt_kind(&f), "peer");  // the fields of float8_e4m3
+}
+
+// fp8 and fp6 name two formats: refused, and the message gives the choices; an unknown name
+// gets the nearest known one and the list.
+Test(format, ambiguous_and_unknown_names) {
+    fmt_t f;
+    char msg[1024];
+    static const char *amb[] = {"fp8", "FP6", "float8", "torch.fp8"};
+    for (size_t i = 0; i < sizeof amb / sizeof *amb; i++) {
+        const int st = fmt_from_name(&f, amb[i]);
+        cr_assert_eq(st, FMT_EUNKNOWN, "%s", amb[i]);
+        fmt_name_message(amb[i], st, msg, sizeof msg);
+        cr_expect(strstr(msg, "ambiguous") && strstr(msg, "e4m3") != strstr(msg, "e3m2"), "%s", msg);
+    }
+    int st = fmt_from_name(&f, "float8_e4m3fm");
+    fmt_name_message("float8_e4m3fm", st, msg, sizeof msg);
+    cr_expect(strstr(msg, "unknown format; did you mean 'float8_e4m3fn'"), "%s", msg);
+    cr_expect(strstr(msg, "known formats: fp64 fp32"), "%s", msg);
+    st = fmt_from_name(&f, "bflaot16");
+    fmt_name_message("bflaot16", st, msg, sizeof msg);
+    cr_expect(strstr(msg, "did you mean 'bfloat16'"), "%s", msg);
+    st = fmt_from_name(&f, "zzzzzzzzzz");
+    fmt_name_message("zzzzzzzzzz", st, msg, sizeof msg);
+    cr_expect(!strstr(msg, "did you mean") && strstr(msg, "known formats"), "%s", msg);
+}

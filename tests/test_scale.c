@@ -62,7 +62,7 @@ typedef struct {
 // One element through the float64 kernel (fmt_round_f64 of one double, drawing counter
 // o->offset + i): no code in common with the float32 paths fmt_quantize_f32 takes. Its counts
 // go to st (its amax is of the scaled value, which the recipe does not report: left out).
-static float ref_round_element(const fmt_t *elem, float x, size_t i, const fmt_round_opts *o, fmt_stats *st) {
+static float ref_round_element(const fmt_t *elem, double x, size_t i, const fmt_round_opts *o, fmt_stats *st) {
     double d = x;
     fmt_round_opts oi = *o;
     oi.offset = o->offset + i;
@@ -95,6 +95,12 @@ static void ref_quantize(const fmt_t *elem, const fmt_scaling *sc, float *out, c
     res->tensor_scale = 1.0f / s_enc;
     const double lo = fmax(sf->min_subnormal, 0x1p-127), hi = sf->max;
     float *deqs = malloc(rows * cols * sizeof *deqs);
+    // Exact quotients (the default wherever a scale need not be a power of two): the element is
+    // round(x / deq), from the float64 quotient, which decides every mode exactly for float32 x
+    // and deq (scale.c says why; test_scale's exact_quotients checks it against rationals).
+    const bool exact = !sc->none && !sc->recip &&
+                       (sc->tensor_scale || (sf->mbits > 0 && sc->scale_round != FMT_SCALE_OCP));
+    double *zq = malloc(rows * cols * sizeof *zq);
     fmt_round_opts so = {0};
     so.overflow = FMT_SATURATE;
     so.mode = sc->scale_round == FMT_SCALE_UP ? FMT_RUP : FMT_RNE;
@@ -151,6 +157,7 @@ static void ref_quantize(const fmt_t *elem, const fmt_scaling *sc, float *out, c
                 for (size_t c = c0; c < c1; c++) {
                     const size_t i = r * cols + c;
                     out[i] = in[i] * mul;
+                    zq[i] = exact && deq != 0 ? (double)in[i] / deq : (double)out[i];
                     if (mul == 0 && in[i] != 0) res->st.underflow++;
                     deqs[i] = deq;
                 }
@@ -158,7 +165,27 @@ static void ref_quantize(const fmt_t *elem, const fmt_scaling *sc, float *out, c
     // One rounding call over the whole scaled tensor: element i draws o->offset + i by
     // fmt_round_f32's own contract, independently of how the library splits the work; or
     // (per_element) each element through the float64 kernel on its own.
-    if (res->per_element) {
+    if (sc->none || !exact) {
+        for (size_t i = 0; i < rows * cols; i++) zq[i] = out[i];
+    }
+    // Stochastic rounding into a format of up to 22 bits draws against the quotient rounded to
+    // odd in float32 (truncated with nextafterf, the last bit set where inexact).
+    const bool sr_f32 = exact && o->mode == FMT_SR && elem->mbits <= 21 && elem->min_subnormal >= 0x1p-147;
+    if (sr_f32)
+        for (size_t i = 0; i < rows * cols; i++) {
+            float y = (float)zq[i];
+            if (!isnan(zq[i]) && (double)y != zq[i]) {
+                if (fabs((double)y) > fabs(zq[i])) y = nextafterf(y, 0.0f);
+                uint32_t u;
+                memcpy(&u, &y, 4);
+                u |= 1;
+                memcpy(&y, &u, 4);
+            }
+            out[i] = y;
+        }
+    if (exact && !sr_f32) {
+        for (size_t i = 0; i < rows * cols; i++) out[i] = ref_round_element(elem, zq[i], i, o, &res->st);
+    } else if (res->per_element) {
         for (size_t i = 0; i < rows * cols; i++) out[i] = ref_round_element(elem, out[i], i, o, &res->st);
     } else {
         fmt_stats st = {0};
@@ -168,7 +195,7 @@ static void ref_quantize(const fmt_t *elem, const fmt_scaling *sc, float *out, c
     }
     if (res->q) memcpy(res->q, out, rows * cols * sizeof *out);
     for (size_t i = 0; i < rows * cols; i++) out[i] *= deqs[i];
-    free(deqs);
+    free(deqs), free(zq);
 }
 
 // Library vs reference on one tensor: values, element values (info.elems), scales, tensor
@@ -1104,4 +1131,121 @@ Test(scale, parse_errors_name_the_spec) {
     fmt_scaling sc;
     cr_assert_eq(fmt_scaling_from_name(&sc, "mx", NULL, 0), FMT_OK);  // msg is optional
     cr_assert_eq(fmt_scaling_from_name(&sc, NULL, NULL, 0), FMT_EUNKNOWN);
+}
+
+// Schemes (issue 22): an element format with its recipe, and the recipe alone where a recipe
+// is parsed; mxfp6 names two schemes and is refused.
+Test(scale, schemes) {
+    static const struct { const char *name, *elem, *recipe; } sch[] = {
+        {"mxfp8", "e4m3", "mx"}, {"MXFP8_E5M2", "e5m2", "mx"}, {"mxfp6_e3m2", "e3m2", "mx"},
+        {"mxfp6_e2m3", "e2m3", "mx"}, {"mxfp4", "e2m1", "mx"}, {"nvfp4", "e2m1", "nvfp4"},
+    };
+    for (size_t i = 0; i < sizeof sch / sizeof sch[0]; i++) {
+        fmt_t e;
+        fmt_scaling sc;
+        char name[64];
+        cr_assert_eq(fmt_scheme_from_name(&e, &sc, sch[i].name), FMT_OK, "%s", sch[i].name);
+        cr_expect_str_eq(e.name, sch[i].elem);
+        fmt_scaling_name(&sc, name, sizeof name);
+        cr_expect_str_eq(name, sch[i].recipe);
+        cr_assert_eq(fmt_scaling_from_name(&sc, sch[i].name, NULL, 0), FMT_OK, "%s as a recipe", sch[i].name);
+        fmt_scaling_name(&sc, name, sizeof name);
+        cr_expect_str_eq(name, sch[i].recipe);
+    }
+    fmt_scaling sc;
+    char name[64], msg[256];
+    cr_assert_eq(fmt_scaling_from_name(&sc, "mxfp4:up:nanblock", NULL, 0), FMT_OK);
+    fmt_scaling_name(&sc, name, sizeof name);
+    cr_expect_str_eq(name, "mx:up:nanblock");
+    cr_expect_eq(fmt_scaling_from_name(&sc, "mxfp6", msg, sizeof msg), FMT_EUNKNOWN);
+    cr_expect(strstr(msg, "mxfp6_e3m2") && strstr(msg, "mxfp6_e2m3"), "%s", msg);
+    cr_expect_eq(fmt_scheme_from_name(NULL, NULL, "mxfp6"), FMT_EUNKNOWN);
+    cr_expect_eq(fmt_scheme_from_name(NULL, NULL, "e2m1"), FMT_EUNKNOWN);
+}
+
+// Exact quotients (issue 22). The issue's two counterexamples of the reciprocal multiply: a
+// row [56448, 21168] in e4m3 has scale 126 and 21168 / 126 = 168 exactly, a tie that RNE
+// sends to 160 (x * fl(1/126) is above it: 176); NVFP4 with tensor amax 2016 and a block
+// [0.3515625, 0.0732421875]: s_enc = fl(2688 / 2016), sf = 0.078125, the decoded scale
+// fl(sf / s_enc) = 0.05859375 and 0.0732421875 / 0.05859375 = 5/4 exactly, which RNE sends to 1
+// (x * fl(s_enc / sf) is above it: 1.5). ":recip" keeps the multiply.
+Test(scale, exact_quotients_issue_examples) {
+    const fmt_t e4m3 = tu_fmt("e4m3"), e2m1 = tu_fmt("e2m1");
+    float row[2] = {56448.0f, 21168.0f}, out[2], el[2], sc[1];
+    fmt_quant_info info = {.elems = el, .scales = sc};
+    fmt_scaling rs = tu_scaling("row");
+    cr_assert_eq(fmt_quantize_f32(&e4m3, &rs, out, row, 1, 2, NULL, NULL, &info), FMT_OK);
+    cr_expect_eq(sc[0], 126.0f);
+    cr_expect_eq(el[0], 448.0f);
+    cr_expect_eq(el[1], 160.0f, "21168 / 126 = 168, a tie: RNE gives 160, got %g", el[1]);
+    rs = tu_scaling("row:recip");
+    cr_assert_eq(fmt_quantize_f32(&e4m3, &rs, out, row, 1, 2, NULL, NULL, &info), FMT_OK);
+    cr_expect_eq(el[1], 176.0f, "the reciprocal multiply (what kernels do) gives 176, got %g", el[1]);
+
+    float x[32] = {0}, o[32], q[32], s2[2];
+    x[0] = 2016.0f, x[16] = 0.3515625f, x[17] = 0.0732421875f;
+    fmt_quant_info in2 = {.elems = q, .scales = s2};
+    fmt_scaling nv = tu_scaling("nvfp4");
+    cr_assert_eq(fmt_quantize_f32(&e2m1, &nv, o, x, 1, 32, NULL, NULL, &in2), FMT_OK);
+    cr_expect_eq(s2[1], 0.078125f);
+    cr_expect_eq(q[17], 1.0f, "exact element 5/4, a tie: RNE gives 1, got %g", q[17]);
+    nv = tu_scaling("nvfp4:recip");
+    cr_assert_eq(fmt_quantize_f32(&e2m1, &nv, o, x, 1, 32, NULL, NULL, &in2), FMT_OK);
+    cr_expect_eq(q[17], 1.5f, "reciprocal multiply gives 1.5, got %g", q[17]);
+}
+
+// Constructed ties: rows [s * max_elem, s * m - ulp, s * m, s * m + ulp] with s a random
+// float32 of at most 12 significant bits (so s * max_elem and s * m are exact: the row's scale is
+// s exactly) and m a midpoint of the element format: RNE must give the even neighbour for the
+// tie and the neighbour on the side of the perturbation otherwise, in every format and mode of
+// nearest rounding; directed modes must give the neighbour below/above. Counted: how often the
+// reciprocal multiply gets a case wrong (it must be sometimes, or the test shows nothing).
+Test(scale, exact_quotients_constructed_ties) {
+    uint64_t seed = test_seed("exact_quotients_constructed_ties");
+    static const char *elems[] = {"e4m3", "e5m2", "e2m1", "e3m2", "e2m3", "bf16", "fp16"};
+    uint64_t recip_wrong = 0, cases = 0;
+    for (size_t fi = 0; fi < sizeof elems / sizeof *elems; fi++) {
+        const fmt_t f = tu_fmt(elems[fi]);
+        for (int it = 0; it < 400; it++) {
+            // s in [1, 2) * 2^k with 12 bits, k in [-20, 20]
+            const uint64_t r = tu_splitmix64(&seed);
+            const float s = ldexpf(1.0f + (float)(r % 2048) / 2048.0f, (int)(r >> 40) % 41 - 20);
+            // a midpoint between two neighbours a < b of f in [min_normal, max / 2]
+            const int e = f.emin + (int)((r >> 12) % (unsigned)(f.emax - f.emin));
+            const double ulp = ldexp(1.0, e - f.mbits);
+            const double a = ldexp(1.0, e) + ulp * (double)((r >> 20) % (1u << (f.mbits < 10 ? f.mbits : 10)));
+            const double mid = a + ulp / 2, b = a + ulp;
+            const float xm = (float)(s * mid);
+            if ((double)xm != (double)s * mid || (double)(float)(s * f.max) != (double)s * f.max) continue;
+            float in[4] = {(float)(s * f.max), nextafterf(xm, 0), xm, nextafterf(xm, INFINITY)}, out[4], el[4];
+            for (int m = 0; m < 2; m++) {
+                fmt_round_opts o = fmt_scaling_default_opts(&(fmt_scaling){0});
+                o.overflow = FMT_SATURATE;
+                fmt_quant_info info = {.elems = el};
+                fmt_scaling rs = tu_scaling(m ? "row:recip" : "row");
+                cr_assert_eq(fmt_quantize_f32(&f, &rs, out, in, 1, 4, &o, NULL, &info), FMT_OK);
+                const double even = fmod(a / ulp, 2.0) == 0 ? a : b;
+                const bool ok = el[1] == (float)a && el[2] == (float)even && el[3] == (float)b;
+                if (m) recip_wrong += !ok;
+                else
+                    cr_assert(ok, "%s s=%a mid=%a: got %a %a %a want %a %a %a", f.name, s, mid, el[1], el[2],
+                              el[3], a, even, b);
+                // directed: toward zero and up give a, b for all three (s * mid is inexact in f)
+                for (int dm = 0; dm < 2 && !m; dm++) {
+                    o.mode = dm ? FMT_RUP : FMT_RTZ;
+                    cr_assert_eq(fmt_quantize_f32(&f, &rs, out, in, 1, 4, &o, NULL, &info), FMT_OK);
+                    const float want = dm ? (float)b : (float)a;
+                    cr_assert(el[1] == (dm ? want : (float)a) && el[2] == want && el[3] == (dm ? (float)b : want),
+                              "%s %s s=%a mid=%a: got %a %a %a", f.name, fmt_mode_name(o.mode), s, mid, el[1],
+                              el[2], el[3]);
+                    o.mode = FMT_RNE;
+                }
+            }
+            cases++;
+        }
+    }
+    cr_log_info("exact_quotients_constructed_ties: %" PRIu64 " cases, the reciprocal multiply got %" PRIu64
+                " wrong\n", cases, recip_wrong);
+    cr_assert(cases > 1000);
+    cr_assert(recip_wrong > 0);
 }

@@ -77,7 +77,8 @@ class finfo:
     """Machine limits of an fplab format, with the fields of numpy.finfo / ml_dtypes.finfo:
     bits, eps, epsneg, iexp, machep, max, maxexp, min, minexp, negep, nexp, nmant, precision,
     resolution, smallest_normal, smallest_subnormal, tiny, dtype (the NumPy dtype that holds the
-    values: float32 for formats up to fp32, else float64); and fplab's: name, aliases, bias,
+    values: float32 for formats up to fp32, else float64); and fplab's: name, kind ('table',
+    'peer': a format only peers name, 'custom': an eXmY spec no name gives), aliases, bias,
     is_signed, special ('ieee', 'fn', 'fnuz', 'finite', 'e8m0'), emin, emax, finite_values,
     nan_codes (their number), nan_code_list, has_inf, has_nan, has_zero, has_negzero,
     has_subnormals, code_bytes, code_dtype. Definitions as NumPy's: eps = 2**-nmant is the gap
@@ -90,6 +91,7 @@ class finfo:
         d = f.describe()
         self._format = f
         self.name = d["name"]
+        self.kind = d["kind"]  # 'table', 'peer' (a format only peers name) or 'custom'
         self.aliases = aliases().get(self.name, ())
         self.bits = d["bits"]
         self.nexp = self.iexp = d["exponent_bits"]
@@ -117,7 +119,7 @@ class finfo:
         for k in ("has_inf", "has_nan", "has_zero", "has_negzero", "has_subnormals", "code_bytes"):
             setattr(self, k, d[k])
         self.code_dtype = _CODE_DTYPES[self.code_bytes]
-        self.dtype = _np.dtype(_np.float32 if d["embeds_in_f32"] and d["max"] <= _F32_MAX else _np.float64)
+        self.dtype = _np.dtype(_np.float32 if d["values_fit_f32"] else _np.float64)
 
     def __repr__(self):
         return (f"fplab.finfo(name={self.name}, bits={self.bits}, max={self.max:g}, min={self.min:g}, "
@@ -139,8 +141,7 @@ _F32_MAX = float(_np.finfo(_np.float32).max)
 
 
 def _fits_f32(f):
-    d = f.describe()
-    return d["embeds_in_f32"] and d["max"] <= _F32_MAX
+    return f.describe()["values_fit_f32"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -410,8 +411,12 @@ class Quantized:
                   tensor_scale)
     scale_format  name of the scale format (None for 'none')
     tensor_scale  the fp32 second-level scale (1.0 when the recipe has none)
-    stats         Stats of the element rounding (amax of x); scales_clipped: tiles whose scale
-                  left the scale format's range; scales_nan: tiles whose scale is NaN (:nanblock)
+    stats         Stats of the element rounding (amax of x), and the error of values against x
+                  (as `fplab quantize --stats`; over the elements where both are finite): mse,
+                  sqnr_db = 10 log10(sum x^2 / sum (values - x)^2), max_abs_err, max_rel_err
+                  (over x != 0), err_nonfinite (elements left out)
+    scales_clipped  tiles whose scale left the scale format's range; scales_nan: tiles whose
+                  scale is NaN (:nanblock)
     overflow      the element overflow policy used ('saturate' or 'ieee')
     format, recipe, axis   the element format, the recipe's canonical name, the blocked axis
     """
@@ -422,10 +427,12 @@ class Quantized:
                 f"stats={self.stats})")
 
 
-def quantize(x, fmt, scale="none", axis=-1, *, mode="rne", overflow=None, subnormals="keep", seed=0,
+def quantize(x, fmt, scale=None, axis=-1, *, mode="rne", overflow=None, subnormals="keep", seed=0,
              stream=0, offset=0, sr_bits=None):
     """Quantize x with a scaling recipe and return a Quantized (values, codes, scales, stats).
 
+    fmt: a format, or a scheme (mxfp8, mxfp8_e5m2, mxfp6_e3m2, mxfp6_e2m3, mxfp4, nvfp4): its
+    element format, and its recipe where scale is None (the default; 'none' for a format).
     scale: none, tensor, row, col, mx, nvfp4, block:K:SCALEFMT, tile:RxC:SCALEFMT, with an
     optional :ocp/:up/:rne and :nanblock (see `fplab quantize --help`). overflow: None (default)
     is the recipe's own: 'saturate' for every recipe with a scale (OCP MX clamps scaled values to
@@ -437,6 +444,11 @@ def quantize(x, fmt, scale="none", axis=-1, *, mode="rne", overflow=None, subnor
     float32 x, any recipe; float64 x only with scale='none' (rounded from float64 directly, the
     values stay float64): `fplab quantize` would round float64 to float32 first, which can
     double-round, so fplab asks you to say so: quantize(x.astype(numpy.float32), ...)."""
+    scheme = _fplab.scheme(fmt) if isinstance(fmt, str) else None
+    if scheme is not None:  # a scheme (mxfp4, nvfp4, ...): its element format and recipe
+        fmt = scheme[0]
+        scale = scheme[1] if scale is None else scale
+    scale = "none" if scale is None else scale
     f = _format(fmt)
     a = _float_array(x, "x")
     kw = _kw(_round_kw(mode, overflow, subnormals, seed, stream, offset, sr_bits))
@@ -453,7 +465,7 @@ def quantize(x, fmt, scale="none", axis=-1, *, mode="rne", overflow=None, subnor
     moved = _np.moveaxis(a, axis, -1)
     cols = moved.shape[-1]
     rows = int(_np.prod(moved.shape[:-1], dtype=_np.int64)) if moved.ndim > 1 else 1
-    name, nscales, sfmt, tr, tc, _two = _fplab.scaling(scale, rows, cols)
+    name, nscales, sfmt, tr, _tc, _two, (grid_r, grid_c) = _fplab.scaling(scale, rows, cols)
     q = Quantized()
     q.format, q.recipe, q.axis = f.name, name, axis if len(shape0) else None
     q.stats = Stats()
@@ -467,36 +479,47 @@ def quantize(x, fmt, scale="none", axis=-1, *, mode="rne", overflow=None, subnor
         q.values = vals.reshape(shape0)
         q.elements = q.values
         q.codes = encode(q.values, f)
+        _error_stats(q.stats, _fplab.qerror(_np.ascontiguousarray(q.values).ravel(), _np.ascontiguousarray(a).ravel()))
         q.scales = q.scale_values = q.scale_format = None
         q.tensor_scale, q.scales_clipped, q.scales_nan = 1.0, 0, 0
         return q
     src = _np.ascontiguousarray(moved).reshape(rows, cols) if moved.size else _np.empty((rows, cols), _np.float32)
     out = _np.empty((rows, cols), _np.float32)
     elems = _np.empty((rows, cols), _np.float32)
+    codes = _np.empty((rows, cols), _CODE_DTYPES[f.code_bytes])
     svals = _np.empty(nscales, _np.float32) if sfmt is not None else None
-    t, tensor_scale, clipped, scales_nan, q.overflow, warning = _fplab.quantize(f, scale, out, src, rows, cols,
-                                                                              elems, svals, **kw)
+    scodes = _np.empty(nscales, _CODE_DTYPES[sfmt.code_bytes]) if sfmt is not None else None
+    # One library call: values, element values, codes, scales and scale codes (fmt_quantize_codes_f32).
+    t, tensor_scale, clipped, scales_nan, q.overflow, warning, err = _fplab.quantize(
+        f, scale, out, src, rows, cols, elems, svals, codes, scodes, **kw)
     _collect(q.stats, t, warning)
+    _error_stats(q.stats, err)
 
     def back(m):  # (rows, cols) -> x's shape
         return _np.moveaxis(m.reshape(moved.shape), -1, axis).reshape(shape0)
 
     q.values = back(out)
     q.elements = back(elems)
-    q.codes = encode(q.elements, f)
+    q.codes = back(codes)
     q.tensor_scale, q.scales_clipped, q.scales_nan = tensor_scale, clipped, scales_nan
     if sfmt is None:
         q.scales = q.scale_values = q.scale_format = None
     else:
-        grid_r = -(-rows // (tr if tr > 0 else max(rows, 1))) if rows else 0
-        grid_c = nscales // grid_r if grid_r else 0
-        grid = svals.reshape(grid_r, grid_c)
+        # The tile grid (fmt_scale_grid); for 1-row tiles, x's shape with axis moved last and
+        # replaced by the blocks.
+        shape = (grid_r, grid_c)
         if tr == 1 and len(shape0) != 2 and moved.ndim >= 1:
-            grid = grid.reshape(moved.shape[:-1] + (grid_c,))
-        q.scale_values = grid
+            shape = moved.shape[:-1] + (grid_c,)
+        q.scale_values = svals.reshape(shape)
         q.scale_format = sfmt.name
-        q.scales = encode(grid, sfmt)
+        q.scales = scodes.reshape(shape)
     return q
+
+
+def _error_stats(st, err):
+    """Stats st gets the error metrics of a _fplab.quantize/qerror tuple."""
+    st.mse, st.sqnr_db, st.max_abs_err, st.max_rel_err = err[:4]
+    st.err_nonfinite = err[5]
 
 
 def _kw_for_round(kw):
@@ -575,12 +598,12 @@ def scaled_matmul(a, b, a_fmt, b_fmt=None, *, out="fp32", scale="none", acc="fp3
     r.err_ulp = r.max_err_ulp = r.median_err_ulp = r.mismatches = None
     if error:
         d = fo.describe()
-        top = d["max"] + 0.5 * _ulp_out(_np.float64(d["max"]), d)
+        top = d["max"] + 0.5 * _ulp_out(_np.float64(d["max"]), fo)
         e = exact
         inside = _np.abs(e) < top
         with _np.errstate(invalid="ignore", over="ignore"):
             err = _np.where(_np.isnan(C), _np.inf, _np.abs(C.astype(_np.float64) - e))
-            r.err_ulp = _np.where(inside, err / _ulp_out(e, d), _np.nan)
+            r.err_ulp = _np.where(inside, err / _ulp_out(e, fo), _np.nan)
         vals = r.err_ulp[inside]
         r.max_err_ulp = float(vals.max()) if vals.size else float("nan")
         r.median_err_ulp = float(_np.median(vals)) if vals.size else float("nan")
@@ -589,11 +612,12 @@ def scaled_matmul(a, b, a_fmt, b_fmt=None, *, out="fp32", scale="none", acc="fp3
     return r
 
 
-def _ulp_out(e, d):
-    """2^(max(floor(log2|e|), emin) - mbits): the output format's ulp at e (as matmul-check)."""
-    _, k = _np.frexp(_np.abs(e))
-    ex = _np.where((e != 0) & _np.isfinite(e), _np.maximum(k - 1, d["emin"]), d["emin"])
-    return _np.ldexp(1.0, ex - d["mantissa_bits"])
+def _ulp_out(e, fmt):
+    """fmt's ulp at e, 2^(max(floor(log2|e|), emin) - mbits) (fmt_ulp, as matmul-check)."""
+    x = _np.ascontiguousarray(e, _np.float64)
+    out = _np.empty_like(x)
+    _fplab.ulp(_format(fmt), out.reshape(-1), x.reshape(-1))
+    return out
 
 
 def random(shape, dist="normal", seed=0, stream=0):

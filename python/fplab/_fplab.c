@@ -14,9 +14,11 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "formats/codec.h"
 #include "formats/format.h"
+#include "formats/qerror.h"
 #include "formats/round.h"
 #include "formats/scale.h"
 #include "kernels/blas_tune.h"
@@ -39,10 +41,17 @@ static PyTypeObject FormatType;
 static int format_parse(fmt_t *f, const char *name) {
     const int st = fmt_from_name(f, name);
     if (st == FMT_OK) return 0;
-    PyErr_Format(PyExc_ValueError,
-                 "format '%s': %s; expected a name of fplab.formats() (e.g. e4m3, bf16, fp4), an "
-                 "alias, or a custom eXmY[:ieee|fn|fnuz|finite|e8m0][:unsigned][:bias=N]",
-                 name, st == FMT_EINVAL ? "not a valid format (check sizes and flags)" : "unknown format");
+    const char *elem, *recipe;
+    for (size_t i = 0; fmt_scheme_get(i, &elem, &recipe); i++)
+        if (!strcasecmp(name, fmt_scheme_get(i, NULL, NULL))) {
+            PyErr_Format(PyExc_ValueError, "format '%s': a scheme (%s elements under the recipe %s), where a "
+                         "format is expected; expected its element format %s (quantize(x, '%s') takes the "
+                         "scheme)", name, elem, recipe, elem, name);
+            return -1;
+        }
+    char msg[1024];
+    fmt_name_message(name, st, msg, sizeof msg);
+    PyErr_Format(PyExc_ValueError, "format '%s': %s", name, msg);
     return -1;
 }
 
@@ -84,7 +93,7 @@ static PyObject *format_describe(PyObject *self, PyObject *unused) {
     fmt_get_info(f, &in);
     return Py_BuildValue(
         "{s:s,s:i,s:i,s:i,s:i,s:O,s:s,s:i,s:i,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:K,s:K,s:O,s:O,s:O,"
-        "s:O,s:O,s:n,s:O,s:O}",
+        "s:O,s:O,s:n,s:O,s:O,s:s,s:O}",
         "name", f->name, "bits", f->bits, "exponent_bits", f->ebits, "mantissa_bits", f->mbits, "bias",
         f->bias, "is_signed", f->is_signed ? Py_True : Py_False, "special", special_name(f->special),
         "emin", f->emin, "emax", f->emax, "max", in.max, "min", in.min, "smallest_normal",
@@ -95,7 +104,8 @@ static PyObject *format_describe(PyObject *self, PyObject *unused) {
         f->has_zero ? Py_True : Py_False, "has_negzero", f->has_negzero ? Py_True : Py_False,
         "has_subnormals", f->has_subnormals ? Py_True : Py_False, "code_bytes",
         (Py_ssize_t)fmt_code_bytes(f), "embeds_in_f32", fmt_embeds_in_f32(f) ? Py_True : Py_False,
-        "contains_f32", fmt_contains_f32(f) ? Py_True : Py_False);
+        "contains_f32", fmt_contains_f32(f) ? Py_True : Py_False, "kind", fmt_kind(f),
+        "values_fit_f32", fmt_values_fit_f32(f) ? Py_True : Py_False);
 }
 
 static PyObject *format_nan_code_list(PyObject *self, PyObject *args) {
@@ -322,7 +332,7 @@ static PyObject *py_round(PyObject *m, PyObject *args, PyObject *kw) {
         }
     }
     const bool is64 = v.itemsize == 8;
-    if (!is64 && !(fmt_embeds_in_f32(f) && f->max <= 3.4028234663852886e38)) {
+    if (!is64 && !(fmt_values_fit_f32(f))) {
         PyBuffer_Release(&v);
         Py_DECREF(warning);
         return PyErr_Format(PyExc_TypeError, "format %s does not fit in float32: round a float64 array to it",
@@ -373,7 +383,7 @@ static PyObject *py_encode(PyObject *m, PyObject *args, PyObject *kw) {
     if (buf_n(&c) != n) {
         PyErr_Format(PyExc_ValueError, "codes: %zu items for %zu values", buf_n(&c), n);
         st = -1;
-    } else if (!is64 && !(fmt_embeds_in_f32(f) && f->max <= 3.4028234663852886e38)) {
+    } else if (!is64 && !(fmt_values_fit_f32(f))) {
         PyErr_Format(PyExc_TypeError, "format %s does not fit in float32: encode a float64 array", f->name);
         st = -1;
     }
@@ -437,7 +447,7 @@ static PyObject *py_decode(PyObject *m, PyObject *args) {
         st = -1;
     } else if (codes_out_of_range(f, &c)) {
         st = -1;
-    } else if (!is64 && !(fmt_embeds_in_f32(f) && f->max <= 3.4028234663852886e38)) {
+    } else if (!is64 && !(fmt_values_fit_f32(f))) {
         PyErr_Format(PyExc_TypeError, "format %s does not fit in float32: decode to float64", f->name);
         st = -1;
     } else {
@@ -536,8 +546,19 @@ static int parse_scaling(fmt_scaling *sc, const char *spec) {
     return -1;
 }
 
+// scheme(name) -> (element format name, recipe name), or None where name is not a scheme.
+static PyObject *py_scheme(PyObject *m, PyObject *args) {
+    (void)m;
+    const char *name;
+    if (!PyArg_ParseTuple(args, "s", &name)) return NULL;
+    const char *elem, *recipe;
+    for (size_t i = 0; fmt_scheme_get(i, &elem, &recipe); i++)
+        if (!strcasecmp(name, fmt_scheme_get(i, NULL, NULL))) return Py_BuildValue("(ss)", elem, recipe);
+    Py_RETURN_NONE;
+}
+
 // scaling(spec, rows, cols) -> (canonical name, number of scales, scale Format or None,
-//                                tile_rows, tile_cols, two_level)
+//                                tile_rows, tile_cols, two_level, (grid rows, grid cols))
 static PyObject *py_scaling(PyObject *m, PyObject *args) {
     (void)m;
     const char *spec;
@@ -550,27 +571,35 @@ static PyObject *py_scaling(PyObject *m, PyObject *args) {
     fmt_scaling_name(&sc, name, sizeof name);
     PyObject *sf = sc.none ? (Py_INCREF(Py_None), Py_None) : format_wrap(&sc.scale_fmt);
     if (!sf) return NULL;
-    return Py_BuildValue("(snNiiO)", name, (Py_ssize_t)fmt_scale_count(&sc, (size_t)rows, (size_t)cols), sf,
-                         sc.tile_rows, sc.tile_cols, sc.tensor_scale ? Py_True : Py_False);
+    size_t grid[2];
+    fmt_scale_grid(&sc, (size_t)rows, (size_t)cols, grid);
+    return Py_BuildValue("(snNiiO(nn))", name, (Py_ssize_t)fmt_scale_count(&sc, (size_t)rows, (size_t)cols), sf,
+                         sc.tile_rows, sc.tile_cols, sc.tensor_scale ? Py_True : Py_False, (Py_ssize_t)grid[0],
+                         (Py_ssize_t)grid[1]);
 }
 
-// quantize(F, spec, out, x, rows, cols, elems, scales, **round)
-//   -> (stats, tensor_scale, scales_clipped, scales_nan, overflow policy used, warning)
-// out and elems: rows*cols float32; scales: fmt_scale_count float32 (None when there are none).
+// quantize(F, spec, out, x, rows, cols, elems, scales, codes, scale_codes, **round)
+//   -> (stats, tensor_scale, scales_clipped, scales_nan, overflow policy used, warning,
+//       (mse, sqnr_db, max_abs, max_rel, nonfinite))
+// out, elems: rows*cols float32; codes: rows*cols codes of F; scales: fmt_scale_count float32 and
+// scale_codes as many codes of the scale format (both None when there are none). One library
+// call (fmt_quantize_codes_f32) fills them all, as `fplab quantize` does; the error is of out
+// against x (fmt_qerror_f32).
 static PyObject *py_quantize(PyObject *m, PyObject *args, PyObject *kw) {
     (void)m;
-    static char *kwlist[] = {"fmt", "spec", "out", "x", "rows", "cols", "elems", "scales", ROUND_KW, NULL};
-    PyObject *fo, *outo, *xo, *eo, *so;
+    static char *kwlist[] = {"fmt", "spec", "out", "x", "rows", "cols", "elems", "scales", "codes", "scale_codes",
+                             ROUND_KW, NULL};
+    PyObject *fo, *outo, *xo, *eo, *so, *co, *sco;
     const char *spec;
     Py_ssize_t rows, cols;
     ROUND_VARS;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OsOOnnOO|" ROUND_FMT, kwlist, &fo, &spec, &outo, &xo, &rows, &cols,
-                                     &eo, &so, ROUND_ARGS))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OsOOnnOOOO|" ROUND_FMT, kwlist, &fo, &spec, &outo, &xo, &rows, &cols,
+                                     &eo, &so, &co, &sco, ROUND_ARGS))
         return NULL;
     const fmt_t *f = as_format(fo);
     if (!f) return NULL;
     if (rows < 0 || cols < 0) return PyErr_Format(PyExc_ValueError, "shape (%zd, %zd): negative", rows, cols);
-    if (!(fmt_embeds_in_f32(f) && f->max <= 3.4028234663852886e38))
+    if (!fmt_values_fit_f32(f))
         return PyErr_Format(PyExc_ValueError, "format %s: quantize works in float32; expected an element format "
                             "of float32 or narrower", f->name);
     fmt_scaling sc;
@@ -580,31 +609,36 @@ static PyObject *py_quantize(PyObject *m, PyObject *args, PyObject *kw) {
     PyObject *warning;
     if (parse_round_opts(&o, f, mode, overflow, flush, sr_bits, seed, stream, offset, &warning) < 0) return NULL;
     const size_t n = (size_t)rows * (size_t)cols, ns = fmt_scale_count(&sc, (size_t)rows, (size_t)cols);
-    Py_buffer out, x, e, s = {0};
-    bool have_s = false;
-    if (get_buf(&out, outo, BUF_F32, 0, true, "out") < 0) return Py_DECREF(warning), NULL;
-    if (get_buf(&x, xo, BUF_F32, 0, false, "x") < 0) return PyBuffer_Release(&out), Py_DECREF(warning), NULL;
-    if (get_buf(&e, eo, BUF_F32, 0, true, "elems") < 0)
-        return PyBuffer_Release(&out), PyBuffer_Release(&x), Py_DECREF(warning), NULL;
-    if (so != Py_None) {
-        if (get_buf(&s, so, BUF_F32, 0, true, "scales") < 0)
-            return PyBuffer_Release(&out), PyBuffer_Release(&x), PyBuffer_Release(&e), Py_DECREF(warning), NULL;
-        have_s = true;
+    Py_buffer b[6] = {{0}};  // out, x, elems, codes, scales, scale codes
+    bool have[6] = {false};
+    PyObject *objs[6] = {outo, xo, eo, co, so, sco};
+    const char *what[6] = {"out", "x", "elems", "codes", "scales", "scale_codes"};
+    const buf_kind kinds[6] = {BUF_F32, BUF_F32, BUF_F32, BUF_CODES, BUF_F32, BUF_CODES};
+    const size_t cbytes[6] = {0, 0, 0, fmt_code_bytes(f), 0, sc.none ? 0 : fmt_code_bytes(&sc.scale_fmt)};
+    int err = 0;
+    for (int i = 0; i < 6 && !err; i++) {
+        if (i >= 4 && objs[i] == Py_None) continue;
+        err = get_buf(&b[i], objs[i], kinds[i], cbytes[i], i != 1, what[i]);
+        have[i] = !err;
     }
     int st = -1;
     fmt_stats stats = {0};
     fmt_quant_info info = {.tensor_scale = 1};
-    if (buf_n(&out) != n || buf_n(&x) != n || buf_n(&e) != n) {
-        PyErr_Format(PyExc_ValueError, "quantize: buffers of %zu, %zu and %zu items for a %zd x %zd tensor",
-                     buf_n(&out), buf_n(&x), buf_n(&e), rows, cols);
-    } else if ((have_s ? buf_n(&s) : 0) != ns) {
-        PyErr_Format(PyExc_ValueError, "scales: %zu items; the recipe '%s' has %zu scales for %zd x %zd",
-                     have_s ? buf_n(&s) : 0, spec, ns, rows, cols);
+    fmt_qerror qe = {0};
+    if (err) {
+    } else if (buf_n(&b[0]) != n || buf_n(&b[1]) != n || buf_n(&b[2]) != n || buf_n(&b[3]) != n) {
+        PyErr_Format(PyExc_ValueError, "quantize: buffers of %zu, %zu, %zu and %zu items for a %zd x %zd tensor",
+                     buf_n(&b[0]), buf_n(&b[1]), buf_n(&b[2]), buf_n(&b[3]), rows, cols);
+    } else if ((have[4] ? buf_n(&b[4]) : 0) != ns || (have[5] ? buf_n(&b[5]) : 0) != ns) {
+        PyErr_Format(PyExc_ValueError, "scales: %zu and %zu items; the recipe '%s' has %zu scales for %zd x %zd",
+                     have[4] ? buf_n(&b[4]) : 0, have[5] ? buf_n(&b[5]) : 0, spec, ns, rows, cols);
     } else {
-        info.elems = e.buf;
-        info.scales = have_s ? s.buf : NULL;
+        info.elems = b[2].buf;
+        info.scales = have[4] ? b[4].buf : NULL;
         Py_BEGIN_ALLOW_THREADS;
-        st = fmt_quantize_f32(f, &sc, out.buf, x.buf, (size_t)rows, (size_t)cols, &o, &stats, &info);
+        st = fmt_quantize_codes_f32(f, &sc, b[0].buf, b[3].buf, have[5] ? b[5].buf : NULL, b[1].buf, (size_t)rows,
+                                    (size_t)cols, &o, &stats, &info);
+        if (st == FMT_OK) fmt_qerror_f32(&qe, b[0].buf, b[1].buf, n);
         Py_END_ALLOW_THREADS;
         if (st != FMT_OK) {
             if (st == FMT_ENOMEM) PyErr_NoMemory();
@@ -615,14 +649,67 @@ static PyObject *py_quantize(PyObject *m, PyObject *args, PyObject *kw) {
             st = -1;
         }
     }
-    PyBuffer_Release(&out);
-    PyBuffer_Release(&x);
-    PyBuffer_Release(&e);
-    if (have_s) PyBuffer_Release(&s);
+    for (int i = 0; i < 6; i++)
+        if (have[i]) PyBuffer_Release(&b[i]);
     if (st != FMT_OK) return Py_DECREF(warning), NULL;
-    return Py_BuildValue("(NdKKsN)", stats_tuple(&stats), (double)info.tensor_scale,
+    return Py_BuildValue("(NdKKsN(dddddK))", stats_tuple(&stats), (double)info.tensor_scale,
                          (unsigned long long)info.scales_clipped, (unsigned long long)info.scales_nan,
-                         fmt_overflow_name(o.overflow), warning);
+                         fmt_overflow_name(o.overflow), warning, qe.mse, qe.sqnr_db, qe.max_abs, qe.max_rel,
+                         (double)qe.n, (unsigned long long)qe.nonfinite);
+}
+
+// ulp(F, out, x): out[i] = fmt_ulp(F, x[i]), float64 arrays of one size.
+static PyObject *py_ulp(PyObject *m, PyObject *args) {
+    (void)m;
+    PyObject *fo, *oo, *xo;
+    if (!PyArg_ParseTuple(args, "OOO", &fo, &oo, &xo)) return NULL;
+    const fmt_t *f = as_format(fo);
+    if (!f) return NULL;
+    Py_buffer o, x;
+    if (get_buf(&o, oo, BUF_F64, 0, true, "out") < 0) return NULL;
+    if (get_buf(&x, xo, BUF_F64, 0, false, "x") < 0) return PyBuffer_Release(&o), NULL;
+    const size_t n = buf_n(&x);
+    const bool ok = buf_n(&o) == n;
+    if (ok) {
+        double *out = o.buf;
+        const double *in = x.buf;
+        for (size_t i = 0; i < n; i++) out[i] = fmt_ulp(f, in[i]);
+    } else {
+        PyErr_Format(PyExc_ValueError, "ulp: %zu and %zu items", buf_n(&o), n);
+    }
+    PyBuffer_Release(&o), PyBuffer_Release(&x);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
+// qerror(y, x) -> (mse, sqnr_db, max_abs, max_rel, n, nonfinite): float32 or float64 arrays of
+// one dtype and size (fmt_qerror_f32 / _f64).
+static PyObject *py_qerror(PyObject *m, PyObject *args) {
+    (void)m;
+    PyObject *yo, *xo;
+    if (!PyArg_ParseTuple(args, "OO", &yo, &xo)) return NULL;
+    Py_buffer y, x;
+    bool is64 = false;
+    if (get_buf(&y, yo, BUF_F32, 0, false, "y") < 0) {
+        PyErr_Clear();
+        if (get_buf(&y, yo, BUF_F64, 0, false, "y") < 0) return NULL;
+        is64 = true;
+    }
+    if (get_buf(&x, xo, is64 ? BUF_F64 : BUF_F32, 0, false, "x") < 0) return PyBuffer_Release(&y), NULL;
+    fmt_qerror qe = {0};
+    const size_t n = buf_n(&y);
+    const bool ok = buf_n(&x) == n;
+    if (!ok) {
+        PyErr_Format(PyExc_ValueError, "qerror: %zu and %zu items", n, buf_n(&x));
+    } else if (is64) {
+        fmt_qerror_f64(&qe, y.buf, x.buf, n);
+    } else {
+        fmt_qerror_f32(&qe, y.buf, x.buf, n);
+    }
+    PyBuffer_Release(&y), PyBuffer_Release(&x);
+    if (!ok) return NULL;
+    return Py_BuildValue("(dddddK)", qe.mse, qe.sqnr_db, qe.max_abs, qe.max_rel, (double)qe.n,
+                         (unsigned long long)qe.nonfinite);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -660,7 +747,7 @@ static PyObject *py_matmul(PyObject *m, PyObject *args) {
         const char *what;
     } fs[3] = {{fa, "a_fmt"}, {fb, "b_fmt"}, {fo, "out"}};
     for (int i = 0; i < 3; i++)
-        if (!(fmt_embeds_in_f32(fs[i].f) && fs[i].f->max <= 3.4028234663852886e38))
+        if (!(fmt_values_fit_f32(fs[i].f)))
             return PyErr_Format(PyExc_ValueError, "%s %s: operands and C are float32; expected a format of float32 "
                                 "or narrower", fs[i].what, fs[i].f->name);
     fmt_scaling sc;
@@ -806,6 +893,9 @@ static PyMethodDef methods[] = {
     {"unpack", py_unpack, METH_VARARGS, "unpack sub-byte codes"},
     {"packed_bytes", py_packed_bytes, METH_VARARGS, "bytes of n packed codes"},
     {"scaling", py_scaling, METH_VARARGS, "parse a scaling recipe"},
+    {"ulp", py_ulp, METH_VARARGS, "fmt_ulp over a float64 array"},
+    {"qerror", py_qerror, METH_VARARGS, "fmt_qerror_f32/_f64: error metrics of y against x"},
+    {"scheme", py_scheme, METH_VARARGS, "(element format, recipe) of a scheme name (mxfp4, nvfp4, ...), or None"},
     {"quantize", (PyCFunction)(void (*)(void))py_quantize, METH_VARARGS | METH_KEYWORDS, "fmt_quantize_f32"},
     {"matmul", py_matmul, METH_VARARGS, "scaled matmul on cpu or ref"},
     {"random", py_random, METH_VARARGS, "mm_random_f32"},

@@ -44,6 +44,10 @@ def test_matches_cli_quantize(cli, rng, spec, mode, recipe):
            "scales_nan": q.scales_nan}
     assert got == {k: int(st[k]) for k in got}
     assert float(st["amax"]) == s.amax and float(st["tensor_scale"]) == q.tensor_scale
+    for k, attr in (("mse", "mse"), ("sqnr_db", "sqnr_db"), ("max_abs_err", "max_abs_err"),
+                    ("max_rel_err", "max_rel_err")):
+        assert float(st[k]) == getattr(s, attr), k
+    assert int(st["err_nonfinite"]) == s.err_nonfinite
 
 
 def test_cli_options_agree(cli, rng):
@@ -168,3 +172,95 @@ def test_cli_codes_and_scales_match(cli, rng, spec, mode, recipe, shape):
             scales = np.load(sp)
             assert scales.dtype == q.scales.dtype and scales.shape == q.scales.shape
             assert np.array_equal(scales, q.scales)
+
+
+def test_error_stats(rng):
+    """MSE, SQNR, max abs/rel error of quantize(...).stats against NumPy on the same arrays."""
+    x = data(rng, (16, 64))
+    x[0, 0] = np.inf  # left out of every metric, and counted
+    for recipe in ("none", "mx", "nvfp4", "row"):
+        q = fplab.quantize(x, "e4m3", scale=recipe)
+        ok = np.isfinite(x) & np.isfinite(q.values)
+        d = q.values[ok].astype(np.float64) - x[ok].astype(np.float64)
+        xs = x[ok].astype(np.float64)
+        assert q.stats.err_nonfinite == int((~ok).sum()) >= 1
+        assert np.isclose(q.stats.mse, np.mean(d * d), rtol=1e-12)
+        assert np.isclose(q.stats.sqnr_db, 10 * np.log10(np.sum(xs * xs) / np.sum(d * d)), rtol=1e-12)
+        assert q.stats.max_abs_err == np.abs(d).max()
+        nz = xs != 0
+        assert q.stats.max_rel_err == (np.abs(d[nz]) / np.abs(xs[nz])).max()
+    q = fplab.quantize(np.float32([1, 2, 0.5]), "fp32")
+    assert q.stats.mse == 0 and q.stats.sqnr_db == float("inf")
+
+
+def test_schemes():
+    """A scheme names an element format with its recipe."""
+    x = np.linspace(-3, 3, 64, dtype=np.float32)
+    for scheme, elem, recipe in (("mxfp4", "e2m1", "mx"), ("nvfp4", "e2m1", "nvfp4"), ("mxfp8", "e4m3", "mx"),
+                                 ("mxfp6_e3m2", "e3m2", "mx")):
+        q, r = fplab.quantize(x, scheme), fplab.quantize(x, elem, scale=recipe)
+        assert q.format == elem and q.recipe == recipe
+        same_bits(q.values, r.values)
+    assert fplab.quantize(x, "mxfp4", scale="mx:up").recipe == "mx:up"
+    with pytest.raises(ValueError, match="mxfp6 is ambiguous"):
+        fplab.quantize(x, "e3m2", scale="mxfp6")
+
+
+def test_exact_quotients_against_fractions(rng):
+    """Row, tensor, column and NVFP4 recipes round the exact quotient x / s (s the decoded scale)
+    in every mode of nearest rounding: checked with Python's fractions on random rows and on
+    constructed ties; ':recip' (x * fl(1/s)) differs on some of them."""
+    from fractions import Fraction as Fr
+
+    def rne_value(fmt, z):  # the nearest value of fmt to the rational z, ties to the even code
+        vals = VALUES[fmt]
+        i = np.searchsorted(vals, float(z))
+        cands = [vals[j] for j in (i - 1, i) if 0 <= j < len(vals)]
+        best = min(cands, key=lambda v: (abs(Fr(v) - z), CODE_PARITY[fmt][v]))
+        return best
+
+    VALUES, CODE_PARITY = {}, {}
+    for fmt in ("e4m3", "e2m1"):
+        codes = np.arange(1 << fplab.finfo(fmt).bits, dtype=np.uint8)
+        v = fplab.decode(codes, fmt).astype(np.float64)
+        keep = np.isfinite(v)
+        VALUES[fmt] = np.unique(v[keep])
+        CODE_PARITY[fmt] = {float(val): int(c) & 1 for c, val in zip(codes[keep], v[keep])}
+        CODE_PARITY[fmt][0.0] = 0
+    differ = 0
+    for it in range(300):
+        fmt = "e4m3" if it % 2 else "e2m1"
+        mx = fplab.finfo(fmt).max
+        s = np.float32(rng.integers(1, 1 << 12)) * np.float32(2.0 ** rng.integers(-10, 10))
+        row = (rng.uniform(-1, 1, 16) * mx * float(s)).astype(np.float32)
+        row[0] = np.float32(mx * float(s))  # amax: the row's scale is s exactly
+        if it % 3 == 0:  # a constructed tie: s times a midpoint of two neighbours
+            mids = (VALUES[fmt][1:] + VALUES[fmt][:-1]) / 2
+            row[1] = np.float32(float(s) * mids[rng.integers(len(mids) // 2, len(mids))])
+        for recipe in ("row", "tensor"):
+            q = fplab.quantize(row, fmt, scale=recipe)
+            sc = Fr(float(q.scale_values.ravel()[0]))
+            for xi, qi in zip(row, q.elements):
+                z = Fr(float(xi)) / sc
+                z = max(min(z, Fr(mx)), Fr(-mx))  # saturation
+                assert qi == rne_value(fmt, z), (fmt, recipe, float(s), float(xi), float(qi))
+            differ += not np.array_equal(q.elements, fplab.quantize(row, fmt, scale=recipe + ":recip").elements)
+        qc = fplab.quantize(row.reshape(-1, 1), fmt, scale="col")
+        sc = Fr(float(qc.scale_values.ravel()[0]))
+        for xi, qi in zip(row, qc.elements.ravel()):
+            z = max(min(Fr(float(xi)) / sc, Fr(mx)), Fr(-mx))
+            assert qi == rne_value(fmt, z)
+    assert differ > 0
+    # NVFP4: the decoded scale of block b is scale_values[b] * tensor_scale as float32 arithmetic
+    # gives it: fl(sf / s_enc), which the element divides exactly
+    for it in range(100):
+        x = data(rng, (1, 64))
+        q = fplab.quantize(x, "e2m1", scale="nvfp4")
+        s_enc = np.float32(6 * 448) / np.float32(np.abs(x).max())  # fmt_scaling_tensor_enc
+        for b in range(4):
+            d = np.float32(q.scale_values[0, b]) / s_enc
+            for xi, qi in zip(x[0, 16 * b:16 * b + 16], q.elements[0, 16 * b:16 * b + 16]):
+                if d == 0:
+                    continue
+                z = max(min(Fr(float(xi)) / Fr(float(d)), Fr(6)), Fr(-6))
+                assert qi == rne_value("e2m1", z), (float(xi), float(d), float(qi))

@@ -51,8 +51,14 @@ def test_finfo_fields_and_custom():
 def test_finfo_bad_names():
     with pytest.raises(ValueError, match="format 'e9m99': not a valid format"):
         fplab.finfo("e9m99")
-    with pytest.raises(ValueError, match="format 'float7': unknown format; expected a name of fplab.formats"):
+    with pytest.raises(ValueError, match="format 'float7': unknown format; .*known formats: fp64 fp32"):
         fplab.finfo("float7")
+    with pytest.raises(ValueError, match="did you mean 'float8_e4m3fn'"):
+        fplab.finfo("float8_e4m3fm")
+    with pytest.raises(ValueError, match=r"format 'fp8': ambiguous: it names e4m3 \(float8_e4m3fn"):
+        fplab.round(np.float32([1]), "fp8")
+    with pytest.raises(ValueError, match="a scheme .e2m1 elements under the recipe mx"):
+        fplab.round(np.float32([1]), "mxfp4")
     with pytest.raises(TypeError, match="expected a format name"):
         fplab.finfo(8)
 
