@@ -24,9 +24,9 @@ static void help(FILE *fp) {
           "examples:\n"
           "  # an ablation to report on (a few seconds on 2 cores), then its report again\n"
           "  build/fplab ablate --presets fp32,bf16-amp --model tiny --steps 100 --eval-every 50 \\\n"
-          "      --data data/tinyshakespeare.txt --out /tmp/abl-tiny\n"
-          "  build/fplab report /tmp/abl-tiny              # redraws /tmp/abl-tiny/report.md and its plots\n"
-          "  build/fplab report /tmp/abl-tiny --no-plots   # the tables; plot data and scripts in /tmp/abl-tiny/plots\n",
+          "      --data data/tinyshakespeare.txt --out runs/abl-tiny\n"
+          "  build/fplab report runs/abl-tiny              # redraws runs/abl-tiny/report.md and its plots\n"
+          "  build/fplab report runs/abl-tiny --no-plots   # the tables; plot data and scripts in runs/abl-tiny/plots\n",
           fp);
 }
 

@@ -23,7 +23,7 @@ static void help(FILE *fp, const train_opts *d) {
         fprintf(fp, "  --%-13s %s%s [%s]\n", t[i].name, t[i].help, t[i].run_only ? " (run-only)" : "", v);
     }
     fprintf(fp, "  --resume CKPT    continue the run saved in CKPT, in CKPT's directory (its log is\n"
-                "                   appended); only the options marked run-only below may be given with\n"
+                "                   appended); only the options marked run-only above may be given with\n"
                 "                   it: --ckpt-dir, --ckpt-every, --log, --progress, --stop-at, --threads,\n"
                 "                   --telemetry, --overwrite\n"
                 "  -h, --help       this text\n\n"

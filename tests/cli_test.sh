@@ -48,6 +48,16 @@ done
 for c in finfo values cast quantize matmul-check train sample eval export policy ablate report; do
     expect_has "$c --help has examples" "examples:" "$F" "$c" --help
 done
+# Examples name the command one way, as pasted from the repository root: build/fplab, never a bare
+# fplab (issue 24); train's --resume text points at the run-only marks where they are (above it).
+for c in finfo values cast quantize matmul-check train sample eval export policy ablate report; do
+    expect_eq "$c --help: examples say build/fplab" "" \
+        "$("$F" "$c" --help | sed -n '/^examples:$/,$p' | grep -E '^ +(mpirun [^ ]+ [^ ]+ )?fplab ')"
+done
+h=$("$F" train --help)
+expect_eq "train --help: run-only marks precede --resume's text" "yes" \
+    "$(grep -q 'marked run-only above' <<<"$h" && [[ $(grep -n '(run-only)' <<<"$h" | tail -1 | cut -d: -f1) -lt \
+       $(grep -n -- '--resume CKPT' <<<"$h" | tail -1 | cut -d: -f1) ]] && echo yes)"
 # These show defaults one way: "options (default in brackets):", "[value]" after an option's
 # text (no "(default ...)" in the text), and "examples:" is the last section.
 for c in finfo values cast matmul-check ablate report; do
