@@ -88,6 +88,12 @@ for c in quantize policy; do
     ex=$(sed -n '/^examples:$/,$p' <<<"$h" | tail -n +2 | grep -v -e '^  #' | sed "s|^  build/fplab |'$FABS' |; s|^  ||")
     expect_rc "$c --help: the examples run as pasted" 0 bash -ec "cd '$ROOT'; $ex"
 done
+# --version: the version, the commit and the build's features (issue 24)
+v=$("$F" --version)
+for k in "fplab $("$F" --version | head -1 | cut -d' ' -f2) (commit " "cuda: " "mpi: " "openmp: " "blas: " "compiled for: " \
+         "rounding paths on this CPU: generic"; do
+    [[ $v == *"$k"* ]] && ok || bad "--version lacks '$k'" "$v"
+done
 expect_err "no subcommand" "usage" "$F"
 expect_err "unknown subcommand" "unknown subcommand 'frobnicate'" "$F" frobnicate
 expect_err "unknown option" "unrecognized option" "$F" finfo --bogus
@@ -330,7 +336,8 @@ expect_err "ablate unknown preset" "'nosuch'" "$F" ablate --presets fp32,nosuch 
 expect_err "ablate reserved --extra" "is set by ablate" "$F" ablate --presets fp32 --data "$T/corpus.txt" --out "$T/abl" --extra "--seed 3"
 expect_err "ablate unknown train option" "unknown training option 'batchsize'" "$F" ablate --presets fp32 --data "$T/corpus.txt" --out "$T/abl" --extra "--batchsize 8"
 expect_err "ablate unknown model" "--model 'huge'" "$F" ablate --presets fp32 --data "$T/corpus.txt" --out "$T/abl" --model huge
-expect_err "ablate missing data" "cannot read" "$F" ablate --presets fp32 --data "$T/nope.txt" --out "$T/abl"
+expect_err "ablate missing data: the reason" "cannot read it: No such file or directory" "$F" ablate --presets fp32 \
+    --data "$T/nope.txt" --out "$T/abl"
 expect_rc "ablate: nothing written on bad input" 1 test -e "$T/abl"
 ABL=("$F" ablate --presets fp32,bf16-amp --seeds 1 --model tiny --steps 4 --data "$T/corpus.txt" --out "$T/abl" --threads 1 --no-plots)
 expect_has "ablate tiny grid" "report: $T/abl/report.md" "${ABL[@]}"
@@ -371,6 +378,12 @@ expect_err "log that links to the data" "same file as --data" \
     "$F" train --model tiny --data "$T/corpus.txt" --steps 1 --log "$T/corpus.link"
 expect_eq "the corpus survived" 4000 "$(wc -c <"$T/corpus.txt")"
 expect_err "train --threads 100000" "--threads 100000: expected 0..4096" "$F" train --model tiny --data "$T/corpus.txt" --threads 100000
+# An option error names the option that is wrong, not a group of them (issue 24).
+for o in "--batch 0" "--accum 0" "--steps 0" "--eval-batches 0" "--warmup -1" "--beta2 1" "--grad-clip -1"; do
+    out=$("$F" train --model tiny --data "$T/corpus.txt" $o 2>&1)
+    [[ $out == *"${o}: expected"* && $(grep -o -- '--[a-z0-9-]* -\?[0-9]' <<<"$out" | wc -l) == 1 ]] && ok ||
+        bad "train $o: the message names only $o" "$out"
+done
 expect_rc "a diverging run stops with status 1" 1 "$F" train --model tiny --data "$T/corpus.txt" --steps 20 --lr 1e30 \
     --warmup 0 --progress 0
 expect_has "train --help has examples" "examples:" "$F" train --help
@@ -380,6 +393,9 @@ expect_has "sample --policy" "policy w8a8-fp8" "$F" sample --ckpt "$T/run/ckpt.b
 expect_err "sample unknown policy" "'nosuch'" "$F" sample --ckpt "$T/run/ckpt.bin" --policy nosuch
 expect_has "eval: fp32 is the run's validation loss" "bitwise the same" "$F" eval --ckpt "$T/run/ckpt.bin" --policy fp32,w4-nvfp4
 expect_has "eval --format json: telemetry" '"site":"mlp.down.w"' "$F" eval --ckpt "$T/run/ckpt.bin" --policy w4-mxfp4 --per-site 1 --format json
+expect_has "eval --progress 1: a progress line per evaluation" "eval w4-nvfp4: batch 2/2" \
+    "$F" eval --ckpt "$T/run/ckpt.bin" --policy w4-nvfp4 --batches 2 --progress 1
+expect_eq "eval --progress 0: none" "" "$("$F" eval --ckpt "$T/run/ckpt.bin" --batches 2 --progress 0 2>&1 | grep 'batch 2/2')"
 expect_err "eval without --ckpt" "--ckpt FILE is required" "$F" eval --policy fp32
 expect_err "eval missing ckpt" "no-such.bin" "$F" eval --ckpt "$T/no-such.bin"
 expect_err "eval not a checkpoint" "corpus.txt" "$F" eval --ckpt "$T/corpus.txt"
