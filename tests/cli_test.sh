@@ -370,6 +370,15 @@ expect_err "resume refuses a changed option" "--lr cannot change with --resume" 
 expect_has "train resumes" "done: 6 steps" "$F" train --resume "$T/run/ckpt.bin"
 expect_eq "resume appends the run's own log" 2 "$(grep -c '"event":"start"' "$T/run/log.jsonl")"
 expect_has "resume advanced the checkpoint" '"step":6,' cat "$T/run/log.jsonl"
+# A finished run says so on resume (it printed "0 tokens/s"); --steps extends it (issue 24) with the
+# schedule recomputed over the new total and an "extend" event in the log; it never shortens it.
+cp -r "$T/run" "$T/ext"
+expect_has "resume of a finished run: done already" "done already: the checkpoint holds all 6 steps" \
+    "$F" train --resume "$T/ext/ckpt.bin"
+expect_err "resume --steps smaller: refused" "--steps can only extend it" "$F" train --resume "$T/ext/ckpt.bin" --steps 4
+expect_has "resume --steps 9 extends the run" "done: 9 steps" "$F" train --resume "$T/ext/ckpt.bin" --steps 9 --progress 0
+expect_has "the log records the extension" '"event":"extend","step":6,"steps_before":6,"steps":9' cat "$T/ext/log.jsonl"
+expect_has "the extended run resumes as a 9-step run" "holds all 9 steps" "$F" train --resume "$T/ext/ckpt.bin"
 expect_err "fresh run into a run's directory" "already holds a run" \
     "$F" train --model tiny --data "$T/corpus.txt" --steps 2 --ckpt-dir "$T/run"
 expect_err "log that is the data" "same file as --data" "$F" train --model tiny --data "$T/corpus.txt" --steps 1 --log "$T/corpus.txt"
@@ -406,7 +415,7 @@ expect_err "export onto its ckpt" "same file as --ckpt" "$F" export --ckpt "$T/r
 ln -sf ckpt.bin "$T/run/link.bin"
 expect_err "export onto a link to its ckpt" "same file as --ckpt" "$F" export --ckpt "$T/run/ckpt.bin" --llama2c "$T/run/link.bin"
 expect_err "export tokenizer onto model" "name the same file" "$F" export --ckpt "$T/run/ckpt.bin" --llama2c "$T/m.bin" --tokenizer "$T/./m.bin"
-expect_has "the checkpoint survived" "done: 6 steps" "$F" train --resume "$T/run/ckpt.bin"
+expect_has "the checkpoint survived" "holds all 6 steps" "$F" train --resume "$T/run/ckpt.bin"
 # An emulated accumulator per matmul (issue 14): trains, stops and resumes bitwise (the
 # emulating kernel is deterministic), and eval takes the policy.
 printf 'name acc13\nsite *.in e4m3 tensor\nsite *.w e4m3 mx\nsite *.grad e5m2 tensor\n%s\n%s\n' \
