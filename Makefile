@@ -77,6 +77,7 @@ TOOL_SRC := $(wildcard tools/*.c)
 TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%)
 MPFR_LIBS := -lmpfr -lgmp
 
+.PHONY: check-docs
 .PHONY: all lib cli deps config test test-gpu bench-gpu asan run-tests bench demo verify-exhaustive check-peers \
         check-trainer-torch install install-built pc check-install check-symbols uninstall clean help
 all: config lib cli
@@ -95,6 +96,7 @@ help:
 	@echo "make check-trainer-torch  the Llama against transformers (pip: torch) and write tests/fixtures"
 	@echo "make install PREFIX=... DESTDIR=...  portable build: libfplab.a, libfplab.so.$(VERSION), headers, command, fplab.pc"
 	@echo "make check-install      a DESTDIR install without CUDA, linked by a C program through pkg-config (in make test)"
+	@echo "make check-docs         run the quick command blocks of README.md and docs/*.md as pasted; list the slow ones"
 	@echo "make check-symbols      every exported symbol of libfplab.a/.so carries a prefix (in make test)"
 
 config:
@@ -248,6 +250,12 @@ demo: deps
 	  --extra "--dim 64 --n-layers 2 --batch 8" --data $(DEMO_DATA) --steps 400 --eval-every 50 \
 	  --out $(DEMO_OUT)
 	@echo; echo "demo: the ablation report is $(DEMO_OUT)/report.md (plots in $(DEMO_OUT)/plots)"
+
+# check-docs: the command blocks of README.md and docs/*.md, the quick ones run as pasted in a
+# fresh temporary directory, the slow ones and the templates listed with their reason
+# (tools/check_doc_commands.py says how a block is marked). Not part of make test.
+check-docs: all
+	python3 tools/check_doc_commands.py
 
 verify-exhaustive: all $(BUILD)/tools/verify_exhaustive
 	$(BUILD)/tools/verify_exhaustive --codes
