@@ -370,6 +370,9 @@ expect_err "resume refuses a changed option" "--lr cannot change with --resume" 
 expect_has "train resumes" "done: 6 steps" "$F" train --resume "$T/run/ckpt.bin"
 expect_eq "resume appends the run's own log" 2 "$(grep -c '"event":"start"' "$T/run/log.jsonl")"
 expect_has "resume advanced the checkpoint" '"step":6,' cat "$T/run/log.jsonl"
+expect_has "report of one run's directory" "report: $T/run/report.md: 1 runs of 1 presets" "$F" report "$T/run" --no-plots
+expect_has "a fresh run validates its initial weights (the report's step 0)" '{"event":"val","at_step":0,"val_loss":' \
+    cat "$T/run/log.jsonl"
 # A finished run says so on resume (it printed "0 tokens/s"); --steps extends it (issue 24) with the
 # schedule recomputed over the new total and an "extend" event in the log; it never shortens it.
 cp -r "$T/run" "$T/ext"

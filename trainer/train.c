@@ -263,6 +263,12 @@ int train_run(const train_opts *o, const char *resume, const bool *given, train_
     }
     r.t_start = fio_now();
     r.first_step = (long)r.st.step;
+    // The validation loss of the initial weights (fresh runs that validate): the curves of a
+    // report start at step 0. Uncounted casts, stateless batches: the run itself is unchanged.
+    if (r.first_step == 0 && r.o.eval_every > 0) {
+        const float v0 = eval_loss(&r, -1);
+        if (r.log) fprintf(r.log, "{\"event\":\"val\",\"at_step\":0,\"val_loss\":%.9g}\n", v0);
+    }
     float loss = NAN;
     int rc = 0;
     for (long step = r.first_step; step < r.o.steps; step++) {
