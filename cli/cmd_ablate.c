@@ -1,6 +1,7 @@
 // cmd_ablate.c: `fplab ablate`: runs a grid of precision policies x seeds, each run a child
 // `fplab train` (experiments/ablate.h), then writes the report (experiments/report.h).
 // Progress lines go to stderr; nothing goes to stdout but --help.
+#include <errno.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
@@ -57,15 +58,15 @@ static void help(FILE *fp, const train_opts *t) {
             "examples:\n"
             "  # 2 policies x 1 seed, 100 steps of the tiny model: a few seconds on 2 cores\n"
             "  build/fplab ablate --presets fp32,bf16-amp --model tiny --steps 100 --eval-every 50 \\\n"
-            "      --data data/tinyshakespeare.txt --out /tmp/abl-tiny\n"
+            "      --data data/tinyshakespeare.txt --out runs/abl-tiny\n"
             "  build/fplab ablate --presets fp32,bf16-amp --model tiny --steps 100 --eval-every 50 \\\n"
-            "      --data data/tinyshakespeare.txt --out /tmp/abl-tiny --dry-run   # after the above: nothing left to do\n"
+            "      --data data/tinyshakespeare.txt --out runs/abl-tiny --dry-run   # after the above: nothing left to do\n"
             "  # 4 policies x 3 seeds, 500 steps, 2 runs at a time: about 10 seconds on 2 cores\n"
             "  build/fplab ablate --presets fp32,bf16-amp,fp16-amp,pure-bf16 --seeds 3 --model tiny --steps 500 \\\n"
-            "      --eval-every 100 --data data/tinyshakespeare.txt --out /tmp/abl-grid --jobs 2\n"
+            "      --eval-every 100 --data data/tinyshakespeare.txt --out runs/abl-grid --jobs 2\n"
             "  # the same grid, each trained model then quantized for inference (a table in the report)\n"
             "  build/fplab ablate --presets fp32,bf16-amp,fp16-amp,pure-bf16 --seeds 3 --model tiny --steps 500 \\\n"
-            "      --eval-every 100 --data data/tinyshakespeare.txt --out /tmp/abl-grid --jobs 2 --ptq w8a8-fp8,w4-mxfp4\n",
+            "      --eval-every 100 --data data/tinyshakespeare.txt --out runs/abl-grid --jobs 2 --ptq w8a8-fp8,w4-mxfp4\n",
             t->model, t->steps, t->eval_every);
 }
 
@@ -161,7 +162,8 @@ int cmd_ablate(int argc, char **argv) {
     CLI_CHECK(o.npresets > 0, "ablate: --presets LIST is required (e.g. --presets fp32,bf16-amp; see 'fplab ablate --help')");
     CLI_CHECK(o.data, "ablate: --data FILE is required (see 'fplab ablate --help')");
     CLI_CHECK(o.out, "ablate: --out DIR is required (see 'fplab ablate --help')");
-    CLI_CHECK(access(o.data, R_OK) == 0 || strchr(o.data, ','), "--data '%s': cannot read it", o.data);
+    CLI_CHECK(access(o.data, R_OK) == 0 || strchr(o.data, ','), "ablate: --data '%s': cannot read it: %s", o.data,
+              strerror(errno));
     if (o.threads == 0 && o.jobs > 1) {
         const int p = processors();
         o.threads = p / o.jobs > 1 ? p / o.jobs : 1;

@@ -4,8 +4,10 @@
 // The resolved configuration goes to stderr, the results to stdout (table, csv, md or JSON
 // lines with the trainer's telemetry).
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "kernels/llama_ops.h"
@@ -16,7 +18,7 @@ static void help(FILE *fp) {
     fprintf(fp,
             "usage: fplab eval --ckpt FILE [--policy LIST] [--per-site 0|1] [--data FILE] [--val-data FILE]\n"
             "                  [--batches N] [--batch B] [--threads N] [--telemetry off|sites|layers]\n"
-            "                  [--format table|csv|json|md] [--out FILE]\n\n"
+            "                  [--format table|csv|json|md] [--out FILE] [--progress -1|0|1]\n\n"
             "Evaluates a checkpoint written by 'fplab train' under precision policies, as post-training\n"
             "quantization: the forward casts of each policy (weights, activations, attention, the KV cache,\n"
             "residual) are applied, the rest of the policy (gradients, optimizer, loss scaling) does\n"
@@ -40,11 +42,13 @@ static void help(FILE *fp) {
             "  --telemetry MODE    off | sites | layers (json output) [sites]\n"
             "  --format FMT        table | csv | json | md [table]\n"
             "  --out FILE          the results into FILE (written whole, then renamed) [stdout]\n"
+            "  --progress -1|0|1   a progress line per evaluation on stderr (batch i/n, seconds);\n"
+            "                      -1: when stderr is a terminal [-1]\n"
             "  -h, --help          this text\n\n"
             "examples:\n"
-            "  fplab eval --ckpt runs/shakespeare/ckpt.bin --policy fp32,w8-fp8,w8a8-fp8,w4-mxfp4,w4-nvfp4,w4a8-mx\n"
-            "  fplab eval --ckpt runs/shakespeare/ckpt.bin --policy kv8-fp8,w8a8-fp8,w8a8kv8-fp8\n"
-            "  fplab eval --ckpt runs/shakespeare/ckpt.bin --policy w4-mxfp4 --per-site 1 --format json\n");
+            "  build/fplab eval --ckpt runs/shakespeare/ckpt.bin --policy fp32,w8-fp8,w8a8-fp8,w4-mxfp4,w4-nvfp4,w4a8-mx\n"
+            "  build/fplab eval --ckpt runs/shakespeare/ckpt.bin --policy kv8-fp8,w8a8-fp8,w8a8kv8-fp8\n"
+            "  build/fplab eval --ckpt runs/shakespeare/ckpt.bin --policy w4-mxfp4 --per-site 1 --format json\n");
 }
 
 static ac_telemetry parse_telemetry(const char *s) {
@@ -52,6 +56,27 @@ static ac_telemetry parse_telemetry(const char *s) {
     if (!strcmp(s, "sites")) return AC_TEL_SITES;
     if (!strcmp(s, "layers")) return AC_TEL_LAYERS;
     cli_die("eval: --telemetry '%s': expected off, sites or layers", s);
+}
+
+// The progress line of one evaluation: "\r  eval POLICY [SITE]: batch i/n, t s", ended by a
+// newline after the last batch (an evaluation of 200 batches takes tens of seconds).
+typedef struct {
+    const char *policy, *site;
+    double t0;
+} eval_progress;
+
+static void show_progress(void *arg, int done, int total) {
+    const eval_progress *p = arg;
+    fprintf(stderr, "\r  eval %s%s%s: batch %d/%d, %.1f s%s", p->policy, p->site ? " " : "", p->site ? p->site : "",
+            done, total, fio_now() - p->t0, done == total ? "\n" : "");
+    fflush(stderr);
+}
+
+// Points e's progress callback at pr (labelled policy, site) when show, else clears it.
+static void progress_for(eval_model *e, eval_progress *pr, bool show, const char *policy, const char *site) {
+    *pr = (eval_progress){policy, site, fio_now()};
+    e->progress = show ? show_progress : NULL;
+    e->progress_arg = pr;
 }
 
 // eval_loss, or exit: 2 for a policy the forward refuses, 1 out of memory.
@@ -68,6 +93,7 @@ typedef struct {
     cli_out out;
     eval_model *e;
     FILE *f;  // where the results go
+    bool progress;
 } rows;
 
 // One result: a JSON line, or a table row.
@@ -102,6 +128,8 @@ static void eval_policy(rows *r, const char *name, bool per_site, ac_telemetry t
                         "which a KV cache filled one token at a time cannot do\n", p.name);
     ac_ctx ac;
     eval_result res;
+    eval_progress pr;
+    progress_for(r->e, &pr, r->progress, p.name, NULL);
     run_eval(r->e, &p, tel, &ac, &res);
     emit(r, p.name, NULL, &res, &ac);
     ac_free(&ac);
@@ -109,6 +137,7 @@ static void eval_policy(rows *r, const char *name, bool per_site, ac_telemetry t
         if (!p.site[s].active || !eval_site_in_forward(s)) continue;
         ac_policy one;
         eval_policy_only(&one, &p, s);
+        progress_for(r->e, &pr, r->progress, p.name, ac_site_name(s));
         run_eval(r->e, &one, tel, &ac, &res);
         emit(r, p.name, ac_site_name(s), &res, &ac);
         ac_free(&ac);
@@ -122,13 +151,15 @@ int cmd_eval(int argc, char **argv) {
         {"val-data", required_argument, 0, 'v'}, {"batches", required_argument, 0, 'n'},
         {"batch", required_argument, 0, 'b'},    {"threads", required_argument, 0, 'j'},
         {"telemetry", required_argument, 0, 't'}, {"format", required_argument, 0, 'f'},
-        {"out", required_argument, 0, 'o'},      {"help", no_argument, 0, 'h'},
+        {"out", required_argument, 0, 'o'},      {"progress", required_argument, 0, 'P'},
+        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     argv[0] = "fplab eval";
     const char *out_path = NULL;
     eval_opts o = {0};
     const char *policies = "fp32";
     bool per_site = false;
+    int progress = -1;
     int threads = 0;
     ac_telemetry tel = AC_TEL_SITES;
     cli_out out = CLI_OUT_TABLE;
@@ -145,6 +176,7 @@ int cmd_eval(int argc, char **argv) {
         case 't': tel = parse_telemetry(optarg); break;
         case 'f': out = cli_parse_out(optarg, 0xF); break;
         case 'o': out_path = optarg; break;
+        case 'P': progress = (int)cli_parse_long(optarg, "--progress", -1, 1); break;
         case 'h': help(stdout); return 0;
         default: cli_usage_error("eval");
         }
@@ -186,7 +218,10 @@ int cmd_eval(int argc, char **argv) {
             o.ckpt, c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->vocab_size, c->seq_len, e.m.n_params,
             e.data_path, e.batches, e.B, e.T, (unsigned long long)e.seed, nthreads, policies,
             per_site ? ", one site at a time too" : "");
+    const bool show = progress == 1 || (progress == -1 && isatty(STDERR_FILENO));
     eval_result base;
+    eval_progress pr;
+    progress_for(&e, &pr, show, "fp32", "(the baseline)");
     if (eval_baseline(&e, &base, msg, sizeof msg) != EVAL_OK) {
         fprintf(stderr, "fplab: eval: %s\n", msg);
         return 1;
@@ -198,7 +233,7 @@ int cmd_eval(int argc, char **argv) {
     static const cli_col cols[] = {
         {"policy", CLI_STR}, {"site", CLI_STR}, {"val_loss", CLI_NUM}, {"delta", CLI_NUM},
         {"delta_se", CLI_NUM}, {"tokens", CLI_INT}};
-    rows r = {.out = out, .e = &e, .f = stdout};
+    rows r = {.out = out, .e = &e, .f = stdout, .progress = show};
     fio_out fo;
     if (out_path) {
         CLI_CHECK(fio_create(&fo, out_path, msg, sizeof msg) == FIO_OK, "eval: --out: %s", msg);

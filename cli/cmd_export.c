@@ -40,10 +40,10 @@ static void help(FILE *fp) {
             "  --tokenizer TOK    the tokenizer file to write (none: the model only) []\n"
             "  -h, --help         this text\n\n"
             "examples:\n"
-            "  fplab train --data /usr/share/games/fortunes/cookie --model tiny --seq-len 64 --steps 200 \\\n"
-            "      --ckpt-dir /tmp/tiny\n"
-            "  fplab export --ckpt /tmp/tiny/ckpt.bin --llama2c /tmp/tiny.bin --tokenizer /tmp/tiny_tok.bin\n"
-            "  ./run /tmp/tiny.bin -z /tmp/tiny_tok.bin -t 0 -n 0 -i \"The\"   # in a llama2.c checkout\n");
+            "  build/fplab train --data /usr/share/games/fortunes/cookie --model tiny --seq-len 64 --steps 200 \\\n"
+            "      --ckpt-dir runs/tiny\n"
+            "  build/fplab export --ckpt runs/tiny/ckpt.bin --llama2c runs/tiny/tiny.bin --tokenizer runs/tiny/tiny_tok.bin\n"
+            "  ./run runs/tiny/tiny.bin -z runs/tiny/tiny_tok.bin -t 0 -n 0 -i \"The\"   # in a llama2.c checkout\n");
 }
 
 int cmd_export(int argc, char **argv) {

@@ -25,9 +25,10 @@ static void help(FILE *fp) {
           "  build/fplab policy --list\n"
           "  build/fplab policy --show mxfp8\n"
           "  build/fplab policy --check nvfp4\n"
-          "  build/fplab policy --show fp8-delayed > /tmp/my.policy   # edit it, then:\n"
-          "  build/fplab policy --check /tmp/my.policy\n"
-          "  # then: build/fplab train --data data/tinyshakespeare.txt --policy /tmp/my.policy\n",
+          "  d=$(mktemp -d)\n"
+          "  build/fplab policy --show fp8-delayed > $d/my.policy   # edit it, then:\n"
+          "  build/fplab policy --check $d/my.policy\n"
+          "  # then: build/fplab train --data data/tinyshakespeare.txt --policy $d/my.policy\n",
           fp);
 }
 

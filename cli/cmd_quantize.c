@@ -66,16 +66,17 @@ static void help(FILE *fp) {
             "                  lines [off]\n"
             "  -h, --help      this text\n\n");
     // Examples as plain text (no printf conversions): pasted into bash from the repository root,
-    // they write only /tmp/x.npy and /tmp/y.npy.
+    // they write only into a directory of their own (mktemp -d).
     fputs("examples:\n"
-          "  # /tmp/x.npy: float32 [500, 1] (with NumPy: np.save('/tmp/x.npy', np.float32([500, 1])))\n"
+          "  # $d/x.npy: float32 [500, 1] (with NumPy: np.save(d + '/x.npy', np.float32([500, 1])))\n"
+          "  d=$(mktemp -d)\n"
           "  { printf '\\x93NUMPY\\x01\\x00\\x76\\x00'; printf '%-117s\\n' \"{'descr': '<f4', "
           "'fortran_order': False, 'shape': (2,), }\"; "
-          "printf '\\x00\\x00\\xfa\\x43\\x00\\x00\\x80\\x3f'; } > /tmp/x.npy\n"
-          "  build/fplab quantize /tmp/x.npy /tmp/y.npy --to e4m3 --scale mx --stats   # 500 -> 448, 1 -> 1\n"
-          "  od -An -f -j128 /tmp/y.npy\n"
-          "  build/fplab quantize /tmp/x.npy /tmp/y.npy --to e2m1 --scale nvfp4 --round sr --seed 1\n"
-          "  build/fplab quantize /tmp/x.npy /tmp/y.npy --to e4m3 --scale mx --overflow ieee   # 500 -> NaN\n",
+          "printf '\\x00\\x00\\xfa\\x43\\x00\\x00\\x80\\x3f'; } > $d/x.npy\n"
+          "  build/fplab quantize $d/x.npy $d/y.npy --to e4m3 --scale mx --stats   # 500 -> 448, 1 -> 1\n"
+          "  od -An -f -j128 $d/y.npy\n"
+          "  build/fplab quantize $d/x.npy $d/y.npy --to e2m1 --scale nvfp4 --round sr --seed 1\n"
+          "  build/fplab quantize $d/x.npy $d/y.npy --to e4m3 --scale mx --overflow ieee   # 500 -> NaN\n",
           fp);
 }
 

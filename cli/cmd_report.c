@@ -1,5 +1,5 @@
 // cmd_report.c: `fplab report DIR`: writes DIR/report.md and the plots of an ablation
-// directory (experiments/report.h). Notes go to stderr; stdout stays empty but for --help.
+// directory or of one run's directory (experiments/report.h). Notes go to stderr; stdout stays empty but for --help.
 #include <stdio.h>
 #include <string.h>
 
@@ -15,6 +15,9 @@ static void help(FILE *fp) {
           "sites of each preset, plots, every run's status, and how to read it. The plots are PNGs drawn\n"
           "by gnuplot from DIR/plots/NAME.gp and NAME.dat, which stay there to edit and redraw. Without\n"
           "gnuplot the report is written without images and says so.\n\n"
+          "DIR may also be one run's directory (DIR/log.jsonl, as 'fplab train --ckpt-dir DIR' writes):\n"
+          "the report is then of that run alone: its losses, loss scale, per-site underflow and\n"
+          "swamped updates, written to DIR/report.md and DIR/plots.\n\n"
           "options (default in brackets):\n"
           "  --gnuplot CMD     the gnuplot program, a name on PATH or a path [gnuplot]\n"
           "  --no-plots        write the plot data and scripts, do not run gnuplot\n"
@@ -24,9 +27,10 @@ static void help(FILE *fp) {
           "examples:\n"
           "  # an ablation to report on (a few seconds on 2 cores), then its report again\n"
           "  build/fplab ablate --presets fp32,bf16-amp --model tiny --steps 100 --eval-every 50 \\\n"
-          "      --data data/tinyshakespeare.txt --out /tmp/abl-tiny\n"
-          "  build/fplab report /tmp/abl-tiny              # redraws /tmp/abl-tiny/report.md and its plots\n"
-          "  build/fplab report /tmp/abl-tiny --no-plots   # the tables; plot data and scripts in /tmp/abl-tiny/plots\n",
+          "      --data data/tinyshakespeare.txt --out runs/abl-tiny\n"
+          "  build/fplab report runs/abl-tiny              # redraws runs/abl-tiny/report.md and its plots\n"
+          "  build/fplab report runs/abl-tiny --no-plots   # the tables; plot data and scripts in runs/abl-tiny/plots\n"
+          "  build/fplab report runs/abl-tiny/runs/fp32/seed-1   # one run of it\n",
           fp);
 }
 
@@ -45,7 +49,8 @@ int cmd_report(int argc, char **argv) {
         default: cli_usage_error("report");
         }
     }
-    CLI_CHECK(argc - optind == 1, "report: expected exactly one DIR (an ablation directory; see 'fplab report --help')");
+    CLI_CHECK(argc - optind == 1, "report: expected exactly one DIR (an ablation or a run directory; see 'fplab "
+              "report --help')");
     o.dir = argv[optind];
     char msg[1024];
     report_result r;

@@ -44,9 +44,9 @@ static void help(FILE *fp) {
             "                     hence near-ties, depend on it) [0]\n"
             "  -h, --help         this text\n\n"
             "examples:\n"
-            "  fplab train --data /usr/share/games/fortunes/cookie --model tiny --seq-len 64 --steps 200 \\\n"
-            "      --ckpt-dir /tmp/tiny\n"
-            "  fplab sample --ckpt /tmp/tiny/ckpt.bin --prompt \"The\" --tokens 61 --temperature 0 --threads 1\n",
+            "  build/fplab train --data /usr/share/games/fortunes/cookie --model tiny --seq-len 64 --steps 200 \\\n"
+            "      --ckpt-dir runs/tiny\n"
+            "  build/fplab sample --ckpt runs/tiny/ckpt.bin --prompt \"The\" --tokens 61 --temperature 0 --threads 1\n",
             d.n_tokens, d.temperature, d.top_p, (unsigned long long)d.seed);
 }
 

@@ -23,9 +23,11 @@ static void help(FILE *fp, const train_opts *d) {
         fprintf(fp, "  --%-13s %s%s [%s]\n", t[i].name, t[i].help, t[i].run_only ? " (run-only)" : "", v);
     }
     fprintf(fp, "  --resume CKPT    continue the run saved in CKPT, in CKPT's directory (its log is\n"
-                "                   appended); only the options marked run-only below may be given with\n"
+                "                   appended); only the options marked run-only above may be given with\n"
                 "                   it: --ckpt-dir, --ckpt-every, --log, --progress, --stop-at, --threads,\n"
-                "                   --telemetry, --overwrite\n"
+                "                   --telemetry, --overwrite; and --steps N, larger than the run's, extends\n"
+                "                   it: the cosine schedule is recomputed over N steps from there on (the\n"
+                "                   lr jumps to what an N-step run has at that step; logged as \"extend\")\n"
                 "  -h, --help       this text\n\n"
                 "A run stops (exit status 1) when the loss, a gradient or a weight becomes inf or NaN in a\n"
                 "step the loss scaler did not skip; its checkpoint then still holds the last good state.\n"
@@ -73,10 +75,10 @@ int cmd_train(int argc, char **argv) {
     CLI_CHECK(optind == argc, "train: unexpected argument '%s' (options take the form --name value)", argv[optind]);
     if (resume) {
         for (size_t i = 0; i < n; i++)
-            CLI_CHECK(!given[i] || t[i].run_only,
+            CLI_CHECK(!given[i] || t[i].run_only || !strcmp(t[i].name, "steps"),
                       "--%s cannot change with --resume: the checkpoint fixes it (run-only options: "
                       "--ckpt-dir, --ckpt-every, --log, --progress, --stop-at, --threads, --telemetry, "
-                      "--overwrite)", t[i].name);
+                      "--overwrite; --steps may extend the run)", t[i].name);
     } else {
         CLI_CHECK(train_opts_validate(&o, msg, sizeof msg) == 0, "%s", msg);
     }
@@ -87,6 +89,11 @@ int cmd_train(int argc, char **argv) {
         return st == TRAIN_EREFUSED ? CLI_EXIT_USAGE : 1;
     }
     if (rep.rank != 0) return 0;  // under a launcher, rank 0 says how the run went
+    if (resume && rep.steps_run == 0) {
+        fprintf(stderr, "done already: the checkpoint holds all %ld steps of its run; nothing ran (--steps N "
+                        "with N > %ld extends it)\n", rep.steps_done, rep.steps_done);
+        return 0;
+    }
     char val[48] = "no validation run";
     if (!isnan(rep.final_val_loss)) snprintf(val, sizeof val, "val loss %.4f", rep.final_val_loss);
     char train[48] = "no step run";

@@ -6,11 +6,67 @@
 #include <string.h>
 
 #include "cli.h"
+#include "formats/round.h"
 #include "kernels/blas_tune.h"
+#include "kernels/scaled_mm.h"
 
 #ifndef FPLAB_VERSION
 #error "FPLAB_VERSION is defined once, by the Makefile's VERSION (-DFPLAB_VERSION=\"x.y.z\")"
 #endif
+#ifndef FPLAB_COMMIT  // git describe --always --dirty of the tree it was built from (Makefile)
+#define FPLAB_COMMIT "unknown"
+#endif
+
+// --version: the version, the commit, what the build has (CUDA, MPI, OpenMP, BLAS, the -march
+// it was compiled for) and which rounding paths this CPU runs; a bug report starts here.
+static void version(void) {
+    printf("fplab %s (commit %s)\n", FPLAB_VERSION, FPLAB_COMMIT);
+    char msg[256] = "";
+#ifdef FPLAB_HAVE_CUDA
+    const bool gpu = mm_cuda_available(msg, sizeof msg);
+    printf("cuda: yes (%s)\n", gpu ? "a GPU is present" : msg);
+#else
+    (void)msg;
+    printf("cuda: no (built without nvcc)\n");
+#endif
+#ifdef FPLAB_HAVE_MPI
+    printf("mpi: yes\n");
+#else
+    printf("mpi: no\n");
+#endif
+#ifdef _OPENMP
+    printf("openmp: yes (%d)\n", _OPENMP);
+#else
+    printf("openmp: no\n");
+#endif
+#ifdef FPLAB_HAVE_BLAS
+    printf("blas: openblas\n");
+#else
+    printf("blas: no (the cpu backend's own loops)\n");
+#endif
+    printf("compiled for: %s\n",
+#if defined(__AVX512F__)
+           "AVX-512"
+#elif defined(__AVX2__)
+           "AVX2"
+#elif defined(__x86_64__)
+           "x86-64 (AVX2/AVX-512 copies chosen at run time)"
+#else
+           "this architecture's baseline"
+#endif
+    );
+    // The float32 rounding paths this CPU runs, checked on fp16 (hw covers it) and e4m3 (lean).
+    fmt_t f16, e4m3;
+    fmt_from_name(&f16, "fp16");
+    fmt_from_name(&e4m3, "e4m3");
+    const fmt_round_opts o = {0};
+    printf("rounding paths on this CPU:");
+    for (int p = FMT_PATH_GENERIC; p < FMT_NPATHS; p++)
+        if (fmt_path_available(p, &f16, &o, false) || fmt_path_available(p, &e4m3, &o, false))
+            printf(" %s", fmt_path_name(p));
+    printf(" (auto picks for e4m3: %s, fp16: %s)\n", fmt_path_name(fmt_path_chosen(&e4m3, &o, false)),
+           fmt_path_name(fmt_path_chosen(&f16, &o, false)));
+}
 
 static const struct {
     const char *name;
@@ -46,7 +102,7 @@ static void usage(FILE *fp) {
 
 int main(int argc, char **argv) {
     if (argc == 2 && !strcmp(argv[1], "--version")) {
-        printf("fplab %s\n", FPLAB_VERSION);
+        version();
         return 0;
     }
     // Before any BLAS call: may restart the process once with OPENBLAS_CORETYPE/GOMP_SPINCOUNT.

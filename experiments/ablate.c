@@ -490,7 +490,7 @@ static void grid_survey(grid_t *g) {
         }
         for (size_t i = 0; i < g->nruns; i++)
             if (!g->todo[i] && in_shard(o, i))
-                fprintf(p, "[%d/%zu] %s seed %llu: already done (val loss %.4f), skipped\n", ++g->k, g->nruns,
+                fprintf(p, "[%d/%zu] %s seed %llu: already done (val loss %.4f), skipped\n", ++g->k, (size_t)g->res->total,
                         g->runs[i].name, (unsigned long long)g->runs[i].seed, done_val ? done_val[i] : NAN);
         fflush(p);
     }
@@ -517,7 +517,7 @@ static void grid_start(grid_t *g) {
         if (r->pid < 0) {
             g->res->failed++, g->executed++;
             mark_failed(r, why);
-            if (g->p) fprintf(g->p, "[%d/%zu] %s seed %llu: FAILED to start: %s\n", ++g->k, g->nruns, r->name,
+            if (g->p) fprintf(g->p, "[%d/%zu] %s seed %llu: FAILED to start: %s\n", ++g->k, (size_t)g->res->total, r->name,
                               (unsigned long long)r->seed, why);
             continue;
         }
@@ -549,13 +549,13 @@ static void grid_finish(grid_t *g, run_t *r, pid_t w, int ws) {
     FILE *p = g->p;
     if (exited0 && complete) {
         g->res->done++;
-        if (p) fprintf(p, "[%d/%zu] %s seed %llu: val loss %.4f, %s; ETA %s\n", ++g->k, g->nruns, r->name,
+        if (p) fprintf(p, "[%d/%zu] %s seed %llu: val loss %.4f, %s; ETA %s\n", ++g->k, (size_t)g->res->total, r->name,
                        (unsigned long long)r->seed, val, dur, eta);
     } else {
         g->res->failed++;
         mark_failed(r, why);
         if (p) {
-            fprintf(p, "[%d/%zu] %s seed %llu: FAILED (%s) after %s; ETA %s\n", ++g->k, g->nruns, r->name,
+            fprintf(p, "[%d/%zu] %s seed %llu: FAILED (%s) after %s; ETA %s\n", ++g->k, (size_t)g->res->total, r->name,
                     (unsigned long long)r->seed, why, dur, eta);
             print_tail(p, r, "train.err");
         }

@@ -62,7 +62,7 @@ typedef struct {
 } ablate_opts;
 
 typedef struct {
-    int total, done, skipped, failed;  // runs in the grid; finished now; already done; failed
+    int total, done, skipped, failed;  // runs of this shard (the whole grid without one); finished now; already done; failed
     int ptq_failed;                    // post-training evaluations that failed
     double seconds;
 } ablate_result;

@@ -101,14 +101,37 @@ static bool parse_seed_dir(const char *name, uint64_t *seed) {
     return !*end && !errno;
 }
 
+// A single run's directory (DIR/log.jsonl, as `fplab train --ckpt-dir DIR` writes; no runs/):
+// reported as a grid of one run, named by its log's policy and seed, its files in DIR itself.
+static int find_single_run(rp_data *d, int *cap, char *msg, size_t msg_len) {
+    char path[RP_PATH + 64];
+    snprintf(path, sizeof path, "%s/log.jsonl", d->dir);
+    runlog l;
+    const int st = runlog_read(&l, path, false, msg, msg_len);
+    if (st == RUNLOG_ENOMEM) return XP_ENOMEM;
+    if (st) return XP_EINVAL;
+    const char *name = l.has_start && l.policy[0] ? l.policy : "run";
+    char preset[RP_NAME];
+    snprintf(preset, sizeof preset, "%.63s", strrchr(name, '/') ? strrchr(name, '/') + 1 : name);
+    const uint64_t seed = l.has_start ? l.seed : 0;
+    runlog_free(&l);
+    if (add_run(d, cap, preset, seed)) return snprintf(msg, msg_len, "out of memory"), XP_ENOMEM;
+    snprintf(d->runs[0].dir, sizeof d->runs[0].dir, "%s", d->dir);
+    return XP_OK;
+}
+
 static int find_runs(rp_data *d, const grid_t *g, char *msg, size_t msg_len) {
     char path[RP_PATH + 64];
     snprintf(path, sizeof path, "%s/runs", d->dir);
     DIR *top = opendir(path);
     int cap = 0;
+    char one[RP_PATH + 64];
+    snprintf(one, sizeof one, "%s/log.jsonl", d->dir);
+    if (!top && !g->nnames && fio_is_file(one)) return find_single_run(d, &cap, msg, msg_len);
     if (!top && !g->nnames) {
-        snprintf(msg, msg_len, "'%s': no runs/ directory (expected DIR/runs/PRESET/seed-S/log.jsonl, as "
-                 "'fplab ablate' writes)", d->dir);
+        snprintf(msg, msg_len, "'%s': no runs/ directory and no log.jsonl (expected an ablation, "
+                 "DIR/runs/PRESET/seed-S/log.jsonl as 'fplab ablate' writes, or a run, DIR/log.jsonl as "
+                 "'fplab train --ckpt-dir DIR' writes)", d->dir);
         return XP_EINVAL;
     }
     for (struct dirent *e; top && (e = readdir(top));) {
@@ -254,6 +277,7 @@ static int load_run(rp_run *r, char *msg, size_t msg_len) {
         r->skip[s->step] = (unsigned char)s->skipped;
         r->skipped += s->skipped;
         if (s->has_val) r->val[s->step] = s->val_loss, r->val_loss = s->val_loss, r->has_val = true;
+        if (l.has_val0) r->val[0] = l.val0;  // the initial weights' (step 0)
         if (isfinite(s->loss_scale) && s->loss_scale != 1) r->has_scale = true;
         if (s->has_update) {
             r->has_update = true;

@@ -8,10 +8,12 @@
 //   DIR/plots/NAME.dat   the numbers of each plot (gnuplot's format: blocks, # comments)
 //   DIR/plots/NAME.gp    the gnuplot script (cd DIR/plots && gnuplot NAME.gp redraws it)
 //   DIR/plots/NAME.png   when gnuplot is found and succeeds
-// Plots: val_loss (mean over seeds, per preset), train_loss (the same, moving average),
-// loss_scale (every run of the presets with loss scaling, log y), grad_underflow (mean
-// underflow fraction of each *.grad site, per preset), swamped (swamped-update fraction over
-// steps, presets that store weights in low precision). A plot without data is not written.
+// Plots: val_loss (mean over seeds, per preset, from step 0: the initial weights), train_loss
+// (the same, moving average), loss_scale (every run whose scale moved, log y), grad_underflow
+// (mean underflow fraction of each *.grad site, per preset), swamped (swamped-update fraction
+// over steps, presets that store weights in low precision; from 0), val_delta (validation loss
+// minus the baseline's, fp32 or the first preset, paired by seed: mean line, min..max band).
+// 15 colours, dash patterns changing every 5 presets. A plot without data is not written.
 // Every text file is written to a temporary and renamed. Without gnuplot the report is written
 // without images and says so; that is not an error.
 // Constraints: library level (status + message, never exits). Statistics over seeds use the

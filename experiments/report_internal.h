@@ -85,7 +85,7 @@ typedef struct {
     char note[512];        // why not, if not
 } rp_plot;
 
-enum { RP_NPLOTS = 5 };
+enum { RP_NPLOTS = 6 };
 
 // Writes DIR/plots/*.dat and *.gp for the plots that have data and, when gnuplot is found,
 // runs it on each. Fills plots[RP_NPLOTS]. gnuplot_found says whether it was found.

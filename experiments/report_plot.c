@@ -24,6 +24,26 @@ static void gp_str(FILE *f, const char *s) {
     fputc('"', f);
 }
 
+// The line style of preset q: 15 colours that stay apart on a white background (gnuplot's
+// default cycle repeats after 8: fp32 and mxfp4 were both purple), and a dash pattern that
+// changes every 5 presets, so that curves lying on each other stay distinguishable.
+enum { NCOLOURS = 15 };
+static const char *const colour[NCOLOURS] = {
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+    "#bcbd22", "#17becf", "#000000", "#000080", "#b8860b", "#006400", "#800000"};
+
+static void gp_style(FILE *f, int q, bool dashes) {
+    fprintf(f, "lc rgb \"%s\"", colour[q % NCOLOURS]);
+    if (dashes) fprintf(f, " dt %d", (q / 5) % 3 + 1 + 3 * (q / NCOLOURS));
+}
+
+// Stochastic rounding: a "swamped" update there is one the draw rounded back to the old weight
+// (it still counts in expectation); the presets named *-sr say so in the key.
+static bool is_sr(const char *preset) {
+    const size_t n = strlen(preset);
+    return n > 3 && !strcmp(preset + n - 3, "-sr");
+}
+
 static void dat_num(FILE *f, double v) {
     if (isfinite(v)) fprintf(f, "\t%.9g", v);
     else fputs("\tNaN", f);
@@ -107,8 +127,9 @@ static int plot_mean_curve(const rp_data *d, rp_plot *p, const char *pdir, curve
     int *has = calloc((size_t)d->npresets + 1, sizeof *has), nhave = 0;
     double *m = malloc(((size_t)ns + 1) * sizeof *m);
     if (!has || !m) return free(has), free(m), snprintf(msg, msg_len, "out of memory"), XP_ENOMEM;
+    const long s0 = cid == C_VAL ? 0 : 1;  // step 0: the initial weights' validation loss
     for (int q = 0; q < d->npresets; q++)
-        for (long s = 1; s < ns && !has[q]; s++) {
+        for (long s = s0; s < ns && !has[q]; s++) {
             int n;
             if (isfinite(step_mean(d, &d->presets[q], cid, s, &n))) has[q] = 1, nhave++;
         }
@@ -122,6 +143,15 @@ static int plot_mean_curve(const rp_data *d, rp_plot *p, const char *pdir, curve
     const long w = smooth ? (d->steps / 50 > 1 ? d->steps / 50 : 1) : 1;
     fprintf(ff.dat, "# %s: mean over the completed seeds of each preset, one block per preset\n", p->title);
     preamble(ff.gp, p, p->title, "optimizer step", ylabel);
+    if (cid == C_SWAMP) {
+        fputs("set yrange [0:*]\n", ff.gp);  // a fraction: from 0, not from the data's minimum
+        for (int q = 0; q < d->npresets; q++)
+            if (has[q] && is_sr(d->presets[q].name)) {
+                fputs("set label \"SR: a 'swamped' update is one this draw rounded back to the old weight; it is "
+                      "not lost on average\" at graph 0.02, graph 0.96 front\n", ff.gp);
+                break;
+            }
+    }
     fputs("plot \\\n", ff.gp);
     // points only where they are few (the evaluation steps); per-step curves as lines
     const char *style = cid == C_VAL ? "linespoints pt 7 ps 0.8" : "lines";
@@ -131,7 +161,7 @@ static int plot_mean_curve(const rp_data *d, rp_plot *p, const char *pdir, curve
         const rp_preset *ps = &d->presets[q];
         fprintf(ff.dat, "%s# preset %s\n# step\tmean\truns%s\n", block ? "\n\n" : "", ps->name,
                 smooth ? "\tmoving_average" : "");
-        for (long s = 1; s < ns; s++) {
+        for (long s = s0; s < ns; s++) {
             int n;
             m[s] = step_mean(d, ps, cid, s, &n);
             if (!n) continue;
@@ -147,10 +177,15 @@ static int plot_mean_curve(const rp_data *d, rp_plot *p, const char *pdir, curve
             }
             fputc('\n', ff.dat);
         }
-        // a dash type per preset too, so that curves lying on each other stay visible
-        fprintf(ff.gp, "%s    \"%s.dat\" index %d using 1:%d with %s lw 2 lc %d dt %d title ", block ? ", \\\n" : "",
-                p->base, block, smooth ? 4 : 2, style, q + 1, q % 5 + 1);
-        gp_str(ff.gp, ps->name);
+        fprintf(ff.gp, "%s    \"%s.dat\" index %d using 1:%d with %s lw 2 ", block ? ", \\\n" : "", p->base, block,
+                smooth ? 4 : 2, style);
+        gp_style(ff.gp, q, true);
+        fputs(" title ", ff.gp);
+        if (cid == C_SWAMP && is_sr(ps->name)) {
+            char t[RP_NAME + 48];
+            snprintf(t, sizeof t, "%s (SR, see the note)", ps->name);
+            gp_str(ff.gp, t);
+        } else gp_str(ff.gp, ps->name);
         block++;
     }
     fputc('\n', ff.gp);
@@ -172,9 +207,23 @@ static int plot_mean_curve(const rp_data *d, rp_plot *p, const char *pdir, curve
 
 // The loss scale of every run of the presets that scale the loss, one line per run (a color
 // per preset), skipped steps as dots; log y.
+// Whether run r's loss scale moved (grew, backed off, or a step was skipped): a static scale is
+// a flat line, which the table says better.
+static bool scale_moved(const rp_run *r) {
+    if (!r->has_scale) return false;
+    double first = NAN;
+    for (long s = 1; s < r->ncurve; s++) {
+        if (r->skip[s]) return true;
+        if (!isfinite(r->scale[s])) continue;
+        if (isnan(first)) first = r->scale[s];
+        else if (r->scale[s] != first) return true;
+    }
+    return false;
+}
+
 static int plot_loss_scale(const rp_data *d, rp_plot *p, const char *pdir, char *msg, size_t msg_len) {
     bool any = false;
-    for (int i = 0; i < d->nruns; i++) any |= d->runs[i].has_scale;
+    for (int i = 0; i < d->nruns; i++) any |= scale_moved(&d->runs[i]);
     if (!any) return XP_OK;
     files_t ff;
     int st = open_files(&ff, pdir, p, msg, msg_len);
@@ -183,7 +232,7 @@ static int plot_loss_scale(const rp_data *d, rp_plot *p, const char *pdir, char 
     preamble(ff.gp, p, p->title, "optimizer step", "loss scale");
     double lo = INFINITY, hi = -INFINITY;  // a factor 2 of room, so lines on the bounds show
     for (int i = 0; i < d->nruns; i++)
-        for (long s = 1; s < d->runs[i].ncurve && d->runs[i].has_scale; s++)
+        for (long s = 1; s < d->runs[i].ncurve && scale_moved(&d->runs[i]); s++)
             if (isfinite(d->runs[i].scale[s]) && d->runs[i].scale[s] > 0)
                 lo = fmin(lo, d->runs[i].scale[s]), hi = fmax(hi, d->runs[i].scale[s]);
     fputs("set logscale y 2\nset format y \"2^%L\"\n", ff.gp);
@@ -193,11 +242,11 @@ static int plot_loss_scale(const rp_data *d, rp_plot *p, const char *pdir, char 
     for (int q = 0; q < d->npresets; q++) {
         const rp_preset *ps = &d->presets[q];
         bool scaled = false, titled = false;
-        for (int i = ps->first; i < ps->first + ps->count; i++) scaled |= d->runs[i].has_scale;
+        for (int i = ps->first; i < ps->first + ps->count; i++) scaled |= scale_moved(&d->runs[i]);
         if (!scaled) continue;
         for (int i = ps->first; i < ps->first + ps->count; i++) {
             const rp_run *r = &d->runs[i];
-            if (!r->ncurve) continue;
+            if (!r->ncurve || !scale_moved(r)) continue;
             fprintf(ff.dat, "%s# preset %s seed %llu (%s)\n# step\tloss_scale\tskipped\n", block ? "\n\n" : "",
                     r->preset, (unsigned long long)r->seed, r->status == RP_OK ? "completed" : "not completed");
             for (long s = 1; s < r->ncurve; s++) {
@@ -206,13 +255,16 @@ static int plot_loss_scale(const rp_data *d, rp_plot *p, const char *pdir, char 
                 dat_num(ff.dat, r->scale[s]);
                 fprintf(ff.dat, "\t%d\n", r->skip[s]);
             }
-            fprintf(ff.gp, "%s    \"%s.dat\" index %d using 1:2 with steps lw 1.5 lc %d ", block ? ", \\\n" : "",
-                    p->base, block, q + 1);
+            fprintf(ff.gp, "%s    \"%s.dat\" index %d using 1:2 with steps lw 1.5 ", block ? ", \\\n" : "",
+                    p->base, block);
+            gp_style(ff.gp, q, false);
+            fputc(' ', ff.gp);
             if (titled) fputs("notitle", ff.gp);
             else fputs("title ", ff.gp), gp_str(ff.gp, ps->name);
-            fprintf(ff.gp, ", \\\n    \"%s.dat\" index %d using 1:($3 > 0 ? $2 : 1/0) with points pt 7 ps 0.7 lc %d "
-                           "notitle",
-                    p->base, block, q + 1);
+            fprintf(ff.gp, ", \\\n    \"%s.dat\" index %d using 1:($3 > 0 ? $2 : 1/0) with points pt 7 ps 0.7 ",
+                    p->base, block);
+            gp_style(ff.gp, q, false);
+            fputs(" notitle", ff.gp);
             titled = true;
             block++;
         }
@@ -221,8 +273,9 @@ static int plot_loss_scale(const rp_data *d, rp_plot *p, const char *pdir, char 
     if ((st = close_files(&ff, msg, msg_len))) return st;
     p->written = true;
     snprintf(p->caption, sizeof p->caption,
-             "Loss scale against optimizer step for every run of the presets that scale the loss (one line per "
-             "seed, log scale); a dot marks a skipped step (a gradient overflowed: the scale backs off).");
+             "Loss scale against optimizer step for every run whose scale moved (one line per seed, log scale; "
+             "runs with a static scale are left out: theirs is a flat line); a dot marks a skipped step (a "
+             "gradient overflowed: the scale backs off).");
     return XP_OK;
 }
 
@@ -301,8 +354,9 @@ static int plot_grad_underflow(const rp_data *d, rp_plot *p, const char *pdir, c
     fputs("plot \\\n", ff.gp);
     for (int q = 0, c = 0; q < d->npresets; q++) {
         if (!col[q]) continue;
-        fprintf(ff.gp, "%s    \"%s.dat\" using %d%s lc %d title ", c ? ", \\\n" : "", p->base, c + 2,
-                c ? "" : ":xtic(1)", q + 1);
+        fprintf(ff.gp, "%s    \"%s.dat\" using %d%s ", c ? ", \\\n" : "", p->base, c + 2, c ? "" : ":xtic(1)");
+        gp_style(ff.gp, q, false);
+        fputs(" title ", ff.gp);
         gp_str(ff.gp, d->presets[q].name);
         c++;
     }
@@ -329,8 +383,81 @@ static int plot_swamped(const rp_data *d, rp_plot *p, const char *pdir, char *ms
         snprintf(p->caption, sizeof p->caption,
                  "Fraction of the weight updates that were nonzero but vanished when the weight was stored in its "
                  "low-precision format, against step, mean over seeds, for the presets that store weights in low "
-                 "precision.");
+                 "precision. Under stochastic rounding (*-sr) an update is never lost in expectation: 'swamped' "
+                 "there counts the updates this draw rounded back to the old weight, a measure of noise.");
     return st;
+}
+
+// The validation loss of each preset minus the baseline's (fp32 when the grid has it, else the
+// first preset), paired by seed (the same seed: the same initial weights and batches), at the
+// evaluation steps: the mean difference over the seeds as a line, their min..max as a band.
+// Curves that lie on each other in val_loss are apart here.
+static int plot_val_delta(const rp_data *d, rp_plot *p, const char *pdir, char *msg, size_t msg_len) {
+    const int base = d->fp32 >= 0 ? d->fp32 : 0;
+    if (d->npresets < 2) return XP_OK;
+    const rp_preset *bp = &d->presets[base];
+    const long ns = max_curve(d);
+    files_t ff;
+    int st = XP_OK, block = 0;
+    bool open = false;
+    for (int q = 0; q < d->npresets; q++) {
+        if (q == base) continue;
+        const rp_preset *ps = &d->presets[q];
+        bool header = false;
+        for (long s = 0; s < ns; s++) {
+            double sum = 0, lo = INFINITY, hi = -INFINITY;
+            int n = 0;
+            for (int i = ps->first; i < ps->first + ps->count; i++) {
+                const rp_run *r = &d->runs[i];
+                if (!rp_counts(r) || s >= r->ncurve || !isfinite(r->val[s])) continue;
+                for (int j = bp->first; j < bp->first + bp->count; j++) {
+                    const rp_run *b = &d->runs[j];
+                    if (b->seed != r->seed || !rp_counts(b) || s >= b->ncurve || !isfinite(b->val[s])) continue;
+                    const double dv = r->val[s] - b->val[s];
+                    sum += dv, n++, lo = fmin(lo, dv), hi = fmax(hi, dv);
+                }
+            }
+            if (!n) continue;
+            if (!open) {
+                if ((st = open_files(&ff, pdir, p, msg, msg_len))) return st;
+                open = true;
+                fprintf(ff.dat, "# %s: validation loss minus %s's, paired by seed; one block per preset\n", p->title,
+                        bp->name);
+                char yl[RP_NAME + 64];
+                snprintf(yl, sizeof yl, "validation loss - %s's (same seed)", bp->name);
+                preamble(ff.gp, p, p->title, "optimizer step", yl);
+                fputs("set arrow from graph 0, first 0 to graph 1, first 0 nohead lc rgb \"#000000\" lw 1\n"
+                      "set style fill transparent solid 0.15 noborder\nplot \\\n", ff.gp);
+            }
+            if (!header) {
+                fprintf(ff.dat, "%s# preset %s\n# step\tmean\tmin\tmax\tseeds\n", block ? "\n\n" : "", ps->name);
+                fprintf(ff.gp, "%s    \"%s.dat\" index %d using 1:3:4 with filledcurves ", block ? ", \\\n" : "",
+                        p->base, block);
+                gp_style(ff.gp, q, false);
+                fprintf(ff.gp, " notitle, \\\n    \"%s.dat\" index %d using 1:2 with linespoints pt 7 ps 0.6 lw 2 ",
+                        p->base, block);
+                gp_style(ff.gp, q, true);
+                fputs(" title ", ff.gp);
+                gp_str(ff.gp, ps->name);
+                header = true;
+                block++;
+            }
+            fprintf(ff.dat, "%ld", s);
+            dat_num(ff.dat, sum / n);
+            dat_num(ff.dat, lo);
+            dat_num(ff.dat, hi);
+            fprintf(ff.dat, "\t%d\n", n);
+        }
+    }
+    if (!open) return XP_OK;
+    fputc('\n', ff.gp);
+    if ((st = close_files(&ff, msg, msg_len))) return st;
+    p->written = true;
+    snprintf(p->caption, sizeof p->caption,
+             "Validation loss minus %s's at each evaluation step (step 0: the initial weights), paired by seed: "
+             "the line is the mean difference over the seeds, the band their range (min to max). Above 0: worse "
+             "than %s.", bp->name, bp->name);
+    return XP_OK;
 }
 
 // --- running gnuplot
@@ -384,10 +511,12 @@ int rp_write_plots(const rp_data *d, const report_opts *o, rp_plot plots[RP_NPLO
     } spec[RP_NPLOTS] = {
         {"val_loss", "Validation loss", "no completed run logged a validation loss."},
         {"train_loss", "Training loss", "no completed run logged a finite training loss."},
-        {"loss_scale", "Loss scale", "no preset scales the loss (every logged loss_scale is 1)."},
+        {"loss_scale", "Loss scale", "no run's loss scale moved (no preset scales the loss, or every scale was static)."},
         {"grad_underflow", "Gradient underflow per site",
          "no completed run reported telemetry for a `*.grad` site (float32 or bf16 gradients, or --telemetry off)."},
         {"swamped", "Swamped weight updates", "no preset stores its weights in low precision (no \"update\" telemetry)."},
+        {"val_delta", "Validation loss against the baseline",
+         "fewer than two presets, or no evaluation step that a preset and the baseline share with a seed."},
     };
     char pdir[RP_PATH + 16];
     snprintf(pdir, sizeof pdir, "%s/plots", d->dir);
@@ -402,6 +531,7 @@ int rp_write_plots(const rp_data *d, const report_opts *o, rp_plot plots[RP_NPLO
     if (!st) st = plot_loss_scale(d, &plots[2], pdir, msg, msg_len);
     if (!st) st = plot_grad_underflow(d, &plots[3], pdir, msg, msg_len);
     if (!st) st = plot_swamped(d, &plots[4], pdir, msg, msg_len);
+    if (!st) st = plot_val_delta(d, &plots[5], pdir, msg, msg_len);
     if (st) return st;
     char prog[RP_PATH];
     *gnuplot_found = o->gnuplot && find_program(o->gnuplot, prog, sizeof prog);

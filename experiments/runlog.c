@@ -159,8 +159,9 @@ static int parse_line(runlog *l, jx_cur *c, bool layers) {
     } while (jx_more(c, '}'));
     if (!jx_end(c)) return RUNLOG_EFORMAT;
 
-    if (event[0]) {  // an event line: only "start" means something here
+    if (event[0]) {  // an event line: "start", and "val" (the validation loss at step 0)
         l->nent = e0;
+        if (!strcmp(event, "val") && s.has_val) l->has_val0 = true, l->val0 = s.val_loss;
         if (strcmp(event, "start")) return RUNLOG_OK;
         if (!l->has_start) {
             l->has_start = true;

@@ -60,6 +60,8 @@ typedef struct {
     uint64_t seed;
     long steps, tokens_per_step;  // -1 when unknown
     int resumes;                  // start lines with resumed_from > 0
+    bool has_val0;                // a {"event":"val","at_step":0,...} line: the initial weights'
+    double val0;                  // validation loss (NaN: none)
     size_t truncated;             // cut-short writes dropped (see above)
     runlog_step *step;            // in order of step, each step once
     size_t n, cap;

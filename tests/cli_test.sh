@@ -48,6 +48,16 @@ done
 for c in finfo values cast quantize matmul-check train sample eval export policy ablate report; do
     expect_has "$c --help has examples" "examples:" "$F" "$c" --help
 done
+# Examples name the command one way, as pasted from the repository root: build/fplab, never a bare
+# fplab (issue 24); train's --resume text points at the run-only marks where they are (above it).
+for c in finfo values cast quantize matmul-check train sample eval export policy ablate report; do
+    expect_eq "$c --help: examples say build/fplab" "" \
+        "$("$F" "$c" --help | sed -n '/^examples:$/,$p' | grep -E '^ +(mpirun [^ ]+ [^ ]+ )?fplab ')"
+done
+h=$("$F" train --help)
+expect_eq "train --help: run-only marks precede --resume's text" "yes" \
+    "$(grep -q 'marked run-only above' <<<"$h" && [[ $(grep -n '(run-only)' <<<"$h" | tail -1 | cut -d: -f1) -lt \
+       $(grep -n -- '--resume CKPT' <<<"$h" | tail -1 | cut -d: -f1) ]] && echo yes)"
 # These show defaults one way: "options (default in brackets):", "[value]" after an option's
 # text (no "(default ...)" in the text), and "examples:" is the last section.
 for c in finfo values cast matmul-check ablate report; do
@@ -77,6 +87,12 @@ for c in quantize policy; do
     expect_eq "$c --help: examples: is the last section" "" "$(sed -n '/^examples:$/,$p' <<<"$h" | tail -n +2 | grep -v '^  ')"
     ex=$(sed -n '/^examples:$/,$p' <<<"$h" | tail -n +2 | grep -v -e '^  #' | sed "s|^  build/fplab |'$FABS' |; s|^  ||")
     expect_rc "$c --help: the examples run as pasted" 0 bash -ec "cd '$ROOT'; $ex"
+done
+# --version: the version, the commit and the build's features (issue 24)
+v=$("$F" --version)
+for k in "fplab $("$F" --version | head -1 | cut -d' ' -f2) (commit " "cuda: " "mpi: " "openmp: " "blas: " "compiled for: " \
+         "rounding paths on this CPU: generic"; do
+    [[ $v == *"$k"* ]] && ok || bad "--version lacks '$k'" "$v"
 done
 expect_err "no subcommand" "usage" "$F"
 expect_err "unknown subcommand" "unknown subcommand 'frobnicate'" "$F" frobnicate
@@ -332,7 +348,8 @@ expect_err "ablate unknown preset" "'nosuch'" "$F" ablate --presets fp32,nosuch 
 expect_err "ablate reserved --extra" "is set by ablate" "$F" ablate --presets fp32 --data "$T/corpus.txt" --out "$T/abl" --extra "--seed 3"
 expect_err "ablate unknown train option" "unknown training option 'batchsize'" "$F" ablate --presets fp32 --data "$T/corpus.txt" --out "$T/abl" --extra "--batchsize 8"
 expect_err "ablate unknown model" "--model 'huge'" "$F" ablate --presets fp32 --data "$T/corpus.txt" --out "$T/abl" --model huge
-expect_err "ablate missing data" "cannot read" "$F" ablate --presets fp32 --data "$T/nope.txt" --out "$T/abl"
+expect_err "ablate missing data: the reason" "cannot read it: No such file or directory" "$F" ablate --presets fp32 \
+    --data "$T/nope.txt" --out "$T/abl"
 expect_rc "ablate: nothing written on bad input" 1 test -e "$T/abl"
 ABL=("$F" ablate --presets fp32,bf16-amp --seeds 1 --model tiny --steps 4 --data "$T/corpus.txt" --out "$T/abl" --threads 1 --no-plots)
 expect_has "ablate tiny grid" "report: $T/abl/report.md" "${ABL[@]}"
@@ -365,6 +382,18 @@ expect_err "resume refuses a changed option" "--lr cannot change with --resume" 
 expect_has "train resumes" "done: 6 steps" "$F" train --resume "$T/run/ckpt.bin"
 expect_eq "resume appends the run's own log" 2 "$(grep -c '"event":"start"' "$T/run/log.jsonl")"
 expect_has "resume advanced the checkpoint" '"step":6,' cat "$T/run/log.jsonl"
+expect_has "report of one run's directory" "report: $T/run/report.md: 1 runs of 1 presets" "$F" report "$T/run" --no-plots
+expect_has "a fresh run validates its initial weights (the report's step 0)" '{"event":"val","at_step":0,"val_loss":' \
+    cat "$T/run/log.jsonl"
+# A finished run says so on resume (it printed "0 tokens/s"); --steps extends it (issue 24) with the
+# schedule recomputed over the new total and an "extend" event in the log; it never shortens it.
+cp -r "$T/run" "$T/ext"
+expect_has "resume of a finished run: done already" "done already: the checkpoint holds all 6 steps" \
+    "$F" train --resume "$T/ext/ckpt.bin"
+expect_err "resume --steps smaller: refused" "--steps can only extend it" "$F" train --resume "$T/ext/ckpt.bin" --steps 4
+expect_has "resume --steps 9 extends the run" "done: 9 steps" "$F" train --resume "$T/ext/ckpt.bin" --steps 9 --progress 0
+expect_has "the log records the extension" '"event":"extend","step":6,"steps_before":6,"steps":9' cat "$T/ext/log.jsonl"
+expect_has "the extended run resumes as a 9-step run" "holds all 9 steps" "$F" train --resume "$T/ext/ckpt.bin"
 expect_err "fresh run into a run's directory" "already holds a run" \
     "$F" train --model tiny --data "$T/corpus.txt" --steps 2 --ckpt-dir "$T/run"
 expect_err "log that is the data" "same file as --data" "$F" train --model tiny --data "$T/corpus.txt" --steps 1 --log "$T/corpus.txt"
@@ -373,6 +402,12 @@ expect_err "log that links to the data" "same file as --data" \
     "$F" train --model tiny --data "$T/corpus.txt" --steps 1 --log "$T/corpus.link"
 expect_eq "the corpus survived" 4000 "$(wc -c <"$T/corpus.txt")"
 expect_err "train --threads 100000" "--threads 100000: expected 0..4096" "$F" train --model tiny --data "$T/corpus.txt" --threads 100000
+# An option error names the option that is wrong, not a group of them (issue 24).
+for o in "--batch 0" "--accum 0" "--steps 0" "--eval-batches 0" "--warmup -1" "--beta2 1" "--grad-clip -1"; do
+    out=$("$F" train --model tiny --data "$T/corpus.txt" $o 2>&1)
+    [[ $out == *"${o}: expected"* && $(grep -o -- '--[a-z0-9-]* -\?[0-9]' <<<"$out" | wc -l) == 1 ]] && ok ||
+        bad "train $o: the message names only $o" "$out"
+done
 expect_rc "a diverging run stops with status 1" 1 "$F" train --model tiny --data "$T/corpus.txt" --steps 20 --lr 1e30 \
     --warmup 0 --progress 0
 expect_has "train --help has examples" "examples:" "$F" train --help
@@ -382,6 +417,9 @@ expect_has "sample --policy" "policy w8a8-fp8" "$F" sample --ckpt "$T/run/ckpt.b
 expect_err "sample unknown policy" "'nosuch'" "$F" sample --ckpt "$T/run/ckpt.bin" --policy nosuch
 expect_has "eval: fp32 is the run's validation loss" "bitwise the same" "$F" eval --ckpt "$T/run/ckpt.bin" --policy fp32,w4-nvfp4
 expect_has "eval --format json: telemetry" '"site":"mlp.down.w"' "$F" eval --ckpt "$T/run/ckpt.bin" --policy w4-mxfp4 --per-site 1 --format json
+expect_has "eval --progress 1: a progress line per evaluation" "eval w4-nvfp4: batch 2/2" \
+    "$F" eval --ckpt "$T/run/ckpt.bin" --policy w4-nvfp4 --batches 2 --progress 1
+expect_eq "eval --progress 0: none" "" "$("$F" eval --ckpt "$T/run/ckpt.bin" --batches 2 --progress 0 2>&1 | grep 'batch 2/2')"
 expect_err "eval without --ckpt" "--ckpt FILE is required" "$F" eval --policy fp32
 expect_err "eval missing ckpt" "no-such.bin" "$F" eval --ckpt "$T/no-such.bin"
 expect_err "eval not a checkpoint" "corpus.txt" "$F" eval --ckpt "$T/corpus.txt"
@@ -392,7 +430,7 @@ expect_err "export onto its ckpt" "same file as --ckpt" "$F" export --ckpt "$T/r
 ln -sf ckpt.bin "$T/run/link.bin"
 expect_err "export onto a link to its ckpt" "same file as --ckpt" "$F" export --ckpt "$T/run/ckpt.bin" --llama2c "$T/run/link.bin"
 expect_err "export tokenizer onto model" "name the same file" "$F" export --ckpt "$T/run/ckpt.bin" --llama2c "$T/m.bin" --tokenizer "$T/./m.bin"
-expect_has "the checkpoint survived" "done: 6 steps" "$F" train --resume "$T/run/ckpt.bin"
+expect_has "the checkpoint survived" "holds all 6 steps" "$F" train --resume "$T/run/ckpt.bin"
 # An emulated accumulator per matmul (issue 14): trains, stops and resumes bitwise (the
 # emulating kernel is deterministic), and eval takes the policy.
 printf 'name acc13\nsite *.in e4m3 tensor\nsite *.w e4m3 mx\nsite *.grad e5m2 tensor\n%s\n%s\n' \

@@ -51,6 +51,7 @@ static void start_line(FILE *f, const char *preset, int seed) {
 static void write_fp32(int s, int upto) {
     FILE *f = open_log("fp32", s);
     start_line(f, "fp32", s);
+    fprintf(f, "{\"event\":\"val\",\"at_step\":0,\"val_loss\":%.9g}\n", 2.9 + 0.01 * s);  // the initial weights'
     for (int i = 1; i <= upto; i++) {
         fprintf(f, "{\"step\":%d,\"loss\":%.9g,\"lr\":0.001,\"grad_norm\":0.5,\"tokens_per_s\":%d,"
                    "\"elapsed_s\":%.3f,\"loss_scale\":1,\"skipped\":0",
@@ -69,6 +70,7 @@ static void write_fp32(int s, int upto) {
 static void write_fp16(int s) {
     FILE *f = open_log("fp16-amp", s);
     start_line(f, "fp16-amp", s);
+    fprintf(f, "{\"event\":\"val\",\"at_step\":0,\"val_loss\":%.9g}\n", 2.9 + 0.01 * s + 0.01);
     for (int i = 1; i <= 10; i++) {
         const bool skip = s == 1 && i == 4;
         fprintf(f, "{\"step\":%d,", i);
@@ -552,8 +554,9 @@ Test(report, failed_incomplete_diverged_and_missing_runs) {
 // --- plots
 
 static void check_plot_files(void) {
-    static const char *const base[] = {"val_loss", "train_loss", "loss_scale", "grad_underflow", "swamped"};
-    for (int i = 0; i < 5; i++) {
+    static const char *const base[] = {"val_loss", "train_loss", "loss_scale", "grad_underflow", "swamped",
+                                       "val_delta"};
+    for (int i = 0; i < 6; i++) {
         char f[64];
         snprintf(f, sizeof f, "plots/%s.dat", base[i]);
         cr_assert(exists(f), "%s", f);
@@ -567,6 +570,22 @@ static void check_plot_files(void) {
     cr_assert(b);
     cr_assert_str_eq(line_of(b, "5\t", row, sizeof row), "5\t2.665\t2");
     cr_assert_str_eq(line_of(b, "10\t", row, sizeof row), "10\t2.165\t2");
+    // step 0: the initial weights' validation loss, from the "val" event (issue 24)
+    cr_assert_str_eq(line_of(strstr(v, "# preset fp32"), "0\t", row, sizeof row), "0\t2.915\t2");
+    // val_delta.dat: each preset minus fp32 paired by seed: mean, min, max, seeds
+    const char *dl = read_file("plots/val_delta.dat");
+    cr_assert(strstr(dl, "minus fp32's"), "%s", dl);
+    cr_assert(!strstr(dl, "# preset fp32\n"), "the baseline has no curve of its own");
+    const char *fb = strstr(dl, "# preset fp16-amp");
+    cr_assert(fb, "%s", dl);
+    cr_assert_str_eq(line_of(fb, "0\t", row, sizeof row), "0\t0.01\t0.01\t0.01\t2");
+    cr_assert_str_eq(line_of(fb, "5\t", row, sizeof row), "5\t0.05\t0.05\t0.05\t2");
+    const char *pb = strstr(dl, "# preset pure-bf16");
+    cr_assert(pb, "%s", dl);
+    cr_assert_str_eq(line_of(pb, "10\t", row, sizeof row), "10\t0.2\t0.2\t0.2\t2");
+    const char *dg = read_file("plots/val_delta.gp");
+    cr_assert(strstr(dg, "using 1:3:4 with filledcurves"), "a band of the seeds' range");
+    cr_assert(strstr(dg, "set style fill transparent solid"));
     const char *s = read_file("plots/loss_scale.dat");
     cr_assert(strstr(s, "# preset fp16-amp seed 1"));
     cr_assert(!strstr(s, "fp32"), "fp32 does not scale the loss");
@@ -578,10 +597,13 @@ static void check_plot_files(void) {
     const char *w = read_file("plots/swamped.dat");
     cr_assert(strstr(w, "# preset pure-bf16") && !strstr(w, "# preset fp16-amp"));
     cr_assert(strstr(w, "\n7\t0.15\t2\n"));
+    // the swamped fraction's axis starts at 0 (it started at the data's minimum, 0.1)
+    cr_assert(strstr(read_file("plots/swamped.gp"), "set yrange [0:*]"));
     const char *gp = read_file("plots/val_loss.gp");
     cr_assert(strstr(gp, "set output \"val_loss.png\""));
     cr_assert(strstr(gp, "\"val_loss.dat\" index 0 using 1:2"));
     cr_assert(strstr(gp, "title \"fp16-amp\""));
+    cr_assert(strstr(gp, "lc rgb \"#1f77b4\"") && strstr(gp, "lc rgb \"#d62728\""), "the palette's colours");
 }
 
 Test(report, plots_with_gnuplot) {
@@ -595,13 +617,14 @@ Test(report, plots_with_gnuplot) {
     report_result r;
     report_ok("gnuplot", &r);
     check_plot_files();
-    cr_assert_eq(r.plots_written, 5);
+    cr_assert_eq(r.plots_written, 6);
     if (!prog[0]) cr_skip_test("gnuplot not on PATH: the PNGs are not checked");
     cr_assert(r.gnuplot_found);
-    cr_assert_eq(r.pngs, 5, "every plot drawn");
+    cr_assert_eq(r.pngs, 6, "every plot drawn");
     const char *md = read_file("report.md");
-    static const char *const base[] = {"val_loss", "train_loss", "loss_scale", "grad_underflow", "swamped"};
-    for (int i = 0; i < 5; i++) {
+    static const char *const base[] = {"val_loss", "train_loss", "loss_scale", "grad_underflow", "swamped",
+                                       "val_delta"};
+    for (int i = 0; i < 6; i++) {
         char f[256], link[80];
         snprintf(f, sizeof f, "plots/%s.png", base[i]);
         cr_assert(exists(f), "%s", f);
@@ -634,11 +657,65 @@ Test(report, no_loss_scaling_no_scale_plot) {
     cr_assert_eq(system(cmd), 0);
     report_result r;
     report_ok(NULL, &r);
-    cr_assert_eq(r.plots_written, 2, "val_loss and train_loss only");
+    cr_assert_eq(r.plots_written, 2, "val_loss and train_loss only (one preset: no delta)");
     cr_assert(!exists("plots/loss_scale.dat"));
     const char *md = read_file("report.md");
-    cr_assert(strstr(md, "No plot: no preset scales the loss"));
+    cr_assert(strstr(md, "No plot: no run's loss scale moved"));
     cr_assert(strstr(md, "No plot: no preset stores its weights in low precision"));
+}
+
+// A static loss scale is a flat line: no loss-scale plot for it (issue 24), and 15 presets get 15
+// colours (gnuplot's default cycle repeated after 8).
+Test(report, static_scale_no_plot_and_fifteen_colours) {
+    write_grid();
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf %s/runs/fp16-amp", dir);
+    cr_assert_eq(system(cmd), 0);
+    for (int q = 0; q < 13; q++) {
+        char name[32];
+        snprintf(name, sizeof name, "p%02d", q);
+        FILE *f = open_log(name, 1);
+        start_line(f, name, 1);
+        for (int i = 1; i <= 10; i++)
+            fprintf(f, "{\"step\":%d,\"loss\":%g,\"lr\":0.001,\"grad_norm\":0.5,\"tokens_per_s\":100,"
+                       "\"elapsed_s\":1,\"loss_scale\":1024,\"skipped\":0%s}\n", i, 3 - 0.1 * i,
+                    i == 10 ? ",\"val_loss\":2.5" : "");
+        fclose(f);
+    }
+    report_result r;
+    report_ok(NULL, &r);
+    cr_assert(!exists("plots/loss_scale.dat"), "every scale was static");
+    const char *gp = read_file("plots/val_loss.gp");
+    char seen[16][8] = {{0}};
+    int nseen = 0;
+    for (const char *p = strstr(gp, "lc rgb \""); p; p = strstr(p + 1, "lc rgb \"")) {
+        char c[8];
+        snprintf(c, sizeof c, "%.7s", p + 8);
+        int k = 0;
+        while (k < nseen && strcmp(seen[k], c)) k++;
+        if (k == nseen && nseen < 16) snprintf(seen[nseen++], sizeof seen[0], "%s", c);
+    }
+    cr_assert_eq(nseen, 15, "15 presets (fp32, pure-bf16, p00..p12), 15 colours: %d", nseen);
+}
+
+// One run's directory (DIR/log.jsonl, no runs/): `fplab report RUN_DIR` reports that run (issue 24).
+Test(report, single_run_directory) {
+    write_grid();
+    char run[300], cmd[700];
+    snprintf(run, sizeof run, "%s/runs/fp16-amp/seed-1", dir);
+    snprintf(cmd, sizeof cmd, "rm -rf %s/one && mv %s %s/one && rm -rf %s/runs", dir, run, dir, dir);
+    cr_assert_eq(system(cmd), 0);
+    char one[300], msg[1024] = "";
+    snprintf(one, sizeof one, "%s/one", dir);
+    report_opts o = {.dir = one, .gnuplot = NULL};
+    report_result r;
+    cr_assert_eq(report_write(&o, &r, msg, sizeof msg), XP_OK, "%s", msg);
+    cr_assert_eq(r.runs, 1);
+    cr_assert_eq(r.ok, 1);
+    cr_assert(exists("one/report.md") && exists("one/plots/val_loss.dat") && exists("one/plots/loss_scale.dat") &&
+              exists("one/plots/grad_underflow.dat"), "the run's report and plots, in its own directory");
+    const char *md = read_file("one/report.md");
+    cr_assert(strstr(md, "| fp16-amp |"), "named by its policy");
 }
 
 Test(report, bad_directories) {

@@ -193,6 +193,7 @@ int eval_loss(eval_model *e, const ac_policy *p, ac_telemetry tel, ac_ctx *ac, e
         // Activations were reserved for (B, T) and the tokens come from the vocabulary, so the
         // forward cannot fail; a NaN is a result (a cast that overflowed to inf, say).
         sum += e->batch_loss[i] = llama_forward(&e->m, e->x, e->y, e->B, e->T);
+        if (e->progress) e->progress(e->progress_arg, i + 1, e->batches);
     }
     r->loss = (float)(sum / e->batches);
     r->delta = r->delta_se = NAN;

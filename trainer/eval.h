@@ -42,6 +42,10 @@ typedef struct {
     double *batch_loss;     // (batches) each batch's loss in the last eval_loss
     double *base_loss;      // (batches) each batch's fp32 loss (eval_baseline; NULL before)
     float baseline;         // their mean (NAN before eval_baseline)
+    // Called after each batch of eval_loss with (arg, batches done, batches) when set (the CLI
+    // draws its progress line with it); NULL after eval_open.
+    void (*progress)(void *arg, int done, int total);
+    void *progress_arg;
 } eval_model;
 
 // Reads the checkpoint (model, vocabulary, the run's options and state) and its validation

@@ -223,6 +223,7 @@ static void test_kill(const train_run_state *r, long step) {
 static void report(const train_run_state *r, float loss, train_report *rep) {
     if (!rep) return;
     rep->steps_done = (long)r->st.step;
+    rep->steps_run = (long)r->st.step - r->first_step;
     rep->final_loss = loss;
     rep->final_val_loss = r->st.last_val_loss;
     rep->seconds = fio_now() - r->t_start;
@@ -248,8 +249,27 @@ int train_run(const train_opts *o, const char *resume, const bool *given, train_
         fprintf(r.log, ",\"steps\":%ld,\"tokens_per_step\":%ld,\"resumed_from\":%lld,\"ranks\":%d}\n", r.o.steps,
                 (long)r.w.size * r.o.accum * r.o.batch * r.T, (long long)r.st.step, r.w.size);
     }
+    if (r.steps_before > 0) {  // an extended run: the schedule over the new total, from here on
+        const lr_schedule was = {r.o.lr, r.o.lr_min, r.o.warmup, r.steps_before};
+        const lr_schedule now = {r.o.lr, r.o.lr_min, r.o.warmup, r.o.steps};
+        const float lr_was = lr_at(&was, (long)r.st.applied), lr_now = lr_at(&now, (long)r.st.applied);
+        if (r.log)
+            fprintf(r.log, "{\"event\":\"extend\",\"step\":%lld,\"steps_before\":%ld,\"steps\":%ld,"
+                           "\"lr_before\":%.9g,\"lr\":%.9g,\"schedule\":\"cosine over the new total\"}\n",
+                    (long long)r.st.step, r.steps_before, r.o.steps, lr_was, lr_now);
+        if (r.w.rank == 0)
+            fprintf(stderr, "extending the run from %ld to %ld steps at step %lld: the cosine schedule is "
+                            "recomputed over %ld steps (lr %g here, was %g)\n", r.steps_before, r.o.steps,
+                    (long long)r.st.step, r.o.steps, lr_now, lr_was);
+    }
     r.t_start = fio_now();
     r.first_step = (long)r.st.step;
+    // The validation loss of the initial weights (fresh runs that validate): the curves of a
+    // report start at step 0. Uncounted casts, stateless batches: the run itself is unchanged.
+    if (r.first_step == 0 && r.o.eval_every > 0) {
+        const float v0 = eval_loss(&r, -1);
+        if (r.log) fprintf(r.log, "{\"event\":\"val\",\"at_step\":0,\"val_loss\":%.9g}\n", v0);
+    }
     float loss = NAN;
     int rc = 0;
     for (long step = r.first_step; step < r.o.steps; step++) {

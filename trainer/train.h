@@ -99,6 +99,7 @@ int train_model_config(llama_config *c, const train_opts *o, int vocab_size, cha
 // --- the run
 typedef struct {
     long steps_done;          // optimizer steps completed when the run ended
+    long steps_run;           // of them, those this call ran (0: a resumed run that was done)
     float final_loss;         // mean train loss of the last step
     float final_val_loss;     // last validation loss (NAN if none)
     double seconds;           // wall time of the loop
@@ -113,7 +114,8 @@ typedef struct {
     size_t losses_cap;
 } train_report;
 
-// Trains from scratch, or, with resume non-NULL and non-empty, continues that checkpoint: the
+// Trains from scratch, or, with resume non-NULL and non-empty, continues that checkpoint (a
+// given --steps larger than the checkpoint's extends it; see train_setup.c's resume_options): the
 // checkpoint's options are used, except the run_only ones that the caller gave: given[i] says
 // whether row i of the option table was given (NULL: every run_only option of `o` counts as
 // given). A run_only option not given takes, on resume: --ckpt-dir the checkpoint's own

@@ -53,6 +53,7 @@ typedef struct {
     const char *resume;            // the checkpoint resumed from, or NULL
     bool progress;                 // a progress line (\r) on stderr
     long first_step;               // the step this invocation started at
+    long steps_before;             // resume with a larger --steps: the checkpoint's --steps (else 0)
     double t_start;
     double fwd_s, bwd_s, opt_s, eval_s;
     // distributed (dist_train.c; one process: rank 0 of 1, and the reducer is idle)

@@ -195,17 +195,23 @@ int train_opts_validate(const train_opts *o, char *msg, size_t msg_len) {
             "--tokens '%s': expected char, byte or shard", o->tokens);
     REQUIRE(!strcmp(o->recompute, "none") || !strcmp(o->recompute, "block"),
             "--recompute '%s': expected none or block", o->recompute);
-    REQUIRE(o->batch > 0 && o->accum > 0 && o->steps > 0 && o->context >= 0 && o->eval_batches > 0,
-            "--batch %d, --accum %d, --steps %ld, --eval-batches %d: expected positive", o->batch,
-            o->accum, o->steps, o->eval_batches);
-    REQUIRE(o->lr > 0 && o->lr_min >= 0 && o->lr_min <= o->lr && isfinite(o->lr),
-            "--lr %g, --lr-min %g: expected 0 <= lr_min <= lr, lr > 0", o->lr, o->lr_min);
-    REQUIRE(o->warmup >= 0 && o->eval_every >= 0 && o->ckpt_every >= 0,
-            "--warmup, --eval-every, --ckpt-every: expected >= 0");
-    REQUIRE(o->beta1 >= 0 && o->beta1 < 1 && o->beta2 >= 0 && o->beta2 < 1 && o->adam_eps > 0,
-            "--beta1 %g, --beta2 %g, --adam-eps %g: expected betas in [0, 1), eps > 0", o->beta1,
-            o->beta2, o->adam_eps);
-    REQUIRE(o->weight_decay >= 0 && o->grad_clip >= 0, "--weight-decay, --grad-clip: expected >= 0");
+    // One check per option, so that a message names the option that is wrong (not a group).
+    REQUIRE(o->batch > 0, "--batch %d: expected a positive integer", o->batch);
+    REQUIRE(o->accum > 0, "--accum %d: expected a positive integer", o->accum);
+    REQUIRE(o->steps > 0, "--steps %ld: expected a positive integer", o->steps);
+    REQUIRE(o->context >= 0, "--context %d: expected >= 0", o->context);
+    REQUIRE(o->eval_batches > 0, "--eval-batches %d: expected a positive integer", o->eval_batches);
+    REQUIRE(o->lr > 0 && isfinite(o->lr), "--lr %g: expected a positive finite number", o->lr);
+    REQUIRE(o->lr_min >= 0 && o->lr_min <= o->lr, "--lr-min %g: expected 0 <= lr_min <= --lr (%g)", o->lr_min,
+            o->lr);
+    REQUIRE(o->warmup >= 0, "--warmup %ld: expected >= 0", (long)o->warmup);
+    REQUIRE(o->eval_every >= 0, "--eval-every %ld: expected >= 0", (long)o->eval_every);
+    REQUIRE(o->ckpt_every >= 0, "--ckpt-every %ld: expected >= 0", (long)o->ckpt_every);
+    REQUIRE(o->beta1 >= 0 && o->beta1 < 1, "--beta1 %g: expected a value in [0, 1)", o->beta1);
+    REQUIRE(o->beta2 >= 0 && o->beta2 < 1, "--beta2 %g: expected a value in [0, 1)", o->beta2);
+    REQUIRE(o->adam_eps > 0, "--adam-eps %g: expected a positive number", o->adam_eps);
+    REQUIRE(o->weight_decay >= 0, "--weight-decay %g: expected >= 0", o->weight_decay);
+    REQUIRE(o->grad_clip >= 0, "--grad-clip %g: expected >= 0", o->grad_clip);
     REQUIRE(!strcmp(o->optimizer, "adamw") || !strcmp(o->optimizer, "sgd"), "--optimizer '%s': expected adamw or sgd",
             o->optimizer);
     REQUIRE(o->momentum >= 0 && o->momentum < 1, "--momentum %g: expected a value in [0, 1)", o->momentum);
@@ -230,8 +236,9 @@ int train_opts_validate(const train_opts *o, char *msg, size_t msg_len) {
             "--outer-opt '%s': expected none or nesterov", o->outer_opt);
     REQUIRE(!strcmp(o->outer_opt, "none") || o->local_sgd > 0,
             "--outer-opt %s: DiLoCo steps every --local-sgd H inner steps: give --local-sgd", o->outer_opt);
-    REQUIRE(o->outer_lr > 0 && isfinite(o->outer_lr) && o->outer_momentum >= 0 && o->outer_momentum < 1,
-            "--outer-lr %g, --outer-momentum %g: expected lr > 0, momentum in [0, 1)", o->outer_lr,
+    REQUIRE(o->outer_lr > 0 && isfinite(o->outer_lr), "--outer-lr %g: expected a positive finite number",
+            o->outer_lr);
+    REQUIRE(o->outer_momentum >= 0 && o->outer_momentum < 1, "--outer-momentum %g: expected a value in [0, 1)",
             o->outer_momentum);
     const char *dist_opt = strcmp(o->comm, "fp32") ? "--comm"
                            : o->comm_gather[0] && strcmp(o->comm_gather, "fp32") ? "--comm-gather"

@@ -28,7 +28,10 @@ void train__free(train_run_state *r) {
 // A resumed run: the checkpoint's options, then the run_only options the caller gave. Those not
 // given continue where the checkpoint lives: its directory, that directory's log (appended), and
 // the checkpoint's thread count (bitwise resume needs it), telemetry and checkpoint interval;
-// --stop-at, --progress and --overwrite start from their defaults.
+// --stop-at, --progress and --overwrite start from their defaults. --steps, given and larger than
+// the checkpoint's, extends the run: the cosine schedule is then recomputed over the new total
+// (from the resume point on, the lr is what a run of that many steps has there), which the log's
+// "extend" event records; a smaller --steps is refused.
 static int resume_options(train_run_state *r, const train_opts *caller, const bool *given, const ckpt_file *f,
                           const char *path, char *msg, size_t msg_len) {
     const ckpt_section *os = ckpt_find(f, "options");
@@ -45,6 +48,16 @@ static int resume_options(train_run_state *r, const train_opts *caller, const bo
     train_opts_default(&d);
     size_t n;
     const train_opt_desc *t = train_opt_table(&n);
+    for (size_t i = 0; given && i < n; i++) {
+        if (!given[i] || strcmp(t[i].name, "steps") || caller->steps == r->o.steps) continue;
+        if (caller->steps < r->o.steps) {
+            snprintf(msg, msg_len, "--steps %ld with --resume: the checkpoint's run has %ld steps; --steps can only "
+                     "extend it", caller->steps, r->o.steps);
+            return -1;
+        }
+        r->steps_before = r->o.steps;
+        r->o.steps = caller->steps;
+    }
     for (size_t i = 0; i < n; i++) {
         if (!t[i].run_only) continue;
         const char *src = (given == NULL || given[i]) ? (const char *)caller : NULL;
