@@ -35,6 +35,7 @@ import fnmatch
 import json
 import re
 import time
+import warnings
 import weakref
 
 import torch
@@ -215,10 +216,13 @@ class Policy:
         members = grp.members if len(grp.members) > 1 else [mod]
         grad = torch.is_grad_enabled()
         if grad and grp.fwd == grp.bwd:
-            count, micro = True, grp.fwd
+            count, micro = True, grp.fwd % 64
             grp.fwd += 1
+            if grp.fwd == 65:
+                warnings.warn("fplab.torch: 64 micro-batches in one step: the stochastic-rounding keys repeat "
+                              "from here; call Policy.end_step() after each optimizer step", stacklevel=3)
         else:
-            count, micro = False, max(grp.fwd - 1, 0)
+            count, micro = False, max(grp.fwd - 1, 0) % 64
         ws = [m.weight for m in members]
         bs = [m.bias for m in members]
         outs = _LinearFn.apply((self, grp, members, count, micro), x, *ws, *bs)
