@@ -166,11 +166,14 @@ const float *ac_cast(ac_ctx *c, ac_site s, int layer, const float *x, size_t row
     if (!ac_active(c, s)) return x;
     float *out = c->buf[slot];
     cast_into(c, s, layer, out, x, rows, cols, k_rows, count, MM_SIDE_A, NULL, NULL);
+    if (c->hook) c->hook(c->hook_user, s, layer, x, out, rows, cols, k_rows, count);
     return out;
 }
 
 void ac_cast_inplace(ac_ctx *c, ac_site s, int layer, float *x, size_t rows, size_t cols, bool count) {
-    if (ac_active(c, s)) cast_into(c, s, layer, x, x, rows, cols, false, count, MM_SIDE_A, NULL, NULL);
+    if (!ac_active(c, s)) return;
+    cast_into(c, s, layer, x, x, rows, cols, false, count, MM_SIDE_A, NULL, NULL);
+    if (c->hook) c->hook(c->hook_user, s, layer, NULL, x, rows, cols, false, count);
 }
 
 const mm_acc *ac_emulated_acc(const ac_ctx *c, ac_proj p, ac_pass pass) {

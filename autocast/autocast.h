@@ -26,6 +26,13 @@ typedef struct {
                    // the mean of log2 of the tile scales is not kept, 0 is written)
 } ac_tel;
 
+// An observer of casts (for cross-checks such as tools/train_policy_dump.c): called after every
+// cast that returns values (ac_cast, ac_cast_inplace; not ac_cast_operand, whose output is element
+// values apart from their scales) with the input (NULL for in-place casts), the values, and the
+// cast's site, layer, shape, orientation and count flag. NULL: none (the default).
+typedef void (*ac_cast_hook)(void *user, ac_site s, int layer, const float *x, const float *out, size_t rows,
+                             size_t cols, bool k_rows, bool count);
+
 typedef struct {
     ac_policy pol;
     ac_scaler scaler;
@@ -43,6 +50,8 @@ typedef struct {
     // values it does not return, the tile scales before expansion).
     float *op_scales[4], *op_deq, *op_tiles;
     uint64_t upd_n, upd_swamped, upd_changed;  // weight update telemetry of this step
+    ac_cast_hook hook;    // NULL unless a caller observes the casts (set after ac_init)
+    void *hook_user;
 } ac_ctx;
 
 // max_operand: the largest tensor (in floats) that will be cast out of place.

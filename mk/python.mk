@@ -43,3 +43,34 @@ endif
 .PHONY: bench-python
 bench-python: python cli $(BUILD)/bench/bench_round
 	GOMP_SPINCOUNT=1000 $(PYVENV_PY) python/benchmarks/bench_binding.py $(BUILD)
+
+# test-torch: the fplab.torch suites (tests/python/test_torch*.py) with PyTorch, in a venv of
+# its own ($(BUILD)/venv-torch: make test's venv stays without torch, whose wheel is large, and
+# its torch tests skip). TORCH_PIP says what pip installs (default: the CPU wheel; `TORCH_PIP=torch`
+# takes PyPI's); TORCH_SITE=DIR reuses a site-packages that already holds torch (added to the
+# venv's path after its own packages) and installs none. CI runs this target.
+TORCH_VENV := $(BUILD)/venv-torch
+TORCH_VENV_PY := $(TORCH_VENV)/bin/python
+TORCH_PIP ?= torch --index-url https://download.pytorch.org/whl/cpu
+.PHONY: test-torch
+$(TORCH_VENV)/.deps:
+	@rm -rf $(TORCH_VENV)
+	$(PYTHON) -m venv $(TORCH_VENV)
+	$(TORCH_VENV_PY) -m pip install -q --disable-pip-version-check $(PY_DEPS)
+ifneq ($(TORCH_SITE),)
+	echo $(abspath $(TORCH_SITE)) > "$$($(TORCH_VENV_PY) -c 'import site; print(site.getsitepackages()[0])')/zz_torch_site.pth"
+else
+	$(TORCH_VENV_PY) -m pip install -q --disable-pip-version-check $(TORCH_PIP)
+endif
+	@touch $@
+
+$(TORCH_VENV)/.fplab: $(TORCH_VENV)/.deps $(BUILD)/libfplab.so $(PY_SRC)
+	@rm -rf python/build
+	FPLAB_BUILD_DIR=$(abspath $(BUILD)) FPLAB_MAKE_ARGS='$(PY_MAKE_ARGS)' \
+	  $(TORCH_VENV_PY) -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps ./python
+	@rm -rf python/build python/fplab.egg-info
+	@touch $@
+
+test-torch: $(TORCH_VENV)/.fplab cli
+	cd tests/python && FPLAB_CLI=$(abspath $(BUILD)/fplab) $(abspath $(TORCH_VENV_PY)) -m pytest -q -p no:cacheprovider \
+	  test_torch.py test_torch_policy.py

@@ -53,15 +53,19 @@ class BuildWithLibrary(build_ext):
             shutil.copy2(build_dir / f"libfplab.so.{VERSION}", dest / f"libfplab.so.{major}")
 
 
-ext = Extension(
-    "fplab._fplab",
-    sources=["fplab/_fplab.c"],
-    include_dirs=[str(ROOT)],
-    define_macros=[("FPLAB_VERSION", f'"{VERSION}"')],
-    libraries=["fplab"],
-    extra_compile_args=["-std=gnu11", "-Wall", "-Wextra", "-Wno-missing-field-initializers",
-                        "-Wno-cast-function-type"],
-    extra_link_args=["-Wl,-rpath,$ORIGIN"],
-)
+def extension(name):
+    return Extension(
+        f"fplab.{name}",
+        sources=[f"fplab/{name}.c"],
+        include_dirs=[str(ROOT)],
+        define_macros=[("FPLAB_VERSION", f'"{VERSION}"')],
+        libraries=["fplab"],
+        extra_compile_args=["-std=gnu11", "-Wall", "-Wextra", "-Wno-missing-field-initializers",
+                            "-Wno-cast-function-type"],
+        extra_link_args=["-Wl,-rpath,$ORIGIN"],
+    )
 
-setup(version=VERSION, ext_modules=[ext], cmdclass={"build_ext": BuildWithLibrary})
+
+# _fplab: formats, codes, scaled matmul on NumPy arrays; _autocast: policies for fplab.torch.
+setup(version=VERSION, ext_modules=[extension("_fplab"), extension("_autocast")],
+      cmdclass={"build_ext": BuildWithLibrary})

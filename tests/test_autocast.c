@@ -632,3 +632,41 @@ Test(autocast, json_str_escapes_everything_a_user_can_type) {
         free(buf);
     }
 }
+
+// The cast hook sees every value-returning cast once, after it, with its input, its values and
+// its key (site, layer, shape, orientation, count); inactive sites and operand casts call nothing.
+typedef struct {
+    int calls;
+    ac_site site;
+    int layer;
+    const float *x, *out;
+    size_t rows, cols;
+    bool k_rows, count;
+} hook_seen;
+
+static void record_hook(void *user, ac_site s, int layer, const float *x, const float *out, size_t rows, size_t cols,
+                        bool k_rows, bool count) {
+    hook_seen *h = user;
+    *h = (hook_seen){h->calls + 1, s, layer, x, out, rows, cols, k_rows, count};
+}
+
+Test(autocast, cast_hook_sees_each_cast) {
+    ac_policy p = policy("bf16-amp");
+    ac_ctx c;
+    init_ctx(&c, &p, 2, 256);
+    hook_seen h = {0};
+    c.hook = record_hook, c.hook_user = &h;
+    float x[256];
+    for (int i = 0; i < 256; i++) x[i] = 1.0f + (float)i / 3.0f;
+    const float *y = ac_cast(&c, AC_DOWN_GRAD, 1, x, 8, 32, true, 2, false);
+    cr_assert_eq(h.calls, 1);
+    cr_assert(h.site == AC_DOWN_GRAD && h.layer == 1 && h.x == x && h.out == y && h.rows == 8 && h.cols == 32);
+    cr_assert(h.k_rows && !h.count);
+    ac_cast_inplace(&c, AC_O_IN, 0, x, 16, 16, true);
+    cr_assert_eq(h.calls, 2);
+    cr_assert(h.x == NULL && h.out == x && h.count && !h.k_rows);
+    ac_cast(&c, AC_MASTER, -1, x, 16, 16, false, 0, true);  // inactive in bf16-amp: no call
+    ac_cast_inplace(&c, AC_RESIDUAL, 0, x, 16, 16, true);
+    cr_assert_eq(h.calls, 2);
+    ac_free(&c);
+}

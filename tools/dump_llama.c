@@ -79,24 +79,6 @@ static void write_file(const char *dir, const char *name, const void *data, size
     CHECK(fio_write_file(path, data, n, msg, sizeof msg) == FIO_OK, "%s", msg);
 }
 
-// The shape of each tensor of the buffer (all layers together, as llama.h lists them).
-static int param_shape(const llama_config *c, llama_param_id p, size_t shape[3]) {
-    const size_t C = c->dim, L = c->n_layers, V = c->vocab_size, H = c->hidden_dim;
-    const size_t hs = C / c->n_heads, qd = c->n_heads * hs, kvd = c->n_kv_heads * hs;
-    switch (p) {
-    case LP_TOK_EMB: case LP_LM_HEAD: shape[0] = V, shape[1] = C; return 2;
-    case LP_ATTN_NORM: case LP_MLP_NORM: shape[0] = L, shape[1] = C; return 2;
-    case LP_WQ: shape[0] = L, shape[1] = qd, shape[2] = C; return 3;
-    case LP_WK: case LP_WV: shape[0] = L, shape[1] = kvd, shape[2] = C; return 3;
-    case LP_WO: shape[0] = L, shape[1] = C, shape[2] = qd; return 3;
-    case LP_W_GATE: case LP_W_UP: shape[0] = L, shape[1] = H, shape[2] = C; return 3;
-    case LP_W_DOWN: shape[0] = L, shape[1] = C, shape[2] = H; return 3;
-    case LP_FINAL_NORM: shape[0] = C; return 1;
-    case LP_COUNT: break;
-    }
-    return 0;
-}
-
 int main(int argc, char **argv) {
     llama_config c = dump_default_config();
     unsigned long long seed = DUMP_SEED;
@@ -209,7 +191,7 @@ int main(int argc, char **argv) {
     for (int p = 0; p < LP_COUNT; p++) {
         if (sizes[p]) {
             size_t shape[3];
-            const int nd = param_shape(&c, p, shape);
+            const int nd = dump_param_shape(&c, p, shape);
             size_t prod = 1;
             for (int k = 0; k < nd; k++) prod *= shape[k];
             CHECK(prod == sizes[p], "%s: shape gives %zu elements, llama_param_sizes %zu",

@@ -65,4 +65,24 @@ static inline int dump_setup(llama_model *m, const llama_config *c, uint64_t see
     return LLAMA_OK;
 }
 
+// The shape of each tensor of the parameter buffer (all layers together, as llama.h lists them);
+// the number of dimensions (0 for LP_COUNT). tools/dump_llama.c and tools/train_policy_dump.c
+// write it into their manifests.
+static inline int dump_param_shape(const llama_config *c, llama_param_id p, size_t shape[3]) {
+    const size_t C = c->dim, L = c->n_layers, V = c->vocab_size, H = c->hidden_dim;
+    const size_t hs = C / c->n_heads, qd = c->n_heads * hs, kvd = c->n_kv_heads * hs;
+    switch (p) {
+    case LP_TOK_EMB: case LP_LM_HEAD: shape[0] = V, shape[1] = C; return 2;
+    case LP_ATTN_NORM: case LP_MLP_NORM: shape[0] = L, shape[1] = C; return 2;
+    case LP_WQ: shape[0] = L, shape[1] = qd, shape[2] = C; return 3;
+    case LP_WK: case LP_WV: shape[0] = L, shape[1] = kvd, shape[2] = C; return 3;
+    case LP_WO: shape[0] = L, shape[1] = C, shape[2] = qd; return 3;
+    case LP_W_GATE: case LP_W_UP: shape[0] = L, shape[1] = H, shape[2] = C; return 3;
+    case LP_W_DOWN: shape[0] = L, shape[1] = C, shape[2] = H; return 3;
+    case LP_FINAL_NORM: shape[0] = C; return 1;
+    case LP_COUNT: break;
+    }
+    return 0;
+}
+
 #endif

@@ -57,3 +57,13 @@ class FakeQuantize(torch.nn.Module):
 
     def extra_repr(self):
         return f"fmt={self.fmt!r}, scale={self.scale!r}, axis={self.axis}"
+
+
+# Policies on whole models (apply_policy), the loss scaler and the weight-update wrapper: their
+# own modules (docs/torch.md).
+from .torch_optim import PolicyOptimizer  # noqa: E402
+from .torch_policy import NAMES, PROJECTIONS, Policy, apply_policy, policy, policy_text  # noqa: E402
+from .torch_scaler import GradScaler  # noqa: E402
+
+__all__ += ["GradScaler", "NAMES", "PROJECTIONS", "Policy", "PolicyOptimizer", "apply_policy", "policy",
+            "policy_text"]

@@ -1,0 +1,487 @@
+// _autocast.c: the CPython extension fplab._autocast: autocast's context (autocast/autocast.h)
+// for fplab.torch. A Context holds one parsed policy and its ac_ctx (delayed-scaling histories,
+// telemetry, loss scaler), and casts, multiplies and rounds caller-owned float32 buffers the
+// way trainer/llama.c does for its projections: ac_cast for each operand site, op_matmul_* for
+// float32 products, ac_cast_operand + mm_cpu for the accumulators the policy emulates.
+// Constraints: no numerics here: every value comes from the C library. Buffers come through the
+// buffer protocol (a CPU torch tensor's .numpy() view shares its memory), C-contiguous float32,
+// checked here; sizes are checked against the shapes the caller states. A context is not
+// thread-safe (neither is ac_ctx): fplab.torch calls it from one thread at a time.
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autocast/autocast.h"
+#include "kernels/llama_ops.h"
+#include "kernels/scaled_mm.h"
+
+// ---------------------------------------------------------------------------------------------
+// buffers
+
+static int get_f32(Py_buffer *v, PyObject *obj, size_t n, bool writable, const char *what) {
+    if (PyObject_GetBuffer(obj, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%s: expected a C-contiguous%s float32 buffer, got %s", what,
+                     writable ? " writable" : "", Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    const char *f = v->format ? v->format : "B";
+    if (*f == '<' || *f == '=' || *f == '@') f++;
+    if (strcmp(f, "f") || v->itemsize != 4 || (size_t)v->len != n * 4) {
+        PyErr_Format(PyExc_TypeError, "%s: expected %zu float32 values, got %zd items of format '%s'", what, n,
+                     v->len / (v->itemsize ? v->itemsize : 1), v->format ? v->format : "B");
+        PyBuffer_Release(v);
+        return -1;
+    }
+    return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Context
+
+typedef struct {
+    PyObject_HEAD ac_ctx ac;
+    bool ready;
+} ContextObject;
+
+static PyTypeObject ContextType;
+
+// Grows the context's cast buffers to n floats (ac_init sized them for max_operand).
+static int ensure_cap(ContextObject *self, size_t n) {
+    ac_ctx *c = &self->ac;
+    if (n <= c->buf_cap) return 0;
+    float **bufs[11] = {&c->buf[0], &c->buf[1], &c->buf[2], &c->buf[3]};
+    int nb = 4;
+    if (c->op_deq) {
+        for (int i = 0; i < 4; i++) bufs[nb++] = &c->op_scales[i];
+        bufs[nb++] = &c->op_deq, bufs[nb++] = &c->op_tiles;
+    }
+    for (int i = 0; i < nb; i++) {
+        float *p = realloc(*bufs[i], n * sizeof(float));
+        if (!p) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        *bufs[i] = p;
+    }
+    c->buf_cap = n;
+    return 0;
+}
+
+static int context_init(ContextObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"text", "origin", "n_layers", "seed", "telemetry", NULL};
+    const char *text, *origin, *tel = "sites";
+    int n_layers = 0;
+    unsigned long long seed = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|iKs", kwlist, &text, &origin, &n_layers, &seed, &tel))
+        return -1;
+    if (n_layers < 0 || n_layers > 1 << 20) {
+        PyErr_Format(PyExc_ValueError, "n_layers %d: expected 0..%d", n_layers, 1 << 20);
+        return -1;
+    }
+    const ac_telemetry t = !strcmp(tel, "off") ? AC_TEL_OFF : !strcmp(tel, "sites") ? AC_TEL_SITES
+                         : !strcmp(tel, "layers") ? AC_TEL_LAYERS : (ac_telemetry)-1;
+    if ((int)t < 0) {
+        PyErr_Format(PyExc_ValueError, "telemetry '%s': expected off, sites or layers", tel);
+        return -1;
+    }
+    ac_policy p;
+    char msg[1024] = "";
+    if (ac_policy_parse(&p, text, origin, msg, sizeof msg) != AC_OK) {
+        PyErr_SetString(PyExc_ValueError, msg);
+        return -1;
+    }
+    if (self->ready) ac_free(&self->ac), self->ready = false;
+    char m2[256] = "";
+    if (ac_init(&self->ac, &p, n_layers, seed, t, 1, m2, sizeof m2) != AC_OK) {
+        PyErr_SetString(PyExc_MemoryError, m2);
+        return -1;
+    }
+    self->ready = true;
+    if (msg[0] && PyErr_WarnFormat(PyExc_UserWarning, 1, "%s", msg) < 0) return -1;
+    return 0;
+}
+
+static void context_dealloc(ContextObject *self) {
+    if (self->ready) ac_free(&self->ac);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int check_site(int s) {
+    if (s < 0 || s >= AC_NSITES) {
+        PyErr_Format(PyExc_ValueError, "site %d: expected 0..%d", s, AC_NSITES - 1);
+        return -1;
+    }
+    return 0;
+}
+
+// Layers 0..n_layers-1, and n_layers (or -1) for model-level sites: the trainer casts its LM
+// head as layer n_layers (the stochastic-rounding stream names the layer it is given).
+static int check_layer(const ContextObject *self, int layer) {
+    if (layer < -1 || layer > self->ac.n_layers) {
+        PyErr_Format(PyExc_ValueError, "layer %d: expected 0..%d (%d: model level)", layer, self->ac.n_layers,
+                     self->ac.n_layers);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *ctx_describe(ContextObject *self, PyObject *unused) {
+    (void)unused;
+    const ac_policy *p = &self->ac.pol;
+    static const char *upd[] = {"fp32", "round", "sr", "kahan"};
+    static const char *kind[] = {"none", "static", "dynamic"};
+    PyObject *active = PyList_New(AC_NSITES), *names = PyList_New(AC_NSITES), *emu = PyList_New(AC_NPROJ);
+    if (!active || !names || !emu) goto fail;
+    for (int s = 0; s < AC_NSITES; s++) {
+        PyList_SET_ITEM(active, s, PyBool_FromLong(p->site[s].active));
+        PyList_SET_ITEM(names, s, PyUnicode_FromString(ac_site_name((ac_site)s)));
+    }
+    for (int g = 0; g < AC_NPROJ; g++) {
+        PyObject *row = PyTuple_New(AC_NPASSES);
+        if (!row) goto fail;
+        for (int k = 0; k < AC_NPASSES; k++) PyTuple_SET_ITEM(row, k, PyBool_FromLong(mm_acc_is_emulated(&p->acc[g][k])));
+        PyList_SET_ITEM(emu, g, row);
+    }
+    size_t n = ac_policy_text(p, NULL, 0);
+    char *text = malloc(n + 1);
+    if (!text) goto fail;
+    ac_policy_text(p, text, n + 1);
+    PyObject *d = Py_BuildValue("{s:s,s:s,s:i,s:{s:s,s:f,s:f,s:f,s:i,s:f},s:N,s:N,s:N,s:s,s:i}", "name", p->name,
+                                "update", upd[p->update], "hadamard", p->hadamard, "loss_scale", "kind",
+                                kind[p->scaler.kind], "init", (double)p->scaler.init, "growth",
+                                (double)p->scaler.growth, "backoff", (double)p->scaler.backoff, "interval",
+                                p->scaler.interval, "min", (double)p->scaler.min_scale, "active", active,
+                                "site_names", names, "emulated", emu, "text", text, "n_layers", self->ac.n_layers);
+    free(text);
+    return d;
+fail:
+    Py_XDECREF(active), Py_XDECREF(names), Py_XDECREF(emu);
+    return PyErr_NoMemory();
+}
+
+static PyObject *ctx_begin_step(ContextObject *self, PyObject *args) {
+    unsigned long long step;
+    if (!PyArg_ParseTuple(args, "K", &step)) return NULL;
+    ac_begin_step(&self->ac, step);
+    Py_RETURN_NONE;
+}
+
+static PyObject *ctx_begin_micro(ContextObject *self, PyObject *args) {
+    int micro;
+    if (!PyArg_ParseTuple(args, "i", &micro)) return NULL;
+    if (micro < 0 || micro >= 64) return PyErr_Format(PyExc_ValueError, "micro-batch %d: expected 0..63 (the "
+                                                      "stochastic-rounding keys hold 64 per step)", micro);
+    ac_begin_micro(&self->ac, micro);
+    Py_RETURN_NONE;
+}
+
+// cast(out, x, site, layer, rows, cols, k_rows, count): out (rows, cols) = x cast for the site as
+// ac_cast does; out may be x (in place). The context's slot 0 is pointed at out for the call,
+// so the library writes there and nothing is copied.
+static PyObject *ctx_cast(ContextObject *self, PyObject *args) {
+    PyObject *oo, *ox;
+    int site, layer, k_rows, count;
+    Py_ssize_t rows, cols;
+    if (!PyArg_ParseTuple(args, "OOiinnpp", &oo, &ox, &site, &layer, &rows, &cols, &k_rows, &count)) return NULL;
+    if (check_site(site) < 0 || check_layer(self, layer) < 0) return NULL;
+    if (rows < 0 || cols < 0) return PyErr_Format(PyExc_ValueError, "shape (%zd, %zd)", rows, cols);
+    const size_t n = (size_t)rows * (size_t)cols;
+    Py_buffer o, x;
+    if (get_f32(&o, oo, n, true, "out") < 0) return NULL;
+    if (get_f32(&x, ox, n, false, "x") < 0) {
+        PyBuffer_Release(&o);
+        return NULL;
+    }
+    ac_ctx *c = &self->ac;
+    float *saved = c->buf[0];
+    Py_BEGIN_ALLOW_THREADS
+    c->buf[0] = o.buf;
+    const float *r = ac_cast(c, (ac_site)site, layer, x.buf, (size_t)rows, (size_t)cols, k_rows, 0, count);
+    if (r == x.buf && o.buf != x.buf) memcpy(o.buf, x.buf, n * sizeof(float));  // inactive site
+    c->buf[0] = saved;
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&o), PyBuffer_Release(&x);
+    Py_RETURN_NONE;
+}
+
+// hadamard(out, x, rows, cols): ac_hadamard16 (the NVFP4 recipe's wgrad rotation).
+static PyObject *ctx_hadamard(ContextObject *self, PyObject *args) {
+    PyObject *oo, *ox;
+    Py_ssize_t rows, cols;
+    if (!PyArg_ParseTuple(args, "OOnn", &oo, &ox, &rows, &cols)) return NULL;
+    const size_t n = (size_t)rows * (size_t)cols;
+    Py_buffer o, x;
+    if (get_f32(&o, oo, n, true, "out") < 0) return NULL;
+    if (get_f32(&x, ox, n, false, "x") < 0) {
+        PyBuffer_Release(&o);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    ac_hadamard16(&self->ac, o.buf, x.buf, (size_t)rows, (size_t)cols);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&o), PyBuffer_Release(&x);
+    Py_RETURN_NONE;
+}
+
+// matmul(pass, out, a, b, N, IC, OC, accumulate): the trainer's float32 products (llama_ops.h):
+// fprop out (N, OC) = a (N, IC) b^T, b (OC, IC); dgrad out (N, IC) (= or +=) a (N, OC) b (OC, IC);
+// wgrad out (OC, IC) += a^T b, a (N, OC), b (N, IC).
+static PyObject *ctx_matmul(ContextObject *self, PyObject *args) {
+    (void)self;
+    PyObject *oo, *oa, *ob;
+    int pass, accumulate;
+    Py_ssize_t N, IC, OC;
+    if (!PyArg_ParseTuple(args, "iOOOnnnp", &pass, &oo, &oa, &ob, &N, &IC, &OC, &accumulate)) return NULL;
+    if (pass < 0 || pass >= AC_NPASSES || N < 0 || IC < 0 || OC < 0)
+        return PyErr_Format(PyExc_ValueError, "matmul: pass %d, sizes (%zd, %zd, %zd)", pass, N, IC, OC);
+    const size_t n = (size_t)N, ic = (size_t)IC, oc = (size_t)OC;
+    const size_t no = pass == AC_FPROP ? n * oc : pass == AC_DGRAD ? n * ic : oc * ic;
+    const size_t na = pass == AC_FPROP ? n * ic : n * oc;
+    const size_t nb = pass == AC_WGRAD ? n * ic : oc * ic;
+    Py_buffer o, a, b;
+    if (get_f32(&o, oo, no, true, "out") < 0) return NULL;
+    if (get_f32(&a, oa, na, false, "a") < 0) {
+        PyBuffer_Release(&o);
+        return NULL;
+    }
+    if (get_f32(&b, ob, nb, false, "b") < 0) {
+        PyBuffer_Release(&o), PyBuffer_Release(&a);
+        return NULL;
+    }
+    int st = 0;
+    Py_BEGIN_ALLOW_THREADS
+    if (pass == AC_FPROP) st = op_matmul_forward(o.buf, a.buf, b.buf, n, ic, oc);
+    else if (pass == AC_DGRAD) st = op_matmul_dgrad(o.buf, a.buf, b.buf, n, ic, oc, accumulate);
+    else st = op_matmul_wgrad(o.buf, a.buf, b.buf, n, ic, oc);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&o), PyBuffer_Release(&a), PyBuffer_Release(&b);
+    if (st != 0) return PyErr_Format(PyExc_MemoryError, "matmul: the library returned %d", st);
+    Py_RETURN_NONE;
+}
+
+// matmul_emulated(proj, pass, out, a, site_a, ra, ca, krows_a, count_a, b, site_b, rb, cb, krows_b,
+//                 count_b, layer, M, N, K, accumulate): out (M, N) (= or +=) A B with the operands
+// cast by ac_cast_operand (A into slot 0, B into slot 1) and the accumulator the policy emulates
+// for (proj, pass), as trainer/llama.c's mm_emulated.
+static PyObject *ctx_matmul_emulated(ContextObject *self, PyObject *args) {
+    PyObject *oo, *oa, *ob;
+    int proj, pass, sa, sb, ka, kb, ca_, cb_, layer, accumulate;
+    Py_ssize_t ra, ca, rb, cb, M, N, K;
+    if (!PyArg_ParseTuple(args, "iiOOinnppOinnppinnnp", &proj, &pass, &oo, &oa, &sa, &ra, &ca, &ka, &ca_, &ob, &sb,
+                          &rb, &cb, &kb, &cb_, &layer, &M, &N, &K, &accumulate))
+        return NULL;
+    if (proj < 0 || proj >= AC_NPROJ || pass < 0 || pass >= AC_NPASSES)
+        return PyErr_Format(PyExc_ValueError, "matmul_emulated: projection %d, pass %d", proj, pass);
+    if (check_site(sa) < 0 || check_site(sb) < 0 || check_layer(self, layer) < 0) return NULL;
+    ac_ctx *c = &self->ac;
+    const mm_acc *acc = ac_emulated_acc(c, (ac_proj)proj, (ac_pass)pass);
+    if (!acc || !ac_active(c, (ac_site)sa) || !ac_active(c, (ac_site)sb))
+        return PyErr_Format(PyExc_ValueError, "matmul_emulated: %s has no emulated accumulator in this policy",
+                            ac_gemm_name((ac_proj)proj, (ac_pass)pass));
+    if (M < 0 || N < 0 || K < 0 || ra * ca != M * K || rb * cb != K * N)
+        return PyErr_Format(PyExc_ValueError, "matmul_emulated: operands (%zd, %zd) and (%zd, %zd) for M=%zd N=%zd "
+                            "K=%zd", ra, ca, rb, cb, M, N, K);
+    const size_t na = (size_t)ra * (size_t)ca, nb = (size_t)rb * (size_t)cb;
+    if (ensure_cap(self, na > nb ? na : nb) < 0) return NULL;
+    Py_buffer o, a, b;
+    if (get_f32(&o, oo, (size_t)M * (size_t)N, true, "out") < 0) return NULL;
+    if (get_f32(&a, oa, na, false, "a") < 0) {
+        PyBuffer_Release(&o);
+        return NULL;
+    }
+    if (get_f32(&b, ob, nb, false, "b") < 0) {
+        PyBuffer_Release(&o), PyBuffer_Release(&a);
+        return NULL;
+    }
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    mm_operand A, B;
+    ac_cast_operand(c, (ac_site)sa, layer, a.buf, (size_t)ra, (size_t)ca, ka, MM_SIDE_A, 0, ca_, &A);
+    ac_cast_operand(c, (ac_site)sb, layer, b.buf, (size_t)rb, (size_t)cb, kb, MM_SIDE_B, 1, cb_, &B);
+    mm_opts mo;
+    mm_opts_default(&mo);
+    mo.acc = *acc;
+    mo.beta = accumulate ? 1.0f : 0.0f;
+    st = mm_cpu(o.buf, (size_t)N, &A, &B, (size_t)M, (size_t)N, (size_t)K, &mo);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&o), PyBuffer_Release(&a), PyBuffer_Release(&b);
+    if (st != MM_OK) return PyErr_Format(PyExc_ValueError, "matmul_emulated: mm_cpu returned %d", st);
+    Py_RETURN_NONE;
+}
+
+// round_update(p, p_old, comp_or_None): ac_round_update over n floats.
+static PyObject *ctx_round_update(ContextObject *self, PyObject *args) {
+    PyObject *op, *oold, *ocomp;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "OOOn", &op, &oold, &ocomp, &n)) return NULL;
+    Py_buffer p, old, comp = {0};
+    if (get_f32(&p, op, (size_t)n, true, "p") < 0) return NULL;
+    if (get_f32(&old, oold, (size_t)n, false, "p_old") < 0) {
+        PyBuffer_Release(&p);
+        return NULL;
+    }
+    const bool has_comp = ocomp != Py_None;
+    if (has_comp && get_f32(&comp, ocomp, (size_t)n, true, "comp") < 0) {
+        PyBuffer_Release(&p), PyBuffer_Release(&old);
+        return NULL;
+    }
+    if (!has_comp && self->ac.pol.update == AC_UPDATE_KAHAN && self->ac.pol.site[AC_MASTER].active) {
+        PyBuffer_Release(&p), PyBuffer_Release(&old);
+        return PyErr_Format(PyExc_ValueError, "round_update: update kahan needs its compensation buffer");
+    }
+    Py_BEGIN_ALLOW_THREADS
+    ac_round_update(&self->ac, p.buf, old.buf, has_comp ? comp.buf : NULL, (size_t)n);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&p), PyBuffer_Release(&old);
+    if (has_comp) PyBuffer_Release(&comp);
+    Py_RETURN_NONE;
+}
+
+// json(): the step's telemetry members as ac_write_json writes them (",\"sites\":{...}...").
+static PyObject *ctx_json(ContextObject *self, PyObject *unused) {
+    (void)unused;
+    char *s = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&s, &len);
+    if (!f) return PyErr_NoMemory();
+    ac_write_json(&self->ac, f);
+    fclose(f);
+    PyObject *r = PyUnicode_FromStringAndSize(s ? s : "", (Py_ssize_t)len);
+    free(s);
+    return r;
+}
+
+// json_num(v, digits): ac_json_num's spelling of a number for the JSON-lines logs.
+static PyObject *py_json_num(PyObject *mod, PyObject *args) {
+    (void)mod;
+    double v;
+    int digits;
+    if (!PyArg_ParseTuple(args, "di", &v, &digits)) return NULL;
+    char *s = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&s, &len);
+    if (!f) return PyErr_NoMemory();
+    ac_json_num(f, v, digits);
+    fclose(f);
+    PyObject *r = PyUnicode_FromStringAndSize(s ? s : "", (Py_ssize_t)len);
+    free(s);
+    return r;
+}
+
+static PyObject *ctx_scaler_update(ContextObject *self, PyObject *args) {
+    int finite;
+    if (!PyArg_ParseTuple(args, "p", &finite)) return NULL;
+    return PyBool_FromLong(ac_scaler_update(&self->ac.scaler, &self->ac.pol.scaler, finite));
+}
+
+static PyObject *ctx_scaler(ContextObject *self, PyObject *unused) {
+    (void)unused;
+    const ac_scaler *s = &self->ac.scaler;
+    return Py_BuildValue("{s:f,s:i,s:L,s:L,s:L}", "scale", (double)s->scale, "good_steps", (int)s->good_steps,
+                         "skipped", (long long)s->skipped, "grown", (long long)s->grown, "backed_off",
+                         (long long)s->backed_off);
+}
+
+// state() / load_state(bytes): the checkpoint image of ac_state_save (scaler and amax histories).
+static PyObject *ctx_state(ContextObject *self, PyObject *unused) {
+    (void)unused;
+    const size_t n = ac_state_bytes(&self->ac);
+    PyObject *b = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
+    if (b) ac_state_save(&self->ac, PyBytes_AS_STRING(b));
+    return b;
+}
+
+static PyObject *ctx_load_state(ContextObject *self, PyObject *args) {
+    Py_buffer v;
+    if (!PyArg_ParseTuple(args, "y*", &v)) return NULL;
+    char msg[512] = "";
+    int st = ac_state_check(&self->ac, v.buf, (size_t)v.len, msg, sizeof msg);
+    if (st == AC_OK) st = ac_state_load(&self->ac, v.buf, (size_t)v.len);
+    PyBuffer_Release(&v);
+    if (st != AC_OK) return PyErr_Format(PyExc_ValueError, "autocast state: %s", msg[0] ? msg : "refused");
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef ctx_methods[] = {
+    {"describe", (PyCFunction)ctx_describe, METH_NOARGS, "the policy as fplab.torch needs it (a dict)"},
+    {"begin_step", (PyCFunction)ctx_begin_step, METH_VARARGS, "ac_begin_step(step)"},
+    {"begin_micro", (PyCFunction)ctx_begin_micro, METH_VARARGS, "ac_begin_micro(micro)"},
+    {"cast", (PyCFunction)ctx_cast, METH_VARARGS, "cast(out, x, site, layer, rows, cols, k_rows, count)"},
+    {"hadamard", (PyCFunction)ctx_hadamard, METH_VARARGS, "hadamard(out, x, rows, cols)"},
+    {"matmul", (PyCFunction)ctx_matmul, METH_VARARGS, "matmul(pass, out, a, b, N, IC, OC, accumulate)"},
+    {"matmul_emulated", (PyCFunction)ctx_matmul_emulated, METH_VARARGS, "a product with the emulated accumulator"},
+    {"round_update", (PyCFunction)ctx_round_update, METH_VARARGS, "round_update(p, p_old, comp, n)"},
+    {"json", (PyCFunction)ctx_json, METH_NOARGS, "the step's telemetry as JSON members"},
+    {"scaler_update", (PyCFunction)ctx_scaler_update, METH_VARARGS, "scaler_update(finite) -> skip"},
+    {"scaler", (PyCFunction)ctx_scaler, METH_NOARGS, "the loss scaler's state (a dict)"},
+    {"state", (PyCFunction)ctx_state, METH_NOARGS, "the checkpoint image (bytes)"},
+    {"load_state", (PyCFunction)ctx_load_state, METH_VARARGS, "load a checkpoint image"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject ContextType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fplab._autocast.Context",
+    .tp_basicsize = sizeof(ContextObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Context(text, origin, n_layers=0, seed=0, telemetry='sites'): a parsed policy and its autocast state",
+    .tp_methods = ctx_methods,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)context_init,
+    .tp_dealloc = (destructor)context_dealloc,
+};
+
+// ---------------------------------------------------------------------------------------------
+// module functions
+
+// policy_text(name_or_path) -> canonical text (ac_policy_load, then ac_policy_text).
+static PyObject *py_policy_text(PyObject *mod, PyObject *args) {
+    (void)mod;
+    const char *name;
+    if (!PyArg_ParseTuple(args, "s", &name)) return NULL;
+    ac_policy p;
+    char msg[1024] = "";
+    if (ac_policy_load(&p, name, msg, sizeof msg) != AC_OK) {
+        PyErr_SetString(PyExc_ValueError, msg);
+        return NULL;
+    }
+    const size_t n = ac_policy_text(&p, NULL, 0);
+    char *text = malloc(n + 1);
+    if (!text) return PyErr_NoMemory();
+    ac_policy_text(&p, text, n + 1);
+    PyObject *r = PyUnicode_FromString(text);
+    free(text);
+    return r;
+}
+
+static PyObject *py_presets(PyObject *mod, PyObject *unused) {
+    (void)mod, (void)unused;
+    return PyUnicode_FromString(ac_preset_names());
+}
+
+static PyMethodDef module_methods[] = {
+    {"policy_text", py_policy_text, METH_VARARGS, "a preset or policy file as canonical policy text"},
+    {"presets", py_presets, METH_NOARGS, "the preset names, comma-separated"},
+    {"json_num", py_json_num, METH_VARARGS, "a number as the JSON-lines logs spell it"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "fplab._autocast", "autocast contexts for fplab.torch",
+                                    -1, module_methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__autocast(void) {
+    if (PyType_Ready(&ContextType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    Py_INCREF(&ContextType);
+    if (PyModule_AddObject(m, "Context", (PyObject *)&ContextType) < 0 ||
+        PyModule_AddIntConstant(m, "NSITES", AC_NSITES) < 0 || PyModule_AddIntConstant(m, "NPROJ", AC_NPROJ) < 0) {
+        Py_DECREF(&ContextType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,111 @@
+"""fplab.torch_optim: the weight side of a policy around any torch optimizer: the stored precision
+of the weights (the master site: pure-bf16 keeps bf16 weights), the rounding of each update
+(update round | sr | kahan: nearest, stochastic, Kahan-compensated, with the swamped-update
+count of the telemetry), the gradients' site (grads) and the optimizer moments' (adam.m, adam.v).
+
+    opt = fplab.torch.PolicyOptimizer(torch.optim.AdamW(model.parameters(), lr=1e-3), pol)
+
+Every rounding is the C library's (ac_cast for the sites, ac_round_update for the update), on
+the flat concatenation of the parameters in the optimizer's order, as the C trainer rounds its
+one parameter buffer: element i of that buffer draws stochastic-rounding counter i. The inner
+optimizer is `opt.optimizer` (attach LR schedulers to it).
+"""
+import torch
+
+__all__ = ["PolicyOptimizer"]
+
+
+def _np(t):
+    return t.detach().numpy()
+
+
+class PolicyOptimizer:
+    def __init__(self, optimizer, policy):
+        self.optimizer = optimizer
+        self.policy = policy
+        idx = policy.site_index
+        self._master, self._grads = idx["master"], idx["grads"]
+        self._m, self._v = idx["adam.m"], idx["adam.v"]
+        self._kahan = None
+        self._grads_cast = False
+        if policy.active[self._master]:
+            # the C trainer rounds the initial weights to the master format (uncounted)
+            self._flat_apply(lambda flat, n: policy.ctx.cast(_np(flat), _np(flat), self._master, -1, n, 1, False, False))
+            if policy.info["update"] == "kahan":
+                self._kahan = torch.zeros(self._numel(), dtype=torch.float32)
+
+    def _params(self):
+        return [p for g in self.optimizer.param_groups for p in g["params"]]
+
+    def _numel(self):
+        return sum(p.numel() for p in self._params())
+
+    def _flat_apply(self, fn, extra=None):
+        ps = self._params()
+        with torch.no_grad():
+            flat = torch.cat([p.detach().reshape(-1).cpu() for p in ps]) if ps else torch.empty(0)
+            fn(flat, flat.numel())
+            o = 0
+            for p in ps:
+                p.copy_(flat[o:o + p.numel()].view_as(p))
+                o += p.numel()
+
+    def cast_grads(self):
+        """Rounds the gradients for the grads site (counted), once per step."""
+        if self._grads_cast or not self.policy.active[self._grads]:
+            return
+        for p in self._params():
+            if p.grad is not None:
+                g = p.grad if p.grad.device.type == "cpu" else p.grad.cpu()
+                g = g.contiguous()
+                self.policy.ctx.cast(_np(g), _np(g), self._grads, -1, g.numel(), 1, False, True)
+                if g is not p.grad:
+                    p.grad.copy_(g)
+        self._grads_cast = True
+
+    def step(self, closure=None):
+        self.cast_grads()
+        pol = self.policy
+        upd = pol.active[self._master]
+        old = None
+        if upd:
+            ps = self._params()
+            old = torch.cat([p.detach().reshape(-1).cpu() for p in ps]) if ps else torch.empty(0)
+        r = self.optimizer.step(closure) if closure is not None else self.optimizer.step()
+        if upd:
+            comp = None if self._kahan is None else _np(self._kahan)
+            self._flat_apply(lambda flat, n: pol.ctx.round_update(_np(flat), _np(old), comp, n))
+        for st in self.optimizer.state.values():
+            for key, site in (("exp_avg", self._m), ("momentum_buffer", self._m), ("exp_avg_sq", self._v)):
+                t = st.get(key)
+                if isinstance(t, torch.Tensor) and pol.active[site]:
+                    c = t if t.device.type == "cpu" else t.cpu()
+                    c = c.contiguous()
+                    pol.ctx.cast(_np(c), _np(c), site, -1, c.numel(), 1, False, True)
+                    if c is not t:
+                        t.copy_(c)
+        self._grads_cast = False
+        return r
+
+    def zero_grad(self, set_to_none=True):
+        self._grads_cast = False
+        return self.optimizer.zero_grad(set_to_none=set_to_none)
+
+    @property
+    def param_groups(self):
+        return self.optimizer.param_groups
+
+    @property
+    def state(self):
+        return self.optimizer.state
+
+    def state_dict(self):
+        d = {"optimizer": self.optimizer.state_dict()}
+        if self._kahan is not None:
+            d["kahan"] = self._kahan.clone()
+        return d
+
+    def load_state_dict(self, d):
+        self.optimizer.load_state_dict(d["optimizer"])
+        if "kahan" in d:
+            self._kahan = d["kahan"].clone()

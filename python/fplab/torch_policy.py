@@ -1,0 +1,462 @@
+"""fplab.torch_policy: a precision policy of the C trainer (fplab policy --show NAME) on the
+nn.Linear modules of any PyTorch model. Import it as fplab.torch (fplab.torch.apply_policy).
+
+Each nn.Linear runs as trainer/llama.c runs a projection, through fplab._autocast (the C
+library's autocast context), with a custom autograd Function:
+  forward  out = cast(x, .in) cast(W, .w)^T            (scales along K = in_features)
+  dgrad    dx  = cast(dout, .grad) cast(W, .w)          (W re-quantized with scales along K =
+                                                          out_features, uncounted)
+  wgrad    dW  = cast(dout, .grad)^T cast(x, .in)       (both re-quantized along K = the tokens,
+                                                          uncounted; NVFP4 rotates both first by
+                                                          the random Hadamard transform)
+Products accumulate in float32 through the library's op_matmul_* (CPU) or torch.mm (CUDA), or
+in the accumulator the policy emulates (`accumulator SPEC [GEMM]`: any spec the library's
+grammar takes, engines included) through mm_cpu. A bias is added in float32 after the product.
+
+Sites. A Linear is placed at a projection of the C trainer (attn.qkv, attn.o, mlp.gate_up,
+mlp.down, lm_head) by its name (q_proj -> attn.qkv, ...; NAMES below) or by `sites=`, a list
+of (glob over the module path, projection or None) tried first; its layer is the first integer
+of its path (model.layers.3.mlp.down_proj -> layer 3); a Linear with no number is model level,
+as the C trainer's LM head. Its cast sites are PATH.in, PATH.w, PATH.grad and take the rules
+of PROJECTION.in/.w/.grad. Linears of one layer and projection called on the same input tensor
+(q, k, v; gate, up) run as one group, as the C trainer's fused projection: the input is cast
+once, the gradients are cast and summed in the C trainer's order (q, k, v), so delayed scaling
+pushes its amaxes in the same order.
+
+Steps and micro-batches. Casts are keyed (stochastic rounding, telemetry, amax history) by the
+optimizer step and the micro-batch within it. The step advances with Policy.end_step() (the
+optimizer wrapper and the loss scaler's update call it); micro-batches are counted per group
+(a forward after the previous forward's backward starts the next one), and a forward repeated
+before its backward (gradient checkpointing's recompute) or run without grad (evaluation)
+casts again, identically, without counting.
+"""
+import contextlib
+import fnmatch
+import json
+import re
+import time
+import warnings
+import weakref
+
+import torch
+
+from . import _autocast
+
+__all__ = ["apply_policy", "Policy", "NAMES", "PROJECTIONS", "policy_text"]
+
+PROJECTIONS = ("attn.qkv", "attn.o", "mlp.gate_up", "mlp.down", "lm_head")  # ac_proj order
+FPROP, DGRAD, WGRAD = 0, 1, 2
+
+# The last component of a module path -> the C trainer's projection (Llama, Mistral, Qwen, Gemma,
+# OPT/BERT-style names). Anything else falls to `default` (or `sites=`).
+NAMES = {
+    "q_proj": "attn.qkv", "k_proj": "attn.qkv", "v_proj": "attn.qkv", "qkv_proj": "attn.qkv",
+    "query": "attn.qkv", "key": "attn.qkv", "value": "attn.qkv", "Wqkv": "attn.qkv",
+    "o_proj": "attn.o", "out_proj": "attn.o", "dense": "attn.o",
+    "gate_proj": "mlp.gate_up", "up_proj": "mlp.gate_up", "gate_up_proj": "mlp.gate_up",
+    "w1": "mlp.gate_up", "w3": "mlp.gate_up", "fc1": "mlp.gate_up",
+    "down_proj": "mlp.down", "w2": "mlp.down", "fc2": "mlp.down",
+    "lm_head": "lm_head",
+}
+
+_LAYER = re.compile(r"(?:^|\.)(\d+)(?:\.|$)")
+
+
+def policy_text(policy):
+    """The canonical text of a preset name or a policy file (what `fplab policy --show` prints)."""
+    return _autocast.policy_text(policy)
+
+
+def _np(t):
+    """A float32 CPU tensor's memory as a NumPy array (no copy)."""
+    return t.detach().numpy()
+
+
+class _Group:
+    """Linears of one projection and layer that share an input (q, k, v): one autograd node."""
+
+    def __init__(self, proj, layer):
+        self.proj, self.layer = proj, layer
+        self.members = []          # modules, in registration order (the C trainer's order)
+        self.paths = []            # their module paths
+        self.fwd = self.bwd = 0    # counted forwards and backwards of this step
+        self.cache = None          # (x, outputs, consumed flags) of the last forward
+
+
+class Policy:
+    """What apply_policy returns: the policy applied to a model (a context manager too: leaving
+    the `with` block restores the model). Attributes: name, text (the policy's canonical text),
+    ctx (the fplab._autocast.Context), sites ({module path: (projection, layer)}), step."""
+
+    def __init__(self, model, policy, *, seed=0, telemetry="sites", sites=(), default="mlp.down",
+                 accumulator=None, log=None, n_layers=None):
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(f"apply_policy: expected a torch.nn.Module, got {type(model).__name__}")
+        if not isinstance(policy, str):
+            raise TypeError(f"apply_policy: policy is a preset name or a policy file path, got {type(policy).__name__}")
+        text = _autocast.policy_text(policy)
+        if accumulator is not None:  # passed through to the library's grammar unchanged
+            for line in [accumulator] if isinstance(accumulator, str) else accumulator:
+                text += f"accumulator {line}\n"
+        placed = {}
+        for path, mod in model.named_modules():
+            if not isinstance(mod, torch.nn.Linear):
+                continue
+            proj = self._place(path, sites, default)
+            if proj is None:
+                continue
+            if proj not in PROJECTIONS:
+                raise ValueError(f"apply_policy: module {path}: projection {proj!r}; expected one of "
+                                 f"{', '.join(PROJECTIONS)} or None")
+            m = _LAYER.search(path)
+            placed[path] = (mod, PROJECTIONS.index(proj), int(m.group(1)) if m else -1)
+        top = max([l for _, _, l in placed.values()], default=-1) + 1 if n_layers is None else n_layers
+        # Model-level Linears take layer n_layers, as the C trainer's LM head (its SR stream).
+        placed = {p: (mod, g, top if l < 0 else l) for p, (mod, g, l) in placed.items()}
+        if any(l > top for _, _, l in placed.values()):
+            raise ValueError(f"apply_policy: n_layers={top}, but a module path numbers layer "
+                             f"{max(l for _, _, l in placed.values())}")
+        self.ctx = _autocast.Context(text, f"policy {policy}", top, seed, telemetry)
+        d = self.ctx.describe()
+        self.name, self.text, self.info = d["name"], d["text"], d
+        self.site_index = {n: i for i, n in enumerate(d["site_names"])}
+        self.active = d["active"]
+        self.emulated = d["emulated"]
+        self.sites = {p: (PROJECTIONS[g], l) for p, (_, g, l) in placed.items()}
+        self.record = None  # a list: every cast (site, layer, k_rows, count, input, values) is appended
+        self.step = self.applied = 0
+        self.last_skipped = False
+        self.ctx.begin_step(0)
+        self._log = open(log, "a") if isinstance(log, str) else log
+        self._own_log = isinstance(log, str)
+        self._t0 = time.monotonic()
+        self._tokens = 0
+        # Groups: one per (projection, layer, parent module).
+        groups = {}
+        self._patched = []
+        for path, (mod, g, l) in placed.items():
+            key = (g, l, path.rpartition(".")[0])
+            grp = groups.get(key)
+            if grp is None:
+                grp = groups[key] = _Group(g, l)
+            grp.members.append(mod)
+            grp.paths.append(path)
+            self._patch(mod, grp, len(grp.members) - 1)
+        self.groups = list(groups.values())
+        if self._log is not None:
+            self._log.write(json.dumps({"event": "start", "policy": self.name, "seed": seed, "model": "torch",
+                                        "steps": 0, "tokens_per_step": 0, "resumed_from": 0, "ranks": 1},
+                                       separators=(",", ":")) + "\n")
+
+    @staticmethod
+    def _place(path, sites, default):
+        for pat, proj in sites:
+            if fnmatch.fnmatchcase(path, pat):
+                return proj
+        return NAMES.get(path.rpartition(".")[2], default)
+
+    # --- module patching
+
+    def _patch(self, mod, grp, i):
+        ref = weakref.ref(self)
+
+        def forward(x):
+            pol = ref()
+            return mod.__class__.forward(mod, x) if pol is None else pol._forward(grp, i, x)
+
+        mod.forward = forward
+        self._patched.append(mod)
+
+    def remove(self):
+        """Restores every patched module's own forward (and closes a log opened by path)."""
+        for mod in self._patched:
+            mod.__dict__.pop("forward", None)
+        self._patched = []
+        self.close()
+
+    def close(self, how="done"):
+        """Writes the log's end line (as the C trainer's: how the run ended, steps, applied,
+        skipped) and closes a log opened by path; nothing without a log."""
+        if self._log is None:
+            return
+        sc = self.ctx.scaler()
+        self._log.write(json.dumps({"event": "end", "how": how, "step": self.step, "applied": self.applied,
+                                    "skipped": sc["skipped"]}, separators=(",", ":")) + "\n")
+        self._log.flush()
+        if self._own_log:
+            self._log.close()
+        self._log = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+        return False
+
+    # --- running
+
+    def _forward(self, grp, i, x):
+        if not isinstance(x, torch.Tensor) or x.dtype != torch.float32:
+            raise TypeError(f"fplab.torch: {self._path(grp, i)}: expected a float32 input, got "
+                            f"{getattr(x, 'dtype', type(x).__name__)} (fplab converts nothing; the policy replaces "
+                            "torch.autocast: run the model in float32)")
+        mod = grp.members[i]
+        if mod.weight.dtype != torch.float32:
+            raise TypeError(f"fplab.torch: {self._path(grp, i)}: weight is {mod.weight.dtype}; the policy's "
+                            "master site sets the weights' precision: keep the module in float32")
+        c = grp.cache
+        if c is not None and c[0] is x and not c[2][i]:
+            c[2][i] = True
+            if all(c[2]):
+                grp.cache = None
+            return c[1][i]
+        if c is not None and c[0] is not x:
+            grp.cache = None
+        members = grp.members if len(grp.members) > 1 else [mod]
+        grad = torch.is_grad_enabled()
+        if grad and grp.fwd == grp.bwd:
+            count, micro = True, grp.fwd % 64
+            grp.fwd += 1
+            if grp.fwd == 65:
+                warnings.warn("fplab.torch: 64 micro-batches in one step: the stochastic-rounding keys repeat "
+                              "from here; call Policy.end_step() after each optimizer step", stacklevel=3)
+        else:
+            count, micro = False, max(grp.fwd - 1, 0) % 64
+        ws = [m.weight for m in members]
+        bs = [m.bias for m in members]
+        outs = _LinearFn.apply((self, grp, members, count, micro), x, *ws, *bs)
+        if len(members) == 1:
+            return outs[0]
+        flags = [False] * len(members)
+        flags[i] = True
+        grp.cache = (x, outs, flags)
+        return outs[i]
+
+    @staticmethod
+    def _path(grp, i):
+        return grp.paths[i]
+
+    def _site(self, grp, which):
+        return self.site_index[f"{PROJECTIONS[grp.proj]}.{which}"]
+
+    def cast(self, site, layer, x, rows, cols, k_rows, count):
+        """x (a float32 CPU tensor of rows x cols) cast for site (an index) as ac_cast does; x
+        itself where the site is inactive."""
+        if not self.active[site]:
+            return x
+        out = torch.empty((rows, cols), dtype=torch.float32)
+        self.ctx.cast(_np(out), _np(x), site, layer, rows, cols, k_rows, count)
+        if self.record is not None:
+            self.record.append((self.info["site_names"][site], layer, bool(k_rows), bool(count), x.clone(), out.clone()))
+        return out
+
+    def _mm(self, pas, a, b, n, ic, oc, acc_into=None, device=None):
+        """The float32 product of the C trainer (llama_ops.h's op_matmul_*) on CPU, torch.mm on
+        another device (a and b already there)."""
+        if device is not None and device.type != "cpu":
+            if pas == FPROP:
+                return a @ b.t()
+            if pas == DGRAD:
+                return a @ b if acc_into is None else acc_into.addmm_(a, b)
+            return a.t() @ b
+        if pas == FPROP:
+            out = torch.empty((n, oc), dtype=torch.float32)
+        elif pas == DGRAD:
+            out = acc_into if acc_into is not None else torch.empty((n, ic), dtype=torch.float32)
+        else:
+            out = torch.zeros((oc, ic), dtype=torch.float32)
+        self.ctx.matmul(pas, _np(out), _np(a), _np(b), n, ic, oc, pas == DGRAD and acc_into is not None)
+        return out
+
+    # --- steps and telemetry
+
+    def telemetry(self):
+        """The step's telemetry so far, as the C trainer's log members ({"sites": ..., "update": ...})."""
+        s = self.ctx.json()
+        return json.loads("{" + s[1:] + "}") if s else {}
+
+    def end_step(self, loss=None, *, lr=None, grad_norm=None, skipped=None, tokens=0, val_loss=None):
+        """Ends optimizer step self.step: writes its log line (the C trainer's JSONL: step, loss,
+        lr, grad_norm, tokens_per_s, elapsed_s, loss_scale, skipped, sites, update) when a log
+        was given, then starts the next step. skipped: default, what the GradScaler decided.
+        tokens: the step's tokens, for tokens_per_s. Returns the line's fields as a dict."""
+        if isinstance(loss, torch.Tensor):
+            loss = loss.detach().item()
+        if skipped is None:
+            skipped = self.last_skipped
+        self.applied += 0 if skipped else 1
+        self.last_skipped = False
+        num = _autocast.json_num
+        self._tokens += tokens
+        el = time.monotonic() - self._t0
+        scale = self.ctx.scaler()["scale"]
+        fields = [f'"step":{self.step + 1}', '"loss":' + num(float("nan") if loss is None else float(loss), 9),
+                  '"lr":' + num(float("nan") if lr is None else float(lr), 9),
+                  '"grad_norm":' + num(float("nan") if grad_norm is None else float(grad_norm), 9),
+                  f'"tokens_per_s":{self._tokens / el if el > 0 else 0.0:.1f}', f'"elapsed_s":{el:.3f}',
+                  '"loss_scale":' + num(scale, 9), f'"skipped":{int(bool(skipped))}']
+        if val_loss is not None:
+            fields.append('"val_loss":' + num(float(val_loss), 9))
+        line = "{" + ",".join(fields) + self.ctx.json() + "}"
+        if self._log is not None:
+            self._log.write(line + "\n")
+            self._log.flush()
+        self.step += 1
+        self.ctx.begin_step(self.step)
+        for g in self.groups:
+            g.fwd = g.bwd = 0
+            g.cache = None
+        return json.loads(line.replace(":nan", ':"nan"').replace(":inf", ':"inf"').replace(":-inf", ':"-inf"'))
+
+    def state_dict(self):
+        """The autocast state (loss scaler, amax histories) and the step, for a checkpoint."""
+        return {"step": self.step, "autocast": self.ctx.state()}
+
+    def load_state_dict(self, d):
+        self.ctx.load_state(d["autocast"])
+        self.step = int(d["step"])
+        self.ctx.begin_step(self.step)
+
+
+class _LinearFn(torch.autograd.Function):
+    """out_i = x W_i^T (+ b_i) for the members of a group, cast and multiplied as the C trainer's
+    projection; backward as its proj_backward, member by member in the group's order."""
+
+    @staticmethod
+    def forward(ctx, info, x, *wb):
+        pol, grp, members, count, micro = info
+        k = len(members)
+        ws, bs = wb[:k], wb[k:]
+        IC = x.shape[-1]
+        dev = x.device
+        x2 = x.detach().reshape(-1, IC).contiguous()
+        N = x2.shape[0]
+        xc = x2 if dev.type == "cpu" else x2.cpu()
+        c = pol.ctx
+        c.begin_micro(micro)
+        L, g = grp.layer, grp.proj
+        s_in, s_w = pol._site(grp, "in"), pol._site(grp, "w")
+        outs = []
+        if pol.emulated[g][FPROP]:
+            for j, w in enumerate(ws):
+                OC = w.shape[0]
+                wc = w.detach().contiguous()
+                wc = wc if wc.device.type == "cpu" else wc.cpu()
+                out = torch.empty((N, OC), dtype=torch.float32)
+                c.matmul_emulated(g, FPROP, _np(out), _np(xc), s_in, N, IC, False, count and j == 0,
+                                  _np(wc), s_w, OC, IC, False, count, L, N, OC, IC, False)
+                outs.append(out.to(dev))
+        else:
+            xin = pol.cast(s_in, L, xc, N, IC, False, count).to(dev)
+            for w in ws:
+                OC = w.shape[0]
+                wd = w.detach().contiguous()
+                wc = pol.cast(s_w, L, wd if wd.device.type == "cpu" else wd.cpu(), OC, IC, False, count).to(dev)
+                outs.append(pol._mm(FPROP, xin, wc, N, IC, OC, device=dev))
+        res = []
+        for out, b in zip(outs, bs):
+            if b is not None:
+                out = out + b.detach()
+            res.append(out.reshape(*x.shape[:-1], out.shape[-1]))
+        ctx.info = info
+        ctx.has_bias = [b is not None for b in bs]
+        ctx.save_for_backward(x2, *ws)
+        return tuple(res)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        pol, grp, members, count, micro = ctx.info
+        x2, *ws = ctx.saved_tensors
+        dev = x2.device
+        cpu = dev.type == "cpu"
+        N, IC = x2.shape
+        c = pol.ctx
+        c.begin_micro(micro)
+        if count:
+            grp.bwd += 1
+        L, g = grp.layer, grp.proj
+        s_in, s_w, s_g = pol._site(grp, "in"), pol._site(grp, "w"), pol._site(grp, "grad")
+        xc = x2.detach() if cpu else x2.detach().cpu()
+        emu_d, emu_w = pol.emulated[g][DGRAD], pol.emulated[g][WGRAD]
+        had = pol.info["hadamard"]
+        xh = None
+        if had:
+            xh = torch.empty_like(xc)
+            c.hadamard(_np(xh), _np(xc), N, IC)
+        dx = None
+        gw, gb = [], []
+        for j, w in enumerate(ws):
+            OC = w.shape[0]
+            gout = grads[j]
+            g2 = (torch.zeros((N, OC), dtype=torch.float32, device=dev) if gout is None
+                  else gout.detach().reshape(N, OC).contiguous())
+            gc_ = g2 if cpu else g2.cpu()
+            wd = w.detach().contiguous()
+            wc_ = wd if cpu else wd.cpu()
+            # dgrad: dx (= or +=) cast(dout, .grad) cast(W, .w), scales along OC
+            if emu_d:
+                if dx is None:
+                    dx = torch.empty((N, IC), dtype=torch.float32)
+                c.matmul_emulated(g, DGRAD, _np(dx), _np(gc_), s_g, N, OC, False, True,
+                                  _np(wc_), s_w, OC, IC, True, False, L, N, IC, OC, j > 0)
+            else:
+                a = pol.cast(s_g, L, gc_, N, OC, False, True)
+                b = pol.cast(s_w, L, wc_, OC, IC, True, False)
+                if not cpu:
+                    a, b = a.to(dev), b.to(dev)
+                dx = pol._mm(DGRAD, a, b, N, IC, OC, acc_into=dx, device=dev)
+            # wgrad: dW = cast(dout, .grad)^T cast(x, .in), both with scales along N
+            gh, xk = gc_, xc
+            if had:
+                gh = torch.empty_like(gc_)
+                c.hadamard(_np(gh), _np(gc_), N, OC)
+                xk = xh
+            if emu_w:
+                dw = torch.zeros((OC, IC), dtype=torch.float32)
+                c.matmul_emulated(g, WGRAD, _np(dw), _np(gh), s_g, N, OC, True, False,
+                                  _np(xk), s_in, N, IC, True, False, L, OC, IC, N, True)
+            else:
+                a = pol.cast(s_g, L, gh, N, OC, True, False)
+                b = pol.cast(s_in, L, xk, N, IC, True, False)
+                if not cpu:
+                    a, b = a.to(dev), b.to(dev)
+                dw = pol._mm(WGRAD, a, b, N, IC, OC, device=dev)
+            gw.append(dw.to(dev))
+            gb.append(g2.sum(0) if ctx.has_bias[j] else None)
+        dx = dx.to(dev).reshape(*grads_shape(ctx, grads, N, IC)) if ctx.needs_input_grad[1] else None
+        return (None, dx, *gw, *gb)
+
+
+def grads_shape(ctx, grads, N, IC):
+    for g in grads:
+        if g is not None:
+            return (*g.shape[:-1], IC)
+    return (N, IC)
+
+
+def apply_policy(model, policy, *, seed=0, telemetry="sites", sites=(), default="mlp.down", accumulator=None,
+                 log=None, n_layers=None):
+    """Runs every nn.Linear of model under a precision policy of the C trainer and returns the
+    Policy (also a context manager: `with apply_policy(model, "mxfp8") as pol:` restores the
+    model on leaving).
+
+    policy: a preset name (fplab policy --list) or a policy file. accumulator: a spec line or a
+    list of them, appended as `accumulator LINE` (e.g. "hopper:wgmma", "m13:promote=128 *.fprop");
+    the library parses it. sites: [(glob over module paths, projection or None)] tried before
+    the names of NAMES; default: the projection of a Linear neither places (None: leave it as
+    it is). seed: the stochastic-rounding key. telemetry: off | sites | layers. log: a path or a
+    file to which end_step writes the C trainer's JSONL lines. n_layers: the model's layer count
+    (default: one more than the largest layer number of a placed Linear)."""
+    return Policy(model, policy, seed=seed, telemetry=telemetry, sites=sites, default=default,
+                  accumulator=accumulator, log=log, n_layers=n_layers)
+
+
+@contextlib.contextmanager
+def policy(model, name, **kw):
+    """with fplab.torch.policy(model, "mxfp8") as pol: ... (apply_policy, removed on exit)."""
+    pol = apply_policy(model, name, **kw)
+    try:
+        yield pol
+    finally:
+        pol.remove()

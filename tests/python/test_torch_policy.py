@@ -1,0 +1,246 @@
+"""fplab.torch.apply_policy (only where torch is installed): the casts of each nn.Linear against
+fplab.quantize (the same library through another path), orientation along each GEMM's K, fused
+q/k/v groups, telemetry counts, recompute, emulated accumulators against fplab.scaled_matmul,
+the loss scaler, the weight-update wrapper, and the log that `fplab report` reads."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+import fplab
+from conftest import same_bits
+
+torch = pytest.importorskip("torch")
+ft = pytest.importorskip("fplab.torch")
+
+
+class Attn(torch.nn.Module):
+    def __init__(self, c, kv):
+        super().__init__()
+        self.q_proj = torch.nn.Linear(c, c, bias=False)
+        self.k_proj = torch.nn.Linear(c, kv, bias=False)
+        self.v_proj = torch.nn.Linear(c, kv, bias=False)
+        self.o_proj = torch.nn.Linear(c + 2 * kv, c, bias=False)
+
+    def forward(self, x):
+        return self.o_proj(torch.cat([self.q_proj(x), self.k_proj(x), self.v_proj(x)], -1))
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self, c, h):
+        super().__init__()
+        self.gate_proj = torch.nn.Linear(c, h, bias=False)
+        self.up_proj = torch.nn.Linear(c, h, bias=False)
+        self.down_proj = torch.nn.Linear(h, c, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(torch.nn.functional.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class Block(torch.nn.Module):
+    def __init__(self, c, kv, h):
+        super().__init__()
+        self.self_attn, self.mlp = Attn(c, kv), Mlp(c, h)
+
+    def forward(self, x):
+        x = x + self.self_attn(x)
+        return x + self.mlp(x)
+
+
+class Toy(torch.nn.Module):
+    """A Llama-shaped stack of Linears (names as Hugging Face's), float32."""
+
+    def __init__(self, c=64, kv=32, h=96, v=40, layers=2, seed=0):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.layers = torch.nn.ModuleList([Block(c, kv, h) for _ in range(layers)])
+        self.lm_head = torch.nn.Linear(c, v, bias=False)
+        self.checkpoint = False
+
+    def forward(self, x):
+        for b in self.layers:
+            if self.checkpoint:
+                x = torch.utils.checkpoint.checkpoint(b, x, use_reentrant=False)
+            else:
+                x = b(x)
+        return self.lm_head(x)
+
+
+def data(n=32, c=64, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(n, c, generator=g) * 2
+
+
+def casts(rec, site, layer, k_rows):
+    return [(x, y) for s, l, k, _, x, y in rec if s == site and l == layer and k == k_rows]
+
+
+def test_sites_follow_module_paths():
+    m = Toy()
+    with ft.apply_policy(m, "mxfp8") as pol:
+        assert pol.sites["layers.1.mlp.down_proj"] == ("mlp.down", 1)
+        assert pol.sites["layers.0.self_attn.k_proj"] == ("attn.qkv", 0)
+        assert pol.sites["lm_head"] == ("lm_head", 2)  # model level: layer n_layers, as the C trainer's head
+        assert pol.name == "mxfp8" and "site attn.qkv.in e4m3 mx" in pol.text
+    assert "forward" not in m.lm_head.__dict__  # restored
+
+
+def test_forward_and_backward_casts_along_k():
+    """mxfp8: e4m3 activations and weights, e5m2 gradients, blocks of 32 along each product's K."""
+    m = Toy()
+    x = data().requires_grad_(True)
+    pol = ft.apply_policy(m, "mxfp8")
+    pol.record = []
+    m(x).square().mean().backward()
+    rec = pol.record
+    (xin, xc), = casts(rec, "mlp.down.in", 0, False)  # forward: blocks along the features
+    same_bits(xc.numpy(), fplab.quantize(xin.numpy(), "e4m3", scale="mx").values)
+    (_, xt), = casts(rec, "mlp.down.in", 0, True)  # wgrad: blocks along the tokens
+    same_bits(xt.numpy(), fplab.quantize(xin.numpy(), "e4m3", scale="mx", axis=0).values)
+    w = m.layers[0].mlp.down_proj.weight.detach()
+    (w0, wf), = casts(rec, "mlp.down.w", 0, False)
+    same_bits(w0.numpy(), w.numpy())
+    same_bits(wf.numpy(), fplab.quantize(w.numpy(), "e4m3", scale="mx").values)  # along in_features
+    (_, wd), = casts(rec, "mlp.down.w", 0, True)  # dgrad: along out_features
+    same_bits(wd.numpy(), fplab.quantize(w.numpy(), "e4m3", scale="mx", axis=0).values)
+    (g, gc), = casts(rec, "mlp.down.grad", 0, False)
+    same_bits(gc.numpy(), fplab.quantize(g.numpy(), "e5m2", scale="mx").values)
+    (_, gt), = casts(rec, "mlp.down.grad", 0, True)
+    same_bits(gt.numpy(), fplab.quantize(g.numpy(), "e5m2", scale="mx", axis=0).values)
+    # the LM head stays bf16 (the preset's lm_head.* line): plain rounding
+    (hin, hc), = casts(rec, "lm_head.in", 2, False)
+    same_bits(hc.numpy(), fplab.round(hin.numpy(), "bf16"))
+    # the products are the cast operands' (float32 sums: gamma_K bound)
+    wgrad = m.layers[0].mlp.down_proj.weight.grad.numpy().astype(np.float64)
+    want = gt.numpy().astype(np.float64).T @ xt.numpy().astype(np.float64)
+    bound = 2 * xt.shape[0] * 2.0 ** -24 * (np.abs(gt.numpy()).T.astype(np.float64) @ np.abs(xt.numpy()))
+    assert np.all(np.abs(wgrad - want) <= bound + 1e-30)
+    pol.remove()
+
+
+def test_qkv_group_casts_input_once_and_counts_like_the_trainer():
+    m = Toy()
+    x = data()
+    n, c, kv = x.shape[0], 64, 32
+    with ft.apply_policy(m, "mxfp8", telemetry="layers") as pol:
+        pol.record = []
+        m(x).sum().backward()
+        fwd_in = [r for r in pol.record if r[0] == "attn.qkv.in" and r[1] == 0 and not r[2]]
+        assert len(fwd_in) == 1  # q, k and v read one cast of their input
+        sites = pol.telemetry()["sites"]
+        assert sites["L0.attn.qkv.in"]["n"] == n * c
+        assert sites["L0.attn.qkv.w"]["n"] == c * c + 2 * kv * c
+        assert sites["L0.attn.qkv.grad"]["n"] == n * (c + 2 * kv)
+        assert sites["attn.qkv.in"]["n"] == 2 * n * c  # both layers
+        order = [r[4].shape[0] for r in pol.record if r[0] == "attn.qkv.grad" and r[1] == 1 and not r[2]]
+        assert order == [n, n, n]
+
+
+def test_recompute_and_eval_are_uncounted_and_identical():
+    x = data()
+    grads, tels = [], []
+    for ckpt in (False, True):
+        m = Toy()
+        m.checkpoint = ckpt
+        with ft.apply_policy(m, "nvfp4") as pol:  # SR gradients and the Hadamard transform
+            m(x).square().mean().backward()
+            with torch.no_grad():
+                m(x)  # evaluation: cast, not counted
+            tels.append(pol.telemetry())
+        grads.append([p.grad.clone() for p in m.parameters()])
+    assert tels[0] == tels[1]
+    for a, b in zip(*grads):
+        same_bits(a.numpy(), b.numpy())
+
+
+def test_emulated_accumulator_spec_passes_through():
+    """An accumulator line goes to the library's grammar unchanged; the product is mm_cpu's with
+    that accumulator, as fplab.scaled_matmul computes it."""
+    lin = torch.nn.Linear(64, 16, bias=False)
+    mod = torch.nn.Sequential()
+    mod.add_module("fc1", lin)
+    x = data()
+    with ft.apply_policy(mod, "bf16-amp", accumulator="bf16") as pol:
+        assert pol.emulated[ft.PROJECTIONS.index("mlp.gate_up")] == (True, True, True)
+        y = mod(x)
+    want = fplab.scaled_matmul(x.numpy(), np.ascontiguousarray(lin.weight.detach().numpy().T), "bf16",
+                               acc="bf16").c
+    same_bits(y.detach().numpy(), want)
+    with pytest.raises(ValueError, match="accumulator"):
+        ft.apply_policy(mod, "bf16-amp", accumulator="no-such-acc")
+
+
+def test_fp32_is_plain_float32():
+    m = Toy()
+    x = data()
+    ref = m(x)
+    with ft.apply_policy(m, "fp32"):
+        y = m(x)
+    assert torch.allclose(y, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_refusals():
+    m = Toy()
+    with pytest.raises(ValueError):
+        ft.apply_policy(m, "no-such-preset")
+    with ft.apply_policy(m, "bf16-amp"):
+        with pytest.raises(TypeError, match="float32"):
+            m(data().bfloat16())
+
+
+def test_loss_scaler_skips_and_backs_off():
+    m = Toy()
+    opt = torch.optim.SGD(m.parameters(), lr=0.0)
+    with ft.apply_policy(m, "fp16-amp") as pol:
+        sc = ft.GradScaler(pol)
+        assert sc.get_scale() == 65536.0
+        loss = m(data()).square().mean()
+        sc.scale(loss * 1e30).backward()  # overflows fp16 gradients: inf
+        sc.step(opt)
+        sc.update()
+        assert sc.last_skipped and sc.get_scale() == 32768.0
+        pol.end_step(loss)
+        opt.zero_grad()
+        sc.scale(m(data()).square().mean()).backward()
+        sc.step(opt)
+        sc.update()
+        assert not sc.last_skipped and sc.get_scale() == 32768.0
+
+
+def test_pure_bf16_sr_optimizer():
+    m = Toy()
+    with ft.apply_policy(m, "pure-bf16-sr") as pol:
+        opt = ft.PolicyOptimizer(torch.optim.AdamW(m.parameters(), lr=1e-3), pol)
+        for p in m.parameters():  # the master site: weights stored in bf16 from the start
+            same_bits(p.detach().numpy(), fplab.round(p.detach().numpy(), "bf16"))
+        m(data()).square().mean().backward()
+        opt.step()
+        for p in m.parameters():
+            same_bits(p.detach().numpy(), fplab.round(p.detach().numpy(), "bf16"))
+            st = opt.state[p]
+            same_bits(st["exp_avg"].numpy(), fplab.round(st["exp_avg"].numpy(), "bf16"))
+        line = pol.end_step(1.0)
+        assert 0 <= line["update"]["swamped"] <= 1 and line["update"]["changed"] > 0
+        assert line["sites"]["master"]["n"] > 0 and line["sites"]["grads"]["n"] > 0
+
+
+def test_log_reads_in_fplab_report(tmp_path, cli):
+    m = Toy()
+    run = tmp_path / "runs" / "mxfp8" / "seed-0"
+    run.mkdir(parents=True)
+    pol = ft.apply_policy(m, "mxfp8", log=str(run / "log.jsonl"))
+    opt = ft.PolicyOptimizer(torch.optim.AdamW(m.parameters(), lr=1e-3), pol)
+    for _ in range(3):
+        loss = m(data()).square().mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        pol.end_step(loss.item(), lr=1e-3, tokens=32)
+    pol.remove()
+    lines = [json.loads(s.replace(":nan", ':"nan"')) for s in (run / "log.jsonl").read_text().splitlines()]
+    assert lines[0]["event"] == "start" and lines[-1]["event"] == "end" and len(lines) == 5
+    assert lines[1]["sites"]["attn.qkv.in"]["n"] == 2 * 32 * 64
+    cli("report", str(tmp_path), "--no-plots")
+    assert "mxfp8" in (tmp_path / "report.md").read_text()
+    assert os.path.exists(tmp_path / "report.md")

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""bench_torch_policy.py: what fplab.torch.apply_policy costs on CPU: training tokens/s of a small
+Hugging Face Llama under each preset against plain PyTorch float32 on the same model, and, where
+torchao is installed, against torchao's MX fake quantization (MXTensor.to_mx(...).dequantize on
+the same six operands of each Linear as fplab's mxfp8/mxfp4: x and W along K in forward, dy and W
+in dgrad, dy and x in wgrad) in a custom autograd Function. A benchmark, never a test: it prints a
+table, rounds interleaved (every configuration once per round) so that a shared machine disturbs
+them alike; the ratios are the result.
+
+Usage: python3 tools/bench_torch_policy.py [--rounds 3] [--steps 3] [--presets fp32,bf16-amp,...]
+Needs torch, transformers, the fplab package; torchao optional.
+"""
+import argparse
+import time
+
+import torch
+import torch.nn.functional as F
+from transformers import LlamaConfig, LlamaForCausalLM
+
+import fplab.torch as ft
+
+try:
+    from torchao.prototype.mx_formats.mx_tensor import MXTensor
+except ImportError:
+    MXTensor = None
+
+
+def model_of(seed=0):
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(vocab_size=512, hidden_size=256, intermediate_size=704, num_hidden_layers=4,
+                      num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=256)
+    cfg._attn_implementation = "eager"
+    return LlamaForCausalLM(cfg).float().train()
+
+
+class _AoMX(torch.autograd.Function):
+    """torchao's MX fake quantization of a Linear's operands along each product's K."""
+
+    @staticmethod
+    def forward(ctx, x, w, dt):
+        def q(t, dim):  # blocks of 32 along dim
+            t = t.transpose(-1, dim).contiguous() if dim != -1 else t.contiguous()
+            v = MXTensor.to_mx(t, dt, 32).dequantize(torch.float32)
+            return v.transpose(-1, dim) if dim != -1 else v
+        x2 = x.reshape(-1, x.shape[-1])
+        ctx.save_for_backward(x2, w)
+        ctx.dt, ctx.q, ctx.shape = dt, q, x.shape
+        return (q(x2, -1) @ q(w, -1).t()).reshape(*x.shape[:-1], w.shape[0])
+
+    @staticmethod
+    def backward(ctx, g):
+        x2, w = ctx.saved_tensors
+        q = ctx.q
+        g2 = g.reshape(-1, g.shape[-1])
+        dx = q(g2, -1) @ q(w, 0)
+        dw = q(g2, 0).t() @ q(x2, 0)
+        return dx.reshape(ctx.shape), dw, None
+
+
+def torchao_patch(model, dt):
+    for _, m in model.named_modules():
+        if isinstance(m, torch.nn.Linear):
+            m.forward = (lambda mod: (lambda x: _AoMX.apply(x, mod.weight, dt)))(m)
+
+
+def run(setup, steps, B=4, T=128):
+    model = model_of()
+    ctx = setup(model)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, 512, (B, T + 1), generator=g)
+    loss = F.cross_entropy(model(input_ids=ids[:, :-1]).logits.reshape(-1, 512), ids[:, 1:].reshape(-1))
+    loss.backward()  # warm-up step
+    opt.step()
+    opt.zero_grad()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        loss = F.cross_entropy(model(input_ids=ids[:, :-1]).logits.reshape(-1, 512), ids[:, 1:].reshape(-1))
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        if ctx is not None:
+            ctx.end_step(loss)
+    dt = time.perf_counter() - t0
+    if ctx is not None:
+        ctx.remove()
+    return steps * B * T / dt
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--presets", default="fp32,bf16-amp,fp8-delayed,mxfp8,mxfp4,nvfp4")
+    a = ap.parse_args()
+    configs = {"torch fp32": lambda m: None}
+    for p in a.presets.split(","):
+        configs[f"fplab {p}"] = (lambda name: (lambda m: ft.apply_policy(m, name)))(p)
+    if MXTensor is not None:
+        configs["torchao mxfp8"] = lambda m: torchao_patch(m, torch.float8_e4m3fn)
+        configs["torchao mxfp4"] = lambda m: torchao_patch(m, torch.float4_e2m1fn_x2)
+    tps = {k: [] for k in configs}
+    for _ in range(a.rounds):
+        for k, setup in configs.items():
+            tps[k].append(run(setup, a.steps))
+    base = sorted(tps["torch fp32"])[len(tps["torch fp32"]) // 2]
+    print(f"threads {torch.get_num_threads()}, model 4 x 256 (hidden 704), batch 4 x 128 tokens, "
+          f"{a.rounds} interleaved rounds of {a.steps} steps; median tokens/s")
+    print(f"{'configuration':20s} {'tokens/s':>10s} {'x slower than torch fp32':>26s}")
+    for k, v in tps.items():
+        med = sorted(v)[len(v) // 2]
+        print(f"{k:20s} {med:10.0f} {base / med:26.2f}")
+
+
+if __name__ == "__main__":
+    main()
