@@ -12,11 +12,12 @@
 //   a*b*2^(frac - E) (a power of two; the scale is built from bits); its truncation toward zero
 //   is the conversion to int32 (cvtt), and the products' sum is exact in int32 because
 //   frac + 2 + log2(k / split) <= 31 (mm__engine_fast_covers). C's term is trunc(c * 2^(frac -
-//   E)) in double (below 2^(frac + 1));
-// - D: S * 2^(E - frac) is exact in double; truncating its fraction to out_frac bits is a mask of
-//   the double's bits, and the result is a float32 exactly where it is a normal float32. Where it
-//   is not (below 2^-126: the model truncates on float32's subnormal grid; 2^128 and up: inf),
-//   the lane is marked and the output is computed again by the scalar model.
+//   E)) the same way (below 2^(frac + 1)); the sum S with it is checked for int32 overflow;
+// - D: S truncated toward zero to a float32 (converted to nearest, then one ulp back where that
+//   went past S), its fraction masked to out_frac bits, times 2^(E - frac): exact where the
+//   result is a normal float32. Where it is not (below 2^-126: the model truncates on float32's
+//   subnormal grid; 2^128 and up: inf, after which C is special), the lane is marked and the
+//   output is computed again by the scalar model. All lanes are int32 or float32.
 // Operands outside the covered range (NaN, inf, bf16 beyond 2^+-50) mark their whole row or
 // column for the scalar model: special values stay the model's alone.
 // Segments (block scales of the non-scaling kinds, promote=N) and the epilogue (alpha, beta, C
@@ -38,8 +39,9 @@
 #endif
 typedef float vf __attribute__((vector_size(VL * 4)));
 typedef int32_t vi __attribute__((vector_size(VL * 4)));
-typedef double vd __attribute__((vector_size(VL * 8)));
-typedef int64_t vl __attribute__((vector_size(VL * 8)));
+// Panel loads (one vector load each; a copy through memcpy could go through narrower registers).
+typedef float vf_u __attribute__((vector_size(VL * 4), aligned(4), may_alias));
+typedef int32_t vi_u __attribute__((vector_size(VL * 4), aligned(4), may_alias));
 
 enum { MR = 4, NV = 2, NR = VL * NV };
 
@@ -126,12 +128,19 @@ typedef struct {
     size_t nba, bka, bkb;
 } job;
 
+#ifdef __AVX512F__
+#include <immintrin.h>
+static inline vf vbcast(float x) { return (vf)_mm512_set1_ps(x); }
+static inline vi ibcast(int32_t x) { return (vi)_mm512_set1_epi32(x); }
+static inline vi vmax(vi a, vi b) { return (vi)_mm512_max_epi32((__m512i)a, (__m512i)b); }
+#else
 static inline vf vbcast(float x) { return (vf){0} + x; }
 static inline vi ibcast(int32_t x) { return (vi){0} + x; }
 static inline vi vmax(vi a, vi b) {
     const vi m = a > b;
     return (a & m) | (b & ~m);
 }
+#endif
 
 // One fused step on the tile: products k0 .. k0 + n - 1 (n may be 0: C alone), c in and out
 // (float32 D values), bad: lanes that the scalar model must do.
@@ -142,13 +151,12 @@ static inline __attribute__((always_inline)) void step(const job *J, const float
     vi E[MR][NV];
     for (int r = 0; r < MR; r++)
         for (int v = 0; v < NV; v++) {
-            vi cb;
-            memcpy(&cb, &c[r][v], sizeof cb);
+            const vi cb = (vi)c[r][v];
             E[r][v] = vmax(((cb >> 23) & 0xff) - 127, ibcast(-126));
         }
     for (size_t k = k0; k < k0 + n; k++) {
         vi e[NV];
-        memcpy(e, eb + k * NR, sizeof e);
+        for (int v = 0; v < NV; v++) e[v] = *(const vi_u *)(eb + k * NR + v * VL);
         for (int r = 0; r < MR; r++) {
             const vi x = ibcast(ea[k * MR + r]);
             for (int v = 0; v < NV; v++) E[r][v] = vmax(E[r][v], e[v] + x);
@@ -161,43 +169,43 @@ static inline __attribute__((always_inline)) void step(const job *J, const float
             vi be = 127 + frac - E[r][v];
             be = -vmax(-be, ibcast(-254));  // min(be, 254): only where every product is zero
             be <<= 23;
-            memcpy(&sc[r][v], &be, sizeof be);
+            sc[r][v] = (vf)be;
             P[r][v] = (vi){0};
         }
     for (size_t k = k0; k < k0 + n; k++) {
         vf y[NV];
-        memcpy(y, bp + k * NR, sizeof y);
+        for (int v = 0; v < NV; v++) y[v] = *(const vf_u *)(bp + k * NR + v * VL);
         for (int r = 0; r < MR; r++) {
             const vf x = vbcast(ap[k * MR + r]);
             for (int v = 0; v < NV; v++) P[r][v] += __builtin_convertvector(x * y[v] * sc[r][v], vi);
         }
     }
-    const vl mask = (vl){0} + (int64_t)(~((UINT64_C(1) << (52 - out_frac)) - 1));
+    const int32_t low = (int32_t)((1u << (23 - out_frac)) - 1);
     for (int r = 0; r < MR; r++)
         for (int v = 0; v < NV; v++) {
-            // 2^(frac - E) and 2^(E - frac) as doubles from their bits (E - frac in [-152, 152]).
-            const vl ed = __builtin_convertvector(E[r][v] - frac, vl);
-            const vl up_b = (1023 - ed) << 52, dn_b = (1023 + ed) << 52;
-            vd up, dn;
-            memcpy(&up, &up_b, sizeof up);
-            memcpy(&dn, &dn_b, sizeof dn);
-            const vd cd = __builtin_convertvector(c[r][v], vd);
-            const vi ct = __builtin_convertvector(cd * up, vi);
-            const vd S = __builtin_convertvector(P[r][v], vd) + __builtin_convertvector(ct, vd);
-            const vd val = S * dn;
-            vl vb;
-            memcpy(&vb, &val, sizeof vb);
-            vb &= mask;
-            vd d;
-            memcpy(&d, &vb, sizeof d);
-            vl mb;
-            memcpy(&mb, &val, sizeof mb);
-            mb &= INT64_MAX;  // |val|
-            vd m;
-            memcpy(&m, &mb, sizeof m);
-            const vl out = (val != 0) & ((m < 0x1p-126) | (m >= 0x1p128));
-            bad[r][v] |= __builtin_convertvector(out, vi);
-            c[r][v] = __builtin_convertvector(d, vf);
+            const vi cb = (vi)c[r][v];
+            // C's term: trunc(c * 2^(frac - E)), below 2^(frac + 1); where the scale was clamped
+            // (E below frac - 127) and c is not zero, the scalar model.
+            const vi cz = (cb & 0x7fffffff) == 0;
+            vi out = ~cz & ((127 + frac - E[r][v]) > 254);
+            const vi ct = __builtin_convertvector(c[r][v] * sc[r][v], vi);
+            const vi S = P[r][v] + ct;
+            out |= ((P[r][v] ^ S) & (ct ^ S)) < 0;  // int32 overflow (bf16 at its extreme)
+            // S toward zero to float32: the nearest, one ulp back toward zero where it went past.
+            vf f = __builtin_convertvector(S, vf);
+            const vi back = __builtin_convertvector(f, vi);
+            const vi away = ((S > 0) & ((f >= 0x1p31f) | (back > S))) | ((S < 0) & (back < S));
+            f = (vf)(((vi)f + away) & ~low);  // away is -1: one ulp down in magnitude; then out_frac bits
+            // D = f * 2^(E - frac), exact where a normal float32 (and inf past 2^128, as the
+            // model; the next step would need the scalar model, so that lane goes there too).
+            const vi de = 127 + E[r][v] - frac;
+            const vi sz = S == 0;
+            out |= ~sz & (de < 1);
+            const vf d = f * (vf)(vmax(de, ibcast(1)) << 23);
+            const vi mag = (vi)d & 0x7fffffff;
+            out |= ~sz & ((mag < 0x00800000) | (mag >= 0x7f800000));
+            bad[r][v] |= out;
+            c[r][v] = d;
         }
 }
 
@@ -226,11 +234,7 @@ static void tile(const job *J, size_t ib, size_t jp, float *C, size_t ldc) {
                 for (size_t t = 0; t < nr; t++) cin[r][t] = C[(i0 + r) * ldc + j0 + t];
             memcpy(c, cin, sizeof c);
             for (int r = 0; r < MR; r++)  // a NaN or inf C: the model's
-                for (int v = 0; v < NV; v++) {
-                    vi cb;
-                    memcpy(&cb, &c[r][v], sizeof cb);
-                    bad[r][v] |= (cb & 0x7f800000) == 0x7f800000;
-                }
+                for (int v = 0; v < NV; v++) bad[r][v] |= ((vi)c[r][v] & 0x7f800000) == 0x7f800000;
         }
         const size_t nsteps = (n + kq - 1) / kq * split;
         for (size_t t = 0; t < nsteps; t++) {
