@@ -78,7 +78,7 @@ TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%)
 MPFR_LIBS := -lmpfr -lgmp
 
 .PHONY: check-docs
-.PHONY: all lib cli deps config test test-gpu bench-gpu asan run-tests bench demo verify-exhaustive check-peers check-p3109 \
+.PHONY: all lib cli deps config test test-gpu bench-gpu asan run-tests bench demo verify-exhaustive verify-engines check-peers check-p3109 \
         check-trainer-torch install install-built pc check-install check-symbols uninstall clean help
 all: config lib cli
 
@@ -260,6 +260,11 @@ check-docs: all
 
 verify-exhaustive: all $(BUILD)/tools/verify_exhaustive
 	$(BUILD)/tools/verify_exhaustive --codes
+
+# verify-engines: the fast CPU kernel of the matrix engines against the scalar model, bit for
+# bit, on 1,000,000 dot products per model (minutes; not part of make test).
+verify-engines: all $(BUILD)/tools/verify_engines
+	$(BUILD)/tools/verify_engines --dots 1000000
 
 check-peers: all
 	python3 tools/check_peers.py $(BUILD)/fplab

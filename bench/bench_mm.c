@@ -6,9 +6,11 @@
 // promoted every 128 products (fp32:promote=128) and with a bf16 accumulator. Operands are
 // quantized once, outside the timing; each time is the best of 3 calls (sgemm: of 6, 3 before
 // and 3 after the configurations of a size). Square n x n x n, fp32 output, GFLOP/s = 2 n^3 /
-// time. Not a test: prints a table, never fails on a timing.
-// Usage: bench_mm [--sizes 512,1024,2048] [--emu-sizes 512,2048] [--quick]; an empty list
-// (--sizes '') skips that table.
+// time. Then the matrix-engine models (bit-exact with the scalar model; the fast kernel of
+// scaled_mm_cpu_engine.c): Hopper wgmma and Ada mma on e4m3, Hopper wgmma and Ampere mma on bf16.
+// Not a test: prints a table, never fails on a timing.
+// Usage: bench_mm [--sizes 512,1024,2048] [--emu-sizes 512,2048] [--engine-sizes 512] [--quick];
+// an empty list (--sizes '') skips that table.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,24 +127,28 @@ static void table(const config *cs, size_t ncs, float *a, float *b, float *C, si
 
 int main(int argc, char **argv) {
     mm_blas_tune_or_reexec(argv);  // before any BLAS call
-    size_t sizes[MAX_SIZES] = {512, 1024, 2048}, emu[MAX_SIZES] = {512, 2048};
-    int nsizes = 3, nemu = 2;
+    size_t sizes[MAX_SIZES] = {512, 1024, 2048}, emu[MAX_SIZES] = {512, 2048}, eng[MAX_SIZES] = {512};
+    int nsizes = 3, nemu = 2, neng = 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) {
             sizes[0] = 256, sizes[1] = 512, nsizes = 2;
             emu[0] = 128, emu[1] = 256, nemu = 2;
+            eng[0] = 128, neng = 1;
         } else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) {
             nsizes = parse_sizes(argv[++i], sizes);
         } else if (!strcmp(argv[i], "--emu-sizes") && i + 1 < argc) {
             nemu = parse_sizes(argv[++i], emu);
+        } else if (!strcmp(argv[i], "--engine-sizes") && i + 1 < argc) {
+            neng = parse_sizes(argv[++i], eng);
         } else {
-            fprintf(stderr, "usage: bench_mm [--sizes N,N,...] [--emu-sizes N,N,...] [--quick]\n");
+            fprintf(stderr, "usage: bench_mm [--sizes N,N,...] [--emu-sizes N,N,...] [--engine-sizes N,N,...] [--quick]\n");
             return !strcmp(argv[i], "--help") ? 0 : 2;
         }
     }
     size_t nmax = 0;
     for (int i = 0; i < nsizes; i++) nmax = sizes[i] > nmax ? sizes[i] : nmax;
     for (int i = 0; i < nemu; i++) nmax = emu[i] > nmax ? emu[i] : nmax;
+    for (int i = 0; i < neng; i++) nmax = eng[i] > nmax ? eng[i] : nmax;
     nmax = nmax ? nmax : 1;
     float *a = malloc(nmax * nmax * sizeof *a), *b = malloc(nmax * nmax * sizeof *b);
     float *C = malloc(nmax * nmax * sizeof *C);
@@ -170,6 +176,14 @@ int main(int argc, char **argv) {
     };
     for (int s = 0; s < nsizes; s++) table(plain, sizeof plain / sizeof *plain, a, b, C, sizes[s]);
     for (int s = 0; s < nemu; s++) table(emulated, sizeof emulated / sizeof *emulated, a, b, C, emu[s]);
+    static const config engines[] = {
+        {"e4m3", "tensor", "hopper:wgmma"},
+        {"e4m3", "tensor", "hopper:wgmma:promote=128"},
+        {"e4m3", "tensor", "ada:mma"},
+        {"bf16", "none", "hopper:wgmma"},
+        {"bf16", "none", "ampere:mma"},
+    };
+    for (int s = 0; s < neng; s++) table(engines, sizeof engines / sizeof *engines, a, b, C, eng[s]);
     printf("vs_sgemm = sgemm time / mm_cpu time (1 = as fast as plain float32 sgemm)\n");
     free(a), free(b), free(C);
     return 0;

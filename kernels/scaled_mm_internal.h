@@ -66,6 +66,16 @@ int mm__engine_plan_make(mm__engine_plan *p, const mm_operand *A, const mm_opera
 // product at a time through the model (engine_model.c). Validated arguments; MM_OK or MM_ENOMEM.
 int mm__engine_run(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
                    size_t K, const mm_opts *o);
+// One output of mm__engine_run: y(i, j) before the output rounding, from cij (C's value there).
+// L: four buffers of at least (K + q->k) / q->k * q->k doubles each.
+float mm__engine_out1(const mm__engine_plan *p, const mm_operand *A, const mm_operand *B, size_t N, size_t K,
+                      const mm_opts *o, size_t i, size_t j, float cij, double *const L[4]);
+// The fast tile kernel of the engines (scaled_mm_cpu_engine.c): whether it runs this product
+// (plan p, data A, B), and the run itself (same contract as mm__engine_run; outputs it cannot
+// do exactly in vectors go through mm__engine_out1).
+bool mm__engine_fast_covers(const mm__engine_plan *p, const mm_opts *o);
+int mm__engine_fast_run(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
+                        size_t K, const mm_opts *o);
 
 // --- the emulated path's pieces (scaled_mm_cpu_emu*.c)
 //

@@ -1,0 +1,329 @@
+// scaled_mm_cpu_engine.c: the fast CPU kernel of the NVIDIA fused matrix-engine kinds
+// (MM_EOP_FUSED without block scaling, f32 C/D: e.g. hopper:wgmma and ada:mma on fp8,
+// ampere:mma and hopper:wgmma on bf16 and fp16), in vector lanes, bit for bit the scalar model
+// of engine_model.c (nv_fused, nv_out_f32), which mm__engine_run runs one dot product at a time.
+//
+// A tile is MR rows of op(A) x NR columns of op(B), one output per lane (columns along the
+// vector). Per fused step (k / split products) and per lane:
+// - the exponents: every operand's exponent is packed beside it (max(ilogb, the type's emin), a
+//   zero -126: the model's sig_exp), so the largest term exponent E is an add and a max per
+//   product, started from C's exponent (max(biased - 127, -126) from its float32 bits);
+// - the terms: a product a*b is exact in float32 (fp8, fp16, bf16 within 2^+-50), and so is
+//   a*b*2^(frac - E) (a power of two; the scale is built from bits); its truncation toward zero
+//   is the conversion to int32 (cvtt), and the products' sum is exact in int32 because
+//   frac + 2 + log2(k / split) <= 31 (mm__engine_fast_covers). C's term is trunc(c * 2^(frac -
+//   E)) the same way (below 2^(frac + 1)); the sum S with it is checked for int32 overflow;
+// - D: S truncated toward zero to a float32 (converted to nearest, then one ulp back where that
+//   went past S), its fraction masked to out_frac bits, times 2^(E - frac): exact where the
+//   result is a normal float32. Where it is not (below 2^-126: the model truncates on float32's
+//   subnormal grid; 2^128 and up: inf, after which C is special), the lane is marked and the
+//   output is computed again by the scalar model. All lanes are int32 or float32.
+// Operands outside the covered range (NaN, inf, bf16 beyond 2^+-50) mark their whole row or
+// column for the scalar model: special values stay the model's alone.
+// Segments (block scales of the non-scaling kinds, promote=N) and the epilogue (alpha, beta, C
+// in the chain) follow mm__engine_out1 lane by lane.
+//
+// Constraints: no MPFR, no global state; results do not depend on the number of threads; runs
+// under the default floating-point environment (no flush-to-zero, no denormals-are-zero).
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/scaled_mm_internal.h"
+
+#ifdef __AVX512F__
+#define VL 16
+#else
+#define VL 8
+#endif
+typedef float vf __attribute__((vector_size(VL * 4)));
+typedef int32_t vi __attribute__((vector_size(VL * 4)));
+// Panel loads (one vector load each; a copy through memcpy could go through narrower registers).
+typedef float vf_u __attribute__((vector_size(VL * 4), aligned(4), may_alias));
+typedef int32_t vi_u __attribute__((vector_size(VL * 4), aligned(4), may_alias));
+
+enum { MR = 4, NV = 2, NR = VL * NV };
+
+// --- operands
+
+static int type_emin(unsigned t) {
+    switch (t) {
+    case MM_ET_F16: return -14;
+    case MM_ET_E4M3: return -6;
+    case MM_ET_E5M2: return -14;
+    default: return -126;  // bf16
+    }
+}
+
+// The model's exponent of x (sig_exp in engine_model.c): a zero has -126, a subnormal of its
+// type the type's emin.
+static int32_t op_exp(float x, int emin) {
+    if (x == 0.0f) return -126;
+    const int e = ilogbf(x);
+    return e < emin ? emin : e;
+}
+
+// Whether x is in the range where the kernel is exact: finite and, for bf16, zero or within
+// [2^-50, 2^50] (products then normal float32s, E at least -100 where a product is not zero).
+static bool op_ok(float x, unsigned t) {
+    if (!isfinite(x)) return false;
+    if (t != MM_ET_BF16 || x == 0.0f) return true;
+    const float m = fabsf(x);
+    return m >= 0x1p-50f && m <= 0x1p50f;
+}
+
+bool mm__engine_fast_covers(const mm__engine_plan *p, const mm_opts *o) {
+    const mm_engine_kind *q = p->q;
+    if (q->op != MM_EOP_FUSED || q->block || q->group || o->acc.engine_f16 || p->scaled_kind) return false;
+    const unsigned ok = MM_ET_E4M3 | MM_ET_E5M2 | MM_ET_F16 | MM_ET_BF16;
+    if (!(p->ta & ok) || !(p->tb & ok)) return false;
+    // The products' sum in int32: each term is below 2^(frac + 2).
+    const int unit = q->k / q->split;
+    int lg = 0;
+    while ((1 << lg) < unit) lg++;
+    return q->frac + 2 + lg <= 31 && q->out_frac <= 23;
+}
+
+// --- packing
+
+typedef struct {
+    float *x;
+    int32_t *e;
+    unsigned char *bad;  // per line: an operand outside op_ok
+} panels;
+
+// Panels of w lines (rows of op(A) or columns of op(B)), (ceil(n/w), K, w): line t's element k
+// is at x[t * st + k * sk]; lines from n on are zero.
+static void pack(panels *P, const float *x, size_t st, size_t sk, size_t n, size_t K, size_t w, unsigned type) {
+    const size_t np = (n + w - 1) / w;
+    const int emin = type_emin(type);
+#pragma omp parallel for schedule(static)
+    for (size_t pp = 0; pp < np; pp++) {
+        for (size_t t = 0; t < w; t++) {
+            const size_t line = pp * w + t;
+            bool bad = false;
+            for (size_t k = 0; k < K; k++) {
+                const float v = line < n ? x[line * st + k * sk] : 0.0f;
+                bad |= !op_ok(v, type);
+                P->x[(pp * K + k) * w + t] = v;
+                P->e[(pp * K + k) * w + t] = op_exp(v, emin);
+            }
+            if (line < n) P->bad[line] = bad;
+        }
+    }
+}
+
+// --- the tile
+
+typedef struct {
+    const mm__engine_plan *p;
+    const mm_operand *A, *B;
+    const mm_opts *o;
+    size_t M, N, K;
+    panels a, b;
+    const size_t *seg;  // segment starts, nseg + 1 (the last is K)
+    size_t nseg;
+    float ab;
+    size_t nba, bka, bkb;
+} job;
+
+#ifdef __AVX512F__
+#include <immintrin.h>
+static inline vf vbcast(float x) { return (vf)_mm512_set1_ps(x); }
+static inline vi ibcast(int32_t x) { return (vi)_mm512_set1_epi32(x); }
+static inline vi vmax(vi a, vi b) { return (vi)_mm512_max_epi32((__m512i)a, (__m512i)b); }
+#else
+static inline vf vbcast(float x) { return (vf){0} + x; }
+static inline vi ibcast(int32_t x) { return (vi){0} + x; }
+static inline vi vmax(vi a, vi b) {
+    const vi m = a > b;
+    return (a & m) | (b & ~m);
+}
+#endif
+
+// One fused step on the tile: products k0 .. k0 + n - 1 (n may be 0: C alone), c in and out
+// (float32 D values), bad: lanes that the scalar model must do.
+static inline __attribute__((always_inline)) void step(const job *J, const float *ap, const int32_t *ea,
+                                                        const float *bp, const int32_t *eb, size_t k0, size_t n,
+                                                        vf c[MR][NV], vi bad[MR][NV]) {
+    const int frac = J->p->q->frac, out_frac = J->p->q->out_frac;
+    vi E[MR][NV];
+    for (int r = 0; r < MR; r++)
+        for (int v = 0; v < NV; v++) {
+            const vi cb = (vi)c[r][v];
+            E[r][v] = vmax(((cb >> 23) & 0xff) - 127, ibcast(-126));
+        }
+    for (size_t k = k0; k < k0 + n; k++) {
+        vi e[NV];
+        for (int v = 0; v < NV; v++) e[v] = *(const vi_u *)(eb + k * NR + v * VL);
+        for (int r = 0; r < MR; r++) {
+            const vi x = ibcast(ea[k * MR + r]);
+            for (int v = 0; v < NV; v++) E[r][v] = vmax(E[r][v], e[v] + x);
+        }
+    }
+    vf sc[MR][NV];
+    vi P[MR][NV];
+    for (int r = 0; r < MR; r++)
+        for (int v = 0; v < NV; v++) {
+            vi be = 127 + frac - E[r][v];
+            be = -vmax(-be, ibcast(-254));  // min(be, 254): only where every product is zero
+            be <<= 23;
+            sc[r][v] = (vf)be;
+            P[r][v] = (vi){0};
+        }
+    for (size_t k = k0; k < k0 + n; k++) {
+        vf y[NV];
+        for (int v = 0; v < NV; v++) y[v] = *(const vf_u *)(bp + k * NR + v * VL);
+        for (int r = 0; r < MR; r++) {
+            const vf x = vbcast(ap[k * MR + r]);
+            for (int v = 0; v < NV; v++) P[r][v] += __builtin_convertvector(x * y[v] * sc[r][v], vi);
+        }
+    }
+    const int32_t low = (int32_t)((1u << (23 - out_frac)) - 1);
+    for (int r = 0; r < MR; r++)
+        for (int v = 0; v < NV; v++) {
+            const vi cb = (vi)c[r][v];
+            // C's term: trunc(c * 2^(frac - E)), below 2^(frac + 1); where the scale was clamped
+            // (E below frac - 127) and c is not zero, the scalar model.
+            const vi cz = (cb & 0x7fffffff) == 0;
+            vi out = ~cz & ((127 + frac - E[r][v]) > 254);
+            const vi ct = __builtin_convertvector(c[r][v] * sc[r][v], vi);
+            const vi S = P[r][v] + ct;
+            out |= ((P[r][v] ^ S) & (ct ^ S)) < 0;  // int32 overflow (bf16 at its extreme)
+            // S toward zero to float32: the nearest, one ulp back toward zero where it went past.
+            vf f = __builtin_convertvector(S, vf);
+            const vi back = __builtin_convertvector(f, vi);
+            const vi away = ((S > 0) & ((f >= 0x1p31f) | (back > S))) | ((S < 0) & (back < S));
+            f = (vf)(((vi)f + away) & ~low);  // away is -1: one ulp down in magnitude; then out_frac bits
+            // D = f * 2^(E - frac), exact where a normal float32 (and inf past 2^128, as the
+            // model; the next step would need the scalar model, so that lane goes there too).
+            const vi de = 127 + E[r][v] - frac;
+            const vi sz = S == 0;
+            out |= ~sz & (de < 1);
+            const vf d = f * (vf)(vmax(de, ibcast(1)) << 23);
+            const vi mag = (vi)d & 0x7fffffff;
+            out |= ~sz & ((mag < 0x00800000) | (mag >= 0x7f800000));
+            bad[r][v] |= out;
+            c[r][v] = d;
+        }
+}
+
+static void tile(const job *J, size_t ib, size_t jp, float *C, size_t ldc) {
+    const mm__engine_plan *p = J->p;
+    const mm_opts *o = J->o;
+    const size_t K = J->K;
+    const float *ap = J->a.x + ib * K * MR, *bp = J->b.x + jp * K * NR;
+    const int32_t *ea = J->a.e + ib * K * MR, *eb = J->b.e + jp * K * NR;
+    const size_t i0 = ib * MR, j0 = jp * NR;
+    const size_t mr = J->M - i0 < MR ? J->M - i0 : MR, nr = J->N - j0 < NR ? J->N - j0 : NR;
+    const size_t unit = (size_t)(p->q->k / p->q->split), kq = (size_t)p->q->k, split = (size_t)p->q->split;
+    float total[MR][NR], d[MR][NR];
+    memset(total, 0, sizeof total);
+    vi bad[MR][NV];
+    memset(bad, 0, sizeof bad);
+    for (size_t s = 0; s < J->nseg; s++) {
+        const size_t s0 = J->seg[s], s1 = J->seg[s + 1], n = s1 - s0;
+        vf c[MR][NV];
+        for (int r = 0; r < MR; r++)
+            for (int v = 0; v < NV; v++) c[r][v] = (vf){0};
+        if (p->c_in_chain) {  // one segment: C is the first C
+            float cin[MR][NR];
+            memset(cin, 0, sizeof cin);
+            for (size_t r = 0; r < mr; r++)
+                for (size_t t = 0; t < nr; t++) cin[r][t] = C[(i0 + r) * ldc + j0 + t];
+            memcpy(c, cin, sizeof c);
+            for (int r = 0; r < MR; r++)  // a NaN or inf C: the model's
+                for (int v = 0; v < NV; v++) bad[r][v] |= ((vi)c[r][v] & 0x7f800000) == 0x7f800000;
+        }
+        const size_t nsteps = (n + kq - 1) / kq * split;
+        for (size_t t = 0; t < nsteps; t++) {
+            const size_t a0 = s0 + t * unit;
+            const size_t m = a0 >= s1 ? 0 : s1 - a0 < unit ? s1 - a0 : unit;
+            step(J, ap, ea, bp, eb, a0 < s1 ? a0 : s1, m, c, bad);
+        }
+        memcpy(d, c, sizeof d);
+        for (size_t r = 0; r < mr; r++) {
+            const size_t i = i0 + r;
+            for (size_t t = 0; t < nr; t++) {
+                const size_t j = j0 + t;
+                float sab = 1.0f;
+                const float xa = J->A->scales ? J->A->scales[i * J->nba + s0 / J->bka] : 1.0f;
+                const float xb = J->B->scales ? J->B->scales[(s0 / J->bkb) * J->N + j] : 1.0f;
+                sab = xa * xb;
+                const float part = d[r][t] * sab;
+                total[r][t] = total[r][t] + part;
+            }
+        }
+    }
+    int32_t badl[MR][NR];
+    memcpy(badl, bad, sizeof badl);
+    double *L[4] = {NULL, NULL, NULL, NULL};
+    for (size_t r = 0; r < mr; r++) {
+        const size_t i = i0 + r;
+        for (size_t t = 0; t < nr; t++) {
+            const size_t j = j0 + t;
+            float *cij = &C[i * ldc + j];
+            if (badl[r][t] || J->a.bad[i] || J->b.bad[j]) {
+                if (!L[0]) {
+                    const size_t cap = (K + kq) / kq * kq;
+                    for (int b = 0; b < 4; b++) L[b] = malloc(cap * sizeof(double));
+                    if (!L[0] || !L[1] || !L[2] || !L[3]) abort();  // a few KiB; nothing to fall back to
+                }
+                *cij = mm__engine_out1(p, J->A, J->B, J->N, K, o, i, j, *cij, L);
+                continue;
+            }
+            float y;
+            if (p->c_in_chain) {
+                y = d[r][t];
+            } else {
+                y = J->ab * total[r][t];
+                if (o->beta != 0.0f) {
+                    const float bc = o->beta * *cij;
+                    y = y + bc;
+                }
+            }
+            *cij = y;
+        }
+    }
+    for (int b = 0; b < 4; b++) free(L[b]);
+}
+
+// --- entry
+
+int mm__engine_fast_run(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
+                        size_t K, const mm_opts *o) {
+    mm__engine_plan p;
+    if (mm__engine_plan_make(&p, A, B, M, N, K, o, NULL, 0) != MM_OK) return MM_EINVAL;
+    if (!mm__engine_fast_covers(&p, o)) return mm__engine_run(C, ldc, A, B, M, N, K, o);
+    job J = {.p = &p, .A = A, .B = B, .o = o, .M = M, .N = N, .K = K};
+    J.ab = mm__fl32_prod3(o->alpha, mm__tscale(A), mm__tscale(B));
+    J.nba = mm__nblocks(A, K, &J.bka);
+    mm__nblocks(B, K, &J.bkb);
+    // Segments, as mm__engine_out1 walks them: from each block edge, every pe products after it.
+    const size_t pe = o->acc.promote_every > 0 ? (size_t)o->acc.promote_every : 0;
+    size_t *seg = malloc((K + 1) * sizeof *seg);
+    const size_t nrb = (M + MR - 1) / MR, npan = (N + NR - 1) / NR;
+    J.a.x = malloc(nrb * MR * K * sizeof(float)), J.a.e = malloc(nrb * MR * K * sizeof(int32_t));
+    J.b.x = malloc(npan * NR * K * sizeof(float)), J.b.e = malloc(npan * NR * K * sizeof(int32_t));
+    J.a.bad = malloc(M), J.b.bad = malloc(N);
+    int st = MM_OK;
+    if (!seg || !J.a.x || !J.a.e || !J.b.x || !J.b.e || !J.a.bad || !J.b.bad) {
+        st = MM_ENOMEM;
+        goto done;
+    }
+    size_t ns = 0;
+    for (size_t k0 = 0; k0 < K; k0 += p.bk) {
+        const size_t k1 = k0 + p.bk < K ? k0 + p.bk : K, stp = pe ? pe : k1 - k0;
+        for (size_t s0 = k0; s0 < k1; s0 += stp) seg[ns++] = s0;
+    }
+    seg[ns] = K;
+    J.seg = seg, J.nseg = ns;
+    pack(&J.a, A->x, A->trans ? 1 : A->ld, A->trans ? A->ld : 1, M, K, MR, p.ta);
+    pack(&J.b, B->x, B->trans ? B->ld : 1, B->trans ? 1 : B->ld, N, K, NR, p.tb);
+#pragma omp parallel for schedule(dynamic)
+    for (size_t t = 0; t < nrb * npan; t++) tile(&J, t % nrb, t / nrb, C, ldc);
+done:
+    free(seg), free(J.a.x), free(J.a.e), free(J.b.x), free(J.b.e), free(J.a.bad), free(J.b.bad);
+    return st;
+}

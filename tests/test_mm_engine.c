@@ -1,0 +1,175 @@
+// test_mm_engine.c: the fast CPU kernel of the matrix engines (kernels/scaled_mm_cpu_engine.c,
+// mm_cpu's engine path) equals the scalar model (mm_ref, one dot product at a time through
+// engine_model.c) bit for bit, for every kind it covers: random operands of several
+// distributions and shapes (K not a multiple of k, edges of the tiles), promote=N, block scales,
+// alpha/beta and C in the chain, and NaN, inf, subnormal and zero operands (the kernel hands
+// those outputs to the scalar model). The seed is printed; FPLAB_SEED replays.
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/round.h"
+#include "kernels/scaled_mm.h"
+#include "kernels/scaled_mm_internal.h"
+#include "test_util.h"
+
+typedef enum { D_NORMAL, D_POSITIVE, D_WIDE, D_CANCEL, D_SPECIAL } dist;
+
+// A value of format f drawn from d (rounded to f, saturating).
+static float draw(uint64_t *s, const fmt_t *f, dist d, size_t k) {
+    const fmt_round_opts ro = {.mode = FMT_RNE, .overflow = FMT_SATURATE};
+    double u = tu_sm_unif(s), v;
+    const double g = sqrt(-2.0 * log(tu_sm_unif(s) + 0x1p-60)) * cos(6.283185307179586 * u);
+    switch (d) {
+    case D_POSITIVE: v = fabs(g) + 0.01; break;
+    case D_WIDE: v = g * ldexp(1.0, tu_sm_int(s, -12, 8)); break;
+    case D_CANCEL: v = (k % 2 ? -1.0 : 1.0) * (1.0 + 0.01 * g); break;
+    case D_SPECIAL: {
+        const int w = tu_sm_int(s, 0, 39);
+        if (w == 0 && f->has_nan) return NAN;
+        if (w == 1 && f->has_inf) return tu_sm_int(s, 0, 1) ? INFINITY : -INFINITY;
+        if (w <= 5) return tu_sm_int(s, 0, 1) ? 0.0f : -0.0f;
+        if (w <= 9) v = g * f->min_subnormal * 4;  // subnormals of the format
+        else if (w <= 11) v = g * f->max;     // near the largest
+        else v = g;
+        break;
+    }
+    default: v = g;
+    }
+    return (float)fmt_round1(f, v, &ro);
+}
+
+typedef struct {
+    const char *acc;       // engine spec
+    const char *fa, *fb;   // operand formats
+    size_t M, N, K;
+    dist d;
+    bool trans_a, trans_b;
+    int block_k;           // > 0: power-of-two block scales on both operands
+    float alpha, beta;     // beta = 1, alpha = 1, no scales: C is the chain's first C
+    bool c_special;        // C holds NaN, inf, subnormal values
+} ecase;
+
+// mm_cpu against mm_ref on one case, bit for bit; also that the fast kernel takes the case.
+static void check(const ecase *c, uint64_t *s) {
+    mm_opts o;
+    mm_opts_default(&o);
+    char msg[300];
+    cr_assert_eq(mm_acc_from_name(&o.acc, c->acc, msg, sizeof msg), MM_OK, "%s: %s", c->acc, msg);
+    o.alpha = c->alpha, o.beta = c->beta;
+    const size_t M = c->M, N = c->N, K = c->K;
+    float *a = malloc(M * K * sizeof *a), *b = malloc(K * N * sizeof *b);
+    float *C0 = malloc(M * N * sizeof *C0), *C1 = malloc(M * N * sizeof *C1), *C2 = malloc(M * N * sizeof *C2);
+    mm_operand A = {.x = a, .ld = c->trans_a ? M : K, .trans = c->trans_a};
+    mm_operand B = {.x = b, .ld = c->trans_b ? K : N, .trans = c->trans_b};
+    cr_assert_eq(fmt_from_name(&A.fmt, c->fa), FMT_OK);
+    cr_assert_eq(fmt_from_name(&B.fmt, c->fb), FMT_OK);
+    for (size_t i = 0; i < M * K; i++) a[i] = draw(s, &A.fmt, c->d, i % K);
+    for (size_t i = 0; i < K * N; i++) b[i] = draw(s, &B.fmt, c->d, i / N);
+    float *sa = NULL, *sb = NULL;
+    if (c->block_k) {
+        const size_t nb = (K + (size_t)c->block_k - 1) / (size_t)c->block_k;
+        sa = malloc(M * nb * sizeof *sa), sb = malloc(nb * N * sizeof *sb);
+        for (size_t i = 0; i < M * nb; i++) sa[i] = ldexpf(1.0f, tu_sm_int(s, -4, 4));
+        for (size_t i = 0; i < nb * N; i++) sb[i] = ldexpf(1.0f, tu_sm_int(s, -4, 4));
+        A.scales = sa, B.scales = sb, A.block_k = B.block_k = c->block_k;
+    }
+    for (size_t i = 0; i < M * N; i++) {
+        C0[i] = (float)(tu_sm_unif(s) * 8 - 4);
+        if (c->c_special) {
+            const int w = tu_sm_int(s, 0, 9);
+            C0[i] = w == 0 ? NAN : w == 1 ? INFINITY : w == 2 ? 0x1p-140f : w == 3 ? -0.0f : w == 4 ? 0x1.8p120f : C0[i];
+        }
+    }
+    memcpy(C1, C0, M * N * sizeof *C0), memcpy(C2, C0, M * N * sizeof *C0);
+    mm__engine_plan p;
+    cr_assert_eq(mm__engine_plan_make(&p, &A, &B, M, N, K, &o, msg, sizeof msg), MM_OK, "%s", msg);
+    cr_assert(mm__engine_fast_covers(&p, &o), "%s %s x %s: not taken by the fast kernel", c->acc, c->fa, c->fb);
+    // The kernel's raw y (before the output rounding) against the scalar model's, NaN payloads
+    // included (the engines' canonical NaN); then mm_cpu against mm_ref, NaN as NaN (mm_ref's
+    // output rounding writes its own NaN).
+    float *C3 = malloc(M * N * sizeof *C3), *C4 = malloc(M * N * sizeof *C4);
+    memcpy(C3, C0, M * N * sizeof *C0), memcpy(C4, C0, M * N * sizeof *C0);
+    cr_assert_eq(mm__engine_run(C3, N, &A, &B, M, N, K, &o), MM_OK);
+    cr_assert_eq(mm__engine_fast_run(C4, N, &A, &B, M, N, K, &o), MM_OK);
+    const int r1 = mm_ref(C1, N, &A, &B, M, N, K, &o), r2 = mm_cpu(C2, N, &A, &B, M, N, K, &o);
+    cr_assert_eq(r1, MM_OK);
+    cr_assert_eq(r2, MM_OK);
+    size_t bad = 0, first = 0, bad2 = 0, first2 = 0;
+    for (size_t i = 0; i < M * N; i++) {
+        uint32_t u1, u2;
+        memcpy(&u1, &C3[i], 4), memcpy(&u2, &C4[i], 4);
+        if (u1 != u2 && !bad++) first = i;
+        memcpy(&u1, &C1[i], 4), memcpy(&u2, &C2[i], 4);
+        if (u1 != u2 && !(isnan(C1[i]) && isnan(C2[i])) && !bad2++) first2 = i;
+    }
+    cr_assert_eq(bad, 0, "%s %s x %s M %zu N %zu K %zu dist %d: %zu of %zu outputs differ, first (%zu, %zu): "
+                 "model %a (%08x), fast %a (%08x)", c->acc, c->fa, c->fb, M, N, K, (int)c->d, bad, M * N, first / N,
+                 first % N, C3[first], ((uint32_t *)C3)[first], C4[first], ((uint32_t *)C4)[first]);
+    cr_assert_eq(bad2, 0, "%s %s x %s: mm_cpu and mm_ref differ at %zu outputs, first (%zu, %zu): %a, %a", c->acc,
+                 c->fa, c->fb, bad2, first2 / N, first2 % N, C1[first2], C2[first2]);
+    free(C3), free(C4);
+    free(a), free(b), free(C0), free(C1), free(C2), free(sa), free(sb);
+}
+
+// The kinds the kernel covers, as (engine spec, A format, B format).
+static const char *const kinds[][3] = {
+    {"hopper:wgmma", "e4m3", "e4m3"}, {"hopper:wgmma", "e5m2", "e4m3"}, {"ada:mma", "e4m3", "e4m3"},
+    {"ada:mma", "e5m2", "e5m2"},      {"ada:mma:k16", "e4m3", "e5m2"},  {"hopper:wgmma", "bf16", "bf16"},
+    {"ampere:mma", "bf16", "bf16"},   {"ampere:mma:k8", "bf16", "bf16"}, {"hopper:wgmma", "fp16", "fp16"},
+    {"ampere:mma", "fp16", "fp16"},   {"blackwell:mma", "bf16", "bf16"}, {"volta:mma", "fp16", "fp16"},
+};
+enum { NKINDS = sizeof kinds / sizeof kinds[0] };
+
+Test(mm_engine, random_operands_every_kind) {
+    uint64_t s = tu_seed("mm_engine", "random_operands_every_kind", 2101);
+    const size_t shapes[][3] = {{5, 7, 32}, {17, 40, 100}, {33, 65, 96}, {8, 33, 7}, {64, 64, 256}};
+    for (int q = 0; q < NKINDS; q++)
+        for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
+            for (int d = D_NORMAL; d <= D_CANCEL; d++) {
+                const ecase c = {kinds[q][0], kinds[q][1], kinds[q][2], shapes[sh][0], shapes[sh][1], shapes[sh][2],
+                                 (dist)d, sh % 2 == 1, sh % 3 == 1, 0, 1.0f, 0.0f, false};
+                check(&c, &s);
+            }
+}
+
+Test(mm_engine, special_operands) {
+    uint64_t s = tu_seed("mm_engine", "special_operands", 2102);
+    for (int q = 0; q < NKINDS; q++)
+        for (int rep = 0; rep < 3; rep++) {
+            const ecase c = {kinds[q][0], kinds[q][1], kinds[q][2], 19, 37, 64 + 13 * (size_t)rep, D_SPECIAL,
+                             rep == 1, rep == 2, 0, 1.0f, 0.0f, false};
+            check(&c, &s);
+        }
+}
+
+Test(mm_engine, promote_block_scales_alpha_beta) {
+    uint64_t s = tu_seed("mm_engine", "promote_block_scales_alpha_beta", 2103);
+    char spec[64];
+    for (int q = 0; q < NKINDS; q++) {
+        // promote=N: the kind's k times 2
+        mm_acc acc;
+        cr_assert_eq(mm_acc_from_name(&acc, kinds[q][0], NULL, 0), MM_OK);
+        snprintf(spec, sizeof spec, "%s:promote=64", kinds[q][0]);
+        const ecase c1 = {spec, kinds[q][1], kinds[q][2], 9, 35, 200, D_WIDE, false, true, 0, 1.0f, 0.0f, false};
+        check(&c1, &s);
+        const ecase c2 = {kinds[q][0], kinds[q][1], kinds[q][2], 9, 35, 150, D_NORMAL, true, false, 32, 0.5f, 0.0f,
+                          false};
+        check(&c2, &s);
+        const ecase c3 = {kinds[q][0], kinds[q][1], kinds[q][2], 11, 20, 90, D_NORMAL, false, false, 0, 2.0f, 0.75f,
+                          false};
+        check(&c3, &s);
+    }
+}
+
+Test(mm_engine, c_in_the_chain) {
+    uint64_t s = tu_seed("mm_engine", "c_in_the_chain", 2104);
+    for (int q = 0; q < NKINDS; q++)
+        for (int sp = 0; sp < 2; sp++) {
+            const ecase c = {kinds[q][0], kinds[q][1], kinds[q][2], 13, 40, 70, sp ? D_SPECIAL : D_WIDE, false, false,
+                             0, 1.0f, 1.0f, sp == 1};
+            check(&c, &s);
+        }
+}

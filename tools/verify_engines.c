@@ -1,0 +1,118 @@
+// verify_engines.c: the fast CPU kernel of the matrix engines (mm_cpu, kernels/
+// scaled_mm_cpu_engine.c) against the scalar model (mm_ref, one dot product at a time through
+// kernels/engine_model.c), bit for bit, on at least --dots dot products per model (default
+// 1,000,000): 512 x 512 outputs per batch, K = 64 (or --k), the batches cycling through four
+// operand distributions (normal, wide exponents, cancellation, specials: NaN, inf, zeros,
+// subnormals). `make verify-engines` runs it; not part of `make test` (minutes). NaN outputs
+// count as equal whatever their payload (mm_ref's output rounding writes its own NaN;
+// tests/test_mm_engine.c compares the kernels' raw NaN bits).
+// Usage: verify_engines [--dots N] [--k K] [--seed S]. Exit status 1 on any mismatch.
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "formats/round.h"
+#include "kernels/scaled_mm.h"
+
+static uint64_t sm64(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+static double unif(uint64_t *s) { return (double)(sm64(s) >> 11) * 0x1p-53; }
+static int irange(uint64_t *s, int lo, int hi) { return lo + (int)(sm64(s) % (uint64_t)(hi - lo + 1)); }
+
+// A value of f from distribution d (0 normal, 1 wide, 2 cancellation, 3 specials), k its index.
+static float draw(uint64_t *s, const fmt_t *f, int d, size_t k) {
+    const fmt_round_opts ro = {.mode = FMT_RNE, .overflow = FMT_SATURATE};
+    const double g = sqrt(-2.0 * log(unif(s) + 0x1p-60)) * cos(6.283185307179586 * unif(s));
+    double v = g;
+    if (d == 1) v = g * ldexp(1.0, irange(s, -12, 8));
+    if (d == 2) v = (k % 2 ? -1.0 : 1.0) * (1.0 + 0.01 * g);
+    if (d == 3) {
+        const int w = irange(s, 0, 199);
+        if (w == 0 && f->has_nan) return NAN;
+        if (w == 1 && f->has_inf) return irange(s, 0, 1) ? INFINITY : -INFINITY;
+        if (w < 20) return irange(s, 0, 1) ? 0.0f : -0.0f;
+        if (w < 40) v = g * f->min_subnormal * 4;
+        else if (w < 50) v = g * f->max;
+    }
+    return (float)fmt_round1(f, v, &ro);
+}
+
+int main(int argc, char **argv) {
+    size_t dots = 1000000, K = 64;
+    uint64_t seed = 21;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--dots") && i + 1 < argc) dots = strtoull(argv[++i], NULL, 0);
+        else if (!strcmp(argv[i], "--k") && i + 1 < argc) K = strtoull(argv[++i], NULL, 0);
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 0);
+        else {
+            fprintf(stderr, "usage: verify_engines [--dots N] [--k K] [--seed S]\n");
+            return 2;
+        }
+    }
+    static const char *const models[][3] = {
+        {"hopper:wgmma", "e4m3", "e4m3"}, {"hopper:wgmma", "e5m2", "e4m3"}, {"ada:mma", "e4m3", "e4m3"},
+        {"ada:mma", "e5m2", "e5m2"},      {"hopper:wgmma", "bf16", "bf16"}, {"ampere:mma", "bf16", "bf16"},
+        {"hopper:wgmma", "fp16", "fp16"}, {"ampere:mma", "fp16", "fp16"},   {"blackwell:mma", "bf16", "bf16"},
+    };
+    const size_t n = 512;
+    float *a = malloc(n * K * sizeof *a), *b = malloc(K * n * sizeof *b);
+    float *C1 = malloc(n * n * sizeof *C1), *C2 = malloc(n * n * sizeof *C2);
+    if (!a || !b || !C1 || !C2) return fprintf(stderr, "verify_engines: out of memory\n"), 1;
+    printf("verify_engines: mm_cpu (fast kernel) vs mm_ref (scalar model), K = %zu, seed %llu\n", K,
+           (unsigned long long)seed);
+    int fail = 0;
+    for (size_t m = 0; m < sizeof models / sizeof *models; m++) {
+        mm_opts o;
+        mm_opts_default(&o);
+        char msg[300];
+        mm_operand A = {.x = a, .ld = K}, B = {.x = b, .ld = n};
+        if (mm_acc_from_name(&o.acc, models[m][0], msg, sizeof msg) || fmt_from_name(&A.fmt, models[m][1]) ||
+            fmt_from_name(&B.fmt, models[m][2])) {
+            fprintf(stderr, "verify_engines: %s %s x %s: %s\n", models[m][0], models[m][1], models[m][2], msg);
+            return 1;
+        }
+        size_t done = 0, bad = 0;
+        double t_ref = 0, t_cpu = 0;
+        for (int batch = 0; done < dots; batch++) {
+            const int d = batch % 4;
+            for (size_t i = 0; i < n * K; i++) a[i] = draw(&seed, &A.fmt, d, i % K);
+            for (size_t i = 0; i < K * n; i++) b[i] = draw(&seed, &B.fmt, d, i / n);
+            double t0 = now();
+            const int r1 = mm_ref(C1, n, &A, &B, n, n, K, &o);
+            t_ref += now() - t0, t0 = now();
+            const int r2 = mm_cpu(C2, n, &A, &B, n, n, K, &o);
+            t_cpu += now() - t0;
+            if (r1 || r2) {
+                fprintf(stderr, "verify_engines: %s: mm_ref %d, mm_cpu %d\n", models[m][0], r1, r2);
+                return 1;
+            }
+            for (size_t i = 0; i < n * n; i++) {
+                uint32_t u1, u2;
+                memcpy(&u1, &C1[i], 4), memcpy(&u2, &C2[i], 4);
+                if (u1 != u2 && !(isnan(C1[i]) && isnan(C2[i])) && bad++ < 3)
+                    printf("  mismatch %s %s x %s dist %d (%zu, %zu): model %a fast %a\n", models[m][0],
+                           models[m][1], models[m][2], d, i / n, i % n, C1[i], C2[i]);
+            }
+            done += n * n;
+        }
+        printf("%-14s %-5s x %-5s %9zu dot products, %zu mismatches (scalar model %.2f s, mm_cpu %.2f s)\n",
+               models[m][0], models[m][1], models[m][2], done, bad, t_ref, t_cpu);
+        fflush(stdout);
+        fail |= bad != 0;
+    }
+    free(a), free(b), free(C1), free(C2);
+    printf("verify_engines: %s\n", fail ? "MISMATCHES" : "all bit for bit");
+    return fail;
+}
