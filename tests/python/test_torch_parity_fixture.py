@@ -7,7 +7,7 @@ import os
 import pytest
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "torch_policy_check.json")
-REQUIRED = ["fp32"]  # the rest of check_torch_policy.PRESETS where the fixture has them
+REQUIRED = ["fp32", "bf16-amp", "mxfp8"]  # the rest of check_torch_policy.PRESETS where the fixture has them
 
 
 def results():
