@@ -669,7 +669,7 @@ def check_matmul(a, b, c, a_fmt, b_fmt=None, *, out="fp32", scale="none", a_scal
     fo = _format(out)
     sa = None if a_scales is None else _f32_exact(a_scales, "a_scales")
     sb = None if b_scales is None else _f32_exact(b_scales, "b_scales")
-    _, _, sfmt, tr, tc, _ = _fplab.scaling(scale, M, K)
+    _, _, sfmt, tr, tc, _, _ = _fplab.scaling(scale, M, K)
     if sfmt is not None:
         def cdiv(n, t):
             return 1 if t <= 0 or t >= n else -(-n // t)
