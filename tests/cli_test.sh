@@ -335,6 +335,53 @@ else
     echo "note: python3 not found; matmul-check json parse skipped"
 fi
 
+# --- matmul-check external mode: a kernel's C from given A and B (.npy written by npy_f4)
+d24="{'descr': '<f4', 'fortran_order': False, 'shape': (2, 4), }"
+d42="{'descr': '<f4', 'fortran_order': False, 'shape': (4, 2), }"
+d22="{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }"
+d11="{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1), }"
+npy_f4 "$T/xa.npy" "$d24" '\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x40\x40\x00\x00\x80\x40\x00\x00\x00\x3f\x00\x00\x80\x3f\x00\x00\xc0\x3f\x00\x00\x00\x40'  # [[1 2 3 4] [.5 1 1.5 2]]
+npy_f4 "$T/xb.npy" "$d42" '\x00\x00\x80\x3f\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x80\x3f\x00\x00\x80\x3f\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x80\xbf'  # [[1 0] [0 1] [1 1] [2 -1]]
+npy_f4 "$T/xc.npy" "$d22" '\x00\x00\x40\x41\x00\x00\x80\x3f\x00\x00\xc0\x40\x00\x00\x00\x3f'  # A B = [[12 1] [6 .5]]
+npy_f4 "$T/xcbad.npy" "$d22" '\x00\x00\x40\x41\x00\x00\xc0\x3f\x00\x00\xc0\x40\x00\x00\x00\x3f'  # C[0,1] = 1.5
+npy_f4 "$T/xc4.npy" "$d22" '\x00\x00\x40\x42\x00\x00\x80\x40\x00\x00\xc0\x41\x00\x00\x00\x40'  # 4 A B
+npy_f4 "$T/two.npy" "$d11" '\x00\x00\x00\x40'
+npy_f4 "$T/xa11.npy" "$d24" '\xcd\xcc\x8c\x3f\x00\x00\x00\x40\x00\x00\x40\x40\x00\x00\x80\x40\x00\x00\x00\x3f\x00\x00\x80\x3f\x00\x00\xc0\x3f\x00\x00\x00\x40'  # 1.1 first
+npy_f4 "$T/x448a.npy" "$d24" "$(for i in {1..8}; do printf '%s' '\x00\x00\xe0\x43'; done)"
+npy_f4 "$T/x448b.npy" "$d42" "$(for i in {1..8}; do printf '%s' '\x00\x00\xe0\x43'; done)"
+npy_f4 "$T/xinf.npy" "$d22" "$(for i in {1..4}; do printf '%s' '\x00\x00\x80\x7f'; done)"
+XC=("$F" matmul-check --a e4m3 --b e4m3 --a-values "$T/xa.npy" --b-values "$T/xb.npy")
+expect_has "matmul-check external: a correct C passes" "PASS: 0 of 4 results outside" "${XC[@]}" --result "$T/xc.npy"
+expect_has "matmul-check external: the candidates are listed" "hopper:wgmma" "${XC[@]}" --result "$T/xc.npy"
+expect_rc "matmul-check external: a wrong C fails (exit 1)" 1 "${XC[@]}" --result "$T/xcbad.npy"
+out=$("${XC[@]}" --result "$T/xcbad.npy" 2>&1)
+[[ $out == *"FAIL: 1 of 4 results outside"* && $out == *"exact-rounded                   3"* ]] && ok || bad "matmul-check external: the violation is counted" "$out"
+expect_rc "matmul-check external: --expect an engine that reproduces C" 0 "${XC[@]}" --result "$T/xc.npy" --expect hopper:wgmma --also m13:rtz
+expect_rc "matmul-check external: tensor scales" 0 "${XC[@]}" --result "$T/xc4.npy" --scale tensor --a-scales "$T/two.npy" --b-scales "$T/two.npy"
+expect_rc "matmul-check external: tensor scales, unscaled C fails" 1 "${XC[@]}" --result "$T/xc.npy" --scale tensor --a-scales "$T/two.npy" --b-scales "$T/two.npy"
+"${XC[@]}" --result "$T/xcbad.npy" --errors "$T/xerr.npy" >/dev/null
+expect_eq "matmul-check external: --errors writes 4 x 6 float64" "{'descr': '<f8', 'fortran_order': False, 'shape': (4, 6), }" "$(head -c 128 "$T/xerr.npy" | tail -c +11 | tr -d '\n' | sed 's/ *$//')"
+out=$("$F" matmul-check --a e4m3 --b e4m3 --out fp16 --a-values "$T/x448a.npy" --b-values "$T/x448b.npy" --result "$T/xinf.npy"); rc=$?
+expect_eq "matmul-check external: all outputs overflow -> fail (exit 1)" 1 $rc
+[[ $out == *"FAIL: 0 of 0 results"* && $out == *"4 of 4 exact results overflow"* ]] && ok || bad "matmul-check all-overflow report" "$out"
+expect_err "matmul-check external: not a value of the format" "is not a value of e4m3" "$F" matmul-check --a e4m3 --b e4m3 --a-values "$T/xa11.npy" --b-values "$T/xb.npy" --result "$T/xc.npy"
+expect_err "matmul-check external: shapes" "expected A (M x K) and B (K x N)" "$F" matmul-check --a e4m3 --b e4m3 --a-values "$T/xa.npy" --b-values "$T/xa.npy" --result "$T/xc.npy"
+expect_err "matmul-check external: result shape" "expected M x N = 2 x 2" "${XC[@]}" --result "$T/xa.npy"
+expect_err "matmul-check external: needs all three files" "together" "$F" matmul-check --a e4m3 --b e4m3 --result "$T/xc.npy"
+expect_err "matmul-check external: no generated-mode options" "generated mode" "${XC[@]}" --result "$T/xc.npy" --k 8
+expect_err "matmul-check external: scales need a recipe" "needs --a-scales" "${XC[@]}" --result "$T/xc.npy" --scale tensor
+expect_err "matmul-check external: bad --expect" "m99" "${XC[@]}" --result "$T/xc.npy" --expect m99
+if command -v python3 >/dev/null; then
+    "${XC[@]}" --result "$T/xcbad.npy" --format json >"$T/xc.json"
+    expect_rc "matmul-check external json" 0 python3 -c "
+import json, sys
+d = json.load(open('$T/xc.json'))
+r = d['results'][0]
+ok = d['pass'] is False and d['config']['mode'] == 'external' and r['outside_bound'] == 1 and r['judged'] == 4
+ok = ok and r['rule'] == 'none' and 'gflops' not in r and any(c['acc'] == 'exact-rounded' and c['reproduced'] == 3 for c in r['candidates'])
+sys.exit(not ok)"
+fi
+
 # --- ablate and report: help, bad input (exit 2), and a tiny real grid (tiny model, 4 steps)
 expect_has "ablate --help" "usage: fplab ablate" "$F" ablate --help
 expect_has "report --help" "usage: fplab report" "$F" report --help

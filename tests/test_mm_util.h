@@ -1,11 +1,13 @@
 // test_mm_util.h: matmul helpers shared by the scaled_mm suites (test_mm_ref.c, test_mm_cpu.c,
 // test_mm_cuda.c, test_mm_cuda_shim.c), header-only: random operands (NaN-padded storage,
-// random block scales, scaling recipes) drawn from a tu_rng, and the check of a float32-accumulated product against mm_ref_exact's exact
-// value within gamma_{K+2}(u) * absdot plus the output rounding.
+// random block scales, scaling recipes) drawn from a tu_rng, and the check of a float32-accumulated
+// product against mm_ref_exact's exact value within the verifier's bound (kernels/mm_verify.h:
+// gamma_{K+2}(u) * absdot plus the output rounding), asserted per element.
 #ifndef FPLAB_TEST_MM_UTIL_H
 #define FPLAB_TEST_MM_UTIL_H
 
 #include "formats/round.h"
+#include "kernels/mm_verify.h"
 #include "kernels/scaled_mm.h"
 #include "test_util.h"
 
@@ -142,19 +144,14 @@ static inline void tu_mm_case_free(tu_mm_case *c) {
     tu_operand_free(&c->A), tu_operand_free(&c->B);
 }
 
-// --- the bound
+// --- the bound (mm_verify_gamma, mm_verify_bound: the verifier's own formula)
 
 // gamma_n = n u / (1 - n u) for unit roundoff u.
 static inline double tu_gamma(double n, double u) { return n * u / (1 - n * u); }
 
 // Distance from |x| to the next value of f above it (its ulp at x; subnormal spacing below the
-// smallest normal).
-static inline double tu_ulp_at(const fmt_t *f, double x) {
-    x = fabs(x);
-    int e = x > 0 ? ilogb(x) : f->emin;
-    if (e < f->emin) e = f->emin;
-    return ldexp(1.0, e - f->mbits);
-}
+// smallest normal): mm_verify_ulp.
+static inline double tu_ulp_at(const fmt_t *f, double x) { return mm_verify_ulp(f, x); }
 
 // Asserts, for every element of the M x N result C (leading dimension ldc), that it is exact's
 // NaN or inf, or within gamma_{K+2}(u) * absdot plus the output rounding of exact. With Cin (C
@@ -162,7 +159,7 @@ static inline double tu_ulp_at(const fmt_t *f, double x) {
 static inline void tu_check_bound(const char *what, const float *C, const float *Cin, size_t ldc,
                                   const double *exact, const double *absdot, size_t M, size_t N,
                                   size_t K, const mm_opts *o, double u) {
-    const bool nearest = o->out_round.mode == FMT_RNE || o->out_round.mode == FMT_RNA;
+    const double gamma = mm_verify_gamma(K, u);
     for (size_t i = 0; i < M; i++) {
         for (size_t j = 0; j < N; j++) {
             const double c = C[i * ldc + j], ex = exact[i * N + j], ad = absdot[i * N + j];
@@ -174,8 +171,7 @@ static inline void tu_check_bound(const char *what, const float *C, const float 
                 cr_assert(c == ex, "%s C[%zu,%zu]: exact %g, got %a", what, i, j, ex, c);
                 continue;
             }
-            const double out_err = (nearest ? 0.5 : 1.0) * tu_ulp_at(&o->out_fmt, c);
-            const double tol = tu_gamma((double)K + 2, u) * ad + out_err;
+            const double tol = mm_verify_bound(&o->out_fmt, o->out_round.mode, gamma, ad, ex, c);
             cr_assert(fabs(c - ex) <= tol, "%s C[%zu,%zu]: got %a exact %a |err| %g > %g (absdot %g)",
                       what, i, j, c, ex, fabs(c - ex), tol, ad);
         }

@@ -25,8 +25,8 @@ from . import _fplab
 __version__ = _fplab.VERSION
 
 __all__ = [
-    "Format", "FplabWarning", "Quantized", "ScaledMatmul", "Stats", "aliases", "blas_env_wanted",
-    "decode", "encode", "finfo", "formats", "pack", "quantize", "random", "round", "scaled_matmul",
+    "Format", "FplabWarning", "MatmulCheck", "Quantized", "ScaledMatmul", "Stats", "aliases",
+    "blas_env_wanted", "check_matmul", "decode", "encode", "finfo", "formats", "pack", "quantize", "random", "round", "scaled_matmul",
     "unpack",
 ]
 
@@ -587,28 +587,123 @@ def scaled_matmul(a, b, a_fmt, b_fmt=None, *, out="fp32", scale="none", acc="fp3
     ref = _np.empty((M, N), _np.float32) if error else None
     exact = _np.empty((M, N), _np.float64) if error else None
     absdot = _np.empty((M, N), _np.float64) if error else None
-    sa, sb, ca, cb, emulated = _fplab.matmul(A, B, M, N, K, fa, fb, fo, scale, acc, backend, C, cin, float(alpha),
-                                              float(beta), quant_mode, quant_overflow, round_mode, overflow,
-                                              int(seed), ref, exact, absdot)
+    err_ulp = _np.empty((M, N), _np.float64) if error else None
+    sa, sb, ca, cb, emulated, ver = _fplab.matmul(A, B, M, N, K, fa, fb, fo, scale, acc, backend, C, cin,
+                                                   float(alpha), float(beta), quant_mode, quant_overflow, round_mode,
+                                                   overflow, int(seed), ref, exact, absdot, err_ulp)
     r = ScaledMatmul()
     r.c, r.emulated = C, emulated
     r.stats_a, r.stats_b = Stats()._add(sa), Stats()._add(sb)
     r.scales_clipped_a, r.scales_clipped_b = ca, cb
-    r.ref, r.exact, r.absdot = ref, exact, absdot
-    r.err_ulp = r.max_err_ulp = r.median_err_ulp = r.mismatches = None
-    if error:
-        d = fo.describe()
-        top = d["max"] + 0.5 * _ulp_out(_np.float64(d["max"]), fo)
-        e = exact
-        inside = _np.abs(e) < top
-        with _np.errstate(invalid="ignore", over="ignore"):
-            err = _np.where(_np.isnan(C), _np.inf, _np.abs(C.astype(_np.float64) - e))
-            r.err_ulp = _np.where(inside, err / _ulp_out(e, fo), _np.nan)
-        vals = r.err_ulp[inside]
-        r.max_err_ulp = float(vals.max()) if vals.size else float("nan")
-        r.median_err_ulp = float(_np.median(vals)) if vals.size else float("nan")
-        same = (C.view(_np.uint32) == ref.view(_np.uint32)) | (_np.isnan(C) & _np.isnan(ref))
-        r.mismatches = int((~same).sum())
+    r.ref, r.exact, r.absdot, r.err_ulp = ref, exact, absdot, err_ulp
+    r.max_err_ulp = r.median_err_ulp = r.mismatches = None
+    if ver is not None:  # the library's verifier (kernels/mm_verify.h), as matmul-check
+        r.max_err_ulp, r.median_err_ulp, r.mismatches = ver
+    return r
+
+
+def _f32_exact(x, what):
+    """x (float32 or float64) as a C-ordered float32 array; float64 values must be float32 values."""
+    a = _float_array(x, what)
+    f = _np.ascontiguousarray(a, _np.float32)
+    if a.dtype != _np.float32:
+        bad = ~((f.astype(_np.float64) == a) | _np.isnan(a))
+        if bad.any():
+            i = tuple(int(v) for v in _np.argwhere(bad)[0])
+            raise ValueError(f"{what}{list(i)} = {a[i]!r} is not a float32 value; expected values of the format")
+    return f
+
+
+class MatmulCheck:
+    """The result of check_matmul(): the verification of a matmul result c (kernels/mm_verify.h,
+    the verifier of `fplab matmul-check`).
+
+    passed           True when a rule held (rule: "bound", "bit-exact" or "none")
+    rule_acc         the accumulator that reproduced c bit for bit (rule "bit-exact"), else None
+    n, judged, excluded  outputs; judged: exact value finite and within the output format
+                     (never passed with judged == 0)
+    outside          judged outputs outside the bound
+    u, gamma         the bound's unit roundoff and gamma_{K+2}(u)
+    max_err_ulp, median_err_ulp, max_bound_ulp, median_bound_ulp, max_rel_err, median_rel_err
+    candidates       {accumulator spec: outputs reproduced bit for bit}; share(spec) = fraction
+    per output (NumPy, (M, N)): exact (MPFR, nearest float64), absdot (sum|a b s|, the bound's
+                     term), err (c - exact), err_ulp, bound_ulp (the bound in ulps), judged and
+                     in_bound (bool)
+    """
+
+    def share(self, spec):
+        return self.candidates[spec] / self.n
+
+    def as_dict(self):
+        return dict(self.__dict__)
+
+    def __repr__(self):
+        best = max(self.candidates.items(), key=lambda kv: kv[1]) if self.candidates else ("-", 0)
+        return (f"fplab.MatmulCheck(passed={self.passed}, rule={self.rule!r}, rule_acc={self.rule_acc!r}, "
+                f"judged={self.judged}/{self.n}, outside={self.outside}, max_err_ulp={self.max_err_ulp:g}, "
+                f"max_bound_ulp={self.max_bound_ulp:g}, best={best[0]} {best[1]}/{self.n})")
+
+
+def check_matmul(a, b, c, a_fmt, b_fmt=None, *, out="fp32", scale="none", a_scales=None, b_scales=None,
+                 a_tensor_scale=1.0, b_tensor_scale=1.0, alpha=1.0, beta=0.0, c_in=None, round_mode="rne",
+                 u=2.0 ** -24, also=(), expect=None, candidates=True):
+    """Verifies c (M, N), the result of any kernel, as alpha * A B (+ beta * c_in) rounded to out:
+    a (M, K) and b (K, N) hold element values of a_fmt and b_fmt (before scaling; each must be a
+    value of its format); with a scaling recipe, a_scales and b_scales are its tile scales: a's
+    as fplab.quantize(a, fmt, scale).scales gives them ((M, ceil(K / tile)) for mx/nvfp4/block,
+    (M, 1) for row, (1, 1) for tensor), b's with the tile transposed ((ceil(K / tile), N), (1, N),
+    (1, 1)); a_tensor_scale/b_tensor_scale the second level (nvfp4). Reports the exact error
+    (MPFR), the error in ulps of out, the classical bound |err| <= gamma_{K+2}(u) sum|a b s| +
+    ulp/2, and which accumulators reproduce c bit for bit: "exact-rounded", every engine of
+    fplab's engine list that takes the formats (with and without :f16), and the specs in also.
+    expect: pass only if that accumulator reproduces c. Returns a MatmulCheck."""
+    A, B, Cr = (_f32_exact(x, w) for x, w in ((a, "a"), (b, "b"), (c, "c")))
+    if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[0]:
+        raise ValueError(f"check_matmul: shapes {A.shape} @ {B.shape}; expected (M, K) @ (K, N)")
+    M, K = A.shape
+    N = B.shape[1]
+    if Cr.shape != (M, N):
+        raise ValueError(f"check_matmul: c has shape {Cr.shape}, expected {(M, N)}")
+    fa = _format(a_fmt)
+    fb = _format(b_fmt if b_fmt is not None else a_fmt)
+    fo = _format(out)
+    sa = None if a_scales is None else _f32_exact(a_scales, "a_scales")
+    sb = None if b_scales is None else _f32_exact(b_scales, "b_scales")
+    _, _, sfmt, tr, tc, _, _ = _fplab.scaling(scale, M, K)
+    if sfmt is not None:
+        def cdiv(n, t):
+            return 1 if t <= 0 or t >= n else -(-n // t)
+        grids = {"a_scales": (sa, (cdiv(M, tr), cdiv(K, tc))), "b_scales": (sb, (cdiv(K, tc), cdiv(N, tr)))}
+        for what, (x, g) in grids.items():
+            if x is None:
+                raise ValueError(f"check_matmul: scale {scale!r} needs {what} (shape {g})")
+            if x.shape != g and not (g == (1, 1) and x.size == 1):
+                hint = (" (fplab.quantize(b, fmt, scale, axis=0).scale_values.T has it)" if what == "b_scales" else
+                        " (fplab.quantize(a, fmt, scale).scale_values has it)")
+                raise ValueError(f"check_matmul: {what} has shape {x.shape}; scale {scale!r} on "
+                                 f"{'a ' + str((M, K)) if what == 'a_scales' else 'b ' + str((K, N))} makes {g}{hint}")
+    cin = None
+    if beta != 0.0:
+        if c_in is None:
+            raise ValueError("check_matmul: beta != 0 needs c_in (the C that beta multiplies)")
+        cin = _f32_exact(c_in, "c_in")
+        if cin.shape != (M, N):
+            raise ValueError(f"c_in: shape {cin.shape}, expected {(M, N)}")
+    if isinstance(also, str):
+        also = [also]
+    f64 = [_np.empty((M, N), _np.float64) for _ in range(5)]
+    u8 = [_np.empty((M, N), _np.uint8) for _ in range(2)]
+    d = _fplab.check_matmul(A, B, Cr, M, N, K, fa, fb, fo, scale, sa, sb, float(a_tensor_scale),
+                            float(b_tensor_scale), float(alpha), float(beta), cin, round_mode, float(u),
+                            [str(x) for x in also], expect, bool(candidates), *f64, *u8)
+    r = MatmulCheck()
+    cands = d.pop("candidates")
+    for k, v in d.items():
+        setattr(r, k, v)
+    r.candidates = {spec: n for spec, n, _ in cands}
+    r.extra = [spec for spec, _, x in cands if x]
+    r.exact, r.absdot, r.err, r.err_ulp, r.bound_ulp = f64
+    r.judged_mask, r.in_bound = u8[0].astype(bool), u8[1].astype(bool)
     return r
 
 

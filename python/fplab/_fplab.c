@@ -12,7 +12,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -23,6 +25,7 @@
 #include "formats/scale.h"
 #include "kernels/blas_tune.h"
 #include "kernels/mm_operand.h"
+#include "kernels/mm_verify.h"
 #include "kernels/scaled_mm.h"
 
 #ifndef FPLAB_VERSION
@@ -716,23 +719,25 @@ static PyObject *py_qerror(PyObject *m, PyObject *args) {
 // scaled matmul
 
 // matmul(a, b, M, N, K, a_fmt, b_fmt, out_fmt, spec, acc, backend, c, c_in, alpha, beta,
-//        qmode, qoverflow, omode, ooverflow, oseed, ref, exact, absdot)
+//        qmode, qoverflow, omode, ooverflow, oseed, ref, exact, absdot, err_ulp)
 // a (M x K), b (K x N) float32; a and b are quantized to their formats with the recipe (tiles
 // along K, as mm_operand.h says) and rounding (qmode, qoverflow); then C = the scaled product on
 // `backend` (cpu or ref), rounded to out_fmt with (omode, ooverflow, oseed). c_in: C read when
 // beta != 0 (None otherwise). ref/exact/absdot (or None): mm_ref's result with the same options,
-// and mm_ref_exact's exact value (fp32 accumulation: no accumulator rounding) and sum|a b s|.
-// Returns (stats_a, stats_b, clipped_a, clipped_b, emulated).
+// and, through mm_verify (kernels/mm_verify.h, the verifier matmul-check uses), the exact value
+// (fp32 accumulation: no accumulator rounding), sum|a b s| and the error in ulps of out_fmt.
+// Returns (stats_a, stats_b, clipped_a, clipped_b, emulated, verify) with verify None or
+// (max_err_ulp, median_err_ulp, mismatches: outputs whose bits differ from mm_ref with acc).
 static PyObject *py_matmul(PyObject *m, PyObject *args) {
     (void)m;
-    PyObject *ao, *bo, *afo, *bfo, *ofo, *co, *cino, *refo, *exo, *abso;
+    PyObject *ao, *bo, *afo, *bfo, *ofo, *co, *cino, *refo, *exo, *abso, *ulpo;
     Py_ssize_t M, N, K;
     const char *spec, *acc, *backend, *qmode, *qovf, *omode, *oovf;
     double alpha, beta;
     unsigned long long oseed;
-    if (!PyArg_ParseTuple(args, "OOnnnOOOsssOOddssssKOOO", &ao, &bo, &M, &N, &K, &afo, &bfo, &ofo, &spec, &acc,
+    if (!PyArg_ParseTuple(args, "OOnnnOOOsssOOddssssKOOOO", &ao, &bo, &M, &N, &K, &afo, &bfo, &ofo, &spec, &acc,
                           &backend, &co, &cino, &alpha, &beta, &qmode, &qovf, &omode, &oovf, &oseed, &refo, &exo,
-                          &abso))
+                          &abso, &ulpo))
         return NULL;
     const fmt_t *fa = as_format(afo), *fb = fa ? as_format(bfo) : NULL, *fo = fb ? as_format(ofo) : NULL;
     if (!fo) return NULL;
@@ -767,8 +772,8 @@ static PyObject *py_matmul(PyObject *m, PyObject *args) {
     if (parse_round_opts(&o.out_round, fo, omode, oovf, 0, 0, oseed, 0, 0, &w2) < 0) return NULL;
     Py_DECREF(w2);
 
-    Py_buffer a, b, c, cin = {0}, ref = {0}, ex = {0}, ab = {0};
-    bool have_cin = false, have_ref = false, have_ex = false, have_ab = false;
+    Py_buffer a, b, c, cin = {0}, ref = {0}, ex = {0}, ab = {0}, ul = {0};
+    bool have_cin = false, have_ref = false, have_ex = false, have_ab = false, have_ul = false;
     if (get_buf(&a, ao, BUF_F32, 0, false, "a") < 0) return NULL;
     if (get_buf(&b, bo, BUF_F32, 0, false, "b") < 0) return PyBuffer_Release(&a), NULL;
     if (get_buf(&c, co, BUF_F32, 0, true, "c") < 0) return PyBuffer_Release(&a), PyBuffer_Release(&b), NULL;
@@ -777,10 +782,11 @@ static PyObject *py_matmul(PyObject *m, PyObject *args) {
     if (!err && refo != Py_None) err = get_buf(&ref, refo, BUF_F32, 0, true, "ref"), have_ref = !err;
     if (!err && exo != Py_None) err = get_buf(&ex, exo, BUF_F64, 0, true, "exact"), have_ex = !err;
     if (!err && abso != Py_None) err = get_buf(&ab, abso, BUF_F64, 0, true, "absdot"), have_ab = !err;
+    if (!err && ulpo != Py_None) err = get_buf(&ul, ulpo, BUF_F64, 0, true, "err_ulp"), have_ul = !err;
     const size_t mn = (size_t)M * (size_t)N;
     if (!err && (buf_n(&a) != (size_t)M * (size_t)K || buf_n(&b) != (size_t)K * (size_t)N || buf_n(&c) != mn ||
                  (have_cin && buf_n(&cin) != mn) || (have_ref && buf_n(&ref) != mn) ||
-                 (have_ex && buf_n(&ex) != mn) || (have_ab && buf_n(&ab) != mn))) {
+                 (have_ex && buf_n(&ex) != mn) || (have_ab && buf_n(&ab) != mn) || (have_ul && buf_n(&ul) != mn))) {
         PyErr_Format(PyExc_ValueError, "scaled_matmul: buffer sizes do not match M=%zd N=%zd K=%zd", M, N, K);
         err = -1;
     }
@@ -792,7 +798,8 @@ static PyObject *py_matmul(PyObject *m, PyObject *args) {
     if (!err) {
         mm_qmat qa, qb;
         int st, sta = MM_OK, stb = MM_OK, stv = MM_OK, ste = MM_OK;
-        bool have_qa = false, have_qb = false;
+        bool have_qa = false, have_qb = false, have_vrep = false;
+        mm_verify_report vrep;
         Py_BEGIN_ALLOW_THREADS;
         sta = mm_qmat_from_f32(&qa, MM_SIDE_A, a.buf, (size_t)M, (size_t)K, fa, &sc, &qo);
         have_qa = sta == MM_OK;
@@ -809,13 +816,15 @@ static PyObject *py_matmul(PyObject *m, PyObject *args) {
                 if (o.beta != 0.0f) memcpy(ref.buf, cin.buf, mn * sizeof(float));
                 st = mm_ref(ref.buf, (size_t)N, &qa.op, &qb.op, (size_t)M, (size_t)N, (size_t)K, &o);
             }
-            if (st == MM_OK && (have_ex || have_ab)) {
-                mm_opts oe = o;
-                ste = mm_acc_from_name(&oe.acc, "fp32", NULL, 0);
-                if (ste == MM_OK)
-                    ste = mm_ref_exact(have_ex ? ex.buf : NULL, have_ab ? ab.buf : NULL,
-                                       have_cin ? cin.buf : NULL, (size_t)N, &qa.op, &qb.op, (size_t)M, (size_t)N,
-                                       (size_t)K, &oe);
+            if (st == MM_OK && (have_ex || have_ab || have_ul)) {
+                // The verifier, told that C must equal mm_ref with this accumulator (its count
+                // of outputs reproduced gives the mismatches).
+                const mm_verify_opts vo = {.expect = acc, .no_candidates = true};
+                const mm_verify_outputs vout = {.exact = have_ex ? ex.buf : NULL, .absdot = have_ab ? ab.buf : NULL,
+                                                .err_ulp = have_ul ? ul.buf : NULL};
+                ste = mm_verify(&vrep, &vout, C, have_cin ? cin.buf : NULL, (size_t)N, &qa.op, &qb.op, (size_t)M,
+                                (size_t)N, (size_t)K, &o, &vo, NULL, 0);
+                have_vrep = ste == MM_OK;
                 st = ste;
             }
         }
@@ -831,9 +840,19 @@ static PyObject *py_matmul(PyObject *m, PyObject *args) {
             if (st == MM_ENOMEM) PyErr_NoMemory();
             else PyErr_Format(PyExc_RuntimeError, "scaled_matmul: backend %s failed (status %d)", backend, st);
         } else {
-            result = Py_BuildValue("(NNKKO)", stats_tuple(&qa.stats), stats_tuple(&qb.stats),
-                                   (unsigned long long)qa.scales_clipped, (unsigned long long)qb.scales_clipped,
-                                   mm_acc_is_emulated(&o.acc) ? Py_True : Py_False);
+            PyObject *v = Py_None;
+            Py_INCREF(v);
+            if (have_vrep) {
+                Py_DECREF(v);
+                size_t rep_n = 0;  // of the expected accumulator: the one candidate marked extra
+                for (size_t i = 0; i < vrep.ncand; i++)
+                    if (vrep.cand[i].extra) rep_n = vrep.cand[i].reproduced;
+                v = Py_BuildValue("(ddn)", vrep.max_ulp, vrep.med_ulp, (Py_ssize_t)(vrep.n - rep_n));
+            }
+            result = v ? Py_BuildValue("(NNKKON)", stats_tuple(&qa.stats), stats_tuple(&qb.stats),
+                                       (unsigned long long)qa.scales_clipped, (unsigned long long)qb.scales_clipped,
+                                       mm_acc_is_emulated(&o.acc) ? Py_True : Py_False, v)
+                       : NULL;
         }
         if (have_qa) mm_qmat_free(&qa);
         if (have_qb) mm_qmat_free(&qb);
@@ -845,6 +864,181 @@ static PyObject *py_matmul(PyObject *m, PyObject *args) {
     if (have_ref) PyBuffer_Release(&ref);
     if (have_ex) PyBuffer_Release(&ex);
     if (have_ab) PyBuffer_Release(&ab);
+    if (have_ul) PyBuffer_Release(&ul);
+    return result;
+}
+
+// check_matmul(a, b, c, M, N, K, a_fmt, b_fmt, out_fmt, scale, a_scales, b_scales, a_ts, b_ts,
+//              alpha, beta, c_in, omode, u, extra, expect, candidates,
+//              exact, absdot, err, err_ulp, bound_ulp, judged, in_bound)
+// mm_verify (kernels/mm_verify.h) on a result c (M x N float32) of A (M x K) and B (K x N): a, b
+// float32 element values of a_fmt/b_fmt; a_scales/b_scales (float32, or None for the recipe
+// 'none') the recipe's tile scales as mm_operand_from_tiles takes them (A: its tile, B: the
+// tile transposed); a_ts/b_ts tensor scales (0: 1); c_in read when beta != 0. extra: a list of
+// accumulator specs; expect a spec or None. The per-output buffers (float64; judged, in_bound
+// uint8) are written. Returns a dict of the report's scalars and its candidates [(spec,
+// reproduced, extra)].
+static PyObject *py_check_matmul(PyObject *m, PyObject *args) {
+    (void)m;
+    PyObject *ao, *bo, *co, *afo, *bfo, *ofo, *sao, *sbo, *cino, *extrao, *expecto, *outo[7];
+    Py_ssize_t M, N, K;
+    const char *spec, *omode;
+    double a_ts, b_ts, alpha, beta, u;
+    int candidates;
+    if (!PyArg_ParseTuple(args, "OOOnnnOOOsOOddddOsdOOpOOOOOOO", &ao, &bo, &co, &M, &N, &K, &afo, &bfo, &ofo, &spec,
+                          &sao, &sbo, &a_ts, &b_ts, &alpha, &beta, &cino, &omode, &u, &extrao, &expecto, &candidates,
+                          &outo[0], &outo[1], &outo[2], &outo[3], &outo[4], &outo[5], &outo[6]))
+        return NULL;
+    const fmt_t *fa = as_format(afo), *fb = fa ? as_format(bfo) : NULL, *fo = fb ? as_format(ofo) : NULL;
+    if (!fo) return NULL;
+    if (M < 1 || N < 1 || K < 1)
+        return PyErr_Format(PyExc_ValueError, "check_matmul: shapes (%zd x %zd) @ (%zd x %zd): expected every size "
+                            ">= 1", M, K, K, N);
+    fmt_scaling sc;
+    if (parse_scaling(&sc, spec) < 0) return NULL;
+    mm_opts o;
+    mm_opts_default(&o);
+    o.alpha = (float)alpha, o.beta = (float)beta, o.out_fmt = *fo;
+    PyObject *w = NULL;
+    if (parse_round_opts(&o.out_round, fo, omode, "ieee", 0, 0, 0, 0, 0, &w) < 0) return NULL;
+    Py_DECREF(w);
+    // The extra specs (a list of str) and expect (str or None).
+    if (!PyList_Check(extrao)) return PyErr_Format(PyExc_TypeError, "extra: expected a list of str");
+    const Py_ssize_t nx = PyList_GET_SIZE(extrao);
+    if (nx > 16) return PyErr_Format(PyExc_ValueError, "extra: at most 16 accumulators, got %zd", nx);
+    const char *extra[16];
+    for (Py_ssize_t i = 0; i < nx; i++)
+        if (!(extra[i] = PyUnicode_AsUTF8(PyList_GET_ITEM(extrao, i)))) return NULL;
+    const char *expect = expecto == Py_None ? NULL : PyUnicode_AsUTF8(expecto);
+    if (expecto != Py_None && !expect) return NULL;
+
+    Py_buffer a = {0}, b = {0}, c = {0}, sa = {0}, sb = {0}, cin = {0}, ob[7] = {{0}};
+    bool have[7] = {0}, have_sa = false, have_sb = false, have_cin = false;
+    int err = get_buf(&a, ao, BUF_F32, 0, false, "a");
+    if (err) return NULL;
+    if ((err = get_buf(&b, bo, BUF_F32, 0, false, "b"))) return PyBuffer_Release(&a), NULL;
+    if ((err = get_buf(&c, co, BUF_F32, 0, false, "c"))) return PyBuffer_Release(&a), PyBuffer_Release(&b), NULL;
+    if (!err && sao != Py_None) err = get_buf(&sa, sao, BUF_F32, 0, false, "a_scales"), have_sa = !err;
+    if (!err && sbo != Py_None) err = get_buf(&sb, sbo, BUF_F32, 0, false, "b_scales"), have_sb = !err;
+    if (!err && cino != Py_None) err = get_buf(&cin, cino, BUF_F32, 0, false, "c_in"), have_cin = !err;
+    static const char *onames[7] = {"exact", "absdot", "err", "err_ulp", "bound_ulp", "judged", "in_bound"};
+    for (int i = 0; i < 7 && !err; i++)
+        if (outo[i] != Py_None)
+            err = get_buf(&ob[i], outo[i], i < 5 ? BUF_F64 : BUF_CODES, 1, true, onames[i]), have[i] = !err;
+    const size_t mn = (size_t)M * (size_t)N;
+    if (!err && (buf_n(&a) != (size_t)M * (size_t)K || buf_n(&b) != (size_t)K * (size_t)N || buf_n(&c) != mn ||
+                 (have_cin && buf_n(&cin) != mn))) {
+        PyErr_Format(PyExc_ValueError, "check_matmul: buffer sizes do not match M=%zd N=%zd K=%zd", M, N, K);
+        err = -1;
+    }
+    for (int i = 0; i < 7 && !err; i++)
+        if (have[i] && buf_n(&ob[i]) != mn) {
+            PyErr_Format(PyExc_ValueError, "check_matmul: %s: expected %zu elements", onames[i], mn);
+            err = -1;
+        }
+    if (!err && o.beta != 0.0f && !have_cin) {
+        PyErr_SetString(PyExc_ValueError, "check_matmul: beta != 0 needs c_in (the C that beta multiplies)");
+        err = -1;
+    }
+    // The scales: the recipe's tile grid of each side (B's tile transposed).
+    fmt_scaling sbs = sc;
+    sbs.tile_rows = sc.tile_cols, sbs.tile_cols = sc.tile_rows;
+    const size_t want_a = sc.none ? 0 : fmt_scale_count(&sc, (size_t)M, (size_t)K);
+    const size_t want_b = sc.none ? 0 : fmt_scale_count(&sbs, (size_t)K, (size_t)N);
+    if (!err && (sc.none ? have_sa || have_sb : !have_sa || !have_sb)) {
+        PyErr_Format(PyExc_ValueError, sc.none ? "check_matmul: a_scales/b_scales given but scale is 'none'"
+                                               : "check_matmul: scale '%s' needs a_scales and b_scales", spec);
+        err = -1;
+    }
+    if (!err && !sc.none && (buf_n(&sa) != want_a || buf_n(&sb) != want_b)) {
+        PyErr_Format(PyExc_ValueError, "check_matmul: scale '%s' makes %zu scales for a (%zd x %zd) and %zu for b "
+                     "(%zd x %zd); got %zu and %zu", spec, want_a, M, K, want_b, K, N, buf_n(&sa), buf_n(&sb));
+        err = -1;
+    }
+    PyObject *result = NULL;
+    float *xa = NULL, *xb = NULL;
+    if (!err) {
+        xa = malloc(((size_t)M * ((size_t)K + 1)) * sizeof *xa);
+        xb = malloc(((size_t)N * ((size_t)K + 1)) * sizeof *xb);
+        if (!xa || !xb) PyErr_NoMemory(), err = -1;
+    }
+    if (!err) {
+        mm_operand A, B;
+        const fmt_round_opts ro = {0};
+        size_t bad = SIZE_MAX;
+        const float *av = a.buf, *bv = b.buf;
+        for (size_t i = 0; i < (size_t)M * (size_t)K && bad == SIZE_MAX; i++) {
+            const double r = fmt_round1(fa, av[i], &ro);
+            if (!(r == av[i] || (isnan(r) && isnan(av[i])))) bad = i;
+        }
+        if (bad != SIZE_MAX) {
+            char vb[32];
+            snprintf(vb, sizeof vb, "%.9g", (double)av[bad]);  // PyErr_Format has no %g
+            PyErr_Format(PyExc_ValueError, "check_matmul: a[%zu, %zu] = %s is not a value of %s; expected element "
+                         "values before scaling", bad / (size_t)K, bad % (size_t)K, vb, fa->name);
+            err = -1;
+        }
+        for (size_t i = 0; !err && i < (size_t)K * (size_t)N && bad == SIZE_MAX; i++) {
+            const double r = fmt_round1(fb, bv[i], &ro);
+            if (!(r == bv[i] || (isnan(r) && isnan(bv[i])))) bad = i;
+        }
+        if (!err && bad != SIZE_MAX) {
+            char vb[32];
+            snprintf(vb, sizeof vb, "%.9g", (double)bv[bad]);  // PyErr_Format has no %g
+            PyErr_Format(PyExc_ValueError, "check_matmul: b[%zu, %zu] = %s is not a value of %s; expected element "
+                         "values before scaling", bad / (size_t)N, bad % (size_t)N, vb, fb->name);
+            err = -1;
+        }
+        if (!err) {
+            mm_operand_from_tiles(&A, xa, MM_SIDE_A, false, a.buf, (size_t)M, (size_t)K, fa, &sc,
+                                  have_sa ? sa.buf : NULL, a_ts > 0 ? (float)a_ts : 1.0f);
+            mm_operand_from_tiles(&B, xb, MM_SIDE_B, true, b.buf, (size_t)K, (size_t)N, fb, &sbs,
+                                  have_sb ? sb.buf : NULL, b_ts > 0 ? (float)b_ts : 1.0f);
+            const mm_verify_opts vo = {.u = u, .extra = extra, .n_extra = (size_t)nx, .expect = expect,
+                                       .no_candidates = !candidates};
+            const mm_verify_outputs out = {
+                .exact = have[0] ? ob[0].buf : NULL, .absdot = have[1] ? ob[1].buf : NULL,
+                .err = have[2] ? ob[2].buf : NULL, .err_ulp = have[3] ? ob[3].buf : NULL,
+                .bound_ulp = have[4] ? ob[4].buf : NULL, .judged = have[5] ? ob[5].buf : NULL,
+                .in_bound = have[6] ? ob[6].buf : NULL};
+            mm_verify_report rep;
+            char msg[512] = "";
+            int st;
+            Py_BEGIN_ALLOW_THREADS;
+            st = mm_verify(&rep, &out, c.buf, have_cin ? cin.buf : NULL, (size_t)N, &A, &B, (size_t)M, (size_t)N,
+                           (size_t)K, &o, &vo, msg, sizeof msg);
+            Py_END_ALLOW_THREADS;
+            if (st == MM_ENOMEM) {
+                PyErr_NoMemory();
+            } else if (st != MM_OK) {
+                PyErr_Format(PyExc_ValueError, "check_matmul: %s", msg[0] ? msg : "the configuration is not valid");
+            } else {
+                PyObject *cl = PyList_New((Py_ssize_t)rep.ncand);
+                for (size_t i = 0; cl && i < rep.ncand; i++)
+                    PyList_SET_ITEM(cl, (Py_ssize_t)i, Py_BuildValue("(snO)", rep.cand[i].spec,
+                                                                     (Py_ssize_t)rep.cand[i].reproduced,
+                                                                     rep.cand[i].extra ? Py_True : Py_False));
+                if (cl)
+                    result = Py_BuildValue(
+                        "{s:n,s:n,s:n,s:n,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:O,s:s,s:z,s:N}", "n", (Py_ssize_t)rep.n,
+                        "judged", (Py_ssize_t)rep.judged, "excluded", (Py_ssize_t)rep.excluded, "outside",
+                        (Py_ssize_t)rep.outside, "u", rep.u, "gamma", rep.gamma, "max_err_ulp", rep.max_ulp,
+                        "median_err_ulp", rep.med_ulp, "max_rel_err", rep.max_rel, "median_rel_err", rep.med_rel,
+                        "max_bound_ulp", rep.max_bound_ulp, "median_bound_ulp", rep.med_bound_ulp, "passed",
+                        rep.pass ? Py_True : Py_False, "rule", mm_verify_rule_name(rep.rule), "rule_acc",
+                        rep.rule_cand >= 0 ? rep.cand[rep.rule_cand].spec : NULL, "candidates", cl);
+            }
+        }
+    }
+    free(xa), free(xb);
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&b);
+    PyBuffer_Release(&c);
+    if (have_sa) PyBuffer_Release(&sa);
+    if (have_sb) PyBuffer_Release(&sb);
+    if (have_cin) PyBuffer_Release(&cin);
+    for (int i = 0; i < 7; i++)
+        if (have[i]) PyBuffer_Release(&ob[i]);
     return result;
 }
 
@@ -898,6 +1092,7 @@ static PyMethodDef methods[] = {
     {"scheme", py_scheme, METH_VARARGS, "(element format, recipe) of a scheme name (mxfp4, nvfp4, ...), or None"},
     {"quantize", (PyCFunction)(void (*)(void))py_quantize, METH_VARARGS | METH_KEYWORDS, "fmt_quantize_f32"},
     {"matmul", py_matmul, METH_VARARGS, "scaled matmul on cpu or ref"},
+    {"check_matmul", py_check_matmul, METH_VARARGS, "mm_verify: verify a matmul result"},
     {"random", py_random, METH_VARARGS, "mm_random_f32"},
     {"blas_env_wanted", py_blas_env_wanted, METH_NOARGS, "environment OpenBLAS/libgomp should start with"},
     {NULL, NULL, 0, NULL}};
