@@ -448,6 +448,21 @@ ln -s "$T/corpus.txt" "$T/corpus.link"
 expect_err "log that links to the data" "same file as --data" \
     "$F" train --model tiny --data "$T/corpus.txt" --steps 1 --log "$T/corpus.link"
 expect_eq "the corpus survived" 4000 "$(wc -c <"$T/corpus.txt")"
+# One run per --ckpt-dir (issue 20): a second training there, even one told to --overwrite, is
+# refused while the first runs; the next run in a directory removes the half-written checkpoints
+# of a killed one (ckpt.bin.tmp.XXXXXX) and nothing else.
+"$F" train --model tiny --data "$T/corpus.txt" --steps 1000000 --ckpt-dir "$T/busy" --progress 0 >/dev/null 2>&1 &
+busy=$!
+for _ in $(seq 300); do [[ -s $T/busy/ckpt.bin.lock ]] && break; sleep 0.1; done
+expect_err "a second run in a busy --ckpt-dir" "--ckpt-dir '$T/busy' is in use by process $busy" \
+    "$F" train --model tiny --data "$T/corpus.txt" --steps 1 --ckpt-dir "$T/busy" --overwrite 1
+kill "$busy"; wait "$busy" 2>/dev/null
+expect_has "the dir is free once its run ends" "done: 1 steps" \
+    "$F" train --model tiny --data "$T/corpus.txt" --steps 1 --ckpt-dir "$T/busy" --overwrite 1 --progress 0
+touch "$T/ext/ckpt.bin.tmp.Ab12Cd" "$T/ext/ckpt.bin.tmp.x9Y8z7" "$T/ext/ckpt.bin.tmp.notours"
+expect_has "a resume removes a killed run's temporary checkpoints" "removed 2 temporary checkpoint files" \
+    "$F" train --resume "$T/ext/ckpt.bin" --steps 10 --progress 0
+expect_eq "only those" "ckpt.bin.tmp.notours" "$(cd "$T/ext" && ls ckpt.bin.tmp.* 2>&1)"
 expect_err "train --threads 100000" "--threads 100000: expected 0..4096" "$F" train --model tiny --data "$T/corpus.txt" --threads 100000
 # An option error names the option that is wrong, not a group of them (issue 24).
 for o in "--batch 0" "--accum 0" "--steps 0" "--eval-batches 0" "--warmup -1" "--beta2 1" "--grad-clip -1"; do

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "trainer/fileio.h"
@@ -144,4 +145,61 @@ Test(fileio, writes_through_a_symlink_to_a_fifo) {
     cr_assert_eq(lstat(l, &st), 0);
     cr_assert(S_ISLNK(st.st_mode));
     cr_assert_eq(tmp_files(), 0);
+}
+
+// One writer per place: a lock another process holds is refused with its pid; released by the
+// holder's exit, it is taken again (issue 20: two trainings shared a --ckpt-dir).
+Test(fileio, a_lock_held_by_another_process_is_refused_with_its_pid) {
+    char lock[128], msg[512];
+    path_in(lock, sizeof lock, "ckpt.bin.lock");
+    int go[2], ready[2];
+    cr_assert(pipe(go) == 0 && pipe(ready) == 0);
+    const pid_t child = fork();
+    if (child == 0) {
+        int fd;
+        char c = fio_lock(lock, "child", &fd, NULL, 0) == FIO_OK ? 'y' : 'n';
+        if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) != 1) _exit(1);
+        _exit(0);
+    }
+    char c = 0;
+    cr_assert(read(ready[0], &c, 1) == 1 && c == 'y', "the child could not take the lock");
+    int fd = -1;
+    cr_expect_eq(fio_lock(lock, "--ckpt-dir 'x'", &fd, msg, sizeof msg), FIO_EINVAL);
+    cr_expect_eq(fd, -1);
+    char want[64];
+    snprintf(want, sizeof want, "--ckpt-dir 'x' is in use by process %ld", (long)child);
+    cr_expect(strstr(msg, want), "%s", msg);
+    cr_assert(write(go[1], "g", 1) == 1);
+    waitpid(child, NULL, 0);
+    cr_expect_eq(fio_lock(lock, "--ckpt-dir 'x'", &fd, msg, sizeof msg), FIO_OK, "%s", msg);
+    cr_expect(fd >= 0);
+    char pid[32], mine[32];
+    get(lock, pid, sizeof pid);
+    snprintf(mine, sizeof mine, "%ld\n", (long)getpid());
+    cr_expect_str_eq(pid, mine);
+    close(fd);
+}
+
+// The temporary files of a killed writer go; names that only look alike stay.
+Test(fileio, removes_only_a_killed_writers_temporary_files) {
+    char p[128], path[128];
+    path_in(path, sizeof path, "ckpt.bin");
+    const char *orphans[] = {"ckpt.bin.tmp.Ab12Cd", "ckpt.bin.tmp.x9Y8z7"};
+    const char *keep[] = {"ckpt.bin", "ckpt.bin.tmp.notours", "ckpt.bin.tmp.", "xckpt.bin.tmp.Ab12Cd", "log.jsonl"};
+    for (int i = 0; i < 2; i++) path_in(p, sizeof p, orphans[i]), put(p, "half");
+    for (int i = 0; i < 5; i++) path_in(p, sizeof p, keep[i]), put(p, "keep");
+    path_in(p, sizeof p, "ckpt.bin.tmp.D1r3ct");
+    cr_assert(mkdir(p, 0700) == 0);  // a directory of that name is not a file to remove
+    cr_expect_eq(fio_remove_orphans(path), 2);
+    for (int i = 0; i < 2; i++) {
+        path_in(p, sizeof p, orphans[i]);
+        cr_expect(!fio_is_file(p), "%s stayed", orphans[i]);
+    }
+    for (int i = 0; i < 5; i++) {
+        path_in(p, sizeof p, keep[i]);
+        cr_expect(fio_is_file(p), "%s went", keep[i]);
+    }
+    path_in(p, sizeof p, "ckpt.bin.tmp.D1r3ct");
+    cr_expect(fio_is_dir(p));
+    rmdir(p);
 }

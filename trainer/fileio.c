@@ -2,6 +2,7 @@
 #include "trainer/fileio.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
@@ -267,4 +268,52 @@ int fio_refuse_inputs(const char *out_opt, const char *out, const fio_input *in,
         }
     }
     return FIO_OK;
+}
+
+int fio_lock(const char *lock_path, const char *what, int *fd, char *msg, size_t msg_len) {
+    *fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+    if (*fd < 0)
+        return fio_fail(FIO_EIO, msg, msg_len, "%s: cannot create the lock file '%s': %s", what, lock_path,
+                        strerror(errno));
+    struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    if (fcntl(*fd, F_SETLK, &l) != 0) {
+        const int e = errno;
+        struct flock h = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+        const long pid = fcntl(*fd, F_GETLK, &h) == 0 && h.l_type != F_UNLCK ? (long)h.l_pid : -1;
+        close(*fd), *fd = -1;
+        if (e != EACCES && e != EAGAIN)
+            return fio_fail(FIO_EIO, msg, msg_len, "%s: cannot lock '%s': %s", what, lock_path, strerror(e));
+        char who[48] = "another process";
+        if (pid > 0) snprintf(who, sizeof who, "process %ld", pid);
+        return fio_fail(FIO_EINVAL, msg, msg_len,
+                        "%s is in use by %s (it holds '%s'): two runs cannot write one place; wait for it to "
+                        "end or choose another", what, who, lock_path);
+    }
+    char pid[32];
+    const int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(*fd, 0) != 0 || pwrite(*fd, pid, (size_t)n, 0) != n) {}  // the pid is for people only
+    return FIO_OK;
+}
+
+int fio_remove_orphans(const char *path) {
+    char dir[FIO_PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    const char *base = slash ? slash + 1 : path;
+    const char *d = slash ? (slash == dir ? "/" : (*slash = 0, dir)) : ".";
+    const size_t nb = strlen(base);
+    DIR *dp = opendir(d);
+    if (!dp) return 0;
+    int removed = 0;
+    for (struct dirent *e; (e = readdir(dp));) {
+        const char *name = e->d_name;
+        if (strncmp(name, base, nb) != 0 || strncmp(name + nb, ".tmp.", 5) != 0 || strlen(name + nb + 5) != 6)
+            continue;
+        char full[FIO_PATH_MAX + 300];
+        snprintf(full, sizeof full, "%s/%s", d, name);
+        struct stat st;
+        if (lstat(full, &st) == 0 && S_ISREG(st.st_mode) && unlink(full) == 0) removed++;
+    }
+    closedir(dp);
+    return removed;
 }

@@ -50,6 +50,7 @@ typedef struct {
     FILE *log;
     char ckpt_path[FIO_PATH_MAX];  // "" when the run keeps no checkpoint
     char log_path[FIO_PATH_MAX];   // "" when the run keeps no log
+    int ckpt_lock;                 // fd holding --ckpt-dir's lock (rank 0), or -1
     const char *resume;            // the checkpoint resumed from, or NULL
     bool progress;                 // a progress line (\r) on stderr
     long first_step;               // the step this invocation started at

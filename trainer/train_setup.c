@@ -21,6 +21,8 @@ void train__free(train_run_state *r) {
     train__dist_free(r);
     if (r->log) fclose(r->log);
     r->log = NULL;
+    if (r->ckpt_lock >= 0) close(r->ckpt_lock);
+    r->ckpt_lock = -1;
 }
 
 // --- options
@@ -288,6 +290,20 @@ static int open_outputs(train_run_state *r, char *msg, size_t msg_len) {
         snprintf(msg, msg_len, "--ckpt-dir: %s", why);
         return -1;
     }
+    // One run per --ckpt-dir, whatever launched it (two FPLAB_MPI=0 processes under mpirun each
+    // think they are rank 0). Held, the directory is ours: a killed run's half-written
+    // checkpoints can go, and the checks above are repeated now that no other run can race them.
+    if (o->ckpt_dir[0]) {
+        char lock[FIO_PATH_MAX + 8], what[FIO_PATH_MAX + 16];
+        snprintf(lock, sizeof lock, "%s.lock", r->ckpt_path);
+        snprintf(what, sizeof what, "--ckpt-dir '%s'", o->ckpt_dir);
+        if (fio_lock(lock, what, &r->ckpt_lock, msg, msg_len) != FIO_OK || check_outputs(r, msg, msg_len) != 0)
+            return -1;
+        const int orphans = fio_remove_orphans(r->ckpt_path);
+        if (orphans)
+            fprintf(stderr, "fplab train: removed %d temporary checkpoint file%s that a killed run left in '%s'\n",
+                    orphans, orphans > 1 ? "s" : "", o->ckpt_dir);
+    }
     if (r->log_path[0] && !(r->log = fopen(r->log_path, r->resume ? "a+" : "w"))) {
         snprintf(msg, msg_len, "--log '%s': cannot open for writing: %s", r->log_path, strerror(errno));
         return -1;
@@ -371,6 +387,7 @@ static int setup_run(train_run_state *r, const train_opts *o, const bool *given,
 int train__setup(train_run_state *r, const train_opts *o, const char *resume, const bool *given, char *msg,
                  size_t msg_len) {
     memset(r, 0, sizeof *r);
+    r->ckpt_lock = -1;
     r->o = *o;
     r->resume = resume && resume[0] ? resume : NULL;
     if (dist_init(&r->w, msg, msg_len) != DIST_OK) return -1;
