@@ -6,7 +6,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -101,22 +100,14 @@ void xp_describe_status(int ws, char *buf, size_t cap) {
 }
 
 int xp_lock(const char *dir, char *msg, size_t msg_len) {
-    char path[4200];
+    char path[FIO_PATH_MAX + 8], what[FIO_PATH_MAX + 8];
     snprintf(path, sizeof path, "%s/.lock", dir);
-    // Deliberately without O_CLOEXEC: the children inherit the descriptor, so the lock is held
-    // until the last of them has exited, even if this process dies first.
-    const int fd = open(path, O_RDWR | O_CREAT, 0666);
-    if (fd < 0) {
-        snprintf(msg, msg_len, "cannot open '%s': %s", path, strerror(errno));
-        return -1;
-    }
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        snprintf(msg, msg_len, "'%s' is in use by another 'fplab ablate' (or a run it started is still going); "
-                 "wait for it, or stop it first", dir);
-        close(fd);
-        return -1;
-    }
-    return fd;
+    snprintf(what, sizeof what, "'%s'", dir);
+    // Inherited: the children hold the lock until the last of them has exited, even if this
+    // process dies first.
+    int fd;
+    const int st = fio_lock(path, what, "another 'fplab ablate' or a run it started", true, &fd, msg, msg_len);
+    return st == FIO_OK ? fd : -1;
 }
 
 char *xp_slurp(const char *path) {

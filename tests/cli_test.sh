@@ -364,6 +364,41 @@ expect_eq "matmul-check external: --errors writes 4 x 6 float64" "{'descr': '<f8
 out=$("$F" matmul-check --a e4m3 --b e4m3 --out fp16 --a-values "$T/x448a.npy" --b-values "$T/x448b.npy" --result "$T/xinf.npy"); rc=$?
 expect_eq "matmul-check external: all outputs overflow -> fail (exit 1)" 1 $rc
 [[ $out == *"FAIL: 0 of 0 results"* && $out == *"4 of 4 exact results overflow"* ]] && ok || bad "matmul-check all-overflow report" "$out"
+# Codes in place of values (issue 21), as 'fplab quantize --codes/--scales' writes them: decoded
+# with --a/--b (and the recipe's scale format), refused when their width or range is not the
+# format's; commands that want values refuse codes by name.
+"$F" quantize "$T/xa.npy" "$T/xaq.npy" --to e4m3 --codes "$T/xa_codes.npy" 2>/dev/null
+"$F" quantize "$T/xb.npy" "$T/xbq.npy" --to e4m3 --codes "$T/xb_codes.npy" 2>/dev/null
+XK=("$F" matmul-check --a e4m3 --b e4m3 --a-values "$T/xa_codes.npy" --b-values "$T/xb_codes.npy")
+expect_has "matmul-check external: codes as A and B" "PASS: 0 of 4 results outside" "${XK[@]}" --result "$T/xc.npy"
+expect_rc "matmul-check external: codes, a wrong C fails" 1 "${XK[@]}" --result "$T/xcbad.npy"
+expect_err "matmul-check external: codes of another width" "fp16 codes are uint16" \
+    "$F" matmul-check --a fp16 --b e4m3 --a-values "$T/xa_codes.npy" --b-values "$T/xb_codes.npy" --result "$T/xc.npy"
+expect_err "matmul-check external: codes out of the format's range" "is not a 4-bit code of e2m1" \
+    "$F" matmul-check --a e2m1 --b e4m3 --a-values "$T/xa_codes.npy" --b-values "$T/xb_codes.npy" --result "$T/xc.npy"
+expect_err "matmul-check external: codes as the result" "holds uint8 codes; expected float32 or float64 values" \
+    "${XC[@]}" --result "$T/xa_codes.npy"
+expect_err "quantize: codes as IN" "IN holds uint8 codes; expected float32 or float64 values" \
+    "$F" quantize "$T/xa_codes.npy" "$T/q_of_codes.npy" --to e4m3
+if python3 -c 'import numpy' 2>/dev/null; then  # MX codes and scale codes, B's tiles transposed
+    python3 -c "
+import numpy as np
+r = np.random.default_rng(1)
+np.save('$T/mxa.npy', r.standard_normal((8, 64)).astype(np.float32))
+np.save('$T/mxbt.npy', r.standard_normal((4, 64)).astype(np.float32))"
+    "$F" quantize "$T/mxa.npy" "$T/mxaq.npy" --to e4m3 --scale mx --codes "$T/mxac.npy" --scales "$T/mxas.npy" 2>/dev/null
+    "$F" quantize "$T/mxbt.npy" "$T/mxbtq.npy" --to e4m3 --scale mx --codes "$T/mxbtc.npy" --scales "$T/mxbts.npy" 2>/dev/null
+    python3 -c "
+import numpy as np
+a, bt = np.load('$T/mxaq.npy').astype(np.float64), np.load('$T/mxbtq.npy').astype(np.float64)
+np.save('$T/mxc.npy', (a @ bt.T).astype(np.float32))
+np.save('$T/mxc_bad.npy', (a[:, :32] @ bt.T[:32]).astype(np.float32))  # a dropped K block
+for n in ('mxbtc', 'mxbts'): np.save('$T/%s_t.npy' % n, np.ascontiguousarray(np.load('$T/%s.npy' % n).T))"
+    XM=("$F" matmul-check --a e4m3 --b e4m3 --scale mx --a-values "$T/mxac.npy" --a-scales "$T/mxas.npy"
+        --b-values "$T/mxbtc_t.npy" --b-scales "$T/mxbts_t.npy")
+    expect_has "matmul-check external: MX codes and scale codes" "PASS: 0 of 32 results outside" "${XM[@]}" --result "$T/mxc.npy"
+    expect_rc "matmul-check external: MX codes, a dropped block fails" 1 "${XM[@]}" --result "$T/mxc_bad.npy"
+fi
 expect_err "matmul-check external: not a value of the format" "is not a value of e4m3" "$F" matmul-check --a e4m3 --b e4m3 --a-values "$T/xa11.npy" --b-values "$T/xb.npy" --result "$T/xc.npy"
 expect_err "matmul-check external: shapes" "expected A (M x K) and B (K x N)" "$F" matmul-check --a e4m3 --b e4m3 --a-values "$T/xa.npy" --b-values "$T/xa.npy" --result "$T/xc.npy"
 expect_err "matmul-check external: result shape" "expected M x N = 2 x 2" "${XC[@]}" --result "$T/xa.npy"
@@ -454,7 +489,7 @@ expect_eq "the corpus survived" 4000 "$(wc -c <"$T/corpus.txt")"
 "$F" train --model tiny --data "$T/corpus.txt" --steps 1000000 --ckpt-dir "$T/busy" --progress 0 >/dev/null 2>&1 &
 busy=$!
 for _ in $(seq 300); do [[ -s $T/busy/ckpt.bin.lock ]] && break; sleep 0.1; done
-expect_err "a second run in a busy --ckpt-dir" "--ckpt-dir '$T/busy' is in use by process $busy" \
+expect_err "a second run in a busy --ckpt-dir" "--ckpt-dir '$T/busy' is in use by another training (pid $busy," \
     "$F" train --model tiny --data "$T/corpus.txt" --steps 1 --ckpt-dir "$T/busy" --overwrite 1
 kill "$busy"; wait "$busy" 2>/dev/null
 expect_has "the dir is free once its run ends" "done: 1 steps" \

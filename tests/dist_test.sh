@@ -208,7 +208,7 @@ run 2 c --comm e4m3; [ $? -ne 0 ] && grep -q "needs a scaling recipe" c.out && o
 # two trainings in one --ckpt-dir are refused however they were launched (issue 20: FPLAB_MPI=0
 # under mpirun made two "rank 0" runs share it; the first holds the directory's lock)
 FPLAB_MPI=0 timeout 120 mpirun -np 2 "$B" train "${COMMON[@]}" --steps 400 --ckpt-dir two >two.out 2>&1
-[ $? -ne 0 ] && grep -q "ckpt-dir 'two' is in use by process" two.out && [ "$(grep -c '"event":"start"' two/log.jsonl)" = 1 ] &&
+[ $? -ne 0 ] && grep -q "ckpt-dir 'two' is in use by another training (pid" two.out && [ "$(grep -c '"event":"start"' two/log.jsonl)" = 1 ] &&
     ok "two runs in one --ckpt-dir: the second is refused" || { bad "two runs shared a --ckpt-dir"; tail -3 two.out; }
 
 # 7. ablate under mpirun: rank i of n runs shard i/n of the grid; the report merges the shards

@@ -148,7 +148,8 @@ Test(fileio, writes_through_a_symlink_to_a_fifo) {
 }
 
 // One writer per place: a lock another process holds is refused with its pid; released by the
-// holder's exit, it is taken again (issue 20: two trainings shared a --ckpt-dir).
+// holder's exit, it is taken again (issue 20: two trainings shared a --ckpt-dir); a second
+// descriptor of the holding process is refused as well.
 Test(fileio, a_lock_held_by_another_process_is_refused_with_its_pid) {
     char lock[128], msg[512];
     path_in(lock, sizeof lock, "ckpt.bin.lock");
@@ -157,21 +158,23 @@ Test(fileio, a_lock_held_by_another_process_is_refused_with_its_pid) {
     const pid_t child = fork();
     if (child == 0) {
         int fd;
-        char c = fio_lock(lock, "child", &fd, NULL, 0) == FIO_OK ? 'y' : 'n';
+        char c = fio_lock(lock, "child", "a test", false, &fd, NULL, 0) == FIO_OK ? 'y' : 'n';
         if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) != 1) _exit(1);
         _exit(0);
     }
     char c = 0;
     cr_assert(read(ready[0], &c, 1) == 1 && c == 'y', "the child could not take the lock");
     int fd = -1;
-    cr_expect_eq(fio_lock(lock, "--ckpt-dir 'x'", &fd, msg, sizeof msg), FIO_EINVAL);
+    cr_expect_eq(fio_lock(lock, "--ckpt-dir 'x'", "another training", false, &fd, msg, sizeof msg), FIO_EINVAL);
     cr_expect_eq(fd, -1);
-    char want[64];
-    snprintf(want, sizeof want, "--ckpt-dir 'x' is in use by process %ld", (long)child);
+    char want[96];
+    snprintf(want, sizeof want, "--ckpt-dir 'x' is in use by another training (pid %ld, lock", (long)child);
     cr_expect(strstr(msg, want), "%s", msg);
     cr_assert(write(go[1], "g", 1) == 1);
     waitpid(child, NULL, 0);
-    cr_expect_eq(fio_lock(lock, "--ckpt-dir 'x'", &fd, msg, sizeof msg), FIO_OK, "%s", msg);
+    cr_expect_eq(fio_lock(lock, "--ckpt-dir 'x'", "another training", false, &fd, msg, sizeof msg), FIO_OK, "%s", msg);
+    int fd2;  // a second descriptor of this process: refused too (flock holds per open file)
+    cr_expect_eq(fio_lock(lock, "--ckpt-dir 'x'", "another training", false, &fd2, msg, sizeof msg), FIO_EINVAL);
     cr_expect(fd >= 0);
     char pid[32], mine[32];
     get(lock, pid, sizeof pid);

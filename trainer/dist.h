@@ -44,8 +44,6 @@ void dist_abort(const dist_world *w, const char *what);
 // min and max of an int over the ranks (agreement on errors and decisions).
 int dist_min_int(const dist_world *w, int v);
 int dist_max_int(const dist_world *w, int v);
-// out[r] = v of rank r (w->size values).
-void dist_allgather_u64(const dist_world *w, uint64_t *out, uint64_t v);
 // x[0..n) summed over the ranks where each entry is nonzero on at most one rank (others hold
 // +0): exact whatever the order.
 void dist_sum_disjoint_f64(const dist_world *w, double *x, size_t n);

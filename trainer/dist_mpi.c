@@ -76,14 +76,6 @@ int dist_max_int(const dist_world *w, int v) {
     return out;
 }
 
-void dist_allgather_u64(const dist_world *w, uint64_t *out, uint64_t v) {
-    if (!w->mpi) {
-        out[0] = v;
-        return;
-    }
-    check(w, MPI_Allgather(&v, 1, MPI_UINT64_T, out, 1, MPI_UINT64_T, MPI_COMM_WORLD), "MPI_Allgather");
-}
-
 void dist_sum_disjoint_f64(const dist_world *w, double *x, size_t n) {
     for (size_t at = 0; w->mpi && at < n; at += INT_MAX) {
         const int k = n - at > INT_MAX ? INT_MAX : (int)(n - at);

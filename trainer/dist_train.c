@@ -5,6 +5,7 @@
 // Constraints: every function is collective (all ranks call it, in the same order, with the same
 // decisions), so a rank never waits for a call the others skip; with one process and the plain
 // float32 wire they do nothing, and the trainer is bitwise the single-process one.
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,11 +65,12 @@ static uint64_t fingerprint(const train_run_state *r) {
     const train_opt_desc *t = train_opt_table(&n);
     for (size_t i = 0; i < n; i++)
         if (t[i].run_only) memcpy((char *)&o + t[i].offset, (const char *)&d + t[i].offset, t[i].size);
-    const size_t len = train_opts_text(&o, NULL, 0);
-    char *text = malloc(len + 1);
     uint64_t h = 0xcbf29ce484222325ull;
-    if (text) train_opts_text(&o, text, len + 1), h = fnv(h, text, len);
-    free(text);
+    for (size_t i = 0; i < n; i++) {  // each option's text, on the stack: nothing here can fail
+        char v[TRAIN_PATH_MAX + 8];
+        train_opt_get(&o, &t[i], v, sizeof v);
+        h = fnv(h, t[i].name, strlen(t[i].name) + 1), h = fnv(h, v, strlen(v) + 1);
+    }
     // Run-only options that still decide which steps hold a collective (a checkpoint's agreement,
     // local SGD's gather of per-rank state): whether there is a checkpoint, how often, and the
     // step this invocation stops at. Ranks that differ here would meet different collectives.
@@ -89,22 +91,24 @@ int train__dist_agree(train_run_state *r, int rc, char *msg, size_t msg_len) {
         return -1;
     }
     if (r->w.size == 1 || rc != 0) return rc;
-    uint64_t *fp = malloc((size_t)r->w.size * sizeof *fp);
+    // Rank 0's fingerprint to all, then the lowest rank whose own differs: two collectives that
+    // every rank reaches (nothing between them can fail; an allocation here once let a rank skip
+    // the gather and hang the others).
     const uint64_t mine = fingerprint(r);
-    int bad = -1;
-    if (fp) {
-        dist_allgather_u64(&r->w, fp, mine);
-        for (int k = 1; k < r->w.size && bad < 0; k++)
-            if (fp[k] != fp[0]) bad = k;
-    }
-    if (!dist_min_int(&r->w, fp != NULL)) bad = r->w.rank;
-    if (bad >= 0) snprintf(msg, msg_len, "the ranks disagree on their options, data or starting weights: "
-                           "rank %d's fingerprint %016llx is not rank 0's %016llx (every rank must be given the "
-                           "same options, --ckpt-dir, --ckpt-every and --stop-at included, and see the same --data and "
-                           "--resume files)", bad,
-                           fp ? (unsigned long long)fp[bad] : 0ull, fp ? (unsigned long long)fp[0] : 0ull);
-    free(fp);
-    return bad >= 0 ? -1 : 0;
+    uint64_t fp0 = mine;
+    dist_bcast(&r->w, &fp0, sizeof fp0, 0);
+    const int bad = dist_min_int(&r->w, mine != fp0 ? r->w.rank : INT_MAX);
+    if (bad == INT_MAX) return 0;
+    if (bad == r->w.rank)
+        snprintf(msg, msg_len, "the ranks disagree on their options, data or starting weights: rank %d's fingerprint "
+                 "%016llx is not rank 0's %016llx (every rank must be given the same options, --ckpt-dir, "
+                 "--ckpt-every and --stop-at included, and see the same --data and --resume files)", bad,
+                 (unsigned long long)mine, (unsigned long long)fp0);
+    else
+        snprintf(msg, msg_len, "the ranks disagree on their options, data or starting weights: rank %d's fingerprint "
+                 "is not rank 0's (every rank must be given the same options, --ckpt-dir, --ckpt-every and "
+                 "--stop-at included, and see the same --data and --resume files)", bad);
+    return -1;
 }
 
 // --- data parallel

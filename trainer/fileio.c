@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -270,24 +271,23 @@ int fio_refuse_inputs(const char *out_opt, const char *out, const fio_input *in,
     return FIO_OK;
 }
 
-int fio_lock(const char *lock_path, const char *what, int *fd, char *msg, size_t msg_len) {
-    *fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+int fio_lock(const char *lock_path, const char *what, const char *who, bool inherit, int *fd, char *msg,
+             size_t msg_len) {
+    *fd = open(lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | (inherit ? 0 : O_CLOEXEC), 0666);
     if (*fd < 0)
         return fio_fail(FIO_EIO, msg, msg_len, "%s: cannot create the lock file '%s': %s", what, lock_path,
                         strerror(errno));
-    struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
-    if (fcntl(*fd, F_SETLK, &l) != 0) {
+    if (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
         const int e = errno;
-        struct flock h = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
-        const long pid = fcntl(*fd, F_GETLK, &h) == 0 && h.l_type != F_UNLCK ? (long)h.l_pid : -1;
+        char pid[32] = "";
+        const ssize_t n = e == EWOULDBLOCK ? pread(*fd, pid, sizeof pid - 1, 0) : -1;
+        pid[n > 0 ? n : 0] = 0;
+        pid[strcspn(pid, "\n")] = 0;
         close(*fd), *fd = -1;
-        if (e != EACCES && e != EAGAIN)
+        if (e != EWOULDBLOCK)
             return fio_fail(FIO_EIO, msg, msg_len, "%s: cannot lock '%s': %s", what, lock_path, strerror(e));
-        char who[48] = "another process";
-        if (pid > 0) snprintf(who, sizeof who, "process %ld", pid);
-        return fio_fail(FIO_EINVAL, msg, msg_len,
-                        "%s is in use by %s (it holds '%s'): two runs cannot write one place; wait for it to "
-                        "end or choose another", what, who, lock_path);
+        return fio_fail(FIO_EINVAL, msg, msg_len, "%s is in use by %s (%s%s%slock '%s'); wait for it to end or choose "
+                        "another", what, who, pid[0] ? "pid " : "", pid, pid[0] ? ", " : "", lock_path);
     }
     char pid[32];
     const int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());

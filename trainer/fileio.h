@@ -57,12 +57,15 @@ int fio_commit_all(fio_out *const *outs, int n, char *msg, size_t msg_len);
 // The whole of data written atomically to path (fio_create + fwrite + fio_commit).
 int fio_write_file(const char *path, const void *data, size_t n, char *msg, size_t msg_len);
 
-// One writer per output: an fcntl write lock on the file `lock_path` (created if missing, mode
-// 0666 & ~umask), held until the process exits or closes *fd. `what` names the outputs it guards
-// in the message. FIO_EINVAL "'what' is in use by process PID ..." when another process holds it
-// (two trainings given one --ckpt-dir, whatever MPI or the launcher says); FIO_EIO when the file
-// cannot be created or locked. The lock file keeps the holder's pid as text.
-int fio_lock(const char *lock_path, const char *what, int *fd, char *msg, size_t msg_len);
+// One writer per place: an exclusive lock (flock) on the file `lock_path` (created if missing,
+// mode 0666 & ~umask), held until *fd is closed or the process ends; with `inherit`, child
+// processes started afterwards inherit it and hold it until they end too (an ablation's runs).
+// The file keeps the holder's pid as text. FIO_EINVAL "WHAT is in use by WHO (pid N, lock
+// 'PATH'); wait for it to end or choose another" when another process (or another descriptor of
+// this one) holds it, e.g. two trainings given one --ckpt-dir, whatever MPI or the launcher
+// says; FIO_EIO when the file cannot be created or locked.
+int fio_lock(const char *lock_path, const char *what, const char *who, bool inherit, int *fd, char *msg,
+             size_t msg_len);
 // Removes the temporary files fio_create left next to path when a process was killed between
 // fio_create and fio_commit ("<path>.tmp.XXXXXX": that name, six characters, a regular file).
 // Only for a caller that holds the fio_lock making it path's one writer (else it could remove a

@@ -209,15 +209,13 @@ static int maybe_checkpoint(train_run_state *r, long step, bool last, bool stop,
 // --- the run
 
 // A test hook (tests/dist_test.sh): FPLAB_TEST_KILL=RANK:STEP kills that rank with SIGKILL as
-// the step starts, as a crashed machine would; the job must end with a message, not hang.
-static void test_kill(const train_run_state *r, long step) {
+// the step starts, as a crashed machine would; the job must end with a message, not hang. Read
+// once, before the loop: the step this rank dies at, or -1.
+static long test_kill_step(const train_run_state *r) {
     const char *k = getenv("FPLAB_TEST_KILL");
     int rank;
     long at;
-    if (k && sscanf(k, "%d:%ld", &rank, &at) == 2 && rank == r->w.rank && at == step) {
-        fprintf(stderr, "fplab: rank %d: FPLAB_TEST_KILL: killing myself at step %ld\n", rank, step);
-        raise(SIGKILL);
-    }
+    return k && sscanf(k, "%d:%ld", &rank, &at) == 2 && rank == r->w.rank ? at : -1;
 }
 
 static void report(const train_run_state *r, float loss, train_report *rep) {
@@ -272,8 +270,12 @@ int train_run(const train_opts *o, const char *resume, const bool *given, train_
     }
     float loss = NAN;
     int rc = 0;
+    const long kill_at = test_kill_step(&r);
     for (long step = r.first_step; step < r.o.steps; step++) {
-        test_kill(&r, step);
+        if (step == kill_at) {
+            fprintf(stderr, "fplab: rank %d: FPLAB_TEST_KILL: killing myself at step %ld\n", r.w.rank, step);
+            raise(SIGKILL);
+        }
         ac_begin_step(&r.ac, (uint64_t)step);
         r.comm = r.red.tel = (dist_comm_tel){0};
         train_step_out s = {.scale = r.ac.scaler.scale, .val = NAN};

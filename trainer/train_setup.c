@@ -297,7 +297,8 @@ static int open_outputs(train_run_state *r, char *msg, size_t msg_len) {
         char lock[FIO_PATH_MAX + 8], what[FIO_PATH_MAX + 16];
         snprintf(lock, sizeof lock, "%s.lock", r->ckpt_path);
         snprintf(what, sizeof what, "--ckpt-dir '%s'", o->ckpt_dir);
-        if (fio_lock(lock, what, &r->ckpt_lock, msg, msg_len) != FIO_OK || check_outputs(r, msg, msg_len) != 0)
+        if (fio_lock(lock, what, "another training", false, &r->ckpt_lock, msg, msg_len) != FIO_OK ||
+            check_outputs(r, msg, msg_len) != 0)
             return -1;
         const int orphans = fio_remove_orphans(r->ckpt_path);
         if (orphans)
