@@ -4,13 +4,15 @@
 // accumulators (rounded step by step, bit-exact with mm_ref): e4m3 operands with the 13-bit
 // H100-like fp8 accumulator (e8m13, promote=128), bf16 operands with a float32 accumulator
 // promoted every 128 products (fp32:promote=128) and with a bf16 accumulator. Operands are
-// quantized once, outside the timing; each time is the best of 3 calls (sgemm: of 6, 3 before
-// and 3 after the configurations of a size). Square n x n x n, fp32 output, GFLOP/s = 2 n^3 /
+// quantized once, outside the timing; each time is the best of at least 3 calls and of as many
+// as fit in 0.25 s (up to 50: a millisecond call is noise after three), sgemm's before and after
+// the configurations of a size. Square n x n x n, fp32 output, GFLOP/s = 2 n^3 /
 // time. Then the matrix-engine models (bit-exact with the scalar model; the fast kernel of
 // scaled_mm_cpu_engine.c): Hopper wgmma and Ada mma on e4m3, Hopper wgmma and Ampere mma on bf16.
 // Not a test: prints a table, never fails on a timing.
 // Usage: bench_mm [--sizes 512,1024,2048] [--emu-sizes 512,2048] [--engine-sizes 512] [--quick];
 // an empty list (--sizes '') skips that table.
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +29,11 @@
 #include "kernels/scaled_mm.h"
 #include "trainer/fileio.h"
 
-enum { MAX_SIZES = 16, MAX_CONFIGS = 16, REPS = 3 };
+enum { MAX_SIZES = 16, MAX_CONFIGS = 16, REPS = 3, MAX_REPS = 50 };
+
+// Whether another timed call is due: at least REPS, then while the calls so far took under
+// 0.25 s.
+static bool more_reps(int r, double spent) { return r < REPS || (r < MAX_REPS && spent < 0.25); }
 
 static int parse_sizes(const char *arg, size_t *out) {
     int n = 0;  // an empty list is allowed: no sizes
@@ -65,11 +71,12 @@ static double time_mm(const config *c, const float *a, const float *b, float *C,
     mm_qmat qa, qb;
     if (mm_qmat_from_f32(&qa, MM_SIDE_A, a, n, n, &f, &sc, &qo)) return -1;
     if (mm_qmat_from_f32(&qb, MM_SIDE_B, b, n, n, &f, &sc, &qo)) return mm_qmat_free(&qa), -1;
-    double best = -1;
-    for (int r = 0; r < REPS; r++) {
+    double best = -1, spent = 0;
+    for (int r = 0; more_reps(r, spent); r++) {
         const double t0 = fio_now();
         const int st = mm_cpu(C, n, &qa.op, &qb.op, n, n, n, &o);
         const double t = fio_now() - t0;
+        spent += t;
         if (st != MM_OK) {
             best = -1;
             break;
@@ -82,12 +89,13 @@ static double time_mm(const config *c, const float *a, const float *b, float *C,
 
 static double time_sgemm(const float *a, const float *b, float *C, size_t n) {
 #ifdef FPLAB_HAVE_BLAS
-    double best = -1;
-    for (int r = 0; r < REPS; r++) {
+    double best = -1, spent = 0;
+    for (int r = 0; more_reps(r, spent); r++) {
         const double t0 = fio_now();
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0f, a, (int)n, b,
                     (int)n, 0.0f, C, (int)n);
         const double t = fio_now() - t0;
+        spent += t;
         if (best < 0 || t < best) best = t;
     }
     return best;
@@ -160,8 +168,8 @@ int main(int argc, char **argv) {
 #ifdef _OPENMP
     threads = omp_get_max_threads();
 #endif
-    printf("bench_mm: mm_cpu vs cblas_sgemm, square n, fp32 output, best of %d, %d OpenMP threads, "
-           "normal operands (seed 0)\n", REPS, threads);
+    printf("bench_mm: mm_cpu vs cblas_sgemm, square n, fp32 output, best of %d to %d calls, %d OpenMP threads, "
+           "normal operands (seed 0)\n", REPS, MAX_REPS, threads);
     printf("%-8s %-7s %-18s %6s %10s %9s %8s\n", "elem", "recipe", "acc", "n", "GFLOP/s", "time_s", "vs_sgemm");
 
     static const config plain[] = {

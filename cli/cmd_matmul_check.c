@@ -18,6 +18,7 @@
 
 #include "cli.h"
 #include "trainer/fileio.h"
+#include "formats/codec.h"
 #include "formats/scale.h"
 #include "npy.h"
 #include "kernels/mm_operand.h"
@@ -75,12 +76,14 @@ static void help(FILE *fp) {
             "                    exp(N(0,1))), outliers (normal; 1 element in 128 times 1000) [normal]\n"
             "external mode (.npy files, float32 or float64, C order):\n"
             "  --a-values FILE   A (M x K): element values of --a, before scaling (each must be a\n"
-            "                    value of the format)\n"
-            "  --b-values FILE   B (K x N): element values of --b\n"
+            "                    value of the format), or its codes (uint8 for 8 bits or fewer,\n"
+            "                    as 'fplab quantize --codes' and fplab.quantize(...).codes give them)\n"
+            "  --b-values FILE   B (K x N): element values or codes of --b\n"
             "  --result FILE     C (M x N) as the kernel wrote it (values of --out)\n"
             "  --a-scales FILE   A's tile scales as 'fplab quantize --scale RECIPE' makes them on A:\n"
             "                    (M, ceil(K / tile)) for mx/nvfp4/block, (M, 1) for row, (1, 1) for\n"
-            "                    tensor; values of the recipe's scale format (required unless none)\n"
+            "                    tensor; values of the recipe's scale format, or its codes as\n"
+            "                    'fplab quantize --scales' writes them (required unless none)\n"
             "  --b-scales FILE   B's, with the tile transposed: (ceil(K / tile), N), (1, N), (1, 1)\n"
             "  --a-tensor-scale T, --b-tensor-scale T  second-level scales (nvfp4) [1]\n"
             "  --alpha A, --beta B  C = alpha A B + beta C0 [1, 0]; --c-in FILE: C0 (M x N)\n"
@@ -290,7 +293,10 @@ static void make_operands(mm_qmat *qa, mm_qmat *qb, const check_cfg *k) {
 
 // A .npy file as float32 (float64 input must hold float32 values exactly); *rows, *cols its
 // 2-D shape (a 1-D file is one row). what names the option for errors.
-static float *read_f32(const char *path, const char *what, size_t *rows, size_t *cols) {
+// The float32 values of a .npy file: float32 or float64 values (each a float32), or with `codes`
+// (the format of the codes; NULL: values only) unsigned codes of it, decoded (the width
+// fmt_code_bytes gives it, as `fplab quantize --codes/--scales` and fplab.quantize write them).
+static float *read_f32_or_codes(const char *path, const char *what, const fmt_t *codes, size_t *rows, size_t *cols) {
     npy_array a;
     char msg[512];
     CLI_CHECK(npy_read(path, &a, msg, sizeof msg) == NPY_OK, "matmul-check: %s: %s", what, msg);
@@ -298,6 +304,20 @@ static float *read_f32(const char *path, const char *what, size_t *rows, size_t 
     if (a.dtype == NPY_F4) return a.f4;
     float *y = malloc(a.n ? a.n * sizeof *y : 1);
     CLI_CHECK_LIB(y ? FMT_OK : FMT_ENOMEM, "the array does not fit in memory");
+    if (a.dtype != NPY_F8) {
+        CLI_CHECK(codes, "matmul-check: %s '%s' holds uint%zu codes; expected float32 or float64 values", what, path,
+                  8 * npy_itemsize(a.dtype));
+        const size_t want = fmt_code_bytes(codes);
+        CLI_CHECK(npy_itemsize(a.dtype) == want, "matmul-check: %s '%s' holds uint%zu codes; %s codes are uint%zu "
+                  "(as 'fplab quantize --codes/--scales' writes them)", what, path, 8 * npy_itemsize(a.dtype),
+                  codes->name, 8 * want);
+        size_t bad = 0;
+        CLI_CHECK(fmt_codes_check(codes, a.data, a.n, &bad) == FMT_OK, "matmul-check: %s '%s': element [%zu, %zu] "
+                  "is not a %d-bit code of %s", what, path, bad / *cols, bad % *cols, codes->bits, codes->name);
+        CLI_CHECK_LIB(fmt_decode_f32(codes, y, a.data, a.n), "decoding the codes");
+        npy_free(&a);
+        return y;
+    }
     for (size_t i = 0; i < a.n; i++) {
         y[i] = (float)a.f8[i];
         CLI_CHECK(y[i] == a.f8[i] || isnan(a.f8[i]), "matmul-check: %s '%s': element %zu (%.17g) is not a float32 "
@@ -305,6 +325,9 @@ static float *read_f32(const char *path, const char *what, size_t *rows, size_t 
     }
     npy_free(&a);
     return y;
+}
+static float *read_f32(const char *path, const char *what, size_t *rows, size_t *cols) {
+    return read_f32_or_codes(path, what, NULL, rows, cols);
 }
 
 // Dies unless every x[i] is a value of f.
@@ -319,7 +342,7 @@ static void check_values(const float *x, size_t n, const fmt_t *f, const char *w
 }
 
 typedef struct {
-    float *x, *tiles, *scales, *C, *Cin;
+    float *x, *xb, *tiles, *scales, *scales_b, *C, *Cin;  // owned (the operands point into them)
     mm_operand A, B;
 } ext_data;
 
@@ -329,7 +352,7 @@ static void ext_operand(mm_operand *op, float **x_out, float **tiles_out, float 
                         const char *vpath, const char *spath, const fmt_t *elem, const check_cfg *k, size_t *rows,
                         size_t *cols, float ts) {
     const char *vopt = is_a ? "--a-values" : "--b-values", *sopt = is_a ? "--a-scales" : "--b-scales";
-    float *x = read_f32(vpath, vopt, rows, cols);
+    float *x = read_f32_or_codes(vpath, vopt, elem, rows, cols);
     check_values(x, *rows * *cols, elem, vopt, vpath, *cols);
     // The tile as fmt_quantize_f32 took it: A's as is, B's transposed (mm_operand.h).
     fmt_scaling s = k->sc;
@@ -343,7 +366,7 @@ static void ext_operand(mm_operand *op, float **x_out, float **tiles_out, float 
         CLI_CHECK(spath, "matmul-check: --scale %s needs %s FILE (the tile scales)", k->sname, sopt);
         const size_t want = fmt_scale_count(&s, *rows, *cols);
         size_t sr, scn;
-        tiles = read_f32(spath, sopt, &sr, &scn);
+        tiles = read_f32_or_codes(spath, sopt, &s.scale_fmt, &sr, &scn);
         CLI_CHECK(sr * scn == want, "matmul-check: %s '%s' has %zu x %zu scales; --scale %s on a %zu x %zu %s "
                   "makes %zu", sopt, spath, sr, scn, k->sname, *rows, *cols, is_a ? "A" : "B", want);
         check_values(tiles, want, &s.scale_fmt, sopt, spath, scn);
@@ -526,9 +549,9 @@ static void print_table(const check_cfg *k, const row *rows, int nrows, bool pas
 // The external mode's files into d, and k's sizes from them.
 static void ext_load(ext_data *d, check_cfg *k) {
     size_t ar, ac, br, bc, cr, cc;
-    float *ta = NULL, *tb = NULL, *sa = NULL, *sb = NULL, *xb = NULL;
-    ext_operand(&d->A, &d->x, &ta, &sa, true, k->a_values, k->a_scales, &k->fa, k, &ar, &ac, k->a_ts);
-    ext_operand(&d->B, &xb, &tb, &sb, false, k->b_values, k->b_scales, &k->fb, k, &br, &bc, k->b_ts);
+    float *ta = NULL, *tb = NULL;
+    ext_operand(&d->A, &d->x, &ta, &d->scales, true, k->a_values, k->a_scales, &k->fa, k, &ar, &ac, k->a_ts);
+    ext_operand(&d->B, &d->xb, &tb, &d->scales_b, false, k->b_values, k->b_scales, &k->fb, k, &br, &bc, k->b_ts);
     CLI_CHECK(ac == br, "matmul-check: A '%s' is %zu x %zu and B '%s' is %zu x %zu; expected A (M x K) and "
               "B (K x N)", k->a_values, ar, ac, k->b_values, br, bc);
     k->M = ar, k->K = ac, k->N = bc;
@@ -540,10 +563,8 @@ static void ext_load(ext_data *d, check_cfg *k) {
         CLI_CHECK(cr == k->M && cc == k->N, "matmul-check: --c-in '%s' is %zu x %zu; expected %zu x %zu", k->c_in,
                   cr, cc, k->M, k->N);
     }
-    // The tile arrays were expanded into sa/sb (or read into the tensor scale): no longer read.
+    // The tile arrays were expanded into the scales (or read into the tensor scale): no longer read.
     free(ta), free(tb);
-    d->scales = sa;
-    (void)xb, (void)sb;  // owned by d->B (x, scales)
     char msg[512];
     CLI_CHECK(mm_validate(&d->A, &d->B, k->M, k->N, k->K, &k->o, msg, sizeof msg) == MM_OK, "matmul-check: %s",
               msg[0] ? msg : "the operands do not make a valid product");
@@ -627,8 +648,7 @@ int cmd_matmul_check(int argc, char **argv) {
         rc = pass ? 0 : 1;
     }
     if (k.external) {
-        free(d.x), free(d.scales), free(d.C), free(d.Cin);
-        free((float *)d.B.x), free((float *)d.B.scales);
+        free(d.x), free(d.xb), free(d.scales), free(d.scales_b), free(d.C), free(d.Cin);
     } else {
         mm_qmat_free(&qa), mm_qmat_free(&qb);
     }

@@ -159,7 +159,8 @@ int cmd_quantize(int argc, char **argv) {
     if (msg[0]) fprintf(stderr, "fplab quantize: %s\n", msg);
 
     npy_array a;
-    CLI_CHECK(npy_read(in_path, &a, msg, sizeof msg) == NPY_OK, "%s", msg);
+    CLI_CHECK(npy_read(in_path, &a, msg, sizeof msg) == NPY_OK && npy_want_float(&a, "IN", in_path, msg, sizeof msg) ==
+              NPY_OK, "%s", msg);
     // A 1-D array is one row, so 1-D blocks (mx, nvfp4) run along it.
     size_t rows = a.ndim == 1 ? 1 : a.shape[0], cols = a.ndim == 1 ? a.shape[0] : a.shape[1];
     char sname[96];

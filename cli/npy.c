@@ -1,5 +1,6 @@
-// npy.c: the .npy reader (versions 1.0/2.0/3.0, '<f4'/'<f8', 1-D or 2-D, C order) and the
-// writer (float32, unsigned-integer codes) through trainer/fileio.h's atomic writer. See npy.h for decisions.
+// npy.c: the .npy reader (versions 1.0/2.0/3.0, '<f4'/'<f8' and unsigned codes, 1-D or 2-D, C
+// order) and the writer (float32, unsigned-integer codes) through trainer/fileio.h's atomic
+// writer. See npy.h for decisions.
 // Constraints: never exits, never leaves a partial output file; messages name the file.
 #include "npy.h"
 
@@ -112,9 +113,15 @@ static int parse_header(const char *path, const char *h, size_t hlen, npy_array 
         return fail(msg, len, path, "header lacks key '%s'", !got_descr ? "descr" : !got_order ? "fortran_order" : "shape");
     if (descr[0] == '>')
         return fail(msg, len, path, "dtype '%s' is big-endian; expected '<f4' or '<f8' (convert with .astype('<f4'))", descr);
-    if ((descr[0] == '<' || descr[0] == '=') && !strcmp(descr + 1, "f4")) a->dtype = NPY_F4;
-    else if ((descr[0] == '<' || descr[0] == '=') && !strcmp(descr + 1, "f8")) a->dtype = NPY_F8;
-    else return fail(msg, len, path, "dtype '%s' is not supported; expected '<f4' (float32) or '<f8' (float64)", descr);
+    const bool le = descr[0] == '<' || descr[0] == '=' || descr[0] == '|';
+    static const struct { const char *name; npy_dtype t; } types[] = {
+        {"f4", NPY_F4}, {"f8", NPY_F8}, {"u1", NPY_U1}, {"u2", NPY_U2}, {"u4", NPY_U4}, {"u8", NPY_U8}};
+    size_t ti = 0;
+    while (ti < sizeof types / sizeof *types && !(le && !strcmp(descr + 1, types[ti].name))) ti++;
+    if (ti == sizeof types / sizeof *types)
+        return fail(msg, len, path, "dtype '%s' is not supported; expected '<f4' (float32) or '<f8' (float64) "
+                    "values, or unsigned codes ('|u1', '<u2', '<u4', '<u8')", descr);
+    a->dtype = types[ti].t;
     if (fortran) return fail(msg, len, path, "fortran_order is True; expected a C-order array (np.ascontiguousarray)");
     if (a->ndim < 1 || a->ndim > 2)
         return fail(msg, len, path, "array is %d-D; expected 1-D or 2-D", a->ndim);
@@ -205,7 +212,7 @@ static int read_open(FILE *fp, const char *path, npy_array *a, char *msg, size_t
     if (st) return st;
     // The header's claim is checked against the limit and the file's size before it sizes
     // anything (parse_header keeps n * 8 within size_t).
-    const size_t item = a->dtype == NPY_F4 ? 4 : 8, need = a->n * item;
+    const size_t item = npy_itemsize(a->dtype), need = a->n * item;
     if (need > NPY_MAX_DATA_BYTES)
         return fail(msg, len, path, "shape %zu x %zu of %zu-byte elements is %zu bytes, over the limit of %zu bytes",
                     a->shape[0], a->shape[1], item, need, (size_t)NPY_MAX_DATA_BYTES);
@@ -220,6 +227,22 @@ static int read_open(FILE *fp, const char *path, npy_array *a, char *msg, size_t
     if (fread(a->data, 1, need, fp) != need)
         return fail(msg, len, path, "read error or file changed while reading (%zu data bytes expected)", need);
     return NPY_OK;
+}
+
+size_t npy_itemsize(npy_dtype t) {
+    switch (t) {
+    case NPY_U1: return 1;
+    case NPY_U2: return 2;
+    case NPY_F4:
+    case NPY_U4: return 4;
+    default: return 8;
+    }
+}
+
+int npy_want_float(const npy_array *a, const char *what, const char *path, char *msg, size_t msglen) {
+    if (a->dtype == NPY_F4 || a->dtype == NPY_F8) return NPY_OK;
+    return fail(msg, msglen, path, "%s holds uint%zu codes; expected float32 or float64 values", what,
+                8 * npy_itemsize(a->dtype));
 }
 
 int npy_read(const char *path, npy_array *out, char *msg, size_t msglen) {

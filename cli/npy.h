@@ -1,5 +1,6 @@
-// npy.h: read float32/float64 NumPy .npy files (1-D or 2-D, C order) and write float32 ones and
-// unsigned-integer code arrays (uint8/uint16/uint32, as `fplab quantize --codes/--scales` writes).
+// npy.h: read float32/float64 NumPy .npy files (1-D or 2-D, C order) and unsigned-integer code
+// arrays (uint8/16/32/64), and write float32 ones and code arrays (as `fplab quantize
+// --codes/--scales` writes them). A command that wants values refuses codes with npy_want_float.
 // Constraints: never exits; every failure returns NPY_ERR with a one-line message naming the
 // file and what was expected. Little-endian hosts only (checked at compile time).
 // Decisions: versions 1.0, 2.0 and 3.0 are read (3.0 differs only in allowing UTF-8 in the
@@ -19,7 +20,7 @@
 
 enum { NPY_OK = 0, NPY_ERR = 1 };
 
-typedef enum { NPY_F4, NPY_F8 } npy_dtype;
+typedef enum { NPY_F4, NPY_F8, NPY_U1, NPY_U2, NPY_U4, NPY_U8 } npy_dtype;
 
 typedef struct {
     npy_dtype dtype;
@@ -30,7 +31,7 @@ typedef struct {
         void *data;    // npy_alloc'd, n elements, C order; free with npy_free (or free())
         float *f4;     // dtype NPY_F4
         double *f8;    // dtype NPY_F8
-    };
+    };                 // NPY_U*: unsigned codes of 1, 2, 4 or 8 bytes (npy_itemsize), little-endian
 } npy_array;
 
 // The largest array npy_read accepts: 16 GiB of data (2^32 float32), far above what the
@@ -41,6 +42,11 @@ typedef struct {
 // 2 MiB on it is asked for in transparent huge pages: a fresh 64 MiB buffer otherwise costs
 // 16384 page faults, which were most of `fplab quantize`'s time on a 4096 x 4096 file.
 void *npy_alloc(size_t bytes);
+
+size_t npy_itemsize(npy_dtype t);
+// NPY_OK for float data; else NPY_ERR with "WHAT 'PATH' holds uintN codes; expected float32 or
+// float64 values" in msg.
+int npy_want_float(const npy_array *a, const char *what, const char *path, char *msg, size_t msglen);
 
 // Reads path into out (overwritten). On error out->data is NULL and msg says what is wrong.
 int npy_read(const char *path, npy_array *out, char *msg, size_t msglen);

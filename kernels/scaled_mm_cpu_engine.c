@@ -5,9 +5,10 @@
 //
 // A tile is MR rows of op(A) x NR columns of op(B), one output per lane (columns along the
 // vector). Per fused step (k / split products) and per lane:
-// - the exponents: every operand's exponent is packed beside it (max(ilogb, the type's emin), a
-//   zero -126: the model's sig_exp), so the largest term exponent E is an add and a max per
-//   product, started from C's exponent (max(biased - 127, -126) from its float32 bits);
+// - the exponents: every operand's exponent is packed beside it as an int16 (max(ilogb, the
+//   type's emin), a zero -126: the model's sig_exp), so the largest term exponent E is an add
+//   and a max per product on NR lanes at once (A's exponent stored twice in 32 bits: one
+//   broadcast load), started from C's exponent (max(biased - 127, -126) from its float32 bits);
 // - the terms: a product a*b is exact in float32 (fp8, fp16, bf16 within 2^+-50), and so is
 //   a*b*2^(frac - E) (a power of two; the scale is built from bits); its truncation toward zero
 //   is the conversion to int32 (cvtt), and the products' sum is exact in int32 because
@@ -39,6 +40,7 @@
 #endif
 typedef float vf __attribute__((vector_size(VL * 4)));
 typedef int32_t vi __attribute__((vector_size(VL * 4)));
+typedef uint32_t vu __attribute__((vector_size(VL * 4)));
 // Panel loads (one vector load each; a copy through memcpy could go through narrower registers).
 typedef float vf_u __attribute__((vector_size(VL * 4), aligned(4), may_alias));
 typedef int32_t vi_u __attribute__((vector_size(VL * 4), aligned(4), may_alias));
@@ -56,21 +58,25 @@ static int type_emin(unsigned t) {
     }
 }
 
-// The model's exponent of x (sig_exp in engine_model.c): a zero has -126, a subnormal of its
-// type the type's emin.
-static int32_t op_exp(float x, int emin) {
-    if (x == 0.0f) return -126;
-    const int e = ilogbf(x);
-    return e < emin ? emin : e;
+// The model's exponent of a value with float32 bits u (sig_exp in engine_model.c): a zero has
+// -126, a subnormal of its type the type's emin (>= -126, so a float32 subnormal gets it too).
+static inline int16_t op_exp(uint32_t u, int emin) {
+    const int e = (int)((u >> 23) & 0xff) - 127;
+    return (int16_t)(!(u & 0x7fffffff) ? -126 : e < emin ? emin : e);
 }
 
-// Whether x is in the range where the kernel is exact: finite and, for bf16, zero or within
-// [2^-50, 2^50] (products then normal float32s, E at least -100 where a product is not zero).
-static bool op_ok(float x, unsigned t) {
-    if (!isfinite(x)) return false;
-    if (t != MM_ET_BF16 || x == 0.0f) return true;
-    const float m = fabsf(x);
-    return m >= 0x1p-50f && m <= 0x1p50f;
+// Whether the value is in the range where the kernel is exact: finite and, for bf16, zero or
+// within [2^-50, 2^50] (products then normal float32s, E at least -100 where a product is not
+// zero).
+static inline bool op_ok(uint32_t u, bool bf16) {
+    const uint32_t m = u & 0x7fffffff;
+    return m < 0x7f800000 && (!bf16 || m == 0 || (m >= 0x26800000 && m <= 0x58800000));
+}
+
+static int log2_ceil(int n) {
+    int lg = 0;
+    while ((1 << lg) < n) lg++;
+    return lg;
 }
 
 bool mm__engine_fast_covers(const mm__engine_plan *p, const mm_opts *o) {
@@ -79,39 +85,51 @@ bool mm__engine_fast_covers(const mm__engine_plan *p, const mm_opts *o) {
     const unsigned ok = MM_ET_E4M3 | MM_ET_E5M2 | MM_ET_F16 | MM_ET_BF16;
     if (!(p->ta & ok) || !(p->tb & ok)) return false;
     // The products' sum in int32: each term is below 2^(frac + 2).
-    const int unit = q->k / q->split;
-    int lg = 0;
-    while ((1 << lg) < unit) lg++;
-    return q->frac + 2 + lg <= 31 && q->out_frac <= 23;
+    return q->frac + 2 + log2_ceil(q->k / q->split) <= 31 && q->out_frac <= 23;
 }
 
 // --- packing
 
 typedef struct {
     float *x;
-    int32_t *e;
+    int16_t *e;          // B: each element's model exponent
+    int32_t *e2;         // A: the same, twice (both int16 halves: one 32-bit broadcast per row)
     unsigned char *bad;  // per line: an operand outside op_ok
 } panels;
 
 // Panels of w lines (rows of op(A) or columns of op(B)), (ceil(n/w), K, w): line t's element k
-// is at x[t * st + k * sk]; lines from n on are zero.
-static void pack(panels *P, const float *x, size_t st, size_t sk, size_t n, size_t K, size_t w, unsigned type) {
+// is at x[t * st + k * sk]; lines from n on are zero. Branch-free per element, with w a constant
+// at each call, so the compiler vectorizes the line loop.
+static inline __attribute__((always_inline)) void pack(panels *P, const float *x, size_t st, size_t sk, size_t n,
+                                                        size_t K, const size_t w, unsigned type) {
     const size_t np = (n + w - 1) / w;
     const int emin = type_emin(type);
+    const bool bf16 = type == MM_ET_BF16;
 #pragma omp parallel for schedule(static)
     for (size_t pp = 0; pp < np; pp++) {
-        for (size_t t = 0; t < w; t++) {
-            const size_t line = pp * w + t;
-            bool bad = false;
-            for (size_t k = 0; k < K; k++) {
-                const float v = line < n ? x[line * st + k * sk] : 0.0f;
-                bad |= !op_ok(v, type);
-                P->x[(pp * K + k) * w + t] = v;
-                P->e[(pp * K + k) * w + t] = op_exp(v, emin);
+        unsigned char bad[NR] = {0};  // w <= NR; k outer: B's lines are contiguous in memory
+        const size_t nt = n - pp * w < w ? n - pp * w : w;
+        for (size_t k = 0; k < K; k++) {
+            const size_t at = (pp * K + k) * w;
+            for (size_t t = 0; t < w; t++) {
+                const float v = t < nt ? x[(pp * w + t) * st + k * sk] : 0.0f;
+                uint32_t u;
+                memcpy(&u, &v, 4);
+                bad[t] |= !op_ok(u, bf16);
+                P->x[at + t] = v;
+                const int16_t e = op_exp(u, emin);
+                if (P->e2) P->e2[at + t] = (int32_t)((uint32_t)(uint16_t)e * 0x10001u);
+                else P->e[at + t] = e;
             }
-            if (line < n) P->bad[line] = bad;
         }
+        for (size_t t = 0; t < nt; t++) P->bad[pp * w + t] = bad[t];
     }
+}
+static void pack_a(panels *P, const float *x, size_t st, size_t sk, size_t n, size_t K, unsigned type) {
+    pack(P, x, st, sk, n, K, MR, type);
+}
+static void pack_b(panels *P, const float *x, size_t st, size_t sk, size_t n, size_t K, unsigned type) {
+    pack(P, x, st, sk, n, K, NR, type);
 }
 
 // --- the tile
@@ -128,6 +146,10 @@ typedef struct {
     size_t nba, bka, bkb;
 } job;
 
+typedef int16_t vh __attribute__((vector_size(NR * 2)));  // NR lanes of exponents
+typedef int16_t vh_u __attribute__((vector_size(NR * 2), aligned(2), may_alias));
+typedef int32_t vi_nr __attribute__((vector_size(NR * 4)));
+
 #ifdef __AVX512F__
 #include <immintrin.h>
 static inline vf vbcast(float x) { return (vf)_mm512_set1_ps(x); }
@@ -141,46 +163,71 @@ static inline vi vmax(vi a, vi b) {
     return (a & m) | (b & ~m);
 }
 #endif
+static inline vh hmax(vh a, vh b) {
+    const vh m = a > b;
+    return (a & m) | (b & ~m);
+}
 
-// One fused step on the tile: products k0 .. k0 + n - 1 (n may be 0: C alone), c in and out
-// (float32 D values), bad: lanes that the scalar model must do.
+// Per lane the step's largest exponent E: C's (max(biased - 127, -126) from its float32 bits)
+// and each product's (the operands' model exponents added), in int16 lanes, NR at a time.
+static inline __attribute__((always_inline)) void step_exps(const int32_t *ea, const int16_t *eb, size_t k0, size_t n,
+                                                             vf c[MR][NV], vi E[MR][NV]) {
+    vh Eh[MR];
+#if defined(__AVX512BW__) && VL == 16
+    __m512i H[MR];
+    for (int r = 0; r < MR; r++) H[r] = _mm512_set1_epi16(-252);  // below any exponent (two zeros)
+    for (size_t k = k0; k < k0 + n; k++) {
+        const __m512i e = _mm512_loadu_si512(eb + k * NR);
+        for (int r = 0; r < MR; r++)
+            H[r] = _mm512_max_epi16(H[r], _mm512_add_epi16(e, _mm512_set1_epi32(ea[k * MR + r])));
+    }
+    memcpy(Eh, H, sizeof Eh);
+#else
+    for (int r = 0; r < MR; r++) Eh[r] = (vh){0} - 252;  // below any exponent (two zeros: -252)
+    for (size_t k = k0; k < k0 + n; k++) {
+        const vh e = *(const vh_u *)(eb + k * NR);
+        for (int r = 0; r < MR; r++) Eh[r] = hmax(Eh[r], e + (int16_t)ea[k * MR + r]);
+    }
+#endif
+    for (int r = 0; r < MR; r++) {
+        vi_nr w = __builtin_convertvector(Eh[r], vi_nr);
+        vi wv[NV];
+        memcpy(wv, &w, sizeof wv);
+        for (int v = 0; v < NV; v++) {
+            const vi cb = (vi)c[r][v];
+            E[r][v] = vmax(vmax(((cb >> 23) & 0xff) - 127, ibcast(-126)), wv[v]);
+        }
+    }
+}
+
+// One fused step on the tile, int32 path: products k0 .. k0 + n - 1 (n may be 0: C alone), c in
+// and out (float32 D values), bad: lanes that the scalar model must do.
 static inline __attribute__((always_inline)) void step(const job *J, const float *ap, const int32_t *ea,
-                                                        const float *bp, const int32_t *eb, size_t k0, size_t n,
+                                                        const float *bp, const int16_t *eb, size_t k0, size_t n,
                                                         vf c[MR][NV], vi bad[MR][NV]) {
     const int frac = J->p->q->frac, out_frac = J->p->q->out_frac;
     vi E[MR][NV];
-    for (int r = 0; r < MR; r++)
-        for (int v = 0; v < NV; v++) {
-            const vi cb = (vi)c[r][v];
-            E[r][v] = vmax(((cb >> 23) & 0xff) - 127, ibcast(-126));
-        }
-    for (size_t k = k0; k < k0 + n; k++) {
-        vi e[NV];
-        for (int v = 0; v < NV; v++) e[v] = *(const vi_u *)(eb + k * NR + v * VL);
-        for (int r = 0; r < MR; r++) {
-            const vi x = ibcast(ea[k * MR + r]);
-            for (int v = 0; v < NV; v++) E[r][v] = vmax(E[r][v], e[v] + x);
-        }
-    }
+    step_exps(ea, eb, k0, n, c, E);
     vf sc[MR][NV];
-    vi P[MR][NV];
+    vu P[MR][NV];  // int32 sums kept in unsigned lanes: wrapping is defined (lanes of NaN/inf
+                   // operands convert to INT_MIN and are redone by the scalar model anyway)
     for (int r = 0; r < MR; r++)
         for (int v = 0; v < NV; v++) {
             vi be = 127 + frac - E[r][v];
             be = -vmax(-be, ibcast(-254));  // min(be, 254): only where every product is zero
+            be = vmax(be, ibcast(0));        // E past 127 + frac: NaN/inf operands, the scalar model's
             be <<= 23;
             sc[r][v] = (vf)be;
-            P[r][v] = (vi){0};
+            P[r][v] = (vu){0};
         }
     for (size_t k = k0; k < k0 + n; k++) {
         vf y[NV];
         for (int v = 0; v < NV; v++) y[v] = *(const vf_u *)(bp + k * NR + v * VL);
         for (int r = 0; r < MR; r++) {
             const vf x = vbcast(ap[k * MR + r]);
-            for (int v = 0; v < NV; v++) P[r][v] += __builtin_convertvector(x * y[v] * sc[r][v], vi);
+            for (int v = 0; v < NV; v++) P[r][v] += (vu)__builtin_convertvector(x * y[v] * sc[r][v], vi);
         }
     }
-    const int32_t low = (int32_t)((1u << (23 - out_frac)) - 1);
     for (int r = 0; r < MR; r++)
         for (int v = 0; v < NV; v++) {
             const vi cb = (vi)c[r][v];
@@ -189,19 +236,19 @@ static inline __attribute__((always_inline)) void step(const job *J, const float
             const vi cz = (cb & 0x7fffffff) == 0;
             vi out = ~cz & ((127 + frac - E[r][v]) > 254);
             const vi ct = __builtin_convertvector(c[r][v] * sc[r][v], vi);
-            const vi S = P[r][v] + ct;
-            out |= ((P[r][v] ^ S) & (ct ^ S)) < 0;  // int32 overflow (bf16 at its extreme)
+            const vi Pv = (vi)P[r][v], S = (vi)(P[r][v] + (vu)ct);
+            out |= ((Pv ^ S) & (ct ^ S)) < 0;  // int32 overflow (bf16 at its extreme)
             // S toward zero to float32: the nearest, one ulp back toward zero where it went past.
             vf f = __builtin_convertvector(S, vf);
             const vi back = __builtin_convertvector(f, vi);
             const vi away = ((S > 0) & ((f >= 0x1p31f) | (back > S))) | ((S < 0) & (back < S));
-            f = (vf)(((vi)f + away) & ~low);  // away is -1: one ulp down in magnitude; then out_frac bits
+            f = (vf)(((vi)f + away) & ~(int32_t)((1u << (23 - out_frac)) - 1));
             // D = f * 2^(E - frac), exact where a normal float32 (and inf past 2^128, as the
             // model; the next step would need the scalar model, so that lane goes there too).
             const vi de = 127 + E[r][v] - frac;
             const vi sz = S == 0;
-            out |= ~sz & (de < 1);
-            const vf d = f * (vf)(vmax(de, ibcast(1)) << 23);
+            out |= ~sz & ((de < 1) | (de > 254));
+            const vf d = f * (vf)(-vmax(-vmax(de, ibcast(1)), ibcast(-254)) << 23);  // de in [1, 254]
             const vi mag = (vi)d & 0x7fffffff;
             out |= ~sz & ((mag < 0x00800000) | (mag >= 0x7f800000));
             bad[r][v] |= out;
@@ -209,12 +256,14 @@ static inline __attribute__((always_inline)) void step(const job *J, const float
         }
 }
 
+
 static void tile(const job *J, size_t ib, size_t jp, float *C, size_t ldc) {
     const mm__engine_plan *p = J->p;
     const mm_opts *o = J->o;
     const size_t K = J->K;
     const float *ap = J->a.x + ib * K * MR, *bp = J->b.x + jp * K * NR;
-    const int32_t *ea = J->a.e + ib * K * MR, *eb = J->b.e + jp * K * NR;
+    const int32_t *ea = J->a.e2 + ib * K * MR;
+    const int16_t *eb = J->b.e + jp * K * NR;
     const size_t i0 = ib * MR, j0 = jp * NR;
     const size_t mr = J->M - i0 < MR ? J->M - i0 : MR, nr = J->N - j0 < NR ? J->N - j0 : NR;
     const size_t unit = (size_t)(p->q->k / p->q->split), kq = (size_t)p->q->k, split = (size_t)p->q->split;
@@ -304,11 +353,11 @@ int mm__engine_fast_run(float *C, size_t ldc, const mm_operand *A, const mm_oper
     const size_t pe = o->acc.promote_every > 0 ? (size_t)o->acc.promote_every : 0;
     size_t *seg = malloc((K + 1) * sizeof *seg);
     const size_t nrb = (M + MR - 1) / MR, npan = (N + NR - 1) / NR;
-    J.a.x = malloc(nrb * MR * K * sizeof(float)), J.a.e = malloc(nrb * MR * K * sizeof(int32_t));
-    J.b.x = malloc(npan * NR * K * sizeof(float)), J.b.e = malloc(npan * NR * K * sizeof(int32_t));
+    J.a.x = malloc(nrb * MR * K * sizeof(float)), J.a.e2 = malloc(nrb * MR * K * sizeof(int32_t));
+    J.b.x = malloc(npan * NR * K * sizeof(float)), J.b.e = malloc(npan * NR * K * sizeof(int16_t));
     J.a.bad = malloc(M), J.b.bad = malloc(N);
     int st = MM_OK;
-    if (!seg || !J.a.x || !J.a.e || !J.b.x || !J.b.e || !J.a.bad || !J.b.bad) {
+    if (!seg || !J.a.x || !J.a.e2 || !J.b.x || !J.b.e || !J.a.bad || !J.b.bad) {
         st = MM_ENOMEM;
         goto done;
     }
@@ -319,11 +368,11 @@ int mm__engine_fast_run(float *C, size_t ldc, const mm_operand *A, const mm_oper
     }
     seg[ns] = K;
     J.seg = seg, J.nseg = ns;
-    pack(&J.a, A->x, A->trans ? 1 : A->ld, A->trans ? A->ld : 1, M, K, MR, p.ta);
-    pack(&J.b, B->x, B->trans ? B->ld : 1, B->trans ? 1 : B->ld, N, K, NR, p.tb);
+    pack_a(&J.a, A->x, A->trans ? 1 : A->ld, A->trans ? A->ld : 1, M, K, p.ta);
+    pack_b(&J.b, B->x, B->trans ? B->ld : 1, B->trans ? 1 : B->ld, N, K, p.tb);
 #pragma omp parallel for schedule(dynamic)
     for (size_t t = 0; t < nrb * npan; t++) tile(&J, t % nrb, t / nrb, C, ldc);
 done:
-    free(seg), free(J.a.x), free(J.a.e), free(J.b.x), free(J.b.e), free(J.a.bad), free(J.b.bad);
+    free(seg), free(J.a.x), free(J.a.e2), free(J.b.x), free(J.b.e), free(J.a.bad), free(J.b.bad);
     return st;
 }

@@ -454,11 +454,22 @@ Test(npy, write_uint8_and_uint16_as_numpy_does) {
     cr_assert_eq(npy_write(path_of("e.npy"), "|u1", 1, c8, 2, shape, msg, sizeof msg), NPY_OK, "%s", msg);
     numpy_header(want, "{'descr': '|u1', 'fortran_order': False, 'shape': (0, 0), }");
     assert_file_bytes(path_of("e.npy"), want, 128);
-    // The reader still refuses integer dtypes (quantize reads floats only), naming the dtype.
+    // The reader reads the codes back (matmul-check takes them); a command that wants values
+    // refuses them by name (npy_want_float); signed integers are not codes.
     npy_array a;
-    cr_assert_eq(npy_read(path_of("u1.npy"), &a, msg, sizeof msg), NPY_ERR);
-    cr_assert_not_null(strstr(msg, "'|u1' is not supported"), "%s", msg);
-    cr_assert_eq(count_entries(), 3, "a temporary file was left behind");
+    cr_assert_eq(npy_read(path_of("u2.npy"), &a, msg, sizeof msg), NPY_OK, "%s", msg);
+    cr_assert(a.dtype == NPY_U2 && a.ndim == 2 && a.shape[0] == 2 && a.shape[1] == 3 && a.n == 6);
+    cr_assert_eq(memcmp(a.data, c16, sizeof c16), 0);
+    cr_assert_eq(npy_want_float(&a, "IN", path_of("u2.npy"), msg, sizeof msg), NPY_ERR);
+    cr_assert_not_null(strstr(msg, "IN holds uint16 codes; expected float32 or float64 values"), "%s", msg);
+    npy_free(&a);
+    cr_assert_eq(npy_read(path_of("u1.npy"), &a, msg, sizeof msg), NPY_OK, "%s", msg);
+    cr_assert(a.dtype == NPY_U1 && a.n == 3 && !memcmp(a.data, c8, 3));
+    npy_free(&a);
+    cr_assert_eq(npy_write(path_of("i4.npy"), "<i4", 4, c16, 1, shape, msg, sizeof msg), NPY_OK, "%s", msg);
+    cr_assert_eq(npy_read(path_of("i4.npy"), &a, msg, sizeof msg), NPY_ERR);
+    cr_assert_not_null(strstr(msg, "'<i4' is not supported"), "%s", msg);
+    cr_assert_eq(count_entries(), 4, "a temporary file was left behind");
 }
 
 Test(npy, write_refuses_bad_descr_and_leaves_nothing) {
