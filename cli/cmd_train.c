@@ -75,7 +75,7 @@ int cmd_train(int argc, char **argv) {
     CLI_CHECK(optind == argc, "train: unexpected argument '%s' (options take the form --name value)", argv[optind]);
     if (resume) {
         for (size_t i = 0; i < n; i++)
-            CLI_CHECK(!given[i] || t[i].run_only || !strcmp(t[i].name, "steps"),
+            CLI_CHECK(!given[i] || t[i].run_only || t[i].resume == TOPT_RESUME_GROW,
                       "--%s cannot change with --resume: the checkpoint fixes it (run-only options: "
                       "--ckpt-dir, --ckpt-every, --log, --progress, --stop-at, --threads, --telemetry, "
                       "--overwrite; --steps may extend the run)", t[i].name);

@@ -73,11 +73,20 @@ void train_opts_default(train_opts *o);
 
 // --- the option table
 typedef enum { TOPT_INT, TOPT_LONG, TOPT_FLOAT, TOPT_U64, TOPT_STR } train_opt_type;
+// What --resume does with an option (train_setup.c reads only this, never an option's name).
+// A run_only option given on resume replaces the checkpoint's value; one that is not given:
+typedef enum {
+    TOPT_RESUME_KEEP = 0,  // keeps the checkpoint's value (run_only), or must equal it (the rest)
+    TOPT_RESUME_RESET,     // starts from its default: it belongs to one invocation (--stop-at)
+    TOPT_RESUME_HOME,      // becomes the checkpoint's own directory (--ckpt-dir)
+    TOPT_RESUME_GROW,      // not run_only, yet may grow on resume, never shrink (--steps)
+} train_opt_resume;
 typedef struct {
     const char *name;    // the long option and the key in checkpoints and printouts
     train_opt_type type;
     size_t offset, size; // in train_opts (size: of the char array for strings)
     bool run_only;       // true: may change on resume (does not affect the trajectory)
+    train_opt_resume resume;
     const char *help;
 } train_opt_desc;
 const train_opt_desc *train_opt_table(size_t *n);

@@ -32,8 +32,9 @@ void train_opts_default(train_opts *o) {
     o->outer_lr = 0.7f, o->outer_momentum = 0.9f;  // DiLoCo's
 }
 
-#define OPT(name, field, type, run_only, help) \
-    {name, type, offsetof(train_opts, field), sizeof(((train_opts *)0)->field), run_only, help}
+#define OPTR(name, field, type, run_only, resume, help) \
+    {name, type, offsetof(train_opts, field), sizeof(((train_opts *)0)->field), run_only, resume, help}
+#define OPT(name, field, type, run_only, help) OPTR(name, field, type, run_only, TOPT_RESUME_KEEP, help)
 
 static const train_opt_desc table[] = {
     OPT("model", model, TOPT_STR, false, "named config: tiny, shakespeare, 260k, 15m"),
@@ -53,7 +54,7 @@ static const train_opt_desc table[] = {
     OPT("batch", batch, TOPT_INT, false, "sequences per micro-batch"),
     OPT("context", context, TOPT_INT, false, "tokens per sequence (0: seq_len)"),
     OPT("accum", accum, TOPT_INT, false, "micro-batches per optimizer step (gradient accumulation)"),
-    OPT("steps", steps, TOPT_LONG, false, "optimizer steps"),
+    OPTR("steps", steps, TOPT_LONG, false, TOPT_RESUME_GROW, "optimizer steps"),
     OPT("lr", lr, TOPT_FLOAT, false, "peak learning rate"),
     OPT("lr-min", lr_min, TOPT_FLOAT, false, "learning-rate floor of the cosine decay"),
     OPT("warmup", warmup, TOPT_LONG, false, "optimizer steps of linear warmup"),
@@ -78,15 +79,16 @@ static const train_opt_desc table[] = {
     OPT("outer-lr", outer_lr, TOPT_FLOAT, false, "DiLoCo outer learning rate"),
     OPT("outer-momentum", outer_momentum, TOPT_FLOAT, false, "DiLoCo outer Nesterov momentum"),
     OPT("telemetry", telemetry, TOPT_STR, true, "per-site numerics in the log: off | sites | layers"),
-    OPT("ckpt-dir", ckpt_dir, TOPT_STR, true, "directory for ckpt.bin (and log.jsonl); '' = none"),
+    OPTR("ckpt-dir", ckpt_dir, TOPT_STR, true, TOPT_RESUME_HOME, "directory for ckpt.bin (and log.jsonl); '' = none"),
     OPT("ckpt-every", ckpt_every, TOPT_LONG, true, "checkpoint every N steps (0: only at the end)"),
-    OPT("log", log, TOPT_STR, true, "JSON-lines log (default <ckpt_dir>/log.jsonl)"),
-    OPT("progress", progress, TOPT_INT, true, "progress line: -1 on a terminal, 0 off, 1 on"),
-    OPT("stop-at", stop_at, TOPT_LONG, true, "end this invocation after step N, checkpointed (0: run to --steps)"),
+    OPTR("log", log, TOPT_STR, true, TOPT_RESUME_RESET, "JSON-lines log (default <ckpt_dir>/log.jsonl)"),
+    OPTR("progress", progress, TOPT_INT, true, TOPT_RESUME_RESET, "progress line: -1 on a terminal, 0 off, 1 on"),
+    OPTR("stop-at", stop_at, TOPT_LONG, true, TOPT_RESUME_RESET, "end this invocation after step N, checkpointed (0: run to --steps)"),
     OPT("threads", threads, TOPT_INT, true, "threads for BLAS and OpenMP (0: one per processor)"),
-    OPT("overwrite", overwrite, TOPT_INT, true, "1: a fresh run may replace the checkpoint/log in its places"),
+    OPTR("overwrite", overwrite, TOPT_INT, true, TOPT_RESUME_RESET, "1: a fresh run may replace the checkpoint/log in its places"),
 };
 #undef OPT
+#undef OPTR
 
 const train_opt_desc *train_opt_table(size_t *n) {
     *n = sizeof table / sizeof table[0];

@@ -50,31 +50,28 @@ static int resume_options(train_run_state *r, const train_opts *caller, const bo
     train_opts_default(&d);
     size_t n;
     const train_opt_desc *t = train_opt_table(&n);
-    for (size_t i = 0; given && i < n; i++) {
-        if (!given[i] || strcmp(t[i].name, "steps") || caller->steps == r->o.steps) continue;
-        if (caller->steps < r->o.steps) {
-            snprintf(msg, msg_len, "--steps %ld with --resume: the checkpoint's run has %ld steps; --steps can only "
-                     "extend it", caller->steps, r->o.steps);
-            return -1;
-        }
-        r->steps_before = r->o.steps;
-        r->o.steps = caller->steps;
-    }
     for (size_t i = 0; i < n; i++) {
+        const bool got = given == NULL || given[i];
+        char *dst = (char *)&r->o + t[i].offset;
+        const char *mine = (const char *)caller + t[i].offset;
+        if (t[i].resume == TOPT_RESUME_GROW && given && given[i] && memcmp(dst, mine, t[i].size)) {
+            const long was = *(const long *)dst, want = *(const long *)mine;  // GROW options are TOPT_LONG
+            if (want < was) {
+                snprintf(msg, msg_len, "--%s %ld with --resume: the checkpoint's run has --%s %ld; --%s can only "
+                         "extend it", t[i].name, want, t[i].name, was, t[i].name);
+                return -1;
+            }
+            r->steps_before = was;
+            memcpy(dst, mine, t[i].size);
+        }
         if (!t[i].run_only) continue;
-        const char *src = (given == NULL || given[i]) ? (const char *)caller : NULL;
-        if (!src && (!strcmp(t[i].name, "stop-at") || !strcmp(t[i].name, "progress") ||
-                     !strcmp(t[i].name, "overwrite") || !strcmp(t[i].name, "log")))
-            src = (const char *)&d;
-        if (src) memcpy((char *)&r->o + t[i].offset, src + t[i].offset, t[i].size);
-    }
-    bool dir_given = given == NULL;
-    for (size_t i = 0; given && i < n; i++)
-        if (!strcmp(t[i].name, "ckpt-dir")) dir_given = given[i];
-    if (!dir_given) {  // the checkpoint's own directory
-        const char *slash = strrchr(path, '/');
-        if (!slash) snprintf(r->o.ckpt_dir, sizeof r->o.ckpt_dir, ".");
-        else snprintf(r->o.ckpt_dir, sizeof r->o.ckpt_dir, "%.*s", (int)(slash == path ? 1 : slash - path), path);
+        if (got) memcpy(dst, mine, t[i].size);
+        else if (t[i].resume == TOPT_RESUME_RESET) memcpy(dst, (const char *)&d + t[i].offset, t[i].size);
+        else if (t[i].resume == TOPT_RESUME_HOME) {  // the checkpoint's own directory
+            const char *slash = strrchr(path, '/');
+            if (!slash) snprintf(dst, t[i].size, ".");
+            else snprintf(dst, t[i].size, "%.*s", (int)(slash == path ? 1 : slash - path), path);
+        }
     }
     return 0;
 }

@@ -2,7 +2,14 @@
 """Markdown table of docs/results/acc-study/engines.sh's output: per distribution, the median and
 largest relative error of each accumulator (rows) at each K (columns)."""
 import json
+import re
 import sys
+
+def spec(name):
+    """engines.sh's spelling of an accumulator: matmul-check's JSON has named the sequential
+    ones canonically since issue 21 (e8m13:promote=128:rtz for m13:rtz:promote=128)."""
+    m = re.fullmatch(r"e8m(\d+)((?::promote=\d+)?)(:rtz)?", name)
+    return f"m{m.group(1)}{m.group(3) or ''}{m.group(2)}" if m else name
 
 def main(path):
     rows = {}
@@ -11,7 +18,7 @@ def main(path):
         d = json.loads(line)
         c = d["config"]
         r = d["results"][1]
-        key = (c["dist"], c["acc"])
+        key = (c["dist"], spec(c["acc"]))
         rows.setdefault(key, {})[c["k"]] = (r["median_rel_err"], r["max_rel_err"])
         ks.add(c["k"])
     ks = sorted(ks)
