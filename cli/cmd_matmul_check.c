@@ -302,8 +302,7 @@ static float *read_f32_or_codes(const char *path, const char *what, const fmt_t 
     CLI_CHECK(npy_read(path, &a, msg, sizeof msg) == NPY_OK, "matmul-check: %s: %s", what, msg);
     *rows = a.ndim == 1 ? 1 : a.shape[0], *cols = a.ndim == 1 ? a.shape[0] : a.shape[1];
     if (a.dtype == NPY_F4) return a.f4;
-    float *y = malloc(a.n ? a.n * sizeof *y : 1);
-    CLI_CHECK_LIB(y ? FMT_OK : FMT_ENOMEM, "the array does not fit in memory");
+    // Every check before the buffer: an exit with it allocated would be a leak to the sanitizers.
     if (a.dtype != NPY_F8) {
         CLI_CHECK(codes, "matmul-check: %s '%s' holds uint%zu codes; expected float32 or float64 values", what, path,
                   8 * npy_itemsize(a.dtype));
@@ -314,15 +313,19 @@ static float *read_f32_or_codes(const char *path, const char *what, const fmt_t 
         size_t bad = 0;
         CLI_CHECK(fmt_codes_check(codes, a.data, a.n, &bad) == FMT_OK, "matmul-check: %s '%s': element [%zu, %zu] "
                   "is not a %d-bit code of %s", what, path, bad / *cols, bad % *cols, codes->bits, codes->name);
+    } else {
+        for (size_t i = 0; i < a.n; i++)
+            CLI_CHECK((float)a.f8[i] == a.f8[i] || isnan(a.f8[i]), "matmul-check: %s '%s': element %zu (%.17g) is "
+                      "not a float32 value; expected values of the format", what, path, i, a.f8[i]);
+    }
+    float *y = malloc(a.n ? a.n * sizeof *y : 1);
+    CLI_CHECK_LIB(y ? FMT_OK : FMT_ENOMEM, "the array does not fit in memory");
+    if (a.dtype != NPY_F8) {
         CLI_CHECK_LIB(fmt_decode_f32(codes, y, a.data, a.n), "decoding the codes");
         npy_free(&a);
         return y;
     }
-    for (size_t i = 0; i < a.n; i++) {
-        y[i] = (float)a.f8[i];
-        CLI_CHECK(y[i] == a.f8[i] || isnan(a.f8[i]), "matmul-check: %s '%s': element %zu (%.17g) is not a float32 "
-                  "value; expected values of the format", what, path, i, a.f8[i]);
-    }
+    for (size_t i = 0; i < a.n; i++) y[i] = (float)a.f8[i];
     npy_free(&a);
     return y;
 }
