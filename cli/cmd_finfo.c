@@ -1,6 +1,7 @@
-// cmd_finfo.c: `fplab finfo [FORMAT...] [--format table|csv|json|md]`: NumPy-finfo-style
+// cmd_finfo.c: `fplab finfo [FORMAT...] [--format table|wide|csv|json|md]`: NumPy-finfo-style
 // properties of every format of the table, or of the formats named (names, aliases, eXmY).
 // Every number comes from fmt_get_info; nothing is typed here.
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -9,7 +10,7 @@
 
 static void help(FILE *fp) {
     fprintf(fp,
-            "usage: fplab finfo [FORMAT...] [--format table|csv|json|md]\n"
+            "usage: fplab finfo [FORMAT...] [--format table|wide|csv|json|md]\n"
             "       fplab finfo --aliases\n\n"
             "Properties of every format of the table, or of the FORMATs named: a table name\n"
             "(e4m3, bf16, ...), an alias (float8_e4m3fn, torch.bfloat16, fp4, ...), a name only a\n"
@@ -19,14 +20,19 @@ static void help(FILE *fp) {
             "carry a module prefix (torch., jnp., jax.numpy., ml_dtypes., numpy., np.). fp8 and fp6\n"
             "name two formats each and are refused with the choices.\n\n"
             "columns: name bits exponent_bits mantissa_bits bias max min smallest_normal\n"
-            "  smallest_subnormal eps resolution finite_values has_inf nan_codes (a count);\n"
-            "  json adds nan_code_list (hex strings) when there are at most 8 NaN codes.\n"
+            "  smallest_subnormal eps resolution finite_values has_inf nan_codes (a count) kind\n"
+            "  epsneg maxexp minexp precision (NumPy's: 1 - the value below 1, emax + 1, emin,\n"
+            "  floor(-log10(eps))); json adds nan_code_list (hex strings) when there are at most\n"
+            "  8 NaN codes. The default table keeps what fits 100 columns: name bits e m bias max\n"
+            "  tiny (smallest_normal) min_sub (smallest_subnormal) eps epsneg inf kind, a power\n"
+            "  of two as 2^k where that is shorter than its decimal.\n"
             "  min is the most negative finite value (the smallest value of an unsigned format).\n"
             "  kind: table (a row of the table), peer (a format only peers name) or custom (a\n"
             "  format built from an eXmY spec that no name gives; also said on stderr).\n\n"
             "options (default in brackets):\n"
-            "  --format F   table (aligned, %%g numbers: 6 digits), csv or json (each number the\n"
-            "               shortest text that reads back exactly), md (a GitHub markdown table) [table]\n"
+            "  --format F   table (aligned, the columns above that fit 100 characters), wide (aligned,\n"
+            "               every column), csv, json or md (a GitHub markdown table); every number is\n"
+            "               exact: the shortest text that reads back (or 2^k in the table) [table]\n"
             "  --aliases    list every name: table formats with their aliases, peers' formats, schemes\n"
             "  -h, --help   this text\n\n"
             "examples:\n"
@@ -35,15 +41,53 @@ static void help(FILE *fp) {
             "  build/fplab finfo bf16 fp16 e4m3:fnuz --format csv\n");
 }
 
+// Every column, as csv, json, md and --format wide print them; the new ones after `kind`, so
+// that existing readers of the csv find the old columns where they were.
 static const cli_col cols[] = {
     {"name", CLI_STR},          {"bits", CLI_INT},         {"exponent_bits", CLI_INT},
     {"mantissa_bits", CLI_INT}, {"bias", CLI_INT},         {"max", CLI_NUM},
     {"min", CLI_NUM},           {"smallest_normal", CLI_NUM}, {"smallest_subnormal", CLI_NUM},
     {"eps", CLI_NUM},           {"resolution", CLI_NUM},   {"finite_values", CLI_INT},
     {"has_inf", CLI_BOOL},       {"nan_codes", CLI_INT},    {"kind", CLI_STR},
-    {"nan_code_list", CLI_JSON},
+    {"epsneg", CLI_NUM},        {"maxexp", CLI_INT},       {"minexp", CLI_INT},
+    {"precision", CLI_INT},     {"nan_code_list", CLI_JSON},
 };
 enum { NCOLS = sizeof cols / sizeof cols[0] };
+// The default table: what fits 100 columns (tiny is smallest_normal, as NumPy names it).
+static const cli_col short_cols[] = {
+    {"name", CLI_STR}, {"bits", CLI_INT}, {"e", CLI_INT},       {"m", CLI_INT},      {"bias", CLI_INT},
+    {"max", CLI_STR},  {"tiny", CLI_STR}, {"min_sub", CLI_STR}, {"eps", CLI_STR},  {"epsneg", CLI_STR},
+    {"inf", CLI_BOOL}, {"kind", CLI_STR},
+};
+enum { NSHORT = sizeof short_cols / sizeof short_cols[0] };
+
+// v exactly, as few characters as can say it: "2^-9" for a power of two whose shortest decimal
+// is longer ("0.001953125"), else the shortest decimal that reads back (448, 1.7976931348623157e+308).
+static const char *exact_text(char *buf, size_t cap, double v) {
+    cli_fmt_double(buf, cap, v);
+    int e;
+    if (v > 0 && isfinite(v) && frexp(v, &e) == 0.5) {
+        char p[16];
+        snprintf(p, sizeof p, "2^%d", e - 1);
+        if (strlen(p) < strlen(buf)) snprintf(buf, cap, "%s", p);
+    }
+    return buf;
+}
+
+static void add_short_row(cli_table *t, const fmt_t *f) {
+    fmt_info in;
+    fmt_get_info(f, &in);
+    char b[5][CLI_DOUBLE_MAX];
+    cli_cell_str(t, f->name);
+    cli_cell_int(t, f->bits), cli_cell_int(t, f->ebits), cli_cell_int(t, f->mbits), cli_cell_int(t, f->bias);
+    cli_cell_str(t, exact_text(b[0], sizeof b[0], in.max));
+    cli_cell_str(t, exact_text(b[1], sizeof b[1], in.smallest_normal));
+    cli_cell_str(t, exact_text(b[2], sizeof b[2], in.smallest_subnormal));
+    cli_cell_str(t, exact_text(b[3], sizeof b[3], in.eps));
+    cli_cell_str(t, exact_text(b[4], sizeof b[4], in.epsneg));
+    cli_cell_bool(t, f->has_inf);
+    cli_cell_str(t, fmt_kind(f));
+}
 
 static void add_row(cli_table *t, const fmt_t *f) {
     fmt_info in;
@@ -63,6 +107,10 @@ static void add_row(cli_table *t, const fmt_t *f) {
     cli_cell_bool(t, f->has_inf);
     cli_cell_u64(t, in.nan_codes);
     cli_cell_str(t, fmt_kind(f));
+    cli_cell_num(t, in.epsneg);
+    cli_cell_int(t, in.maxexp);
+    cli_cell_int(t, in.minexp);
+    cli_cell_int(t, in.precision);
     char list[8 * 24 + 4] = "null";
     if (in.nan_codes <= 8) {
         uint64_t codes[8];
@@ -78,7 +126,6 @@ static void add_row(cli_table *t, const fmt_t *f) {
     cli_cell_str(t, list);
 }
 
-// --aliases: every name fplab accepts for a format, one line each.
 static void print_aliases(void) {
     for (size_t i = 0; i < fmt_table_count(); i++) {
         printf("%-10s table  ", fmt_table_get(i)->name);
@@ -100,10 +147,11 @@ int cmd_finfo(int argc, char **argv) {
     char *pos[argc + 1];
     int npos = cli_split_args(&argc, argv, lo, pos);
     cli_out out = CLI_OUT_TABLE;
-    bool list_aliases = false;
+    bool list_aliases = false, wide = false;
     argv[0] = "fplab finfo";
     for (int c; (c = getopt_long(argc, argv, "h", lo, NULL)) != -1;) {
-        if (c == 'f') out = cli_parse_out(optarg, 0xF);
+        if (c == 'f' && !strcmp(optarg, "wide")) out = CLI_OUT_TABLE, wide = true;
+        else if (c == 'f') out = cli_parse_out(optarg, 0xF), wide = false;
         else if (c == 'a') list_aliases = true;
         else if (c == 'h') return help(stdout), 0;
         else cli_usage_error("finfo");
@@ -113,10 +161,13 @@ int cmd_finfo(int argc, char **argv) {
         print_aliases();
         return 0;
     }
+    const bool short_table = out == CLI_OUT_TABLE && !wide;
     cli_table t;
-    cli_table_init(&t, cols, NCOLS);
+    cli_table_init(&t, short_table ? short_cols : cols, short_table ? NSHORT : NCOLS);
+    t.exact = true;  // every number as the shortest text that reads back, in every output
+    void (*add)(cli_table *, const fmt_t *) = short_table ? add_short_row : add_row;
     if (npos == 0) {
-        for (size_t i = 0; i < fmt_table_count(); i++) add_row(&t, fmt_table_get(i));
+        for (size_t i = 0; i < fmt_table_count(); i++) add(&t, fmt_table_get(i));
     }
     for (int i = 0; i < npos; i++) {
         fmt_t f;
@@ -126,7 +177,7 @@ int cmd_finfo(int argc, char **argv) {
         else if (!strcmp(fmt_kind(&f), "custom"))
             fprintf(stderr, "fplab finfo: %s is not a named format: a custom %d-bit format (%s, %s)\n", pos[i],
                     f.bits, f.is_signed ? "signed" : "unsigned", f.has_inf ? "IEEE-style inf and NaN" : "no inf");
-        add_row(&t, &f);
+        add(&t, &f);
     }
     cli_table_print(&t, out, stdout);
     return 0;

@@ -404,6 +404,16 @@ void fmt_get_info(const fmt_t *f, fmt_info *o) {
     uint64_t codes = f->bits >= 64 ? 0 : pow2u(f->bits);  // 2^64 wraps to 0; arithmetic mod 2^64
     uint64_t nonfinite = o->nan_codes + (f->has_inf ? (f->is_signed ? 2 : 1) : 0);
     o->finite_values = codes - nonfinite - (f->has_negzero ? 1 : 0);
+    // The largest value below 1: in the binade [1/2, 1) when it is normal, else on the
+    // subnormal grid (or 0 without subnormals); a format whose max is below 1 has max.
+    double below;
+    if (f->max < 1) below = f->max;
+    else if (f->emin <= -1) below = 1 - ldexp(1.0, -1 - f->mbits);
+    else if (f->has_subnormals && f->emin - f->mbits <= 0) below = 1 - ldexp(1.0, f->emin - f->mbits);
+    else below = 0;
+    o->epsneg = 1 - below;
+    o->maxexp = f->emax + 1, o->minexp = f->emin;
+    o->precision = (int)floor(-log10(o->eps));
 }
 
 bool fmt_contains_f32(const fmt_t *f) {

@@ -94,6 +94,9 @@ typedef struct {
     double resolution;        // NumPy's definition: 10^-floor(-log10(eps))
     uint64_t finite_values;   // distinct finite real values (+0 and -0 count once)
     uint64_t nan_codes;       // number of codes that decode to NaN
+    double epsneg;            // 1 minus the largest value below 1 (NumPy's epsneg)
+    int maxexp, minexp;       // NumPy's: emax + 1 (the first power of two that overflows), emin
+    int precision;            // NumPy's: floor(-log10(eps)) decimal digits
 } fmt_info;
 void fmt_get_info(const fmt_t *f, fmt_info *out);
 

@@ -105,12 +105,20 @@ expect_has "finfo e5m2 json inf" '"has_inf": true' "$F" finfo e5m2 --format json
 expect_has "finfo e2m1 json" '"smallest_subnormal": 0.5,' "$F" finfo fp4 --format json
 expect_has "finfo bf16 exact max" '"max": 3.3895313892515355e+38' "$F" finfo bfloat16 --format json
 expect_has "finfo json: shortest text that reads back" '"smallest_subnormal": 9.183549615799121e-41,' "$F" finfo bf16 --format json
-expect_eq "finfo csv e4m3 row" "e4m3,8,4,3,7,448,-448,0.015625,0.001953125,0.125,1,253,false,2,table" "$("$F" finfo e4m3 --format csv | tail -1)"
+expect_eq "finfo csv e4m3 row" "e4m3,8,4,3,7,448,-448,0.015625,0.001953125,0.125,1,253,false,2,table,0.0625,9,-6,0" "$("$F" finfo e4m3 --format csv | tail -1)"
+# NumPy's epsneg, maxexp, minexp and precision (issue 22); exact numbers; 100 columns by default
+expect_has "finfo fp16 json: epsneg maxexp minexp precision" '"epsneg": 0.00048828125, "maxexp": 16, "minexp": -14, "precision": 3' \
+    "$F" finfo fp16 --format json
+expect_has "finfo e2m1 epsneg (1 is the smallest normal)" '"epsneg": 0.5,' "$F" finfo e2m1 --format json
+expect_eq "finfo table: exact powers of two" "e4m3 8 4 3 7 448 2^-6 2^-9 2^-3 2^-4 no table" "$("$F" finfo e4m3 | tail -1 | tr -s ' ')"
+expect_eq "finfo table fits 100 columns" "yes" "$("$F" finfo | awk 'length > 100 {w = 1} END {print w ? "no" : "yes"}')"
+expect_has "finfo --format wide: every column, exact" "0.001953125" "$F" finfo e4m3 --format wide
+expect_has "finfo --format md: exact" "| 1.7976931348623157e+308 |" "$F" finfo fp64 --format md
 expect_has "finfo custom e5m7" '"finite_values": 7935' "$F" finfo e5m7 --format json
 expect_eq "finfo alias == name" "$("$F" finfo e4m3 --format csv)" "$("$F" finfo float8_e4m3fn --format csv)"
 out=$("$F" finfo --format csv)
-expect_eq "finfo csv header" "name,bits,exponent_bits,mantissa_bits,bias,max,min,smallest_normal,smallest_subnormal,eps,resolution,finite_values,has_inf,nan_codes,kind" "$(head -1 <<<"$out")"
-expect_eq "finfo csv fp16 row" "fp16,16,5,10,15,65504,-65504,6.103515625e-05,5.9604644775390625e-08,0.0009765625,0.001,63487,true,2046,table" "$(grep '^fp16,' <<<"$out")"
+expect_eq "finfo csv header" "name,bits,exponent_bits,mantissa_bits,bias,max,min,smallest_normal,smallest_subnormal,eps,resolution,finite_values,has_inf,nan_codes,kind,epsneg,maxexp,minexp,precision" "$(head -1 <<<"$out")"
+expect_eq "finfo csv fp16 row" "fp16,16,5,10,15,65504,-65504,6.103515625e-05,5.9604644775390625e-08,0.0009765625,0.001,63487,true,2046,table,0.00048828125,16,-14,3" "$(grep '^fp16,' <<<"$out")"
 rows_csv=$(($(wc -l <<<"$out") - 1)) rows_table=$(($("$F" finfo | wc -l) - 1))
 expect_eq "finfo table and csv list the same formats" "$rows_csv" "$rows_table"
 out=$("$F" finfo e4m3 e2m1 --format md)

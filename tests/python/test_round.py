@@ -48,6 +48,17 @@ def test_finfo_fields_and_custom():
     assert "e4m3" in repr(f)
 
 
+def test_finfo_numpy_fields_match_the_cli(cli):
+    """epsneg, maxexp, minexp and precision: Python's (from the library's rounding) and the
+    CLI's (fmt_get_info) agree on every format of the table and on a custom one (issue 22)."""
+    rows = json.loads(cli("finfo", *FORMATS, "e5m7", "--format", "json").stdout)
+    assert len(rows) == len(FORMATS) + 1
+    for r in rows:
+        f = fplab.finfo(r["name"])
+        assert (f.epsneg, f.maxexp, f.minexp, f.precision) == (r["epsneg"], r["maxexp"], r["minexp"],
+                                                                r["precision"]), r["name"]
+
+
 def test_finfo_bad_names():
     with pytest.raises(ValueError, match="format 'e9m99': not a valid format"):
         fplab.finfo("e9m99")
