@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
     }
     FUZZ_CHECK(st[0] == st[1], "file %d ('%s'), pipe %d ('%s')", st[0], msg[0], st[1], msg[1]);
     if (st[0] != NPY_OK) return 0;
-    const size_t item = a[0].dtype == NPY_F4 ? 4 : 8;
+    const size_t item = npy_itemsize(a[0].dtype);  // float32, float64 or unsigned codes
     FUZZ_CHECK(a[0].ndim == a[1].ndim && a[0].dtype == a[1].dtype && a[0].n == a[1].n, "shapes differ");
     FUZZ_CHECK(a[0].n == a[0].shape[0] * a[0].shape[1], "n %zu", a[0].n);
     FUZZ_CHECK(a[0].n * item <= n && a[0].n * item <= NPY_MAX_DATA_BYTES, "n %zu from %zu bytes", a[0].n, n);

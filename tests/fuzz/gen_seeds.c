@@ -119,6 +119,12 @@ static void npy_seeds(void) {
     const double y[2] = {1.25, -0.0};
     memcpy(b + 12 + hl, y, sizeof y);
     put("fuzz_npy", "f8_v2.npy", b, 12 + hl + sizeof y);
+    // unsigned codes, as `fplab quantize --codes/--scales` writes them (matmul-check reads them)
+    const uint8_t c8[4] = {0x38, 0x7f, 0x80, 0};
+    const uint16_t c16[4] = {0x3f80, 0x7fc0, 0x8000, 1};
+    if (npy_write(path_of("fuzz_npy", "u1_2d.npy"), "|u1", 1, c8, 2, (const size_t[2]){2, 2}, msg, sizeof msg) ||
+        npy_write(path_of("fuzz_npy", "u2_1d.npy"), "<u2", 2, c16, 1, (const size_t[1]){4}, msg, sizeof msg))
+        die("npy", msg);
 }
 
 // --- llm.c shards: header of 256 int32, then tokens
