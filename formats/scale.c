@@ -857,13 +857,32 @@ ROW_INLINE void row_div(float *dst, const float *src, const float *m, const floa
     if (c < c1) tile_div(dst + c, src + c, m[k], d[k], c1 - c, zeroed);
 }
 
+// The unit's last two passes: with `round`, out is rounded by the internal kernel (one call
+// where the unit is whole rows, one contiguous range, else one per row; element i draws counter
+// offset + i either way); then elems = out and out = out * deq.
+static void round_then_dequantize(const qrun *q, const tile_view *deq, size_t r0, size_t r1, size_t c0, size_t c1,
+                                  bool round, fmt__counts *cnt) {
+    const size_t cols = q->g->cols, w = c1 - c0;
+    if (round && w == cols) {
+        fmt__round_f32_kernel(&q->k, q->path, q->mode, q->out + r0 * cols, (r1 - r0) * cols, r0 * cols, cnt);
+    } else if (round) {
+        for (size_t r = r0; r < r1; r++)
+            fmt__round_f32_kernel(&q->k, q->path, q->mode, q->out + r * cols + c0, w, r * cols + c0, cnt);
+    }
+    for (size_t r = r0; r < r1; r++) {
+        float *o = q->out + r * cols;
+        if (q->elems) memcpy(q->elems + r * cols + c0, o + c0, w * sizeof *o);
+        mul_row(o, o, q->g, deq, r, c0, c1, 0, NULL);
+    }
+}
+
 // Rows [r0, r1) x columns [c0, c1) with exact quotients: out = round(in / deq) * deq, elems =
 // round(in / deq); the rounding by the float32 kernel on the round-to-odd quotients, or (element
 // formats wider than exact_fits_f32) by the float64 kernel on fl(in / deq), in chunks.
 static void scale_round_exact(const qrun *q, const tile_view *mul, const tile_view *deq, size_t r0, size_t r1,
                               size_t c0, size_t c1, qacc *acc) {
     const geom *g = q->g;
-    const size_t cols = g->cols, w = c1 - c0;
+    const size_t cols = g->cols;
     fmt__counts *cnt = q->counts ? &acc->counts : NULL;
     uint64_t *zeroed = q->count_zeroed ? &acc->zeroed : NULL;
     for (size_t r = r0; r < r1; r++) {
@@ -888,19 +907,7 @@ static void scale_round_exact(const qrun *q, const tile_view *mul, const tile_vi
 #undef ROW_DIV
         }
     }
-    if (!q->exact_f64) {
-        if (w == cols) {
-            fmt__round_f32_kernel(&q->k, q->path, q->mode, q->out + r0 * cols, (r1 - r0) * cols, r0 * cols, cnt);
-        } else {
-            for (size_t r = r0; r < r1; r++)
-                fmt__round_f32_kernel(&q->k, q->path, q->mode, q->out + r * cols + c0, w, r * cols + c0, cnt);
-        }
-    }
-    for (size_t r = r0; r < r1; r++) {
-        float *o = q->out + r * cols;
-        if (q->elems) memcpy(q->elems + r * cols + c0, o + c0, w * sizeof *o);
-        mul_row(o, o, g, deq, r, c0, c1, 0, NULL);
-    }
+    round_then_dequantize(q, deq, r0, r1, c0, c1, !q->exact_f64, cnt);
 }
 
 // Rows [r0, r1) x columns [c0, c1): out = round(in * mul) * deq, elems = round(in * mul). Where
@@ -930,17 +937,7 @@ static void scale_round(const qrun *q, const tile_view *mul, const tile_view *de
     if (r0 == r1) return;
     for (size_t r = r0; r < r1; r++)
         mul_row(q->out + r * cols, q->in + r * cols, q->g, mul, r, c0, c1, ahead, zeroed);
-    if (w == cols) {
-        fmt__round_f32_kernel(&q->k, q->path, q->mode, q->out + r0 * cols, (r1 - r0) * cols, r0 * cols, cnt);
-    } else {
-        for (size_t r = r0; r < r1; r++)
-            fmt__round_f32_kernel(&q->k, q->path, q->mode, q->out + r * cols + c0, w, r * cols + c0, cnt);
-    }
-    for (size_t r = r0; r < r1; r++) {
-        float *o = q->out + r * cols;
-        if (q->elems) memcpy(q->elems + r * cols + c0, o + c0, w * sizeof *o);
-        mul_row(o, o, q->g, deq, r, c0, c1, 0, NULL);
-    }
+    round_then_dequantize(q, deq, r0, r1, c0, c1, true, cnt);
 }
 
 // Per-thread scratch of a fused unit: amax bits and scales of its tiles.
