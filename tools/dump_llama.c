@@ -162,19 +162,12 @@ int main(int argc, char **argv) {
     write_file(out, "grads.f32", m.grads, m.n_params * sizeof(float));
 
     // --- manifest
-    size_t sizes[LP_COUNT], off = 0;
-    llama_param_sizes(&c, sizes);
     char *js = NULL;
     size_t jn = 0;
     FILE *j = open_memstream(&js, &jn);
     CHECK(j, "out of memory for the manifest");
     fprintf(j, "{\n  \"format\": \"fplab-llama-dump\",\n  \"version\": 1,\n");
-    fprintf(j,
-            "  \"config\": {\"dim\": %d, \"n_layers\": %d, \"n_heads\": %d, \"n_kv_heads\": %d, "
-            "\"hidden_dim\": %d, \"vocab_size\": %d, \"seq_len\": %d, \"rope_theta\": %.9g, "
-            "\"norm_eps\": %.9g, \"tied\": %s},\n",
-            c.dim, c.n_layers, c.n_heads, c.n_kv_heads, c.hidden_dim, c.vocab_size, c.seq_len,
-            c.rope_theta, c.norm_eps, c.tied ? "true" : "false");
+    dump_json_config(j, &c);
     fprintf(j, "  \"seed\": %llu,\n  \"batch\": %d,\n  \"tokens_per_row\": %d,\n", seed, B, T);
     fprintf(j, "  \"loss\": %.9g,\n  \"loss_hex\": \"%a\",\n", loss, loss);
     fprintf(j, "  \"n_params\": %zu,\n", m.n_params);
@@ -186,25 +179,8 @@ int main(int argc, char **argv) {
             "    \"logits\": {\"file\": \"logits.f32\", \"dtype\": \"<f4\", \"shape\": [%d, %d, %zu]},\n"
             "    \"grads\": {\"file\": \"grads.f32\", \"dtype\": \"<f4\", \"shape\": [%zu]}\n  },\n",
             B, T, B, T, m.n_params, B, T, V, m.n_params);
-    fprintf(j, "  \"tensors\": [");
-    int first = 1;
-    for (int p = 0; p < LP_COUNT; p++) {
-        if (sizes[p]) {
-            size_t shape[3];
-            const int nd = dump_param_shape(&c, p, shape);
-            size_t prod = 1;
-            for (int k = 0; k < nd; k++) prod *= shape[k];
-            CHECK(prod == sizes[p], "%s: shape gives %zu elements, llama_param_sizes %zu",
-                  llama_param_name(p), prod, sizes[p]);
-            fprintf(j, "%s\n    {\"name\": \"%s\", \"offset\": %zu, \"shape\": [", first ? "" : ",",
-                    llama_param_name(p), off);
-            for (int k = 0; k < nd; k++) fprintf(j, "%s%zu", k ? ", " : "", shape[k]);
-            fprintf(j, "]}");
-            first = 0;
-        }
-        off += sizes[p];
-    }
-    fprintf(j, "\n  ]\n}\n");
+    CHECK(dump_json_tensors(j, &c), "a tensor's shape disagrees with llama_param_sizes");
+    fprintf(j, "}\n");
     CHECK(fclose(j) == 0, "cannot build the manifest");
     write_file(out, "manifest.json", js, jn);
     printf("dump_llama: %s: loss %.9g, %zu parameters, batch %d x %d (seed %llu)\n", out, loss,

@@ -8,8 +8,10 @@
 // clock, no global state.
 #ifndef FPLAB_DUMP_LLAMA_SETUP_H
 #define FPLAB_DUMP_LLAMA_SETUP_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "formats/rng.h"
 #include "trainer/llama.h"
@@ -83,6 +85,40 @@ static inline int dump_param_shape(const llama_config *c, llama_param_id p, size
     case LP_COUNT: break;
     }
     return 0;
+}
+
+// The manifests' shared parts (tools/dump_llama.c, tools/train_policy_dump.c): the config
+// object's line, and the "tensors" list (each parameter tensor's name, offset in the flat
+// parameter array and shape). dump_json_tensors returns false, having written a partial list,
+// when a shape disagrees with llama_param_sizes.
+static inline void dump_json_config(FILE *j, const llama_config *c) {
+    fprintf(j,
+            "  \"config\": {\"dim\": %d, \"n_layers\": %d, \"n_heads\": %d, \"n_kv_heads\": %d, "
+            "\"hidden_dim\": %d, \"vocab_size\": %d, \"seq_len\": %d, \"rope_theta\": %.9g, "
+            "\"norm_eps\": %.9g, \"tied\": %s},\n",
+            c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->hidden_dim, c->vocab_size, c->seq_len,
+            c->rope_theta, c->norm_eps, c->tied ? "true" : "false");
+}
+static inline bool dump_json_tensors(FILE *j, const llama_config *c) {
+    size_t sizes[LP_COUNT], off = 0;
+    llama_param_sizes(c, sizes);
+    fprintf(j, "  \"tensors\": [");
+    for (int p = 0, first = 1; p < LP_COUNT; p++) {
+        if (sizes[p]) {
+            size_t shape[3], prod = 1;
+            const int nd = dump_param_shape(c, (llama_param_id)p, shape);
+            for (int k = 0; k < nd; k++) prod *= shape[k];
+            if (prod != sizes[p]) return false;
+            fprintf(j, "%s\n    {\"name\": \"%s\", \"offset\": %zu, \"shape\": [", first ? "" : ",",
+                    llama_param_name(p), off);
+            for (int k = 0; k < nd; k++) fprintf(j, "%s%zu", k ? ", " : "", shape[k]);
+            fprintf(j, "]}");
+            first = 0;
+        }
+        off += sizes[p];
+    }
+    fprintf(j, "\n  ]\n");
+    return true;
 }
 
 #endif

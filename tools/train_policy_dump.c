@@ -197,19 +197,12 @@ int main(int argc, char **argv) {
     write_file(out, "tokens.i32", tokens, (size_t)steps * B * T * sizeof *tokens);
     write_file(out, "targets.i32", targets, (size_t)steps * B * T * sizeof *targets);
 
-    size_t sizes[LP_COUNT], off = 0;
-    llama_param_sizes(&c, sizes);
     char *js = NULL;
     size_t jn = 0;
     FILE *j = open_memstream(&js, &jn);
     CHECK(j, "out of memory for the manifest");
     fprintf(j, "{\n  \"format\": \"fplab-train-policy-dump\",\n  \"version\": 1,\n");
-    fprintf(j,
-            "  \"config\": {\"dim\": %d, \"n_layers\": %d, \"n_heads\": %d, \"n_kv_heads\": %d, "
-            "\"hidden_dim\": %d, \"vocab_size\": %d, \"seq_len\": %d, \"rope_theta\": %.9g, "
-            "\"norm_eps\": %.9g, \"tied\": %s},\n",
-            c.dim, c.n_layers, c.n_heads, c.n_kv_heads, c.hidden_dim, c.vocab_size, c.seq_len, c.rope_theta,
-            c.norm_eps, c.tied ? "true" : "false");
+    dump_json_config(j, &c);
     fprintf(j, "  \"policy\": \"%s\",\n  \"seed\": %llu,\n  \"steps\": %ld,\n  \"lr\": %.9g,\n", pol.name, seed,
             steps, lr);
     fprintf(j, "  \"adamw\": {\"beta1\": 0.9, \"beta2\": 0.95, \"eps\": 1e-8, \"weight_decay\": 0},\n");
@@ -225,20 +218,8 @@ int main(int argc, char **argv) {
             "    \"params2\": {\"file\": \"params2.f32\", \"dtype\": \"<f4\", \"shape\": [%zu]},\n"
             "    \"casts\": {\"file\": \"casts.f32\", \"dtype\": \"<f4\", \"shape\": [%zu]}\n  },\n",
             steps, B, T, steps, B, T, n, n, n, n, rec.n);
-    fprintf(j, "  \"tensors\": [");
-    for (int p = 0, first = 1; p < LP_COUNT; p++) {
-        if (sizes[p]) {
-            size_t shape[3];
-            const int nd = dump_param_shape(&c, p, shape);
-            fprintf(j, "%s\n    {\"name\": \"%s\", \"offset\": %zu, \"shape\": [", first ? "" : ",", llama_param_name(p),
-                    off);
-            for (int k = 0; k < nd; k++) fprintf(j, "%s%zu", k ? ", " : "", shape[k]);
-            fprintf(j, "]}");
-            first = 0;
-        }
-        off += sizes[p];
-    }
-    fprintf(j, "\n  ]\n}\n");
+    CHECK(dump_json_tensors(j, &c), "a tensor's shape disagrees with llama_param_sizes");
+    fprintf(j, "}\n");
     CHECK(fclose(j) == 0, "cannot build the manifest");
     write_file(out, "manifest.json", js, jn);
     printf("train_policy_dump: %s: policy %s, %ld steps, final loss line written, %zu cast floats\n", out, pol.name,
