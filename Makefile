@@ -78,7 +78,7 @@ TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%)
 MPFR_LIBS := -lmpfr -lgmp
 
 .PHONY: check-docs
-.PHONY: all lib cli deps config test test-gpu bench-gpu asan run-tests bench demo verify-exhaustive verify-engines check-peers check-p3109 \
+.PHONY: all lib cli deps config test test-gpu bench-gpu asan run-tests bench demo verify-exhaustive verify-engines check-peers check-p3109 check-p3109-tables \
         check-trainer-torch install install-built pc check-install check-symbols uninstall clean help
 all: config lib cli
 
@@ -275,6 +275,15 @@ P3109_PYTHON ?= python3
 check-p3109: all $(BUILD)/tests/test_p3109
 	$(P3109_PYTHON) tools/p3109_gfloat.py tests/fixtures/p3109_gfloat.txt
 	$(BUILD)/tests/test_p3109
+
+# Every code of every IEEE P3109 value table the working group publishes (github P3109/Public,
+# folder "Value Tables/Hexadecimal"; P3109_TABLES names it): decoded and encoded by fplab as the
+# tables say. `make test` checks the committed subset (tests/fixtures/p3109_wg.txt).
+check-p3109-tables: all $(BUILD)/tests/test_p3109
+	@test -d "$(P3109_TABLES)" || { echo "check-p3109-tables: P3109_TABLES='$(P3109_TABLES)' is not a folder; expected" \
+	    "the 'Value Tables/Hexadecimal' folder of a clone of https://github.com/P3109/Public"; exit 2; }
+	python3 tools/p3109_tables.py "$(P3109_TABLES)" $(BUILD)/p3109_all_codes.txt --all
+	FPLAB_P3109_TABLES=$(BUILD)/p3109_all_codes.txt $(BUILD)/tests/test_p3109 --filter 'p3109/wg_value_tables' --verbose
 
 check-trainer-torch: all $(BUILD)/tools/dump_llama
 	python3 tools/check_llama_torch.py $(BUILD)/tools/dump_llama

@@ -47,6 +47,12 @@ double fmt_decode1(const fmt_t *f, uint64_t c) {
     case FMT_FNUZ:
         if (c == sbit) return NAN;
         break;
+    case FMT_EXTENDED: {  // the NaN code, then inf on the largest magnitude code below it
+        const uint64_t top = (((uint64_t)1 << (f->bits - (f->is_signed ? 1 : 0))) - 1);
+        if (f->is_signed ? c == sbit : c == top) return NAN;
+        if ((c & ~sbit) == (f->is_signed ? top : top - 1)) return neg ? -INFINITY : INFINITY;
+        break;
+    }
     case FMT_FINITE: break;
     }
     double v;
@@ -68,10 +74,12 @@ static uint64_t encode_exact(const fmt_t *f, double v) {
         case FMT_FN: return s | emask << m | mmask;
         case FMT_E8M0: return emask << m | mmask;
         case FMT_FNUZ: return sbit;
+        case FMT_EXTENDED: return f->is_signed ? sbit : emask << m | mmask;
         case FMT_FINITE: return sbit;  // no NaN: -0, as rounding gives
         }
     }
-    if (isinf(v)) return s | emask << m;  // only IEEE formats keep inf after rounding
+    if (isinf(v))  // only IEEE and P3109 extended formats keep inf after rounding
+        return f->special == FMT_EXTENDED ? s | ((emask << m | mmask) - (f->is_signed ? 0 : 1)) : s | emask << m;
     if (v == 0) return f->has_negzero ? s : 0;
     const double a = fabs(v);
     int k = ilogb(a);

@@ -41,7 +41,7 @@ void fmt__codek_make(fmt__codek *k, const fmt_t *f) {
     switch (f->special) {
     case FMT_IEEE:
         k->nan_code = emask << m | (m ? 1u << (m - 1) : 0), k->nan_sign_mask = ~0u;
-        k->nan_mask = emask << m, k->nan_match = emask << m;  // and a nonzero fraction
+        k->nan_mask = emask << m, k->nan_match = emask << m, k->nan_frac = true;
         k->inf_mask = k->code_mask & ~k->sbit, k->inf_match = emask << m;
         break;
     case FMT_FN:
@@ -53,6 +53,14 @@ void fmt__codek_make(fmt__codek *k, const fmt_t *f) {
         k->nan_mask = k->code_mask, k->nan_match = emask << m | mmask;
         break;
     case FMT_FNUZ: k->nan_code = k->sbit, k->nan_mask = k->code_mask, k->nan_match = k->sbit; break;
+    case FMT_EXTENDED: {  // one NaN (the -0 code, or all-ones unsigned) and inf just below it
+        const uint32_t top = k->code_mask & ~k->sbit;  // the all-ones magnitude
+        k->nan_code = f->is_signed ? k->sbit : top;
+        k->nan_mask = k->code_mask, k->nan_match = k->nan_code;
+        k->inf_code = f->is_signed ? top : top - 1;
+        k->inf_mask = top, k->inf_match = k->inf_code;
+        break;
+    }
     case FMT_FINITE: k->nan_code = k->sbit; break;
     }
     k->dec_add = (uint32_t)(127 - f->bias) << 23;
@@ -166,7 +174,7 @@ FMT__VEC vu values8(const fmt__codek *k, vu c) {
     if (k->inf_mask) v = sel(lt((c & k->inf_mask) ^ k->inf_match, one), zero + 0x7f800000u, v) | sgn;
     if (k->nan_mask) {
         vu nan = lt((c & k->nan_mask) ^ k->nan_match, one);
-        if (k->inf_mask) nan &= lt(zero, c & ((1u << k->m) - 1));  // IEEE: a nonzero fraction
+        if (k->nan_frac) nan &= lt(zero, c & ((1u << k->m) - 1));
         v = sel(nan, zero + 0x7fc00000u, v);
     }
     return v;

@@ -22,8 +22,9 @@ typedef struct {
                                  // exponent field E' (>= 1) into a subnormal code is sub_base - E'
     uint32_t negzero_mask;       // all-ones where the format has -0
     uint32_t nan_code, nan_sign_mask;  // the canonical NaN code, and whether it keeps the sign
-    uint32_t inf_code;           // the exponent field all ones (IEEE formats)
-    uint32_t nan_mask, nan_match;      // decode: code & nan_mask == nan_match is NaN
+    uint32_t inf_code;           // the code of +inf (IEEE: the exponent field all ones)
+    uint32_t nan_mask, nan_match;      // decode: code & nan_mask == nan_match is NaN ...
+    bool nan_frac;                     // ... with a nonzero fraction (IEEE)
     uint32_t inf_mask, inf_match;      //         code & inf_mask == inf_match is +-inf
     uint32_t dec_add;            // decode, normal codes: (127 - bias) << 23
     uint32_t dec_sub_add;        // decode, subnormal codes: (emin - m) << 23 added to float(M)

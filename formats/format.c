@@ -43,26 +43,30 @@ const char *fmt_strerror(int status) {
 #define D_ETOP(e) ((1 << (e)) - 1)                         // the all-ones exponent field
 #define D_MONES(m) ((1ULL << (m)) - 1)                     // the all-ones mantissa field
 #define D_NAN_TOP(sp) ((sp) == FMT_FN || (sp) == FMT_E8M0)  // the all-ones code is NaN
-// The largest finite code's exponent and mantissa fields: IEEE gives the top exponent to inf and
-// NaN; fn and e8m0 give the all-ones code to NaN (a whole binade when there is no mantissa).
-#define D_TOP_E(e, m, sp) \
-    ((sp) == FMT_IEEE || (D_NAN_TOP(sp) && (m) == 0) ? D_ETOP(e) - 1 : D_ETOP(e))
-#define D_TOP_M(m, sp) (D_NAN_TOP(sp) && (m) > 0 ? D_MONES(m) - 1 : D_MONES(m))
+// How many of the largest magnitude codes are not finite: IEEE's whole top binade (inf and
+// NaN), the all-ones NaN of fn and e8m0, P3109 extended's inf (and, unsigned, its NaN above it).
+#define D_TOP_TAKEN(m, sp, sg) \
+    ((sp) == FMT_IEEE ? 1ULL << (m) : D_NAN_TOP(sp) ? 1ULL : (sp) == FMT_EXTENDED ? ((sg) ? 1ULL : 2ULL) : 0ULL)
+// The largest finite code's magnitude, and its exponent and mantissa fields.
+#define D_TOP_CODE(e, m, sp, sg) (((1ULL << ((e) + (m))) - 1) - D_TOP_TAKEN(m, sp, sg))
+#define D_TOP_E(e, m, sp, sg) ((int)(D_TOP_CODE(e, m, sp, sg) >> (m)))
+#define D_TOP_M(e, m, sp, sg) (D_TOP_CODE(e, m, sp, sg) & D_MONES(m))
 // Exponent field 0 is the subnormal binade except in e8m0 style, where it is a normal one.
 #define D_EMIN(b, sp) ((sp) == FMT_E8M0 ? -(b) : 1 - (b))
-#define D_EMAX(e, m, b, sp) (D_TOP_E(e, m, sp) - (b))
+#define D_EMAX(e, m, b, sp, sg) (D_TOP_E(e, m, sp, sg) - (b))
 #define D_SUBN(m, sp) ((sp) != FMT_E8M0 && (m) > 0)
 // (1 + top_m 2^-m) 2^emax, as the integer (2^m + top_m) < 2^53 times a power of two: exact.
-#define D_MAX(e, m, b, sp) ((double)((1ULL << (m)) + D_TOP_M(m, sp)) * POW2(D_EMAX(e, m, b, sp) - (m)))
+#define D_MAX(e, m, b, sp, sg) \
+    ((double)((1ULL << (m)) + D_TOP_M(e, m, sp, sg)) * POW2(D_EMAX(e, m, b, sp, sg) - (m)))
 #define D_MIN_NORMAL(b, sp) POW2(D_EMIN(b, sp))
 #define D_MIN_SUB(m, b, sp) POW2(D_EMIN(b, sp) - (D_SUBN(m, sp) ? (m) : 0))
 
 #define FMT_ROW(nm, nbits, e, m, b, sg, sp)                                                          \
     {.name = nm, .bits = nbits, .ebits = e, .mbits = m, .bias = b, .is_signed = sg, .special = sp,  \
-     .emin = D_EMIN(b, sp), .emax = D_EMAX(e, m, b, sp), .max = D_MAX(e, m, b, sp),                   \
+     .emin = D_EMIN(b, sp), .emax = D_EMAX(e, m, b, sp, sg), .max = D_MAX(e, m, b, sp, sg),           \
      .min_normal = D_MIN_NORMAL(b, sp), .min_subnormal = D_MIN_SUB(m, b, sp),                         \
-     .has_inf = (sp) == FMT_IEEE, .has_nan = (sp) != FMT_FINITE, .has_zero = (sp) != FMT_E8M0,         \
-     .has_negzero = (sg) && (sp) != FMT_FNUZ, .has_subnormals = D_SUBN(m, sp)}
+     .has_inf = (sp) == FMT_IEEE || (sp) == FMT_EXTENDED, .has_nan = (sp) != FMT_FINITE, .has_zero = (sp) != FMT_E8M0,         \
+     .has_negzero = (sg) && (sp) != FMT_FNUZ && (sp) != FMT_EXTENDED, .has_subnormals = D_SUBN(m, sp)}
 
 // --- the table: (name, bits, e, m, bias, signed, special) and the names people already use.
 // A constant the compiler builds (test_format checks every row against fmt_make): it is never
@@ -101,27 +105,29 @@ int fmt_make(fmt_t *f, const char *name, int bits, int ebits, int mbits, int bia
     snprintf(f->name, sizeof f->name, "%s", name ? name : "custom");
     if (ebits < 1 || ebits > 11 || mbits < 0 || mbits > 52) return FMT_EINVAL;
     if (bits != (is_signed ? 1 : 0) + ebits + mbits) return FMT_EINVAL;
-    if ((unsigned)special > FMT_E8M0) return FMT_EINVAL;
+    if ((unsigned)special > FMT_EXTENDED) return FMT_EINVAL;
     if (special == FMT_IEEE && mbits < 1) return FMT_EINVAL;    // inf and NaN need two codes
     if (special == FMT_FNUZ && !is_signed) return FMT_EINVAL;   // its NaN is the -0 code
     if (special == FMT_E8M0 && is_signed) return FMT_EINVAL;
     if (bias < -(1 << 20) || bias > (1 << 20)) return FMT_EINVAL;  // far outside fp64 anyway
     const int e = ebits, m = mbits, b = bias;
     const fmt_special sp = special;
-    if (D_TOP_E(e, m, sp) == 0 && sp != FMT_E8M0) return FMT_EINVAL;  // no normal values at all
+    const bool sg = is_signed;
+    if ((1ULL << (e + m)) <= D_TOP_TAKEN(m, sp, sg) + 1) return FMT_EINVAL;  // no finite codes
+    if (D_TOP_E(e, m, sp, sg) == 0 && sp != FMT_E8M0) return FMT_EINVAL;  // no normal values at all
     // Must embed in fp64 (which also keeps POW2 in its range).
-    if (D_EMAX(e, m, b, sp) > 1023 || D_EMIN(b, sp) - m < -1074) return FMT_EINVAL;
+    if (D_EMAX(e, m, b, sp, sg) > 1023 || D_EMIN(b, sp) - m < -1074) return FMT_EINVAL;
     f->bits = bits, f->ebits = ebits, f->mbits = mbits, f->bias = bias;
     f->is_signed = is_signed, f->special = special;
     f->emin = D_EMIN(b, sp);
-    f->emax = D_EMAX(e, m, b, sp);
-    f->max = D_MAX(e, m, b, sp);
+    f->emax = D_EMAX(e, m, b, sp, sg);
+    f->max = D_MAX(e, m, b, sp, sg);
     f->min_normal = D_MIN_NORMAL(b, sp);
     f->min_subnormal = D_MIN_SUB(m, b, sp);
-    f->has_inf = sp == FMT_IEEE;
+    f->has_inf = sp == FMT_IEEE || sp == FMT_EXTENDED;
     f->has_nan = sp != FMT_FINITE;
     f->has_zero = sp != FMT_E8M0;
-    f->has_negzero = is_signed && sp != FMT_FNUZ;
+    f->has_negzero = is_signed && sp != FMT_FNUZ && sp != FMT_EXTENDED;
     f->has_subnormals = D_SUBN(m, sp);
     return FMT_OK;
 }
@@ -219,11 +225,11 @@ const char *fmt_peer_get(size_t i, const char **spec, const char **peer) {
 // or unsigned, extended (with infinities) or finite. One zero, one NaN: 0x80 (the -0 code) in
 // the signed formats, the all-ones code in the unsigned ones. Exponent bits w = K - P (signed)
 // or K - P + 1 (unsigned), bias 2^(w-1), subnormals. The finite ones are descriptors fplab
-// already has: signed = fnuz, unsigned = fn (only all-ones is NaN) without a sign bit. The
-// extended ones put +-inf on the largest codes, which no fplab special has yet: FMT_EINVAL with
-// a message (fmt_name_message). Returns FMT_EUNKNOWN where name is not of that shape.
-static int parse_p3109(fmt_t *out, const char *name, bool *extended) {
-    *extended = false;
+// already has: signed = fnuz, unsigned = fn (only all-ones is NaN) without a sign bit; the
+// extended ones put +-inf on the largest codes (FMT_EXTENDED). Returns FMT_EUNKNOWN where name
+// is not of that shape, FMT_EINVAL where K, P are outside the draft or beyond float64 (*wide).
+static int parse_p3109(fmt_t *out, const char *name, bool *wide) {
+    *wide = false;
     if (strncasecmp(name, "binary", 6) || !isdigit((unsigned char)name[6])) return FMT_EUNKNOWN;
     char *end;
     const long K = strtol(name + 6, &end, 10);
@@ -232,21 +238,20 @@ static int parse_p3109(fmt_t *out, const char *name, bool *extended) {
     const char sg = (char)tolower((unsigned char)end[0]), dm = sg ? (char)tolower((unsigned char)end[1]) : 0;
     if ((sg != 's' && sg != 'u') || (dm != 'e' && dm != 'f') || end[2]) return FMT_EUNKNOWN;
     const bool is_signed = sg == 's';
-    *extended = dm == 'e';
     if (K < 3 || K > 16 || P < 1 || P > (is_signed ? K - 1 : K)) return FMT_EINVAL;
-    if (*extended) return FMT_EINVAL;
     const int w = (int)(K - P) + (is_signed ? 0 : 1), m = (int)P - 1;
-    if (w > 11) return FMT_EINVAL;  // binary16p1, p2, ...: beyond float64's exponent range
+    if (w > 11) return *wide = true, FMT_EINVAL;  // binary16p1, p2, ...: beyond float64's range
     char canon[40];
     snprintf(canon, sizeof canon, "binary%ldp%ld%c%c", K, P, sg, dm);
-    return fmt_make(out, canon, (int)K, w, m, 1 << (w - 1), is_signed, is_signed ? FMT_FNUZ : FMT_FN);
+    const fmt_special sp = dm == 'e' ? FMT_EXTENDED : is_signed ? FMT_FNUZ : FMT_FN;
+    return fmt_make(out, canon, (int)K, w, m, 1 << (w - 1), is_signed, sp);
 }
 
 int fmt_from_name(fmt_t *out, const char *name) {
     if (!name || !*name) return FMT_EUNKNOWN;
     name = strip_module(name);
-    bool ext;
-    const int pst = parse_p3109(out, name, &ext);
+    bool wide;
+    const int pst = parse_p3109(out, name, &wide);
     if (pst != FMT_EUNKNOWN) return pst;
     for (size_t i = 0; i < TABLE_N; i++) {
         if (!strcasecmp(name, table[i].f.name)) return *out = table[i].f, FMT_OK;
@@ -277,8 +282,8 @@ const char *fmt_kind(const fmt_t *f) {
         if (parse_custom(&p, peer_formats[i].spec) == FMT_OK && same_fields(f, &p)) return "peer";
     }
     fmt_t p;
-    bool ext;
-    if (parse_p3109(&p, f->name, &ext) == FMT_OK && same_fields(f, &p)) return "p3109";
+    bool wide;
+    if (parse_p3109(&p, f->name, &wide) == FMT_OK && same_fields(f, &p)) return "p3109";
     return "custom";
 }
 
@@ -330,14 +335,14 @@ void fmt_name_message(const char *name, int status, char *msg, size_t len) {
             snprintf(msg, len, "ambiguous: it names %s; say which", ambiguous[i].choices);
             return;
         }
-    bool ext;
+    bool wide;
     fmt_t tmp;
-    if (parse_p3109(&tmp, bare, &ext) == FMT_EINVAL) {
-        snprintf(msg, len, "%s", ext ? "an IEEE P3109 extended format (with infinities), which fplab does not "
-                 "emulate yet; expected its finite twin (the same name ending in 'f': the same codes, with "
-                 "finite values where the extended one has +-inf)" : "an IEEE P3109 name outside what fplab emulates: expected binaryKpP{s|u}{e|f} with "
-                 "3 <= K <= 16, 1 <= P <= K-1 (signed) or K (unsigned), and K - P <= 11 (signed) or 10 "
-                 "(unsigned) exponent bits, which float64 holds");
+    if (parse_p3109(&tmp, bare, &wide) == FMT_EINVAL) {
+        snprintf(msg, len, "%s", wide ? "an IEEE P3109 format whose exponent range is wider than float64's "
+                 "(more than 11 exponent bits: K - P > 11 signed, K - P + 1 > 11 unsigned); fplab's descriptors "
+                 "hold values as doubles, so it does not emulate it"
+                 : "an IEEE P3109 name outside the draft: expected binaryKpP{s|u}{e|f} with 3 <= K <= 16 and "
+                 "1 <= P <= K-1 (signed) or K (unsigned)");
         return;
     }
     if (status == FMT_EINVAL) {
@@ -386,6 +391,7 @@ size_t fmt_nan_codes(const fmt_t *f, uint64_t *codes, size_t cap) {
         break;
     case FMT_FNUZ: PUSH(sign); break;
     case FMT_E8M0: PUSH(top | (mant_n - 1)); break;
+    case FMT_EXTENDED: PUSH(f->is_signed ? sign : top | (mant_n - 1)); break;
     case FMT_FINITE: break;
     }
 #undef PUSH

@@ -25,6 +25,8 @@ typedef enum {
     FMT_FNUZ,    // no inf, no -0; the code 100...0 is the only NaN
     FMT_FINITE,  // every code is finite: no inf, no NaN (OCP fp6/fp4)
     FMT_E8M0,    // exponent-only scale style: no zero, no subnormals, all-ones code is NaN
+    FMT_EXTENDED,  // IEEE P3109 extended: one NaN (the -0 code if signed, the all-ones code if
+                   // unsigned), +-inf on the largest codes below it, no -0
 } fmt_special;
 
 typedef struct fmt {
@@ -63,7 +65,7 @@ int fmt_from_name(fmt_t *out, const char *name);
 // fmt_name_message gives the choices. IEEE P3109 names binaryKpP{s|u}f (finite; K = 3..16
 // where the exponent fits float64: K - P <= 11 signed, K - P + 1 <= 11 unsigned) build their
 // descriptor (signed: fnuz with bias 2^(K-P-1); unsigned: fn without sign, bias 2^(K-P));
-// the extended ones (...e, with infinities) are FMT_EINVAL with a message.
+// binaryKpP{s|u}e (extended, with infinities) the same fields with FMT_EXTENDED.
 
 // Formats that only peers name (not table rows): the peer's name, the custom spec that builds
 // it and which peer has it (for finfo --aliases and the docs). NULL beyond the last.

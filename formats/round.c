@@ -21,11 +21,14 @@ int fmt_mode_from_name(fmt_round_mode *out, const char *name) {
     return FMT_EUNKNOWN;
 }
 
-const char *fmt_overflow_name(fmt_overflow o) { return o == FMT_SATURATE ? "saturate" : "ieee"; }
+static const char *const overflow_names[FMT_NOVERFLOW] = {"ieee", "saturate", "satpropagate", "satnone"};
+
+const char *fmt_overflow_name(fmt_overflow o) { return (unsigned)o < FMT_NOVERFLOW ? overflow_names[o] : "?"; }
 
 int fmt_overflow_from_name(fmt_overflow *out, const char *name) {
-    if (name && !strcasecmp(name, "saturate")) return *out = FMT_SATURATE, FMT_OK;
-    if (name && !strcasecmp(name, "ieee")) return *out = FMT_OVERFLOW_IEEE, FMT_OK;
+    if (name && !strcasecmp(name, "satfinite")) return *out = FMT_SATURATE, FMT_OK;  // P3109's name
+    for (int i = 0; i < FMT_NOVERFLOW; i++)
+        if (name && !strcasecmp(name, overflow_names[i])) return *out = (fmt_overflow)i, FMT_OK;
     return FMT_EUNKNOWN;
 }
 
@@ -49,8 +52,8 @@ int fmt_validate_round_opts(const fmt_t *f, const fmt_round_opts *o, char *msg, 
         if (msg) snprintf(msg, len, "rounding mode %d is not one of rne rna rtz rup rdn rto sr", o->mode);
         return FMT_EINVAL;
     }
-    if (o->overflow != FMT_OVERFLOW_IEEE && o->overflow != FMT_SATURATE) {
-        if (msg) snprintf(msg, len, "overflow policy %d is not ieee or saturate", o->overflow);
+    if ((unsigned)o->overflow >= FMT_NOVERFLOW) {
+        if (msg) snprintf(msg, len, "overflow policy %d is not one of ieee saturate satpropagate satnone", o->overflow);
         return FMT_EINVAL;
     }
     if (o->sr_bits < 0 || o->sr_bits > 32) {
@@ -85,25 +88,50 @@ void fmt__kparams_make(fmt__kparams *k, const fmt_t *f, const fmt_round_opts *o)
     k->offset = o->offset;
     k->bits = f->bits, k->ebits = f->ebits, k->emax = f->emax, k->special = f->special;
     k->overflow = o->overflow;
-    // IEEE 754 overflow: nearest (and stochastic) modes go to infinity, toward-zero and
-    // to-odd to max, directed modes by the sign. A format without inf gives NaN instead,
-    // and one with neither saturates (counted as overflow either way).
-    const double inf_like = f->has_inf ? INFINITY : f->has_nan ? NAN : f->max;
-    const bool sat = o->overflow == FMT_SATURATE;
-    for (int sign = 0; sign < 2; sign++) {
-        bool to_inf;
-        switch (o->mode) {
-        case FMT_RTZ: case FMT_RTO: to_inf = false; break;
-        case FMT_RUP: to_inf = sign == 0; break;
-        case FMT_RDN: to_inf = sign == 1; break;
-        default: to_inf = true; break;
+    const bool rtz = o->mode == FMT_RTZ;
+    const double nan_or_0 = f->has_nan ? NAN : 0.0;
+    switch (o->overflow) {
+    case FMT_OVERFLOW_IEEE: {
+        // IEEE 754 overflow: nearest (and stochastic) modes go to infinity, toward-zero and
+        // to-odd to max, directed modes by the sign. A format without inf gives NaN instead,
+        // and one with neither saturates (counted as overflow either way).
+        const double inf_like = f->has_inf ? INFINITY : f->has_nan ? NAN : f->max;
+        for (int sign = 0; sign < 2; sign++) {
+            const bool to_inf = !(rtz || o->mode == FMT_RTO) && !(o->mode == FMT_RUP && sign) &&
+                                !(o->mode == FMT_RDN && !sign);
+            k->ovf[sign] = to_inf ? inf_like : f->max;
         }
-        k->ovf[sign] = !sat && to_inf ? inf_like : f->max;
+        // An infinite input is exact where the format has inf; otherwise an overflow: NaN (or
+        // max without NaN).
+        k->inf_exact = f->has_inf;
+        k->inf_result = inf_like;
+        k->inval_result = k->ninf_result = nan_or_0;
+        return;
     }
-    // An infinite input is exact where the format has inf (IEEE policy); otherwise it is an
-    // overflow: max when saturating, NaN (or max without NaN) under the IEEE policy.
-    k->inf_exact = f->has_inf && !sat;
-    k->inf_result = k->inf_exact ? INFINITY : sat ? f->max : inf_like;
+    case FMT_SATURATE:
+    case FMT_SAT_PROPAGATE:
+        k->ovf[0] = k->ovf[1] = f->max;
+        k->inf_exact = f->has_inf && o->overflow == FMT_SAT_PROPAGATE;
+        k->inf_result = k->inf_exact ? INFINITY : f->max;
+        k->inval_result = k->ninf_result = f->has_zero ? 0.0 : nan_or_0;  // Mlo
+        break;
+    case FMT_SAT_NONE:
+    default: {
+        // P3109 SatNone (4.7.5): past Mhi, toward zero or negative keep Mhi, as does to-odd in an
+        // unsigned extended format; past Mlo (signed) toward zero or positive keep Mlo; the rest
+        // is inf where the format has it. Without inf every side clamps.
+        const bool up_max = rtz || o->mode == FMT_RDN || (o->mode == FMT_RTO && !f->is_signed);
+        const bool down_max = rtz || o->mode == FMT_RUP;
+        k->ovf[0] = f->has_inf && !up_max ? INFINITY : f->max;
+        k->ovf[1] = f->has_inf && !down_max ? INFINITY : f->max;
+        k->inf_exact = f->has_inf;
+        k->inf_result = f->has_inf ? INFINITY : f->max;
+        k->inval_result = f->has_zero && down_max ? 0.0 : nan_or_0;
+        k->ninf_result = nan_or_0;
+        break;
+    }
+    }
+    k->inval_after_round = f->has_zero;
 }
 
 // --- dispatch

@@ -18,9 +18,26 @@ typedef enum {
     FMT_NMODES
 } fmt_round_mode;
 
+// What happens at the ends of a format's range: rounding comes first (on an unbounded exponent
+// range), then the policy maps what lies beyond the largest finite value (Mhi = max; Mlo = -max,
+// or 0 for an unsigned format with a zero). The three P3109 policies are the draft's saturation
+// modes (interim report 4.7.5) for every format: "extended" below means the format has inf.
 typedef enum {
-    FMT_OVERFLOW_IEEE,  // IEEE 754: +-inf in nearest modes, +-max toward zero; no inf -> NaN
-    FMT_SATURATE,       // always +-max (CUDA satfinite, Transformer Engine, torch._scaled_mm)
+    FMT_OVERFLOW_IEEE,  // IEEE 754: +-inf in nearest modes, +-max toward zero; no inf -> NaN;
+                        // negatives into an unsigned format are NaN before any rounding
+    FMT_SATURATE,       // P3109 SatFinite: every value, infinities included, clamps to [Mlo, Mhi]
+                        // (CUDA satfinite, Transformer Engine, torch._scaled_mm)
+    FMT_SAT_PROPAGATE,  // P3109 SatPropagate: finite values clamp; +-inf stay where the format has
+                        // them (else clamp)
+    FMT_SAT_NONE,       // P3109 SatNone: beyond Mhi is +inf where the format has it, except toward
+                        // zero or negative (and to odd in an unsigned extended format): Mhi;
+                        // likewise below Mlo (signed) by the mirror rules; a format without inf
+                        // clamps; +-inf stay or clamp; negatives into unsigned formats are NaN
+                        // (toward zero or positive: 0), and -inf NaN
+    // Under the P3109 policies a negative input into an unsigned format with a zero is rounded
+    // first: one that rounds to zero is +0 (an underflow), the others are counted as invalid.
+    // Formats without a zero (e8m0) keep NaN for zero and negative inputs under every policy.
+    FMT_NOVERFLOW
 } fmt_overflow;
 
 // Which implementation of fmt_round_f32 (and of fmt_encode_f32) runs a call. Every path gives

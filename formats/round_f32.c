@@ -25,13 +25,13 @@
 typedef struct {
     int32_t sbase, emin_b, bias, r;
     bool m0, signed_fmt, flush, clamp_min, has_nan, has_zero;
-    uint32_t negzero_mask, inf_exact_mask;  // all-ones when true
+    uint32_t negzero_mask, inf_exact_mask, after_round_mask;  // all-ones when true
     // The sign a NaN input gets where the format has no NaN (-0 if signed): nan_sign, in the
     // lanes nan_sign_mask (all-ones for such formats) selects.
     uint32_t nan_sign_mask, nan_sign;
     // float32 bit patterns (magnitudes compare as their bits); min_sub is 2^(emin-m), the last
     // place of the lowest binade
-    uint32_t max_bits, min_sub_bits, min_normal_bits, ovf0, ovf1, inf_res, nan_res, inval_res;
+    uint32_t max_bits, min_sub_bits, min_normal_bits, ovf0, ovf1, inf_res, nan_res, inval_res, ninf_res;
 } k32;
 
 typedef struct {
@@ -112,7 +112,8 @@ round_w(const k32 *k, const bool simple, const fmt_round_mode mode, const vf x, 
     vu inval = zero_v;
     if (!signed_fmt) {
         inval = ~is_nan & ((neg & lt(zero_v, a)) | (has_zero ? zero_v : lt(a, one)));
-        r = sel(inval, zero_v + k->inval_res, r);
+        inval &= ~(k->after_round_mask & lt(r, one));  // rounded to zero: +0, not invalid
+        r = sel(inval, sel(special, zero_v + k->ninf_res, zero_v + k->inval_res), r);
     }
     const vu zero = lt(r, one);
     // Signed zero only where the format has -0; a NaN input without NaN codes becomes -0.
@@ -200,7 +201,8 @@ static k32 k32_make(const fmt__kparams *p) {
         .min_normal_bits = f2u(p->min_normal),
         .max_bits = f2u(p->max), .min_sub_bits = f2u(ldexp(1.0, p->emin - p->m)),
         .ovf0 = f2u(p->ovf[0]), .ovf1 = f2u(p->ovf[1]), .inf_res = f2u(p->inf_result),
-        .nan_res = p->has_nan ? 0x7fc00000u : 0u, .inval_res = p->has_nan ? 0x7fc00000u : 0u,
+        .nan_res = p->has_nan ? 0x7fc00000u : 0u, .inval_res = f2u(p->inval_result), .ninf_res = f2u(p->ninf_result),
+        .after_round_mask = p->inval_after_round ? ~0u : 0u,
     };
     return k;
 }

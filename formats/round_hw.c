@@ -64,11 +64,13 @@ static bool cpu_v4_bf16(void) {
 #endif
 }
 
-// Which converter a format has: the descriptor is exactly IEEE binary16 or bfloat16.
+// Which converter a format has: the descriptor is exactly IEEE binary16 or bfloat16, under the
+// policies the fix-ups know (ieee, saturate).
 typedef enum { HW_NONE, HW_FP16, HW_BF16 } hw_kind;
 
 static hw_kind kind_of(const fmt__kparams *k) {
     if (k->bits != 16 || !k->is_signed || k->special != FMT_IEEE || k->clamp_min) return HW_NONE;
+    if (k->overflow != FMT_OVERFLOW_IEEE && k->overflow != FMT_SATURATE) return HW_NONE;
     if (k->ebits == 5 && k->m == 10 && k->bias == 15) return HW_FP16;
     if (k->ebits == 8 && k->m == 7 && k->bias == 127) return HW_BF16;
     return HW_NONE;

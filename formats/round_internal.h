@@ -16,6 +16,10 @@ typedef struct {
     double ovf[2];       // what an overflowing magnitude becomes, by sign (max, inf or NaN)
     double inf_result;   // what an infinite input's magnitude becomes
     bool inf_exact;      // an infinite input stays infinite (not an overflow)
+    // unsigned formats: what a negative finite input (inval_result) and -inf (ninf_result)
+    // become; inval_after_round: one whose magnitude rounds to zero is +0, not invalid
+    double inval_result, ninf_result;
+    bool inval_after_round;
     bool has_nan, has_zero, negzero, is_signed;
     bool clamp_min;      // no zero: magnitudes below min_normal become min_normal (e8m0)
     bool flush;          // flush subnormal results to zero

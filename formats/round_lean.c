@@ -460,7 +460,7 @@ V4 __m512i values16(const fmt__codek *c, __m512i code) {
     if (c->nan_mask) {
         __mmask16 nan = _mm512_cmpeq_epi32_mask(_mm512_and_si512(code, _mm512_set1_epi32((int)c->nan_mask)),
                                                 _mm512_set1_epi32((int)c->nan_match));
-        if (c->inf_mask) nan &= _mm512_test_epi32_mask(code, _mm512_set1_epi32((int)((1u << c->m) - 1)));
+        if (c->nan_frac) nan &= _mm512_test_epi32_mask(code, _mm512_set1_epi32((int)((1u << c->m) - 1)));
         v = _mm512_mask_mov_epi32(v, nan, _mm512_set1_epi32(0x7fc00000));
     }
     return v;

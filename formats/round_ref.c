@@ -8,6 +8,7 @@
 // MPFR arithmetic.
 #include "round_ref.h"
 
+#include <float.h>
 #include <math.h>
 #include <mpfr.h>
 
@@ -106,33 +107,64 @@ static void ref_round_grid(mpfr_t r, const fmt_t *f, double x, fmt_round_mode mo
     range_pop(s);
 }
 
-// What an overflowing (or infinite, when the format cannot keep it) magnitude becomes, as a
-// signed double, following IEEE 754: nearest modes to inf, toward zero and to odd to max,
-// up and down by the sign; inf means NaN in a format without inf, and max in one without NaN.
-static double overflow_value(const fmt_t *f, bool neg, fmt_round_mode mode, fmt_overflow ov) {
+// What an overflowing (or infinite, when the format cannot keep it) magnitude becomes under the
+// IEEE policy, as a signed double, following IEEE 754: nearest modes to inf, toward zero and to
+// odd to max, up and down by the sign; inf means NaN in a format without inf, and max in one
+// without NaN.
+static double overflow_value(const fmt_t *f, bool neg, fmt_round_mode mode) {
     bool to_inf = true;
     if (mode == FMT_RTZ || mode == FMT_RTO) to_inf = false;
     if (mode == FMT_RUP) to_inf = !neg;
     if (mode == FMT_RDN) to_inf = neg;
     double mag = f->max;
-    if (ov == FMT_OVERFLOW_IEEE && to_inf) mag = f->has_inf ? INFINITY : f->has_nan ? NAN : f->max;
+    if (to_inf) mag = f->has_inf ? INFINITY : f->has_nan ? NAN : f->max;
     return neg ? -mag : mag;
+}
+
+// IEEE P3109's omega-Saturate (interim report 4.7.5), line by line, for a rounded value X (or
+// an infinity): Mhi = max, Mlo = -max (signed) or 0 (unsigned); "extended" is a format with
+// inf. A NaN result in a format without NaN is 0. X = -0 is in range: +0 without -0.
+static double p3109_saturate(const fmt_t *f, fmt_overflow ov, fmt_round_mode mode, double X) {
+    const double hi = f->max, lo = f->is_signed ? -f->max : 0.0, nan = f->has_nan ? NAN : 0.0;
+    const bool ext = f->has_inf, sgn = f->is_signed;
+    if (lo <= X && X <= hi) return X == 0 && !f->has_negzero ? 0.0 : X;
+    switch (ov) {
+    case FMT_SATURATE:  // SatFinite
+        return X > hi ? hi : lo;
+    case FMT_SAT_PROPAGATE:
+        if (X == INFINITY) return ext ? X : hi;
+        if (X == -INFINITY) return sgn && ext ? X : lo;
+        return X > hi ? hi : lo;
+    default:  // SatNone
+        if (X == INFINITY) return ext ? X : hi;
+        if (X == -INFINITY) return sgn && ext ? X : !sgn ? nan : lo;
+        if (X > hi) {
+            if (mode == FMT_RTO && !sgn && ext) return hi;
+            if (mode == FMT_RTZ || mode == FMT_RDN) return hi;
+            return ext ? INFINITY : hi;
+        }
+        if (mode == FMT_RTZ || mode == FMT_RUP) return lo;
+        if (sgn && ext) return -INFINITY;
+        return !sgn ? nan : lo;
+    }
 }
 
 double fmt_ref_round(const fmt_t *f, double x, fmt_round_mode mode, fmt_overflow ov,
                      bool flush_subnormals) {
-    if ((unsigned)mode >= FMT_NMODES || mode == FMT_SR) return NAN;
+    if ((unsigned)mode >= FMT_NMODES || mode == FMT_SR || (unsigned)ov >= FMT_NOVERFLOW) return NAN;
     // NaN: NaN where the format has one; otherwise -0 (signed, as ml_dtypes does) or +0.
     if (isnan(x)) return f->has_nan ? NAN : f->is_signed ? -0.0 : 0.0;
-    const bool neg = signbit(x) != 0;
-    // Values the format cannot hold by sign: negatives (not -0) in unsigned formats, and zero
-    // in a format without zero. NaN where there is one, else +0.
-    if ((!f->is_signed && neg && x != 0) || (!f->has_zero && x == 0)) return f->has_nan ? NAN : 0.0;
+    const bool neg = signbit(x) != 0, p3109 = ov != FMT_OVERFLOW_IEEE;
+    // Values the format cannot hold by sign: zero in a format without zero, and (IEEE policy, or
+    // no zero) negatives (not -0) in unsigned formats. NaN where there is one, else +0. The
+    // P3109 policies round negatives first and saturate them below.
+    if ((!f->is_signed && neg && x != 0 && (!p3109 || !f->has_zero)) || (!f->has_zero && x == 0))
+        return f->has_nan ? NAN : 0.0;
     if (isinf(x)) {
-        if (f->has_inf && ov == FMT_OVERFLOW_IEEE) return x;
-        if (ov == FMT_SATURATE) return neg ? -f->max : f->max;
+        if (p3109) return p3109_saturate(f, ov, mode, x);
+        if (f->has_inf) return x;
         // IEEE policy without inf: inf is an overflow in a nearest mode.
-        return overflow_value(f, neg, FMT_RNE, ov);
+        return overflow_value(f, neg, FMT_RNE);
     }
     const double zero = neg && f->has_negzero ? -0.0 : 0.0;
     if (x == 0) return zero;
@@ -143,17 +175,21 @@ double fmt_ref_round(const fmt_t *f, double x, fmt_round_mode mode, fmt_overflow
     range_save s = {mpfr_get_emin(), mpfr_get_emax()};
     range_wide();
     double y;
-    if (mpfr_cmpabs_ui(r, 0) > 0 && mpfr_get_exp(r) > 1100) {
-        y = overflow_value(f, neg, mode, ov);  // beyond double: certainly above max
+    if (mpfr_cmpabs_ui(r, 0) > 0 && mpfr_get_exp(r) > 1024) {
+        y = neg ? -DBL_MAX : DBL_MAX;  // beyond double: finite, and above every format's max
     } else {
         y = mpfr_get_d(r, MPFR_RNDN);  // exact: the grid value has mbits+1 <= 53 bits
-        if (fabs(y) > f->max) y = overflow_value(f, neg, mode, ov);
     }
     range_pop(s);
     mpfr_clear(r);
 
-    if (isnan(y)) return y;
-    if (flush_subnormals && f->has_subnormals && fabs(y) < f->min_normal) y = 0;
+    if (flush_subnormals && f->has_subnormals && fabs(y) < f->min_normal) y = neg ? -0.0 : 0.0;
+    if (p3109) {
+        y = p3109_saturate(f, ov, mode, y);
+    } else if (fabs(y) > f->max) {
+        y = overflow_value(f, neg, mode);
+    }
+    if (isnan(y) || isinf(y)) return y;
     // No zero (e8m0 style): everything below the smallest value is clamped up to it.
     if (!f->has_zero && fabs(y) < f->min_normal) y = f->min_normal;
     if (y == 0) return zero;
@@ -178,6 +214,13 @@ double fmt_ref_decode(const fmt_t *f, uint64_t c) {
         break;
     case FMT_FNUZ:
         if (neg && E == 0 && M == 0) return NAN;
+        break;
+    case FMT_EXTENDED:  // signed: NaN at -0 and inf at the all-ones magnitude; unsigned: NaN at
+                        // all ones and inf one below
+        if (f->is_signed && neg && E == 0 && M == 0) return NAN;
+        if (!f->is_signed && top && M == mmask) return NAN;
+        if (f->is_signed ? top && M == mmask : (mmask ? top && M == mmask - 1 : E == emask - 1))
+            return neg ? -INFINITY : INFINITY;
         break;
     case FMT_FINITE: break;
     }

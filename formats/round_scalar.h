@@ -38,8 +38,11 @@ fmt__round_one_f64(const fmt__kparams *k, const fmt_round_mode mode, const doubl
     const uint64_t frac_mask = (1ULL << 52) - 1;
     const int64_t Ep = E ? (int64_t)E : 1;
     const uint64_t sig = (a & frac_mask) | (E ? 1ULL << 52 : 0);
+    // Inputs at or above the format's smallest normal keep their binade (d = 0). A subnormal
+    // double (E = 0) lies below 2^-1022, so its last place is the format's lowest, 2^(emin-m),
+    // which d gives as it is even when emin < -1022 (m = 0 formats with bias 1024).
     int64_t d = (k->emin + 1023) - Ep;
-    d = d > 0 ? d : 0;
+    d = d > 0 || E == 0 ? d : 0;
     const int64_t s = 52 - k->m + d;
     const uint64_t s54 = s < 54 ? (uint64_t)s : 54u;  // sig < 2^53: dropping 54 bits drops all
     uint64_t q = sig >> s54;
@@ -67,8 +70,9 @@ fmt__round_one_f64(const fmt__kparams *k, const fmt_round_mode mode, const doubl
     const unsigned tiny = !special & (r < k->min_normal);
     r = (k->flush & tiny) ? 0.0 : r;
     r = (k->clamp_min & tiny) ? k->min_normal : r;
-    const unsigned inval = !k->is_signed & !is_nan & ((sign & (a != 0)) | (!k->has_zero & (a == 0)));
-    r = inval ? (k->has_nan ? __builtin_nan("") : 0.0) : r;
+    const unsigned inval = !k->is_signed & !is_nan & ((sign & (a != 0)) | (!k->has_zero & (a == 0))) &
+                           !(k->inval_after_round & (r == 0.0));  // rounded to zero: +0, not invalid
+    r = inval ? (special ? k->ninf_result : k->inval_result) : r;
     const unsigned zero = r == 0.0;
     uint64_t osign = sign & (k->negzero | !zero);
     osign = ((!k->has_nan) & is_nan) ? (uint64_t)k->is_signed : osign;

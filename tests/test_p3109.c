@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "formats/codec.h"
+#include "formats/scale.h"
 #include "test_util.h"
 
 static bool same_value(double a, double b) { return (isnan(a) && isnan(b)) || (a == b && signbit(a) == signbit(b)); }
@@ -110,23 +111,113 @@ Test(p3109, descriptors) {
     cr_expect_str_eq(fmt_kind(&f), "p3109");
 }
 
+// Every code of the working group's value tables (tools/p3109_tables.py; the committed subset, or
+// every code of every table with FPLAB_P3109_TABLES naming a file written with --all, as
+// `make check-p3109-tables` does): fmt_decode1 gives the table's value, its subnormal mark
+// agrees, fmt_encode1 of the value gives the code back, and where the values are float32 the
+// vector codec (fmt_decode_f32, fmt_encode_f32) agrees with both. Formats wider than float64
+// are refused with the reason.
+Test(p3109, wg_value_tables) {
+    const char *root = getenv("FPLAB_ROOT"), *all = getenv("FPLAB_P3109_TABLES");
+    char path[512];
+    snprintf(path, sizeof path, "%s/tests/fixtures/p3109_wg.txt", root ? root : ".");
+    if (all && *all) snprintf(path, sizeof path, "%s", all);
+    FILE *fh = fopen(path, "r");
+    cr_assert(fh, "cannot open %s: run from the repository root or set FPLAB_ROOT", path);
+    char line[256], name[40], last[40] = "", codes[40], vs[64];
+    fmt_t f;
+    int sub;
+    size_t n = 0, ntables = 0, nwide = 0, nvec = 0;
+    while (fgets(line, sizeof line, fh)) {
+        if (line[0] == '#') continue;
+        cr_assert_eq(sscanf(line, "%39s %39s %63s %d", name, codes, vs, &sub), codes[0] == '-' ? 3 : 4,
+                     "bad line: %s", line);
+        if (codes[0] == '-') {  // more exponent bits than float64
+            char msg[512];
+            const int st = fmt_from_name(&f, name);
+            cr_assert_eq(st, FMT_EINVAL, "%s", name);
+            fmt_name_message(name, st, msg, sizeof msg);
+            cr_expect(strstr(msg, "wider than float64"), "%s: %s", name, msg);
+            nwide++;
+            continue;
+        }
+        if (strcmp(name, last)) {
+            cr_assert_eq(fmt_from_name(&f, name), FMT_OK, "%s", name);
+            strcpy(last, name);
+            ntables++;
+        }
+        const uint64_t code = strtoull(codes, NULL, 10);
+        const double want = strtod(vs, NULL), got = fmt_decode1(&f, code);
+        cr_assert(same_value(got, want) || (got == 0 && want == 0), "%s code %llu: got %a, table %s", name,
+                  (unsigned long long)code, got, vs);
+        const bool is_sub = got != 0 && fabs(got) < f.min_normal;
+        cr_assert_eq(is_sub, sub == 1, "%s code %llu: subnormal %d, table %d", name, (unsigned long long)code,
+                     is_sub, sub);
+        cr_assert_eq(fmt_encode1(&f, got), code, "%s: %a encodes to %llu, expected %llu", name, got,
+                     (unsigned long long)fmt_encode1(&f, got), (unsigned long long)code);
+        if (fmt_values_fit_f32(&f) || (f.has_inf && f.emax <= 127 && f.emin - f.mbits >= -149)) {
+            uint8_t c[4] = {0}, back[4] = {0};
+            memcpy(c, &code, fmt_code_bytes(&f));  // little-endian
+            float v;
+            cr_assert_eq(fmt_decode_f32(&f, &v, c, 1), FMT_OK);
+            cr_assert(same_value(v, got) || (v == 0 && got == 0), "%s code %llu: vector %a, table %s", name,
+                      (unsigned long long)code, (double)v, vs);
+            cr_assert_eq(fmt_encode_f32(&f, back, &v, 1, &(fmt_round_opts){0}, NULL), FMT_OK);
+            cr_assert(!memcmp(back, c, sizeof c), "%s: %a encodes (vector) to another code than %llu", name,
+                      (double)v, (unsigned long long)code);
+            nvec++;
+        }
+        n++;
+    }
+    fclose(fh);
+    cr_assert(ntables >= 300 && n > 10000 && nwide > 0, "fixture too small: %zu codes of %zu tables", n, ntables);
+    cr_log_info("p3109: %zu codes of %zu WG value tables decode and encode as the tables say (%zu through the "
+                "vector codec); %zu wider than float64 refused\n", n, ntables, nvec, nwide);
+}
+
+// Extended formats (...e): +-inf on the largest codes, one NaN, the finite twin's values below.
+Test(p3109, extended_descriptors) {
+    static const struct { const char *name; double max; uint64_t inf, nan; } d[] = {
+        {"binary8p3se", 49152, 0x7f, 0x80}, {"binary8p4se", 224, 0x7f, 0x80},
+        {"binary8p3ue", 0x1.4p31, 0xfe, 0xff}, {"binary8p1ue", 0x1p125, 0xfe, 0xff},
+        {"binary3p1ue", 2, 6, 7}, {"binary4p2se", 2, 7, 8},
+    };
+    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) {
+        fmt_t f;
+        cr_assert_eq(fmt_from_name(&f, d[i].name), FMT_OK, "%s", d[i].name);
+        cr_expect(f.special == FMT_EXTENDED && f.has_inf && f.has_nan && !f.has_negzero, "%s", d[i].name);
+        cr_expect_eq(f.max, d[i].max, "%s max %a", d[i].name, f.max);
+        cr_expect_eq(fmt_decode1(&f, d[i].inf), INFINITY, "%s", d[i].name);
+        cr_expect(isnan(fmt_decode1(&f, d[i].nan)), "%s", d[i].name);
+        cr_expect_eq(fmt_encode1(&f, INFINITY), d[i].inf, "%s", d[i].name);
+        cr_expect_eq(fmt_encode1(&f, NAN), d[i].nan, "%s", d[i].name);
+        uint64_t nan[2];
+        cr_expect_eq(fmt_nan_codes(&f, nan, 2), 1, "%s: one NaN", d[i].name);
+        cr_expect_eq(nan[0], d[i].nan, "%s", d[i].name);
+        fmt_info info;
+        fmt_get_info(&f, &info);
+        cr_expect_eq(info.finite_values, (1ULL << f.bits) - (f.is_signed ? 3 : 2),
+                     "%s: %llu finite values", d[i].name, (unsigned long long)info.finite_values);
+        cr_expect_str_eq(fmt_kind(&f), "p3109");
+    }
+}
+
 Test(p3109, refused_names_say_why) {
     fmt_t f;
     char msg[512];
-    static const char *ext[] = {"binary8p3se", "binary8p4ue", "binary4p2se"};
-    for (size_t i = 0; i < sizeof ext / sizeof *ext; i++) {
-        const int st = fmt_from_name(&f, ext[i]);
-        cr_assert_eq(st, FMT_EINVAL, "%s", ext[i]);
-        fmt_name_message(ext[i], st, msg, sizeof msg);
-        cr_expect(strstr(msg, "extended") && strstr(msg, "finite twin"), "%s: %s", ext[i], msg);
-    }
-    static const char *bad[] = {"binary16p1sf", "binary16p2uf", "binary2p1sf", "binary17p8sf", "binary8p8sf",
-                                "binary8p9uf", "binary8p0sf"};
+    static const char *bad[] = {"binary2p1sf", "binary17p8sf", "binary8p8sf", "binary8p9uf", "binary8p0sf"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         const int st = fmt_from_name(&f, bad[i]);
         cr_assert_eq(st, FMT_EINVAL, "%s", bad[i]);
         fmt_name_message(bad[i], st, msg, sizeof msg);
         cr_expect(strstr(msg, "3 <= K <= 16"), "%s: %s", bad[i], msg);
+    }
+    static const char *wide[] = {"binary16p1sf", "binary16p2ue", "binary13p1se"};
+    for (size_t i = 0; i < sizeof wide / sizeof *wide; i++) {
+        const int st = fmt_from_name(&f, wide[i]);
+        cr_assert_eq(st, FMT_EINVAL, "%s", wide[i]);
+        fmt_name_message(wide[i], st, msg, sizeof msg);
+        cr_expect(strstr(msg, "wider than float64"), "%s: %s", wide[i], msg);
     }
     cr_expect_eq(fmt_from_name(&f, "binary8p3sx"), FMT_EUNKNOWN);
 }

@@ -1,6 +1,7 @@
 // test_round.c: the fast rounding paths (fmt_round_f32, fmt_round_f64, fmt_round1) against the
 // MPFR reference fmt_ref_round, bit for bit, for every table format but fp64 and a set of
-// custom formats, in every deterministic mode and both overflow policies (flushing on a subset).
+// custom formats (IEEE P3109 ones among them), in every deterministic mode and every overflow
+// policy (ieee and P3109's satfinite, satpropagate, satnone; flushing on a subset).
 // Inputs are built in bit space: every value of the format (a seeded sample plus the codes near
 // zero, the smallest normal and max for formats over 16 bits), every midpoint and the next
 // grid point above, one fp32 (and fp64) ulp either side of each, overflow and underflow
@@ -264,7 +265,7 @@ static void check_format(const fmt_t *f) {
     tally t = {0};
     for (int mode = 0; mode < FMT_NMODES; mode++) {
         if (mode == FMT_SR) continue;
-        for (int ov = 0; ov < 2; ov++) {
+        for (int ov = 0; ov < FMT_NOVERFLOW; ov++) {
             check_combo(f, &in, (fmt_round_mode)mode, (fmt_overflow)ov, false, &t);
             check_combo(f, &small, (fmt_round_mode)mode, (fmt_overflow)ov, true, &t);
         }
@@ -316,7 +317,11 @@ ParameterizedTestParameters(round, custom_format) {
     static fmt_param params[] = {{"e5m7"}, {"e3m4:fnuz"}, {"e6m9"}, {"ue4m3"},
                                  {"e4m3:finite:bias=5"}, {"ue3m2:finite"}, {"e4m0:fn"},
                                  {"e3m0:finite"}, {"e4m0:e8m0:bias=4"}, {"e5m0:e8m0"},
-                                 {"e3m2:e8m0"}, {"e2m1:fn"}, {"e8m10"}};
+                                 {"e3m2:e8m0"}, {"e2m1:fn"}, {"e8m10"},
+                                 // IEEE P3109: extended signed and unsigned (inf below the NaN),
+                                 // exponent-only ones, finite unsigned
+                                 {"binary8p3se"}, {"binary8p4ue"}, {"binary4p2se"}, {"binary3p1ue"},
+                                 {"binary8p1se"}, {"binary6p3uf"}, {"binary10p5ue"}};
     return cr_make_param_array(fmt_param, params, sizeof params / sizeof params[0]);
 }
 
@@ -377,6 +382,33 @@ Test(round, ref_known_values) {
         {"e8m0", FMT_RNE, FMT_SATURATE, INFINITY, 0x1p127},
         {"ue3m2:finite", FMT_RNE, FMT_OVERFLOW_IEEE, -1, 0.0},
         {"ue3m2:finite", FMT_RNE, FMT_OVERFLOW_IEEE, NAN, 0.0},
+        // IEEE P3109's saturation modes (interim report 4.7.5): max 49152 (binary8p3se) and
+        // 53248 (binary8p4ue, unsigned extended: inf 0xfe below NaN 0xff)
+        {"binary8p3se", FMT_RNE, FMT_SATURATE, INFINITY, 49152},
+        {"binary8p3se", FMT_RNE, FMT_SAT_PROPAGATE, 1e6, 49152},
+        {"binary8p3se", FMT_RNE, FMT_SAT_PROPAGATE, -INFINITY, -INFINITY},
+        {"binary8p3se", FMT_RNE, FMT_SAT_NONE, 1e6, INFINITY},
+        {"binary8p3se", FMT_RTZ, FMT_SAT_NONE, -1e6, -49152},
+        {"binary8p3se", FMT_RUP, FMT_SAT_NONE, -1e6, -49152},
+        {"binary8p3se", FMT_RDN, FMT_SAT_NONE, -1e6, -INFINITY},
+        {"binary8p3se", FMT_RTO, FMT_SAT_NONE, 1e6, INFINITY},   // signed: to odd overflows
+        {"binary8p3se", FMT_RTO, FMT_OVERFLOW_IEEE, 1e6, 49152}, // IEEE's reading: max
+        {"binary8p3sf", FMT_RNE, FMT_SAT_NONE, 1e6, 57344},      // finite: clamps
+        {"binary8p3sf", FMT_RNE, FMT_OVERFLOW_IEEE, 1e6, NAN},
+        {"binary8p3sf", FMT_RNE, FMT_SAT_NONE, -INFINITY, -57344},
+        {"binary8p4ue", FMT_RTO, FMT_SAT_NONE, 1e6, 53248},      // unsigned extended: max
+        {"binary8p4ue", FMT_RNE, FMT_SAT_NONE, 1e6, INFINITY},
+        {"binary8p4ue", FMT_RNE, FMT_SAT_NONE, -1, NAN},
+        {"binary8p4ue", FMT_RTZ, FMT_SAT_NONE, -1, 0.0},         // toward zero: Mlo
+        {"binary8p4ue", FMT_RUP, FMT_SAT_NONE, -1, 0.0},
+        {"binary8p4ue", FMT_RNE, FMT_SAT_NONE, -0x1p-30, 0.0},   // rounds to zero first
+        {"binary8p4ue", FMT_RDN, FMT_SAT_NONE, -0x1p-30, NAN},   // rounds away from zero
+        {"binary8p4ue", FMT_RTZ, FMT_SAT_NONE, -INFINITY, NAN},
+        {"binary8p4ue", FMT_RNE, FMT_SATURATE, -1, 0.0},
+        {"binary8p4ue", FMT_RNE, FMT_SAT_PROPAGATE, -INFINITY, 0.0},
+        {"binary8p4ue", FMT_RNE, FMT_SAT_PROPAGATE, INFINITY, INFINITY},
+        {"binary8p4ue", FMT_RNE, FMT_OVERFLOW_IEEE, -0x1p-30, NAN},  // fplab's IEEE policy
+        {"e8m0", FMT_RNE, FMT_SATURATE, -2, NAN},                // no zero: NaN under every policy
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         fmt_t f;

@@ -75,6 +75,8 @@ static bool code_special(const fmt_t *f, uint64_t c) {
     case FMT_IEEE: return E == etop;
     case FMT_FN: return E == etop && M == mtop;
     case FMT_E8M0: return c == etop;
+    case FMT_EXTENDED:  // inf on the all-ones magnitude (signed) or one below NaN's all ones
+        return f->is_signed ? c == (etop << f->mbits | mtop) : c + 1 >= (etop << f->mbits | mtop);
     case FMT_FNUZ:   // its only NaN is the negative-zero code
     case FMT_FINITE: return false;
     }
@@ -94,11 +96,11 @@ static double mpfr_to_double_exact(mpfr_t x, const char *what, const char *name)
 static void grid_build(grid_t *g, const fmt_t *f) {
     memset(g, 0, sizeof *g);
     g->f = f;
-    g->has_inf = f->special == FMT_IEEE;
+    g->has_inf = f->special == FMT_IEEE || f->special == FMT_EXTENDED;
     g->has_nan = f->special != FMT_FINITE;
     g->has_zero = f->special != FMT_E8M0;
     g->is_signed = f->is_signed;
-    g->negzero = f->is_signed && f->special != FMT_FNUZ;
+    g->negzero = f->is_signed && f->special != FMT_FNUZ && f->special != FMT_EXTENDED;
     const uint64_t ncodes = 1ULL << (f->bits - (f->is_signed ? 1 : 0));  // positive half
     g->v = malloc((ncodes + 1) * sizeof *g->v);
     g->mid = malloc((ncodes + 1) * sizeof *g->mid);

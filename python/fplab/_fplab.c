@@ -84,6 +84,7 @@ static const char *special_name(fmt_special s) {
     case FMT_FNUZ: return "fnuz";
     case FMT_FINITE: return "finite";
     case FMT_E8M0: return "e8m0";
+    case FMT_EXTENDED: return "extended";
     }
     return "?";
 }
