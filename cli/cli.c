@@ -67,8 +67,16 @@ fmt_round_mode cli_parse_mode(const char *arg) {
 fmt_overflow cli_parse_overflow(const char *arg) {
     fmt_overflow o;
     CLI_CHECK(fmt_overflow_from_name(&o, arg) == FMT_OK,
-              "--overflow '%s': unknown overflow policy; expected saturate or ieee", arg);
+              "--overflow '%s': unknown overflow policy; expected one of ieee saturate (satfinite) "
+              "satpropagate satnone", arg);
     return o;
+}
+
+fmt_sr_variant cli_parse_sr_variant(const char *arg) {
+    fmt_sr_variant v;
+    CLI_CHECK(fmt_sr_variant_from_name(&v, arg) == FMT_OK,
+              "--sr-variant '%s': unknown stochastic rounding variant; expected a, b or c (IEEE P3109)", arg);
+    return v;
 }
 
 uint64_t cli_parse_u64(const char *arg, const char *opt) {

@@ -45,6 +45,7 @@ void cli_parse_format(fmt_t *out, const char *arg, const char *opt);  // table n
 const char *cli_parse_elem(fmt_t *out, const char *arg, const char *opt);
 fmt_round_mode cli_parse_mode(const char *arg);
 fmt_overflow cli_parse_overflow(const char *arg);
+fmt_sr_variant cli_parse_sr_variant(const char *arg);
 uint64_t cli_parse_u64(const char *arg, const char *opt);
 long cli_parse_long(const char *arg, const char *opt, long lo, long hi);
 // A real number as strtod reads it (decimal, hex float, inf, nan); trailing garbage dies.

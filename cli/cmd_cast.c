@@ -10,8 +10,8 @@
 
 static void help(FILE *fp) {
     fprintf(fp,
-            "usage: fplab cast VALUE... --to FORMAT [--round MODE] [--overflow saturate|ieee]\n"
-            "                 [--flush] [--seed N] [--sr-bits B] [--format table|csv|json]\n\n"
+            "usage: fplab cast VALUE... --to FORMAT [--round MODE] [--overflow P]\n"
+            "                 [--flush] [--seed N] [--sr-bits B] [--sr-variant V] [--format table|csv|json]\n\n"
             "Rounds each VALUE (as strtod reads it: 0.1, -3e-5, 0x1.8p-3, inf, nan) to FORMAT.\n"
             "columns: input, code (hex), bits (sign|exponent|mantissa), value (the decoded\n"
             "  result), abs_err = |value - input|, rel_err = abs_err / |input|, err_ulp =\n"
@@ -22,17 +22,20 @@ static void help(FILE *fp) {
             "  --to FORMAT     target format: a name of 'fplab finfo' or a custom eXmY (required)\n"
             "  --round MODE    rne, rna, rtz, rup, rdn, rto, sr (stochastic) [rne]\n"
             "  --overflow P    ieee (inf, or NaN when the format has no inf; rtz/rup/rdn toward\n"
-            "                  +-max as IEEE 754 says) or saturate (always +-max) [ieee]\n"
+            "                  +-max as IEEE 754 says), or IEEE P3109's saturate (satfinite: always\n"
+            "                  +-max), satpropagate (+-max, but inf stays inf) or satnone [ieee]\n"
             "  --flush         flush subnormal results to zero\n"
             "  --seed N        stochastic rounding key; VALUE number i (from 0) draws counter i [0]\n"
             "  --sr-bits B     random bits per stochastic rounding, 1..32 [32]\n"
+            "  --sr-variant V  IEEE P3109's stochastic rounding variant a, b or c [a]\n"
             "  --format F      table, csv or json [table]\n"
             "  -h, --help      this text\n\n"
             "examples:\n"
             "  build/fplab cast 0.1 464 500 --to e4m3                       # IEEE overflow: 500 -> NaN (ml_dtypes)\n"
             "  build/fplab cast 0.1 464 500 --to e4m3 --overflow saturate   # 500 -> 448 (CUDA satfinite)\n"
             "  build/fplab cast 1.5 3 --to e8m0 --round rna                 # ties away, as ml_dtypes and PyTorch\n"
-            "  build/fplab cast 0.3 0.3 0.3 --to bf16 --round sr --seed 7   # stochastic rounding\n");
+            "  build/fplab cast 0.3 0.3 0.3 --to bf16 --round sr --seed 7   # stochastic rounding\n"
+            "  build/fplab cast 1e6 -1 --to binary8p3se --overflow satnone   # IEEE P3109: 1e6 -> inf\n");
 }
 
 static const cli_col cols[] = {
@@ -45,6 +48,7 @@ int cmd_cast(int argc, char **argv) {
         {"to", required_argument, 0, 't'},    {"round", required_argument, 0, 'r'},
         {"overflow", required_argument, 0, 'o'}, {"flush", no_argument, 0, 'F'},
         {"seed", required_argument, 0, 's'},  {"sr-bits", required_argument, 0, 'b'},
+        {"sr-variant", required_argument, 0, 'v'},
         {"format", required_argument, 0, 'f'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     char *pos[argc + 1];
     int npos = cli_split_args(&argc, argv, lo, pos);
@@ -61,6 +65,7 @@ int cmd_cast(int argc, char **argv) {
         case 'F': o.flush_subnormals = true; break;
         case 's': o.seed = cli_parse_u64(optarg, "--seed"); break;
         case 'b': o.sr_bits = (int)cli_parse_long(optarg, "--sr-bits", 1, 32); break;
+        case 'v': o.sr_variant = cli_parse_sr_variant(optarg); break;
         case 'f': out = cli_parse_out(optarg, 0x7); break;
         case 'h': help(stdout); return 0;
         default: cli_usage_error("cast");

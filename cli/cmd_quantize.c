@@ -20,7 +20,8 @@
 static void help(FILE *fp) {
     fprintf(fp,
             "usage: fplab quantize IN.npy OUT.npy --to FORMAT [--round MODE] [--overflow P]\n"
-            "                      [--scale RECIPE] [--flush] [--seed N] [--sr-bits B] [--stats]\n"
+            "                      [--scale RECIPE] [--flush] [--seed N] [--sr-bits B] [--sr-variant V]\n"
+            "                      [--stats]\n"
             "                      [--codes CODES.npy] [--scales SCALES.npy]\n\n"
             "Reads IN.npy ('<f4' or '<f8', 1-D or 2-D, C order; 1-D is one row), rounds it to\n"
             "FORMAT under the scaling RECIPE and writes the dequantized values as float32 OUT.npy\n"
@@ -38,7 +39,8 @@ static void help(FILE *fp) {
             "                  mxfp6_e3m2, mxfp6_e2m3, mxfp4, nvfp4: its element format, and its\n"
             "                  recipe unless --scale is given); required []\n"
             "  --round MODE    rne, rna, rtz, rup, rdn, rto, sr [rne]\n"
-            "  --overflow P    ieee or saturate [saturate with a scaling recipe, ieee with none]\n"
+            "  --overflow P    ieee, or IEEE P3109's saturate (satfinite), satpropagate, satnone\n"
+            "                  (see 'fplab cast --help') [saturate with a scaling recipe, ieee with none]\n"
             "  --scale RECIPE  none, tensor, row, col, mx (block:32:e8m0), nvfp4 (block:16:e4m3\n"
             "                  + fp32 tensor scale), block:K:SCALEFMT, tile:RxC:SCALEFMT; then\n"
             "                  optionally :ocp, :up or :rne (scale rounding) and :nanblock (a\n"
@@ -47,6 +49,7 @@ static void help(FILE *fp) {
             "  --flush         flush subnormal results to zero [off]\n"
             "  --seed N        stochastic rounding key (element i, row-major, draws counter i) [0]\n"
             "  --sr-bits B     random bits per stochastic rounding, 1..32 [32]\n"
+            "  --sr-variant V  IEEE P3109's stochastic rounding variant a, b or c [a]\n"
             "  --codes FILE    also write the element codes to FILE (.npy, IN's shape; uint8 for\n"
             "                  formats of 8 bits or fewer, uint16 up to 16, uint32 up to 32): the\n"
             "                  codes of the element values before the scale is applied, as\n"
@@ -98,6 +101,7 @@ int cmd_quantize(int argc, char **argv) {
         {"overflow", required_argument, 0, 'o'}, {"scale", required_argument, 0, 'S'},
         {"flush", no_argument, 0, 'F'},         {"seed", required_argument, 0, 's'},
         {"sr-bits", required_argument, 0, 'b'}, {"stats", no_argument, 0, 'x'},
+        {"sr-variant", required_argument, 0, 'v'},
         {"codes", required_argument, 0, 'c'},   {"scales", required_argument, 0, 'C'},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
     char *pos[argc + 1];
@@ -115,6 +119,7 @@ int cmd_quantize(int argc, char **argv) {
         case 'F': o.flush_subnormals = true; break;
         case 's': o.seed = cli_parse_u64(optarg, "--seed"); break;
         case 'b': o.sr_bits = (int)cli_parse_long(optarg, "--sr-bits", 1, 32); break;
+        case 'v': o.sr_variant = cli_parse_sr_variant(optarg); break;
         case 'x': stats_on = true; break;
         case 'c': codes_path = optarg; break;
         case 'C': scales_path = optarg; break;

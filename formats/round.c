@@ -32,6 +32,18 @@ int fmt_overflow_from_name(fmt_overflow *out, const char *name) {
     return FMT_EUNKNOWN;
 }
 
+static const char *const sr_variant_names[FMT_NSR_VARIANTS] = {"a", "b", "c"};
+
+const char *fmt_sr_variant_name(fmt_sr_variant v) {
+    return (unsigned)v < FMT_NSR_VARIANTS ? sr_variant_names[v] : "?";
+}
+
+int fmt_sr_variant_from_name(fmt_sr_variant *out, const char *name) {
+    for (int i = 0; i < FMT_NSR_VARIANTS; i++)
+        if (name && !strcasecmp(name, sr_variant_names[i])) return *out = (fmt_sr_variant)i, FMT_OK;
+    return FMT_EUNKNOWN;
+}
+
 static const char *const path_names[FMT_NPATHS] = {"auto", "generic", "avx2", "avx512", "hw", "lean"};
 
 const char *fmt_path_name(fmt_round_path p) { return (unsigned)p < FMT_NPATHS ? path_names[p] : "?"; }
@@ -54,6 +66,10 @@ int fmt_validate_round_opts(const fmt_t *f, const fmt_round_opts *o, char *msg, 
     }
     if ((unsigned)o->overflow >= FMT_NOVERFLOW) {
         if (msg) snprintf(msg, len, "overflow policy %d is not one of ieee saturate satpropagate satnone", o->overflow);
+        return FMT_EINVAL;
+    }
+    if ((unsigned)o->sr_variant >= FMT_NSR_VARIANTS) {
+        if (msg) snprintf(msg, len, "stochastic rounding variant %d is not one of a b c", o->sr_variant);
         return FMT_EINVAL;
     }
     if (o->sr_bits < 0 || o->sr_bits > 32) {
@@ -84,6 +100,7 @@ void fmt__kparams_make(fmt__kparams *k, const fmt_t *f, const fmt_round_opts *o)
     k->clamp_min = !f->has_zero;
     k->flush = o->flush_subnormals && f->has_subnormals;
     k->sr_bits = o->sr_bits ? o->sr_bits : 32;
+    k->sr_variant = o->sr_variant;
     k->key = fmt_rng_make_key(o->seed, o->stream);
     k->offset = o->offset;
     k->bits = f->bits, k->ebits = f->ebits, k->emax = f->emax, k->special = f->special;

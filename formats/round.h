@@ -56,12 +56,29 @@ typedef enum {
     FMT_NPATHS
 } fmt_round_path;
 
+// Stochastic rounding as IEEE P3109 defines its three variants (interim report 4.7.4), with N =
+// sr_bits random bits R (0 <= R < 2^N) and nu the fraction of an ulp above the lower neighbour:
+// round away from zero iff
+//   A: floor(nu 2^N) + R >= 2^N             (nu truncated to N bits)
+//   B: floor(nu 2^(N+1)) + 2R + 1 >= 2^(N+1) (nu to N bits, half a step up: unbiased for
+//                                            fractions of N + 1 bits)
+//   C: RNE(nu 2^N) + R >= 2^N                (nu rounded to nearest-even N bits)
+// fplab draws D = the top N bits of a 32-bit counter-based draw and uses R = 2^N - 1 - D (equal in
+// distribution; A is the rule fplab always had, so seeds keep their results).
+typedef enum {
+    FMT_SR_A,  // the default
+    FMT_SR_B,
+    FMT_SR_C,
+    FMT_NSR_VARIANTS
+} fmt_sr_variant;
+
 // All the knobs of one rounding call; zero-initialised means rne, IEEE overflow, subnormals kept.
 typedef struct {
     fmt_round_mode mode;
     fmt_overflow overflow;
     bool flush_subnormals;  // results below the smallest normal become signed zero (counted)
     int sr_bits;            // random bits per stochastic rounding, 1..32; 0 means 32
+    fmt_sr_variant sr_variant;  // P3109's A (default), B or C
     uint64_t seed;          // stochastic rounding: generator key (seed, stream) ...
     uint64_t stream;
     uint64_t offset;        // ... and counter of element 0: element i draws index offset + i
@@ -83,8 +100,12 @@ typedef struct {
 // Mode names as the command line spells them: rne rna rtz rup rdn rto sr.
 const char *fmt_mode_name(fmt_round_mode m);
 int fmt_mode_from_name(fmt_round_mode *out, const char *name);
+// Overflow policies: ieee saturate satpropagate satnone (satfinite: P3109's name of saturate).
 const char *fmt_overflow_name(fmt_overflow o);
 int fmt_overflow_from_name(fmt_overflow *out, const char *name);
+// Stochastic rounding variants: a b c (case-insensitive).
+const char *fmt_sr_variant_name(fmt_sr_variant v);
+int fmt_sr_variant_from_name(fmt_sr_variant *out, const char *name);
 
 // Path names: auto generic avx2 avx512 hw lean.
 const char *fmt_path_name(fmt_round_path p);

@@ -24,6 +24,7 @@
 
 typedef struct {
     int32_t sbase, emin_b, bias, r;
+    fmt_sr_variant sr_variant;
     bool m0, signed_fmt, flush, clamp_min, has_nan, has_zero;
     uint32_t negzero_mask, inf_exact_mask, after_round_mask;  // all-ones when true
     // The sign a NaN input gets where the format has no NaN (-0 if signed): nan_sign, in the
@@ -89,7 +90,16 @@ round_w(const k32 *k, const bool simple, const fmt_round_mode mode, const vf x, 
         // Round up iff the top r dropped bits exceed an r-bit uniform draw.
         const vi t = s - k->r, i31 = (vi)zero_v + 31;
         const vu tr = sel(lt_i(t, i31), (vu)t, zero_v + 31), tl = sel(lt_i(-t, i31), (vu)-t, zero_v + 31);
-        const vu top = sel(lt_i(t, (vi)zero_v), rem << tl, rem >> tr);
+        vu top = sel(lt_i(t, (vi)zero_v), rem << tl, rem >> tr);
+        if (k->sr_variant != FMT_SR_A) {
+            // B and C round the fraction to r bits first (only where more than r bits drop; top
+            // + 1 fits, as rem < 2^25): g is the first bit past the r, st the rest.
+            const vu more = lt_i((vi)zero_v, t);
+            const vu t1 = sel(more, sel(lt_i(t, i31), (vu)(t - 1), zero_v + 30), zero_v);
+            const vu g = (rem >> t1) & more & 1u;
+            const vu st = (((rem & ((one << t1) - 1u)) + 0x7fffffffu) >> 31) & more;
+            top += k->sr_variant == FMT_SR_B ? g : g & (st | (top & 1u));
+        }
         sr_up = ltu_full(rnd >> (32 - k->r), top);
     }
     const vu inc = round_inc(mode, sign, lsb, guard, sticky, sr_up);
@@ -193,7 +203,7 @@ static uint32_t f2u(double d) {
 
 static k32 k32_make(const fmt__kparams *p) {
     const k32 k = {
-        .sbase = 23 - p->m, .emin_b = p->emin + 127, .bias = p->bias, .r = p->sr_bits,
+        .sbase = 23 - p->m, .emin_b = p->emin + 127, .bias = p->bias, .r = p->sr_bits, .sr_variant = p->sr_variant,
         .m0 = p->m == 0, .signed_fmt = p->is_signed, .flush = p->flush, .clamp_min = p->clamp_min,
         .has_nan = p->has_nan, .has_zero = p->has_zero,
         .negzero_mask = p->negzero ? ~0u : 0u, .inf_exact_mask = p->inf_exact ? ~0u : 0u,

@@ -24,6 +24,7 @@ typedef struct {
     bool clamp_min;      // no zero: magnitudes below min_normal become min_normal (e8m0)
     bool flush;          // flush subnormal results to zero
     int sr_bits;         // 1..32
+    fmt_sr_variant sr_variant;
     fmt_rng_key key;
     uint64_t offset;
     // for the paths that only cover some formats (round_hw.c, round_lean.c): descriptor fields

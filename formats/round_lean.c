@@ -851,6 +851,7 @@ bool fmt__encode_f32_hw(const fmt__kparams *p, const fmt__codek *c, fmt_round_mo
 }
 
 bool fmt__f32_lean_covers(const fmt__kparams *k, fmt_round_mode mode) {
+    if (mode == FMT_SR && k->sr_variant != FMT_SR_A) return false;  // P3109's B and C: generic
     return (unsigned)mode < FMT_NMODES && class_of(k) != LEAN_NONE && cpu_v4();
 }
 

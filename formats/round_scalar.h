@@ -55,7 +55,12 @@ fmt__round_one_f64(const fmt__kparams *k, const fmt_round_mode mode, const doubl
     unsigned sr_up = 0;
     if (mode == FMT_SR) {
         const int64_t t = s - k->sr_bits;
-        const uint64_t top = t >= 0 ? rem >> (t < 63 ? t : 63) : rem << (-t < 63 ? -t : 63);
+        uint64_t top = t >= 0 ? rem >> (t < 63 ? t : 63) : rem << (-t < 63 ? -t : 63);
+        if (k->sr_variant != FMT_SR_A && t > 0) {  // the fraction to sr_bits bits first (round.h)
+            const int64_t t1 = t - 1 < 63 ? t - 1 : 63;
+            const uint64_t g = (rem >> t1) & 1u, st = (rem & ((1ULL << t1) - 1)) != 0;
+            top += k->sr_variant == FMT_SR_B ? g : g & (st | (top & 1u));
+        }
         sr_up = (uint64_t)(rnd >> (32 - k->sr_bits)) < top;
     }
     q += fmt__round_inc(mode, (unsigned)sign, lsb, guard, sticky, sr_up);

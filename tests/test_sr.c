@@ -19,6 +19,7 @@
 
 #include "formats/rng.h"
 #include "formats/round.h"
+#include "formats/round_scalar.h"
 #include "test_util.h"
 
 enum { NREP = 100000 };  // draws per replicated input
@@ -471,4 +472,76 @@ Test(sr, paths_agree) {
             }
     }
     free(x), free(a), free(b);
+}
+
+// ---------------------------------------------------------------- P3109's variants A, B, C
+
+// The draft's rules, bit for bit, with the random bits given: with fplab's draw D (the top N
+// bits of the 32-bit draw) and R = 2^N - 1 - D, an input with fraction nu = j / 2^(N+3) of an
+// ulp above its lower neighbour rounds up iff A: floor(nu 2^N) + R >= 2^N; B: floor(nu
+// 2^(N+1)) + 2R + 1 >= 2^(N+1); C: RNE(nu 2^N) + R >= 2^N (round.h), for every j and R.
+// Through the per-element rounder (round_scalar.h, the float64 kernel's own code).
+Test(sr, p3109_variants_exact) {
+    fmt_t f;
+    cr_assert_eq(fmt_from_name(&f, "e4m3"), FMT_OK);
+    size_t checked = 0;
+    for (int v = FMT_SR_A; v < FMT_NSR_VARIANTS; v++)
+        for (int N = 1; N <= 6; N++) {
+            const fmt_round_opts o = {.mode = FMT_SR, .sr_bits = N, .sr_variant = (fmt_sr_variant)v};
+            fmt_rounder r;
+            cr_assert_eq(fmt_rounder_make(&r, &f, &o), FMT_OK);
+            const int64_t S = 1LL << (N + 3), two_n = 1LL << N;
+            for (int64_t j = 0; j < S; j++) {
+                const double lo = 1.25, ulp = 0.125, x = lo + ulp * (double)j / (double)S;  // e4m3: ulp 1/8 at 1
+                for (int64_t R = 0; R < two_n; R++) {
+                    bool up;
+                    if (v == FMT_SR_A) up = (j >> 3) + R >= two_n;
+                    else if (v == FMT_SR_B) up = (j >> 2) + 2 * R + 1 >= 2 * two_n;
+                    else {
+                        const int64_t fl = j >> 3, rest = j & 7;  // nu 2^N = fl + rest/8
+                        up = fl + (rest > 4 || (rest == 4 && (fl & 1))) + R >= two_n;
+                    }
+                    const uint32_t draw = (uint32_t)(two_n - 1 - R) << (32 - N);
+                    fmt__flags fl;
+                    const double got = fmt__round_one_f64(&r.k, FMT_SR, x, draw, &fl);
+                    const double want = j == 0 ? lo : up ? lo + ulp : lo;
+                    cr_assert_eq(got, want, "variant %c N=%d nu=%lld/%lld R=%lld: got %a want %a", 'A' + v, N,
+                                 (long long)j, (long long)S, (long long)R, got, want);
+                    checked++;
+                }
+            }
+        }
+    cr_log_info("sr: P3109 variants A, B, C exact on %zu (input, R) pairs\n", checked);
+}
+
+// The float32 kernel gives the float64 kernel's bits in every variant (same seed and indices).
+Test(sr, p3109_variants_f32_equals_f64) {
+    const char *names[] = {"e4m3", "bf16", "e2m1", "binary8p3se", "e8m0"};
+    const uint64_t seed = test_seed("p3109_variants_f32_equals_f64");
+    enum { N = 1 << 14 };
+    static float y[N];
+    static double z[N];
+    for (size_t q = 0; q < sizeof names / sizeof *names; q++) {
+        fmt_t f;
+        cr_assert_eq(fmt_from_name(&f, names[q]), FMT_OK);
+        for (int v = FMT_SR_A; v < FMT_NSR_VARIANTS; v++)
+            for (int bits = 1; bits <= 32; bits += 7) {
+                const fmt_rng_key key = fmt_rng_make_key(seed, (uint64_t)(v * 64 + bits));
+                for (size_t i = 0; i < N; i++) {
+                    const uint32_t u = fmt_rng_u32(key, i);
+                    float x;
+                    memcpy(&x, &u, sizeof x);
+                    if (i % 4) x = ldexpf((float)(u >> 8) / 16777216.0f + 0.5f, (int)(u & 31) - 16);
+                    y[i] = x, z[i] = x;
+                }
+                const fmt_round_opts o = {.mode = FMT_SR, .sr_bits = bits, .sr_variant = (fmt_sr_variant)v,
+                                          .seed = seed};
+                cr_assert_eq(fmt_round_f32(&f, y, N, &o, NULL), FMT_OK);
+                cr_assert_eq(fmt_round_f64(&f, z, N, &o, NULL), FMT_OK);
+                for (size_t i = 0; i < N; i++)
+                    cr_assert(tu_same((double)y[i], z[i]) || (isnan(y[i]) && isnan(z[i])),
+                              "%s variant %c bits %d element %zu: f32 %a f64 %a", f.name, 'A' + v, bits, i,
+                              (double)y[i], z[i]);
+            }
+    }
 }

@@ -1,6 +1,8 @@
 // verify_exhaustive.c: every one of the 2^32 float32 bit patterns through fmt_round_f32, for
-// every table format of 16 bits or fewer, every deterministic rounding mode (rne rna rtz rup rdn
-// rto) and both overflow policies, compared bit-exactly with an independent reference.
+// every table format of 16 bits or fewer (and any other format named with --format: IEEE P3109's,
+// custom ones), every deterministic rounding mode (rne rna rtz rup rdn rto) and every overflow
+// policy (ieee, and P3109's saturate, satpropagate, satnone), compared bit-exactly with an
+// independent reference.
 // The reference shares nothing with the fast path but the descriptor's fields (bits, ebits,
 // mbits, bias, signedness, special): each positive code is decoded with MPFR from its fields
 // into a sorted table of magnitudes (plus the grid point just above max, which IEEE 754
@@ -34,7 +36,7 @@ enum { NDET = sizeof det_modes / sizeof det_modes[0] };
 // Stochastic rounding (seed 0, element i of the whole sweep drawing counter i) has no MPFR
 // reference here (tests/test_sr.c tests it statistically), but it is deterministic: its row
 // holds the other paths to the generic kernel's bits. Mode indices 0..NDET-1 are det_modes.
-enum { SR_ROW = NDET, NROWS = NDET + 1 };
+enum { SR_ROW = NDET, NROWS = NDET + 1, NPOL = FMT_NOVERFLOW };
 
 static inline uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, sizeof u); return u; }
 static inline float u2f(uint32_t u) { float f; memcpy(&f, &u, sizeof f); return f; }
@@ -190,10 +192,12 @@ static uint32_t first_at_or_above(double b) {
 static size_t classify_chunk(const grid_t *g, uint32_t first, seg_t *seg) {
     const uint32_t sign = first >> 31, a0 = first & 0x7fffffffu, a_end = a0 + CHUNK;
     size_t ns = 0;
-    if (sign && !g->is_signed) {  // -inf and -NaN included: NaN either way
+    if (sign && !g->is_signed && !g->has_zero) {  // -inf and -NaN included: NaN either way
         seg[ns++] = (seg_t){first, first + CHUNK, 0, C_INVALID};
         return ns;
     }
+    // Negatives into unsigned formats with a zero are classified by magnitude: the P3109
+    // policies round them first (expect() decides).
     if ((a0 >> 23) == 255u) {  // a chunk never straddles an exponent boundary
         seg[ns++] = (seg_t){first, first + 1, 0, C_INF};
         seg[ns++] = (seg_t){first + 1, first + CHUNK, 0, C_NAN};
@@ -225,44 +229,65 @@ static size_t classify_chunk(const grid_t *g, uint32_t first, seg_t *seg) {
 
 static float with_sign(double mag, uint32_t sign) { return sign ? -(float)mag : (float)mag; }
 
-// What an overflowing magnitude becomes (fmt__kparams_make): saturate gives max; IEEE goes to
-// infinity in nearest modes and in the directed mode pointing away from zero, to max toward
-// zero and in to-odd; "infinity" is NaN in formats without inf, and max without NaN either.
+// What an overflowing magnitude becomes, by policy. IEEE: infinity in nearest modes and in the
+// directed mode pointing away from zero, max toward zero and in to-odd; "infinity" is NaN in
+// formats without inf, and max without NaN either. P3109 (interim report 4.7.5): saturate and
+// satpropagate give max; satnone gives max toward zero and toward the other side (and in to-odd
+// into an unsigned extended format), else infinity where the format has it, else max.
 static double overflow_mag(const grid_t *g, fmt_round_mode mode, fmt_overflow ov, uint32_t sign) {
+    if (ov == FMT_SATURATE || ov == FMT_SAT_PROPAGATE) return g->max;
+    if (ov == FMT_SAT_NONE) {
+        const bool keep_max = mode == FMT_RTZ || (sign ? mode == FMT_RUP : mode == FMT_RDN) ||
+                              (!sign && mode == FMT_RTO && !g->is_signed);
+        return g->has_inf && !keep_max ? INFINITY : g->max;
+    }
     bool to_inf = mode == FMT_RNE || mode == FMT_RNA || (mode == FMT_RUP && !sign) ||
                   (mode == FMT_RDN && sign);
-    if (ov == FMT_SATURATE || !to_inf) return g->max;
+    if (!to_inf) return g->max;
     return g->has_inf ? INFINITY : g->has_nan ? NAN : g->max;
+}
+
+// The magnitude x rounds to on the grid (before any overflow rule; > max when it overflows).
+static double grid_round_mag(const grid_t *g, fmt_round_mode mode, uint32_t sign, int i, int cls) {
+    if (cls == C_EXACT) return g->v[i];
+    if (cls == C_BEYOND) return INFINITY;
+    bool up;  // away from zero, on the magnitude grid
+    switch (mode) {
+    case FMT_RNE: up = cls == C_ABOVE || (cls == C_TIE && g->odd[i]); break;
+    case FMT_RNA: up = cls != C_BELOW; break;
+    case FMT_RTZ: up = false; break;
+    case FMT_RUP: up = !sign; break;
+    case FMT_RDN: up = sign; break;
+    case FMT_RTO: up = !g->odd[i]; break;
+    default: up = false; break;
+    }
+    return g->v[i + up];
 }
 
 static float expect(const grid_t *g, fmt_round_mode mode, fmt_overflow ov, uint32_t sign, int i,
                     int cls) {
+    const float nanv = g->has_nan ? NAN : 0.0f;
+    if (sign && !g->is_signed && cls != C_INVALID) {  // a negative into an unsigned format with a zero
+        if (cls == C_NAN) return nanv;
+        const double r = cls == C_INF ? INFINITY : grid_round_mag(g, mode, sign, i, cls);
+        if (ov == FMT_OVERFLOW_IEEE) return cls == C_EXACT && r == 0 ? 0.0f : nanv;  // -0 is +0
+        if (r == 0) return 0.0f;  // rounded to zero first: +0
+        if (ov != FMT_SAT_NONE) return 0.0f;  // clamped to the lowest value, 0
+        if (cls == C_INF) return nanv;
+        return mode == FMT_RTZ || mode == FMT_RUP ? 0.0f : nanv;
+    }
     switch (cls) {
     case C_NAN: return g->has_nan ? NAN : g->is_signed ? -0.0f : 0.0f;  // no NaN: -0 (round.h)
-    case C_INVALID: return g->has_nan ? NAN : 0.0f;
+    case C_INVALID: return nanv;
     case C_CLAMP: return (float)g->v[0];
     case C_INF:
-        if (ov == FMT_OVERFLOW_IEEE && g->has_inf) return with_sign(INFINITY, sign);
         if (ov == FMT_SATURATE) return with_sign(g->max, sign);
-        return with_sign(g->has_nan ? NAN : g->max, sign);
+        if (g->has_inf) return with_sign(INFINITY, sign);
+        if (ov == FMT_OVERFLOW_IEEE) return with_sign(g->has_nan ? NAN : g->max, sign);
+        return with_sign(g->max, sign);  // P3109 without inf: clamped
     default: break;
     }
-    double r;
-    if (cls == C_EXACT) r = g->v[i];
-    else if (cls == C_BEYOND) r = INFINITY;
-    else {
-        bool up;  // away from zero, on the magnitude grid
-        switch (mode) {
-        case FMT_RNE: up = cls == C_ABOVE || (cls == C_TIE && g->odd[i]); break;
-        case FMT_RNA: up = cls != C_BELOW; break;
-        case FMT_RTZ: up = false; break;
-        case FMT_RUP: up = !sign; break;
-        case FMT_RDN: up = sign; break;
-        case FMT_RTO: up = !g->odd[i]; break;
-        default: up = false; break;
-        }
-        r = g->v[i + up];
-    }
+    double r = grid_round_mag(g, mode, sign, i, cls);
     if (r > g->max) r = overflow_mag(g, mode, ov, sign);
     if (r == 0) return sign && g->negzero ? -0.0f : 0.0f;
     return with_sign(r, sign);
@@ -301,6 +326,7 @@ typedef struct {
     bool codes;          // also encode every chunk through the other paths (fmt_encode_f32)
     bool tty;
     const bool *msel;    // modes to check (indices into det_modes)
+    const bool *osel;    // overflow policies to check (fmt_overflow values)
     bool psel[FMT_NPATHS];  // other paths to hold to the generic kernel (FMT_PATH_AUTO: the one
                             // fmt_round_f32 picks)
 } run_opts;
@@ -410,7 +436,7 @@ static uint64_t check_codes(const grid_t *g, fmt_round_mode mode, fmt_overflow o
 }
 
 // Checks one format in the selected modes and both overflow policies; fills rep[mode][policy].
-static uint64_t check_format(const grid_t *g, const run_opts *ro, report_t rep[NROWS][2]) {
+static uint64_t check_format(const grid_t *g, const run_opts *ro, report_t rep[NROWS][NPOL]) {
     const unsigned nchunks = (NCHUNKS + ro->stride - 1) / ro->stride;
     unsigned done = 0, shown = 0;
     uint64_t total = 0;
@@ -432,8 +458,9 @@ static uint64_t check_format(const grid_t *g, const run_opts *ro, report_t rep[N
             const uint32_t first = (uint32_t)(k * ro->stride) << CHUNK_LOG2;
             const size_t ns = classify_chunk(g, first, seg);
             if (ro->msel[SR_ROW])
-                for (int p = 0; p < 2; p++) {
-                    const fmt_overflow ov = p ? FMT_SATURATE : FMT_OVERFLOW_IEEE;
+                for (int p = 0; p < NPOL; p++) {
+                    if (!ro->osel[p]) continue;
+                    const fmt_overflow ov = (fmt_overflow)p;
                     const fmt_round_opts o = {.mode = FMT_SR, .overflow = ov, .path = FMT_PATH_GENERIC,
                                               .offset = first};
                     const bool st = k & 1;
@@ -447,10 +474,11 @@ static uint64_t check_format(const grid_t *g, const run_opts *ro, report_t rep[N
                 }
             for (int mi = 0; mi < NDET; mi++) {
                 if (!ro->msel[mi]) continue;
-                for (int p = 0; p < 2; p++) {
+                for (int p = 0; p < NPOL; p++) {
+                    if (!ro->osel[p]) continue;
                     // Statistics select a separately compiled loop of the kernel: by default
                     // every other chunk takes it, so both loops see every kind of input.
-                    const fmt_overflow ov = p ? FMT_SATURATE : FMT_OVERFLOW_IEEE;
+                    const fmt_overflow ov = (fmt_overflow)p;
                     for (int st = 0; st < 2; st++) {
                         if (!ro->both_loops && st != (int)(k & 1)) continue;
                         fmt_stats sref;
@@ -464,11 +492,11 @@ static uint64_t check_format(const grid_t *g, const run_opts *ro, report_t rep[N
                 }
             }
             for (int mi = 0; ro->codes && mi < NROWS; mi++)
-                for (int p = 0; ro->msel[mi] && p < 2; p++)
-                    for (int st = 0; st < 2; st++)
+                for (int p = 0; ro->msel[mi] && p < NPOL; p++)
+                    for (int st = 0; ro->osel[p] && st < 2; st++)
                         if (ro->both_loops || st == (int)(k & 1))
                             total += check_codes(g, mi == SR_ROW ? FMT_SR : det_modes[mi],
-                                                 p ? FMT_SATURATE : FMT_OVERFLOW_IEEE, ro->psel, st, first, out,
+                                                 (fmt_overflow)p, ro->psel, st, first, out,
                                                  cref, cgot, &rep[mi][p]);
             unsigned d;
 #pragma omp atomic capture
@@ -507,16 +535,19 @@ static void print_report(const fmt_t *f, fmt_round_mode mode, fmt_overflow ov, c
 
 static void usage(FILE *to) {
     fprintf(to,
-            "usage: verify_exhaustive [--format NAME[,NAME...]] [--mode MODE[,MODE...]] [--stride K]\n"
-            "                         [--both-loops] [--paths LIST]\n"
+            "usage: verify_exhaustive [--format NAME[,NAME...]] [--mode MODE[,MODE...]] [--overflow P[,P...]]\n"
+            "                         [--stride K] [--both-loops] [--paths LIST] [--codes]\n"
             "Rounds all 2^32 float32 bit patterns with fmt_round_f32's generic kernel and compares\n"
             "bit-exactly with an MPFR-built reference, for every table format of 16 bits or fewer,\n"
-            "modes rne rna rtz rup rdn rto, overflow policies ieee and saturate. Every other chunk is\n"
+            "modes rne rna rtz rup rdn rto, overflow policies ieee, saturate, satpropagate and\n"
+            "satnone (IEEE P3109's saturation modes). Every other chunk is\n"
             "rounded with statistics (a separately compiled loop of the kernel). Every other path of\n"
             "fmt_round_f32 this build and CPU have for a call must give the generic kernel's bits.\n"
             "  --paths LIST   the other paths held to the generic kernel: all (the default), none,\n"
             "                 auto (the one fmt_round_f32 picks) or names among avx2 avx512 hw lean\n"
-            "  --format LIST  only these formats (names or aliases, comma separated)\n"
+            "  --format LIST  these formats instead of the table's (names, aliases, IEEE P3109\n"
+            "                 names, custom eXmY specs; 16 bits or fewer; comma separated)\n"
+            "  --overflow LIST  only these overflow policies (ieee saturate satpropagate satnone)\n"
             "  --mode LIST    only these modes (sr: the other paths against the generic kernel only)\n"
             "  --stride K     check every K-th chunk of 2^%d inputs (for a time estimate; the\n"
             "                 result is then not exhaustive)\n"
@@ -540,12 +571,22 @@ static bool parse_list(const char *list, bool *sel, int n, int (*parse)(const ch
     return true;
 }
 
+// Formats of --format: any name fmt_from_name accepts whose values float32 holds (16 bits or
+// fewer); the table's by default.
+enum { MAXF = 64 };
+static fmt_t fmts[MAXF];
+static int nfmts;
+
 static int parse_format(const char *name) {
     fmt_t f;
-    if (fmt_from_name(&f, name) != FMT_OK) return -1;
-    for (size_t i = 0; i < fmt_table_count(); i++)
-        if (!strcmp(fmt_table_get(i)->name, f.name)) return (int)i;
-    return -1;
+    if (fmt_from_name(&f, name) != FMT_OK || f.bits > 16 || nfmts == MAXF) return -1;
+    fmts[nfmts] = f;
+    return nfmts++;
+}
+
+static int parse_overflow(const char *name) {
+    fmt_overflow o;
+    return fmt_overflow_from_name(&o, name) == FMT_OK ? (int)o : -1;
 }
 
 static int parse_mode(const char *name) {
@@ -562,9 +603,8 @@ static int parse_path(const char *name) {
 }
 
 int main(int argc, char **argv) {
-    const size_t nf = fmt_table_count();
-    bool fsel[64] = {0}, msel[NROWS] = {0}, fany = false, many = false;
-    run_opts ro = {.stride = 1, .tty = isatty(2), .msel = msel};
+    bool fsel[MAXF] = {0}, msel[NROWS] = {0}, osel[NPOL] = {0}, many = false, oany = false;
+    run_opts ro = {.stride = 1, .tty = isatty(2), .msel = msel, .osel = osel};
     for (int q = 0; q < FMT_NPATHS; q++) ro.psel[q] = q != FMT_PATH_AUTO;
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--help") || !strcmp(argv[a], "-h")) return usage(stdout), 0;
@@ -580,11 +620,13 @@ int main(int argc, char **argv) {
                 return 2;
             }
         } else if (!strcmp(argv[a], "--format")) {
-            if (!parse_list(argv[++a], fsel, (int)nf, parse_format)) return 2;
-            fany = true;
+            if (!parse_list(argv[++a], fsel, MAXF, parse_format)) return 2;
         } else if (!strcmp(argv[a], "--mode")) {
             if (!parse_list(argv[++a], msel, NROWS, parse_mode)) return 2;
             many = true;
+        } else if (!strcmp(argv[a], "--overflow")) {
+            if (!parse_list(argv[++a], osel, NPOL, parse_overflow)) return 2;
+            oany = true;
         } else if (!strcmp(argv[a], "--stride")) {
             char *end;
             long s = strtol(argv[++a], &end, 10);
@@ -595,12 +637,13 @@ int main(int argc, char **argv) {
             ro.stride = (unsigned)s;
         } else return usage(stderr), 2;
     }
-    for (size_t i = 0; i < nf; i++) {
-        if (fmt_table_get(i)->bits > 16) fsel[i] = false;
-        else if (!fany) fsel[i] = true;
-    }
+    if (!nfmts)
+        for (size_t i = 0; i < fmt_table_count() && nfmts < MAXF; i++)
+            if (fmt_table_get(i)->bits <= 16) fmts[nfmts++] = *fmt_table_get(i);
     if (!many)
         for (int i = 0; i < NROWS; i++) msel[i] = true;
+    if (!oany)
+        for (int i = 0; i < NPOL; i++) osel[i] = true;
 
     int nthreads = 1;
 #ifdef _OPENMP
@@ -618,24 +661,23 @@ int main(int argc, char **argv) {
     fflush(stdout);
     const double t0 = fio_now();
     uint64_t grand = 0;
-    for (size_t fi = 0; fi < nf; fi++) {
-        if (!fsel[fi]) continue;
-        const fmt_t *f = fmt_table_get(fi);
+    for (int fi = 0; fi < nfmts; fi++) {
+        const fmt_t *f = &fmts[fi];
         grid_t g;
         grid_build(&g, f);
         const double tf = fio_now();
-        report_t (*rep)[2] = calloc(NROWS, sizeof *rep);
+        report_t (*rep)[NPOL] = calloc(NROWS, sizeof *rep);
         const uint64_t fmis = check_format(&g, &ro, rep);
         for (int mi = 0; mi < NROWS; mi++) {
             if (!msel[mi]) continue;
             const fmt_round_mode mode = mi == SR_ROW ? FMT_SR : det_modes[mi];
-            printf("%-9s %-4s ieee: %llu mismatches, saturate: %llu mismatches%s\n", f->name,
-                   fmt_mode_name(mode), (unsigned long long)rep[mi][0].count,
-                   (unsigned long long)rep[mi][1].count,
-                   mi == SR_ROW ? " (the other paths against the generic kernel)" : "");
-            for (int p = 0; p < 2; p++)
-                if (rep[mi][p].count)
-                    print_report(f, mode, p ? FMT_SATURATE : FMT_OVERFLOW_IEEE, &rep[mi][p]);
+            printf("%-12s %-4s", f->name, fmt_mode_name(mode));
+            for (int p = 0; p < NPOL; p++)
+                if (osel[p])
+                    printf(" %s: %llu", fmt_overflow_name((fmt_overflow)p), (unsigned long long)rep[mi][p].count);
+            printf(" mismatches%s\n", mi == SR_ROW ? " (the other paths against the generic kernel)" : "");
+            for (int p = 0; p < NPOL; p++)
+                if (rep[mi][p].count) print_report(f, mode, (fmt_overflow)p, &rep[mi][p]);
         }
         free(rep);
         printf("%-9s done in %.1f s (%d grid points), %llu mismatches\n", f->name, fio_now() - tf,
