@@ -44,6 +44,17 @@ int fmt_sr_variant_from_name(fmt_sr_variant *out, const char *name) {
     return FMT_EUNKNOWN;
 }
 
+int fmt_mode_spec_from_name(fmt_round_opts *o, const char *name) {
+    if (name && !strncasecmp(name, "sr:", 3)) {
+        fmt_sr_variant v;
+        if (fmt_sr_variant_from_name(&v, name + 3) != FMT_OK) return FMT_EUNKNOWN;
+        return o->mode = FMT_SR, o->sr_variant = v, FMT_OK;
+    }
+    fmt_round_mode m;
+    if (fmt_mode_from_name(&m, name) != FMT_OK) return FMT_EUNKNOWN;
+    return o->mode = m, o->sr_variant = FMT_SR_A, FMT_OK;
+}
+
 static const char *const path_names[FMT_NPATHS] = {"auto", "generic", "avx2", "avx512", "hw", "lean"};
 
 const char *fmt_path_name(fmt_round_path p) { return (unsigned)p < FMT_NPATHS ? path_names[p] : "?"; }

@@ -103,6 +103,9 @@ int fmt_mode_from_name(fmt_round_mode *out, const char *name);
 // Overflow policies: ieee saturate satpropagate satnone (satfinite: P3109's name of saturate).
 const char *fmt_overflow_name(fmt_overflow o);
 int fmt_overflow_from_name(fmt_overflow *out, const char *name);
+// A mode as bindings spell it: a mode name, or "sr:a", "sr:b", "sr:c" (stochastic rounding with
+// P3109's variant); sets o->mode and o->sr_variant. FMT_OK or FMT_EUNKNOWN.
+int fmt_mode_spec_from_name(fmt_round_opts *o, const char *name);
 // Stochastic rounding variants: a b c (case-insensitive).
 const char *fmt_sr_variant_name(fmt_sr_variant v);
 int fmt_sr_variant_from_name(fmt_sr_variant *out, const char *name);

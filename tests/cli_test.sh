@@ -199,6 +199,16 @@ expect_err "cast bad sr-bits" "--sr-bits '0'" "$F" cast 1 --to e4m3 --sr-bits 0
 expect_err "cast bad seed" "--seed '-1'" "$F" cast 1 --to e4m3 --seed -1
 expect_err "cast without --to" "--to FORMAT is required" "$F" cast 1
 expect_err "cast without values" "expected at least one VALUE" "$F" cast --to e4m3
+# IEEE P3109: an extended format's inf, its saturation modes and stochastic variants by name
+expect_eq "cast binary8p3se satnone: 1e6 -> inf (code 0x7f)" "inf 0x7f" \
+    "$("$F" cast 1e6 --to binary8p3se --overflow satnone --format csv | tail -1 | awk -F, '{print $4, $2}')"
+expect_eq "cast binary8p3se satpropagate: 1e6 -> max, -inf stays" "49152 -inf" \
+    "$("$F" cast 1e6 -inf --to binary8p3se --overflow satpropagate --format csv | tail -2 | cut -d, -f4 | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "cast binary8p4ue satfinite: -1 -> 0" "0" \
+    "$("$F" cast -1 --to binary8p4ue --overflow satfinite --format csv | tail -1 | cut -d, -f4)"
+expect_has "cast --sr-variant c" "1.375" "$F" cast 1.3 1.3 1.3 1.3 --to e4m3 --round sr --sr-variant c --seed 3
+expect_err "cast bad sr-variant" "--sr-variant 'd'" "$F" cast 1 --to e4m3 --round sr --sr-variant d
+expect_err "cast P3109 beyond float64" "wider than float64" "$F" cast 1 --to binary16p1se
 
 # --- quantize, with a .npy written by printf: '<f4', shape (4,), 1 464 500 0.1f
 # npy_f4 FILE DICT HEXBYTES: a version 1.0 file whose data starts at byte 128 (header 118 bytes).

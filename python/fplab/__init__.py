@@ -79,7 +79,7 @@ class finfo:
     resolution, smallest_normal, smallest_subnormal, tiny, dtype (the NumPy dtype that holds the
     values: float32 for formats up to fp32, else float64); and fplab's: name, kind ('table',
     'peer': a format only peers name, 'custom': an eXmY spec no name gives), aliases, bias,
-    is_signed, special ('ieee', 'fn', 'fnuz', 'finite', 'e8m0'), emin, emax, finite_values,
+    is_signed, special ('ieee', 'fn', 'fnuz', 'finite', 'e8m0', 'extended'), emin, emax, finite_values,
     nan_codes (their number), nan_code_list, has_inf, has_nan, has_zero, has_negzero,
     has_subnormals, code_bytes, code_dtype. Definitions as NumPy's: eps = 2**-nmant is the gap
     above 1, epsneg = 2**-(nmant+1) the gap below, maxexp = emax + 1 the first power of two that
@@ -272,8 +272,10 @@ def round(x, fmt, *, mode="rne", overflow="ieee", subnormals="keep", seed=0, str
     """Round x (float32 or float64, any shape, any strides) to the values of fmt and return them
     in x's dtype: in out if given (out=x rounds in place), else in a new array.
 
-    mode: rne (default), rna, rtz, rup, rdn, rto, sr. overflow: 'ieee' (inf where fmt has it,
-    else NaN) or 'saturate' (+-max). subnormals: 'keep' or 'flush' (to signed zero). Stochastic
+    mode: rne (default), rna, rtz, rup, rdn, rto, sr (sr:a, sr:b, sr:c: IEEE P3109's stochastic
+    variants; sr is sr:a). overflow: 'ieee' (inf where fmt has it, else NaN), 'saturate' (+-max;
+    P3109's 'satfinite'), 'satpropagate' or 'satnone' (P3109; docs/formats.md).
+    subnormals: 'keep' or 'flush' (to signed zero). Stochastic
     rounding: element i (C order) draws counter offset + i of the generator keyed by (seed,
     stream), with sr_bits random bits (default 32): the same bits for the same arguments, on any
     thread count. stats: an fplab.Stats to add this call's counts to.

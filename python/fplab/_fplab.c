@@ -244,13 +244,14 @@ static int parse_round_opts(fmt_round_opts *o, const fmt_t *f, const char *mode,
     const fmt_overflow default_overflow = o->overflow;
     memset(o, 0, sizeof *o);
     o->overflow = default_overflow;
-    if (fmt_mode_from_name(&o->mode, mode) != FMT_OK) {
-        PyErr_Format(PyExc_ValueError, "mode '%s': unknown rounding mode; expected one of rne rna rtz rup rdn rto sr",
-                     mode);
+    if (fmt_mode_spec_from_name(o, mode) != FMT_OK) {
+        PyErr_Format(PyExc_ValueError,
+                     "mode '%s': unknown rounding mode; expected one of rne rna rtz rup rdn rto sr (sr:a, sr:b, sr:c: "
+                     "IEEE P3109's stochastic variants; sr is sr:a)", mode);
         return -1;
     }
     if (overflow && fmt_overflow_from_name(&o->overflow, overflow) != FMT_OK) {
-        PyErr_Format(PyExc_ValueError, "overflow '%s': unknown overflow policy; expected 'ieee' or 'saturate'",
+        PyErr_Format(PyExc_ValueError, "overflow '%s': unknown overflow policy; expected one of ieee saturate (satfinite) satpropagate satnone",
                      overflow);
         return -1;
     }

@@ -303,3 +303,22 @@ def test_decode_into_out_overlapping_codes():
     got = fplab.decode(codes, "e4m3", out=out)
     assert got is out
     assert same_bits(out, want)
+
+
+def test_p3109_projections_by_name():
+    # IEEE P3109: an extended format's inf, its saturation modes, and the stochastic variants
+    x = np.array([1e6, -np.inf, 0.3], np.float32)
+    assert fplab.round(x, "binary8p3se", overflow="satnone").tolist() == [np.inf, -np.inf, 0.3125]
+    assert fplab.round(x, "binary8p3se", overflow="satpropagate").tolist() == [49152, -np.inf, 0.3125]
+    assert fplab.round(x, "binary8p3se", overflow="satfinite").tolist() == [49152, -49152, 0.3125]
+    assert fplab.round(np.array([-1.0], np.float32), "binary8p4ue", overflow="saturate").tolist() == [0.0]
+    y = np.full(4096, 1.3, np.float32)
+    with pytest.warns(fplab.FplabWarning):  # 2 random bits: the library says what it costs
+        a, b = (fplab.round(y, "e4m3", mode=m, seed=5, sr_bits=2) for m in ("sr:a", "sr:c"))
+    # 1.3 is 0.4 of an ulp above 1.25: with 2 random bits A rounds up with probability
+    # floor(0.4*4)/4 = 1/4, C with RNE(0.4*4)/4 = 2/4
+    assert abs((a > 1.3).mean() - 0.25) < 0.05 and abs((b > 1.3).mean() - 0.5) < 0.05
+    with pytest.warns(fplab.FplabWarning):
+        same_bits(a, fplab.round(y, "e4m3", mode="sr", seed=5, sr_bits=2))
+    with pytest.raises(ValueError, match="sr:b"):
+        fplab.round(y, "e4m3", mode="sr:d")
