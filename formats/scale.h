@@ -11,15 +11,36 @@
 #include "round.h"
 
 // How a tile's scale is chosen from its amax (the largest |x| in the tile). The "needed" scale
-// (OCP's power of two, or amax / max_elem computed in double) is rounded into the scale format;
+// (a power of two from amax's exponent, or amax / max_elem) is rounded into the scale format;
 // a need above the format's max gives max, one below lo = max(smallest positive value, 2^-127)
 // gives lo (so that 1/s is a finite float32; e8m0 has no zero anyway). Both are counted in
-// fmt_quant_info.scales_clipped, as is an UP scale that saturated below its need.
+// fmt_quant_info.scales_clipped, as is a rounded-up scale that saturated below its need.
+// OCP, CEIL and EVEN give powers of two (exact in every scale format that holds them); UP, RNE
+// and RCEIL round a quotient. torchao's ScaleCalculationMode maps one to one: FLOOR = OCP,
+// CEIL = CEIL, EVEN = EVEN, RCEIL = RCEIL (docs/formats.md, "Scaling recipes").
 typedef enum {
-    FMT_SCALE_OCP,  // 2^(floor(log2 amax) - emax_elem): OCP MX v1.0; may clip the top of a tile
-    FMT_SCALE_UP,   // amax / max_elem rounded up into the scale format: nothing clips (NVIDIA)
-    FMT_SCALE_RNE,  // amax / max_elem rounded to nearest-even into the scale format (fp32: the
-                    // quotient itself, to float32)
+    FMT_SCALE_OCP,   // 2^(floor(log2 amax) - emax_elem): OCP MX v1.0; may clip the top of a tile
+    FMT_SCALE_UP,    // amax / max_elem (in double) rounded up into the scale format: nothing clips
+    FMT_SCALE_RNE,   // amax / max_elem rounded to nearest-even into the scale format (fp32: the
+                     // quotient itself, to float32)
+    FMT_SCALE_CEIL,  // 2^(ceil(log2 amax) - emax_elem): nothing clips, up to a binade lost
+    FMT_SCALE_EVEN,  // 2^(floor(log2 r) - emax_elem), r = amax rounded to the element's precision
+                     // (mbits fraction bits, ties away from zero, exponent unbounded): OCP's rule
+                     // but one binade up where amax's top bits would round up to the next power
+                     // of two (torchao's EVEN, which does it by an add on amax's float32 bits)
+    FMT_SCALE_RCEIL, // fl32(amax / max_elem), the float32 quotient, rounded up into the scale
+                     // format: cuBLAS's UE8M0 recipe, PTX cvt.rp.satfinite.ue8m0x2.f32, torchao's
+                     // RCEIL. Differs from UP only where the float32 quotient rounds onto a
+                     // power of two from above (below 2^-126, e8m0's bottom: 2^-127 where UP
+                     // gives 2^-126)
+    FMT_SCALE_4OVER6,// two levels only (nvfp4:4over6): "Four Over Six" (arXiv 2512.02010). Each
+                     // block is quantized with its amax mapped to max_elem (RNE's scale) and to
+                     // 2^emax_elem (4 for e2m1: scale amax / 4, RNE into the scale format) and
+                     // keeps the one whose dequantized values have the smaller sum of squared
+                     // errors (ties: max_elem). The tensor scale maps A to S * max_elem with S the
+                     // largest power of two such that S * max_elem / 2^emax_elem <= max_scale_fmt
+                     // (e4m3, e2m1: 256, the paper's, so that the 4-candidate's 384 fits)
+    FMT_SCALE_NRULES
 } fmt_scale_round;
 
 typedef struct {
