@@ -78,7 +78,7 @@ TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%)
 MPFR_LIBS := -lmpfr -lgmp
 
 .PHONY: check-docs
-.PHONY: all lib cli deps config test test-gpu bench-gpu asan run-tests bench demo verify-exhaustive verify-engines check-peers check-p3109 \
+.PHONY: all lib cli deps config test test-gpu bench-gpu asan run-tests bench demo verify-exhaustive verify-engines check-peers check-p3109 check-torchao \
         check-trainer-torch install install-built pc check-install check-symbols uninstall clean help
 all: config lib cli
 
@@ -93,6 +93,7 @@ help:
 	@echo "make bench-gpu  mm_cuda's paths and PyTorch's matmuls, on a machine with a GPU"
 	@echo "make verify-exhaustive  every float32 input, every format <= 16 bits, against MPFR"
 	@echo "make check-peers        compare with ml_dtypes (pip) and write tests/fixtures"
+	@echo "make check-torchao      torchao's MX scale rules (TORCHAO_PYTHON=python with torchao) into tests/fixtures"
 	@echo "make check-trainer-torch  the Llama against transformers (pip: torch) and write tests/fixtures"
 	@echo "make test-torch         the fplab.torch suites in a venv with torch (TORCH_SITE=DIR reuses one)"
 	@echo "make install PREFIX=... DESTDIR=...  portable build: libfplab.a, libfplab.so.$(VERSION), headers, command, fplab.pc"
@@ -275,6 +276,13 @@ P3109_PYTHON ?= python3
 check-p3109: all $(BUILD)/tests/test_p3109
 	$(P3109_PYTHON) tools/p3109_gfloat.py tests/fixtures/p3109_gfloat.txt
 	$(BUILD)/tests/test_p3109
+
+# torchao's four MX scale rules (to_mx, eager, CPU): rewrites tests/fixtures/torchao_scale_rules.txt,
+# then runs the suite that reads it. TORCHAO_PYTHON: a Python with torch and torchao installed.
+TORCHAO_PYTHON ?= python3
+check-torchao: all $(BUILD)/tests/test_scale_rules
+	$(TORCHAO_PYTHON) tools/torchao_scale_rules.py tests/fixtures/torchao_scale_rules.txt
+	$(BUILD)/tests/test_scale_rules --filter 'scale_rules/torchao_fixture' --verbose
 
 check-trainer-torch: all $(BUILD)/tools/dump_llama
 	python3 tools/check_llama_torch.py $(BUILD)/tools/dump_llama
