@@ -13,6 +13,7 @@
 //   - tiles too large for that (tensor, column, big 2-D tiles): a pass for every tile's amax
 //     (slab maxima merge with an atomic integer max on the bits of |x|, which orders
 //     non-negative floats and makes any NaN the largest), their scales, then the units.
+// 4over6 runs the pass three times (run_four_over_six): both candidates, then the winners.
 #include "scale.h"
 
 #include <float.h>
@@ -1135,18 +1136,21 @@ static int run_separate(qrun *q, qacc *total) {
 
 static int run_plan(qrun *q, qacc *total) { return q->p->fused ? run_fused(q, total) : run_separate(q, total); }
 
-// err[t] = the sum over tile t of (y - x)^2, in double (NaN where a term is; inf where one is).
+// err[t] = the sum over tile t of (y - x)^2 in double, element by element in row-major order
+// (NaN where a term is, inf where one is). Memory-bound: it reads two tensors once.
 static void tile_sq_errors(double *err, const float *x, const float *y, const geom *g) {
 #pragma omp parallel for schedule(static) if (g->rows * g->cols >= PAR_MIN_ELEMS)
     for (size_t b = 0; b < g->ntr; b++) {
         double *e = err + b * g->ntc;
         for (size_t t = 0; t < g->ntc; t++) e[t] = 0;
-        for (size_t r = b * g->tr; r < min_sz(g->rows, (b + 1) * g->tr); r++)
-            for (size_t t = 0; t < g->ntc; t++)
-                for (size_t c = t * g->tc, i = r * g->cols; c < min_sz(g->cols, (t + 1) * g->tc); c++) {
-                    const double d = (double)y[i + c] - x[i + c];
+        for (size_t r = b * g->tr; r < min_sz(g->rows, (b + 1) * g->tr); r++) {
+            const float *xr = x + r * g->cols, *yr = y + r * g->cols;
+            for (size_t t = 0, c = 0; t < g->ntc; t++)
+                for (const size_t c1 = min_sz(g->cols, c + g->tc); c < c1; c++) {
+                    const double d = (double)yr[c] - xr[c];
                     e[t] += d * d;
                 }
+        }
     }
 }
 
