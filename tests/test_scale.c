@@ -1138,6 +1138,17 @@ Test(scale, parse_errors_name_the_spec) {
         {"mx:nanblock:nanblock", FMT_EINVAL, "twice"},
         {"block:32:e3m2:nanblock", FMT_EINVAL, "no NaN"},
         {"tile:4x4:e2m1:up:nanblock", FMT_EINVAL, "no NaN"},
+        // issue 22's names: the rules, 4over6 only on two levels, :pow2 fixing its rounding
+        {"mx:floor", FMT_EUNKNOWN, ":ceil, :even, :rceil or :4over6"},
+        {"mx:4over6", FMT_EINVAL, "nvfp4:4over6"},
+        {"block:16:e4m3:4over6", FMT_EINVAL, "two-level"},
+        {"fp8block1x128:pow2:ocp", FMT_EINVAL, "fixes the scale rounding (up)"},
+        {"fp8block128x128:pow2:up", FMT_EINVAL, "block:K:SCALEFMT:RULE"},
+        {"fp8block", FMT_EUNKNOWN, "fp8block1x128[:pow2], fp8block128x128[:pow2]"},
+        {"fp8block1x128:pow3", FMT_EUNKNOWN, "expected none"},
+        {"mx:even:ceil", FMT_EINVAL, "twice"},
+        {"nvfp4:4over6:rne", FMT_EINVAL, "twice"},
+        {"mxint4", FMT_EUNKNOWN, "mxint8"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         fmt_scaling sc;
@@ -1159,6 +1170,7 @@ Test(scale, schemes) {
     static const struct { const char *name, *elem, *recipe; } sch[] = {
         {"mxfp8", "e4m3", "mx"}, {"MXFP8_E5M2", "e5m2", "mx"}, {"mxfp6_e3m2", "e3m2", "mx"},
         {"mxfp6_e2m3", "e2m3", "mx"}, {"mxfp4", "e2m1", "mx"}, {"nvfp4", "e2m1", "nvfp4"},
+        {"mxint8", "e1m6:finite:bias=1", "mx"},
     };
     for (size_t i = 0; i < sizeof sch / sizeof sch[0]; i++) {
         fmt_t e;
