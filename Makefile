@@ -78,7 +78,7 @@ TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%)
 MPFR_LIBS := -lmpfr -lgmp
 
 .PHONY: check-docs
-.PHONY: all lib cli deps config test test-gpu bench-gpu asan run-tests bench demo verify-exhaustive verify-engines check-peers check-p3109 check-p3109-tables \
+.PHONY: all lib cli deps config test test-gpu bench-gpu asan run-tests bench demo verify-exhaustive verify-engines check-peers check-p3109 check-p3109-tables check-torchao \
         check-trainer-torch install install-built pc check-install check-symbols uninstall clean help
 all: config lib cli
 
@@ -93,6 +93,9 @@ help:
 	@echo "make bench-gpu  mm_cuda's paths and PyTorch's matmuls, on a machine with a GPU"
 	@echo "make verify-exhaustive  every float32 input, every format <= 16 bits, against MPFR"
 	@echo "make check-peers        compare with ml_dtypes (pip) and write tests/fixtures"
+	@echo "make check-p3109        IEEE P3109 against gfloat (P3109_PYTHON=python with gfloat) into tests/fixtures"
+	@echo "make check-p3109-tables every code of the P3109 WG value tables (P3109_TABLES=their folder)"
+	@echo "make check-torchao      torchao's MX scale rules (TORCHAO_PYTHON=python with torchao) into tests/fixtures"
 	@echo "make check-trainer-torch  the Llama against transformers (pip: torch) and write tests/fixtures"
 	@echo "make test-torch         the fplab.torch suites in a venv with torch (TORCH_SITE=DIR reuses one)"
 	@echo "make install PREFIX=... DESTDIR=...  portable build: libfplab.a, libfplab.so.$(VERSION), headers, command, fplab.pc"
@@ -284,6 +287,13 @@ check-p3109-tables: all $(BUILD)/tests/test_p3109
 	    "the 'Value Tables/Hexadecimal' folder of a clone of https://github.com/P3109/Public"; exit 2; }
 	python3 tools/p3109_tables.py "$(P3109_TABLES)" $(BUILD)/p3109_all_codes.txt --all
 	FPLAB_P3109_TABLES=$(BUILD)/p3109_all_codes.txt $(BUILD)/tests/test_p3109 --filter 'p3109/wg_value_tables' --verbose
+
+# torchao's four MX scale rules (to_mx, eager, CPU): rewrites tests/fixtures/torchao_scale_rules.txt,
+# then runs the suite that reads it. TORCHAO_PYTHON: a Python with torch and torchao installed.
+TORCHAO_PYTHON ?= python3
+check-torchao: all $(BUILD)/tests/test_scale_rules
+	$(TORCHAO_PYTHON) tools/torchao_scale_rules.py tests/fixtures/torchao_scale_rules.txt
+	$(BUILD)/tests/test_scale_rules --filter 'scale_rules/torchao_fixture' --verbose
 
 check-trainer-torch: all $(BUILD)/tools/dump_llama
 	python3 tools/check_llama_torch.py $(BUILD)/tools/dump_llama

@@ -193,10 +193,10 @@ static int check_rule(ctx *c, int s, const ac_rule *r) {
         return fail(c, line, "site %s: %s", site_names[s], m);
     if (m[0]) warn(c, line, "site %s: %s", site_names[s], m);
     const fmt_scaling *sc = &r->scaling;
-    if (!sc->none && (sc->tile_rows < 0 || sc->tile_cols < 0 || (unsigned)sc->scale_round > FMT_SCALE_RNE))
+    if (!sc->none && (sc->tile_rows < 0 || sc->tile_cols < 0 || (unsigned)sc->scale_round >= FMT_SCALE_NRULES))
         return fail(c, line, "site %s: scaling has tile %dx%d and scale rounding %d; expected tile sizes "
-                    ">= 0 and a rounding of ocp, up or rne", site_names[s], sc->tile_rows, sc->tile_cols,
-                    (int)sc->scale_round);
+                    ">= 0 and a scale rounding below FMT_SCALE_NRULES (%d)", site_names[s], sc->tile_rows,
+                    sc->tile_cols, (int)sc->scale_round, (int)FMT_SCALE_NRULES);
     if (!sc->none && sc->nan_block && !sc->scale_fmt.has_nan)
         return fail(c, line, "site %s: scaling has :nanblock with scale format %s, which has no NaN; expected "
                     "a scale format with one (e8m0, e4m3, bf16, fp32, ...)", site_names[s], sc->scale_fmt.name);

@@ -13,6 +13,7 @@
 //   - tiles too large for that (tensor, column, big 2-D tiles): a pass for every tile's amax
 //     (slab maxima merge with an atomic integer max on the bits of |x|, which orders
 //     non-negative floats and makes any NaN the largest), their scales, then the units.
+// 4over6 runs the pass three times (run_four_over_six): both candidates, then the winners.
 #include "scale.h"
 
 #include <float.h>
@@ -29,23 +30,39 @@
 // ---------------------------------------------------------------------------------------------
 // names
 
-static const char *const round_names[] = {"ocp", "up", "rne"};
+// Indexed by fmt_scale_round.
+static const char *const round_names[FMT_SCALE_NRULES] = {"ocp", "up", "rne", "ceil", "even", "rceil", "4over6"};
 
-// Presets: the names people type. "none" is handled on its own (it has no scale).
+// The rules whose scale is a power of two read from amax's exponent (the others round a quotient).
+static bool rule_is_pow2(fmt_scale_round r) {
+    return r == FMT_SCALE_OCP || r == FMT_SCALE_CEIL || r == FMT_SCALE_EVEN;
+}
+
+// Presets: the names people type. "none" is handled on its own (it has no scale). A preset
+// with fixed_round names its rounding too (":pow2" is e8m0 with UP): it takes no rounding
+// suffix, and names a recipe only with that rounding.
 typedef struct {
     const char *name;
     int tile_rows, tile_cols;
     const char *scale_fmt;
     fmt_scale_round round;
-    bool tensor_scale;
+    bool tensor_scale, fixed_round;
 } preset;
 
+// Transformer Engine's Float8BlockScaling: 1x128 tiles for activations and gradients, 128x128
+// for weights, float32 scales amax / max_elem; with force_pow_2_scales (TE's default) the scale
+// is the power of two that nothing clips: 2^-floor(log2 fl(max_elem / amax)), which is UP into
+// e8m0 bit for bit (docs/formats.md, "Transformer Engine's block scaling").
 static const preset presets[] = {
-    {"tensor", 0, 0, "fp32", FMT_SCALE_RNE, false},
-    {"row", 1, 0, "fp32", FMT_SCALE_RNE, false},
-    {"col", 0, 1, "fp32", FMT_SCALE_RNE, false},
-    {"mx", 1, 32, "e8m0", FMT_SCALE_OCP, false},
-    {"nvfp4", 1, 16, "e4m3", FMT_SCALE_RNE, true},
+    {"tensor", 0, 0, "fp32", FMT_SCALE_RNE, false, false},
+    {"row", 1, 0, "fp32", FMT_SCALE_RNE, false, false},
+    {"col", 0, 1, "fp32", FMT_SCALE_RNE, false, false},
+    {"mx", 1, 32, "e8m0", FMT_SCALE_OCP, false, false},
+    {"nvfp4", 1, 16, "e4m3", FMT_SCALE_RNE, true, false},
+    {"fp8block1x128", 1, 128, "fp32", FMT_SCALE_RNE, false, false},
+    {"fp8block128x128", 128, 128, "fp32", FMT_SCALE_RNE, false, false},
+    {"fp8block1x128:pow2", 1, 128, "e8m0", FMT_SCALE_UP, false, true},
+    {"fp8block128x128:pow2", 128, 128, "e8m0", FMT_SCALE_UP, false, true},
 };
 enum { NPRESETS = sizeof presets / sizeof presets[0] };
 
@@ -57,6 +74,11 @@ static const struct {
     {"mxfp8", "e4m3", "mx"},      {"mxfp8_e4m3", "e4m3", "mx"}, {"mxfp8_e5m2", "e5m2", "mx"},
     {"mxfp6_e3m2", "e3m2", "mx"}, {"mxfp6_e2m3", "e2m3", "mx"}, {"mxfp4", "e2m1", "mx"},
     {"mxfp4_e2m1", "e2m1", "mx"}, {"nvfp4", "e2m1", "nvfp4"},
+    // OCP MX v1.0 INT8: two's complement k with an implicit 2^-6, i.e. k/64; its emax is 0, so
+    // the scale is 2^floor(log2 amax). e1m6 with one exponent bit of bias 1 and no specials has
+    // exactly the values k/64, |k| <= 127 (sign-magnitude: -128/64 is not one of them, as in
+    // microxcaling, which clamps int8 to +-127/64).
+    {"mxint8", "e1m6:finite:bias=1", "mx"},
 };
 enum { NSCHEMES = sizeof schemes / sizeof schemes[0] };
 
@@ -83,9 +105,11 @@ int fmt_scheme_from_name(fmt_t *elem, fmt_scaling *sc, const char *name) {
     return FMT_OK;
 }
 
-#define EXPECTED_RECIPES                                                                       \
-    "none, tensor, row, col, mx, nvfp4, block:K:SCALEFMT or tile:RxC:SCALEFMT (or a scheme: "  \
-    "mxfp8, mxfp8_e5m2, mxfp6_e3m2, mxfp6_e2m3, mxfp4), optionally followed by :ocp, :up or :rne, " \
+#define EXPECTED_RULES ":ocp, :up, :rne, :ceil, :even, :rceil or :4over6"
+#define EXPECTED_RECIPES                                                                          \
+    "none, tensor, row, col, mx, nvfp4, fp8block1x128[:pow2], fp8block128x128[:pow2], "           \
+    "block:K:SCALEFMT or tile:RxC:SCALEFMT (or a scheme: mxfp8, mxfp8_e5m2, mxfp6_e3m2, "         \
+    "mxfp6_e2m3, mxfp4, mxint8), optionally followed by a scale rounding (" EXPECTED_RULES "), " \
     ":nanblock and :recip"
 static const char nanblock_word[] = "nanblock", recip_word[] = "recip";
 
@@ -122,9 +146,15 @@ static bool parse_count(const char *s, size_t n, int *out) {
     return *out = v, true;
 }
 
-// The last step of parsing a recipe with a scale: ":nanblock" needs a NaN in the scale format.
+// The last step of parsing a recipe with a scale: ":nanblock" needs a NaN in the scale format,
+// ":4over6" a second level to choose under.
 static int finish(fmt_scaling *out, fmt_scaling *sc, bool nan_block, const char *spec, char *msg,
                   size_t msg_len) {
+    if (sc->scale_round == FMT_SCALE_4OVER6 && !sc->tensor_scale) {
+        if (msg) snprintf(msg, msg_len, "scaling '%s': :4over6 chooses each block's scale under an fp32 "
+                          "tensor scale; expected the two-level recipe nvfp4 (nvfp4:4over6)", spec);
+        return FMT_EINVAL;
+    }
     if (nan_block && !sc->scale_fmt.has_nan) {
         if (msg) snprintf(msg, msg_len, "scaling '%s': :nanblock stores a NaN scale, but scale format %s has "
                           "no NaN; expected a scale format with one (e8m0, e4m3, bf16, fp32, ...)", spec,
@@ -166,19 +196,19 @@ int fmt_scaling_from_name(fmt_scaling *out, const char *spec, char *msg, size_t 
         return FMT_EUNKNOWN;
     }
 
-    // Trailing ":ocp" | ":up" | ":rne", ":nanblock" and ":recip", in any order (SCALEFMT may
-    // itself hold ':' flags, so strip from the end).
+    // A trailing scale rounding (round_names), ":nanblock" and ":recip", in any order (SCALEFMT
+    // may itself hold ':' flags, so strip from the end).
     int rnd = -1;
     bool nan_block = false, recip = false;
     for (char *colon; (colon = strrchr(buf, ':'));) {
         int r = -1;
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < FMT_SCALE_NRULES; i++)
             if (!strcasecmp(colon + 1, round_names[i])) r = i;
         const bool nb = !strcasecmp(colon + 1, nanblock_word), rc = !strcasecmp(colon + 1, recip_word);
         if (r < 0 && !nb && !rc) break;
         if ((r >= 0 && rnd >= 0) || (nb && nan_block) || (rc && recip)) {
             if (msg) snprintf(msg, msg_len, "scaling '%s': %s is given twice; expected at most one of "
-                              ":ocp, :up or :rne, one :nanblock and one :recip at the end", spec,
+                              EXPECTED_RULES ", one :nanblock and one :recip at the end", spec,
                               r >= 0 ? "the scale rounding" : nb ? ":nanblock" : ":recip");
             return FMT_EINVAL;
         }
@@ -203,6 +233,12 @@ int fmt_scaling_from_name(fmt_scaling *out, const char *spec, char *msg, size_t 
     }
     for (int i = 0; i < NPRESETS; i++) {
         if (strcasecmp(buf, presets[i].name)) continue;
+        if (presets[i].fixed_round && rnd >= 0) {
+            if (msg) snprintf(msg, msg_len, "scaling '%s': %s fixes the scale rounding (%s); expected it "
+                              "without :%s, or the explicit form (block:K:SCALEFMT:RULE, tile:RxC:SCALEFMT:RULE)",
+                              spec, presets[i].name, round_names[presets[i].round], round_names[rnd]);
+            return FMT_EINVAL;
+        }
         sc.tile_rows = presets[i].tile_rows, sc.tile_cols = presets[i].tile_cols;
         fmt_from_name(&sc.scale_fmt, presets[i].scale_fmt);
         sc.scale_round = rnd >= 0 ? (fmt_scale_round)rnd : presets[i].round;
@@ -266,7 +302,7 @@ void fmt_scaling_name(const fmt_scaling *sc, char *buf, size_t len) {
         snprintf(buf, len, "none");
         return;
     }
-    const char *rn = (unsigned)sc->scale_round < 3 ? round_names[sc->scale_round] : "?";
+    const char *rn = (unsigned)sc->scale_round < FMT_SCALE_NRULES ? round_names[sc->scale_round] : "?";
     char nb[24];
     snprintf(nb, sizeof nb, "%s%s", sc->nan_block ? ":nanblock" : "", sc->recip ? ":recip" : "");
     for (int i = 0; i < NPRESETS; i++) {
@@ -274,7 +310,8 @@ void fmt_scaling_name(const fmt_scaling *sc, char *buf, size_t len) {
         fmt_t pf;
         fmt_from_name(&pf, p->scale_fmt);
         if (p->tile_rows != sc->tile_rows || p->tile_cols != sc->tile_cols ||
-            p->tensor_scale != sc->tensor_scale || !same_format(&pf, &sc->scale_fmt))
+            p->tensor_scale != sc->tensor_scale || !same_format(&pf, &sc->scale_fmt) ||
+            (p->fixed_round && sc->scale_round != p->round))
             continue;
         if (sc->scale_round == p->round) snprintf(buf, len, "%s%s", p->name, nb);
         else snprintf(buf, len, "%s:%s%s", p->name, rn, nb);
@@ -468,15 +505,40 @@ typedef struct {
     bool nan_block, two_level;
     double lo, hi;        // the scale range: smallest positive value whose reciprocal is a finite
                           // float32 (>= 2^-127), and the format's max
+    uint32_t carry32;     // power-of-two rules: added to amax's normalised float32 bits (and
+    uint64_t carry64;     // carry64 to a double's) before its exponent is read (pow2_carry)
     float elem_max;
+    double enc_max;       // two levels: what s_enc maps the tensor amax to, over max_elem (enc_scale_max)
+    float alt_max;        // 4over6: the second target of a block's amax, 2^emax_elem (4 for e2m1)
     int elem_emax;
     float s_enc;          // two levels: the tensor's encoding scale (1 until the tensor amax is known)
 } scale_ctx;
 
+// What the tensor scale maps the tensor amax to, over max_elem: the scale format's max, or for
+// 4over6 the largest power of two S with S * max_elem / 2^emax_elem <= that max, so that a block
+// holding the tensor amax can take the 4-candidate's scale without saturating (e4m3 with e2m1:
+// 448 * 4 / 6 = 298.7, S = 256, the paper's choice; the 4-candidate's largest block scale is 384).
+static double enc_scale_max(const fmt_t *elem, const fmt_scaling *sc) {
+    const double m = sc->scale_fmt.max;
+    return sc->scale_round == FMT_SCALE_4OVER6 ? ldexp(1.0, ilogb(m * ldexp(1.0, elem->emax) / elem->max)) : m;
+}
+
+// The power-of-two rules read the exponent of amax rounded three ways: down (OCP), up (CEIL), or
+// to the element's precision with ties away (EVEN). Each is an add to the significand of a
+// normalised amax (frac_bits fraction bits) that carries into the exponent exactly when that
+// rounding goes up a binade: all ones for CEIL, half an element ulp for EVEN (torchao's
+// 1 << (23 - mbits - 1) on the float32 bits), nothing for OCP.
+static uint64_t pow2_carry(fmt_scale_round r, int elem_mbits, int frac_bits) {
+    if (r == FMT_SCALE_CEIL) return ((uint64_t)1 << frac_bits) - 1;
+    if (r == FMT_SCALE_EVEN && elem_mbits < frac_bits) return (uint64_t)1 << (frac_bits - 1 - elem_mbits);
+    return 0;
+}
+
 static void scale_ctx_make(scale_ctx *c, const fmt_t *elem, const fmt_scaling *sc) {
     fmt_round_opts so = {0};
     so.overflow = FMT_SATURATE;
-    so.mode = sc->scale_round == FMT_SCALE_UP ? FMT_RUP : FMT_RNE;  // OCP's powers of two are exact
+    // Powers of two are exact in the scale format (RNE leaves them); quotients round up or to nearest.
+    so.mode = sc->scale_round == FMT_SCALE_UP || sc->scale_round == FMT_SCALE_RCEIL ? FMT_RUP : FMT_RNE;
     fmt__kparams_make(&c->k, &sc->scale_fmt, &so);
     c->mode = so.mode;
     c->path = fmt__f32_path(&c->k, FMT_PATH_AUTO, c->mode, false);
@@ -484,7 +546,11 @@ static void scale_ctx_make(scale_ctx *c, const fmt_t *elem, const fmt_scaling *s
     c->nan_block = sc->nan_block, c->two_level = sc->tensor_scale;
     c->lo = fmax(sc->scale_fmt.min_subnormal, 0x1p-127);
     c->hi = sc->scale_fmt.max;
+    c->carry32 = (uint32_t)pow2_carry(c->r, elem->mbits, 23);
+    c->carry64 = pow2_carry(c->r, elem->mbits, 52);
     c->elem_max = (float)elem->max;
+    c->enc_max = enc_scale_max(elem, sc);
+    c->alt_max = ldexpf(1.0f, elem->emax);
     c->elem_emax = elem->emax;
     c->s_enc = 1.0f;
 }
@@ -499,21 +565,23 @@ static float tensor_enc(double scale_max, float elem_max, float A) {
 }
 
 float fmt_scaling_tensor_enc(const fmt_t *elem, const fmt_scaling *sc, float amax) {
-    return tensor_enc(sc->scale_fmt.max, (float)elem->max, amax);
+    return tensor_enc(enc_scale_max(elem, sc), (float)elem->max, amax);
 }
 
 // abits: the max |x| bits of the tensor, a NaN pattern if any.
-static float encoding_scale(const scale_ctx *c, const fmt_scaling *sc, uint32_t abits) {
-    return tensor_enc(sc->scale_fmt.max, c->elem_max, u2f(abits));
+static float encoding_scale(const scale_ctx *c, uint32_t abits) {
+    return tensor_enc(c->enc_max, c->elem_max, u2f(abits));
 }
 
-// The needed scale of a tile whose (scaled) amax is a, a finite and > 0: OCP's power of two
-// 2^(floor(log2 a) - emax_elem), from a's exponent field (a is a normal double: a float, or a
-// float times s_enc), or the quotient a / max_elem (in double: exact enough that only its
-// final rounding matters).
+// The needed scale of a tile whose (scaled) amax is a, a finite and > 0: a power-of-two rule's
+// 2^(E - emax_elem), E the exponent of a rounded as pow2_carry says (a is a normal double: a
+// float, or a float times s_enc, exact), or the quotient a / max_elem: in double for UP and RNE
+// (exact enough that only its final rounding matters), in float32 for RCEIL (one level only:
+// two levels compute their float32 quotient themselves).
 static double needed_scale(const scale_ctx *c, double a) {
-    if (c->r != FMT_SCALE_OCP) return a / c->elem_max;
-    const int e = (int)((d2u(a) >> 52) & 0x7ff) - 1023 - c->elem_emax;
+    if (c->r == FMT_SCALE_RCEIL) return (float)a / c->elem_max;
+    if (!rule_is_pow2(c->r)) return a / c->elem_max;
+    const int e = (int)(((d2u(a) + c->carry64) >> 52) & 0x7ff) - 1023 - c->elem_emax;
     return e >= -1022 && e <= 1023 ? u2d((uint64_t)(e + 1023) << 52) : ldexp(1.0, e);
 }
 
@@ -558,9 +626,11 @@ FMT__VEC uint64_t lane_sum(vu v) {
     return k;
 }
 
-// One level, OCP: s = 2^(floor(log2 a) - emax_elem) with a the tile amax, from a's exponent (a
-// float32 subnormal's from the exponent of its significand converted to float); a power of
-// two, so a value of the scale format where it lies in [lo, hi], else the nearer end (clipped).
+// One level, power-of-two rules: s = 2^(E - emax_elem) with E the exponent of the tile amax
+// after the rule's carry (pow2_carry), read from the float32 bits normalised (a subnormal's
+// significand converted to float, whose exponent is 149 higher); a power of two, so a value of
+// the scale format where it lies in [lo, hi], else the nearer end (clipped). The carry cannot
+// wrap: the largest finite amax plus the largest carry is 0x7fffffff (E = 128).
 static void scales_pow2(const scale_ctx *c, const uint32_t *amax, size_t ntp, float *s, float *mul, float *deq,
                         tile_counts *tc) {
     const uint32_t nonfinite = f2u(nonfinite_tile_scale(c->nan_block));
@@ -569,8 +639,9 @@ static void scales_pow2(const scale_ctx *c, const uint32_t *amax, size_t ntp, fl
     for (size_t t = 0; t < ntp; t += W) {
         const vu b = load_u(amax + t), zero = b * 0, one = zero + 1;
         const vu sub = lt(b, zero + 0x800000u);
-        const vu es = (bits(__builtin_convertvector((vi)b, vf)) >> 23) - (127 + 149);
-        const vi E = (vi)sel(sub, es, (b >> 23) - 127) - c->elem_emax;
+        const vu nb = sel(sub, bits(__builtin_convertvector((vi)b, vf)), b);
+        const vu eb = (nb + c->carry32) >> 23;
+        const vi E = (vi)(eb - sel(sub, zero + (127 + 149), zero + 127)) - c->elem_emax;
         const vu over = lt_i((vi)zero + e_hi, E), under = lt_i(E, (vi)zero + e_lo);
         vu st = sel(lt_i(E, (vi)zero - 126), zero + 0x400000u, (vu)(E + 127) << 23);  // E >= -127 here
         st = sel(over, zero + f2u((float)c->hi), sel(under, zero + f2u((float)c->lo), st));
@@ -615,17 +686,20 @@ static void finish_two_level(const scale_ctx *c, const uint32_t *amax, size_t nt
 // multiplier after it). Every array holds round_up(nt, W) entries, bits zero beyond nt.
 // One level: s = deq = the tile scale, mul = 1/s in float32.
 // Two levels (NVFP4): sf = round(amax / max_elem * s_enc) into the scale format without a lower
-// clamp (OCP: the power of two of amax * s_enc); mul = s_enc / sf, deq = sf / s_enc. sf == 0 (an
+// clamp (power-of-two rules: the power of two of amax * s_enc; RCEIL is UP, whose quotient is
+// already float32's here); mul = s_enc / sf, deq = sf / s_enc. sf == 0 (an
 // empty block, or one too small for the scale format) gives mul = deq = 0: the block becomes zero.
-static void tile_scales(const scale_ctx *c, const uint32_t *bits, size_t nt, float *s, float *mul,
-                        float *deq, tile_counts *tc) {
+// pick (4over6; NULL otherwise, as for every other rule): per tile, nonzero where the block's
+// amax maps to alt_max instead of max_elem (round_up(nt, W) entries, like bits).
+static void tile_scales(const scale_ctx *c, const uint32_t *bits, const uint8_t *pick, size_t nt, float *s,
+                        float *mul, float *deq, tile_counts *tc) {
     const size_t ntp = (nt + W - 1) / W * W;
     if (c->nan_block)
         for (size_t t = 0; t < nt; t++) tc->nan += bits[t] >= 0x7f800000u;  // inf or NaN amax
-    const bool ocp = c->r == FMT_SCALE_OCP;
-    if (!c->two_level && ocp) {
+    const bool pow2 = rule_is_pow2(c->r);
+    if (!c->two_level && pow2) {
         scales_pow2(c, bits, ntp, s, mul, deq, tc);
-    } else if (!c->two_level) {  // RNE, UP: the quotient in double, rounded on its own
+    } else if (!c->two_level) {  // RNE, UP, RCEIL: the quotient (needed_scale), rounded on its own
         for (size_t t = 0; t < nt; t++) {
             const float a = u2f(bits[t]);
             bool clip = false;
@@ -636,14 +710,15 @@ static void tile_scales(const scale_ctx *c, const uint32_t *bits, size_t nt, flo
             mul[t] = 1.0f / st;
             tc->clipped += clip;
         }
-    } else if (!ocp) {
+    } else if (!pow2) {
         // The need is the float32 quotient tq (kept in mul until finish_two_level): the float32
         // kernel rounds all of them in one call, to what the float64 rounding of each gives.
-        for (size_t t = 0; t < ntp; t++) s[t] = mul[t] = u2f(bits[t]) / c->elem_max * c->s_enc;
+        for (size_t t = 0; t < ntp; t++)
+            s[t] = mul[t] = u2f(bits[t]) / (pick && pick[t] ? c->alt_max : c->elem_max) * c->s_enc;
         fmt__round_f32_kernel(&c->k, c->path, c->mode, s, ntp, 0, NULL);
         finish_two_level(c, bits, ntp, mul, s, mul, deq, tc);
     } else {
-        // OCP: the power of two of amax * s_enc (exact in double); as a float32 it compares with
+        // The power of two of amax * s_enc (exact in double); as a float32 it compares with
         // the format's max as the double does (beyond float32's range it is inf or tiny).
         for (size_t t = 0; t < ntp; t++) {
             const float a = u2f(bits[t]);
@@ -721,6 +796,8 @@ typedef struct {
                 // converters, whose results are theirs) and the tiles are whole vectors
     bool exact;      // q = round(x / deq) (scale_round_exact), not round(x * mul)
     bool exact_f64;  // ... through the float64 kernel (element formats beyond exact_fits_f32)
+    const uint8_t *pick;  // 4over6: per tile (row-major over the grid, whole vectors), the choice
+                          // of alt_max (tile_scales); NULL otherwise
 } qrun;
 
 // What a thread adds up over its units.
@@ -940,9 +1017,10 @@ static void scale_round(const qrun *q, const tile_view *mul, const tile_view *de
     round_then_dequantize(q, deq, r0, r1, c0, c1, true, cnt);
 }
 
-// Per-thread scratch of a fused unit: amax bits and scales of its tiles.
+// Per-thread scratch of a fused unit: amax bits, 4over6 choices (with q->pick) and scales of its tiles.
 typedef struct {
     uint32_t *bits;
+    uint8_t *pick;
     float *s, *mul, *deq;
 } scratch;
 
@@ -959,7 +1037,11 @@ static void fused_unit(const qrun *q, size_t u, const scratch *w, qacc *acc) {
         const uint32_t m = slab_amax(w->bits + (b - b0) * ntu, q->in, g, b * g->tr, min_sz(r1, (b + 1) * g->tr), c0, c1);
         if (m > acc->finite_max) acc->finite_max = m;
     }
-    tile_scales(&q->c, w->bits, nt, w->s, w->mul, w->deq, &acc->tiles);
+    if (q->pick) {  // the unit's choices, laid out as its bits
+        memset(w->pick, 0, (nt + W - 1) / W * W);
+        for (size_t b = b0; b < b1; b++) memcpy(w->pick + (b - b0) * ntu, q->pick + b * g->ntc + t0, ntu);
+    }
+    tile_scales(&q->c, w->bits, q->pick ? w->pick : NULL, nt, w->s, w->mul, w->deq, &acc->tiles);
     if (q->scales)
         for (size_t b = b0; b < b1; b++)
             memcpy(q->scales + b * g->ntc + t0, w->s + (b - b0) * ntu, ntu * sizeof *w->s);
@@ -977,7 +1059,7 @@ static void acc_merge(qacc *into, const qacc *a) {
 // Small tiles: one parallel region for the tensor. Two levels first need the tensor amax (a
 // read of the whole tensor: the encoding scale depends on it); then each unit is read from
 // memory once, measured, scaled, rounded and scaled back while in L1 (L2 for 2-D tiles).
-static int run_fused(qrun *q, const fmt_scaling *sc, qacc *total) {
+static int run_fused(qrun *q, qacc *total) {
     const size_t n = q->g->rows * q->g->cols, mt = q->p->max_tiles;
     uint32_t abits = 0;
     int status = FMT_OK;
@@ -990,17 +1072,18 @@ static int run_fused(qrun *q, const fmt_scaling *sc, qacc *total) {
                 abits = m > abits ? m : abits;
             }
 #pragma omp single
-            q->c.s_enc = encoding_scale(&q->c, sc, abits);  // (single's barrier: all threads see it)
+            q->c.s_enc = encoding_scale(&q->c, abits);  // (single's barrier: all threads see it)
         }
         qacc acc = {0};
         uint32_t *bits = malloc(mt * sizeof *bits);
+        uint8_t *pick = q->pick ? malloc(mt) : NULL;
         float *f = malloc(3 * mt * sizeof *f);
-        const scratch w = {bits, f, f + mt, f + 2 * mt};
-        const bool ok = bits && f;
+        const scratch w = {bits, pick, f, f + mt, f + 2 * mt};
+        const bool ok = bits && f && (pick || !q->pick);
 #pragma omp for schedule(static)
         for (size_t u = 0; u < q->p->nu; u++)
             if (ok) fused_unit(q, u, &w, &acc);
-        free(bits), free(f);
+        free(bits), free(pick), free(f);
 #pragma omp critical(fplab_scale_merge)
         {
             acc_merge(total, &acc);
@@ -1012,7 +1095,7 @@ static int run_fused(qrun *q, const fmt_scaling *sc, qacc *total) {
 
 // Large tiles: their amax in a pass of its own, then their scales, then the units (any shape:
 // the multipliers are looked up in the tensor's tables).
-static int run_separate(qrun *q, const fmt_scaling *sc, qacc *total) {
+static int run_separate(qrun *q, qacc *total) {
     const geom *g = q->g;
     const size_t n = g->rows * g->cols, nt = g->ntr * g->ntc, ntp = (nt + W - 1) / W * W;
     uint32_t *bits = calloc(ntp, sizeof *bits);  // zero beyond nt, as tile_scales wants
@@ -1026,7 +1109,7 @@ static int run_separate(qrun *q, const fmt_scaling *sc, qacc *total) {
     if (q->c.two_level) {
         uint32_t abits = 0;
         for (size_t t = 0; t < nt; t++) abits = bits[t] > abits ? bits[t] : abits;
-        q->c.s_enc = encoding_scale(&q->c, sc, abits);
+        q->c.s_enc = encoding_scale(&q->c, abits);
     }
     const size_t nbatch = (nt + SCALE_BATCH - 1) / SCALE_BATCH;
     const tile_view vm = {mul, 0, 0, g->ntc}, vd = {deq, 0, 0, g->ntc};
@@ -1036,7 +1119,7 @@ static int run_separate(qrun *q, const fmt_scaling *sc, qacc *total) {
 #pragma omp for schedule(static)
         for (size_t i = 0; i < nbatch; i++) {
             const size_t t = i * SCALE_BATCH, len = min_sz(nt - t, SCALE_BATCH);
-            tile_scales(&q->c, bits + t, len, s + t, mul + t, deq + t, &acc.tiles);
+            tile_scales(&q->c, bits + t, q->pick ? q->pick + t : NULL, len, s + t, mul + t, deq + t, &acc.tiles);
         }
 #pragma omp for schedule(static)
         for (size_t u = 0; u < q->p->nu; u++) {
@@ -1051,6 +1134,58 @@ static int run_separate(qrun *q, const fmt_scaling *sc, qacc *total) {
     return FMT_OK;
 }
 
+static int run_plan(qrun *q, qacc *total) { return q->p->fused ? run_fused(q, total) : run_separate(q, total); }
+
+// err[t] = the sum over tile t of (y - x)^2 in double, element by element in row-major order
+// (NaN where a term is, inf where one is). Memory-bound: it reads two tensors once.
+static void tile_sq_errors(double *err, const float *x, const float *y, const geom *g) {
+#pragma omp parallel for schedule(static) if (g->rows * g->cols >= PAR_MIN_ELEMS)
+    for (size_t b = 0; b < g->ntr; b++) {
+        double *e = err + b * g->ntc;
+        for (size_t t = 0; t < g->ntc; t++) e[t] = 0;
+        for (size_t r = b * g->tr; r < min_sz(g->rows, (b + 1) * g->tr); r++) {
+            const float *xr = x + r * g->cols, *yr = y + r * g->cols;
+            for (size_t t = 0, c = 0; t < g->ntc; t++)
+                for (const size_t c1 = min_sz(g->cols, c + g->tc); c < c1; c++) {
+                    const double d = (double)yr[c] - xr[c];
+                    e[t] += d * d;
+                }
+        }
+    }
+}
+
+// 4over6: the tensor quantized with every block's amax mapped to max_elem, then with every one
+// mapped to alt_max (the same s_enc, element rounding and counters as the final pass, so the
+// values compared are the values kept), each block's sum of squared errors of the dequantized
+// values, then the final pass with each block's winner: the smaller sum, max_elem on a tie (the
+// paper's strict "error_4 < error_6"). Three passes and two tensors of scratch: a block's
+// choice needs its rounded values, which a one-pass unit has only after choosing its scales.
+static int run_four_over_six(qrun *q, qacc *total) {
+    const geom *g = q->g;
+    const size_t n = g->rows * g->cols, nt = g->ntr * g->ntc;
+    uint8_t *pick = malloc(nt + W);  // whole vectors, as tile_scales reads them
+    float *cand = malloc(2 * n * sizeof *cand);
+    double *err = malloc(2 * nt * sizeof *err);
+    int st = pick && cand && err ? FMT_OK : FMT_ENOMEM;
+    for (int k = 0; k < 2 && st == FMT_OK; k++) {
+        qrun c = *q;
+        c.out = cand + k * n, c.elems = c.scales = NULL, c.counts = c.count_zeroed = false;
+        memset(pick, k, nt + W);
+        c.pick = pick;
+        qacc ignored = {0};
+        st = run_plan(&c, &ignored);
+        if (st == FMT_OK) tile_sq_errors(err + k * nt, q->in, c.out, g);
+    }
+    if (st == FMT_OK) {
+        for (size_t t = 0; t < nt; t++) pick[t] = err[nt + t] < err[t];
+        q->pick = pick;
+        st = run_plan(q, total);
+        q->pick = NULL;
+    }
+    free(pick), free(cand), free(err);
+    return st;
+}
+
 // ---------------------------------------------------------------------------------------------
 // quantize
 
@@ -1062,8 +1197,9 @@ int fmt_quantize_f32(const fmt_t *elem, const fmt_scaling *sc, float *out, const
     if (!o) o = &defaults;
     if (fmt_validate_round_opts(elem, o, NULL, 0) != FMT_OK) return FMT_EINVAL;
     if (!fmt_values_fit_f32(elem)) return FMT_EINVAL;
-    if (sc->tile_rows < 0 || sc->tile_cols < 0 || (unsigned)sc->scale_round > FMT_SCALE_RNE)
+    if (sc->tile_rows < 0 || sc->tile_cols < 0 || (unsigned)sc->scale_round >= FMT_SCALE_NRULES)
         return FMT_EINVAL;
+    if (!sc->none && sc->scale_round == FMT_SCALE_4OVER6 && !sc->tensor_scale) return FMT_EINVAL;  // as the parser
     if (!sc->none && check_scale_format(&sc->scale_fmt, "", NULL, 0) != FMT_OK) return FMT_EINVAL;
     if (!sc->none && sc->nan_block && !sc->scale_fmt.has_nan) return FMT_EINVAL;  // as the parser says
     if (cols && rows > SIZE_MAX / cols) return FMT_EINVAL;
@@ -1091,13 +1227,14 @@ int fmt_quantize_f32(const fmt_t *elem, const fmt_scaling *sc, float *out, const
     if (q.path == FMT_NPATHS) return FMT_EINVAL;  // a path the caller named that cannot run this
     // Exact quotients wherever a scale need not be a power of two: two levels (sf / s_enc), and
     // one level with a scale format that has fraction bits and a rounding other than OCP's.
-    q.exact = !sc->recip && (sc->tensor_scale || (sc->scale_fmt.mbits > 0 && sc->scale_round != FMT_SCALE_OCP));
+    q.exact = !sc->recip && (sc->tensor_scale || (sc->scale_fmt.mbits > 0 && !rule_is_pow2(sc->scale_round)));
     q.exact_f64 = q.exact && !exact_fits_f32(elem);
     q.lean = !q.exact && g.tc % 16 == 0 && fmt__f32_lean_covers(&q.k, o->mode) &&
              (q.path == FMT_PATH_LEAN || (o->path == FMT_PATH_AUTO && q.path == FMT_PATH_HW));
 
     qacc total = {0};
-    const int status = p.fused ? run_fused(&q, sc, &total) : run_separate(&q, sc, &total);
+    const int status = sc->tensor_scale && sc->scale_round == FMT_SCALE_4OVER6 ? run_four_over_six(&q, &total)
+                                                                             : run_plan(&q, &total);
     if (status != FMT_OK) return status;
     if (stats) {
         // The rounding's counts, the zeroed blocks' elements, and the amax of the input (not of

@@ -11,15 +11,37 @@
 #include "round.h"
 
 // How a tile's scale is chosen from its amax (the largest |x| in the tile). The "needed" scale
-// (OCP's power of two, or amax / max_elem computed in double) is rounded into the scale format;
+// (a power of two from amax's exponent, or amax / max_elem) is rounded into the scale format;
 // a need above the format's max gives max, one below lo = max(smallest positive value, 2^-127)
 // gives lo (so that 1/s is a finite float32; e8m0 has no zero anyway). Both are counted in
-// fmt_quant_info.scales_clipped, as is an UP scale that saturated below its need.
+// fmt_quant_info.scales_clipped, as is a rounded-up scale that saturated below its need.
+// OCP, CEIL and EVEN give powers of two (exact in every scale format that holds them); UP, RNE
+// and RCEIL round a quotient. torchao's ScaleCalculationMode maps one to one: FLOOR = OCP,
+// CEIL = CEIL, EVEN = EVEN, RCEIL = RCEIL (docs/formats.md, "Scaling recipes").
 typedef enum {
-    FMT_SCALE_OCP,  // 2^(floor(log2 amax) - emax_elem): OCP MX v1.0; may clip the top of a tile
-    FMT_SCALE_UP,   // amax / max_elem rounded up into the scale format: nothing clips (NVIDIA)
-    FMT_SCALE_RNE,  // amax / max_elem rounded to nearest-even into the scale format (fp32: the
-                    // quotient itself, to float32)
+    FMT_SCALE_OCP,   // 2^(floor(log2 amax) - emax_elem): OCP MX v1.0; may clip the top of a tile
+    FMT_SCALE_UP,    // amax / max_elem (in double) rounded up into the scale format: nothing clips
+    FMT_SCALE_RNE,   // amax / max_elem rounded to nearest-even into the scale format (fp32: the
+                     // quotient itself, to float32)
+    FMT_SCALE_CEIL,  // 2^(ceil(log2 amax) - emax_elem): nothing clips, up to a binade lost
+    FMT_SCALE_EVEN,  // 2^(floor(log2 r) - emax_elem), r = amax rounded to the element's precision
+                     // (mbits fraction bits, ties away from zero, exponent unbounded): OCP's rule
+                     // but one binade up where amax's top bits would round up to the next power
+                     // of two (torchao's EVEN, which does it by an add on amax's float32 bits)
+    FMT_SCALE_RCEIL, // fl32(amax / max_elem), the float32 quotient, rounded up into the scale
+                     // format: cuBLAS's UE8M0 recipe, PTX cvt.rp.satfinite.ue8m0x2.f32, torchao's
+                     // RCEIL (its eager path takes the ceiling of a float32 log2, which misses
+                     // a quotient a few ulps above 2^k: docs/formats.md). Differs from UP only where the float32 quotient rounds onto a
+                     // power of two from above (below 2^-126, e8m0's bottom: 2^-127 where UP
+                     // gives 2^-126)
+    FMT_SCALE_4OVER6,// two levels only (nvfp4:4over6): "Four Over Six" (arXiv 2512.02010). Each
+                     // block is quantized with its amax mapped to max_elem (RNE's scale) and to
+                     // 2^emax_elem (4 for e2m1: scale amax / 4, RNE into the scale format) and
+                     // keeps the one whose dequantized values have the smaller sum of squared
+                     // errors (ties: max_elem). The tensor scale maps A to S * max_elem with S the
+                     // largest power of two such that S * max_elem / 2^emax_elem <= max_scale_fmt
+                     // (e4m3, e2m1: 256, the paper's, so that the 4-candidate's 384 fits)
+    FMT_SCALE_NRULES
 } fmt_scale_round;
 
 typedef struct {
@@ -32,10 +54,13 @@ typedef struct {
                            // max_scale_fmt * max_elem, and tile scales are stored relative to it
                            // (Transformer Engine's recipe, in float32 arithmetic):
                            //   s_enc = (max_scale_fmt * max_elem) / A, clamped to FLT_MAX;
-                           //           1 when A is 0, inf or NaN
+                           //           1 when A is 0, inf or NaN (4over6: S in place of
+                           //           max_scale_fmt, see FMT_SCALE_4OVER6)
                            //   sf    = round(amax_b / max_elem * s_enc) into the scale format,
-                           //           saturating, with no lower clamp (OCP: the power of two
-                           //           2^(floor(log2(amax_b * s_enc)) - emax_elem))
+                           //           saturating, with no lower clamp (power-of-two rules: the
+                           //           power of two of amax_b * s_enc, e.g. OCP's
+                           //           2^(floor(log2(amax_b * s_enc)) - emax_elem); 4over6: also
+                           //           amax_b / 2^emax_elem * s_enc, the block keeps the better)
                            //   q     = round_elem(x * (s_enc / sf)),  out = q * (sf / s_enc)
                            // sf == 0 (an all-zero block, or one too small for the scale format:
                            // counted as clipped, its nonzero elements as underflow) gives q = 0.
@@ -58,20 +83,27 @@ typedef struct {
 // for every recipe: callers that set some fields start from this instead.
 fmt_round_opts fmt_scaling_default_opts(const fmt_scaling *sc);
 
-// Parses a recipe: none | tensor | row | col | mx | nvfp4 | block:K:SCALEFMT |
-// tile:RxC:SCALEFMT, with an optional ":ocp", ":up" or ":rne" suffix for the scale rounding and
-// an optional ":nanblock" (in either order at the end; the scale format must have a NaN).
+// Parses a recipe: none | tensor | row | col | mx | nvfp4 | fp8block1x128 | fp8block128x128 |
+// fp8block1x128:pow2 | fp8block128x128:pow2 | block:K:SCALEFMT | tile:RxC:SCALEFMT, with an
+// optional scale rounding suffix (":ocp", ":up", ":rne", ":ceil", ":even", ":rceil", or
+// ":4over6" for two-level recipes only), an optional ":nanblock" (the scale format must have a
+// NaN) and ":recip", in any order at the end. A ":pow2" name fixes its rounding and takes no
+// rounding suffix.
 // Keywords are case-insensitive; K >= 1; R, C >= 0 (0 = the whole dimension); SCALEFMT is any
 // name fmt_from_name accepts, custom ":flag"s included (block:32:e5m3:fn:up), that fits in
 // float32 and holds 1.
 // Defaults: tensor/row/col use fp32 scales (RNE, i.e. the fp32 quotient); mx is block:32:e8m0
-// with OCP rounding; nvfp4 is block:16:e4m3 with RNE and a tensor scale; block and tile default
-// to OCP for power-of-two scale formats (no mantissa bits: e8m0) and RNE otherwise.
+// with OCP rounding; nvfp4 is block:16:e4m3 with RNE and a tensor scale; fp8block1x128 and
+// fp8block128x128 are tile:1x128:fp32 and tile:128x128:fp32 (RNE), their ":pow2" forms the same
+// tiles with e8m0 scales and UP (Transformer Engine's Float8BlockScaling, fp32 or power-of-two
+// scales); block and tile default to OCP for power-of-two scale formats (no mantissa bits:
+// e8m0) and RNE otherwise.
 // Returns FMT_OK, or FMT_EUNKNOWN/FMT_EINVAL with a message in msg (may be NULL) that names the
 // spec and what was expected.
 int fmt_scaling_from_name(fmt_scaling *out, const char *spec, char *msg, size_t msg_len);
 // Schemes: an element format together with its recipe (mxfp8 = mxfp8_e4m3, mxfp8_e5m2,
-// mxfp6_e3m2, mxfp6_e2m3, mxfp4 = mxfp4_e2m1: the element with mx; nvfp4: e2m1 with nvfp4).
+// mxfp6_e3m2, mxfp6_e2m3, mxfp4 = mxfp4_e2m1: the element with mx; mxint8: e1m6:finite:bias=1,
+// the values k/64 with |k| <= 127, with mx; nvfp4: e2m1 with nvfp4).
 // fmt_scaling_from_name takes a scheme's name as its recipe ("mxfp4:up" is "mx:up"); this
 // call gives both (elem, sc may be NULL). Returns FMT_OK or FMT_EUNKNOWN (also for the
 // ambiguous "mxfp6").
@@ -81,17 +113,19 @@ size_t fmt_scheme_count(void);
 const char *fmt_scheme_get(size_t i, const char **elem, const char **recipe);
 
 // Writes the canonical spelling of sc into buf: the preset name where sc is a preset, with a
-// rounding suffix only when it differs from the preset's ("mx", "mx:up", "tensor", "nvfp4"),
-// otherwise the explicit form with its rounding ("block:16:e4m3:rne", "tile:128x128:fp32:rne"),
-// then ":nanblock" when set ("mx:nanblock", "mx:up:nanblock").
+// rounding suffix only when it differs from the preset's ("mx", "mx:up", "tensor", "nvfp4",
+// "nvfp4:4over6", "fp8block128x128"; a ":pow2" name only with its own rounding), otherwise the
+// explicit form with its rounding ("block:16:e4m3:rne", "tile:16x16:fp32:rne",
+// "block:128:e8m0:ocp"), then ":nanblock" and ":recip" when set ("mx:nanblock", "mx:up:nanblock").
 // It parses back to the same recipe; a hand-built two-level struct that is not nvfp4-shaped has
 // no spelling and gets a "+tensor" mark that does not parse.
 void fmt_scaling_name(const fmt_scaling *sc, char *buf, size_t len);
 
 // The two-level recipe's (NVFP4's) encoding scale for a tensor whose largest |x| is amax, as
-// fmt_scaling.tensor_scale describes it: s_enc = (max_scale_fmt * max_elem) / amax in float32,
-// clamped to FLT_MAX; 1 when amax is 0, inf or NaN. A value decodes as q * (sf / s_enc); a
-// transport of codes sends s_enc (fmt_quant_info.tensor_scale is 1 / s_enc, rounded).
+// fmt_scaling.tensor_scale describes it: s_enc = (max_scale_fmt * max_elem) / amax in float32
+// (4over6: S * max_elem / amax), clamped to FLT_MAX; 1 when amax is 0, inf or NaN. A value
+// decodes as q * (sf / s_enc); a transport of codes sends s_enc (fmt_quant_info.tensor_scale is
+// 1 / s_enc, rounded).
 float fmt_scaling_tensor_enc(const fmt_t *elem, const fmt_scaling *sc, float amax);
 
 // Optional outputs of a quantize call, all caller-owned; any pointer may be NULL.

@@ -73,6 +73,25 @@ static float ref_round_element(const fmt_t *elem, double x, size_t i, const fmt_
     return (float)d;
 }
 
+// The needed scale of a tile with amax a > 0 under rule r, from the rules' definitions in double
+// (log2 is exact at powers of two and tells a float32 ulp either side of one apart).
+static bool ref_pow2_rule(fmt_scale_round r) {
+    return r == FMT_SCALE_OCP || r == FMT_SCALE_CEIL || r == FMT_SCALE_EVEN;
+}
+static double ref_need(const fmt_t *elem, fmt_scale_round r, double a) {
+    switch (r) {
+    case FMT_SCALE_OCP: return ldexp(1.0, (int)floor(log2(a)) - elem->emax);
+    case FMT_SCALE_CEIL: return ldexp(1.0, (int)ceil(log2(a)) - elem->emax);
+    case FMT_SCALE_EVEN: {  // a rounded to mbits fraction bits, ties away (round()), then floor
+        int e;
+        const double m = round(ldexp(frexp(a, &e), elem->mbits + 1));
+        return ldexp(1.0, (int)floor(log2(ldexp(m, e - elem->mbits - 1))) - elem->emax);
+    }
+    case FMT_SCALE_RCEIL: return (float)a / (float)elem->max;
+    default: return a / elem->max;
+    }
+}
+
 static void ref_quantize(const fmt_t *elem, const fmt_scaling *sc, float *out, const float *in,
                          size_t rows, size_t cols, const fmt_round_opts *o, ref_result *res) {
     memset(&res->st, 0, sizeof res->st);
@@ -99,11 +118,11 @@ static void ref_quantize(const fmt_t *elem, const fmt_scaling *sc, float *out, c
     // round(x / deq), from the float64 quotient, which decides every mode exactly for float32 x
     // and deq (scale.c says why; test_scale's exact_quotients checks it against rationals).
     const bool exact = !sc->none && !sc->recip &&
-                       (sc->tensor_scale || (sf->mbits > 0 && sc->scale_round != FMT_SCALE_OCP));
+                       (sc->tensor_scale || (sf->mbits > 0 && !ref_pow2_rule(sc->scale_round)));
     double *zq = malloc(rows * cols * sizeof *zq);
     fmt_round_opts so = {0};
     so.overflow = FMT_SATURATE;
-    so.mode = sc->scale_round == FMT_SCALE_UP ? FMT_RUP : FMT_RNE;
+    so.mode = sc->scale_round == FMT_SCALE_UP || sc->scale_round == FMT_SCALE_RCEIL ? FMT_RUP : FMT_RNE;
     if (sc->none) ntr = ntc = 0;  // no scale: out = round(in)
     for (size_t i = 0; i < rows * cols; i++) out[i] = in[i], deqs[i] = 1.0f;
     for (size_t bi = 0; bi < ntr; bi++)
@@ -125,8 +144,7 @@ static void ref_quantize(const fmt_t *elem, const fmt_scaling *sc, float *out, c
                 else {
                     const float t = (float)a / (float)elem->max * s_enc;
                     double need = t;
-                    if (sc->scale_round == FMT_SCALE_OCP && a > 0)
-                        need = ldexp(1.0, (int)floor(log2(a * (double)s_enc)) - elem->emax);
+                    if (ref_pow2_rule(sc->scale_round) && a > 0) need = ref_need(elem, sc->scale_round, a * (double)s_enc);
                     if (need > hi) sfv = (float)hi, res->clipped++;
                     else {
                         sfv = (float)fmt_round1(sf, need, &so);
@@ -140,8 +158,7 @@ static void ref_quantize(const fmt_t *elem, const fmt_scaling *sc, float *out, c
             } else {
                 double s = nonfinite && sc->nan_block ? NAN : 1;
                 if (a > 0 && !nonfinite) {
-                    double need = sc->scale_round == FMT_SCALE_OCP
-                                      ? ldexp(1.0, (int)floor(log2(a)) - elem->emax) : a / elem->max;
+                    const double need = ref_need(elem, sc->scale_round, a);
                     if (need > hi) s = hi, res->clipped++;
                     else if (need < lo) s = lo, res->clipped++;
                     else {
@@ -613,7 +630,8 @@ static const char *const ref_specs[] = {
     "mx", "mx:up", "mx:rne", "nvfp4", "nvfp4:up", "nvfp4:ocp", "block:16:e4m3", "block:32:fp32",
     "block:32:bf16:up", "block:7:e3m2", "tensor", "tensor:up", "row", "col", "col:up",
     "tile:16x16:e8m0", "tile:4x8:e8m0:up", "tile:3x5:fp32", "tile:0x9:e4m3:ocp", "block:1:e8m0",
-    "mx:nanblock", "nvfp4:nanblock", "tile:4x8:e8m0:up:nanblock", "col:nanblock"};
+    "mx:nanblock", "nvfp4:nanblock", "tile:4x8:e8m0:up:nanblock", "col:nanblock", "mx:ceil", "mx:even",
+    "mx:rceil", "nvfp4:even", "block:16:e4m3:rceil"};
 enum { NREF = sizeof ref_specs / sizeof ref_specs[0] };
 
 static void ref_sweep(const char *elem_name, const float *x, size_t rows, size_t cols, bool both_policies) {
@@ -747,14 +765,16 @@ static const char *const all_specs[] = {
     "mx", "mx:up", "mx:rne", "mx:nanblock", "mx:up:nanblock", "nvfp4", "nvfp4:up", "nvfp4:ocp",
     "nvfp4:nanblock", "block:1:e8m0", "block:7:e3m2", "block:16:e4m3", "block:16:e4m3:up",
     "block:32:fp32", "block:64:bf16:up", "block:100:e8m0", "tile:2x32:e8m0", "tile:3x5:fp32",
-    "tile:16x16:e8m0:nanblock", "tile:128x128:e8m0", "tile:0x9:e4m3:ocp", "tile:7x300:fp32"};
+    "tile:16x16:e8m0:nanblock", "tile:128x128:e8m0", "tile:0x9:e4m3:ocp", "tile:7x300:fp32", "mx:ceil",
+    "mx:even:nanblock", "mx:rceil", "tile:3x5:bf16:even", "nvfp4:ceil", "nvfp4:rceil", "fp8block1x128:pow2"};
 enum { NALL = sizeof all_specs / sizeof all_specs[0] };
 
 // Small ragged tensors, every element format kind, every recipe, mode and overflow policy, with
 // flushing and short stochastic draws on some: in place and not.
 Test(scale, matches_per_element_reference_small) {
     uint64_t seed = test_seed("matches_per_element_reference_small") + 10;
-    static const char *const elems[] = {"e4m3", "e2m1", "e5m2", "e3m2", "e2m3", "e4m3fnuz", "bf16", "fp16"};
+    static const char *const elems[] = {"e4m3", "e2m1", "e5m2", "e3m2", "e2m3", "e4m3fnuz", "bf16", "fp16",
+                                        "e1m6:finite:bias=1"};
     for (size_t j = 0; j < sizeof elems / sizeof elems[0]; j++) {
         const fmt_t e = tu_fmt(elems[j]);
         const size_t rows = 13 + j, cols = 45 + 7 * j;
@@ -1054,7 +1074,7 @@ Test(scale, parse_every_spelling) {
         {"block:8:bf16:ocp", false, 1, 8, "bf16", FMT_SCALE_OCP, false, "block:8:bf16:ocp"},
         {"block:32:e5m3:fn", false, 1, 32, "e5m3:fn", FMT_SCALE_RNE, false, "block:32:e5m3:fn:rne"},
         {"block:32:e5m3:fn:up", false, 1, 32, "e5m3:fn", FMT_SCALE_UP, false, "block:32:e5m3:fn:up"},
-        {"tile:128x128:fp32", false, 128, 128, "fp32", FMT_SCALE_RNE, false, "tile:128x128:fp32:rne"},
+        {"tile:128x128:fp32", false, 128, 128, "fp32", FMT_SCALE_RNE, false, "fp8block128x128"},
         {"tile:16x16:e8m0", false, 16, 16, "e8m0", FMT_SCALE_OCP, false, "tile:16x16:e8m0:ocp"},
         {"TILE:1X32:e8m0:up", false, 1, 32, "e8m0", FMT_SCALE_UP, false, "mx:up"},
         {"tile:0x0:fp32", false, 0, 0, "fp32", FMT_SCALE_RNE, false, "tensor"},
@@ -1118,6 +1138,17 @@ Test(scale, parse_errors_name_the_spec) {
         {"mx:nanblock:nanblock", FMT_EINVAL, "twice"},
         {"block:32:e3m2:nanblock", FMT_EINVAL, "no NaN"},
         {"tile:4x4:e2m1:up:nanblock", FMT_EINVAL, "no NaN"},
+        // issue 22's names: the rules, 4over6 only on two levels, :pow2 fixing its rounding
+        {"mx:floor", FMT_EUNKNOWN, ":ceil, :even, :rceil or :4over6"},
+        {"mx:4over6", FMT_EINVAL, "nvfp4:4over6"},
+        {"block:16:e4m3:4over6", FMT_EINVAL, "two-level"},
+        {"fp8block1x128:pow2:ocp", FMT_EINVAL, "fixes the scale rounding (up)"},
+        {"fp8block128x128:pow2:up", FMT_EINVAL, "block:K:SCALEFMT:RULE"},
+        {"fp8block", FMT_EUNKNOWN, "fp8block1x128[:pow2], fp8block128x128[:pow2]"},
+        {"fp8block1x128:pow3", FMT_EUNKNOWN, "expected none"},
+        {"mx:even:ceil", FMT_EINVAL, "twice"},
+        {"nvfp4:4over6:rne", FMT_EINVAL, "twice"},
+        {"mxint4", FMT_EUNKNOWN, "mxint8"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         fmt_scaling sc;
@@ -1139,6 +1170,7 @@ Test(scale, schemes) {
     static const struct { const char *name, *elem, *recipe; } sch[] = {
         {"mxfp8", "e4m3", "mx"}, {"MXFP8_E5M2", "e5m2", "mx"}, {"mxfp6_e3m2", "e3m2", "mx"},
         {"mxfp6_e2m3", "e2m3", "mx"}, {"mxfp4", "e2m1", "mx"}, {"nvfp4", "e2m1", "nvfp4"},
+        {"mxint8", "e1m6:finite:bias=1", "mx"},
     };
     for (size_t i = 0; i < sizeof sch / sizeof sch[0]; i++) {
         fmt_t e;

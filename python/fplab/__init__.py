@@ -433,10 +433,12 @@ def quantize(x, fmt, scale=None, axis=-1, *, mode="rne", overflow=None, subnorma
              stream=0, offset=0, sr_bits=None):
     """Quantize x with a scaling recipe and return a Quantized (values, codes, scales, stats).
 
-    fmt: a format, or a scheme (mxfp8, mxfp8_e5m2, mxfp6_e3m2, mxfp6_e2m3, mxfp4, nvfp4): its
-    element format, and its recipe where scale is None (the default; 'none' for a format).
-    scale: none, tensor, row, col, mx, nvfp4, block:K:SCALEFMT, tile:RxC:SCALEFMT, with an
-    optional :ocp/:up/:rne and :nanblock (see `fplab quantize --help`). overflow: None (default)
+    fmt: a format, or a scheme (mxfp8, mxfp8_e5m2, mxfp6_e3m2, mxfp6_e2m3, mxfp4, mxint8,
+    nvfp4): its element format, and its recipe where scale is None (the default; 'none' for a
+    format).
+    scale: none, tensor, row, col, mx, nvfp4, fp8block1x128[:pow2], fp8block128x128[:pow2],
+    block:K:SCALEFMT, tile:RxC:SCALEFMT, with an optional scale rule (:ocp/:up/:rne/:ceil/:even/
+    :rceil, :4over6 for nvfp4) and :nanblock (docs/formats.md, "Scaling recipes"). overflow: None (default)
     is the recipe's own: 'saturate' for every recipe with a scale (OCP MX clamps scaled values to
     the element's max), 'ieee' for 'none' (a plain cast, as NumPy); other options as round.
     x is viewed as a matrix whose rows run
