@@ -130,13 +130,15 @@ bool fmt__f32_lean_covers(const fmt__kparams *k, fmt_round_mode mode);
 bool fmt__round_f32_lean(const fmt__kparams *k, fmt_round_mode mode, float *x, size_t n, uint64_t base,
                          fmt__counts *counts);
 // Block scaling's unit (scale.c): out[i] = round(in[i] * mul[i / tc]) * deq[i / tc] for i in
-// [0, n), with elems[i] (optional) the rounded value, in one pass of the explicit AVX-512 kernels
-// (tc a multiple of 16); element i draws counter k->offset + base + i; zeroed (optional) counts
-// the nonzero inputs of tiles whose multiplier is 0; ahead (elements, 0: none) is a prefetch
-// distance. Returns false, with nothing written, where those kernels do not cover k (or tc) on
-// this CPU, or MXCSR has DAZ or FTZ set in this thread.
+// [0, n), or with exact round(in[i] / deq[i / tc]) * deq[i / tc] (the quotient rounded to odd
+// into float32, as scale.c's exact path makes it; tiles with deq 0 multiply), with elems[i]
+// (optional) the rounded value, in one pass of the explicit AVX-512 kernels (tc a multiple of
+// 16); element i draws counter k->offset + base + i; zeroed (optional) counts the nonzero inputs
+// of tiles whose multiplier is 0; ahead (elements, 0: none) is a prefetch distance. Returns
+// false, with nothing written, where those kernels do not cover k (or tc) on this CPU, or MXCSR
+// has DAZ or FTZ set in this thread.
 bool fmt__scale_round_f32_lean(const fmt__kparams *k, fmt_round_mode mode, size_t tc, const float *mul,
-                               const float *deq, float *out, float *elems, const float *in, size_t n,
+                               const float *deq, bool exact, float *out, float *elems, const float *in, size_t n,
                                uint64_t base, ptrdiff_t ahead, fmt__counts *counts, uint64_t *zeroed);
 // Raises bits[t] to the max |x| bits (a NaN above inf) of the t-th tile of tc elements of
 // x[0..n) (tc a multiple of 16; the last tile may be short) and *finite (optional) to the NaN-free

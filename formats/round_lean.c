@@ -574,18 +574,42 @@ V4 void lean_loop(const lk *kp, lean_class cls, fmt_round_mode mode, const fmt__
 typedef struct {
     size_t tc;
     const float *mul, *deq;
+    bool exact;         // the exact quotient in / deq (where deq != 0), not in * mul
     float *elems;       // optional: the rounded values before the multiplication back
     ptrdiff_t ahead;    // prefetch distance in elements (0: none)
     uint64_t *zeroed;   // optional
 } blk;
 
+// x / d rounded to odd into float32 (scale.c's div_rto, sixteen lanes; d > 0, rd = 1/d): p = x·rd
+// is within 2^-52 relative of z = x / d, which is a float32 value or at least 2^-48 relative
+// from every one, so y = float32(p) is z's float32 floor or ceiling; the remainder e = y·d - x is
+// exact (one fused multiply-subtract of a 48-bit product within 2^-22 of x), and its sign says
+// on which side of z y lies: y steps back toward zero where it is past z, and its last bit is set
+// where inexact. NaN and inf inputs give e NaN: exact. A quotient past float32 gives FLT_MAX.
+V4 __m512 div_rto16(__m512 x, __m512d rd, __m512d d) {
+    const __m512d xl = _mm512_cvtps_pd(_mm512_castps512_ps256(x));
+    const __m512d xh = _mm512_cvtps_pd(_mm512_extractf32x8_ps(x, 1));
+    const __m256 yl = _mm512_cvtpd_ps(_mm512_mul_pd(xl, rd)), yh = _mm512_cvtpd_ps(_mm512_mul_pd(xh, rd));
+    const __m512d el = _mm512_fmsub_pd(_mm512_cvtps_pd(yl), d, xl), eh = _mm512_fmsub_pd(_mm512_cvtps_pd(yh), d, xh);
+    const __m512i y = _mm512_castps_si512(_mm512_insertf32x8(_mm512_castps256_ps512(yl), yh, 1));
+    const __mmask16 inexact = (__mmask16)(_mm512_cmp_pd_mask(el, _mm512_setzero_pd(), _CMP_NEQ_OQ) |
+                                          (unsigned)_mm512_cmp_pd_mask(eh, _mm512_setzero_pd(), _CMP_NEQ_OQ) << 8);
+    const __mmask16 eneg = (__mmask16)(_mm512_movepi64_mask(_mm512_castpd_si512(el)) |
+                                       (unsigned)_mm512_movepi64_mask(_mm512_castpd_si512(eh)) << 8);
+    const __mmask16 past = inexact & (__mmask16)~(eneg ^ _mm512_movepi32_mask(y));
+    const __m512i one = _mm512_set1_epi32(1);
+    const __m512i u = _mm512_mask_sub_epi32(y, past, y, one);
+    return _mm512_castsi512_ps(_mm512_mask_or_epi32(u, inexact, u, one));
+}
+
 // One vector of a tile: x = in[i..i+16) (the lanes of live), rounded after the multiplication
-// by m, stored after the one by d.
-V4 void block16(const lk *k, lean_class cls, fmt_round_mode mode, const blk *b, __m512 m, __m512 d, float *out,
-                const float *in, size_t i, lean_counts *cnt, __mmask16 live) {
+// by m (or, with exact, after div_rto16 by d, rd), stored after the multiplication by d.
+V4 void block16(const lk *k, lean_class cls, fmt_round_mode mode, const blk *b, __m512 m, __m512 d, bool exact,
+                __m512d rd, __m512d dd, float *out, const float *in, size_t i, lean_counts *cnt, __mmask16 live) {
     const __m512 x = live == 0xffff ? _mm512_loadu_ps(in + i) : _mm512_maskz_loadu_ps(live, in + i);
     const __m512i rnd = mode == FMT_SR ? draws16(k->key, k->first + i) : _mm512_setzero_si512();
-    const __m512i r = lean16(k, cls, mode, _mm512_castps_si512(_mm512_mul_ps(x, m)), rnd, cnt, live);
+    const __m512 xs = exact ? div_rto16(x, rd, dd) : _mm512_mul_ps(x, m);
+    const __m512i r = lean16(k, cls, mode, _mm512_castps_si512(xs), rnd, cnt, live);
     const __m512 y = _mm512_mul_ps(_mm512_castsi512_ps(r), d);
     if (live == 0xffff) {
         if (b->elems) _mm512_storeu_si512(b->elems + i, r);
@@ -619,17 +643,21 @@ V4 void block_loop(const lk *kp, lean_class cls, fmt_round_mode mode, const blk 
     size_t i = 0, t = 0;
     for (; i + tc <= n; t++) {  // whole tiles: whole vectors
         const __m512 m = _mm512_set1_ps(bl.mul[t]), d = _mm512_set1_ps(bl.deq[t]);
+        const bool exact = bl.exact && bl.deq[t] != 0.0f;
+        const __m512d dd = _mm512_set1_pd(bl.deq[t]), rd = _mm512_set1_pd(exact ? 1.0 / bl.deq[t] : 0.0);
         if (bl.zeroed && bl.mul[t] == 0.0f) zeroed += nonzeros(in + i, tc);
         for (size_t j = 0; j < tc; j += 16, i += 16) {
             __builtin_prefetch(in + i + bl.ahead);  // a hint (ahead 0: this line, a no-op)
-            block16(k, cls, mode, &bl, m, d, out, in, i, cnt, 0xffff);
+            block16(k, cls, mode, &bl, m, d, exact, rd, dd, out, in, i, cnt, 0xffff);
         }
     }
     if (i < n) {  // a last tile cut short by the end of the row
         const __m512 m = _mm512_set1_ps(bl.mul[t]), d = _mm512_set1_ps(bl.deq[t]);
+        const bool exact = bl.exact && bl.deq[t] != 0.0f;
+        const __m512d dd = _mm512_set1_pd(bl.deq[t]), rd = _mm512_set1_pd(exact ? 1.0 / bl.deq[t] : 0.0);
         if (bl.zeroed && bl.mul[t] == 0.0f) zeroed += nonzeros(in + i, n - i);
         for (; i < n; i += 16)
-            block16(k, cls, mode, &bl, m, d, out, in, i, cnt,
+            block16(k, cls, mode, &bl, m, d, exact, rd, dd, out, in, i, cnt,
                     n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1));
     }
     if (bl.zeroed) *bl.zeroed += zeroed;
@@ -886,7 +914,7 @@ bool fmt__round_f32_lean(const fmt__kparams *p, fmt_round_mode mode, float *x, s
 }
 
 bool fmt__scale_round_f32_lean(const fmt__kparams *p, fmt_round_mode mode, size_t tc, const float *mul,
-                               const float *deq, float *out, float *elems, const float *in, size_t n,
+                               const float *deq, bool exact, float *out, float *elems, const float *in, size_t n,
                                uint64_t base, ptrdiff_t ahead, fmt__counts *counts, uint64_t *zeroed) {
     const lean_class cls = class_of(p);
     // x * 1 must be x (no DAZ), and the multiplications must not flush (no FTZ), as in scale.c.
@@ -895,7 +923,8 @@ bool fmt__scale_round_f32_lean(const fmt__kparams *p, fmt_round_mode mode, size_
     for (size_t done = 0; done < n; done += piece) {
         const size_t len = n - done < piece ? n - done : piece;
         const lk k = lk_make(p, cls, base + done);
-        const blk b = {.tc = tc, .mul = mul + done / tc, .deq = deq + done / tc, .elems = elems ? elems + done : NULL,
+        const blk b = {.tc = tc, .mul = mul + done / tc, .deq = deq + done / tc, .exact = exact,
+                       .elems = elems ? elems + done : NULL,
                        .ahead = ahead, .zeroed = zeroed};
         block_run_avx512(&k, cls, mode, &b, out + done, in + done, len, counts);
     }
@@ -942,9 +971,9 @@ bool fmt__round_f32_lean(const fmt__kparams *p, fmt_round_mode mode, float *x, s
 }
 
 bool fmt__scale_round_f32_lean(const fmt__kparams *p, fmt_round_mode mode, size_t tc, const float *mul,
-                               const float *deq, float *out, float *elems, const float *in, size_t n,
+                               const float *deq, bool exact, float *out, float *elems, const float *in, size_t n,
                                uint64_t base, ptrdiff_t ahead, fmt__counts *counts, uint64_t *zeroed) {
-    (void)p, (void)mode, (void)tc, (void)mul, (void)deq, (void)out, (void)elems, (void)in, (void)n;
+    (void)p, (void)mode, (void)tc, (void)mul, (void)deq, (void)exact, (void)out, (void)elems, (void)in, (void)n;
     (void)base, (void)ahead, (void)counts, (void)zeroed;
     return false;
 }

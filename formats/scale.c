@@ -987,14 +987,14 @@ static void scale_round_exact(const qrun *q, const tile_view *mul, const tile_vi
     round_then_dequantize(q, deq, r0, r1, c0, c1, !q->exact_f64, cnt);
 }
 
-// Rows [r0, r1) x columns [c0, c1): out = round(in * mul) * deq, elems = round(in * mul). Where
-// the explicit AVX-512 kernels round the elements, one pass per row segment does all three
-// (fmt__scale_round_f32_lean); else three passes over the unit while it is in cache, the
-// rounding by the internal kernel: one call where the unit is whole rows (one contiguous
-// range), else one per row. Element i draws counter offset + i either way.
+// Rows [r0, r1) x columns [c0, c1): out = round(in * mul) * deq, elems = round(in * mul) (exact
+// quotients: in / deq). Where the explicit AVX-512 kernels round the elements, one pass per row
+// segment does all three (fmt__scale_round_f32_lean); else three passes over the unit while it
+// is in cache, the rounding by the internal kernel: one call where the unit is whole rows (one
+// contiguous range), else one per row. Element i draws counter offset + i either way.
 static void scale_round(const qrun *q, const tile_view *mul, const tile_view *deq, size_t r0, size_t r1,
                         size_t c0, size_t c1, ptrdiff_t ahead, qacc *acc) {
-    if (q->exact) {
+    if (q->exact && !q->lean) {
         scale_round_exact(q, mul, deq, r0, r1, c0, c1, acc);
         return;
     }
@@ -1007,11 +1007,16 @@ static void scale_round(const qrun *q, const tile_view *mul, const tile_view *de
     for (; q->lean && c0 % q->g->tc == 0 && r0 < r1; r0++) {
         const size_t o = r0 * cols + c0;
         if (!fmt__scale_round_f32_lean(&q->k, q->mode, q->g->tc, tile_row(mul, q->g, r0, c0),
-                                       tile_row(deq, q->g, r0, c0), q->out + o, q->elems ? q->elems + o : NULL,
+                                       tile_row(deq, q->g, r0, c0), q->exact, q->out + o,
+                                       q->elems ? q->elems + o : NULL,
                                        q->in + o, w, o, ahead, cnt, zeroed))
             break;
     }
     if (r0 == r1) return;
+    if (q->exact) {  // the rows the one pass did not take
+        scale_round_exact(q, mul, deq, r0, r1, c0, c1, acc);
+        return;
+    }
     for (size_t r = r0; r < r1; r++)
         mul_row(q->out + r * cols, q->in + r * cols, q->g, mul, r, c0, c1, ahead, zeroed);
     round_then_dequantize(q, deq, r0, r1, c0, c1, true, cnt);
@@ -1229,7 +1234,11 @@ int fmt_quantize_f32(const fmt_t *elem, const fmt_scaling *sc, float *out, const
     // one level with a scale format that has fraction bits and a rounding other than OCP's.
     q.exact = !sc->recip && (sc->tensor_scale || (sc->scale_fmt.mbits > 0 && !rule_is_pow2(sc->scale_round)));
     q.exact_f64 = q.exact && !exact_fits_f32(elem);
-    q.lean = !q.exact && g.tc % 16 == 0 && fmt__f32_lean_covers(&q.k, o->mode) &&
+    // Exact quotients take the one fused pass for narrow tiles only: there the separate passes
+    // cost a call and a check per tile (NVFP4: 2.5x the reciprocal multiply, fused 1.5x), while
+    // for wide tiles (rows) the separate division loop overlaps with memory (1.15x) and the
+    // fused quotient (1.85x) does not (docs/benchmarks.md).
+    q.lean = !q.exact_f64 && (!q.exact || g.tc <= 32) && g.tc % 16 == 0 && fmt__f32_lean_covers(&q.k, o->mode) &&
              (q.path == FMT_PATH_LEAN || (o->path == FMT_PATH_AUTO && q.path == FMT_PATH_HW));
 
     qacc total = {0};
