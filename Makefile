@@ -78,7 +78,7 @@ TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%)
 MPFR_LIBS := -lmpfr -lgmp
 
 .PHONY: check-docs
-.PHONY: all lib cli deps config test test-gpu bench-gpu asan run-tests bench demo verify-exhaustive verify-engines check-peers check-p3109 \
+.PHONY: all lib cli deps config test test-gpu bench-gpu asan run-tests bench demo verify-exhaustive verify-engines check-peers check-p3109 check-torchao \
         check-trainer-torch install install-built pc check-install check-symbols uninstall clean help
 all: config lib cli
 
@@ -270,20 +270,19 @@ verify-engines: all $(BUILD)/tools/verify_engines
 check-peers: all
 	python3 tools/check_peers.py $(BUILD)/fplab
 
-# torchao's four MX scale rules (to_mx, eager, CPU): rewrites tests/fixtures/torchao_scale_rules.txt,
-# then runs the suite that reads it. TORCHAO_PYTHON: a Python with torch and torchao installed.
-TORCHAO_PYTHON ?= python3
-.PHONY: check-torchao
-check-torchao: all $(BUILD)/tests/test_scale_rules
-	$(TORCHAO_PYTHON) tools/torchao_scale_rules.py tests/fixtures/torchao_scale_rules.txt
-	$(BUILD)/tests/test_scale_rules --filter 'scale_rules/torchao_fixture' --verbose
-
 # IEEE P3109 finite formats from gfloat (PyPI): rewrites tests/fixtures/p3109_gfloat.txt, then
 # runs the suite that reads it. P3109_PYTHON: a Python with gfloat installed.
 P3109_PYTHON ?= python3
 check-p3109: all $(BUILD)/tests/test_p3109
 	$(P3109_PYTHON) tools/p3109_gfloat.py tests/fixtures/p3109_gfloat.txt
 	$(BUILD)/tests/test_p3109
+
+# torchao's four MX scale rules (to_mx, eager, CPU): rewrites tests/fixtures/torchao_scale_rules.txt,
+# then runs the suite that reads it. TORCHAO_PYTHON: a Python with torch and torchao installed.
+TORCHAO_PYTHON ?= python3
+check-torchao: all $(BUILD)/tests/test_scale_rules
+	$(TORCHAO_PYTHON) tools/torchao_scale_rules.py tests/fixtures/torchao_scale_rules.txt
+	$(BUILD)/tests/test_scale_rules --filter 'scale_rules/torchao_fixture' --verbose
 
 check-trainer-torch: all $(BUILD)/tools/dump_llama
 	python3 tools/check_llama_torch.py $(BUILD)/tools/dump_llama
