@@ -765,16 +765,18 @@ static const char *const all_specs[] = {
     "mx", "mx:up", "mx:rne", "mx:nanblock", "mx:up:nanblock", "nvfp4", "nvfp4:up", "nvfp4:ocp",
     "nvfp4:nanblock", "block:1:e8m0", "block:7:e3m2", "block:16:e4m3", "block:16:e4m3:up",
     "block:32:fp32", "block:64:bf16:up", "block:100:e8m0", "tile:2x32:e8m0", "tile:3x5:fp32",
-    "tile:16x16:e8m0:nanblock", "tile:128x128:e8m0", "tile:0x9:e4m3:ocp", "tile:7x300:fp32", "mx:ceil",
-    "mx:even:nanblock", "mx:rceil", "tile:3x5:bf16:even", "nvfp4:ceil", "nvfp4:rceil", "fp8block1x128:pow2"};
-enum { NALL = sizeof all_specs / sizeof all_specs[0] };
+    "tile:16x16:e8m0:nanblock", "tile:128x128:e8m0", "tile:0x9:e4m3:ocp", "tile:7x300:fp32",
+    // issue 22's scale rules and names: they change only how a tile's amax becomes its scale, which
+    // does not depend on the work units, so the small tensors cover them (NALL_LARGE leaves them out)
+    "mx:ceil", "mx:even:nanblock", "mx:rceil", "tile:3x5:bf16:even", "nvfp4:ceil", "nvfp4:rceil",
+    "fp8block1x128:pow2"};
+enum { NALL = sizeof all_specs / sizeof all_specs[0], NALL_LARGE = NALL - 7 };
 
 // Small ragged tensors, every element format kind, every recipe, mode and overflow policy, with
 // flushing and short stochastic draws on some: in place and not.
 Test(scale, matches_per_element_reference_small) {
     uint64_t seed = test_seed("matches_per_element_reference_small") + 10;
-    static const char *const elems[] = {"e4m3", "e2m1", "e5m2", "e3m2", "e2m3", "e4m3fnuz", "bf16", "fp16",
-                                        "e1m6:finite:bias=1"};
+    static const char *const elems[] = {"e4m3", "e2m1", "e5m2", "e3m2", "e2m3", "e4m3fnuz", "bf16", "fp16"};
     for (size_t j = 0; j < sizeof elems / sizeof elems[0]; j++) {
         const fmt_t e = tu_fmt(elems[j]);
         const size_t rows = 13 + j, cols = 45 + 7 * j;
@@ -803,7 +805,7 @@ Test(scale, matches_per_element_reference_large) {
         const fmt_t *e = h % 2 ? &e4 : &e2;
         float *x = h == 1 ? random_tensor(rows, cols, &seed, 24, 24) : adversarial_tensor(rows, cols, &seed, e);
         if (h == 1) x[77777] = NAN, x[12345] = -INFINITY;
-        for (size_t k = 0; k < NALL; k++) {
+        for (size_t k = 0; k < NALL_LARGE; k++) {
             const int m = (int)((k + h) % FMT_NMODES);
             fmt_round_opts o = opts((fmt_round_mode)m, (k + h) % 2 ? FMT_OVERFLOW_IEEE : FMT_SATURATE);
             o.offset = 123456789ULL * (k + 1);

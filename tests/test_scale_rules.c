@@ -276,12 +276,12 @@ Test(scale_rules, mxint8_element_values) {
 
 // MXINT8 blocks: the clamp at 127/64 (amax with significand above 127/64 saturates, never -2),
 // ties between neighbours k/64 and (k+1)/64 going to even k, and random blocks, against the brute
-// force, for scales from 2^-20 to 2^20.
+// force, for scales from 2^-20 to 2^20; under OCP's rule and under :ceil (one binade up unless
+// amax is a power of two).
 Test(scale_rules, mxint8_blocks) {
     uint64_t seed = test_seed("mxint8_blocks");
     fmt_t e;
-    fmt_scaling sc;
-    cr_assert_eq(fmt_scheme_from_name(&e, &sc, "mxint8"), FMT_OK);
+    cr_assert_eq(fmt_scheme_from_name(&e, NULL, "mxint8"), FMT_OK);
     enum { NB = 64 };
     float x[NB * 32], out[NB * 32], q[NB * 32], s[NB];
     for (int b = 0; b < NB; b++) {
@@ -304,22 +304,26 @@ Test(scale_rules, mxint8_blocks) {
         }
     }
     fmt_quant_info info = {.elems = q, .scales = s};
-    cr_assert_eq(fmt_quantize_f32(&e, &sc, out, x, NB, 32, NULL, NULL, &info), FMT_OK);
     int ties = 0, clamped = 0;
-    for (int b = 0; b < NB; b++) {
-        float amax = 0;
-        for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(x[32 * b + i]));
-        const float sw = ldexpf(1.0f, ilogbf(amax));
-        cr_assert(same_bits(s[b], sw), "block %d: amax %a, scale %a, want %a", b, amax, s[b], sw);
-        for (int i = 0; i < 32; i++) {
-            const float xi = x[32 * b + i], want = mxint8_brute(xi, sw);
-            cr_assert(same_bits(q[32 * b + i], want), "block %d element %d: x = %a, scale %a: got %a, want %a", b, i,
-                      xi, sw, q[32 * b + i], want);
-            cr_assert(same_bits(out[32 * b + i], want * sw));
-            cr_assert(q[32 * b + i] >= -127.0f / 64, "never -2");
-            const double z = (double)xi / sw * 64;
-            ties += z != rint(z) && fabs(z - rint(z)) == 0.5;
-            clamped += fabs(z) > 127.5;
+    for (int ceil_rule = 0; ceil_rule < 2; ceil_rule++) {  // mxint8, and mxint8:ceil (emax 0 either way)
+        const fmt_scaling rs = tu_scaling(ceil_rule ? "mxint8:ceil" : "mxint8");
+        cr_assert_eq(fmt_quantize_f32(&e, &rs, out, x, NB, 32, NULL, NULL, &info), FMT_OK);
+        for (int b = 0; b < NB; b++) {
+            float amax = 0;
+            for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(x[32 * b + i]));
+            const int up = ceil_rule && amax != ldexpf(1.0f, ilogbf(amax));
+            const float sw = ldexpf(1.0f, ilogbf(amax) + up);
+            cr_assert(same_bits(s[b], sw), "block %d: amax %a, scale %a, want %a", b, amax, s[b], sw);
+            for (int i = 0; i < 32; i++) {
+                const float xi = x[32 * b + i], want = mxint8_brute(xi, sw);
+                cr_assert(same_bits(q[32 * b + i], want), "block %d element %d: x = %a, scale %a: got %a, want %a", b,
+                          i, xi, sw, q[32 * b + i], want);
+                cr_assert(same_bits(out[32 * b + i], want * sw));
+                cr_assert(q[32 * b + i] >= -127.0f / 64, "never -2");
+                const double z = (double)xi / sw * 64;
+                ties += z != rint(z) && fabs(z - rint(z)) == 0.5;
+                clamped += fabs(z) > 127.5;
+            }
         }
     }
     cr_assert(ties > 50 && clamped >= 16, "the blocks hit %d ties and %d clamps", ties, clamped);

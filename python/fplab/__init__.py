@@ -438,8 +438,8 @@ def quantize(x, fmt, scale=None, axis=-1, *, mode="rne", overflow=None, subnorma
     format).
     scale: none, tensor, row, col, mx, nvfp4, fp8block1x128[:pow2], fp8block128x128[:pow2],
     block:K:SCALEFMT, tile:RxC:SCALEFMT, with an optional scale rule (:ocp/:up/:rne/:ceil/:even/
-    :rceil, :4over6 for nvfp4) and :nanblock (docs/formats.md, "Scaling recipes"). overflow: None (default)
-    is the recipe's own: 'saturate' for every recipe with a scale (OCP MX clamps scaled values to
+    :rceil, :4over6 for nvfp4) and :nanblock (docs/formats.md, "Scaling recipes").
+    overflow: None (default) is the recipe's own: 'saturate' for every recipe with a scale (OCP MX clamps scaled values to
     the element's max), 'ieee' for 'none' (a plain cast, as NumPy); other options as round.
     x is viewed as a matrix whose rows run
     along axis (default -1, the last; the other axes, in C order, make the rows), so 1-D blocks
