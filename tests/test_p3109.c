@@ -24,11 +24,7 @@
 static bool same_value(double a, double b) { return (isnan(a) && isnan(b)) || (a == b && signbit(a) == signbit(b)); }
 
 Test(p3109, against_gfloat_fixture) {
-    const char *root = getenv("FPLAB_ROOT");
-    char path[512];
-    snprintf(path, sizeof path, "%s/tests/fixtures/p3109_gfloat.txt", root ? root : ".");
-    FILE *fh = fopen(path, "r");
-    cr_assert(fh, "cannot open %s: run from the repository root or set FPLAB_ROOT", path);
+    FILE *fh = tu_fixture("p3109_gfloat.txt", "make check-p3109");
     char line[256], name[40] = "", last[40] = "", mode[8], xs[64], ys[64];
     fmt_t f;
     size_t nd = 0, nr = 0, neg_unsigned = 0, rna_gfloat = 0;
@@ -122,12 +118,9 @@ Test(p3109, descriptors) {
 // vector codec (fmt_decode_f32, fmt_encode_f32) agrees with both. Formats wider than float64
 // are refused with the reason.
 Test(p3109, wg_value_tables) {
-    const char *root = getenv("FPLAB_ROOT"), *all = getenv("FPLAB_P3109_TABLES");
-    char path[512];
-    snprintf(path, sizeof path, "%s/tests/fixtures/p3109_wg.txt", root ? root : ".");
-    if (all && *all) snprintf(path, sizeof path, "%s", all);
-    FILE *fh = fopen(path, "r");
-    cr_assert(fh, "cannot open %s: run from the repository root or set FPLAB_ROOT", path);
+    const char *all = getenv("FPLAB_P3109_TABLES");
+    FILE *fh = all && *all ? fopen(all, "r") : tu_fixture("p3109_wg.txt", "make check-p3109-tables");
+    cr_assert(fh, "cannot open FPLAB_P3109_TABLES=%s", all);
     char line[256], name[40], last[40] = "", codes[40], vs[64];
     fmt_t f;
     int sub;

@@ -33,12 +33,7 @@ static const peer_case peer_cases[] = {
 enum { NCASES = sizeof peer_cases / sizeof peer_cases[0] };
 
 static FILE *open_fixture(const char *file) {
-    const char *root = getenv("FPLAB_ROOT");
-    char path[1024];
-    snprintf(path, sizeof path, "%s/tests/fixtures/%s", root && *root ? root : ".", file);
-    FILE *fh = fopen(path, "r");
-    cr_assert(fh, "cannot open %s: run the suite from the repository root, set FPLAB_ROOT, or "
-              "regenerate the fixtures with `make check-peers`", path);
+    FILE *fh = tu_fixture(file, "make check-peers");
     return fh;
 }
 

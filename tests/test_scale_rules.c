@@ -115,11 +115,7 @@ static void check_block(const fmt_t *e, const char *rule, const float *x, unsign
 }
 
 Test(scale_rules, torchao_fixture) {
-    const char *root = getenv("FPLAB_ROOT");
-    char path[512];
-    snprintf(path, sizeof path, "%s/tests/fixtures/torchao_scale_rules.txt", root ? root : ".");
-    FILE *fh = fopen(path, "r");
-    cr_assert(fh, "cannot open %s: run from the repository root or set FPLAB_ROOT", path);
+    FILE *fh = tu_fixture("torchao_scale_rules.txt", "make check-torchao");
     static const char *const rules[4] = {"floor", "rceil", "ceil", "even"};
     static const char *const fplab_rule[4] = {"ocp", "rceil", "ceil", "even"};
     rule_counts cnt[4] = {{0}};

@@ -7,6 +7,7 @@
 //   any NaN (tu_same for double, tu_samef for float).
 // - tu_fmt / tu_scaling: a format or scaling recipe by name, failing the test if it is unknown.
 // - tu_word_corpus: a text file of words from a small list, which a small model learns quickly.
+// - tu_fixture: a file under tests/fixtures/ opened for reading (FPLAB_ROOT: the repository).
 #ifndef FPLAB_TEST_UTIL_H
 #define FPLAB_TEST_UTIL_H
 
@@ -20,6 +21,20 @@
 
 #include "formats/rng.h"
 #include "formats/scale.h"
+
+// --- fixtures
+
+// tests/fixtures/<name> under $FPLAB_ROOT (default: the working directory), opened for reading;
+// fails the test with the path and how to make it (how: the make target) if it cannot be.
+static inline FILE *tu_fixture(const char *name, const char *how) {
+    const char *root = getenv("FPLAB_ROOT");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/fixtures/%s", root && *root ? root : ".", name);
+    FILE *fh = fopen(path, "r");
+    cr_assert(fh, "cannot open %s: run from the repository root, set FPLAB_ROOT, or regenerate it with `%s`",
+              path, how);
+    return fh;
+}
 
 // --- seed
 
