@@ -63,7 +63,7 @@ LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lstdc++
 endif
 
 # --- sources: every .c of a layer goes into the library; MPFR code is kept to its own files
-LIB_SRC := $(wildcard formats/*.c kernels/*.c autocast/*.c trainer/*.c experiments/*.c)
+LIB_SRC := $(wildcard util/*.c formats/*.c kernels/*.c autocast/*.c trainer/*.c experiments/*.c)
 LIB_SRC := $(if $(CUDA_SRC),$(filter-out %_nocuda.c,$(LIB_SRC)),$(LIB_SRC))
 REF_SRC := $(filter %_ref.c,$(LIB_SRC))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(CUDA_OBJ)

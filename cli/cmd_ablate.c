@@ -9,7 +9,7 @@
 
 #include "cli.h"
 #include "experiments/ablate.h"
-#include "trainer/fileio.h"
+#include "util/fileio.h"
 #include "experiments/report.h"
 #include "trainer/dist.h"
 #include "trainer/train.h"

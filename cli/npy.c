@@ -1,5 +1,5 @@
 // npy.c: the .npy reader (versions 1.0/2.0/3.0, '<f4'/'<f8' and unsigned codes, 1-D or 2-D, C
-// order) and the writer (float32, unsigned-integer codes) through trainer/fileio.h's atomic
+// order) and the writer (float32, unsigned-integer codes) through util/fileio.h's atomic
 // writer. See npy.h for decisions.
 // Constraints: never exits, never leaves a partial output file; messages name the file.
 #include "npy.h"

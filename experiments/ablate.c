@@ -14,11 +14,11 @@
 
 #include "autocast/autocast.h"
 #include "autocast/policy.h"
-#include "experiments/json.h"
 #include "experiments/runlog.h"
 #include "trainer/eval.h"
-#include "trainer/fileio.h"
 #include "trainer/train.h"
+#include "util/json.h"
+#include "util/fileio.h"
 
 enum { NAME_MAX_ = 64, PATH_MAX_ = 4096 };
 

@@ -27,7 +27,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "experiments/xp_util.h"
+#include "util/proc.h"
 
 typedef struct {
     const char *exe;           // the program to run (NULL: /proc/self/exe, this fplab)

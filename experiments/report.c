@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "experiments/json.h"
 #include "experiments/report_internal.h"
 #include "experiments/runlog.h"
+#include "util/json.h"
 
 // --- ablate.json
 

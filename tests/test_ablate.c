@@ -9,7 +9,7 @@
 // (and check_train) is exercised by tests/cli_test.sh.
 #include <criterion/criterion.h>
 
-#include "trainer/fileio.h"
+#include "util/fileio.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-// test_fileio.c: the file helpers of trainer/fileio.h: the atomic writer renames only over a
+// test_fileio.c: the file helpers of util/fileio.h: the atomic writer renames only over a
 // regular file or nothing (a symlink is followed to its file, a FIFO or character device is
 // written through, a directory or other special file is refused), several outputs are committed
 // together or not at all, and the input/output check sees every input it is given.
@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "trainer/fileio.h"
+#include "util/fileio.h"
 
 static char dir[64];
 

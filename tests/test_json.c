@@ -1,4 +1,4 @@
-// test_json.c: the minimal JSON reader and writers of experiments/json.h: walking objects and
+// test_json.c: the minimal JSON reader and writers of util/json.h: walking objects and
 // arrays, numbers (JSON grammar only, plus the "nan"/"inf"/"-inf" strings of fplab's logs and
 // Python's bare NaN/Infinity), exact 64-bit integers, string escapes (\uXXXX and surrogate
 // pairs to UTF-8), skipping unknown values, errors with their column, and write/read round trips.
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "autocast/autocast.h"
-#include "experiments/json.h"
+#include "util/json.h"
 
 Test(json, walks_an_object) {
     jx_cur c;

@@ -21,7 +21,7 @@
 
 #include "autocast/autocast.h"
 #include "tools/dump_llama_setup.h"
-#include "trainer/fileio.h"
+#include "util/fileio.h"
 #include "trainer/llama.h"
 #include "trainer/optim.h"
 

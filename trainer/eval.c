@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "trainer/checkpoint.h"
-#include "trainer/fileio.h"
+#include "util/fileio.h"
 #include "trainer/train_internal.h"
 
 void eval_close(eval_model *e) {

@@ -1,4 +1,4 @@
-// fuzz_json.c: libFuzzer harness for the JSON pull reader (experiments/json.c). Skips one value
+// fuzz_json.c: libFuzzer harness for the JSON pull reader (util/json.c). Skips one value
 // and checks the end; then reads a leading string or number and checks that the writer's
 // spelling of it (ac_json_str, jx_write_num) reads back as the same string or number (a string
 // that is not valid UTF-8 reads back as itself with U+FFFD for each invalid byte: only checked
@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "autocast/autocast.h"
-#include "experiments/json.h"
 #include "tests/fuzz/fuzz_util.h"
+#include "util/json.h"
 
 static void round_trip_str(const char *s) {
     char *out = NULL;

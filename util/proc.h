@@ -1,15 +1,15 @@
-// xp_util.h: what the experiment runner (ablate.h) and the report (report.h) share: status
-// codes, the tail of a file, a lock per directory, and starting a child process with its output
-// in a file. Directories, atomic files and the clock are trainer/fileio.h's (included here).
-// Constraints: library level (status + message, never exits); POSIX (fork/execv/waitpid).
-#ifndef FPLAB_XP_UTIL_H
-#define FPLAB_XP_UTIL_H
+// proc.h: the process helpers of util/ (prefix xp_): starting a child process with its output in
+// a file, waiting for it, saying how it ended. Used by experiments/ (ablate's runs, gnuplot).
+// Constraints: library level (status + message, never exits); POSIX (fork/execv/waitpid);
+// nothing of fplab's above util/. Internal to fplab: libfplab.so hides these.
+#ifndef FPLAB_UTIL_PROC_H
+#define FPLAB_UTIL_PROC_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "trainer/fileio.h"
+#include "util/fileio.h"
 
 enum { XP_OK = 0, XP_EINVAL = 1, XP_EIO = 2, XP_ENOMEM = 3 };
 

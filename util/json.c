@@ -1,6 +1,6 @@
 // json.c: the minimal JSON pull reader and writer helpers of json.h (fplab's own logs and
 // ablate.json only; see the header for what is and is not accepted).
-#include "experiments/json.h"
+#include "util/json.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 // fileio.c: clock, mkdir -p, atomic files, same-file checks (see fileio.h).
-#include "trainer/fileio.h"
+#include "util/fileio.h"
 
 #include <errno.h>
 #include <dirent.h>

@@ -1,5 +1,5 @@
-// xp_util.c: directories, atomic files, file tails and child processes for experiments/.
-#include "experiments/xp_util.h"
+// proc.c: child processes (see proc.h).
+#include "util/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>

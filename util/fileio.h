@@ -1,8 +1,8 @@
-// fileio.h: the file and process helpers every layer from trainer/ up shares (there is one copy
-// of each): a monotonic clock, mkdir -p, files written through a temporary name and a rename,
-// and "is this output one of my inputs?".
-// Constraints: library level (status + message, never exits); POSIX. trainer/ is the lowest
-// layer that writes files (checkpoints, exports); experiments/ and cli/ use these too.
+// fileio.h: the file helpers of util/, the bottom layer every other layer may use (there is one
+// copy of each): a monotonic clock, mkdir -p, files written through a temporary name and a
+// rename, one writer per place, and "is this output one of my inputs?".
+// Constraints: library level (status + message, never exits); POSIX; nothing of fplab's above
+// util/ (tests/check_layers.sh). Internal to fplab: libfplab.a has these, libfplab.so hides them.
 #ifndef FPLAB_FILEIO_H
 #define FPLAB_FILEIO_H
 #include <stdbool.h>
