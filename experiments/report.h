@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "util/proc.h"
+#include "experiments/status.h"
 
 typedef struct {
     const char *dir;      // the ablation directory

@@ -206,3 +206,57 @@ Test(fileio, removes_only_a_killed_writers_temporary_files) {
     cr_expect(fio_is_dir(p));
     rmdir(p);
 }
+
+// fio_write: the bytes after what f already holds, in order, across the 8 MiB pieces it writes
+// in; nothing reaches path before fio_commit; an abort leaves the old file.
+Test(fileio, write_appends_after_stdio_and_commits_or_aborts) {
+    char p[128], m[256];
+    path_in(p, sizeof p, "big");
+    put(p, "old");
+    const size_t n = ((size_t)8 << 20) * 2 + 12345;  // two whole pieces and a part
+    unsigned char *data = malloc(n);
+    cr_assert(data);
+    for (size_t i = 0; i < n; i++) data[i] = (unsigned char)(i * 2654435761u >> 13);
+    fio_out o;
+    cr_assert_eq(fio_create(&o, p, m, sizeof m), FIO_OK, "%s", m);
+    fputs("head", o.f);  // still in stdio's buffer: fio_write must flush it first
+    cr_assert_eq(fio_write(&o, data, n, m, sizeof m), FIO_OK, "%s", m);
+    fio_abort(&o);
+    char b[16];
+    get(p, b, sizeof b);
+    cr_assert_str_eq(b, "old");
+    cr_assert_eq(fio_create(&o, p, m, sizeof m), FIO_OK, "%s", m);
+    fputs("head", o.f);
+    cr_assert_eq(fio_write(&o, data, n, m, sizeof m), FIO_OK, "%s", m);
+    cr_assert_eq(fio_commit(&o, m, sizeof m), FIO_OK, "%s", m);
+    cr_assert_eq(tmp_files(), 0);
+    char *back = fio_slurp(p);
+    cr_assert(back);
+    struct stat st;
+    cr_assert(stat(p, &st) == 0 && (size_t)st.st_size == n + 4, "size %lld", (long long)st.st_size);
+    cr_assert(!memcmp(back, "head", 4) && !memcmp(back + 4, data, n));
+    free(back), free(data);
+}
+
+// fio_tail: the last lines without the final newline, a NUL read as a space, "" for a missing
+// file; a tail longer than the buffer keeps its end.
+Test(fileio, tail_and_slurp) {
+    char p[128], b[64];
+    path_in(p, sizeof p, "log");
+    put(p, "one\ntwo\nthree\nfour\n");
+    cr_assert_eq(fio_tail(p, 2, b, sizeof b), 10);
+    cr_assert_str_eq(b, "three\nfour");
+    cr_assert_eq(fio_tail(p, 10, b, sizeof b), strlen("one\ntwo\nthree\nfour"));
+    FILE *f = fopen(p, "wb");
+    cr_assert(f);
+    fwrite("a\nb\0c\n", 1, 6, f), fclose(f);
+    fio_tail(p, 1, b, sizeof b);
+    cr_assert_str_eq(b, "b c");
+    char small[4];
+    fio_tail(p, 5, small, sizeof small);  // the last 3 bytes, "\0c\n"
+    cr_assert_str_eq(small, " c");
+    path_in(p, sizeof p, "missing");
+    cr_assert_eq(fio_tail(p, 3, b, sizeof b), 0);
+    cr_assert_str_eq(b, "");
+    cr_assert_null(fio_slurp(p));
+}

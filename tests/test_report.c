@@ -19,7 +19,6 @@
 
 #include "experiments/report.h"
 #include "experiments/runlog.h"
-#include "util/proc.h"
 
 static char dir[64];
 

@@ -9,32 +9,17 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "util/fileio.h"
-
-enum { XP_OK = 0, XP_EINVAL = 1, XP_EIO = 2, XP_ENOMEM = 3 };
-
-// The whole file as a NUL-terminated string (malloc'd), or NULL if it cannot be read.
-char *xp_slurp(const char *path);
-
-
-// The last `lines` lines of the file at path into buf (NUL-terminated, at most cap - 1 bytes,
-// cut at the front when longer); "" when the file is missing or empty. Returns strlen(buf).
-size_t xp_tail(const char *path, int lines, char *buf, size_t cap);
-
 // Starts `exe` with argv (NULL-terminated; argv[0] is what the child sees as its name) in
 // directory cwd (NULL: this one), stdin from /dev/null, stdout and stderr to the file out
 // (created or truncated; NULL: /dev/null). If exec fails the child writes why to out and
-// exits 127. The child gets SIGTERM when this process dies (Linux PR_SET_PDEATHSIG). Returns the pid, or -1 with a message when fork or opening out fails.
+// exits 127. The child gets SIGTERM when this process dies (Linux PR_SET_PDEATHSIG). Returns the
+// pid, or -1 with a message when fork or opening out fails.
 pid_t xp_spawn(const char *exe, char *const argv[], const char *cwd, const char *out, char *msg,
                size_t msg_len);
 // xp_spawn, then waits for the child to end: true with its wait status in *ws; false with why in
 // msg when it could not be started or waited for.
 bool xp_run(const char *exe, char *const argv[], const char *cwd, const char *out, int *ws, char *msg,
             size_t msg_len);
-// Takes an exclusive lock on DIR/.lock (flock) so that two ablations never run in one
-// directory. Returns the descriptor (close it to release; the children started afterwards
-// inherit it, so it is held until they are gone too), or -1 with a message.
-int xp_lock(const char *dir, char *msg, size_t msg_len);
 // "exit status N", "killed by signal N (name)" from a waitpid status.
 void xp_describe_status(int wstatus, char *buf, size_t cap);
 
