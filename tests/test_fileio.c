@@ -15,19 +15,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/test_util.h"
 #include "util/fileio.h"
 
 static char dir[64];
 
-static void mkdir_tmp(void) {
-    snprintf(dir, sizeof dir, "/tmp/fplab_fio_XXXXXX");
-    cr_assert(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
-}
-static void rm_tmp(void) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
-}
+static void mkdir_tmp(void) { tu_tmpdir(dir, sizeof dir, "fio"); }
+static void rm_tmp(void) { tu_rmtree(dir); }
 TestSuite(fileio, .init = mkdir_tmp, .fini = rm_tmp);
 
 static void path_in(char *p, size_t cap, const char *name) { snprintf(p, cap, "%s/%s", dir, name); }

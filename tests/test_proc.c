@@ -9,20 +9,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/test_util.h"
 #include "util/fileio.h"
 #include "util/proc.h"
 
 static char dir[64];
 
-static void mkdir_tmp(void) {
-    snprintf(dir, sizeof dir, "/tmp/fplab_proc_XXXXXX");
-    cr_assert(mkdtemp(dir));
-}
-static void rm_tmp(void) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
-}
+static void mkdir_tmp(void) { tu_tmpdir(dir, sizeof dir, "proc"); }
+static void rm_tmp(void) { tu_rmtree(dir); }
 TestSuite(proc, .init = mkdir_tmp, .fini = rm_tmp);
 
 Test(proc, runs_a_child_with_its_output_in_a_file) {
