@@ -62,8 +62,9 @@ CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcudart -lstdc++
 LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lstdc++
 endif
 
-# --- sources: every .c of a layer goes into the library; MPFR code is kept to its own files
-LIB_SRC := $(wildcard formats/*.c kernels/*.c autocast/*.c trainer/*.c experiments/*.c)
+# --- sources: every .c of a layer goes into the library (util/ is the bottom layer, docs/design.md);
+# MPFR code is kept to its own files
+LIB_SRC := $(wildcard util/*.c formats/*.c kernels/*.c autocast/*.c trainer/*.c experiments/*.c)
 LIB_SRC := $(if $(CUDA_SRC),$(filter-out %_nocuda.c,$(LIB_SRC)),$(LIB_SRC))
 REF_SRC := $(filter %_ref.c,$(LIB_SRC))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(CUDA_OBJ)
@@ -79,7 +80,7 @@ MPFR_LIBS := -lmpfr -lgmp
 
 .PHONY: check-docs
 .PHONY: all lib cli deps config test test-gpu bench-gpu asan run-tests bench demo verify-exhaustive verify-engines check-peers check-p3109 check-p3109-tables check-torchao \
-        check-trainer-torch install install-built pc check-install check-symbols uninstall clean help
+        check-trainer-torch install install-built pc check-install check-symbols check-layers uninstall clean help
 all: config lib cli
 
 help:
@@ -101,7 +102,8 @@ help:
 	@echo "make install PREFIX=... DESTDIR=...  portable build: libfplab.a, libfplab.so.$(VERSION), headers, command, fplab.pc"
 	@echo "make check-install      a DESTDIR install without CUDA, linked by a C program through pkg-config (in make test)"
 	@echo "make check-docs         run the quick command blocks of README.md and docs/*.md as pasted; list the slow ones"
-	@echo "make check-symbols      every exported symbol of libfplab.a/.so carries a prefix (in make test)"
+	@echo "make check-symbols      libfplab.so exports exactly mk/libfplab.ver, the API; every symbol prefixed (in make test)"
+	@echo "make check-layers       every #include points down the layers (util < formats < ... < cli; in make test)"
 
 config:
 	@echo "fplab build: cc=$(CC) arch=$(ARCH) openmp=$(or $(HAVE_OMP),no) mpfr=$(or $(HAVE_MPFR),no)" \
@@ -145,8 +147,9 @@ $(BUILD)/libfplab.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-# The shared library: the same objects; mk/libfplab.ver exports the prefixed public API only
-# (internal prefix__ helpers and everything unprefixed stay local); SONAME libfplab.so.MAJOR.
+# The shared library: the same objects; mk/libfplab.ver exports the API and nothing else (the
+# functions of the public headers of formats/ to experiments/, and what the Python binding calls;
+# util/'s helpers and internal prefix__ ones stay local); SONAME libfplab.so.MAJOR.
 SHLIB := libfplab.so.$(VERSION)
 $(BUILD)/$(SHLIB): $(LIB_OBJ) mk/libfplab.ver
 	$(CC) -shared $(CFLAGS) -Wl,-soname,libfplab.so.$(SOVERSION) -Wl,--version-script=mk/libfplab.ver \
@@ -195,7 +198,7 @@ $(BUILD)/tools/%: tools/%.c $(BUILD)/libfplab.a
 	$(CC) $(CFLAGS) $< -o $@ $(BUILD)/libfplab.a $(LDLIBS) $(MPFR_LIBS)
 
 # Further checks run by run-tests after the suites, each a make target (mk/*.mk add theirs).
-TEST_TARGETS := check-symbols $(if $(SAN),,check-install)
+TEST_TARGETS := check-symbols check-layers $(if $(SAN),,check-install)
 # test: every suite runs even if one fails; the exit status says whether all passed. Suites run
 # two tests at a time, each with OpenMP threads: short spinning keeps the oversubscribed cores
 # from stalling each other (fplab itself sets this when it starts; see kernels/blas_tune.h).
@@ -337,10 +340,15 @@ uninstall:
 	  $(DESTDIR)$(LIBDIR)/libfplab.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/$(SHLIB) \
 	  $(DESTDIR)$(PREFIX)/bin/fplab $(DESTDIR)$(LIBDIR)/pkgconfig/fplab.pc
 
-# check-symbols: every exported symbol of the archive and the shared library carries a prefix
-# of mk/libfplab.ver, and the .so hides the internal ones (part of make test).
+# check-symbols: the .so exports exactly the names of mk/libfplab.ver, which must be the public
+# headers' functions plus the Python binding's needs; every symbol of the archive and the .so
+# carries a prefix, and the .so none of the internal ones (part of make test).
 check-symbols: lib
 	bash tests/check_symbols.sh $(BUILD)/libfplab.a $(BUILD)/libfplab.so
+
+# check-layers: every #include of a layer points to its own layer or one below (part of make test).
+check-layers:
+	bash tests/check_layers.sh
 
 # check-install: what a distribution gets. A portable build without CUDA (as on a machine that
 # has none) is installed with DESTDIR; a C program that rounds a number is built with nothing but

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "formats/rng.h"
+#include "util/json.h"
 
 
 // Floats of one (site, layer) amax history (1 for a hand-built policy without one).
@@ -264,60 +265,18 @@ void ac_hadamard16(const ac_ctx *c, float *out, const float *x, size_t rows, siz
 
 // --- telemetry as JSON
 
-void ac_json_num(FILE *f, double v, int digits) {
-    if (isnan(v)) fputs("\"nan\"", f);
-    else if (isinf(v)) fputs(v > 0 ? "\"inf\"" : "\"-inf\"", f);
-    else fprintf(f, "%.*g", digits, v);
-}
-
-// The length of the valid UTF-8 sequence at p (2 to 4), or 0 (overlong forms, surrogates and
-// code points above U+10FFFF are invalid, as RFC 3629 says).
-static int utf8_len(const unsigned char *p) {
-    const unsigned c = p[0];
-    if (c >= 0xC2 && c <= 0xDF) return (p[1] & 0xC0) == 0x80 ? 2 : 0;
-    if (c >= 0xE0 && c <= 0xEF) {
-        const unsigned lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-        return p[1] >= lo && p[1] <= hi && (p[2] & 0xC0) == 0x80 ? 3 : 0;
-    }
-    if (c >= 0xF0 && c <= 0xF4) {
-        const unsigned lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-        return p[1] >= lo && p[1] <= hi && (p[2] & 0xC0) == 0x80 && (p[3] & 0xC0) == 0x80 ? 4 : 0;
-    }
-    return 0;
-}
-
-void ac_json_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') fputc('\\', f), fputc(*p, f);
-        else if (*p == '\n') fputs("\\n", f);
-        else if (*p == '\t') fputs("\\t", f);
-        else if (*p == '\r') fputs("\\r", f);
-        else if (*p == '\b') fputs("\\b", f);
-        else if (*p == '\f') fputs("\\f", f);
-        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-        else if (*p < 0x80) fputc(*p, f);
-        else {
-            const int k = utf8_len(p);  // reads at most up to the NUL: a continuation byte is never 0
-            if (k) fwrite(p, 1, (size_t)k, f), p += k - 1;
-            else fputs("\\ufffd", f);
-        }
-    }
-    fputc('"', f);
-}
-
 static void write_tel(FILE *f, const char *prefix, const char *name, const ac_tel *t, bool *first) {
     const double n = (double)t->n;
     char key[96];
     snprintf(key, sizeof key, "%s%s", prefix, name);
-    fputs(*first ? "" : ",", f), ac_json_str(f, key);
+    fputs(*first ? "" : ",", f), jx_write_str(f, key);
     fprintf(f, ":{\"n\":%llu,\"overflow\":", (unsigned long long)t->n);
-    ac_json_num(f, t->overflow / n, 6);
-    fputs(",\"underflow\":", f), ac_json_num(f, t->underflow / n, 6);
-    fputs(",\"subnormal\":", f), ac_json_num(f, t->subnormal / n, 6);
-    fputs(",\"nan\":", f), ac_json_num(f, t->nan / n, 6);
-    fputs(",\"amax\":", f), ac_json_num(f, t->amax, 6);
-    fputs(",\"scale\":", f), ac_json_num(f, t->scale, 6);
+    jx_write_num(f, t->overflow / n, 6);
+    fputs(",\"underflow\":", f), jx_write_num(f, t->underflow / n, 6);
+    fputs(",\"subnormal\":", f), jx_write_num(f, t->subnormal / n, 6);
+    fputs(",\"nan\":", f), jx_write_num(f, t->nan / n, 6);
+    fputs(",\"amax\":", f), jx_write_num(f, t->amax, 6);
+    fputs(",\"scale\":", f), jx_write_num(f, t->scale, 6);
     fputc('}', f);
     *first = false;
 }
@@ -348,8 +307,8 @@ void ac_write_json(const ac_ctx *c, FILE *f) {
     }
     if (!first) fputc('}', f);
     if (c->upd_n) {
-        fputs(",\"update\":{\"swamped\":", f), ac_json_num(f, (double)c->upd_swamped / (double)c->upd_n, 6);
-        fputs(",\"changed\":", f), ac_json_num(f, (double)c->upd_changed / (double)c->upd_n, 6);
+        fputs(",\"update\":{\"swamped\":", f), jx_write_num(f, (double)c->upd_swamped / (double)c->upd_n, 6);
+        fputs(",\"changed\":", f), jx_write_num(f, (double)c->upd_changed / (double)c->upd_n, 6);
         fputc('}', f);
     }
 }

@@ -114,18 +114,9 @@ void ac_add_stats(ac_ctx *c, ac_site s, int layer, const fmt_stats *st, bool cou
 void ac_round_update(ac_ctx *c, float *p, const float *p_old, float *comp, size_t n);
 
 // Writes the telemetry of the step as JSON members: ,"sites":{...},"update":{...} (nothing
-// when telemetry is off or nothing was counted).
+// when telemetry is off or nothing was counted), through util/json.h's writers.
 void ac_write_json(const ac_ctx *c, FILE *f);
 
-// A number for the JSON-lines logs with `digits` significant digits (9 reads back as the same
-// float32), and the strings "nan", "inf", "-inf" for the values JSON has no literal for.
-void ac_json_num(FILE *f, double v, int digits);
-// s as a JSON string, quotes included: the one writer of strings for every JSON fplab writes
-// (training and evaluation logs, ablate.json, --format json tables), so that text from a user
-// (a policy's name, a path, a message) can never end the string or add members. '"' and '\'
-// are escaped, control characters become \n, \t, \r, \b, \f or \u00XX, and a byte that does
-// not start a valid UTF-8 sequence becomes \ufffd (the file stays valid UTF-8 for any reader).
-void ac_json_str(FILE *f, const char *s);
 
 // The delayed-scaling amax histories, [AC_NSITES][n_layers+1][amax_history] floats (*n of them),
 // for callers that keep several contexts alike (the ranks of a distributed run reduce them);

@@ -12,7 +12,7 @@
 
 #include "trainer/dist.h"
 #include "trainer/dist_wire.h"
-#include "trainer/fileio.h"
+#include "util/fileio.h"
 
 static const char *const formats[] = {"fp32", "bf16", "e4m3:tensor", "mxfp4", "nvfp4"};
 enum { NFMT = sizeof formats / sizeof *formats, REPS = 7 };

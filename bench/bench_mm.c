@@ -27,7 +27,7 @@
 #include "kernels/blas_tune.h"
 #include "kernels/mm_operand.h"
 #include "kernels/scaled_mm.h"
-#include "trainer/fileio.h"
+#include "util/fileio.h"
 
 enum { MAX_SIZES = 16, MAX_CONFIGS = 16, REPS = 3, MAX_REPS = 50 };
 

@@ -21,7 +21,7 @@
 #include "kernels/llama_ops.h"
 #include "trainer/llama.h"
 #include "trainer/optim.h"
-#include "trainer/fileio.h"
+#include "util/fileio.h"
 
 typedef struct {
     double tok_s, fwd_ms, bwd_ms, opt_ms, acts_mb, rss_mb, step_gf, sgemm_gf;

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "autocast/autocast.h"
 #include "formats/format.h"
 #include "formats/scale.h"
+#include "util/json.h"
 
 void cli_die(const char *fmt, ...) {
     va_list ap;
@@ -277,7 +277,7 @@ static void print_json(const cli_table *t, FILE *fp) {
             if (k == CLI_JSON) fputs(c->s, fp);
             else if (k == CLI_STR || (k == CLI_NUM && !isfinite(c->v))) {
                 cell_text(buf, sizeof buf, c, k, CLI_OUT_JSON, t->exact);
-                ac_json_str(fp, buf);
+                jx_write_str(fp, buf);
             } else {
                 cell_text(buf, sizeof buf, c, k, CLI_OUT_JSON, t->exact);
                 fputs(buf, fp);
@@ -319,7 +319,7 @@ void cli_table_print(cli_table *t, cli_out out, FILE *fp) {
                 first = false;
                 if (out == CLI_OUT_TABLE)
                     fprintf(fp, k == CLI_STR || k == CLI_BOOL ? "%-*s" : "%*s", k != CLI_NUM && k != CLI_INT && j == last ? 0 : width[j], buf);
-                else if (out == CLI_OUT_CSV && strpbrk(buf, ",\"")) ac_json_str(fp, buf);
+                else if (out == CLI_OUT_CSV && strpbrk(buf, ",\"")) jx_write_str(fp, buf);
                 else fputs(buf, fp);
             }
             fputs(out == CLI_OUT_MD ? " |\n" : "\n", fp);

@@ -9,10 +9,10 @@
 
 #include "cli.h"
 #include "experiments/ablate.h"
-#include "trainer/fileio.h"
 #include "experiments/report.h"
 #include "trainer/dist.h"
 #include "trainer/train.h"
+#include "util/fileio.h"
 
 enum { MAX_PRESETS = 256, MAX_EXTRA = 256 };
 

@@ -12,7 +12,7 @@
 #include "cli.h"
 #include "kernels/llama_ops.h"
 #include "trainer/eval.h"
-#include "trainer/fileio.h"
+#include "util/fileio.h"
 
 static void help(FILE *fp) {
     fprintf(fp,

@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include "cli.h"
-#include "trainer/fileio.h"
+#include "util/fileio.h"
 #include "formats/codec.h"
 #include "formats/scale.h"
 #include "npy.h"

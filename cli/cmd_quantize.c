@@ -15,7 +15,7 @@
 #include "formats/qerror.h"
 #include "formats/scale.h"
 #include "npy.h"
-#include "trainer/fileio.h"
+#include "util/fileio.h"
 
 static void help(FILE *fp) {
     fprintf(fp,

@@ -1,6 +1,7 @@
 // npy.c: the .npy reader (versions 1.0/2.0/3.0, '<f4'/'<f8' and unsigned codes, 1-D or 2-D, C
-// order) and the writer (float32, unsigned-integer codes) through trainer/fileio.h's atomic
-// writer. See npy.h for decisions.
+// order) and the writer (float32, unsigned-integer codes). Writing is only the header's format:
+// the bytes go through util/fileio.h's atomic writer (fio_create, fio_write, fio_commit), the one
+// copy of it. See npy.h for decisions.
 // Constraints: never exits, never leaves a partial output file; messages name the file.
 #include "npy.h"
 
@@ -270,36 +271,6 @@ void npy_free(npy_array *a) {
 
 // --- writing
 
-static bool write_all(int fd, const void *buf, size_t n) {
-    const char *p = buf;
-    while (n) {
-        ssize_t k = write(fd, p, n);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) return false;
-        p += k, n -= (size_t)k;
-    }
-    return true;
-}
-
-// write_all in pieces of 8 MiB, each handed to the disk (sync_file_range: writeback started,
-// not waited for) as soon as it is in the page cache, so that the device writes the file while
-// the rest is still being copied and the fsync that follows waits for less (a 64 MiB file:
-// write 17 ms then fsync 23 ms, one after the other, before). off: where buf starts in the file.
-static bool write_streaming(int fd, const void *buf, size_t n, off_t off) {
-    const size_t piece = (size_t)8 << 20;
-    const char *p = buf;
-    for (size_t done = 0; done < n; done += piece) {
-        const size_t len = n - done < piece ? n - done : piece;
-        if (!write_all(fd, p + done, len)) return false;
-#ifdef SYNC_FILE_RANGE_WRITE
-        sync_file_range(fd, off + (off_t)done, (off_t)len, SYNC_FILE_RANGE_WRITE);  // a hint: errors are fsync's
-#else
-        (void)off;
-#endif
-    }
-    return true;
-}
-
 const char *npy_uint_descr(size_t bytes) {
     switch (bytes) {
     case 1: return "|u1";  // NumPy writes '|' (byte order not applicable) for one-byte types
@@ -353,10 +324,8 @@ int npy_write_to(fio_out *o, const char *descr, size_t itemsize, const void *dat
     if (ndim == 2 && shape[1] && (shape[0] > SIZE_MAX / shape[1] || n > SIZE_MAX / itemsize))
         return fail(msg, msglen, path, "shape %zu x %zu of %zu-byte items is too large", shape[0], shape[1], itemsize);
     if (n > SIZE_MAX / itemsize) return fail(msg, msglen, path, "%zu items of %zu bytes is too large", n, itemsize);
-    // Straight to the descriptor (nothing is buffered in o->f yet, and nothing after): the data
-    // need not pass through stdio's buffer.
-    const int fd = fileno(o->f);
-    if (fflush(o->f) != 0 || !write_all(fd, head, total) || !write_streaming(fd, data, n * itemsize, (off_t)total))
-        return fail(msg, msglen, path, "write failed: %s (the file is untouched)", strerror(errno));
+    // fileio's one writer of bytes: the data goes straight to the descriptor, not through stdio.
+    if (fio_write(o, head, total, msg, msglen) != FIO_OK || fio_write(o, data, n * itemsize, msg, msglen) != FIO_OK)
+        return NPY_ERR;
     return NPY_OK;
 }

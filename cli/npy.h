@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "trainer/fileio.h"
+#include "util/fileio.h"
 
 enum { NPY_OK = 0, NPY_ERR = 1 };
 
@@ -55,7 +55,7 @@ int npy_read_stream(FILE *fp, const char *name, npy_array *out, char *msg, size_
 void npy_free(npy_array *a);
 
 // Writes data (n = product of shape, C order) as a version 1.0 '<f4' .npy, through the atomic
-// writer of trainer/fileio.h (fio_create, fio_commit): path is either the old file or the
+// writer of util/fileio.h (fio_create, fio_commit): path is either the old file or the
 // complete new one, never half-written; on error path is untouched. What path may name (a
 // symlink, /dev/null, a FIFO; not a directory) is that writer's rule. ndim is 1 or 2.
 int npy_write_f32(const char *path, const float *data, int ndim, const size_t *shape, char *msg,

@@ -14,11 +14,12 @@
 
 #include "autocast/autocast.h"
 #include "autocast/policy.h"
-#include "experiments/json.h"
 #include "experiments/runlog.h"
 #include "trainer/eval.h"
-#include "trainer/fileio.h"
 #include "trainer/train.h"
+#include "util/fileio.h"
+#include "util/json.h"
+#include "util/proc.h"
 
 enum { NAME_MAX_ = 64, PATH_MAX_ = 4096 };
 
@@ -228,7 +229,7 @@ static void write_str_array(FILE *f, const char *const *v, int n) {
     fputc('[', f);
     for (int i = 0; i < n; i++) {
         if (i) fputc(',', f);
-        ac_json_str(f, v[i]);
+        jx_write_str(f, v[i]);
     }
     fputc(']', f);
 }
@@ -244,26 +245,26 @@ static int write_manifest(const ablate_opts *o, const char *path, char *msg, siz
     const time_t now = time(NULL);
     struct tm tm;
     if (gmtime_r(&now, &tm)) strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    fputs("{\"command\":", f), ac_json_str(f, cmd);
-    fputs(",\n \"cwd\":", f), ac_json_str(f, cwd);
+    fputs("{\"command\":", f), jx_write_str(f, cmd);
+    fputs(",\n \"cwd\":", f), jx_write_str(f, cwd);
     fputs(",\n \"argv\":", f), write_str_array(f, o->argv, o->argc);
     fputs(",\n \"presets\":", f), write_str_array(f, o->presets, o->npresets);
     fputs(",\n \"run_names\":[", f);
     for (int i = 0; i < o->npresets; i++) {
         char nm[NAME_MAX_ + 8];
         run_name(nm, sizeof nm, o->presets[i]);
-        fputs(i ? "," : "", f), ac_json_str(f, nm);
+        fputs(i ? "," : "", f), jx_write_str(f, nm);
     }
     fputs("],\n \"seeds\":[", f);
     for (int i = 0; i < o->nseeds; i++)
         fprintf(f, "%s%llu", i ? "," : "", (unsigned long long)(o->seed_base + (uint64_t)i));
-    fputs("],\n \"model\":", f), ac_json_str(f, o->model);
-    fputs(",\n \"data\":", f), ac_json_str(f, o->data);
+    fputs("],\n \"model\":", f), jx_write_str(f, o->model);
+    fputs(",\n \"data\":", f), jx_write_str(f, o->data);
     fprintf(f, ",\n \"steps\":%ld,\n \"eval_every\":%ld,\n \"threads\":%d,\n \"jobs\":%d", o->steps,
             o->eval_every, o->threads, o->jobs);
-    fputs(",\n \"telemetry\":", f), ac_json_str(f, o->telemetry);
+    fputs(",\n \"telemetry\":", f), jx_write_str(f, o->telemetry);
     fputs(",\n \"extra\":", f), write_str_array(f, o->extra, o->nextra);
-    fputs(",\n \"started\":", f), ac_json_str(f, when);
+    fputs(",\n \"started\":", f), jx_write_str(f, when);
     fputs("}\n", f);
     return fio_commit(&out, msg, msg_len) == FIO_OK ? XP_OK : XP_EIO;
 }
@@ -271,7 +272,7 @@ static int write_manifest(const ablate_opts *o, const char *path, char *msg, siz
 // An earlier ablate.json in OUT: its runs are only comparable (and resumable) under the same
 // model, data, steps, evaluation, telemetry and extra arguments.
 static int check_manifest(const ablate_opts *o, const char *path, char *msg, size_t msg_len) {
-    char *text = xp_slurp(path);
+    char *text = fio_slurp(path);
     if (!text) return XP_OK;
     jx_cur c;
     jx_init(&c, text);
@@ -392,7 +393,7 @@ static void mark_failed(const run_t *r, const char *why) {
 static void print_tail(FILE *p, const run_t *r, const char *file) {
     char path[PATH_MAX_ + 16], tail[2048];
     run_file(path, sizeof path, r, file);
-    if (!xp_tail(path, 8, tail, sizeof tail)) {
+    if (!fio_tail(path, 8, tail, sizeof tail)) {
         fprintf(p, "    (%s is empty)\n", path);
         return;
     }
@@ -583,7 +584,7 @@ static bool grid_reap(grid_t *g) {
 static bool ptq_done(const run_t *r, char (*names)[64], int n) {
     char path[PATH_MAX_ + 16], key[96];
     run_file(path, sizeof path, r, "ptq.jsonl");
-    char *text = xp_slurp(path);
+    char *text = fio_slurp(path);
     bool all = text != NULL;
     for (int i = 0; all && i < n; i++) {
         snprintf(key, sizeof key, "\"policy\":\"%.63s\"", names[i]);
@@ -628,6 +629,18 @@ static void grid_ptq(grid_t *g) {
     }
 }
 
+int ablate_lock(const char *dir, char *msg, size_t msg_len) {
+    char path[FIO_PATH_MAX + 8], what[FIO_PATH_MAX + 8];
+    if (strlen(dir) >= FIO_PATH_MAX) return snprintf(msg, msg_len, "'%.60s...': path too long", dir), -1;
+    snprintf(path, sizeof path, "%.*s/.lock", (int)FIO_PATH_MAX, dir);
+    snprintf(what, sizeof what, "'%.*s'", (int)FIO_PATH_MAX, dir);
+    // Inherited: the children hold the lock until the last of them has exited, even if this
+    // process dies first.
+    int fd;
+    const int st = fio_lock(path, what, "another 'fplab ablate' or a run it started", true, &fd, msg, msg_len);
+    return st == FIO_OK ? fd : -1;
+}
+
 int ablate_run(const ablate_opts *o, ablate_result *res, char *msg, size_t msg_len) {
     memset(res, 0, sizeof *res);
     int st = ablate_validate(o, msg, msg_len);
@@ -649,7 +662,7 @@ int ablate_run(const ablate_opts *o, ablate_result *res, char *msg, size_t msg_l
             st = XP_EIO;
             goto out;
         }
-        if ((lock = xp_lock(o->nshards > 1 ? shard_dir : o->out, msg, msg_len)) < 0) {
+        if ((lock = ablate_lock(o->nshards > 1 ? shard_dir : o->out, msg, msg_len)) < 0) {
             st = XP_EINVAL;
             goto out;
         }

@@ -27,7 +27,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "experiments/xp_util.h"
+#include "experiments/status.h"
 
 typedef struct {
     const char *exe;           // the program to run (NULL: /proc/self/exe, this fplab)
@@ -86,5 +86,12 @@ int ablate_run(const ablate_opts *o, ablate_result *r, char *msg, size_t msg_len
 
 // Writes the command line argv as one shell-quoted string (as the user could paste it).
 void ablate_quote_command(char *buf, size_t cap, const char *const *argv, int argc);
+
+// Takes the exclusive lock of an ablation directory, DIR/.lock (util/fileio.h's fio_lock, the
+// holder's pid inside), so that two ablations never run in one directory. Returns the descriptor
+// (close it to release; the children started afterwards inherit it, so it is held until they are
+// gone too), or -1 with a message ("... is in use by another 'fplab ablate' or a run it started
+// (pid N ...)").
+int ablate_lock(const char *dir, char *msg, size_t msg_len);
 
 #endif

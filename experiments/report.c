@@ -12,9 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "experiments/json.h"
 #include "experiments/report_internal.h"
 #include "experiments/runlog.h"
+#include "util/fileio.h"
+#include "util/json.h"
 
 // --- ablate.json
 
@@ -28,7 +29,7 @@ typedef struct {
 static int load_manifest(rp_data *d, grid_t *g, char *msg, size_t msg_len) {
     char path[RP_PATH + 32], key[32];
     snprintf(path, sizeof path, "%s/ablate.json", d->dir);
-    char *text = xp_slurp(path);
+    char *text = fio_slurp(path);
     if (!text) return XP_OK;
     d->have_manifest = true;
     jx_cur c;
@@ -195,7 +196,7 @@ static void mean_site(rp_site *s, const runlog *l, int site) {
 static void load_ptq(rp_run *r) {
     char path[RP_PATH + 32];
     snprintf(path, sizeof path, "%s/ptq.jsonl", r->dir);
-    char *text = xp_slurp(path);
+    char *text = fio_slurp(path);
     if (!text) return;
     int cap = 0;
     for (char *save = NULL, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -551,7 +552,7 @@ static void write_runs(FILE *f, const rp_data *d) {
         fprintf(f, " seed %llu: %s. The end of `runs/", (unsigned long long)r->seed, r->why);
         md_cell(f, r->preset);
         fprintf(f, "/seed-%llu/train.err`:\n\n", (unsigned long long)r->seed);
-        if (!xp_tail(path, 12, tail, sizeof tail)) snprintf(tail, sizeof tail, "(empty)");
+        if (!fio_tail(path, 12, tail, sizeof tail)) snprintf(tail, sizeof tail, "(empty)");
         for (char *s = tail, *e; *s; s = e + (*e != 0)) {
             e = strchr(s, '\n');
             if (!e) e = s + strlen(s);

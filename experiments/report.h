@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "experiments/xp_util.h"
+#include "experiments/status.h"
 
 typedef struct {
     const char *dir;      // the ablation directory

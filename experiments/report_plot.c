@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "experiments/report_internal.h"
+#include "util/fileio.h"
+#include "util/proc.h"
 
 // --- helpers
 
@@ -493,7 +495,7 @@ static void draw(rp_plot *p, const char *prog, const char *pdir) {
         return;
     }
     char tail[200];
-    xp_tail(log, 1, tail, sizeof tail);
+    fio_tail(log, 1, tail, sizeof tail);
     if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && access(png, F_OK) == 0) {
         p->png = true;
         unlink(log);  // warnings only (e.g. "no valid points" for the skipped-step dots)

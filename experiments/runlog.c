@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "experiments/json.h"
+#include "util/json.h"
 
 void runlog_free(runlog *l) {
     free(l->step);

@@ -9,7 +9,7 @@
 // (and check_train) is exercised by tests/cli_test.sh.
 #include <criterion/criterion.h>
 
-#include "trainer/fileio.h"
+#include "util/fileio.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,7 +196,7 @@ Test(ablate, one_ablation_per_directory) {
     ablate_opts o = opts(presets, 1);
     char msg[1024];
     cr_assert_eq(fio_mkdir_p(out, msg, sizeof msg), FIO_OK, "%s", msg);
-    const int fd = xp_lock(out, msg, sizeof msg);  // as a running ablation holds it
+    const int fd = ablate_lock(out, msg, sizeof msg);  // as a running ablation holds it
     cr_assert(fd >= 0, "%s", msg);
     ablate_result r;
     cr_assert_eq(ablate_run(&o, &r, msg, sizeof msg), XP_EINVAL);

@@ -605,34 +605,6 @@ Test(autocast, operand_products_are_the_reference) {
     }
 }
 
-// ac_json_str: the one writer of strings in fplab's JSON (issue 20). Quotes, backslashes and
-// control characters are escaped, so a policy name can neither end the string nor add members;
-// valid UTF-8 passes through; a byte that starts no valid UTF-8 sequence becomes \ufffd.
-Test(autocast, json_str_escapes_everything_a_user_can_type) {
-    static const struct {
-        const char *in, *want;
-    } cases[] = {
-        {"plain", "\"plain\""},
-        {"a\"b\\c", "\"a\\\"b\\\\c\""},
-        {"evil\",\"seed\":999,\"x\":\"", "\"evil\\\",\\\"seed\\\":999,\\\"x\\\":\\\"\""},
-        {"t\tn\nr\rb\bf\f\x01\x1f", "\"t\\tn\\nr\\rb\\bf\\f\\u0001\\u001f\""},
-        {"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\""},  // é € 😀
-        {"x\xffy\xc3", "\"x\\ufffdy\\ufffd\""},              // a stray byte, a cut sequence
-        {"\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\""},       // a surrogate is no UTF-8
-        {"\xc0\xaf", "\"\\ufffd\\ufffd\""},                  // an overlong '/'
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&buf, &len);
-        cr_assert(f);
-        ac_json_str(f, cases[i].in);
-        fclose(f);
-        cr_assert_str_eq(buf, cases[i].want, "case %zu", i);
-        free(buf);
-    }
-}
-
 // The cast hook sees every value-returning cast once, after it, with its input, its values and
 // its key (site, layer, shape, orientation, count); inactive sites and operand casts call nothing.
 typedef struct {

@@ -1,4 +1,4 @@
-// test_fileio.c: the file helpers of trainer/fileio.h: the atomic writer renames only over a
+// test_fileio.c: the file helpers of util/fileio.h: the atomic writer renames only over a
 // regular file or nothing (a symlink is followed to its file, a FIFO or character device is
 // written through, a directory or other special file is refused), several outputs are committed
 // together or not at all, and the input/output check sees every input it is given.
@@ -15,19 +15,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "trainer/fileio.h"
+#include "tests/test_util.h"
+#include "util/fileio.h"
 
 static char dir[64];
 
-static void mkdir_tmp(void) {
-    snprintf(dir, sizeof dir, "/tmp/fplab_fio_XXXXXX");
-    cr_assert(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
-}
-static void rm_tmp(void) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
-}
+static void mkdir_tmp(void) { tu_tmpdir(dir, sizeof dir, "fio"); }
+static void rm_tmp(void) { tu_rmtree(dir); }
 TestSuite(fileio, .init = mkdir_tmp, .fini = rm_tmp);
 
 static void path_in(char *p, size_t cap, const char *name) { snprintf(p, cap, "%s/%s", dir, name); }
@@ -205,4 +199,58 @@ Test(fileio, removes_only_a_killed_writers_temporary_files) {
     path_in(p, sizeof p, "ckpt.bin.tmp.D1r3ct");
     cr_expect(fio_is_dir(p));
     rmdir(p);
+}
+
+// fio_write: the bytes after what f already holds, in order, across the 8 MiB pieces it writes
+// in; nothing reaches path before fio_commit; an abort leaves the old file.
+Test(fileio, write_appends_after_stdio_and_commits_or_aborts) {
+    char p[128], m[256];
+    path_in(p, sizeof p, "big");
+    put(p, "old");
+    const size_t n = ((size_t)8 << 20) * 2 + 12345;  // two whole pieces and a part
+    unsigned char *data = malloc(n);
+    cr_assert(data);
+    for (size_t i = 0; i < n; i++) data[i] = (unsigned char)(i * 2654435761u >> 13);
+    fio_out o;
+    cr_assert_eq(fio_create(&o, p, m, sizeof m), FIO_OK, "%s", m);
+    fputs("head", o.f);  // still in stdio's buffer: fio_write must flush it first
+    cr_assert_eq(fio_write(&o, data, n, m, sizeof m), FIO_OK, "%s", m);
+    fio_abort(&o);
+    char b[16];
+    get(p, b, sizeof b);
+    cr_assert_str_eq(b, "old");
+    cr_assert_eq(fio_create(&o, p, m, sizeof m), FIO_OK, "%s", m);
+    fputs("head", o.f);
+    cr_assert_eq(fio_write(&o, data, n, m, sizeof m), FIO_OK, "%s", m);
+    cr_assert_eq(fio_commit(&o, m, sizeof m), FIO_OK, "%s", m);
+    cr_assert_eq(tmp_files(), 0);
+    char *back = fio_slurp(p);
+    cr_assert(back);
+    struct stat st;
+    cr_assert(stat(p, &st) == 0 && (size_t)st.st_size == n + 4, "size %lld", (long long)st.st_size);
+    cr_assert(!memcmp(back, "head", 4) && !memcmp(back + 4, data, n));
+    free(back), free(data);
+}
+
+// fio_tail: the last lines without the final newline, a NUL read as a space, "" for a missing
+// file; a tail longer than the buffer keeps its end.
+Test(fileio, tail_and_slurp) {
+    char p[128], b[64];
+    path_in(p, sizeof p, "log");
+    put(p, "one\ntwo\nthree\nfour\n");
+    cr_assert_eq(fio_tail(p, 2, b, sizeof b), 10);
+    cr_assert_str_eq(b, "three\nfour");
+    cr_assert_eq(fio_tail(p, 10, b, sizeof b), strlen("one\ntwo\nthree\nfour"));
+    FILE *f = fopen(p, "wb");
+    cr_assert(f);
+    fwrite("a\nb\0c\n", 1, 6, f), fclose(f);
+    fio_tail(p, 1, b, sizeof b);
+    cr_assert_str_eq(b, "b c");
+    char small[4];
+    fio_tail(p, 5, small, sizeof small);  // the last 3 bytes, "\0c\n"
+    cr_assert_str_eq(small, " c");
+    path_in(p, sizeof p, "missing");
+    cr_assert_eq(fio_tail(p, 3, b, sizeof b), 0);
+    cr_assert_str_eq(b, "");
+    cr_assert_null(fio_slurp(p));
 }

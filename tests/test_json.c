@@ -1,4 +1,4 @@
-// test_json.c: the minimal JSON reader and writers of experiments/json.h: walking objects and
+// test_json.c: the minimal JSON reader and writers of util/json.h: walking objects and
 // arrays, numbers (JSON grammar only, plus the "nan"/"inf"/"-inf" strings of fplab's logs and
 // Python's bare NaN/Infinity), exact 64-bit integers, string escapes (\uXXXX and surrogate
 // pairs to UTF-8), skipping unknown values, errors with their column, and write/read round trips.
@@ -8,8 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "autocast/autocast.h"
-#include "experiments/json.h"
+#include "util/json.h"
 
 Test(json, walks_an_object) {
     jx_cur c;
@@ -108,10 +107,10 @@ Test(json, write_read_round_trip) {
     fputc('[', f);
     for (int i = 0; i < 6; i++) {
         if (i) fputc(',', f);
-        jx_write_num(f, v[i]);
+        jx_write_num(f, v[i], 17);
     }
     fputs(",", f);
-    ac_json_str(f, "q\"\\\n\t\x01z");
+    jx_write_str(f, "q\"\\\n\t\x01z");
     fputc(']', f);
     fclose(f);
     cr_assert(strstr(buf, "\"nan\",\"inf\",\"-inf\""), "%s", buf);
@@ -127,4 +126,32 @@ Test(json, write_read_round_trip) {
     cr_assert(jx_str(&c, s, sizeof s), "%s", c.err);
     cr_assert_str_eq(s, "q\"\\\n\t\x01z");
     cr_assert(!jx_more(&c, ']') && jx_end(&c), "%s", c.err);
+}
+
+// jx_write_str: the one writer of strings in fplab's JSON (issue 20). Quotes, backslashes and
+// control characters are escaped, so a policy name can neither end the string nor add members;
+// valid UTF-8 passes through; a byte that starts no valid UTF-8 sequence becomes \ufffd.
+Test(json, write_str_escapes_everything_a_user_can_type) {
+    static const struct {
+        const char *in, *want;
+    } cases[] = {
+        {"plain", "\"plain\""},
+        {"a\"b\\c", "\"a\\\"b\\\\c\""},
+        {"evil\",\"seed\":999,\"x\":\"", "\"evil\\\",\\\"seed\\\":999,\\\"x\\\":\\\"\""},
+        {"t\tn\nr\rb\bf\f\x01\x1f", "\"t\\tn\\nr\\rb\\bf\\f\\u0001\\u001f\""},
+        {"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\""},  // é € 😀
+        {"x\xffy\xc3", "\"x\\ufffdy\\ufffd\""},              // a stray byte, a cut sequence
+        {"\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\""},       // a surrogate is no UTF-8
+        {"\xc0\xaf", "\"\\ufffd\\ufffd\""},                  // an overlong '/'
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        cr_assert(f);
+        jx_write_str(f, cases[i].in);
+        fclose(f);
+        cr_assert_str_eq(buf, cases[i].want, "case %zu", i);
+        free(buf);
+    }
 }

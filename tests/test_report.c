@@ -8,7 +8,7 @@
 // runs; resumed and cut-short logs; a malformed line named by file and line.
 #include <criterion/criterion.h>
 
-#include "trainer/fileio.h"
+#include "util/fileio.h"
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,7 +19,6 @@
 
 #include "experiments/report.h"
 #include "experiments/runlog.h"
-#include "experiments/xp_util.h"
 
 static char dir[64];
 

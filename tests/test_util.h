@@ -8,6 +8,7 @@
 // - tu_fmt / tu_scaling: a format or scaling recipe by name, failing the test if it is unknown.
 // - tu_word_corpus: a text file of words from a small list, which a small model learns quickly.
 // - tu_fixture: a file under tests/fixtures/ opened for reading (FPLAB_ROOT: the repository).
+// - tu_tmpdir / tu_rmtree: a suite's own temporary directory, made and removed.
 #ifndef FPLAB_TEST_UTIL_H
 #define FPLAB_TEST_UTIL_H
 
@@ -117,6 +118,21 @@ static inline void tu_word_corpus(const char *path, uint64_t seed, int count) {
     cr_assert(f, "%s", path);
     for (int i = 0; i < count; i++) fputs(words[tu_splitmix64(&seed) % 8], f);
     fclose(f);
+}
+
+// --- temporary directories
+
+// A fresh directory "/tmp/fplab_NAME_XXXXXX" into dir (cap >= 64), failing the test if it
+// cannot be made; for a suite's .init.
+static inline void tu_tmpdir(char *dir, size_t cap, const char *name) {
+    snprintf(dir, cap, "/tmp/fplab_%s_XXXXXX", name);
+    cr_assert_not_null(mkdtemp(dir), "mkdtemp %s failed", dir);
+}
+// Removes dir and everything in it; a failure is said on stderr (a suite's .fini).
+static inline void tu_rmtree(const char *dir) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
 }
 
 #endif

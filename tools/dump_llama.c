@@ -21,7 +21,7 @@
 #include "kernels/llama_ops.h"
 #include "tools/dump_llama_setup.h"
 #include "trainer/llama.h"
-#include "trainer/fileio.h"
+#include "util/fileio.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "dump_llama writes raw little-endian arrays: a big-endian host needs byte swapping here"

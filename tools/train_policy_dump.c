@@ -21,9 +21,10 @@
 
 #include "autocast/autocast.h"
 #include "tools/dump_llama_setup.h"
-#include "trainer/fileio.h"
 #include "trainer/llama.h"
 #include "trainer/optim.h"
+#include "util/fileio.h"
+#include "util/json.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "train_policy_dump writes raw little-endian arrays"
@@ -181,9 +182,9 @@ int main(int argc, char **argv) {
             applied++;
         }
         fprintf(lf, "{\"step\":%ld,\"loss\":", step + 1);
-        ac_json_num(lf, loss, 9);
-        fputs(",\"grad_norm\":", lf), ac_json_num(lf, gnorm, 9);
-        fputs(",\"loss_scale\":", lf), ac_json_num(lf, scale, 9);
+        jx_write_num(lf, loss, 9);
+        fputs(",\"grad_norm\":", lf), jx_write_num(lf, gnorm, 9);
+        fputs(",\"loss_scale\":", lf), jx_write_num(lf, scale, 9);
         fprintf(lf, ",\"skipped\":%d", skipped);
         ac_write_json(&ac, lf);
         fputs("}\n", lf);

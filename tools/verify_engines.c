@@ -12,21 +12,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "formats/round.h"
 #include "kernels/scaled_mm.h"
+#include "util/fileio.h"
 
 static uint64_t sm64(uint64_t *s) {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
-}
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 static double unif(uint64_t *s) { return (double)(sm64(s) >> 11) * 0x1p-53; }
 static int irange(uint64_t *s, int lo, int hi) { return lo + (int)(sm64(s) % (uint64_t)(hi - lo + 1)); }
@@ -89,11 +84,11 @@ int main(int argc, char **argv) {
             const int d = batch % 4;
             for (size_t i = 0; i < n * K; i++) a[i] = draw(&seed, &A.fmt, d, i % K);
             for (size_t i = 0; i < K * n; i++) b[i] = draw(&seed, &B.fmt, d, i / n);
-            double t0 = now();
+            double t0 = fio_now();
             const int r1 = mm_ref(C1, n, &A, &B, n, n, K, &o);
-            t_ref += now() - t0, t0 = now();
+            t_ref += fio_now() - t0, t0 = fio_now();
             const int r2 = mm_cpu(C2, n, &A, &B, n, n, K, &o);
-            t_cpu += now() - t0;
+            t_cpu += fio_now() - t0;
             if (r1 || r2) {
                 fprintf(stderr, "verify_engines: %s: mm_ref %d, mm_cpu %d\n", models[m][0], r1, r2);
                 return 1;

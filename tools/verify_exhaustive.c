@@ -27,7 +27,7 @@
 
 #include "formats/codec.h"
 #include "formats/round.h"
-#include "trainer/fileio.h"
+#include "util/fileio.h"
 
 enum { CHUNK_LOG2 = 20, CHUNK = 1 << CHUNK_LOG2, NCHUNKS = 1 << (32 - CHUNK_LOG2), NSHOW = 10 };
 

@@ -6,7 +6,7 @@
 // the model's size is allocated. The checksums only say that a section is intact.
 #include "trainer/checkpoint.h"
 
-#include "trainer/fileio.h"
+#include "util/fileio.h"
 
 #include <errno.h>
 #include <math.h>

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 
 #include "formats/rng.h"
-#include "trainer/fileio.h"
+#include "util/fileio.h"
 
 enum {
     SHARD_HEADER_BYTES = 256 * 4,

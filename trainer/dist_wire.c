@@ -7,7 +7,7 @@
 
 #include "formats/codec.h"
 #include "trainer/dist_wire.h"
-#include "trainer/fileio.h"
+#include "util/fileio.h"
 
 // --- the wire format
 

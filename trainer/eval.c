@@ -9,8 +9,9 @@
 #include <string.h>
 
 #include "trainer/checkpoint.h"
-#include "trainer/fileio.h"
 #include "trainer/train_internal.h"
+#include "util/fileio.h"
+#include "util/json.h"
 
 void eval_close(eval_model *e) {
     llama_free(&e->m);
@@ -236,16 +237,16 @@ int eval_baseline(eval_model *e, eval_result *r, char *msg, size_t msg_len) {
 
 void eval_write_json(FILE *f, const eval_model *e, const char *policy, const char *site, const eval_result *r,
                      const ac_ctx *ac) {
-    fputs("{\"ckpt\":", f), ac_json_str(f, e->ckpt);
-    fputs(",\"policy\":", f), ac_json_str(f, policy);
+    fputs("{\"ckpt\":", f), jx_write_str(f, e->ckpt);
+    fputs(",\"policy\":", f), jx_write_str(f, policy);
     fputs(",\"site\":", f);
-    if (site) ac_json_str(f, site);
+    if (site) jx_write_str(f, site);
     else fputs("null", f);
-    fputs(",\"val_loss\":", f), ac_json_num(f, r->loss, 9);
+    fputs(",\"val_loss\":", f), jx_write_num(f, r->loss, 9);
     if (e->base_loss) {
-        fputs(",\"fp32_val_loss\":", f), ac_json_num(f, e->baseline, 9);
-        fputs(",\"delta\":", f), ac_json_num(f, r->delta, 6);
-        fputs(",\"delta_se\":", f), ac_json_num(f, r->delta_se, 6);
+        fputs(",\"fp32_val_loss\":", f), jx_write_num(f, e->baseline, 9);
+        fputs(",\"delta\":", f), jx_write_num(f, r->delta, 6);
+        fputs(",\"delta_se\":", f), jx_write_num(f, r->delta_se, 6);
     }
     fprintf(f, ",\"batches\":%d,\"tokens\":%ld,\"seconds\":%.3f", e->batches, r->tokens, r->seconds);
     ac_write_json(ac, f);

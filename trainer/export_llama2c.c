@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "trainer/fileio.h"
+#include "util/fileio.h"
 #include "trainer/sample.h"
 
 static const char *const special_piece[EXPORT_LLAMA2C_N_SPECIAL] = {"<unk>", "<s>", "</s>"};

@@ -2,7 +2,7 @@
 // karpathy/llama2.c's run.c, and the vocabulary as its tokenizer.bin, laid out so that
 // `./run model.bin -z tok.bin -t 0` prints what `fplab sample --temperature 0` prints.
 // Constraints: library level (status + message, never exits); each file is written through
-// trainer/fileio.h's atomic write, so a failure leaves whatever was at the path untouched.
+// util/fileio.h's atomic write, so a failure leaves whatever was at the path untouched.
 // Values are written in the machine's byte order, which is what run.c reads (it mmaps the
 // file); every machine fplab targets is little-endian.
 //

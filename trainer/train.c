@@ -14,6 +14,7 @@
 #include "kernels/llama_ops.h"
 #include "trainer/optim.h"
 #include "trainer/train_internal.h"
+#include "util/json.h"
 
 // --- one optimizer step
 
@@ -150,19 +151,19 @@ static void log_step(train_run_state *r, long step, const train_step_out *s) {
     const double tps = (double)(step + 1 - r->first_step) * r->w.size * r->o.accum * r->B * r->T / el;
     if (r->log) {
         fprintf(r->log, "{\"step\":%ld,\"loss\":", step + 1);
-        ac_json_num(r->log, s->loss, 9);
-        fputs(",\"lr\":", r->log), ac_json_num(r->log, s->lr, 9);
-        fputs(",\"grad_norm\":", r->log), ac_json_num(r->log, s->gnorm, 9);
+        jx_write_num(r->log, s->loss, 9);
+        fputs(",\"lr\":", r->log), jx_write_num(r->log, s->lr, 9);
+        fputs(",\"grad_norm\":", r->log), jx_write_num(r->log, s->gnorm, 9);
         fprintf(r->log, ",\"tokens_per_s\":%.1f,\"elapsed_s\":%.3f,\"loss_scale\":", tps, el);
-        ac_json_num(r->log, s->scale, 9);
+        jx_write_num(r->log, s->scale, 9);
         fprintf(r->log, ",\"skipped\":%d", s->skipped);
-        if (!isnan(s->val)) fputs(",\"val_loss\":", r->log), ac_json_num(r->log, s->val, 9);
+        if (!isnan(s->val)) fputs(",\"val_loss\":", r->log), jx_write_num(r->log, s->val, 9);
         ac_write_json(&r->ac, r->log);
         if (r->red.n) {
             const dist_comm_tel *c = &r->comm;
             fprintf(r->log, ",\"comm\":{\"ranks\":%d,\"wire\":", r->w.size);
-            ac_json_str(r->log, r->red.wire.name);
-            fputs(",\"gather\":", r->log), ac_json_str(r->log, r->red.gather.name);
+            jx_write_str(r->log, r->red.wire.name);
+            fputs(",\"gather\":", r->log), jx_write_str(r->log, r->red.gather.name);
             fprintf(r->log, ",\"n\":%llu,\"overflow\":%llu,"
                     "\"underflow\":%llu,\"nan\":%llu,\"swamped\":%llu,\"bytes\":%.0f,\"seconds\":%.6f}",
                     (unsigned long long)c->n, (unsigned long long)c->overflow,
@@ -184,10 +185,10 @@ static void log_step(train_run_state *r, long step, const train_step_out *s) {
 // The log's last line: how the run ended, for a reader of the log alone.
 static void log_end(train_run_state *r, const char *how, const char *why) {
     if (!r->log) return;
-    fputs("{\"event\":\"end\",\"how\":", r->log), ac_json_str(r->log, how);
+    fputs("{\"event\":\"end\",\"how\":", r->log), jx_write_str(r->log, how);
     fprintf(r->log, ",\"step\":%lld,\"applied\":%lld,\"skipped\":%lld", (long long)r->st.step,
             (long long)r->st.applied, (long long)r->ac.scaler.skipped);
-    if (why) fputs(",\"reason\":", r->log), ac_json_str(r->log, why);
+    if (why) fputs(",\"reason\":", r->log), jx_write_str(r->log, why);
     fputs("}\n", r->log);
     fflush(r->log);
 }
@@ -242,8 +243,8 @@ int train_run(const train_opts *o, const char *resume, const bool *given, train_
         return TRAIN_EREFUSED;
     }
     if (r.log) {
-        fputs("{\"event\":\"start\",\"policy\":", r.log), ac_json_str(r.log, r.pol.name);
-        fprintf(r.log, ",\"seed\":%llu,\"model\":", (unsigned long long)r.o.seed), ac_json_str(r.log, r.o.model);
+        fputs("{\"event\":\"start\",\"policy\":", r.log), jx_write_str(r.log, r.pol.name);
+        fprintf(r.log, ",\"seed\":%llu,\"model\":", (unsigned long long)r.o.seed), jx_write_str(r.log, r.o.model);
         fprintf(r.log, ",\"steps\":%ld,\"tokens_per_step\":%ld,\"resumed_from\":%lld,\"ranks\":%d}\n", r.o.steps,
                 (long)r.w.size * r.o.accum * r.o.batch * r.T, (long long)r.st.step, r.w.size);
     }

@@ -9,7 +9,7 @@
 #include "trainer/checkpoint.h"
 #include "trainer/data.h"
 #include "trainer/dist_wire.h"
-#include "trainer/fileio.h"
+#include "util/fileio.h"
 #include "trainer/train.h"
 
 // The training state section of a checkpoint: what a resumed run needs besides parameters and

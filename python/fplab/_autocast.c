@@ -17,6 +17,7 @@
 #include "autocast/autocast.h"
 #include "kernels/llama_ops.h"
 #include "kernels/scaled_mm.h"
+#include "util/json.h"
 
 // ---------------------------------------------------------------------------------------------
 // buffers
@@ -355,7 +356,7 @@ static PyObject *ctx_json(ContextObject *self, PyObject *unused) {
     return r;
 }
 
-// json_num(v, digits): ac_json_num's spelling of a number for the JSON-lines logs.
+// json_num(v, digits): jx_write_num's spelling of a number for the JSON-lines logs.
 static PyObject *py_json_num(PyObject *mod, PyObject *args) {
     (void)mod;
     double v;
@@ -365,7 +366,7 @@ static PyObject *py_json_num(PyObject *mod, PyObject *args) {
     size_t len = 0;
     FILE *f = open_memstream(&s, &len);
     if (!f) return PyErr_NoMemory();
-    ac_json_num(f, v, digits);
+    jx_write_num(f, v, digits);
     fclose(f);
     PyObject *r = PyUnicode_FromStringAndSize(s ? s : "", (Py_ssize_t)len);
     free(s);

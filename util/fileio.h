@@ -1,8 +1,8 @@
-// fileio.h: the file and process helpers every layer from trainer/ up shares (there is one copy
-// of each): a monotonic clock, mkdir -p, files written through a temporary name and a rename,
-// and "is this output one of my inputs?".
-// Constraints: library level (status + message, never exits); POSIX. trainer/ is the lowest
-// layer that writes files (checkpoints, exports); experiments/ and cli/ use these too.
+// fileio.h: the file helpers of util/, the bottom layer every other layer may use (there is one
+// copy of each): a monotonic clock, mkdir -p, files written through a temporary name and a
+// rename, one writer per place, and "is this output one of my inputs?".
+// Constraints: library level (status + message, never exits); POSIX; nothing of fplab's above
+// util/ (tests/check_layers.sh). Internal to fplab: libfplab.a has these, libfplab.so hides them.
 #ifndef FPLAB_FILEIO_H
 #define FPLAB_FILEIO_H
 #include <stdbool.h>
@@ -54,7 +54,13 @@ void fio_abort(fio_out *o);
 // removed meanwhile); the message then names the output that failed. Each outs[i] comes from a
 // successful fio_create and is closed afterwards whatever the outcome (fio_commit is n = 1).
 int fio_commit_all(fio_out *const *outs, int n, char *msg, size_t msg_len);
-// The whole of data written atomically to path (fio_create + fwrite + fio_commit).
+// Appends n bytes to an output created by fio_create: what f holds is flushed, then the bytes go
+// straight to the descriptor, large ones in pieces whose writeback starts while the rest is
+// copied (fio_commit's fsync then waits for less). Mix it with writes through f only before it.
+// FIO_EIO with "'PATH': write failed: ..." on failure; the caller then aborts (fio_abort) the
+// output, which leaves path as it was.
+int fio_write(fio_out *o, const void *data, size_t n, char *msg, size_t msg_len);
+// The whole of data written atomically to path (fio_create + fio_write + fio_commit).
 int fio_write_file(const char *path, const void *data, size_t n, char *msg, size_t msg_len);
 
 // One writer per place: an exclusive lock (flock) on the file `lock_path` (created if missing,
@@ -99,5 +105,13 @@ typedef struct {
 // fio_refuse_same of out against each input (each file of a list); the first refusal's status
 // and message.
 int fio_refuse_inputs(const char *out_opt, const char *out, const fio_input *in, int n, char *msg, size_t msg_len);
+
+// --- reading
+// The whole file as a NUL-terminated string (malloc'd), or NULL if it cannot be read.
+char *fio_slurp(const char *path);
+// The last `lines` lines of the file at path into buf (NUL-terminated, at most cap - 1 bytes,
+// cut at the front when longer; a NUL byte in the file reads as a space); "" when the file is
+// missing or empty. Returns strlen(buf).
+size_t fio_tail(const char *path, int lines, char *buf, size_t cap);
 
 #endif

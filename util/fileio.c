@@ -1,5 +1,6 @@
-// fileio.c: clock, mkdir -p, atomic files, same-file checks (see fileio.h).
-#include "trainer/fileio.h"
+// fileio.c: clock, mkdir -p, atomic files, locks, same-file checks, reading whole files and
+// tails (see fileio.h).
+#include "util/fileio.h"
 
 #include <errno.h>
 #include <dirent.h>
@@ -195,17 +196,46 @@ int fio_commit_all(fio_out *const *outs, int n, char *msg, size_t msg_len) {
     return FIO_OK;
 }
 
+static bool write_all(int fd, const char *p, size_t n) {
+    while (n) {
+        const ssize_t k = write(fd, p, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return false;
+        p += k, n -= (size_t)k;
+    }
+    return true;
+}
+
+// Straight to the descriptor, in pieces of 8 MiB, each handed to the disk (sync_file_range:
+// writeback started, not waited for) as soon as it is in the page cache, so that the device
+// writes the file while the rest is still being copied and the fsync of fio_commit waits for
+// less (a 64 MiB .npy: write 17 ms then fsync 23 ms, one after the other, before).
+int fio_write(fio_out *o, const void *data, size_t n, char *msg, size_t msg_len) {
+    const int fd = fileno(o->f);
+    const size_t piece = (size_t)8 << 20;
+    const char *p = data;
+    errno = 0;
+    bool ok = fflush(o->f) == 0 && !ferror(o->f);
+    const off_t off = ok && !o->through ? lseek(fd, 0, SEEK_CUR) : -1;
+    for (size_t done = 0; ok && done < n; done += piece) {
+        const size_t len = n - done < piece ? n - done : piece;
+        ok = write_all(fd, p + done, len);
+#ifdef SYNC_FILE_RANGE_WRITE
+        if (ok && off >= 0) sync_file_range(fd, off + (off_t)done, (off_t)len, SYNC_FILE_RANGE_WRITE);  // a hint: errors are fsync's
+#else
+        (void)off;
+#endif
+    }
+    if (ok) return FIO_OK;
+    return fio_fail(FIO_EIO, msg, msg_len, "'%s': write failed: %s (the previous file, if any, is intact)", o->path,
+                    strerror(errno ? errno : EIO));
+}
+
 int fio_write_file(const char *path, const void *data, size_t n, char *msg, size_t msg_len) {
     fio_out o;
-    const int st = fio_create(&o, path, msg, msg_len);
-    if (st != FIO_OK) return st;
-    if (n && fwrite(data, 1, n, o.f) != n) {
-        snprintf(msg, msg_len, "'%s': write failed: %s (the previous file, if any, is intact)", path,
-                 strerror(errno));
-        fio_abort(&o);
-        return FIO_EIO;
-    }
-    return fio_commit(&o, msg, msg_len);
+    int st = fio_create(&o, path, msg, msg_len);
+    if (st == FIO_OK && (st = fio_write(&o, data, n, msg, msg_len)) != FIO_OK) fio_abort(&o);
+    return st == FIO_OK ? fio_commit(&o, msg, msg_len) : st;
 }
 
 bool fio_same_file(const char *a, const char *b) {
@@ -316,4 +346,47 @@ int fio_remove_orphans(const char *path) {
     }
     closedir(dp);
     return removed;
+}
+
+// --- reading
+
+char *fio_slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    const long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (s) s[fread(s, 1, (size_t)n, f)] = 0;
+    fclose(f);
+    return s;
+}
+
+size_t fio_tail(const char *path, int lines, char *buf, size_t cap) {
+    buf[0] = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f || cap < 2) {
+        if (f) fclose(f);
+        return 0;
+    }
+    // Read the last cap-1 bytes at most, then keep the last `lines` lines of them.
+    fseek(f, 0, SEEK_END);
+    const long size = ftell(f);
+    const long start = size > (long)cap - 1 ? size - ((long)cap - 1) : 0;
+    fseek(f, start, SEEK_SET);
+    size_t n = fread(buf, 1, cap - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!buf[i]) buf[i] = ' ';  // a NUL would end the text early
+    while (n && buf[n - 1] == '\n') buf[--n] = 0;
+    size_t from = 0;
+    int seen = 0;
+    for (size_t i = n; i-- > 0;)
+        if (buf[i] == '\n' && ++seen == lines) {
+            from = i + 1;
+            break;
+        }
+    memmove(buf, buf + from, n - from + 1);
+    return n - from;
 }

@@ -1,5 +1,5 @@
-// xp_util.c: directories, atomic files, file tails and child processes for experiments/.
-#include "experiments/xp_util.h"
+// proc.c: child processes (see proc.h).
+#include "util/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,35 +11,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-size_t xp_tail(const char *path, int lines, char *buf, size_t cap) {
-    buf[0] = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f || cap < 2) {
-        if (f) fclose(f);
-        return 0;
-    }
-    // Read the last cap-1 bytes at most, then keep the last `lines` lines of them.
-    fseek(f, 0, SEEK_END);
-    const long size = ftell(f);
-    const long start = size > (long)cap - 1 ? size - ((long)cap - 1) : 0;
-    fseek(f, start, SEEK_SET);
-    size_t n = fread(buf, 1, cap - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!buf[i]) buf[i] = ' ';  // a NUL would end the text early
-    while (n && buf[n - 1] == '\n') buf[--n] = 0;
-    size_t from = 0;
-    int seen = 0;
-    for (size_t i = n; i-- > 0;)
-        if (buf[i] == '\n' && ++seen == lines) {
-            from = i + 1;
-            break;
-        }
-    memmove(buf, buf + from, n - from + 1);
-    return n - from;
-}
 
 pid_t xp_spawn(const char *exe, char *const argv[], const char *cwd, const char *out, char *msg,
                size_t msg_len) {
@@ -97,27 +68,4 @@ void xp_describe_status(int ws, char *buf, size_t cap) {
                                 WEXITSTATUS(ws) == 127 ? " (could not execute?)" : "");
     else if (WIFSIGNALED(ws)) snprintf(buf, cap, "killed by signal %d (%s)", WTERMSIG(ws), strsignal(WTERMSIG(ws)));
     else snprintf(buf, cap, "wait status 0x%x", ws);
-}
-
-int xp_lock(const char *dir, char *msg, size_t msg_len) {
-    char path[FIO_PATH_MAX + 8], what[FIO_PATH_MAX + 8];
-    snprintf(path, sizeof path, "%s/.lock", dir);
-    snprintf(what, sizeof what, "'%s'", dir);
-    // Inherited: the children hold the lock until the last of them has exited, even if this
-    // process dies first.
-    int fd;
-    const int st = fio_lock(path, what, "another 'fplab ablate' or a run it started", true, &fd, msg, msg_len);
-    return st == FIO_OK ? fd : -1;
-}
-
-char *xp_slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    const long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (s) s[fread(s, 1, (size_t)n, f)] = 0;
-    fclose(f);
-    return s;
 }

@@ -1,6 +1,6 @@
 // json.c: the minimal JSON pull reader and writer helpers of json.h (fplab's own logs and
 // ablate.json only; see the header for what is and is not accepted).
-#include "experiments/json.h"
+#include "util/json.h"
 
 #include <errno.h>
 #include <math.h>
@@ -303,8 +303,44 @@ bool jx_end(jx_cur *c) {
 
 // --- writing
 
-void jx_write_num(FILE *f, double v) {
+void jx_write_num(FILE *f, double v, int digits) {
     if (isnan(v)) fputs("\"nan\"", f);
     else if (isinf(v)) fputs(v > 0 ? "\"inf\"" : "\"-inf\"", f);
-    else fprintf(f, "%.17g", v);
+    else fprintf(f, "%.*g", digits, v);
+}
+
+// The length of the valid UTF-8 sequence at p (2 to 4), or 0 (overlong forms, surrogates and
+// code points above U+10FFFF are invalid, as RFC 3629 says).
+static int utf8_len(const unsigned char *p) {
+    const unsigned c = p[0];
+    if (c >= 0xC2 && c <= 0xDF) return (p[1] & 0xC0) == 0x80 ? 2 : 0;
+    if (c >= 0xE0 && c <= 0xEF) {
+        const unsigned lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+        return p[1] >= lo && p[1] <= hi && (p[2] & 0xC0) == 0x80 ? 3 : 0;
+    }
+    if (c >= 0xF0 && c <= 0xF4) {
+        const unsigned lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+        return p[1] >= lo && p[1] <= hi && (p[2] & 0xC0) == 0x80 && (p[3] & 0xC0) == 0x80 ? 4 : 0;
+    }
+    return 0;
+}
+
+void jx_write_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') fputc('\\', f), fputc(*p, f);
+        else if (*p == '\n') fputs("\\n", f);
+        else if (*p == '\t') fputs("\\t", f);
+        else if (*p == '\r') fputs("\\r", f);
+        else if (*p == '\b') fputs("\\b", f);
+        else if (*p == '\f') fputs("\\f", f);
+        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+        else if (*p < 0x80) fputc(*p, f);
+        else {
+            const int k = utf8_len(p);  // reads at most up to the NUL: a continuation byte is never 0
+            if (k) fwrite(p, 1, (size_t)k, f), p += k - 1;
+            else fputs("\\ufffd", f);
+        }
+    }
+    fputc('"', f);
 }

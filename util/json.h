@@ -1,5 +1,6 @@
-// json.h: a minimal pull reader and a number writer for the small JSON documents fplab
-// itself writes: the training log (one object per line, see runlog.h) and ablate.json.
+// json.h: a minimal pull reader and the writers (numbers, strings) of the small JSON documents
+// fplab itself writes: the training and evaluation logs (one object per line, read back by
+// experiments/runlog.h), ablate.json, the commands' --format json output.
 // Not a general JSON library: no tree, no allocation; the caller walks the text with a cursor
 // and picks the members it knows, skipping the rest. Tolerant where fplab's own writers are:
 // numbers may be the strings "nan", "inf", "-inf", or bare NaN/Infinity (Python's json) and
@@ -7,9 +8,9 @@
 // No JSON library is a dependency of fplab (checked: none in the Makefile's DEB_PKGS), and
 // these fixed schemas do not justify one.
 // Constraints: library level: errors are recorded in the cursor (first error wins, with its
-// column), never printed, never fatal.
-#ifndef FPLAB_JSON_H
-#define FPLAB_JSON_H
+// column), never printed, never fatal. util/: nothing of fplab's above it.
+#ifndef FPLAB_UTIL_JSON_H
+#define FPLAB_UTIL_JSON_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -45,8 +46,15 @@ char jx_peek(jx_cur *c);                         // the next non-space character
 bool jx_end(jx_cur *c);
 
 // --- writing
-// Strings: ac_json_str (autocast/autocast.h), the one escaping writer of every log.
-// v as a JSON number, or "nan" / "inf" / "-inf" (the convention of fplab's logs), %.17g.
-void jx_write_num(FILE *f, double v);
+// A number with `digits` significant digits (%.*g: 17 reads back as the same double, 9 as the
+// same float32), and the strings "nan", "inf", "-inf" for the values JSON has no literal for
+// (the convention of fplab's logs, which jx_num reads back).
+void jx_write_num(FILE *f, double v, int digits);
+// s as a JSON string, quotes included: the one writer of strings for every JSON fplab writes
+// (training and evaluation logs, ablate.json, --format json tables), so that text from a user
+// (a policy's name, a path, a message) can never end the string or add members. '"' and '\'
+// are escaped, control characters become \n, \t, \r, \b, \f or \u00XX, and a byte that does
+// not start a valid UTF-8 sequence becomes \ufffd (the file stays valid UTF-8 for any reader).
+void jx_write_str(FILE *f, const char *s);
 
 #endif
