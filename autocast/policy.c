@@ -425,24 +425,25 @@ static int parse_site(ctx *c, ac_policy *p, int line, char **tok, int n) {
         int recipe_at = 0;
         for (int i = 3; i < n; i++) {
             const char *t = tok[i];
-            fmt_round_mode mode;
+            fmt_round_opts mo = r.round;
             fmt_overflow ov;
-            if (fmt_mode_from_name(&mode, t) == FMT_OK) {
+            if (fmt_mode_spec_from_name(&mo, t) == FMT_OK) {  // a mode, or sr:a|b|c (P3109's variants)
                 if (have_mode)
                     return fail(c, line, "site %s: a second rounding mode '%s'; expected one mode", tok[1], t);
-                r.round.mode = mode, have_mode = true;
+                r.round.mode = mo.mode, r.round.sr_variant = mo.sr_variant, have_mode = true;
                 continue;
             }
             if (fmt_overflow_from_name(&ov, t) == FMT_OK) {
                 if (have_ov)
-                    return fail(c, line, "site %s: a second overflow policy '%s'; expected one of saturate "
-                                "or ieee", tok[1], t);
+                    return fail(c, line, "site %s: a second overflow policy '%s'; expected one of ieee, "
+                                "saturate, satpropagate or satnone", tok[1], t);
                 r.round.overflow = ov, have_ov = true;
                 continue;
             }
             if (have_recipe)
-                return fail(c, line, "site %s: '%s' is not a rounding mode (rne rna rtz rup rdn rto sr) or "
-                            "an overflow policy (saturate|ieee), and the site has its recipe already "
+                return fail(c, line, "site %s: '%s' is not a rounding mode (rne rna rtz rup rdn rto sr sr:b "
+                            "sr:c) or an overflow policy (ieee saturate satpropagate satnone), and the "
+                            "site has its recipe already "
                             "('%s'); expected at most one recipe", tok[1], t, tok[recipe_at]);
             have_recipe = true, recipe_at = i;
             if (!strcasecmp(t, "delayed")) {
@@ -744,8 +745,12 @@ size_t ac_policy_text(const ac_policy *p, char *buf, size_t cap) {
         char recipe[128];
         if (r->delayed) snprintf(recipe, sizeof recipe, "delayed");
         else fmt_scaling_name(&r->scaling, recipe, sizeof recipe);
-        put(&o, "site %s %s %s %s %s\n", site_names[s], r->fmt.name, recipe, fmt_mode_name(r->round.mode),
-            fmt_overflow_name(r->round.overflow));
+        char mode[16];  // sr with P3109's variant B or C keeps it: the text parses back to the rule
+        snprintf(mode, sizeof mode, "%s%s%s", fmt_mode_name(r->round.mode),
+                 r->round.mode == FMT_SR && r->round.sr_variant != FMT_SR_A ? ":" : "",
+                 r->round.mode == FMT_SR && r->round.sr_variant != FMT_SR_A ? fmt_sr_variant_name(r->round.sr_variant)
+                                                                             : "");
+        put(&o, "site %s %s %s %s %s\n", site_names[s], r->fmt.name, recipe, mode, fmt_overflow_name(r->round.overflow));
     }
     const ac_scaler_cfg *k = &p->scaler;
     if (k->kind == AC_SCALE_STATIC) put(&o, "loss_scale static %.9g\n", k->init);
@@ -804,7 +809,7 @@ static bool rule_same(const ac_rule *a, const ac_rule *b) {
            // (a recipe's text names its preset by the scale format's fields: fmt_scaling_name)
            fmt_fields_same(&x->scale_fmt, &y->scale_fmt) && x->scale_round == y->scale_round &&
            x->tensor_scale == y->tensor_scale && x->nan_block == y->nan_block && x->recip == y->recip &&
-           r->mode == t->mode &&
+           r->mode == t->mode && r->sr_variant == t->sr_variant &&
            r->overflow == t->overflow &&
            r->flush_subnormals == t->flush_subnormals && r->sr_bits == t->sr_bits && r->seed == t->seed &&
            r->stream == t->stream && r->offset == t->offset;

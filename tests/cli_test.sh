@@ -209,6 +209,12 @@ expect_eq "cast binary8p4ue satfinite: -1 -> 0" "0" \
 expect_has "cast --sr-variant c" "1.375" "$F" cast 1.3 1.3 1.3 1.3 --to e4m3 --round sr --sr-variant c --seed 3
 expect_err "cast bad sr-variant" "--sr-variant 'd'" "$F" cast 1 --to e4m3 --round sr --sr-variant d
 expect_err "cast P3109 beyond float64" "wider than float64" "$F" cast 1 --to binary16p1se
+# ... and in a policy, where the canonical form keeps the variant
+pol_p3109=$(mktemp)
+printf 'name p3109\nsite *.in binary8p3se tensor sr:c satpropagate\n' >"$pol_p3109"
+expect_has "policy with a P3109 format, sr:c and satpropagate" "site attn.qkv.in binary8p3se tensor sr:c satpropagate" \
+    "$F" policy --check "$pol_p3109"
+rm -f "$pol_p3109"
 
 # --- quantize, with a .npy written by printf: '<f4', shape (4,), 1 464 500 0.1f
 # npy_f4 FILE DICT HEXBYTES: a version 1.0 file whose data starts at byte 128 (header 118 bytes).
