@@ -134,7 +134,7 @@ void fmt__kparams_make(fmt__kparams *k, const fmt_t *f, const fmt_round_opts *o)
         k->inf_exact = f->has_inf;
         k->inf_result = inf_like;
         k->inval_result = k->ninf_result = nan_or_0;
-        return;
+        break;
     }
     case FMT_SATURATE:
     case FMT_SAT_PROPAGATE:
@@ -159,7 +159,8 @@ void fmt__kparams_make(fmt__kparams *k, const fmt_t *f, const fmt_round_opts *o)
         break;
     }
     }
-    k->inval_after_round = f->has_zero;
+    // The P3109 policies round a negative into an unsigned format first (round.h).
+    k->inval_after_round = o->overflow != FMT_OVERFLOW_IEEE && f->has_zero;
 }
 
 // --- dispatch
