@@ -234,6 +234,10 @@ void cli_table_init(cli_table *t, const cli_col *cols, int ncols) {
 }
 void cli_cell_str(cli_table *t, const char *s) { next_cell(t)->s = strdup(s ? s : ""); }
 void cli_cell_num(cli_table *t, double v) { next_cell(t)->v = v; }
+void cli_cell_numtext(cli_table *t, const char *text) {
+    struct cli_cell *c = next_cell(t);
+    c->s = strdup(text), c->v = NAN;  // NaN: json quotes it
+}
 void cli_cell_bool(cli_table *t, bool v) { next_cell(t)->b = v; }
 void cli_cell_int(cli_table *t, long long v) {
     char b[24];
@@ -257,7 +261,8 @@ static void cell_text(char *buf, size_t len, const struct cli_cell *c, cli_kind 
                                                                            : (c->b ? "yes" : "no"));
         break;
     case CLI_NUM:
-        if (exact || out == CLI_OUT_JSON || out == CLI_OUT_CSV) cli_fmt_double(buf, len, c->v);
+        if (c->s) snprintf(buf, len, "%s", c->s);
+        else if (exact || out == CLI_OUT_JSON || out == CLI_OUT_CSV) cli_fmt_double(buf, len, c->v);
         else if (!isfinite(c->v)) cli_fmt_double(buf, len, c->v);  // "nan", "inf", "-inf"
         else snprintf(buf, len, "%g", c->v);
         break;

@@ -111,6 +111,9 @@ void cli_table_init(cli_table *t, const cli_col *cols, int ncols);
 // Appends the next cell of the current row; its kind is that of its column.
 void cli_cell_str(cli_table *t, const char *s);
 void cli_cell_num(cli_table *t, double v);
+// A CLI_NUM cell given as text: a number no double holds (2^16383: a wide format's value);
+// written as is, and as a string in json.
+void cli_cell_numtext(cli_table *t, const char *text);
 void cli_cell_int(cli_table *t, long long v);
 void cli_cell_u64(cli_table *t, uint64_t v);  // a CLI_INT cell
 void cli_cell_bool(cli_table *t, bool v);

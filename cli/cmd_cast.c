@@ -1,12 +1,15 @@
 // cmd_cast.c: `fplab cast VALUE... --to FORMAT [...]`: round each value to a format and show
 // the code, the decoded value and the error (absolute, relative, in ulps of the format).
 // Rounding is fmt_round1 with the options given; codes are fmt_encode1 of the rounded value.
+// An IEEE P3109 format wider than float64 rounds with fmt_round_wide to a code, whose exact
+// value is a double unless it lies beyond float64 (then its hexadecimal float, no errors).
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
 #include "formats/codec.h"
+#include "formats/wide.h"
 
 static void help(FILE *fp) {
     fprintf(fp,
@@ -35,7 +38,8 @@ static void help(FILE *fp) {
             "  build/fplab cast 0.1 464 500 --to e4m3 --overflow saturate   # 500 -> 448 (CUDA satfinite)\n"
             "  build/fplab cast 1.5 3 --to e8m0 --round rna                 # ties away, as ml_dtypes and PyTorch\n"
             "  build/fplab cast 0.3 0.3 0.3 --to bf16 --round sr --seed 7   # stochastic rounding\n"
-            "  build/fplab cast 1e6 -1 --to binary8p3se --overflow satnone   # IEEE P3109: 1e6 -> inf\n");
+            "  build/fplab cast 1e6 -1 --to binary8p3se --overflow satnone   # IEEE P3109: 1e6 -> inf\n"
+            "  build/fplab cast 3 inf --to binary16p1sf --overflow saturate  # beyond float64: max 0x1p+16383\n");
 }
 
 static const cli_col cols[] = {
@@ -73,7 +77,12 @@ int cmd_cast(int argc, char **argv) {
     }
     CLI_CHECK(to, "cast: --to FORMAT is required (e.g. --to e4m3; see 'fplab cast --help')");
     CLI_CHECK(npos > 0, "cast: expected at least one VALUE (e.g. fplab cast 0.1 --to %s)", to);
-    cli_parse_format(&f, to, "--to");
+    const bool wide = fmt_from_name_wide(&f, to) == FMT_OK && fmt_is_wide(&f);
+    if (!wide) cli_parse_format(&f, to, "--to");
+    else fprintf(stderr, "fplab cast: %s's exponent range is wider than float64's: every double lies inside its "
+                 "normal range, so a cast only drops precision (to %d significant bits); a result beyond float64 (inf "
+                 "saturated to its max, or rounded up past 2^1024) is shown as its exact hexadecimal float\n",
+                 f.name, f.mbits + 1);
     char msg[256];
     CLI_CHECK(fmt_validate_round_opts(&f, &o, msg, sizeof msg) == FMT_OK, "cast: %s", msg);
     if (msg[0]) fprintf(stderr, "fplab cast: %s\n", msg);
@@ -86,19 +95,29 @@ int cmd_cast(int argc, char **argv) {
     char buf[96];
     for (int i = 0; i < npos; i++) {
         o.offset = (uint64_t)i;
-        double r = fmt_round1(&f, x[i], &o);
-        uint64_t code = fmt_encode1(&f, r);
-        double v = fmt_decode1(&f, code);
+        uint64_t code;
+        double v;
+        char vtext[48] = "";  // a wide format's value beyond float64, exactly
+        if (wide) {
+            code = fmt_round_wide(&f, x[i], &o);
+            fmt_exact ex;
+            fmt_code_exact(&f, code, &ex);
+            if (!fmt_exact_double(&ex, &v)) fmt_exact_hex(&ex, vtext, sizeof vtext), v = NAN;
+        } else {
+            code = fmt_encode1(&f, fmt_round1(&f, x[i], &o));
+            v = fmt_decode1(&f, code);
+        }
         double err = v == x[i] ? 0 : v - x[i];  // inf -> inf is exact, not inf - inf
         cli_cell_num(&t, x[i]);
         cli_code_hex(buf, sizeof buf, &f, code);
         cli_cell_str(&t, buf);
         cli_code_bits(buf, sizeof buf, &f, code);
         cli_cell_str(&t, buf);
-        cli_cell_num(&t, v);
+        if (vtext[0]) cli_cell_numtext(&t, vtext);
+        else cli_cell_num(&t, v);
         cli_cell_num(&t, fabs(err));
         cli_cell_num(&t, x[i] == 0 ? (err == 0 ? 0 : INFINITY) : fabs(err) / fabs(x[i]));
-        cli_cell_num(&t, isfinite(v) ? err / fmt_ulp(&f, v) : NAN);
+        cli_cell_num(&t, wide && v == 0 ? 0 : isfinite(v) ? err / fmt_ulp(&f, v) : NAN);  // a wide ulp at 0 is no double
     }
     cli_table_print(&t, out, stdout);
     return 0;

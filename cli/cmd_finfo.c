@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "formats/scale.h"
+#include "formats/wide.h"
 
 static void help(FILE *fp) {
     fprintf(fp,
@@ -74,15 +75,43 @@ static const char *exact_text(char *buf, size_t cap, double v) {
     return buf;
 }
 
+// The extremes of a format as codes: max, min (most negative, or the smallest value if
+// unsigned), smallest normal, smallest subnormal. A wide format's values come from these.
+static void extreme_codes(const fmt_t *f, uint64_t c[4]) {
+    const uint64_t normal = (uint64_t)1 << f->mbits;
+    c[0] = fmt_max_code(f);
+    c[3] = f->has_subnormals ? 1 : normal;
+    c[1] = f->is_signed ? c[0] | (uint64_t)1 << (f->bits - 1) : c[3];
+    c[2] = normal;
+}
+
+// A wide format's value of code: "2^k" for a power of two, else its hexadecimal float (exact;
+// no double holds it).
+static const char *wide_text(char *buf, size_t cap, const fmt_t *f, uint64_t code) {
+    fmt_exact v;
+    fmt_code_exact(f, code, &v);
+    if (v.cls == FMT_X_FINITE && v.sig == 1) snprintf(buf, cap, "%s2^%d", v.neg ? "-" : "", v.exp);
+    else fmt_exact_hex(&v, buf, cap);
+    return buf;
+}
+
 static void add_short_row(cli_table *t, const fmt_t *f) {
     fmt_info in;
     fmt_get_info(f, &in);
     char b[5][CLI_DOUBLE_MAX];
     cli_cell_str(t, f->name);
     cli_cell_int(t, f->bits), cli_cell_int(t, f->ebits), cli_cell_int(t, f->mbits), cli_cell_int(t, f->bias);
-    cli_cell_str(t, exact_text(b[0], sizeof b[0], in.max));
-    cli_cell_str(t, exact_text(b[1], sizeof b[1], in.smallest_normal));
-    cli_cell_str(t, exact_text(b[2], sizeof b[2], in.smallest_subnormal));
+    if (fmt_is_wide(f)) {
+        uint64_t c[4];
+        extreme_codes(f, c);
+        cli_cell_str(t, wide_text(b[0], sizeof b[0], f, c[0]));
+        cli_cell_str(t, wide_text(b[1], sizeof b[1], f, c[2]));
+        cli_cell_str(t, wide_text(b[2], sizeof b[2], f, c[3]));
+    } else {
+        cli_cell_str(t, exact_text(b[0], sizeof b[0], in.max));
+        cli_cell_str(t, exact_text(b[1], sizeof b[1], in.smallest_normal));
+        cli_cell_str(t, exact_text(b[2], sizeof b[2], in.smallest_subnormal));
+    }
     cli_cell_str(t, exact_text(b[3], sizeof b[3], in.eps));
     cli_cell_str(t, exact_text(b[4], sizeof b[4], in.epsneg));
     cli_cell_bool(t, f->has_inf);
@@ -97,10 +126,22 @@ static void add_row(cli_table *t, const fmt_t *f) {
     cli_cell_int(t, f->ebits);
     cli_cell_int(t, f->mbits);
     cli_cell_int(t, f->bias);
-    cli_cell_num(t, in.max);
-    cli_cell_num(t, in.min);
-    cli_cell_num(t, in.smallest_normal);
-    cli_cell_num(t, in.smallest_subnormal);
+    if (fmt_is_wide(f)) {  // the exact hexadecimal float (a string in json)
+        uint64_t c[4];
+        extreme_codes(f, c);
+        for (int i = 0; i < 4; i++) {
+            fmt_exact v;
+            char hex[48];
+            fmt_code_exact(f, c[i], &v);
+            fmt_exact_hex(&v, hex, sizeof hex);
+            cli_cell_numtext(t, hex);
+        }
+    } else {
+        cli_cell_num(t, in.max);
+        cli_cell_num(t, in.min);
+        cli_cell_num(t, in.smallest_normal);
+        cli_cell_num(t, in.smallest_subnormal);
+    }
     cli_cell_num(t, in.eps);
     cli_cell_num(t, in.resolution);
     cli_cell_u64(t, in.finite_values);
@@ -171,7 +212,15 @@ int cmd_finfo(int argc, char **argv) {
     }
     for (int i = 0; i < npos; i++) {
         fmt_t f;
-        const char *recipe = cli_parse_elem(&f, pos[i], "FORMAT");
+        const char *recipe = NULL;
+        if (fmt_from_name_wide(&f, pos[i]) == FMT_OK && fmt_is_wide(&f)) {
+            fmt_exact v;
+            char dec[48];
+            fmt_code_exact(&f, fmt_max_code(&f), &v);
+            fmt_exact_decimal(&v, dec, sizeof dec);
+            fprintf(stderr, "fplab finfo: %s reaches beyond float64 (max ~ %s): its extremes are exact "
+                    "hexadecimal floats or 2^k; 'fplab values %s --codes A:B' lists codes\n", f.name, dec, f.name);
+        } else recipe = cli_parse_elem(&f, pos[i], "FORMAT");
         if (recipe) fprintf(stderr, "fplab finfo: %s is a scheme: %s elements under the recipe %s; the row is %s\n",
                             pos[i], f.name, recipe, f.name);
         else if (!strcmp(fmt_kind(&f), "custom"))

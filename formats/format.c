@@ -99,6 +99,19 @@ const char *const *fmt_table_aliases(size_t i) { return i < TABLE_N ? table[i].a
 
 // --- derivation at run time (custom formats)
 
+// The fields and what derives from them without doubles (every descriptor, wide ones included).
+static void set_fields(fmt_t *f, int bits, int e, int m, int b, bool sg, fmt_special sp) {
+    f->bits = bits, f->ebits = e, f->mbits = m, f->bias = b;
+    f->is_signed = sg, f->special = sp;
+    f->emin = D_EMIN(b, sp);
+    f->emax = D_EMAX(e, m, b, sp, sg);
+    f->has_inf = sp == FMT_IEEE || sp == FMT_EXTENDED;
+    f->has_nan = sp != FMT_FINITE;
+    f->has_zero = sp != FMT_E8M0;
+    f->has_negzero = sg && sp != FMT_FNUZ && sp != FMT_EXTENDED;
+    f->has_subnormals = D_SUBN(m, sp);
+}
+
 int fmt_make(fmt_t *f, const char *name, int bits, int ebits, int mbits, int bias, bool is_signed,
              fmt_special special) {
     memset(f, 0, sizeof *f);
@@ -117,18 +130,10 @@ int fmt_make(fmt_t *f, const char *name, int bits, int ebits, int mbits, int bia
     if (D_TOP_E(e, m, sp, sg) == 0 && sp != FMT_E8M0) return FMT_EINVAL;  // no normal values at all
     // Must embed in fp64 (which also keeps POW2 in its range).
     if (D_EMAX(e, m, b, sp, sg) > 1023 || D_EMIN(b, sp) - m < -1074) return FMT_EINVAL;
-    f->bits = bits, f->ebits = ebits, f->mbits = mbits, f->bias = bias;
-    f->is_signed = is_signed, f->special = special;
-    f->emin = D_EMIN(b, sp);
-    f->emax = D_EMAX(e, m, b, sp, sg);
+    set_fields(f, bits, e, m, b, sg, sp);
     f->max = D_MAX(e, m, b, sp, sg);
     f->min_normal = D_MIN_NORMAL(b, sp);
     f->min_subnormal = D_MIN_SUB(m, b, sp);
-    f->has_inf = sp == FMT_IEEE || sp == FMT_EXTENDED;
-    f->has_nan = sp != FMT_FINITE;
-    f->has_zero = sp != FMT_E8M0;
-    f->has_negzero = is_signed && sp != FMT_FNUZ && sp != FMT_EXTENDED;
-    f->has_subnormals = D_SUBN(m, sp);
     return FMT_OK;
 }
 
@@ -228,6 +233,15 @@ const char *fmt_peer_get(size_t i, const char **spec, const char **peer) {
 // already has: signed = fnuz, unsigned = fn (only all-ones is NaN) without a sign bit; the
 // extended ones put +-inf on the largest codes (FMT_EXTENDED). Returns FMT_EUNKNOWN where name
 // is not of that shape, FMT_EINVAL where K, P are outside the draft or beyond float64 (*wide).
+// A descriptor whose exponent range is wider than float64's (only P3109 names give one): the
+// fields, emin, emax and the flags from the same expressions as fmt_make; the double fields,
+// which could not hold its values, are 0 (fmt_is_wide says so; see format.h).
+static void make_wide(fmt_t *f, const char *name, int bits, int e, int m, int b, bool sg, fmt_special sp) {
+    memset(f, 0, sizeof *f);
+    snprintf(f->name, sizeof f->name, "%s", name);
+    set_fields(f, bits, e, m, b, sg, sp);
+}
+
 static int parse_p3109(fmt_t *out, const char *name, bool *wide) {
     *wide = false;
     if (strncasecmp(name, "binary", 6) || !isdigit((unsigned char)name[6])) return FMT_EUNKNOWN;
@@ -240,12 +254,25 @@ static int parse_p3109(fmt_t *out, const char *name, bool *wide) {
     const bool is_signed = sg == 's';
     if (K < 3 || K > 16 || P < 1 || P > (is_signed ? K - 1 : K)) return FMT_EINVAL;
     const int w = (int)(K - P) + (is_signed ? 0 : 1), m = (int)P - 1;
-    if (w > 11) return *wide = true, FMT_EINVAL;  // binary16p1, p2, ...: beyond float64's range
     char canon[40];
     snprintf(canon, sizeof canon, "binary%ldp%ld%c%c", K, P, sg, dm);
     const fmt_special sp = dm == 'e' ? FMT_EXTENDED : is_signed ? FMT_FNUZ : FMT_FN;
+    if (w > 11) {  // binary16p1, p2, ...: beyond float64's range, a wide descriptor
+        make_wide(out, canon, (int)K, w, m, 1 << (w - 1), is_signed, sp);
+        return *wide = true, FMT_EINVAL;
+    }
     return fmt_make(out, canon, (int)K, w, m, 1 << (w - 1), is_signed, sp);
 }
+
+int fmt_from_name_wide(fmt_t *out, const char *name) {
+    bool wide;
+    if (name && parse_p3109(out, strip_module(name), &wide) == FMT_EINVAL && wide) return FMT_OK;
+    return fmt_from_name(out, name);
+}
+
+bool fmt_is_wide(const fmt_t *f) { return f->ebits > 11; }
+
+uint64_t fmt_max_code(const fmt_t *f) { return D_TOP_CODE(f->ebits, f->mbits, f->special, f->is_signed); }
 
 int fmt_from_name(fmt_t *out, const char *name) {
     if (!name || !*name) return FMT_EUNKNOWN;
@@ -283,7 +310,8 @@ const char *fmt_kind(const fmt_t *f) {
     }
     fmt_t p;
     bool wide;
-    if (parse_p3109(&p, f->name, &wide) == FMT_OK && same_fields(f, &p)) return "p3109";
+    const int st = parse_p3109(&p, f->name, &wide);
+    if ((st == FMT_OK || wide) && same_fields(f, &p)) return "p3109";
     return "custom";
 }
 
@@ -339,8 +367,9 @@ void fmt_name_message(const char *name, int status, char *msg, size_t len) {
     fmt_t tmp;
     if (parse_p3109(&tmp, bare, &wide) == FMT_EINVAL) {
         snprintf(msg, len, "%s", wide ? "an IEEE P3109 format whose exponent range is wider than float64's "
-                 "(more than 11 exponent bits: K - P > 11 signed, K - P + 1 > 11 unsigned); fplab's descriptors "
-                 "hold values as doubles, so it does not emulate it"
+                 "(more than 11 exponent bits: K - P > 11 signed, K - P + 1 > 11 unsigned): 'fplab finfo', 'values' "
+                 "and 'cast' take it (its values as exact hexadecimal floats); arrays, matrix products and "
+                 "policies compute in float32/float64 and do not"
                  : "an IEEE P3109 name outside the draft: expected binaryKpP{s|u}{e|f} with 3 <= K <= 16 and "
                  "1 <= P <= K-1 (signed) or K (unsigned)");
         return;
@@ -399,10 +428,12 @@ size_t fmt_nan_codes(const fmt_t *f, uint64_t *codes, size_t cap) {
 }
 
 void fmt_get_info(const fmt_t *f, fmt_info *o) {
-    o->max = f->max;
-    o->min = f->is_signed ? -f->max : f->min_subnormal;
-    o->smallest_normal = f->min_normal;
-    o->smallest_subnormal = f->min_subnormal;
+    // A wide format's extremes are not doubles: NaN here (fmt_code_exact gives them).
+    const double nan_if_wide = fmt_is_wide(f) ? NAN : 1;
+    o->max = f->max * nan_if_wide;
+    o->min = (f->is_signed ? -f->max : f->min_subnormal) * nan_if_wide;
+    o->smallest_normal = f->min_normal * nan_if_wide;
+    o->smallest_subnormal = f->min_subnormal * nan_if_wide;
     o->eps = ldexp(1.0, -f->mbits);
     o->resolution = pow(10.0, -floor(-log10(o->eps)));
     o->nan_codes = fmt_nan_codes(f, NULL, 0);
@@ -413,7 +444,7 @@ void fmt_get_info(const fmt_t *f, fmt_info *o) {
     // The largest value below 1: in the binade [1/2, 1) when it is normal, else on the
     // subnormal grid (or 0 without subnormals); a format whose max is below 1 has max.
     double below;
-    if (f->max < 1) below = f->max;
+    if (f->emax < 0) below = f->max;  // max < 1
     else if (f->emin <= -1) below = 1 - ldexp(1.0, -1 - f->mbits);
     else if (f->has_subnormals && f->emin - f->mbits <= 0) below = 1 - ldexp(1.0, f->emin - f->mbits);
     else below = 0;

@@ -67,6 +67,20 @@ int fmt_from_name(fmt_t *out, const char *name);
 // descriptor (signed: fnuz with bias 2^(K-P-1); unsigned: fn without sign, bias 2^(K-P));
 // binaryKpP{s|u}e (extended, with infinities) the same fields with FMT_EXTENDED.
 
+// IEEE P3109 formats with more exponent bits than float64 (K - P > 11 signed, K - P + 1 > 11
+// unsigned: binary16p1se, binary13p1uf, ...; 50 of the draft's formats) have a *wide* descriptor:
+// the six fields, emin, emax and the has_* flags as for any format, but the double fields max,
+// min_normal and min_subnormal are 0, since their values reach 2^-32768 .. 2^32767. fmt_from_name
+// refuses them (FMT_EINVAL; fmt_name_message says why), so nothing that computes in doubles ever
+// sees one; fmt_from_name_wide accepts every name fmt_from_name accepts and these. What works on
+// a wide descriptor: fmt_is_wide, fmt_get_info (its extremes NaN), fmt_nan_codes, fmt_kind, and
+// formats/wide.h (exact values of codes, rounding a double to a code).
+int fmt_from_name_wide(fmt_t *out, const char *name);
+bool fmt_is_wide(const fmt_t *f);
+// The magnitude code of the largest finite value (sign bit clear); where the format has inf,
+// that is this code plus one.
+uint64_t fmt_max_code(const fmt_t *f);
+
 // Formats that only peers name (not table rows): the peer's name, the custom spec that builds
 // it and which peer has it (for finfo --aliases and the docs). NULL beyond the last.
 size_t fmt_peer_count(void);

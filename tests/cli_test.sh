@@ -208,7 +208,20 @@ expect_eq "cast binary8p4ue satfinite: -1 -> 0" "0" \
     "$("$F" cast -1 --to binary8p4ue --overflow satfinite --format csv | tail -1 | cut -d, -f4)"
 expect_has "cast --sr-variant c" "1.375" "$F" cast 1.3 1.3 1.3 1.3 --to e4m3 --round sr --sr-variant c --seed 3
 expect_err "cast bad sr-variant" "--sr-variant 'd'" "$F" cast 1 --to e4m3 --round sr --sr-variant d
-expect_err "cast P3109 beyond float64" "wider than float64" "$F" cast 1 --to binary16p1se
+# P3109 beyond float64: finfo, values and cast with exact hexadecimal floats; other commands refuse
+expect_eq "finfo binary16p1se: max, tiny, min_sub as powers of two" "2^16382 2^-16383 2^-16383" \
+    "$("$F" finfo binary16p1se 2>/dev/null | tail -1 | awk '{print $6, $7, $8}')"
+expect_has "finfo binary16p2uf json: exact extremes as strings" '"max": "0x1p+16383"' "$F" finfo binary16p2uf --format json
+expect_has "finfo binary16p1se says it is beyond float64" "reaches beyond float64" "$F" finfo binary16p1se
+expect_eq "values binary16p2uf --codes: the WG table's values" "0 0x1p-16384 0x1p-16383 0x1.8p-16383" \
+    "$("$F" values binary16p2uf --codes 0:3 --format csv | tail -4 | cut -d, -f3 | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "values bf16 --codes: a 16-bit range" "inf nan" \
+    "$("$F" values bf16 --codes 0x7f80:0x7f81 --format csv | tail -2 | cut -d, -f3 | tr '\n' ' ' | sed 's/ $//')"
+expect_err "values of a 16-bit format needs --codes" "or --codes A:B" "$F" values bf16
+expect_err "values --codes beyond the format" "expected A <= B <= 0xff" "$F" values e4m3 --codes 0:0x100
+expect_eq "cast to binary16p1sf: 3 -> 2, DBL_MAX -> 2^1024, inf saturates to 2^16383" "2 0x1p+1024 0x1p+16383" \
+    "$("$F" cast 3 1.7976931348623157e308 inf --to binary16p1sf --overflow saturate --format csv 2>/dev/null | tail -3 | cut -d, -f4 | tr '\n' ' ' | sed 's/ $//')"
+expect_err "matmul-check with a P3109 format beyond float64" "wider than float64" "$F" matmul-check --a binary16p1se --b e4m3
 # ... and in a policy, where the canonical form keeps the variant
 pol_p3109=$(mktemp)
 printf 'name p3109\nsite *.in binary8p3se tensor sr:c satpropagate\n' >"$pol_p3109"

@@ -12,13 +12,16 @@
 // $FPLAB_ROOT.
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
+#include <float.h>
 #include <math.h>
+#include <mpfr.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "formats/codec.h"
 #include "formats/scale.h"
+#include "formats/wide.h"
 #include "test_util.h"
 
 static bool same_value(double a, double b) { return (isnan(a) && isnan(b)) || (a == b && signbit(a) == signbit(b)); }
@@ -111,12 +114,42 @@ Test(p3109, descriptors) {
     cr_expect_str_eq(fmt_kind(&f), "p3109");
 }
 
+// A table's value ("0x1.8p+16382", "-0x0.1p-16380", "0x0p+0", "Inf", "NaN") as an exact value,
+// read without doubles (the wide formats' values are beyond them), normalised as fmt_exact is.
+static void parse_table_value(const char *s, fmt_exact *v) {
+    memset(v, 0, sizeof *v);
+    if (!strcmp(s, "NaN")) return (void)(v->cls = FMT_X_NAN);
+    v->neg = *s == '-';
+    s += v->neg;
+    if (!strcmp(s, "Inf")) return (void)(v->cls = FMT_X_INF);
+    cr_assert(!strncmp(s, "0x", 2), "table value %s", s);
+    uint64_t sig = 0;
+    int exp = 0;
+    bool frac = false;
+    for (s += 2; *s != 'p'; s++) {
+        if (*s == '.') { frac = true; continue; }
+        const char d = *s;
+        sig = sig * 16 + (uint64_t)(d <= '9' ? d - '0' : (d | 32) - 'a' + 10);
+        if (frac) exp -= 4;
+        cr_assert(sig < (1ULL << 56), "table value too long");
+    }
+    exp += atoi(s + 1);
+    if (!sig) return (void)(v->cls = FMT_X_ZERO);
+    while (!(sig & 1)) sig >>= 1, exp++;
+    v->cls = FMT_X_FINITE, v->sig = sig, v->exp = exp;
+}
+
+static bool same_exact(const fmt_exact *a, const fmt_exact *b) {
+    return a->cls == b->cls && (a->cls == FMT_X_NAN || a->neg == b->neg) && a->sig == b->sig && a->exp == b->exp;
+}
+
 // Every code of the working group's value tables (tools/p3109_tables.py; the committed subset, or
 // every code of every table with FPLAB_P3109_TABLES naming a file written with --all, as
-// `make check-p3109-tables` does): fmt_decode1 gives the table's value, its subnormal mark
-// agrees, fmt_encode1 of the value gives the code back, and where the values are float32 the
-// vector codec (fmt_decode_f32, fmt_encode_f32) agrees with both. Formats wider than float64
-// are refused with the reason.
+// `make check-p3109-tables` does). Every code's exact value (fmt_code_exact) and subnormal mark
+// are the table's. Formats within float64: fmt_decode1 gives the value, fmt_encode1 the code
+// back, and where the values are float32 the vector codec agrees. Wider formats (which
+// fmt_from_name refuses with the reason): fmt_round_wide of the value gives the code back where
+// a double holds the value.
 Test(p3109, wg_value_tables) {
     const char *all = getenv("FPLAB_P3109_TABLES");
     FILE *fh = all && *all ? fopen(all, "r") : tu_fixture("p3109_wg.txt", "make check-p3109-tables");
@@ -124,52 +157,71 @@ Test(p3109, wg_value_tables) {
     char line[256], name[40], last[40] = "", codes[40], vs[64];
     fmt_t f;
     int sub;
-    size_t n = 0, ntables = 0, nwide = 0, nvec = 0;
+    size_t n = 0, ntables = 0, nwide = 0, nwide_codes = 0, nvec = 0;
     while (fgets(line, sizeof line, fh)) {
         if (line[0] == '#') continue;
-        cr_assert_eq(sscanf(line, "%39s %39s %63s %d", name, codes, vs, &sub), codes[0] == '-' ? 3 : 4,
-                     "bad line: %s", line);
-        if (codes[0] == '-') {  // more exponent bits than float64
-            char msg[512];
-            const int st = fmt_from_name(&f, name);
-            cr_assert_eq(st, FMT_EINVAL, "%s", name);
-            fmt_name_message(name, st, msg, sizeof msg);
-            cr_expect(strstr(msg, "wider than float64"), "%s: %s", name, msg);
-            nwide++;
-            continue;
-        }
+        cr_assert_eq(sscanf(line, "%39s %39s %63s %d", name, codes, vs, &sub), 4, "bad line: %s", line);
         if (strcmp(name, last)) {
-            cr_assert_eq(fmt_from_name(&f, name), FMT_OK, "%s", name);
+            cr_assert_eq(fmt_from_name_wide(&f, name), FMT_OK, "%s", name);
             strcpy(last, name);
             ntables++;
+            if (fmt_is_wide(&f)) {
+                fmt_t g;
+                char msg[512];
+                const int st = fmt_from_name(&g, name);
+                cr_assert_eq(st, FMT_EINVAL, "%s", name);
+                fmt_name_message(name, st, msg, sizeof msg);
+                cr_expect(strstr(msg, "wider than float64"), "%s: %s", name, msg);
+                nwide++;
+            }
         }
         const uint64_t code = strtoull(codes, NULL, 10);
-        const double want = strtod(vs, NULL), got = fmt_decode1(&f, code);
-        cr_assert(same_value(got, want) || (got == 0 && want == 0), "%s code %llu: got %a, table %s", name,
-                  (unsigned long long)code, got, vs);
-        const bool is_sub = got != 0 && fabs(got) < f.min_normal;
+        fmt_exact want, got;
+        parse_table_value(vs, &want);
+        fmt_code_exact(&f, code, &got);
+        char hex[64];
+        fmt_exact_hex(&got, hex, sizeof hex);
+        cr_assert(same_exact(&got, &want), "%s code %llu: exact value %s, table %s", name, (unsigned long long)code,
+                  hex, vs);
+        cr_assert_eq(got.subnormal, sub == 1, "%s code %llu: subnormal %d, table %d", name,
+                     (unsigned long long)code, got.subnormal, sub);
+        n++;
+        if (fmt_is_wide(&f)) {
+            double d;
+            if (!fmt_exact_double(&got, &d)) continue;
+            cr_assert_eq(fmt_round_wide(&f, d, &(fmt_round_opts){0}), code, "%s: %a rounds to code %llu, expected %llu",
+                         name, d, (unsigned long long)fmt_round_wide(&f, d, &(fmt_round_opts){0}),
+                         (unsigned long long)code);
+            nwide_codes++;
+            continue;
+        }
+        const double value = strtod(vs, NULL), dec = fmt_decode1(&f, code);
+        cr_assert(same_value(dec, value) || (dec == 0 && value == 0), "%s code %llu: got %a, table %s", name,
+                  (unsigned long long)code, dec, vs);
+        const bool is_sub = dec != 0 && fabs(dec) < f.min_normal;
         cr_assert_eq(is_sub, sub == 1, "%s code %llu: subnormal %d, table %d", name, (unsigned long long)code,
                      is_sub, sub);
-        cr_assert_eq(fmt_encode1(&f, got), code, "%s: %a encodes to %llu, expected %llu", name, got,
-                     (unsigned long long)fmt_encode1(&f, got), (unsigned long long)code);
+        cr_assert_eq(fmt_encode1(&f, dec), code, "%s: %a encodes to %llu, expected %llu", name, dec,
+                     (unsigned long long)fmt_encode1(&f, dec), (unsigned long long)code);
         if (fmt_values_fit_f32(&f) || (f.has_inf && f.emax <= 127 && f.emin - f.mbits >= -149)) {
             uint8_t c[4] = {0}, back[4] = {0};
             memcpy(c, &code, fmt_code_bytes(&f));  // little-endian
             float v;
             cr_assert_eq(fmt_decode_f32(&f, &v, c, 1), FMT_OK);
-            cr_assert(same_value(v, got) || (v == 0 && got == 0), "%s code %llu: vector %a, table %s", name,
+            cr_assert(same_value(v, dec) || (v == 0 && dec == 0), "%s code %llu: vector %a, table %s", name,
                       (unsigned long long)code, (double)v, vs);
             cr_assert_eq(fmt_encode_f32(&f, back, &v, 1, &(fmt_round_opts){0}, NULL), FMT_OK);
             cr_assert(!memcmp(back, c, sizeof c), "%s: %a encodes (vector) to another code than %llu", name,
                       (double)v, (unsigned long long)code);
             nvec++;
         }
-        n++;
     }
     fclose(fh);
-    cr_assert(ntables >= 300 && n > 10000 && nwide > 0, "fixture too small: %zu codes of %zu tables", n, ntables);
-    cr_log_info("p3109: %zu codes of %zu WG value tables decode and encode as the tables say (%zu through the "
-                "vector codec); %zu wider than float64 refused\n", n, ntables, nvec, nwide);
+    cr_assert(ntables >= 500 && n > 10000 && nwide == 50, "fixture too small: %zu codes of %zu tables (%zu wide)", n,
+              ntables, nwide);
+    cr_log_info("p3109: %zu codes of %zu WG value tables have the tables' exact values (%zu through the vector "
+                "codec); %zu tables wider than float64 (%zu of their codes round back from doubles)\n", n, ntables,
+                nvec, nwide, nwide_codes);
 }
 
 // Extended formats (...e): +-inf on the largest codes, one NaN, the finite twin's values below.
@@ -217,4 +269,101 @@ Test(p3109, refused_names_say_why) {
         cr_expect(strstr(msg, "wider than float64"), "%s: %s", wide[i], msg);
     }
     cr_expect_eq(fmt_from_name(&f, "binary8p3sx"), FMT_EUNKNOWN);
+}
+
+// Rounding a double to a format wider than float64 (fmt_round_wide). Where x is normal in an
+// 8-bit format of the same precision and layout, every mode, policy and stochastic variant
+// gives the 8-bit format's value (rounding to P bits does not depend on the binade); across
+// the whole double range (subnormal doubles and the round-up past 2^1024 included), the
+// deterministic modes give MPFR's rounding to P bits.
+static double wide_value(const fmt_t *f, uint64_t code, char *hex, size_t cap) {
+    fmt_exact v;
+    fmt_code_exact(f, code, &v);
+    fmt_exact_hex(&v, hex, cap);
+    double d;
+    return fmt_exact_double(&v, &d) ? d : NAN;
+}
+
+Test(p3109, wide_rounding_matches_narrow_twin) {
+    static const char *pairs[][2] = {{"binary16p3se", "binary8p3se"}, {"binary16p4ue", "binary8p4ue"},
+                                     {"binary16p2sf", "binary8p2sf"}, {"binary16p5uf", "binary8p5uf"}};
+    uint64_t s = 12345;
+    size_t n = 0;
+    for (size_t p = 0; p < sizeof pairs / sizeof *pairs; p++) {
+        fmt_t w, q;
+        cr_assert_eq(fmt_from_name_wide(&w, pairs[p][0]), FMT_OK);
+        cr_assert(fmt_is_wide(&w), "%s", pairs[p][0]);
+        cr_assert_eq(fmt_from_name(&q, pairs[p][1]), FMT_OK);
+        for (int i = 0; i < 3000; i++) {
+            s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+            double x = ldexp(1 + (double)(s >> 12) * 0x1p-52, q.emin + (int)((s >> 4) % (uint64_t)(q.emax - q.emin))) * ((s & 1) ? -1 : 1);
+            if (i == 0) x = INFINITY;
+            if (i == 1) x = -INFINITY;
+            if (i == 2) x = NAN;
+            if (i == 3) x = -0.0;
+            for (int mode = 0; mode < FMT_NMODES; mode++)
+                for (int ov = 0; ov < FMT_NOVERFLOW; ov++)
+                    for (int var = 0; var < (mode == FMT_SR ? 3 : 1); var++) {
+                        const fmt_round_opts o = {.mode = mode, .overflow = ov, .sr_variant = var,
+                                                  .sr_bits = mode == FMT_SR ? 8 : 0, .seed = 7, .offset = (uint64_t)i};
+                        const double want = fmt_round1(&q, x, &o);
+                        char hex[64];
+                        const uint64_t code = fmt_round_wide(&w, x, &o);
+                        double got = wide_value(&w, code, hex, sizeof hex);
+                        if (isinf(x) && fabs(want) == q.max) {  // saturated: each format's own max
+                            cr_assert_eq(code & ~(w.is_signed ? (uint64_t)1 << 15 : 0), fmt_max_code(&w), "%s %a: %s", w.name, x, hex);
+                            continue;
+                        }
+                        cr_assert(same_value(got, want == 0 ? 0.0 : want), "%s %a mode %d ov %d var %d: %s (%a), %s gives %a",
+                                  w.name, x, mode, ov, var, hex, got, q.name, want);
+                        n++;
+                    }
+        }
+    }
+    cr_log_info("p3109: %zu wide roundings equal their 8-bit twins'\n", n);
+}
+
+Test(p3109, wide_rounding_matches_mpfr_over_all_doubles) {
+    static const struct { int mode; mpfr_rnd_t r; } modes[] = {
+        {FMT_RNE, MPFR_RNDN}, {FMT_RTZ, MPFR_RNDZ}, {FMT_RUP, MPFR_RNDU}, {FMT_RDN, MPFR_RNDD}, {FMT_RNA, MPFR_RNDNA}};
+    static const char *names[] = {"binary16p1se", "binary16p4ue", "binary13p1sf", "binary12p1uf"};
+    mpfr_t m;
+    uint64_t s = 99;
+    size_t n = 0;
+    for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
+        fmt_t w;
+        cr_assert_eq(fmt_from_name_wide(&w, names[k]), FMT_OK);
+        mpfr_init2(m, w.mbits + 1);
+        for (int i = 0; i < 4000; i++) {
+            s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+            double x;
+            uint64_t bits = s;
+            memcpy(&x, &bits, sizeof x);  // every sign, exponent and significand of a double
+            if (i == 0) x = DBL_MAX;
+            if (i == 1) x = 0x1p-1074;
+            if (!isfinite(x) || x == 0 || (x < 0 && !w.is_signed)) continue;
+            for (size_t j = 0; j < sizeof modes / sizeof *modes; j++) {
+                const fmt_round_opts o = {.mode = modes[j].mode};
+                char hex[64];
+                const uint64_t code = fmt_round_wide(&w, x, &o);
+                fmt_exact v;
+                fmt_code_exact(&w, code, &v);
+                fmt_exact_hex(&v, hex, sizeof hex);
+                if (modes[j].mode == FMT_RNA) mpfr_round_nearest_away(mpfr_set_d, m, x);
+                else mpfr_set_d(m, x, modes[j].r);  // MPFR's exponent range: no overflow at 2^1024
+                cr_assert_eq(v.cls, FMT_X_FINITE, "%s %a: %s", w.name, x, hex);
+                mpfr_t e;
+                mpfr_init2(e, 64);
+                mpfr_set_ui(e, (unsigned long)v.sig, MPFR_RNDN);
+                mpfr_mul_2si(e, e, v.exp, MPFR_RNDN);
+                if (v.neg) mpfr_neg(e, e, MPFR_RNDN);
+                cr_assert(mpfr_equal_p(e, m), "%s %a mode %d: %s, MPFR %a", w.name, x, modes[j].mode, hex,
+                          mpfr_get_d(m, MPFR_RNDN));
+                mpfr_clear(e);
+                n++;
+            }
+        }
+        mpfr_clear(m);
+    }
+    cr_log_info("p3109: %zu wide roundings over the double range equal MPFR's\n", n);
 }
