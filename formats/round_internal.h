@@ -133,7 +133,7 @@ bool fmt__round_f32_lean(const fmt__kparams *k, fmt_round_mode mode, float *x, s
 // [0, n), or with exact round(in[i] / deq[i / tc]) * deq[i / tc] (the quotient rounded to odd
 // into float32, as scale.c's exact path makes it; tiles with deq 0 multiply), with elems[i]
 // (optional) the rounded value, in one pass of the explicit AVX-512 kernels (tc a multiple of
-// 16); element i draws counter k->offset + base + i; zeroed (optional) counts the nonzero inputs
+// 16, or 1: per column); element i draws counter k->offset + base + i; zeroed (optional) counts the nonzero inputs
 // of tiles whose multiplier is 0; ahead (elements, 0: none) is a prefetch distance. Returns
 // false, with nothing written, where those kernels do not cover k (or tc) on this CPU, or MXCSR
 // has DAZ or FTZ set in this thread.

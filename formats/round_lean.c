@@ -566,7 +566,8 @@ V4 void lean_loop(const lk *kp, lean_class cls, fmt_round_mode mode, const fmt__
 }
 
 // --- block scaling (formats/scale.c's work units): out = round(in * mul[t]) * deq[t] for the
-// tiles t of tc elements (a multiple of 16, so that every vector lies in one tile), in one pass;
+// tiles t of tc elements (a multiple of 16, so that every vector lies in one tile; or 1: a scale
+// per column, each lane its own), in one pass;
 // before, the two multiplications and the rounding were three passes over the unit. Where a
 // multiplier is 1, x * 1 is x (the kernel declines under DAZ and FTZ). zeroed counts the
 // nonzero inputs of tiles whose multiplier is 0 (x != 0: NaN counts), as scale.c does.
@@ -586,11 +587,13 @@ typedef struct {
 // exact (one fused multiply-subtract of a 48-bit product within 2^-22 of x), and its sign says
 // on which side of z y lies: y steps back toward zero where it is past z, and its last bit is set
 // where inexact. NaN and inf inputs give e NaN: exact. A quotient past float32 gives FLT_MAX.
-V4 __m512 div_rto16(__m512 x, __m512d rd, __m512d d) {
+// The low and high eight lanes have their own divisors (dl, dh; rdl, rdh their reciprocals): the
+// same for a tile, each lane's own for per-column scales.
+V4 __m512 div_rto16(__m512 x, __m512d rdl, __m512d rdh, __m512d dl, __m512d dh) {
     const __m512d xl = _mm512_cvtps_pd(_mm512_castps512_ps256(x));
     const __m512d xh = _mm512_cvtps_pd(_mm512_extractf32x8_ps(x, 1));
-    const __m256 yl = _mm512_cvtpd_ps(_mm512_mul_pd(xl, rd)), yh = _mm512_cvtpd_ps(_mm512_mul_pd(xh, rd));
-    const __m512d el = _mm512_fmsub_pd(_mm512_cvtps_pd(yl), d, xl), eh = _mm512_fmsub_pd(_mm512_cvtps_pd(yh), d, xh);
+    const __m256 yl = _mm512_cvtpd_ps(_mm512_mul_pd(xl, rdl)), yh = _mm512_cvtpd_ps(_mm512_mul_pd(xh, rdh));
+    const __m512d el = _mm512_fmsub_pd(_mm512_cvtps_pd(yl), dl, xl), eh = _mm512_fmsub_pd(_mm512_cvtps_pd(yh), dh, xh);
     const __m512i y = _mm512_castps_si512(_mm512_insertf32x8(_mm512_castps256_ps512(yl), yh, 1));
     const __mmask16 inexact = (__mmask16)(_mm512_cmp_pd_mask(el, _mm512_setzero_pd(), _CMP_NEQ_OQ) |
                                           (unsigned)_mm512_cmp_pd_mask(eh, _mm512_setzero_pd(), _CMP_NEQ_OQ) << 8);
@@ -602,13 +605,19 @@ V4 __m512 div_rto16(__m512 x, __m512d rd, __m512d d) {
     return _mm512_castsi512_ps(_mm512_mask_or_epi32(u, inexact, u, one));
 }
 
+// The divisors of div_rto16: the low and high halves of d and their reciprocals in float64.
+typedef struct {
+    __m512d dl, dh, rdl, rdh;
+} div16;
+
 // One vector of a tile: x = in[i..i+16) (the lanes of live), rounded after the multiplication
-// by m (or, with exact, after div_rto16 by d, rd), stored after the multiplication by d.
-V4 void block16(const lk *k, lean_class cls, fmt_round_mode mode, const blk *b, __m512 m, __m512 d, bool exact,
-                __m512d rd, __m512d dd, float *out, const float *in, size_t i, lean_counts *cnt, __mmask16 live) {
+// by m (or, in the lanes of exact, after div_rto16 by dv), stored after the multiplication by d.
+V4 void block16(const lk *k, lean_class cls, fmt_round_mode mode, const blk *b, __m512 m, __m512 d, __mmask16 exact,
+                const div16 *dv, float *out, const float *in, size_t i, lean_counts *cnt, __mmask16 live) {
     const __m512 x = live == 0xffff ? _mm512_loadu_ps(in + i) : _mm512_maskz_loadu_ps(live, in + i);
     const __m512i rnd = mode == FMT_SR ? draws16(k->key, k->first + i) : _mm512_setzero_si512();
-    const __m512 xs = exact ? div_rto16(x, rd, dd) : _mm512_mul_ps(x, m);
+    __m512 xs = _mm512_mul_ps(x, m);
+    if (exact) xs = _mm512_mask_blend_ps(exact, xs, div_rto16(x, dv->rdl, dv->rdh, dv->dl, dv->dh));
     const __m512i r = lean16(k, cls, mode, _mm512_castps_si512(xs), rnd, cnt, live);
     const __m512 y = _mm512_mul_ps(_mm512_castsi512_ps(r), d);
     if (live == 0xffff) {
@@ -641,23 +650,49 @@ V4 void block_loop(const lk *kp, lean_class cls, fmt_round_mode mode, const blk 
     lean_counts *cnt = counts ? &lc : NULL;
     uint64_t zeroed = 0;
     size_t i = 0, t = 0;
+    if (tc == 1) {  // per column: each lane its own multiplier and divisor, loaded, not broadcast
+        const __m512d one = _mm512_set1_pd(1.0);
+        for (; i < n; i += 16) {
+            const __mmask16 live = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1);
+            const __m512 m = _mm512_maskz_loadu_ps(live, bl.mul + i), d = _mm512_maskz_loadu_ps(live, bl.deq + i);
+            const __mmask16 nonzero_d = _mm512_cmp_ps_mask(d, _mm512_setzero_ps(), _CMP_NEQ_UQ);
+            if (bl.zeroed) {
+                const __mmask16 mz = _mm512_mask_cmp_ps_mask(live, m, _mm512_setzero_ps(), _CMP_EQ_OQ);
+                zeroed += (uint64_t)__builtin_popcount(
+                    _mm512_mask_cmp_ps_mask(mz, _mm512_maskz_loadu_ps(live, in + i), _mm512_setzero_ps(), _CMP_NEQ_UQ));
+            }
+            div16 dv = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
+            const __mmask16 exact = bl.exact ? nonzero_d & live : 0;
+            if (exact) {  // d = 0 lanes (multiplied by m instead) divide by 1 here, harmlessly
+                dv.dl = _mm512_cvtps_pd(_mm512_castps512_ps256(_mm512_mask_blend_ps(exact, _mm512_set1_ps(1.0f), d)));
+                dv.dh = _mm512_cvtps_pd(_mm512_extractf32x8_ps(_mm512_mask_blend_ps(exact, _mm512_set1_ps(1.0f), d), 1));
+                dv.rdl = _mm512_div_pd(one, dv.dl), dv.rdh = _mm512_div_pd(one, dv.dh);
+            }
+            block16(k, cls, mode, &bl, m, d, exact, &dv, out, in, i, cnt, live);
+        }
+        if (bl.zeroed) *bl.zeroed += zeroed;
+        if (cnt) add_counts(counts, &lc);
+        return;
+    }
     for (; i + tc <= n; t++) {  // whole tiles: whole vectors
         const __m512 m = _mm512_set1_ps(bl.mul[t]), d = _mm512_set1_ps(bl.deq[t]);
         const bool exact = bl.exact && bl.deq[t] != 0.0f;
         const __m512d dd = _mm512_set1_pd(bl.deq[t]), rd = _mm512_set1_pd(exact ? 1.0 / bl.deq[t] : 0.0);
+        const div16 dv = {dd, dd, rd, rd};
         if (bl.zeroed && bl.mul[t] == 0.0f) zeroed += nonzeros(in + i, tc);
         for (size_t j = 0; j < tc; j += 16, i += 16) {
             __builtin_prefetch(in + i + bl.ahead);  // a hint (ahead 0: this line, a no-op)
-            block16(k, cls, mode, &bl, m, d, exact, rd, dd, out, in, i, cnt, 0xffff);
+            block16(k, cls, mode, &bl, m, d, exact ? 0xffff : 0, &dv, out, in, i, cnt, 0xffff);
         }
     }
     if (i < n) {  // a last tile cut short by the end of the row
         const __m512 m = _mm512_set1_ps(bl.mul[t]), d = _mm512_set1_ps(bl.deq[t]);
         const bool exact = bl.exact && bl.deq[t] != 0.0f;
         const __m512d dd = _mm512_set1_pd(bl.deq[t]), rd = _mm512_set1_pd(exact ? 1.0 / bl.deq[t] : 0.0);
+        const div16 dv = {dd, dd, rd, rd};
         if (bl.zeroed && bl.mul[t] == 0.0f) zeroed += nonzeros(in + i, n - i);
         for (; i < n; i += 16)
-            block16(k, cls, mode, &bl, m, d, exact, rd, dd, out, in, i, cnt,
+            block16(k, cls, mode, &bl, m, d, exact ? 0xffff : 0, &dv, out, in, i, cnt,
                     n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1));
     }
     if (bl.zeroed) *bl.zeroed += zeroed;
@@ -918,7 +953,7 @@ bool fmt__scale_round_f32_lean(const fmt__kparams *p, fmt_round_mode mode, size_
                                uint64_t base, ptrdiff_t ahead, fmt__counts *counts, uint64_t *zeroed) {
     const lean_class cls = class_of(p);
     // x * 1 must be x (no DAZ), and the multiplications must not flush (no FTZ), as in scale.c.
-    if (cls == LEAN_NONE || tc == 0 || tc % 16 || !cpu_v4() || mxcsr_daz_ftz()) return false;
+    if (cls == LEAN_NONE || tc == 0 || (tc % 16 && tc != 1) || !cpu_v4() || mxcsr_daz_ftz()) return false;
     const size_t piece = LEAN_BLOCK / tc * tc;  // whole tiles
     for (size_t done = 0; done < n; done += piece) {
         const size_t len = n - done < piece ? n - done : piece;

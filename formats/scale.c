@@ -924,6 +924,34 @@ ROW_INLINE void tile_div(float *dst, const float *src, float m, float d, const s
     div_rto_run(dst, src, d, len);
 }
 
+// Per column (tile width 1: every element its own divisor): dst[i] = div_rto(src[i], d[i]), or
+// src[i] * m[i] where d[i] == 0, src[i] where d[i] == 1 (as tile_div). One loop GCC vectorises (the divisors are loaded,
+// not broadcast); the transposed operands of a trainer's dgrad and wgrad take it, whose
+// element-at-a-time tile_div calls were a quarter of an NVFP4 training step.
+__attribute__((noinline)) static void div_rto_cols(float *restrict dst, const float *restrict src,
+                                                   const float *restrict m, const float *restrict d, size_t len) {
+    for (size_t i = 0; i < len; i++) {
+        const float di = d[i], q = div_rto(src[i], di == 0.0f ? 1.0f : di);
+        dst[i] = di == 0.0f ? src[i] * m[i] : di == 1.0f ? src[i] : q;  // 1: x itself, DAZ or not
+    }
+}
+
+static void row_div_cols(float *dst, const float *src, const float *m, const float *d, size_t len,
+                         uint64_t *zeroed) {
+    if (zeroed) {
+        uint64_t z = 0;
+        for (size_t i = 0; i < len; i++) z += (m[i] == 0.0f) & (src[i] != 0.0f);
+        *zeroed += z;
+    }
+    if (dst != src) return div_rto_cols(dst, src, m, d, len);
+    float t[64];  // in place: through a block on the stack (the pointers are restrict)
+    for (size_t i = 0; i < len; i += 64) {
+        const size_t k = len - i < 64 ? len - i : 64;
+        div_rto_cols(t, src + i, m + i, d + i, k);
+        memcpy(dst + i, t, k * sizeof *t);
+    }
+}
+
 // The same as row_mul, dividing by d[k] (the multipliers m[k] serve d[k] == 0 and zeroed).
 ROW_INLINE void row_div(float *dst, const float *src, const float *m, const float *d, size_t c0, size_t c1,
                         const size_t tc, uint64_t *zeroed) {
@@ -978,6 +1006,8 @@ static void scale_round_exact(const qrun *q, const tile_view *mul, const tile_vi
                 fmt__round_f64_kernel(&q->k, q->mode, z, len, r * cols + c, cnt);
                 for (size_t i = 0; i < len; i++) o[c + i] = (float)z[i];
             }
+        } else if (g->tc == 1) {
+            row_div_cols(o + c0, x + c0, m, d, c1 - c0, zeroed);
         } else {
 #define ROW_DIV(wd) row_div(o, x, m, d, c0, c1, wd, zeroed)
             BY_TILE_WIDTH(g->tc, ROW_DIV)
@@ -1238,7 +1268,7 @@ int fmt_quantize_f32(const fmt_t *elem, const fmt_scaling *sc, float *out, const
     // cost a call and a check per tile (NVFP4: 2.5x the reciprocal multiply, fused 1.5x), while
     // for wide tiles (rows) the separate division loop overlaps with memory (1.15x) and the
     // fused quotient (1.85x) does not (docs/benchmarks.md).
-    q.lean = !q.exact_f64 && (!q.exact || g.tc <= 32) && g.tc % 16 == 0 && fmt__f32_lean_covers(&q.k, o->mode) &&
+    q.lean = !q.exact_f64 && (!q.exact || g.tc <= 32) && (g.tc % 16 == 0 || g.tc == 1) && fmt__f32_lean_covers(&q.k, o->mode) &&
              (q.path == FMT_PATH_LEAN || (o->path == FMT_PATH_AUTO && q.path == FMT_PATH_HW));
 
     qacc total = {0};

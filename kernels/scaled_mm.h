@@ -98,6 +98,10 @@ bool mm_acc_is_emulated(const mm_acc *acc);
 // C (M x N, row-major, ldc) = the formula above. C is read when beta != 0 and overwritten.
 int mm_ref(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
            size_t K, const mm_opts *o);
+// mm_cpu keeps its operand copies (folded scales, packed panels) in buffers of the calling
+// thread between calls, sized by the largest product so far; they are freed when the thread
+// ends, or now by mm_scratch_release (e.g. after a large product, before a long pause).
+void mm_scratch_release(void);
 int mm_cpu(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
            size_t K, const mm_opts *o);
 

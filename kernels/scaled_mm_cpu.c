@@ -3,8 +3,10 @@
 //   cblas_sgemm does the O(n^3) work; C is then rounded to the output format.
 // - emulated accumulators: scaled_mm_cpu_emu.c.
 // Buffers: C (M x N, ldc) is overwritten (read first when beta != 0); A, B are read only.
-// Constraints: no MPFR, no global state; results do not depend on the number of threads.
+// Constraints: no MPFR, no global state (the scratch buffers are the calling thread's own);
+// results do not depend on the number of threads.
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -47,6 +49,40 @@ float *mm__alloc_f32(size_t n) {
     return t;
 }
 
+// The calling thread's scratch buffers, one per slot (MM__SCRATCH_A, MM__SCRATCH_B): a
+// product's folded or packed operands live here between calls, grown when a product needs more
+// and never shrunk, so a trainer's thousands of products per step fault and clear their pages
+// once, not on every call (clear_page_erms was 27% of a step with an emulated accumulator).
+// Freed when the thread ends (a key destructor) or by mm_scratch_release.
+typedef struct {
+    float *p;
+    size_t cap;
+} scratch_buf;
+static _Thread_local scratch_buf scratch[MM__SCRATCH_SLOTS];
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+void mm_scratch_release(void) {
+    for (int i = 0; i < MM__SCRATCH_SLOTS; i++) free(scratch[i].p), scratch[i] = (scratch_buf){0};
+}
+static void scratch_at_exit(void *unused) {
+    (void)unused;
+    mm_scratch_release();
+}
+static void scratch_key_make(void) { pthread_key_create(&scratch_key, scratch_at_exit); }
+
+float *mm__scratch_f32(int slot, size_t n) {
+    scratch_buf *b = &scratch[slot];
+    if (n <= b->cap) return b->p;
+    pthread_once(&scratch_once, scratch_key_make);
+    pthread_setspecific(scratch_key, scratch);  // non-NULL: the destructor runs at thread exit
+    float *t = mm__alloc_f32(n);
+    if (!t) return NULL;
+    free(b->p);
+    b->p = t, b->cap = n;
+    return t;
+}
+
 // The folded operand a[i,k] * sa[i, k/bk] is exact in float32 when the scale is a power of two
 // (e8m0, and ue8m0-style tensor recipes) or an e4m3 scale times an element of <= 4 bits of
 // precision (NVFP4), barring float32 overflow/underflow. For other scale formats the product
@@ -61,7 +97,7 @@ float *mm__alloc_f32(size_t n) {
 // (GOMP_SPINCOUNT, kernels/blas_tune.h), and the parallel fold no longer costs the sgemm.
 static float *fold_a(const mm_operand *A, size_t M, size_t K, size_t *ld_out) {
     size_t bk, nb = mm__nblocks(A, K, &bk);
-    float *t = mm__alloc_f32(M * K);
+    float *t = mm__scratch_f32(MM__SCRATCH_A, M * K);
     if (!t) return NULL;
     const float *x = A->x, *s = A->scales;
     const size_t ld = A->ld;
@@ -87,7 +123,7 @@ static float *fold_a(const mm_operand *A, size_t M, size_t K, size_t *ld_out) {
 
 static float *fold_b(const mm_operand *B, size_t N, size_t K, size_t *ld_out) {
     size_t bk, nb = mm__nblocks(B, K, &bk);
-    float *t = mm__alloc_f32(N * K);
+    float *t = mm__scratch_f32(MM__SCRATCH_B, N * K);
     if (!t) return NULL;
     const float *x = B->x, *s = B->scales;
     const size_t ld = B->ld;
@@ -117,10 +153,7 @@ static int mm_cpu_fp32(float *C, size_t ldc, const mm_operand *A, const mm_opera
     size_t lda = A->ld, ldb = B->ld;
     float *fa = A->scales ? fold_a(A, M, K, &lda) : NULL;
     float *fb = B->scales ? fold_b(B, N, K, &ldb) : NULL;
-    if ((A->scales && !fa) || (B->scales && !fb)) {
-        free(fa), free(fb);
-        return MM_ENOMEM;
-    }
+    if ((A->scales && !fa) || (B->scales && !fb)) return MM_ENOMEM;
     const float *a = fa ? fa : A->x, *b = fb ? fb : B->x;
 #ifdef FPLAB_HAVE_BLAS
     cblas_sgemm(CblasRowMajor, A->trans ? CblasTrans : CblasNoTrans,
@@ -140,7 +173,6 @@ static int mm_cpu_fp32(float *C, size_t ldc, const mm_operand *A, const mm_opera
         for (size_t j = 0; j < N; j++) c[j] = alpha * acc[j] + (beta != 0.0f ? beta * c[j] : 0.0f);
     }
 #endif
-    free(fa), free(fb);
     return mm__round_output(C, ldc, M, N, o);
 }
 

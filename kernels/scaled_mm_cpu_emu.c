@@ -68,11 +68,8 @@ static void pack_panels(float *dst, const float *x, size_t st, size_t sk, size_t
 int mm__emu_tiles(const mm__emu_job *J, const mm_operand *A, const mm_operand *B, float *C, size_t ldc,
                   size_t mr, size_t nr, mm__emu_tile_fn *tile, const void *ctx) {
     const size_t nrb = (J->M + mr - 1) / mr, npan = (J->N + nr - 1) / nr;
-    float *ap = mm__alloc_f32(nrb * mr * J->K), *bp = mm__alloc_f32(npan * nr * J->K);
-    if (!ap || !bp) {
-        free(ap), free(bp);
-        return MM_ENOMEM;
-    }
+    float *ap = mm__scratch_f32(MM__SCRATCH_A, nrb * mr * J->K), *bp = mm__scratch_f32(MM__SCRATCH_B, npan * nr * J->K);
+    if (!ap || !bp) return MM_ENOMEM;
     // op(A)'s row i has element k at x[i * ld + k], or x[k * ld + i] when stored transposed;
     // op(B)'s column j at x[k * ld + j], or x[j * ld + k].
     pack_panels(ap, A->x, A->trans ? 1 : A->ld, A->trans ? A->ld : 1, J->M, J->K, mr);
@@ -88,7 +85,6 @@ int mm__emu_tiles(const mm__emu_job *J, const mm_operand *A, const mm_operand *B
         for (size_t t = 0; t < nrb * npan; t++) tile(J, ctx, ap, bp, C, ldc, t % nrb, t / nrb);
         fpenv_leave(&env);
     }
-    free(ap), free(bp);
     return MM_OK;
 }
 

@@ -38,6 +38,10 @@ int mm__round_output(float *C, size_t ldc, size_t M, size_t N, const mm_opts *o)
 
 // n floats for an operand's copy, in huge pages when large (scaled_mm_cpu.c); free with free.
 float *mm__alloc_f32(size_t n);
+// The calling thread's scratch buffer of slot (MM__SCRATCH_A or _B), at least n floats: kept
+// for the next call (scaled_mm_cpu.c; do not free it). One product uses each slot once.
+enum { MM__SCRATCH_A, MM__SCRATCH_B, MM__SCRATCH_SLOTS };
+float *mm__scratch_f32(int slot, size_t n);
 
 // Whether this build's CUDA backend can open cuBLASLt (kernels/cublaslt_lazy.cuh: opened on first
 // use, not linked) and resolve every function it calls; why not in msg. No GPU is needed. A

@@ -1264,6 +1264,18 @@ Test(scale, exact_quotients_constructed_ties) {
                 else
                     cr_assert(ok, "%s s=%a mid=%a: got %a %a %a want %a %a %a", f.name, s, mid, el[1], el[2],
                               el[3], a, even, b);
+                if (!m) {  // the same four values down each of 37 columns: the per-column path
+                    enum { NC = 37 };
+                    float cin[4 * NC], cout[4 * NC], cel[4 * NC];
+                    for (int i = 0; i < 4 * NC; i++) cin[i] = in[i / NC];
+                    fmt_quant_info ci = {.elems = cel};
+                    fmt_scaling cs = tu_scaling("col");
+                    cr_assert_eq(fmt_quantize_f32(&f, &cs, cout, cin, 4, NC, &o, NULL, &ci), FMT_OK);
+                    for (int c = 0; c < NC; c++)
+                        cr_assert(cel[NC + c] == (float)a && cel[2 * NC + c] == (float)even && cel[3 * NC + c] == (float)b,
+                                  "%s col %d s=%a mid=%a: got %a %a %a", f.name, c, s, mid, cel[NC + c], cel[2 * NC + c],
+                                  cel[3 * NC + c]);
+                }
                 // directed: toward zero and up give a, b for all three (s * mid is inexact in f)
                 for (int dm = 0; dm < 2 && !m; dm++) {
                     o.mode = dm ? FMT_RUP : FMT_RTZ;
@@ -1282,4 +1294,56 @@ Test(scale, exact_quotients_constructed_ties) {
                 " wrong\n", cases, recip_wrong);
     cr_assert(cases > 1000);
     cr_assert(recip_wrong > 0);
+}
+
+// Near ties with full-precision (24-bit) scales, where a float32 quotient can land on a midpoint
+// that the exact quotient misses: x = fl(s * mid) is within half a float32 ulp of s * mid. Per
+// row and per column (the per-column divide has its own loop), every element must be the
+// rounding of the exact quotient x / d (d the scale the call reports; the float64 quotient
+// decides every mode exactly, scale.c says why).
+Test(scale, exact_quotients_full_precision_scales) {
+    uint64_t seed = test_seed("exact_quotients_full_precision_scales");
+    enum { R = 4, C = 53 };
+    static const char *elems[] = {"e2m1", "e4m3", "e3m2"};
+    uint64_t checked = 0, f32_quotient_wrong = 0;
+    for (size_t fi = 0; fi < sizeof elems / sizeof *elems; fi++) {
+        const fmt_t f = tu_fmt(elems[fi]);
+        for (int it = 0; it < 60; it++) {
+            float in[R * C], out[R * C], el[R * C], sc[C > R ? C : R];
+            for (int c = 0; c < C; c++) {  // column c: its amax s * max, then values near midpoints
+                const uint64_t r = tu_splitmix64(&seed);
+                const float s = ldexpf(1.0f + (float)(r >> 41) * 0x1p-23f, (int)(r % 21) - 10);
+                in[c] = s * (float)f.max;
+                for (int i = 1; i < R; i++) {
+                    const uint64_t q = tu_splitmix64(&seed);
+                    const int e = f.emin + (int)(q % (unsigned)(f.emax - f.emin));
+                    const double ulp = ldexp(1.0, e - f.mbits);
+                    const double mid = ldexp(1.0, e) + ulp * (double)((q >> 8) % (1u << f.mbits)) + ulp / 2;
+                    in[i * C + c] = (float)(s * mid) * ((q >> 40) & 1 ? -1.0f : 1.0f);
+                }
+            }
+            for (int layout = 0; layout < 2; layout++) {  // 0: per column; 1: the transpose, per row
+                float x[R * C];
+                for (int i = 0; i < R * C; i++) x[i] = layout ? in[(i % R) * C + i / R] : in[i];
+                const size_t rows = layout ? C : R, cols = layout ? R : C;
+                for (int m = 0; m < FMT_SR; m++) {
+                    fmt_round_opts o = opts((fmt_round_mode)m, FMT_SATURATE);
+                    fmt_quant_info info = {.elems = el, .scales = sc};
+                    fmt_scaling rs = tu_scaling(layout ? "row" : "col");
+                    cr_assert_eq(fmt_quantize_f32(&f, &rs, out, x, rows, cols, &o, NULL, &info), FMT_OK);
+                    for (size_t i = 0; i < rows * cols; i++) {
+                        const float d = sc[layout ? i / cols : i % cols];
+                        const double want = fmt_round1(&f, (double)x[i] / d, &o);
+                        cr_assert(el[i] == (float)want, "%s %s %s x=%a d=%a: got %a, exact quotient gives %a",
+                                  f.name, layout ? "row" : "col", fmt_mode_name(o.mode), x[i], d, el[i], want);
+                        f32_quotient_wrong += m == FMT_RNE && fmt_round1(&f, x[i] / d, &o) != want;
+                        checked++;
+                    }
+                }
+            }
+        }
+    }
+    cr_log_info("exact_quotients_full_precision_scales: %" PRIu64 " elements; rounding the float32 quotient "
+                "would get %" PRIu64 " of the nearest-even ones wrong\n", checked, f32_quotient_wrong);
+    cr_assert(f32_quotient_wrong > 0, "no near tie constructed: the test would not tell a float32 quotient apart");
 }
