@@ -22,23 +22,24 @@
 // losses summed in batch order, so the value is the single-process one; with local SGD between
 // syncs the ranks hold different weights, and rank 0 evaluates its own alone.
 static float eval_loss(train_run_state *r, long step) {
+    const train_data *d = &r->data;
     const double t0 = fio_now();
-    const int E = r->o.eval_batches, N = r->w.size;
+    const int E = r->o.eval_batches, N = r->dist.w.size;
     const bool alone = !train__dist_synced(r, step);
     double *l = calloc((size_t)E, sizeof *l), sum = 0.0;
-    if (!l) dist_abort(&r->w, "out of memory for the validation losses");
+    if (!l) dist_abort(&r->dist.w, "out of memory for the validation losses");
     r->m.uncounted = true;  // evaluation casts leave telemetry and amax histories alone
     for (int i = 0; i < E; i++) {
-        if (alone ? r->w.rank != 0 : i % N != r->w.rank) continue;
-        data_batch(&r->data, 1, r->st.seed, (uint64_t)i, r->B, r->T, r->x, r->y);
-        l[i] = llama_forward(&r->m, r->x, r->y, r->B, r->T);
+        if (alone ? r->dist.w.rank != 0 : i % N != r->dist.w.rank) continue;
+        data_batch(&d->set, 1, r->st.seed, (uint64_t)i, d->B, d->T, d->x, d->y);
+        l[i] = llama_forward(&r->m, d->x, d->y, d->B, d->T);
     }
     r->m.uncounted = false;
-    if (alone) dist_bcast(&r->w, l, (size_t)E * sizeof *l, 0);
-    else dist_sum_disjoint_f64(&r->w, l, (size_t)E);
+    if (alone) dist_bcast(&r->dist.w, l, (size_t)E * sizeof *l, 0);
+    else dist_sum_disjoint_f64(&r->dist.w, l, (size_t)E);
     for (int i = 0; i < E; i++) sum += l[i];
     free(l);
-    r->eval_s += fio_now() - t0;
+    r->run.eval_s += fio_now() - t0;
     return (float)(sum / E);
 }
 
@@ -56,44 +57,45 @@ static void grads_into(llama_model *m, float *buf) {
 // backward goes into the zeroed gradients, each later one into a buffer of its own, added in
 // order: the sum is ((g_0 + g_1) + g_2) + ..., the order the ranks' reduction continues.
 static float forward_backward(train_run_state *r, float S) {
-    const int N = r->w.size, A = r->o.accum, K = N * A;
-    const float scale = S / (float)(r->local ? A : K);
+    const train_data *d = &r->data;
+    const int N = r->dist.w.size, A = r->o.accum, K = N * A;
+    const float scale = S / (float)(r->dist.local ? A : K);
     float *grads = r->m.grads;
     llama_zero_grad(&r->m);
-    memset(r->micro_loss, 0, (size_t)K * sizeof *r->micro_loss);
+    memset(r->dist.micro_loss, 0, (size_t)K * sizeof *r->dist.micro_loss);
     for (int a = 0; a < A; a++) {
-        const int j = a * N + r->w.rank;
-        ac_begin_micro(&r->ac, j);
-        data_batch(&r->data, 0, r->st.seed, (uint64_t)(r->st.batches_drawn + j), r->B, r->T, r->x, r->y);
+        const int j = a * N + r->dist.w.rank;
+        ac_begin_micro(&r->prec.ac, j);
+        data_batch(&d->set, 0, r->st.seed, (uint64_t)(r->st.batches_drawn + j), d->B, d->T, d->x, d->y);
         const double t0 = fio_now();
-        r->micro_loss[j] = llama_forward(&r->m, r->x, r->y, r->B, r->T);
+        r->dist.micro_loss[j] = llama_forward(&r->m, d->x, d->y, d->B, d->T);
         const double t1 = fio_now();
-        if (a > 0) grads_into(&r->m, r->micro), llama_zero_grad(&r->m);
-        llama_backward(&r->m, r->x, r->y, scale);
+        if (a > 0) grads_into(&r->m, r->dist.micro), llama_zero_grad(&r->m);
+        llama_backward(&r->m, d->x, d->y, scale);
         if (a > 0) {
             grads_into(&r->m, grads);
-            for (size_t i = 0; i < r->m.n_params; i++) grads[i] += r->micro[i];
+            for (size_t i = 0; i < r->m.n_params; i++) grads[i] += r->dist.micro[i];
         }
-        ac_cast_inplace(&r->ac, AC_GRADS, -1, r->m.grads, r->m.n_params, 1, true);
-        r->fwd_s += t1 - t0, r->bwd_s += fio_now() - t1;
+        ac_cast_inplace(&r->prec.ac, AC_GRADS, -1, r->m.grads, r->m.n_params, 1, true);
+        r->run.fwd_s += t1 - t0, r->run.bwd_s += fio_now() - t1;
     }
     r->st.batches_drawn += K;
-    dist_sum_disjoint_f64(&r->w, r->micro_loss, (size_t)K);
+    dist_sum_disjoint_f64(&r->dist.w, r->dist.micro_loss, (size_t)K);
     double lsum = 0;
-    for (int j = 0; j < K; j++) lsum += r->micro_loss[j];
+    for (int j = 0; j < K; j++) lsum += r->dist.micro_loss[j];
     return (float)(lsum / K);
 }
 
 // AdamW (its t counts applied steps) or SGD with momentum, whose buffer is adam_m (the first
 // moment's place; adam_v stays zero), so checkpoints, resume and local SGD carry it unchanged.
 static void optimizer_step(train_run_state *r, float lr) {
-    if (r->sgd) {
+    if (r->optim.sgd) {
         const sgd_opts so = {lr, r->o.momentum, r->o.weight_decay};
-        sgd_step(r->m.params, r->adam_m, r->m.grads, &r->m.cfg, &so);
+        sgd_step(r->m.params, r->optim.adam_m, r->m.grads, &r->m.cfg, &so);
         return;
     }
     const adamw_opts ao = {lr, r->o.beta1, r->o.beta2, r->o.adam_eps, r->o.weight_decay};
-    adamw_step(r->m.params, r->adam_m, r->adam_v, r->m.grads, &r->m.cfg, &ao, (long)r->st.applied + 1);
+    adamw_step(r->m.params, r->optim.adam_m, r->optim.adam_v, r->m.grads, &r->m.cfg, &ao, (long)r->st.applied + 1);
 }
 
 // Unscale (in float32), clip, then let the scaler decide: a non-finite gradient skips the step
@@ -109,20 +111,20 @@ static void update(train_run_state *r, train_step_out *out) {
     out->gnorm = clip_grad_norm(r->m.grads, r->m.n_params, r->o.grad_clip);
     // Data parallel: every rank holds the same gradients. Local SGD: each its own, and the
     // scaler skips on every rank when one rank's are not finite, so the scalers stay equal.
-    const bool finite = dist_min_int(&r->w, isfinite(out->gnorm));
-    out->skipped = ac_scaler_update(&r->ac.scaler, &r->pol.scaler, finite);
+    const bool finite = dist_min_int(&r->dist.w, isfinite(out->gnorm));
+    out->skipped = ac_scaler_update(&r->prec.ac.scaler, &r->prec.pol.scaler, finite);
     const lr_schedule sched = {r->o.lr, r->o.lr_min, r->o.warmup, r->o.steps};
     out->lr = lr_at(&sched, (long)r->st.applied);
     if (!out->skipped && finite) {
         const size_t n = r->m.n_params;
-        if (r->p_old) memcpy(r->p_old, r->m.params, n * sizeof *r->p_old);
+        if (r->optim.p_old) memcpy(r->optim.p_old, r->m.params, n * sizeof *r->optim.p_old);
         optimizer_step(r, out->lr);
-        if (r->p_old) ac_round_update(&r->ac, r->m.params, r->p_old, r->kahan, n);
-        ac_cast_inplace(&r->ac, AC_ADAM_M, -1, r->adam_m, n, 1, true);
-        if (!r->sgd) ac_cast_inplace(&r->ac, AC_ADAM_V, -1, r->adam_v, n, 1, true);
+        if (r->optim.p_old) ac_round_update(&r->prec.ac, r->m.params, r->optim.p_old, r->optim.kahan, n);
+        ac_cast_inplace(&r->prec.ac, AC_ADAM_M, -1, r->optim.adam_m, n, 1, true);
+        if (!r->optim.sgd) ac_cast_inplace(&r->prec.ac, AC_ADAM_V, -1, r->optim.adam_v, n, 1, true);
         r->st.applied++;
     }
-    r->opt_s += fio_now() - t0;
+    r->run.opt_s += fio_now() - t0;
 }
 
 static bool all_finite(const float *x, size_t n) {
@@ -139,7 +141,7 @@ static const char *non_finite(const train_run_state *r, const train_step_out *s)
                       : !isfinite(s->gnorm) ? "a gradient is not finite and the policy has no loss scaler to skip the step"
                       : !all_finite(r->m.params, r->m.n_params) ? "a weight is not finite after the update"
                                                                  : NULL;
-    const int worst = dist_max_int(&r->w, why ? r->w.rank + 1 : 0);
+    const int worst = dist_max_int(&r->dist.w, why ? r->dist.w.rank + 1 : 0);
     if (!why && worst) return "another rank's step was not finite (local SGD: its gradient or weights)";
     return why;
 }
@@ -147,50 +149,54 @@ static const char *non_finite(const train_run_state *r, const train_step_out *s)
 // --- logging
 
 static void log_step(train_run_state *r, long step, const train_step_out *s) {
-    const double el = fio_now() - r->t_start;
-    const double tps = (double)(step + 1 - r->first_step) * r->w.size * r->o.accum * r->B * r->T / el;
-    if (r->log) {
-        fprintf(r->log, "{\"step\":%ld,\"loss\":", step + 1);
-        jx_write_num(r->log, s->loss, 9);
-        fputs(",\"lr\":", r->log), jx_write_num(r->log, s->lr, 9);
-        fputs(",\"grad_norm\":", r->log), jx_write_num(r->log, s->gnorm, 9);
-        fprintf(r->log, ",\"tokens_per_s\":%.1f,\"elapsed_s\":%.3f,\"loss_scale\":", tps, el);
-        jx_write_num(r->log, s->scale, 9);
-        fprintf(r->log, ",\"skipped\":%d", s->skipped);
-        if (!isnan(s->val)) fputs(",\"val_loss\":", r->log), jx_write_num(r->log, s->val, 9);
-        ac_write_json(&r->ac, r->log);
-        if (r->red.n) {
-            const dist_comm_tel *c = &r->comm;
-            fprintf(r->log, ",\"comm\":{\"ranks\":%d,\"wire\":", r->w.size);
-            jx_write_str(r->log, r->red.wire.name);
-            fputs(",\"gather\":", r->log), jx_write_str(r->log, r->red.gather.name);
-            fprintf(r->log, ",\"n\":%llu,\"overflow\":%llu,"
+    FILE *f = r->out.log;
+    const double el = fio_now() - r->run.t_start;
+    const double tps =
+        (double)(step + 1 - r->run.first_step) * r->dist.w.size * r->o.accum * r->data.B * r->data.T / el;
+    if (f) {
+        fprintf(f, "{\"step\":%ld,\"loss\":", step + 1);
+        jx_write_num(f, s->loss, 9);
+        fputs(",\"lr\":", f), jx_write_num(f, s->lr, 9);
+        fputs(",\"grad_norm\":", f), jx_write_num(f, s->gnorm, 9);
+        fprintf(f, ",\"tokens_per_s\":%.1f,\"elapsed_s\":%.3f,\"loss_scale\":", tps, el);
+        jx_write_num(f, s->scale, 9);
+        fprintf(f, ",\"skipped\":%d", s->skipped);
+        if (!isnan(s->val)) fputs(",\"val_loss\":", f), jx_write_num(f, s->val, 9);
+        ac_write_json(&r->prec.ac, f);
+        if (r->dist.red.n) {
+            const dist_comm_tel *c = &r->dist.comm;
+            fprintf(f, ",\"comm\":{\"ranks\":%d,\"wire\":", r->dist.w.size);
+            jx_write_str(f, r->dist.red.wire.name);
+            fputs(",\"gather\":", f), jx_write_str(f, r->dist.red.gather.name);
+            fprintf(f, ",\"n\":%llu,\"overflow\":%llu,"
                     "\"underflow\":%llu,\"nan\":%llu,\"swamped\":%llu,\"bytes\":%.0f,\"seconds\":%.6f}",
                     (unsigned long long)c->n, (unsigned long long)c->overflow,
                     (unsigned long long)c->underflow, (unsigned long long)c->nan, (unsigned long long)c->swamped,
                     c->bytes, c->seconds);
         }
-        fprintf(r->log, "}\n");
+        fprintf(f, "}\n");
     }
-    if (r->w.rank == 0 && (r->progress || !isnan(s->val))) {
+    if (r->dist.w.rank == 0 && (r->out.progress || !isnan(s->val))) {
         char eta[32], val[32] = "-";
-        fio_fmt_duration(el / (double)(step + 1 - r->first_step) * (double)(r->o.steps - step - 1), eta, sizeof eta);
+        fio_fmt_duration(el / (double)(step + 1 - r->run.first_step) * (double)(r->o.steps - step - 1), eta,
+                         sizeof eta);
         if (!isnan(r->st.last_val_loss)) snprintf(val, sizeof val, "%.4f", r->st.last_val_loss);
         fprintf(stderr, "%sstep %ld/%ld | loss %.4f | val %s | lr %.2e | %.0f tok/s | scale %g | ETA %s%s",
-                r->progress ? "\r" : "", step + 1, r->o.steps, s->loss, val, s->lr, tps, s->scale, eta,
-                r->progress && isnan(s->val) ? "   " : "\n");
+                r->out.progress ? "\r" : "", step + 1, r->o.steps, s->loss, val, s->lr, tps, s->scale, eta,
+                r->out.progress && isnan(s->val) ? "   " : "\n");
     }
 }
 
 // The log's last line: how the run ended, for a reader of the log alone.
 static void log_end(train_run_state *r, const char *how, const char *why) {
-    if (!r->log) return;
-    fputs("{\"event\":\"end\",\"how\":", r->log), jx_write_str(r->log, how);
-    fprintf(r->log, ",\"step\":%lld,\"applied\":%lld,\"skipped\":%lld", (long long)r->st.step,
-            (long long)r->st.applied, (long long)r->ac.scaler.skipped);
-    if (why) fputs(",\"reason\":", r->log), jx_write_str(r->log, why);
-    fputs("}\n", r->log);
-    fflush(r->log);
+    FILE *f = r->out.log;
+    if (!f) return;
+    fputs("{\"event\":\"end\",\"how\":", f), jx_write_str(f, how);
+    fprintf(f, ",\"step\":%lld,\"applied\":%lld,\"skipped\":%lld", (long long)r->st.step,
+            (long long)r->st.applied, (long long)r->prec.ac.scaler.skipped);
+    if (why) fputs(",\"reason\":", f), jx_write_str(f, why);
+    fputs("}\n", f);
+    fflush(f);
 }
 
 // Rank 0 writes (the others take part in gathering local SGD's per-rank state); every rank
@@ -198,9 +204,9 @@ static void log_end(train_run_state *r, const char *how, const char *why) {
 static int maybe_checkpoint(train_run_state *r, long step, bool last, bool stop, char *msg, size_t msg_len) {
     if (!r->o.ckpt_dir[0] || !(last || stop || (r->o.ckpt_every > 0 && (step + 1) % r->o.ckpt_every == 0)))
         return 0;
-    if (r->log) fflush(r->log);
+    if (r->out.log) fflush(r->out.log);
     const int st = train__save_checkpoint(r, msg, msg_len);
-    if (!dist_min_int(&r->w, st == 0)) {
+    if (!dist_min_int(&r->dist.w, st == 0)) {
         if (st == 0) snprintf(msg, msg_len, "rank 0 could not write the checkpoint (its message says why)");
         return -1;
     }
@@ -216,23 +222,24 @@ static long test_kill_step(const train_run_state *r) {
     const char *k = getenv("FPLAB_TEST_KILL");
     int rank;
     long at;
-    return k && sscanf(k, "%d:%ld", &rank, &at) == 2 && rank == r->w.rank ? at : -1;
+    return k && sscanf(k, "%d:%ld", &rank, &at) == 2 && rank == r->dist.w.rank ? at : -1;
 }
 
 static void report(const train_run_state *r, float loss, train_report *rep) {
     if (!rep) return;
     rep->steps_done = (long)r->st.step;
-    rep->steps_run = (long)r->st.step - r->first_step;
+    rep->steps_run = (long)r->st.step - r->run.first_step;
     rep->final_loss = loss;
     rep->final_val_loss = r->st.last_val_loss;
-    rep->seconds = fio_now() - r->t_start;
-    rep->tokens_per_s = (double)(r->st.step - r->first_step) * r->w.size * r->o.accum * r->B * r->T / rep->seconds;
-    rep->fwd_s = r->fwd_s, rep->bwd_s = r->bwd_s, rep->opt_s = r->opt_s, rep->eval_s = r->eval_s;
+    rep->seconds = fio_now() - r->run.t_start;
+    rep->tokens_per_s = (double)(r->st.step - r->run.first_step) * r->dist.w.size * r->o.accum * r->data.B *
+                        r->data.T / rep->seconds;
+    rep->fwd_s = r->run.fwd_s, rep->bwd_s = r->run.bwd_s, rep->opt_s = r->run.opt_s, rep->eval_s = r->run.eval_s;
     rep->n_params = r->m.n_params;
-    rep->rank = r->w.rank, rep->ranks = r->w.size;
-    rep->skipped = (long)r->ac.scaler.skipped;
+    rep->rank = r->dist.w.rank, rep->ranks = r->dist.w.size;
+    rep->skipped = (long)r->prec.ac.scaler.skipped;
     rep->applied = (long)r->st.applied;
-    rep->loss_scale = r->ac.scaler.scale;
+    rep->loss_scale = r->prec.ac.scaler.scale;
 }
 
 int train_run(const train_opts *o, const char *resume, const bool *given, train_report *rep, char *msg,
@@ -242,58 +249,59 @@ int train_run(const train_opts *o, const char *resume, const bool *given, train_
         train__free(&r);
         return TRAIN_EREFUSED;
     }
-    if (r.log) {
-        fputs("{\"event\":\"start\",\"policy\":", r.log), jx_write_str(r.log, r.pol.name);
-        fprintf(r.log, ",\"seed\":%llu,\"model\":", (unsigned long long)r.o.seed), jx_write_str(r.log, r.o.model);
-        fprintf(r.log, ",\"steps\":%ld,\"tokens_per_step\":%ld,\"resumed_from\":%lld,\"ranks\":%d}\n", r.o.steps,
-                (long)r.w.size * r.o.accum * r.o.batch * r.T, (long long)r.st.step, r.w.size);
+    if (r.out.log) {
+        fputs("{\"event\":\"start\",\"policy\":", r.out.log), jx_write_str(r.out.log, r.prec.pol.name);
+        fprintf(r.out.log, ",\"seed\":%llu,\"model\":", (unsigned long long)r.o.seed);
+        jx_write_str(r.out.log, r.o.model);
+        fprintf(r.out.log, ",\"steps\":%ld,\"tokens_per_step\":%ld,\"resumed_from\":%lld,\"ranks\":%d}\n", r.o.steps,
+                (long)r.dist.w.size * r.o.accum * r.o.batch * r.data.T, (long long)r.st.step, r.dist.w.size);
     }
-    if (r.steps_before > 0) {  // an extended run: the schedule over the new total, from here on
-        const lr_schedule was = {r.o.lr, r.o.lr_min, r.o.warmup, r.steps_before};
+    if (r.run.steps_before > 0) {  // an extended run: the schedule over the new total, from here on
+        const lr_schedule was = {r.o.lr, r.o.lr_min, r.o.warmup, r.run.steps_before};
         const lr_schedule now = {r.o.lr, r.o.lr_min, r.o.warmup, r.o.steps};
         const float lr_was = lr_at(&was, (long)r.st.applied), lr_now = lr_at(&now, (long)r.st.applied);
-        if (r.log)
-            fprintf(r.log, "{\"event\":\"extend\",\"step\":%lld,\"steps_before\":%ld,\"steps\":%ld,"
-                           "\"lr_before\":%.9g,\"lr\":%.9g,\"schedule\":\"cosine over the new total\"}\n",
-                    (long long)r.st.step, r.steps_before, r.o.steps, lr_was, lr_now);
-        if (r.w.rank == 0)
+        if (r.out.log)
+            fprintf(r.out.log, "{\"event\":\"extend\",\"step\":%lld,\"steps_before\":%ld,\"steps\":%ld,"
+                               "\"lr_before\":%.9g,\"lr\":%.9g,\"schedule\":\"cosine over the new total\"}\n",
+                    (long long)r.st.step, r.run.steps_before, r.o.steps, lr_was, lr_now);
+        if (r.dist.w.rank == 0)
             fprintf(stderr, "extending the run from %ld to %ld steps at step %lld: the cosine schedule is "
-                            "recomputed over %ld steps (lr %g here, was %g)\n", r.steps_before, r.o.steps,
+                            "recomputed over %ld steps (lr %g here, was %g)\n", r.run.steps_before, r.o.steps,
                     (long long)r.st.step, r.o.steps, lr_now, lr_was);
     }
-    r.t_start = fio_now();
-    r.first_step = (long)r.st.step;
+    r.run.t_start = fio_now();
+    r.run.first_step = (long)r.st.step;
     // The validation loss of the initial weights (fresh runs that validate): the curves of a
     // report start at step 0. Uncounted casts, stateless batches: the run itself is unchanged.
-    if (r.first_step == 0 && r.o.eval_every > 0) {
+    if (r.run.first_step == 0 && r.o.eval_every > 0) {
         const float v0 = eval_loss(&r, -1);
-        if (r.log) fprintf(r.log, "{\"event\":\"val\",\"at_step\":0,\"val_loss\":%.9g}\n", v0);
+        if (r.out.log) fprintf(r.out.log, "{\"event\":\"val\",\"at_step\":0,\"val_loss\":%.9g}\n", v0);
     }
     float loss = NAN;
     int rc = 0;
     const long kill_at = test_kill_step(&r);
-    for (long step = r.first_step; step < r.o.steps; step++) {
+    for (long step = r.run.first_step; step < r.o.steps; step++) {
         if (step == kill_at) {
-            fprintf(stderr, "fplab: rank %d: FPLAB_TEST_KILL: killing myself at step %ld\n", r.w.rank, step);
+            fprintf(stderr, "fplab: rank %d: FPLAB_TEST_KILL: killing myself at step %ld\n", r.dist.w.rank, step);
             raise(SIGKILL);
         }
-        ac_begin_step(&r.ac, (uint64_t)step);
-        r.comm = r.red.tel = (dist_comm_tel){0};
-        train_step_out s = {.scale = r.ac.scaler.scale, .val = NAN};
+        ac_begin_step(&r.prec.ac, (uint64_t)step);
+        r.dist.comm = r.dist.red.tel = (dist_comm_tel){0};
+        train_step_out s = {.scale = r.prec.ac.scaler.scale, .val = NAN};
         s.loss = loss = forward_backward(&r, s.scale);
         train__dist_allreduce_grads(&r, (uint64_t)step);
         update(&r, &s);
         train__dist_sync_params(&r, step);
         train__dist_reduce_amax(&r);
-        r.comm = r.red.tel;
+        r.dist.comm = r.dist.red.tel;
         const char *bad = non_finite(&r, &s);
         if (bad) {
             log_step(&r, step, &s);
             snprintf(msg, msg_len, "step %ld: %s (loss %g, gradient norm %g, lr %g); stopped. %s", step + 1, bad,
                      s.loss, s.gnorm, s.lr,
-                     r.ckpt_path[0] ? "The checkpoint holds the last good state; lower --lr or use a policy "
-                                      "with a loss scaler"
-                                    : "Lower --lr or use a policy with a loss scaler");
+                     r.out.ckpt_path[0] ? "The checkpoint holds the last good state; lower --lr or use a policy "
+                                          "with a loss scaler"
+                                        : "Lower --lr or use a policy with a loss scaler");
             log_end(&r, "non-finite", msg);
             rc = TRAIN_EFAILED;
             break;
@@ -309,20 +317,20 @@ int train_run(const train_opts *o, const char *resume, const bool *given, train_
             rc = TRAIN_EFAILED;
             break;
         }
-        if (stop && r.w.rank == 0) {
+        if (stop && r.dist.w.rank == 0) {
             fprintf(stderr, "%sstopped at step %ld of %ld (--stop-at); continue with: fplab train --resume %s\n",
-                    r.progress ? "\n" : "", step + 1, r.o.steps,
-                    r.ckpt_path[0] ? r.ckpt_path : "(nothing to resume: no --ckpt-dir was given)");
+                    r.out.progress ? "\n" : "", step + 1, r.o.steps,
+                    r.out.ckpt_path[0] ? r.out.ckpt_path : "(nothing to resume: no --ckpt-dir was given)");
         }
         if (stop) break;
     }
-    if (rc == 0 && r.w.rank == 0) {
-        const long ran = (long)r.st.step - r.first_step;
-        const long skipped = (long)r.ac.scaler.skipped;
+    if (rc == 0 && r.dist.w.rank == 0) {
+        const long ran = (long)r.st.step - r.run.first_step;
+        const long skipped = (long)r.prec.ac.scaler.skipped;
         if (r.st.step > 0 && r.st.applied == 0) {
             fprintf(stderr, "warning: all %lld optimizer steps were skipped by the loss scaler (non-finite "
                             "gradients at loss scale %g): the weights never changed\n",
-                    (long long)r.st.step, r.ac.scaler.scale);
+                    (long long)r.st.step, r.prec.ac.scaler.scale);
             log_end(&r, "all-skipped", "every optimizer step was skipped by the loss scaler");
         } else {
             log_end(&r, r.st.step == r.o.steps ? "done" : "stopped", NULL);
@@ -331,7 +339,7 @@ int train_run(const train_opts *o, const char *resume, const bool *given, train_
                         (long long)r.st.step);
         }
     }
-    if (r.progress && rc != 0) fputc('\n', stderr);
+    if (r.out.progress && rc != 0) fputc('\n', stderr);
     report(&r, loss, rep);
     train__free(&r);
     return rc;

@@ -23,8 +23,8 @@ static corpus_id corpus_of(const data_set *d) {
 int train__save_checkpoint(train_run_state *r, char *msg, size_t msg_len) {
     unsigned char cfg[CKPT_CONFIG_BYTES];
     ckpt_config_pack(cfg, &r->m.cfg);
-    const size_t vbytes = ckpt_vocab_pack(NULL, &r->data.vocab), obytes = train_opts_text(&r->o, NULL, 0);
-    const size_t pb = r->m.n_params * sizeof(float), ab = ac_state_bytes(&r->ac);
+    const size_t vbytes = ckpt_vocab_pack(NULL, &r->data.set.vocab), obytes = train_opts_text(&r->o, NULL, 0);
+    const size_t pb = r->m.n_params * sizeof(float), ab = ac_state_bytes(&r->prec.ac);
     unsigned char *voc = malloc(vbytes);
     char *opt = malloc(obytes + 1);
     void *acs = malloc(ab ? ab : 1);
@@ -33,21 +33,21 @@ int train__save_checkpoint(train_run_state *r, char *msg, size_t msg_len) {
         snprintf(msg, msg_len, "out of memory writing a checkpoint");
         return -1;
     }
-    ckpt_vocab_pack(voc, &r->data.vocab);
+    ckpt_vocab_pack(voc, &r->data.set.vocab);
     train_opts_text(&r->o, opt, obytes + 1);
-    ac_state_save(&r->ac, acs);
-    r->st.ranks = r->w.size;
-    const corpus_id cid = corpus_of(&r->data);
+    ac_state_save(&r->prec.ac, acs);
+    r->st.ranks = r->dist.w.size;
+    const corpus_id cid = corpus_of(&r->data.set);
     ckpt_section s[11 + TRAIN_DIST_SECTIONS] = {
-        {"config", cfg, sizeof cfg}, {"params", r->m.params, pb}, {"adam_m", r->adam_m, pb},
-        {"adam_v", r->adam_v, pb},   {"state", &r->st, sizeof r->st}, {"vocab", voc, vbytes},
-        {"options", opt, obytes},    {"policy", r->pol_text, strlen(r->pol_text)},
-        {"acstate", acs, ab},        {"kahan", r->kahan, r->kahan ? pb : 0},
+        {"config", cfg, sizeof cfg},     {"params", r->m.params, pb}, {"adam_m", r->optim.adam_m, pb},
+        {"adam_v", r->optim.adam_v, pb}, {"state", &r->st, sizeof r->st}, {"vocab", voc, vbytes},
+        {"options", opt, obytes},        {"policy", r->prec.pol_text, strlen(r->prec.pol_text)},
+        {"acstate", acs, ab},            {"kahan", r->optim.kahan, r->optim.kahan ? pb : 0},
     };
-    int ns = r->kahan ? 10 : 9;
+    int ns = r->optim.kahan ? 10 : 9;
     s[ns++] = (ckpt_section){"data", &cid, sizeof cid};
     ns += train__dist_ckpt_sections(r, s + ns);  // collective: every rank gathers, rank 0 writes
-    const int st = r->w.rank == 0 ? ckpt_write(r->ckpt_path, s, ns, msg, msg_len) : CKPT_OK;
+    const int st = r->dist.w.rank == 0 ? ckpt_write(r->out.ckpt_path, s, ns, msg, msg_len) : CKPT_OK;
     free(voc), free(opt), free(acs);
     return st == CKPT_OK ? 0 : -1;
 }
@@ -82,7 +82,7 @@ int train__load_checkpoint(train_run_state *r, const ckpt_file *f, const char *p
     const ckpt_section *ds = ckpt_find(f, "data");
     if (ds) {
         corpus_id was;
-        const corpus_id now = corpus_of(&r->data);
+        const corpus_id now = corpus_of(&r->data.set);
         if (ds->nbytes != sizeof was) {
             snprintf(msg, msg_len, "checkpoint '%s': section 'data' has %zu bytes; expected %zu", path,
                      (size_t)ds->nbytes, sizeof was);
@@ -103,18 +103,19 @@ int train__load_checkpoint(train_run_state *r, const ckpt_file *f, const char *p
         snprintf(msg, msg_len, "checkpoint '%s': section 'state' is inconsistent: %s", path, why);
         return -1;
     }
-    r->adam_m = malloc(pb), r->adam_v = malloc(pb);
-    if (!r->adam_m || !r->adam_v) {
+    r->optim.adam_m = malloc(pb), r->optim.adam_v = malloc(pb);
+    if (!r->optim.adam_m || !r->optim.adam_v) {
         snprintf(msg, msg_len, "out of memory");
         return -1;
     }
-    memcpy(r->adam_m, am->data, pb), memcpy(r->adam_v, av->data, pb);
+    memcpy(r->optim.adam_m, am->data, pb), memcpy(r->optim.adam_v, av->data, pb);
     // A run never saves non-finite weights or moments (it stops first), so such a file was not
     // written by one; the second moment is a mean of squares, and zero under SGD (adam_m holds
     // the momentum buffer).
     for (size_t i = 0; i < r->m.n_params; i++)
-        if (!isfinite(r->m.params[i]) || !isfinite(r->adam_m[i]) || !(r->adam_v[i] >= 0 && isfinite(r->adam_v[i])) ||
-            (r->sgd && r->adam_v[i] != 0)) {
+        if (!isfinite(r->m.params[i]) || !isfinite(r->optim.adam_m[i]) ||
+            !(r->optim.adam_v[i] >= 0 && isfinite(r->optim.adam_v[i])) ||
+            (r->optim.sgd && r->optim.adam_v[i] != 0)) {
             snprintf(msg, msg_len, "checkpoint '%s': parameter %zu or its optimizer state is not finite (or the "
                      "second moment is negative, or nonzero under --optimizer sgd): not a checkpoint a run would "
                      "write", path, i);

@@ -33,41 +33,72 @@ typedef struct {
     float val;        // validation loss evaluated after the step (NAN: none)
 } train_step_out;
 
+// The optimizer's state (train.c's update; saved and restored by train_ckpt.c).
 typedef struct {
-    train_opts o;        // resolved: named-config and auto values replaced by what is used
-    llama_model m;
-    data_set data;
     float *adam_m, *adam_v;  // AdamW's moments; --optimizer sgd: the momentum buffer, and zeros
     bool sgd;                // --optimizer sgd
-    float *p_old, *kahan;  // low-precision weights: the weights before the update; Kahan's
-                           // compensation (float32)
+    float *p_old, *kahan;    // low-precision weights: the weights before the update; Kahan's
+                             // compensation (float32)
+} train_optim;
+
+// The precision policy and the autocast context it drives (the model's casts point at ac).
+typedef struct {
     ac_policy pol;
-    char *pol_text;        // the policy as text (saved in checkpoints; resume parses it)
+    char *pol_text;  // the policy as text (saved in checkpoints; resume parses it)
     ac_ctx ac;
-    train_state st;
+} train_precision;
+
+// The corpus and the batch buffers each micro-batch is drawn into.
+typedef struct {
+    data_set set;
     int B, T;
-    int32_t *x, *y;        // (B, T)
+    int32_t *x, *y;  // (B, T)
+} train_data;
+
+// What the run writes besides the checkpoint's contents: the log, the checkpoint's place and
+// the progress line.
+typedef struct {
     FILE *log;
     char ckpt_path[FIO_PATH_MAX];  // "" when the run keeps no checkpoint
     char log_path[FIO_PATH_MAX];   // "" when the run keeps no log
     int ckpt_lock;                 // fd holding --ckpt-dir's lock (rank 0), or -1
-    const char *resume;            // the checkpoint resumed from, or NULL
     bool progress;                 // a progress line (\r) on stderr
-    long first_step;               // the step this invocation started at
-    long steps_before;             // resume with a larger --steps: the checkpoint's --steps (else 0)
+} train_outputs;
+
+// This invocation's bookkeeping: where it started from and the time spent.
+typedef struct {
+    const char *resume;  // the checkpoint resumed from, or NULL
+    long first_step;     // the step this invocation started at
+    long steps_before;   // resume with a larger --steps: the checkpoint's --steps (else 0)
     double t_start;
     double fwd_s, bwd_s, opt_s, eval_s;
-    // distributed (dist_train.c; one process: rank 0 of 1, and the reducer is idle)
+} train_run_info;
+
+// Distributed state (dist_train.c; one process: rank 0 of 1, and the reducer is idle).
+typedef struct {
     dist_world w;
-    bool local;              // local SGD / DiLoCo: each rank steps on its own gradients
-    dist_reducer red;        // gradients (data parallel) or parameters/deltas (local)
-    size_t seg[LP_COUNT + 1];  // parameter tensor boundaries (where the wire rounding cuts)
+    bool local;                 // local SGD / DiLoCo: each rank steps on its own gradients
+    dist_reducer red;           // gradients (data parallel) or parameters/deltas (local)
+    size_t seg[LP_COUNT + 1];   // parameter tensor boundaries (where the wire rounding cuts)
     int nseg;
-    float *micro;            // accum > 1: a micro-batch's gradient, added in micro-batch order
-    double *micro_loss;      // N x accum losses of the step, by global micro-batch index
+    float *micro;               // accum > 1: a micro-batch's gradient, added in micro-batch order
+    double *micro_loss;         // N x accum losses of the step, by global micro-batch index
     float *anchor, *outer_buf;  // local SGD / DiLoCo: parameters at the last sync; Nesterov buffer
-    float *ckbuf;            // rank 0: the other ranks' state gathered for a checkpoint
-    dist_comm_tel comm;      // this step's communication
+    float *ckbuf;               // rank 0: the other ranks' state gathered for a checkpoint
+    dist_comm_tel comm;         // this step's communication
+} train_dist;
+
+// A training run's state, grouped by what owns each part.
+typedef struct {
+    train_opts o;     // resolved: named-config and auto values replaced by what is used
+    llama_model m;    // parameters, gradients and activations
+    train_state st;   // what a checkpoint's state section holds
+    train_optim optim;
+    train_precision prec;
+    train_data data;
+    train_outputs out;
+    train_run_info run;
+    train_dist dist;
 } train_run_state;
 
 // train_setup.c: everything before the first step; -1 with a message (r is then freed by
@@ -104,6 +135,6 @@ enum { TRAIN_DIST_SECTIONS = 6 };
 int train__dist_ckpt_sections(train_run_state *r, ckpt_section *sec);
 // Resume: this rank's share of those sections (rank r takes rank r mod N_old's state).
 int train__dist_ckpt_load(train_run_state *r, const ckpt_file *f, const char *path, char *msg, size_t msg_len);
-void train__dist_free(train_run_state *r);
+void train__dist_free(train_dist *d);
 
 #endif

@@ -14,15 +14,16 @@
 
 void train__free(train_run_state *r) {
     llama_free(&r->m);
-    data_free(&r->data);
-    free(r->adam_m), free(r->adam_v), free(r->x), free(r->y), free(r->p_old), free(r->kahan);
-    free(r->pol_text);
-    ac_free(&r->ac);
-    train__dist_free(r);
-    if (r->log) fclose(r->log);
-    r->log = NULL;
-    if (r->ckpt_lock >= 0) close(r->ckpt_lock);
-    r->ckpt_lock = -1;
+    data_free(&r->data.set);
+    free(r->data.x), free(r->data.y);
+    free(r->optim.adam_m), free(r->optim.adam_v), free(r->optim.p_old), free(r->optim.kahan);
+    free(r->prec.pol_text);
+    ac_free(&r->prec.ac);
+    train__dist_free(&r->dist);
+    if (r->out.log) fclose(r->out.log);
+    r->out.log = NULL;
+    if (r->out.ckpt_lock >= 0) close(r->out.ckpt_lock);
+    r->out.ckpt_lock = -1;
 }
 
 // --- options
@@ -61,7 +62,7 @@ static int resume_options(train_run_state *r, const train_opts *caller, const bo
                          "extend it", t[i].name, want, t[i].name, was, t[i].name);
                 return -1;
             }
-            r->steps_before = was;
+            r->run.steps_before = was;
             memcpy(dst, mine, t[i].size);
         }
         if (!t[i].run_only) continue;
@@ -84,27 +85,28 @@ static int setup_policy(train_run_state *r, const ckpt_file *f, char *msg, size_
     if (f) {
         const ckpt_section *ps = ckpt_find(f, "policy");
         if (!ps) {
-            snprintf(msg, msg_len, "checkpoint '%s': section 'policy' missing", r->resume);
+            snprintf(msg, msg_len, "checkpoint '%s': section 'policy' missing", r->run.resume);
             return -1;
         }
-        r->pol_text = strndup(ps->data, ps->nbytes);
+        r->prec.pol_text = strndup(ps->data, ps->nbytes);
         char origin[FIO_PATH_MAX + 32];
-        snprintf(origin, sizeof origin, "checkpoint %s", r->resume);
-        if (!r->pol_text || ac_policy_parse(&r->pol, r->pol_text, origin, msg, msg_len) != AC_OK) return -1;
+        snprintf(origin, sizeof origin, "checkpoint %s", r->run.resume);
+        if (!r->prec.pol_text || ac_policy_parse(&r->prec.pol, r->prec.pol_text, origin, msg, msg_len) != AC_OK)
+            return -1;
     } else {
-        if (ac_policy_load(&r->pol, r->o.policy, msg, msg_len) != AC_OK) return -1;
-        const size_t n = ac_policy_text(&r->pol, NULL, 0);
-        r->pol_text = malloc(n + 1);
-        if (!r->pol_text) return -1;
-        ac_policy_text(&r->pol, r->pol_text, n + 1);
+        if (ac_policy_load(&r->prec.pol, r->o.policy, msg, msg_len) != AC_OK) return -1;
+        const size_t n = ac_policy_text(&r->prec.pol, NULL, 0);
+        r->prec.pol_text = malloc(n + 1);
+        if (!r->prec.pol_text) return -1;
+        ac_policy_text(&r->prec.pol, r->prec.pol_text, n + 1);
     }
     // What the trainer does not do yet, refused rather than ignored.
-    const ac_rule *sc = &r->pol.site[AC_ATT_SCORES], *pr = &r->pol.site[AC_ATT_PROBS];
+    const ac_rule *sc = &r->prec.pol.site[AC_ATT_SCORES], *pr = &r->prec.pol.site[AC_ATT_PROBS];
     const bool att_recipe = (sc->active && (!sc->scaling.none || sc->delayed)) ||
                             (pr->active && (!pr->scaling.none || pr->delayed));
     const char *why = att_recipe ? "a scaling recipe on attention scores or probabilities (plain rounding only)"
-                      : r->pol.hadamard != 0 && r->pol.hadamard != 16 ? "a Hadamard size other than 16"
-                                                                        : NULL;
+                      : r->prec.pol.hadamard != 0 && r->prec.pol.hadamard != 16 ? "a Hadamard size other than 16"
+                                                                                  : NULL;
     if (why) {
         snprintf(msg, msg_len, "--policy '%s': %s is not supported by the trainer yet", r->o.policy, why);
         return -1;
@@ -116,43 +118,44 @@ static int setup_autocast(train_run_state *r, const ckpt_file *f, char *msg, siz
     const ac_telemetry tel = !strcmp(r->o.telemetry, "off")      ? AC_TEL_OFF
                              : !strcmp(r->o.telemetry, "layers") ? AC_TEL_LAYERS
                                                                  : AC_TEL_SITES;
-    if (ac_init(&r->ac, &r->pol, r->m.cfg.n_layers, r->st.seed, tel,
-                llama_max_operand(&r->m.cfg, r->B, r->T), msg, msg_len) != AC_OK)
+    if (ac_init(&r->prec.ac, &r->prec.pol, r->m.cfg.n_layers, r->st.seed, tel,
+                llama_max_operand(&r->m.cfg, r->data.B, r->data.T), msg, msg_len) != AC_OK)
         return -1;
-    r->m.ac = &r->ac;
+    r->m.ac = &r->prec.ac;
     const size_t n = r->m.n_params;
-    if (r->pol.site[AC_MASTER].active) {
-        r->p_old = malloc(n * sizeof *r->p_old);
-        if (r->pol.update == AC_UPDATE_KAHAN) r->kahan = calloc(n, sizeof *r->kahan);
-        if (!r->p_old || (r->pol.update == AC_UPDATE_KAHAN && !r->kahan)) {
+    if (r->prec.pol.site[AC_MASTER].active) {
+        r->optim.p_old = malloc(n * sizeof *r->optim.p_old);
+        if (r->prec.pol.update == AC_UPDATE_KAHAN) r->optim.kahan = calloc(n, sizeof *r->optim.kahan);
+        if (!r->optim.p_old || (r->prec.pol.update == AC_UPDATE_KAHAN && !r->optim.kahan)) {
             snprintf(msg, msg_len, "out of memory for the low-precision weight update");
             return -1;
         }
     }
     if (!f) {  // a fresh run stores its initial weights (and zero moments) in their formats
-        ac_cast_inplace(&r->ac, AC_MASTER, -1, r->m.params, n, 1, false);
+        ac_cast_inplace(&r->prec.ac, AC_MASTER, -1, r->m.params, n, 1, false);
         return 0;
     }
     const ckpt_section *as = ckpt_find(f, "acstate"), *ks = ckpt_find(f, "kahan");
     char why[512];
     if (!as) {
-        snprintf(msg, msg_len, "checkpoint '%s': section 'acstate' missing", r->resume);
+        snprintf(msg, msg_len, "checkpoint '%s': section 'acstate' missing", r->run.resume);
         return -1;
     }
-    if (ac_state_check(&r->ac, as->data, as->nbytes, why, sizeof why) != AC_OK ||
-        ac_state_load(&r->ac, as->data, as->nbytes) != AC_OK) {
-        snprintf(msg, msg_len, "checkpoint '%s': section 'acstate': %s", r->resume, why);
+    if (ac_state_check(&r->prec.ac, as->data, as->nbytes, why, sizeof why) != AC_OK ||
+        ac_state_load(&r->prec.ac, as->data, as->nbytes) != AC_OK) {
+        snprintf(msg, msg_len, "checkpoint '%s': section 'acstate': %s", r->run.resume, why);
         return -1;
     }
-    if (r->kahan && (!ks || ks->nbytes != n * sizeof(float))) {
-        snprintf(msg, msg_len, "checkpoint '%s': section 'kahan' missing or not %zu floats", r->resume, n);
+    if (r->optim.kahan && (!ks || ks->nbytes != n * sizeof(float))) {
+        snprintf(msg, msg_len, "checkpoint '%s': section 'kahan' missing or not %zu floats", r->run.resume, n);
         return -1;
     }
-    if (r->kahan) {
-        memcpy(r->kahan, ks->data, ks->nbytes);
+    if (r->optim.kahan) {
+        memcpy(r->optim.kahan, ks->data, ks->nbytes);
         for (size_t i = 0; i < n; i++)
-            if (!isfinite(r->kahan[i])) {
-                snprintf(msg, msg_len, "checkpoint '%s': section 'kahan': compensation %zu is not finite", r->resume, i);
+            if (!isfinite(r->optim.kahan[i])) {
+                snprintf(msg, msg_len, "checkpoint '%s': section 'kahan': compensation %zu is not finite",
+                         r->run.resume, i);
                 return -1;
             }
     }
@@ -164,10 +167,10 @@ static int setup_autocast(train_run_state *r, const ckpt_file *f, char *msg, siz
 static int load_data(train_run_state *r, const data_vocab *vocab, char *msg, size_t msg_len) {
     const train_opts *o = &r->o;
     if (!strcmp(o->tokens, "shard"))
-        return data_load_shards(&r->data, o->data, o->val_data[0] ? o->val_data : NULL,
+        return data_load_shards(&r->data.set, o->data, o->val_data[0] ? o->val_data : NULL,
                                 vocab ? vocab->size : o->vocab_size, msg, msg_len) == DATA_OK ? 0 : -1;
     const data_vocab_kind kind = !strcmp(o->tokens, "byte") ? DATA_VOCAB_BYTE : DATA_VOCAB_CHAR;
-    return data_load_text(&r->data, o->data, kind, vocab, msg, msg_len) == DATA_OK ? 0 : -1;
+    return data_load_text(&r->data.set, o->data, kind, vocab, msg, msg_len) == DATA_OK ? 0 : -1;
 }
 
 static bool same_config(const llama_config *a, const llama_config *b) {
@@ -178,34 +181,36 @@ static bool same_config(const llama_config *a, const llama_config *b) {
 }
 
 static int setup_model(train_run_state *r, const ckpt_file *f, const llama_config *cfg, char *msg, size_t msg_len) {
+    train_data *d = &r->data;
     const llama_recompute rcmp = !strcmp(r->o.recompute, "block") ? LLAMA_RECOMPUTE_BLOCK : LLAMA_RECOMPUTE_NONE;
     if (f) {
         data_vocab v;
-        if (ckpt_load_model_from(f, r->resume, &r->m, &v, msg, msg_len) != CKPT_OK) return -1;
+        if (ckpt_load_model_from(f, r->run.resume, &r->m, &v, msg, msg_len) != CKPT_OK) return -1;
         data_vocab_free(&v);  // the data was loaded with the checkpoint's vocabulary already
         r->m.recompute = rcmp;
         if (!same_config(&r->m.cfg, cfg)) {
-            snprintf(msg, msg_len, "checkpoint '%s': its model config disagrees with its options", r->resume);
+            snprintf(msg, msg_len, "checkpoint '%s': its model config disagrees with its options", r->run.resume);
             return -1;
         }
-        if (train__load_checkpoint(r, f, r->resume, msg, msg_len) != 0) return -1;
+        if (train__load_checkpoint(r, f, r->run.resume, msg, msg_len) != 0) return -1;
     } else {
         if (llama_init(&r->m, cfg, rcmp, msg, msg_len) != LLAMA_OK) return -1;
         llama_init_weights(&r->m, r->o.seed);
-        r->adam_m = calloc(r->m.n_params, sizeof(float)), r->adam_v = calloc(r->m.n_params, sizeof(float));
+        r->optim.adam_m = calloc(r->m.n_params, sizeof(float));
+        r->optim.adam_v = calloc(r->m.n_params, sizeof(float));
         r->st = (train_state){.seed = r->o.seed, .last_val_loss = NAN};
     }
-    r->B = r->o.batch, r->T = r->o.context > 0 ? r->o.context : cfg->seq_len;
-    r->x = malloc((size_t)r->B * r->T * sizeof *r->x), r->y = malloc((size_t)r->B * r->T * sizeof *r->y);
-    if (!r->adam_m || !r->adam_v || !r->x || !r->y || llama_reserve(&r->m, r->B, r->T) != LLAMA_OK) {
+    d->B = r->o.batch, d->T = r->o.context > 0 ? r->o.context : cfg->seq_len;
+    d->x = malloc((size_t)d->B * d->T * sizeof *d->x), d->y = malloc((size_t)d->B * d->T * sizeof *d->y);
+    if (!r->optim.adam_m || !r->optim.adam_v || !d->x || !d->y || llama_reserve(&r->m, d->B, d->T) != LLAMA_OK) {
         snprintf(msg, msg_len, "out of memory for %zu parameters and (B %d, T %d) activations", r->m.n_params,
-                 r->B, r->T);
+                 d->B, d->T);
         return -1;
     }
     for (int split = 0; split < 2; split++)
-        if (data_batch(&r->data, split, r->st.seed, 0, r->B, r->T, r->x, r->y) != DATA_OK) {
+        if (data_batch(&d->set, split, r->st.seed, 0, d->B, d->T, d->x, d->y) != DATA_OK) {
             snprintf(msg, msg_len, "--data '%s': the %s split is shorter than one sequence of %d tokens",
-                     r->o.data, split ? "validation" : "training", r->T + 1);
+                     r->o.data, split ? "validation" : "training", d->T + 1);
             return -1;
         }
     return 0;
@@ -235,7 +240,7 @@ static int check_memory(train_run_state *r, const llama_config *cfg, char *msg, 
 // the checkpoint resumed from unless the output continues it) or that holds another run.
 static int check_outputs(train_run_state *r, char *msg, size_t msg_len) {
     const train_opts *o = &r->o;
-    const char *outs[2][2] = {{"ckpt-dir", r->ckpt_path}, {"log", r->log_path}};
+    const char *outs[2][2] = {{"ckpt-dir", r->out.ckpt_path}, {"log", r->out.log_path}};
     char data[TRAIN_PATH_MAX];
     for (int k = 0; k < 2; k++) {
         const char *name = outs[k][0], *out = outs[k][1];
@@ -246,41 +251,45 @@ static int check_outputs(train_run_state *r, char *msg, size_t msg_len) {
             if (fio_refuse_same(name, out, "data", d, msg, msg_len) != FIO_OK) return -1;
         if (fio_refuse_same(name, out, "val-data", o->val_data, msg, msg_len) != FIO_OK ||
             fio_refuse_same(name, out, "policy", o->policy, msg, msg_len) != FIO_OK ||
-            (k == 1 && fio_refuse_same(name, out, "resume", r->resume, msg, msg_len) != FIO_OK))
+            (k == 1 && fio_refuse_same(name, out, "resume", r->run.resume, msg, msg_len) != FIO_OK))
             return -1;
     }
-    if (fio_refuse_same("log", r->log_path, "ckpt-dir", r->ckpt_path, msg, msg_len) != FIO_OK) return -1;
+    if (fio_refuse_same("log", r->out.log_path, "ckpt-dir", r->out.ckpt_path, msg, msg_len) != FIO_OK) return -1;
     if (o->overwrite) return 0;
-    if (!r->resume && r->ckpt_path[0] && fio_is_file(r->ckpt_path)) {
+    if (!r->run.resume && r->out.ckpt_path[0] && fio_is_file(r->out.ckpt_path)) {
         snprintf(msg, msg_len, "--ckpt-dir '%s' already holds a run (%s): continue it with --resume %s, choose "
-                 "another --ckpt-dir, or replace it with --overwrite 1", o->ckpt_dir, r->ckpt_path, r->ckpt_path);
+                 "another --ckpt-dir, or replace it with --overwrite 1", o->ckpt_dir, r->out.ckpt_path,
+                 r->out.ckpt_path);
         return -1;
     }
-    if (r->resume && r->ckpt_path[0] && fio_is_file(r->ckpt_path) && !fio_same_file(r->ckpt_path, r->resume)) {
+    if (r->run.resume && r->out.ckpt_path[0] && fio_is_file(r->out.ckpt_path) &&
+        !fio_same_file(r->out.ckpt_path, r->run.resume)) {
         snprintf(msg, msg_len, "--ckpt-dir '%s' holds another run's checkpoint (%s), not the one resumed (%s): "
-                 "choose another --ckpt-dir, or replace it with --overwrite 1", o->ckpt_dir, r->ckpt_path, r->resume);
+                 "choose another --ckpt-dir, or replace it with --overwrite 1", o->ckpt_dir, r->out.ckpt_path,
+                 r->run.resume);
         return -1;
     }
-    FILE *lf = !r->resume && r->log_path[0] ? fopen(r->log_path, "rb") : NULL;
+    FILE *lf = !r->run.resume && r->out.log_path[0] ? fopen(r->out.log_path, "rb") : NULL;
     const bool log_used = lf && fgetc(lf) != EOF;
     if (lf) fclose(lf);
     if (log_used) {
         snprintf(msg, msg_len, "--log '%s' already holds another run's log: choose another --log or "
-                 "--ckpt-dir, or replace it with --overwrite 1", r->log_path);
+                 "--ckpt-dir, or replace it with --overwrite 1", r->out.log_path);
         return -1;
     }
     return 0;
 }
 
 static int open_outputs(train_run_state *r, char *msg, size_t msg_len) {
+    train_outputs *out = &r->out;
     const train_opts *o = &r->o;
-    if (o->ckpt_dir[0] && snprintf(r->ckpt_path, sizeof r->ckpt_path, "%s/ckpt.bin", o->ckpt_dir) >=
-                              (int)sizeof r->ckpt_path) {
+    if (o->ckpt_dir[0] && snprintf(out->ckpt_path, sizeof out->ckpt_path, "%s/ckpt.bin", o->ckpt_dir) >=
+                              (int)sizeof out->ckpt_path) {
         snprintf(msg, msg_len, "--ckpt-dir '%.60s...': path too long", o->ckpt_dir);
         return -1;
     }
-    if (o->log[0]) snprintf(r->log_path, sizeof r->log_path, "%s", o->log);
-    else if (o->ckpt_dir[0]) snprintf(r->log_path, sizeof r->log_path, "%s/log.jsonl", o->ckpt_dir);
+    if (o->log[0]) snprintf(out->log_path, sizeof out->log_path, "%s", o->log);
+    else if (o->ckpt_dir[0]) snprintf(out->log_path, sizeof out->log_path, "%s/log.jsonl", o->ckpt_dir);
     if (check_outputs(r, msg, msg_len) != 0) return -1;
     char why[FIO_PATH_MAX + 128];
     if (o->ckpt_dir[0] && fio_mkdir_p(o->ckpt_dir, why, sizeof why) != FIO_OK) {
@@ -292,22 +301,23 @@ static int open_outputs(train_run_state *r, char *msg, size_t msg_len) {
     // checkpoints can go, and the checks above are repeated now that no other run can race them.
     if (o->ckpt_dir[0]) {
         char lock[FIO_PATH_MAX + 8], what[FIO_PATH_MAX + 16];
-        snprintf(lock, sizeof lock, "%s.lock", r->ckpt_path);
+        snprintf(lock, sizeof lock, "%s.lock", out->ckpt_path);
         snprintf(what, sizeof what, "--ckpt-dir '%s'", o->ckpt_dir);
-        if (fio_lock(lock, what, "another training", false, &r->ckpt_lock, msg, msg_len) != FIO_OK ||
+        if (fio_lock(lock, what, "another training", false, &out->ckpt_lock, msg, msg_len) != FIO_OK ||
             check_outputs(r, msg, msg_len) != 0)
             return -1;
-        const int orphans = fio_remove_orphans(r->ckpt_path);
+        const int orphans = fio_remove_orphans(out->ckpt_path);
         if (orphans)
             fprintf(stderr, "fplab train: removed %d temporary checkpoint file%s that a killed run left in '%s'\n",
                     orphans, orphans > 1 ? "s" : "", o->ckpt_dir);
     }
-    if (r->log_path[0] && !(r->log = fopen(r->log_path, r->resume ? "a+" : "w"))) {
-        snprintf(msg, msg_len, "--log '%s': cannot open for writing: %s", r->log_path, strerror(errno));
+    if (out->log_path[0] && !(out->log = fopen(out->log_path, r->run.resume ? "a+" : "w"))) {
+        snprintf(msg, msg_len, "--log '%s': cannot open for writing: %s", out->log_path, strerror(errno));
         return -1;
     }
     // A run killed mid-write leaves a cut line: the continuation starts on a line of its own.
-    if (r->log && r->resume && fseek(r->log, -1, SEEK_END) == 0 && fgetc(r->log) != '\n') fputc('\n', r->log);
+    if (out->log && r->run.resume && fseek(out->log, -1, SEEK_END) == 0 && fgetc(out->log) != '\n')
+        fputc('\n', out->log);
     return 0;
 }
 
@@ -320,11 +330,11 @@ static void resolve_options(train_run_state *r, int threads) {
     const llama_config *c = &r->m.cfg;
     o->dim = c->dim, o->n_layers = c->n_layers, o->n_heads = c->n_heads, o->n_kv_heads = c->n_kv_heads;
     o->hidden_dim = c->hidden_dim, o->seq_len = c->seq_len, o->rope_theta = c->rope_theta;
-    o->norm_eps = c->norm_eps, o->context = r->T, o->threads = threads;
+    o->norm_eps = c->norm_eps, o->context = r->data.T, o->threads = threads;
     if (!strcmp(o->tokens, "shard")) o->vocab_size = c->vocab_size;
-    r->progress = o->progress < 0 ? isatty(fileno(stderr)) : o->progress;
-    o->progress = r->progress;
-    if (r->w.rank != 0) r->progress = false;  // one progress line: rank 0's
+    r->out.progress = o->progress < 0 ? isatty(fileno(stderr)) : o->progress;
+    o->progress = r->out.progress;
+    if (r->dist.w.rank != 0) r->out.progress = false;  // one progress line: rank 0's
 }
 
 static void print_config(const train_run_state *r) {
@@ -341,43 +351,45 @@ static void print_config(const train_run_state *r) {
         train_opt_get(&r->o, &t[i], v, sizeof v);
         fprintf(stderr, "%s--%s %s", i % 6 == 5 ? "\n    " : " ", t[i].name, v[0] ? v : "''");
     }
-    fprintf(stderr, "\n  outputs: checkpoint %s, log %s\n", r->ckpt_path[0] ? r->ckpt_path : "none (no --ckpt-dir)",
-            r->log_path[0] ? r->log_path : "none");
-    if (r->w.size > 1 || r->red.n)
+    fprintf(stderr, "\n  outputs: checkpoint %s, log %s\n",
+            r->out.ckpt_path[0] ? r->out.ckpt_path : "none (no --ckpt-dir)",
+            r->out.log_path[0] ? r->out.log_path : "none");
+    const train_dist *d = &r->dist;
+    if (d->w.size > 1 || d->red.n)
         fprintf(stderr, "  distributed: %d rank%s, %s, wire %s%s%s (%s accumulation%s), %d x %d micro-batches per step\n",
-                r->w.size, r->w.size > 1 ? "s" : "",
-                r->local ? (r->outer_buf ? "DiLoCo (outer Nesterov)" : "local SGD") : "data parallel",
-                r->red.wire.name, r->o.comm_gather[0] ? ", sums gathered as " : "", r->o.comm_gather,
-                r->red.wire_accum ? "wire" : "f32", r->red.ef ? ", error feedback" : "", r->w.size, r->o.accum);
-    if (r->resume) fprintf(stderr, "resuming from '%s' at step %lld\n", r->resume, (long long)r->st.step);
+                d->w.size, d->w.size > 1 ? "s" : "",
+                d->local ? (d->outer_buf ? "DiLoCo (outer Nesterov)" : "local SGD") : "data parallel",
+                d->red.wire.name, r->o.comm_gather[0] ? ", sums gathered as " : "", r->o.comm_gather,
+                d->red.wire_accum ? "wire" : "f32", d->red.ef ? ", error feedback" : "", d->w.size, r->o.accum);
+    if (r->run.resume) fprintf(stderr, "resuming from '%s' at step %lld\n", r->run.resume, (long long)r->st.step);
 }
 
 // --- setup
 
 // Everything up to the output files, which rank 0 opens only once every rank has agreed.
 static int setup_run(train_run_state *r, const train_opts *o, const bool *given, ckpt_file *f, data_vocab *vocab, char *msg, size_t msg_len) {
-    if (r->resume) {
-        if (ckpt_read(f, r->resume, msg, msg_len) != CKPT_OK) return -1;
+    if (r->run.resume) {
+        if (ckpt_read(f, r->run.resume, msg, msg_len) != CKPT_OK) return -1;
         const ckpt_section *vs = ckpt_find(f, "vocab");
         if (!vs) {
-            snprintf(msg, msg_len, "checkpoint '%s': section 'vocab' missing", r->resume);
+            snprintf(msg, msg_len, "checkpoint '%s': section 'vocab' missing", r->run.resume);
             return -1;
         }
-        if (ckpt_vocab_read(vocab, vs, r->resume, msg, msg_len) != CKPT_OK) return -1;
-        if (resume_options(r, o, given, f, r->resume, msg, msg_len) != 0) return -1;
+        if (ckpt_vocab_read(vocab, vs, r->run.resume, msg, msg_len) != CKPT_OK) return -1;
+        if (resume_options(r, o, given, f, r->run.resume, msg, msg_len) != 0) return -1;
     }
     if (train_opts_validate(&r->o, msg, msg_len) != 0) return -1;
-    r->sgd = !strcmp(r->o.optimizer, "sgd");
-    if (setup_policy(r, r->resume ? f : NULL, msg, msg_len) != 0) return -1;
+    r->optim.sgd = !strcmp(r->o.optimizer, "sgd");
+    if (setup_policy(r, r->run.resume ? f : NULL, msg, msg_len) != 0) return -1;
     const int threads = llama_ops_threads(r->o.threads);
-    if (load_data(r, r->resume ? vocab : NULL, msg, msg_len) != 0) return -1;
+    if (load_data(r, r->run.resume ? vocab : NULL, msg, msg_len) != 0) return -1;
     llama_config cfg;
-    if (train_model_config(&cfg, &r->o, r->data.vocab.size, msg, msg_len) != 0) return -1;
+    if (train_model_config(&cfg, &r->o, r->data.set.vocab.size, msg, msg_len) != 0) return -1;
     if (check_memory(r, &cfg, msg, msg_len) != 0) return -1;
-    if (setup_model(r, r->resume ? f : NULL, &cfg, msg, msg_len) != 0) return -1;
-    if (setup_autocast(r, r->resume ? f : NULL, msg, msg_len) != 0) return -1;
+    if (setup_model(r, r->run.resume ? f : NULL, &cfg, msg, msg_len) != 0) return -1;
+    if (setup_autocast(r, r->run.resume ? f : NULL, msg, msg_len) != 0) return -1;
     if (train__dist_setup(r, msg, msg_len) != 0) return -1;
-    if (r->resume && train__dist_ckpt_load(r, f, r->resume, msg, msg_len) != 0) return -1;
+    if (r->run.resume && train__dist_ckpt_load(r, f, r->run.resume, msg, msg_len) != 0) return -1;
     resolve_options(r, threads);
     return 0;
 }
@@ -385,10 +397,10 @@ static int setup_run(train_run_state *r, const train_opts *o, const bool *given,
 int train__setup(train_run_state *r, const train_opts *o, const char *resume, const bool *given, char *msg,
                  size_t msg_len) {
     memset(r, 0, sizeof *r);
-    r->ckpt_lock = -1;
+    r->out.ckpt_lock = -1;
     r->o = *o;
-    r->resume = resume && resume[0] ? resume : NULL;
-    if (dist_init(&r->w, msg, msg_len) != DIST_OK) return -1;
+    r->run.resume = resume && resume[0] ? resume : NULL;
+    if (dist_init(&r->dist.w, msg, msg_len) != DIST_OK) return -1;
     ckpt_file f = {0};
     data_vocab vocab = {0};
     int rc = setup_run(r, o, given, &f, &vocab, msg, msg_len);
@@ -397,11 +409,12 @@ int train__setup(train_run_state *r, const train_opts *o, const char *resume, co
     // Every rank set up the same run (or all stop); then rank 0 alone checks and opens the
     // checkpoint and log places, and the others learn whether it could.
     if (train__dist_agree(r, rc, msg, msg_len) != 0) return -1;
-    rc = r->w.rank == 0 ? open_outputs(r, msg, msg_len) : 0;
-    if (!dist_min_int(&r->w, rc == 0)) {
-        if (rc == 0) snprintf(msg, msg_len, "rank %d: rank 0 refused its outputs (its message says why)", r->w.rank);
+    rc = r->dist.w.rank == 0 ? open_outputs(r, msg, msg_len) : 0;
+    if (!dist_min_int(&r->dist.w, rc == 0)) {
+        if (rc == 0)
+            snprintf(msg, msg_len, "rank %d: rank 0 refused its outputs (its message says why)", r->dist.w.rank);
         return -1;
     }
-    if (r->w.rank == 0) print_config(r);
+    if (r->dist.w.rank == 0) print_config(r);
     return 0;
 }
