@@ -579,7 +579,28 @@ typedef struct {
     float *elems;       // optional: the rounded values before the multiplication back
     ptrdiff_t ahead;    // prefetch distance in elements (0: none)
     uint64_t *zeroed;   // optional
+    uint32_t near_mask;  // exact, not stochastic: the float32 bits below the element format's
+                         // midpoints (near_exact); 0: every exact quotient by div_rto16
 } blk;
+
+// Most exact quotients need no division: y = x * fl(1/d) is within 2^-23 (1 + 2^-24) |z| of
+// z = x / d (two roundings of 2^-24 relative each): less than 4 float32 ulps of y, even where
+// z lies in the binade above. Where y lies 8 ulps or more from every value and midpoint of the
+// element format (their float32 bits below the midpoint position are all 0) and is a normal
+// float32, z lies strictly between the same two of them, so rounding y in any deterministic mode
+// is rounding z. The lanes where that is not sure (those low bits within 8 of a boundary; y zero
+// for a nonzero x, subnormal, inf or NaN: about 16 in 2^(22 - m) of random inputs) send the
+// vector through div_rto16. Stochastic rounding uses every bit of the quotient: always div_rto16.
+V4 bool near_exact(__m512 y, __m512 x, uint32_t near_mask, __mmask16 lanes) {
+    const __m512i u = _mm512_castps_si512(y), mask = _mm512_set1_epi32((int)near_mask);
+    const __m512i low = _mm512_and_si512(_mm512_add_epi32(_mm512_and_si512(u, mask), _mm512_set1_epi32(8)), mask);
+    const __m512i ex = _mm512_and_si512(u, _mm512_set1_epi32(0x7f800000));
+    const __mmask16 x_nonzero = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_NEQ_UQ);
+    const __mmask16 bad = _mm512_cmplt_epu32_mask(low, _mm512_set1_epi32(16)) |
+                          (_mm512_cmpeq_epi32_mask(ex, _mm512_setzero_si512()) & x_nonzero) |
+                          _mm512_cmpeq_epi32_mask(ex, _mm512_set1_epi32(0x7f800000));
+    return (bad & lanes) != 0;
+}
 
 // x / d rounded to odd into float32 (scale.c's div_rto, sixteen lanes; d > 0, rd = 1/d): p = x·rd
 // is within 2^-52 relative of z = x / d, which is a float32 value or at least 2^-48 relative
@@ -608,6 +629,7 @@ V4 __m512 div_rto16(__m512 x, __m512d rdl, __m512d rdh, __m512d dl, __m512d dh) 
 // The divisors of div_rto16: the low and high halves of d and their reciprocals in float64.
 typedef struct {
     __m512d dl, dh, rdl, rdh;
+    __m512 r;  // fl(1/d) in float32, for near_exact
 } div16;
 
 // One vector of a tile: x = in[i..i+16) (the lanes of live), rounded after the multiplication
@@ -617,7 +639,11 @@ V4 void block16(const lk *k, lean_class cls, fmt_round_mode mode, const blk *b, 
     const __m512 x = live == 0xffff ? _mm512_loadu_ps(in + i) : _mm512_maskz_loadu_ps(live, in + i);
     const __m512i rnd = mode == FMT_SR ? draws16(k->key, k->first + i) : _mm512_setzero_si512();
     __m512 xs = _mm512_mul_ps(x, m);
-    if (exact) xs = _mm512_mask_blend_ps(exact, xs, div_rto16(x, dv->rdl, dv->rdh, dv->dl, dv->dh));
+    if (exact) {
+        const __m512 y = _mm512_mul_ps(x, dv->r);
+        const bool sure = b->near_mask && !near_exact(y, x, b->near_mask, exact & live);
+        xs = _mm512_mask_blend_ps(exact, xs, sure ? y : div_rto16(x, dv->rdl, dv->rdh, dv->dl, dv->dh));
+    }
     const __m512i r = lean16(k, cls, mode, _mm512_castps_si512(xs), rnd, cnt, live);
     const __m512 y = _mm512_mul_ps(_mm512_castsi512_ps(r), d);
     if (live == 0xffff) {
@@ -661,12 +687,15 @@ V4 void block_loop(const lk *kp, lean_class cls, fmt_round_mode mode, const blk 
                 zeroed += (uint64_t)__builtin_popcount(
                     _mm512_mask_cmp_ps_mask(mz, _mm512_maskz_loadu_ps(live, in + i), _mm512_setzero_ps(), _CMP_NEQ_UQ));
             }
-            div16 dv = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
+            div16 dv = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(),
+                        _mm512_setzero_ps()};
             const __mmask16 exact = bl.exact ? nonzero_d & live : 0;
             if (exact) {  // d = 0 lanes (multiplied by m instead) divide by 1 here, harmlessly
-                dv.dl = _mm512_cvtps_pd(_mm512_castps512_ps256(_mm512_mask_blend_ps(exact, _mm512_set1_ps(1.0f), d)));
-                dv.dh = _mm512_cvtps_pd(_mm512_extractf32x8_ps(_mm512_mask_blend_ps(exact, _mm512_set1_ps(1.0f), d), 1));
+                const __m512 d1 = _mm512_mask_blend_ps(exact, _mm512_set1_ps(1.0f), d);
+                dv.dl = _mm512_cvtps_pd(_mm512_castps512_ps256(d1));
+                dv.dh = _mm512_cvtps_pd(_mm512_extractf32x8_ps(d1, 1));
                 dv.rdl = _mm512_div_pd(one, dv.dl), dv.rdh = _mm512_div_pd(one, dv.dh);
+                dv.r = _mm512_div_ps(_mm512_set1_ps(1.0f), d1);
             }
             block16(k, cls, mode, &bl, m, d, exact, &dv, out, in, i, cnt, live);
         }
@@ -678,7 +707,7 @@ V4 void block_loop(const lk *kp, lean_class cls, fmt_round_mode mode, const blk 
         const __m512 m = _mm512_set1_ps(bl.mul[t]), d = _mm512_set1_ps(bl.deq[t]);
         const bool exact = bl.exact && bl.deq[t] != 0.0f;
         const __m512d dd = _mm512_set1_pd(bl.deq[t]), rd = _mm512_set1_pd(exact ? 1.0 / bl.deq[t] : 0.0);
-        const div16 dv = {dd, dd, rd, rd};
+        const div16 dv = {dd, dd, rd, rd, _mm512_set1_ps(exact ? 1.0f / bl.deq[t] : 0.0f)};
         if (bl.zeroed && bl.mul[t] == 0.0f) zeroed += nonzeros(in + i, tc);
         for (size_t j = 0; j < tc; j += 16, i += 16) {
             __builtin_prefetch(in + i + bl.ahead);  // a hint (ahead 0: this line, a no-op)
@@ -689,7 +718,7 @@ V4 void block_loop(const lk *kp, lean_class cls, fmt_round_mode mode, const blk 
         const __m512 m = _mm512_set1_ps(bl.mul[t]), d = _mm512_set1_ps(bl.deq[t]);
         const bool exact = bl.exact && bl.deq[t] != 0.0f;
         const __m512d dd = _mm512_set1_pd(bl.deq[t]), rd = _mm512_set1_pd(exact ? 1.0 / bl.deq[t] : 0.0);
-        const div16 dv = {dd, dd, rd, rd};
+        const div16 dv = {dd, dd, rd, rd, _mm512_set1_ps(exact ? 1.0f / bl.deq[t] : 0.0f)};
         if (bl.zeroed && bl.mul[t] == 0.0f) zeroed += nonzeros(in + i, n - i);
         for (; i < n; i += 16)
             block16(k, cls, mode, &bl, m, d, exact ? 0xffff : 0, &dv, out, in, i, cnt,
@@ -958,9 +987,11 @@ bool fmt__scale_round_f32_lean(const fmt__kparams *p, fmt_round_mode mode, size_
     for (size_t done = 0; done < n; done += piece) {
         const size_t len = n - done < piece ? n - done : piece;
         const lk k = lk_make(p, cls, base + done);
+        // near_exact's mask: the bits below the midpoint position (22 - m of them), where they exist.
+        const uint32_t near_mask = mode != FMT_SR && p->m <= 20 ? (1u << (22 - p->m)) - 1 : 0;
         const blk b = {.tc = tc, .mul = mul + done / tc, .deq = deq + done / tc, .exact = exact,
                        .elems = elems ? elems + done : NULL,
-                       .ahead = ahead, .zeroed = zeroed};
+                       .ahead = ahead, .zeroed = zeroed, .near_mask = near_mask};
         block_run_avx512(&k, cls, mode, &b, out + done, in + done, len, counts);
     }
     return true;

@@ -1298,7 +1298,7 @@ Test(scale, exact_quotients_constructed_ties) {
 
 // Near ties with full-precision (24-bit) scales, where a float32 quotient can land on a midpoint
 // that the exact quotient misses: x = fl(s * mid) is within half a float32 ulp of s * mid. Per
-// row and per column (the per-column divide has its own loop), every element must be the
+// row, per column and in tiles of 16 (the paths of scale.c and round_lean.c), every element must be the
 // rounding of the exact quotient x / d (d the scale the call reports; the float64 quotient
 // decides every mode exactly, scale.c says why).
 Test(scale, exact_quotients_full_precision_scales) {
@@ -1340,6 +1340,39 @@ Test(scale, exact_quotients_full_precision_scales) {
                         checked++;
                     }
                 }
+            }
+        }
+    }
+    // Tiles of 16 (the one-pass kernel's broadcast divisor): 53 rows of two tiles, each tile its
+    // amax s * max first, then values near midpoints.
+    for (size_t fi = 0; fi < sizeof elems / sizeof *elems; fi++) {
+        const fmt_t f = tu_fmt(elems[fi]);
+        enum { TR = 53, TC = 32 };
+        float x[TR * TC], out[TR * TC], el[TR * TC], sc[TR * 2];
+        for (int t = 0; t < TR * 2; t++) {
+            const uint64_t r = tu_splitmix64(&seed);
+            const float s = ldexpf(1.0f + (float)(r >> 41) * 0x1p-23f, (int)(r % 21) - 10);
+            x[t * 16] = s * (float)f.max;
+            for (int i = 1; i < 16; i++) {
+                const uint64_t q = tu_splitmix64(&seed);
+                const int e = f.emin + (int)(q % (unsigned)(f.emax - f.emin));
+                const double ulp = ldexp(1.0, e - f.mbits);
+                const double mid = ldexp(1.0, e) + ulp * (double)((q >> 8) % (1u << f.mbits)) + ulp / 2;
+                x[t * 16 + i] = (float)(s * mid) * ((q >> 40) & 1 ? -1.0f : 1.0f);
+            }
+        }
+        for (int m = 0; m < FMT_SR; m++) {
+            fmt_round_opts o = opts((fmt_round_mode)m, FMT_SATURATE);
+            fmt_quant_info info = {.elems = el, .scales = sc};
+            fmt_scaling rs = tu_scaling("block:16:fp32");
+            cr_assert_eq(fmt_quantize_f32(&f, &rs, out, x, TR, TC, &o, NULL, &info), FMT_OK);
+            for (size_t i = 0; i < TR * TC; i++) {
+                const float d = sc[i / 16];
+                const double want = fmt_round1(&f, (double)x[i] / d, &o);
+                cr_assert(el[i] == (float)want, "%s block:16 %s x=%a d=%a: got %a, exact quotient gives %a", f.name,
+                          fmt_mode_name(o.mode), x[i], d, el[i], want);
+                f32_quotient_wrong += m == FMT_RNE && fmt_round1(&f, x[i] / d, &o) != want;
+                checked++;
             }
         }
     }
