@@ -99,6 +99,7 @@ help:
 	@echo "make check-torchao      torchao's MX scale rules (TORCHAO_PYTHON=python with torchao) into tests/fixtures"
 	@echo "make check-trainer-torch  the Llama against transformers (pip: torch) and write tests/fixtures"
 	@echo "make test-torch         the fplab.torch suites in a venv with torch (TORCH_SITE=DIR reuses one)"
+	@echo "make check-torch-policy fplab.torch against the C trainer, 8 presets x 50 steps (rewrites tests/fixtures)"
 	@echo "make install PREFIX=... DESTDIR=...  portable build: libfplab.a, libfplab.so.$(VERSION), headers, command, fplab.pc"
 	@echo "make check-install      a DESTDIR install without CUDA, linked by a C program through pkg-config (in make test)"
 	@echo "make check-docs         run the quick command blocks of README.md and docs/*.md as pasted; list the slow ones"

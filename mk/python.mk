@@ -74,3 +74,12 @@ $(TORCH_VENV)/.fplab: $(TORCH_VENV)/.deps $(BUILD)/libfplab.so $(PY_SRC)
 test-torch: $(TORCH_VENV)/.fplab cli
 	cd tests/python && FPLAB_CLI=$(abspath $(BUILD)/fplab) $(abspath $(TORCH_VENV_PY)) -m pytest -q -p no:cacheprovider \
 	  test_torch.py test_torch_policy.py
+
+# check-torch-policy: tools/check_torch_policy.py, the parity of fplab.torch with the C trainer
+# (50 steps of the eight presets, about 25 seconds), in test-torch's venv with transformers added;
+# rewrites tests/fixtures/torch_policy_check.json, which make test checks.
+.PHONY: check-torch-policy
+check-torch-policy: $(TORCH_VENV)/.fplab $(BUILD)/tools/train_policy_dump
+	$(TORCH_VENV_PY) -c 'import transformers' 2>/dev/null || \
+	  $(TORCH_VENV_PY) -m pip install -q --disable-pip-version-check transformers
+	GOMP_SPINCOUNT=1000 $(TORCH_VENV_PY) tools/check_torch_policy.py --dump $(BUILD)/tools/train_policy_dump

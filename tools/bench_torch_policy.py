@@ -1,22 +1,29 @@
 #!/usr/bin/env python3
-"""bench_torch_policy.py: what fplab.torch.apply_policy costs on CPU: training tokens/s of a small
-Hugging Face Llama under each preset against plain PyTorch float32 on the same model, and, where
-torchao is installed, against torchao's MX fake quantization (MXTensor.to_mx(...).dequantize on
-the same six operands of each Linear as fplab's mxfp8/mxfp4: x and W along K in forward, dy and W
-in dgrad, dy and x in wgrad) in a custom autograd Function. A benchmark, never a test: it prints a
-table, rounds interleaved (every configuration once per round) so that a shared machine disturbs
-them alike; the ratios are the result.
+"""bench_torch_policy.py: what fplab.torch.apply_policy costs on CPU: ms per training step (and
+tokens/s) of a small Hugging Face Llama under each preset, in the loop of docs/torch.md
+(apply_policy, GradScaler, PolicyOptimizer over AdamW, end_step), against plain PyTorch float32
+(AdamW) on the same model and batch, and, where torchao is installed, against torchao's MX fake
+quantization (MXTensor.to_mx(...).dequantize on the same six operands of each Linear as fplab's
+mxfp8/mxfp4: x and W along K in forward, dy and W in dgrad, dy and x in wgrad) in a custom
+autograd Function. Run it with the environment fplab.blas_env_wanted() names (GOMP_SPINCOUNT=1000:
+libgomp's threads otherwise spin after each of fplab's parallel regions, taking the cores from
+PyTorch's own pool). A benchmark, never a test: it prints a table, rounds interleaved (every
+configuration once per round) so that a shared machine disturbs them alike; the ratios are the
+result.
 
 Usage: python3 tools/bench_torch_policy.py [--rounds 3] [--steps 3] [--presets fp32,bf16-amp,...]
+(default: the eight presets of tools/check_torch_policy.py)
 Needs torch, transformers, the fplab package; torchao optional.
 """
 import argparse
+import os
 import time
 
 import torch
 import torch.nn.functional as F
 from transformers import LlamaConfig, LlamaForCausalLM
 
+import fplab
 import fplab.torch as ft
 
 try:
@@ -64,34 +71,43 @@ def torchao_patch(model, dt):
 
 
 def run(setup, steps, B=4, T=128):
+    """Seconds per step: one warm-up step, then `steps` timed ones."""
     model = model_of()
-    ctx = setup(model)
+    pol = setup(model)  # a fplab.torch Policy, or None (plain torch, or torchao's patch)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    if pol is not None:
+        opt, scaler = ft.PolicyOptimizer(opt, pol), ft.GradScaler(pol)
     g = torch.Generator().manual_seed(1)
     ids = torch.randint(0, 512, (B, T + 1), generator=g)
-    loss = F.cross_entropy(model(input_ids=ids[:, :-1]).logits.reshape(-1, 512), ids[:, 1:].reshape(-1))
-    loss.backward()  # warm-up step
-    opt.step()
-    opt.zero_grad()
+
+    def step():
+        loss = F.cross_entropy(model(input_ids=ids[:, :-1]).logits.reshape(-1, 512), ids[:, 1:].reshape(-1))
+        if pol is None:
+            loss.backward()
+            opt.step()
+        else:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        opt.zero_grad()
+        if pol is not None:
+            pol.end_step(loss)
+
+    step()  # warm-up
     t0 = time.perf_counter()
     for _ in range(steps):
-        loss = F.cross_entropy(model(input_ids=ids[:, :-1]).logits.reshape(-1, 512), ids[:, 1:].reshape(-1))
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-        if ctx is not None:
-            ctx.end_step(loss)
+        step()
     dt = time.perf_counter() - t0
-    if ctx is not None:
-        ctx.remove()
-    return steps * B * T / dt
+    if pol is not None:
+        pol.remove()
+    return dt / steps
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=3)
-    ap.add_argument("--presets", default="fp32,bf16-amp,fp8-delayed,mxfp8,mxfp4,nvfp4")
+    ap.add_argument("--presets", default="fp32,bf16-amp,fp16-amp,pure-bf16-sr,fp8-delayed,mxfp8,mxfp4,nvfp4")
     a = ap.parse_args()
     configs = {"torch fp32": lambda m: None}
     for p in a.presets.split(","):
@@ -99,17 +115,20 @@ def main():
     if MXTensor is not None:
         configs["torchao mxfp8"] = lambda m: torchao_patch(m, torch.float8_e4m3fn)
         configs["torchao mxfp4"] = lambda m: torchao_patch(m, torch.float4_e2m1fn_x2)
-    tps = {k: [] for k in configs}
+    sec = {k: [] for k in configs}
     for _ in range(a.rounds):
         for k, setup in configs.items():
-            tps[k].append(run(setup, a.steps))
-    base = sorted(tps["torch fp32"])[len(tps["torch fp32"]) // 2]
-    print(f"threads {torch.get_num_threads()}, model 4 x 256 (hidden 704), batch 4 x 128 tokens, "
-          f"{a.rounds} interleaved rounds of {a.steps} steps; median tokens/s")
-    print(f"{'configuration':20s} {'tokens/s':>10s} {'x slower than torch fp32':>26s}")
-    for k, v in tps.items():
-        med = sorted(v)[len(v) // 2]
-        print(f"{k:20s} {med:10.0f} {base / med:26.2f}")
+            sec[k].append(run(setup, a.steps))
+    med = {k: sorted(v)[len(v) // 2] for k, v in sec.items()}
+    base = med["torch fp32"]
+    env = {k: os.environ.get(k, "unset") for k in ("GOMP_SPINCOUNT", "OPENBLAS_CORETYPE")}
+    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, model 4 x 256 (hidden 704, vocab 512), "
+          f"batch 4 x 128 tokens, {a.rounds} interleaved rounds of {a.steps} steps; medians; "
+          f"{' '.join(f'{k}={v}' for k, v in env.items())}; still wanted: {fplab.blas_env_wanted() or 'nothing'}")
+    print(f"| {'configuration':20s} | {'ms/step':>8s} | {'tokens/s':>8s} | {'x torch fp32':>12s} |")
+    print(f"|{'-' * 22}|{'-' * 9}:|{'-' * 9}:|{'-' * 13}:|")
+    for k, t in med.items():
+        print(f"| {k:20s} | {1e3 * t:8.0f} | {512 / t:8.0f} | {t / base:12.2f} |")
 
 
 if __name__ == "__main__":

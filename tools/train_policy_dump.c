@@ -15,6 +15,7 @@
 // Exit status: 0 written, 1 failure (message on stderr), 2 bad usage.
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,16 +76,23 @@ static void write_file(const char *dir, const char *name, const void *data, size
     CHECK(fio_write_file(path, data, n, msg, sizeof msg) == FIO_OK, "%s", msg);
 }
 
+// p[i] *= 1 + eps (2u - 1), u uniform in [0, 1) keyed by (seed, step, i) (--noise).
+static void perturb(float *p, size_t n, double eps, uint64_t seed, uint64_t step) {
+    const fmt_rng_key key = fmt_rng_make_key(seed, step);
+    for (size_t i = 0; i < n; i++) p[i] *= (float)(1.0 + eps * (2.0 * fmt_rng_uniform(key, i) - 1.0));
+}
+
 static void usage(FILE *fh) {
     fprintf(fh, "usage: train_policy_dump --policy NAME --out DIR [--steps 50] [--lr 0.001] [--seed 0]\n"
                 "                         [--noise EPS --noise-seed S]\n"
                 "The C trainer's step under policy NAME (a preset or a policy file) for STEPS steps on the\n"
                 "model of tools/dump_llama_setup.h (batch %d x %d, a new batch each step), written to DIR\n"
                 "for tools/check_torch_policy.py (see the top of tools/train_policy_dump.c).\n"
-                "--noise EPS multiplies every weight after every AdamW step (before the update's rounding)\n"
-                "by 1 + EPS (2u - 1), u uniform in [0, 1) keyed by (S, step, index): the size of the\n"
-                "float32 reordering of another implementation, to measure how far the loss curve moves\n"
-                "under it (the parity tolerance of tools/check_torch_policy.py).\n",
+                "--noise EPS multiplies every weight before step 1 and after every AdamW step (before the\n"
+                "master site's and the update's rounding) by 1 + EPS (2u - 1), u uniform in [0, 1) keyed by\n"
+                "(S, step, index): the size of the float32 reordering of another implementation, to measure\n"
+                "how far the step-1 gradients and the loss curve move under it (the parity tolerances of\n"
+                "tools/check_torch_policy.py). params.f32 holds the weights before the noise.\n",
             DUMP_B, DUMP_T);
 }
 
@@ -142,6 +150,8 @@ int main(int argc, char **argv) {
     float *kahan = pol.update == AC_UPDATE_KAHAN ? calloc(n, sizeof *kahan) : NULL;
     int *tokens = malloc((size_t)steps * B * T * sizeof *tokens), *targets = malloc((size_t)steps * B * T * sizeof *targets);
     CHECK(am && av && p_old && tokens && targets && (kahan || pol.update != AC_UPDATE_KAHAN), "out of memory");
+    // Noise before step 1 too: the other implementation's step 1 already computes differently.
+    if (noise > 0) perturb(m.params, n, noise, noise_seed, UINT64_MAX);
     // The trainer rounds the initial weights to the master site's format (train_setup.c).
     if (pol.site[AC_MASTER].active) ac_cast_inplace(&ac, AC_MASTER, -1, m.params, n, 1, false);
 
@@ -172,10 +182,7 @@ int main(int argc, char **argv) {
             memcpy(p_old, m.params, n * sizeof *p_old);
             const adamw_opts ao = {(float)lr, 0.9f, 0.95f, 1e-8f, 0.0f};
             adamw_step(m.params, am, av, m.grads, &c, &ao, applied + 1);
-            if (noise > 0) {
-                const fmt_rng_key key = fmt_rng_make_key(noise_seed, (uint64_t)step);
-                for (size_t i = 0; i < n; i++) m.params[i] *= (float)(1.0 + noise * (2.0 * fmt_rng_uniform(key, i) - 1.0));
-            }
+            if (noise > 0) perturb(m.params, n, noise, noise_seed, (uint64_t)step);
             ac_round_update(&ac, m.params, p_old, kahan, n);
             ac_cast_inplace(&ac, AC_ADAM_M, -1, am, n, 1, true);
             ac_cast_inplace(&ac, AC_ADAM_V, -1, av, n, 1, true);

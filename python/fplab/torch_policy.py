@@ -29,6 +29,14 @@ optimizer wrapper and the loss scaler's update call it); micro-batches are count
 (a forward after the previous forward's backward starts the next one), and a forward repeated
 before its backward (gradient checkpointing's recompute) or run without grad (evaluation)
 casts again, identically, without counting.
+
+Feature order. `out_order={glob: permutation}` casts a Linear's output features in another order
+than the module stores them: the casts see W[order] (rows) and dout[:, order] (columns), and the
+results go back to the module's order. Block scales and stochastic-rounding draws, which are
+keyed by element position, then fall as in a model that stores the features in that order.
+Hugging Face's Llama holds each q/k head in rotate_half's order where the C trainer (as Meta's
+checkpoints and llama2.c) interleaves the rotated pairs: llama_order(config) gives the orders
+that make the casts of an HF Llama those of the C trainer, bit for bit.
 """
 import contextlib
 import fnmatch
@@ -42,7 +50,7 @@ import torch
 
 from . import _autocast
 
-__all__ = ["apply_policy", "Policy", "NAMES", "PROJECTIONS", "policy_text"]
+__all__ = ["apply_policy", "Policy", "NAMES", "PROJECTIONS", "policy_text", "rope_pairs_order", "llama_order"]
 
 PROJECTIONS = ("attn.qkv", "attn.o", "mlp.gate_up", "mlp.down", "lm_head")  # ac_proj order
 FPROP, DGRAD, WGRAD = 0, 1, 2
@@ -67,6 +75,50 @@ def policy_text(policy):
     return _autocast.policy_text(policy)
 
 
+def rope_pairs_order(out_features, n_heads):
+    """The order that casts a q or k projection stored in rotate_half's layout (Hugging Face:
+    head h's feature i rotates with feature i + hs/2) as one stored with the rotated pairs
+    adjacent (the C trainer, Meta's Llama, llama2.c: features 2i and 2i+1): position r of the
+    result is the stored feature cast at position r. A LongTensor of out_features."""
+    if n_heads <= 0 or out_features % n_heads or (out_features // n_heads) % 2:
+        raise ValueError(f"rope_pairs_order: {out_features} features do not split into {n_heads} heads of an "
+                         "even size")
+    hs = out_features // n_heads
+    return torch.arange(out_features).reshape(n_heads, 2, hs // 2).transpose(1, 2).reshape(-1)
+
+
+def llama_order(config):
+    """out_order for a Hugging Face Llama-family model (a config with num_attention_heads,
+    num_key_value_heads, hidden_size, optional head_dim): its q_proj and k_proj cast in the
+    C trainer's interleaved RoPE layout. {"*q_proj": order, "*k_proj": order}."""
+    nh = config.num_attention_heads
+    nkv = getattr(config, "num_key_value_heads", None) or nh
+    hd = getattr(config, "head_dim", None) or config.hidden_size // nh
+    return {"*q_proj": rope_pairs_order(nh * hd, nh), "*k_proj": rope_pairs_order(nkv * hd, nkv)}
+
+
+def _orders(placed, out_order):
+    """{module path: (order, inverse)} for the placed Linears out_order's globs match (the first
+    glob that matches); each order must be a permutation of the module's out_features."""
+    res, used = {}, set()
+    for path, (mod, _, _) in placed.items():
+        for pat, order in out_order.items():
+            if not fnmatch.fnmatchcase(path, pat):
+                continue
+            used.add(pat)
+            o = torch.as_tensor(order, dtype=torch.long).reshape(-1)
+            n = mod.out_features
+            if o.numel() != n or not torch.equal(torch.sort(o).values, torch.arange(n)):
+                raise ValueError(f"apply_policy: out_order[{pat!r}] for {path}: expected a permutation of "
+                                 f"range({n}) (its out_features), got {o.numel()} indices that are not one")
+            res[path] = (o, torch.argsort(o))
+            break
+    for pat in out_order:
+        if pat not in used:
+            raise ValueError(f"apply_policy: out_order glob {pat!r} matches no placed nn.Linear")
+    return res
+
+
 def _np(t):
     """A float32 CPU tensor's memory as a NumPy array (no copy)."""
     return t.detach().numpy()
@@ -79,6 +131,7 @@ class _Group:
         self.proj, self.layer = proj, layer
         self.members = []          # modules, in registration order (the C trainer's order)
         self.paths = []            # their module paths
+        self.orders = []           # per member: (order, inverse) of its output features, or None
         self.fwd = self.bwd = 0    # counted forwards and backwards of this step
         self.cache = None          # (x, outputs, consumed flags) of the last forward
 
@@ -89,7 +142,7 @@ class Policy:
     ctx (the fplab._autocast.Context), sites ({module path: (projection, layer)}), step."""
 
     def __init__(self, model, policy, *, seed=0, telemetry="sites", sites=(), default="mlp.down",
-                 accumulator=None, log=None, n_layers=None):
+                 accumulator=None, log=None, n_layers=None, out_order=None):
         if not isinstance(model, torch.nn.Module):
             raise TypeError(f"apply_policy: expected a torch.nn.Module, got {type(model).__name__}")
         if not isinstance(policy, str):
@@ -116,6 +169,7 @@ class Policy:
         if any(l > top for _, _, l in placed.values()):
             raise ValueError(f"apply_policy: n_layers={top}, but a module path numbers layer "
                              f"{max(l for _, _, l in placed.values())}")
+        orders = _orders(placed, out_order or {})
         self.ctx = _autocast.Context(text, f"policy {policy}", top, seed, telemetry)
         d = self.ctx.describe()
         self.name, self.text, self.info = d["name"], d["text"], d
@@ -123,7 +177,9 @@ class Policy:
         self.active = d["active"]
         self.emulated = d["emulated"]
         self.sites = {p: (PROJECTIONS[g], l) for p, (_, g, l) in placed.items()}
-        self.record = None  # a list: every cast (site, layer, k_rows, count, input, values) is appended
+        # a list: every cast (site, layer, k_rows, count, input, values) is appended, as ac_cast
+        # sees it (out_order's features in the cast order)
+        self.record = None
         self.step = self.applied = 0
         self.last_skipped = False
         self.ctx.begin_step(0)
@@ -141,6 +197,7 @@ class Policy:
                 grp = groups[key] = _Group(g, l)
             grp.members.append(mod)
             grp.paths.append(path)
+            grp.orders.append(orders.get(path))
             self._patch(mod, grp, len(grp.members) - 1)
         self.groups = list(groups.values())
         if self._log is not None:
@@ -338,28 +395,30 @@ class _LinearFn(torch.autograd.Function):
         L, g = grp.layer, grp.proj
         s_in, s_w = pol._site(grp, "in"), pol._site(grp, "w")
         outs = []
+        # out_order: the weight's rows in the cast order, the output back in the module's
+        orders = grp.orders  # members is grp.members (a lone Linear is a group of one)
+        wcs = [_cpu(_rows(w.detach(), o)).contiguous() for w, o in zip(ws, orders)]
         if pol.emulated[g][FPROP]:
-            for j, w in enumerate(ws):
-                OC = w.shape[0]
-                wc = w.detach().contiguous()
-                wc = wc if wc.device.type == "cpu" else wc.cpu()
+            for j, wc in enumerate(wcs):
+                OC = wc.shape[0]
                 out = torch.empty((N, OC), dtype=torch.float32)
                 c.matmul_emulated(g, FPROP, _np(out), _np(xc), s_in, N, IC, False, count and j == 0,
                                   _np(wc), s_w, OC, IC, False, count, L, N, OC, IC, False)
                 outs.append(out.to(dev))
         else:
             xin = pol.cast(s_in, L, xc, N, IC, False, count).to(dev)
-            for w in ws:
-                OC = w.shape[0]
-                wd = w.detach().contiguous()
-                wc = pol.cast(s_w, L, wd if wd.device.type == "cpu" else wd.cpu(), OC, IC, False, count).to(dev)
+            for wc in wcs:
+                OC = wc.shape[0]
+                wc = pol.cast(s_w, L, wc, OC, IC, False, count).to(dev)
                 outs.append(pol._mm(FPROP, xin, wc, N, IC, OC, device=dev))
+        outs = [_cols(out, o, inverse=True) for out, o in zip(outs, orders)]
         res = []
         for out, b in zip(outs, bs):
             if b is not None:
                 out = out + b.detach()
             res.append(out.reshape(*x.shape[:-1], out.shape[-1]))
         ctx.info = info
+        ctx.orders = orders
         ctx.has_bias = [b is not None for b in bs]
         ctx.save_for_backward(x2, *ws)
         return tuple(res)
@@ -390,10 +449,11 @@ class _LinearFn(torch.autograd.Function):
             OC = w.shape[0]
             gout = grads[j]
             g2 = (torch.zeros((N, OC), dtype=torch.float32, device=dev) if gout is None
-                  else gout.detach().reshape(N, OC).contiguous())
-            gc_ = g2 if cpu else g2.cpu()
-            wd = w.detach().contiguous()
-            wc_ = wd if cpu else wd.cpu()
+                  else gout.detach().reshape(N, OC))
+            gb.append(g2.sum(0) if ctx.has_bias[j] else None)
+            o = ctx.orders[j]  # out_order: dout's columns and W's rows in the cast order
+            gc_ = _cpu(_cols(g2, o)).contiguous()
+            wc_ = _cpu(_rows(w.detach(), o)).contiguous()
             # dgrad: dx (= or +=) cast(dout, .grad) cast(W, .w), scales along OC
             if emu_d:
                 if dx is None:
@@ -422,10 +482,22 @@ class _LinearFn(torch.autograd.Function):
                 if not cpu:
                     a, b = a.to(dev), b.to(dev)
                 dw = pol._mm(WGRAD, a, b, N, IC, OC, device=dev)
-            gw.append(dw.to(dev))
-            gb.append(g2.sum(0) if ctx.has_bias[j] else None)
+            gw.append(_rows(dw, o, inverse=True).to(dev))
         dx = dx.to(dev).reshape(*grads_shape(ctx, grads, N, IC)) if ctx.needs_input_grad[1] else None
         return (None, dx, *gw, *gb)
+
+
+def _cpu(t):
+    return t if t.device.type == "cpu" else t.cpu()
+
+
+def _rows(t, o, inverse=False):
+    """t's rows in out_order's cast order (inverse: back to the module's order); t without one."""
+    return t if o is None else t.index_select(0, o[1 if inverse else 0].to(t.device))
+
+
+def _cols(t, o, inverse=False):
+    return t if o is None else t.index_select(1, o[1 if inverse else 0].to(t.device))
 
 
 def grads_shape(ctx, grads, N, IC):
@@ -436,7 +508,7 @@ def grads_shape(ctx, grads, N, IC):
 
 
 def apply_policy(model, policy, *, seed=0, telemetry="sites", sites=(), default="mlp.down", accumulator=None,
-                 log=None, n_layers=None):
+                 log=None, n_layers=None, out_order=None):
     """Runs every nn.Linear of model under a precision policy of the C trainer and returns the
     Policy (also a context manager: `with apply_policy(model, "mxfp8") as pol:` restores the
     model on leaving).
@@ -447,9 +519,12 @@ def apply_policy(model, policy, *, seed=0, telemetry="sites", sites=(), default=
     the names of NAMES; default: the projection of a Linear neither places (None: leave it as
     it is). seed: the stochastic-rounding key. telemetry: off | sites | layers. log: a path or a
     file to which end_step writes the C trainer's JSONL lines. n_layers: the model's layer count
-    (default: one more than the largest layer number of a placed Linear)."""
+    (default: one more than the largest layer number of a placed Linear). out_order: {glob over
+    module paths: a permutation of that Linear's out_features}, the order in which its output
+    features are cast (block scales and stochastic-rounding draws follow positions);
+    llama_order(model.config) makes a Hugging Face Llama's casts the C trainer's."""
     return Policy(model, policy, seed=seed, telemetry=telemetry, sites=sites, default=default,
-                  accumulator=accumulator, log=log, n_layers=n_layers)
+                  accumulator=accumulator, log=log, n_layers=n_layers, out_order=out_order)
 
 
 @contextlib.contextmanager

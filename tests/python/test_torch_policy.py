@@ -1,7 +1,8 @@
 """fplab.torch.apply_policy (only where torch is installed): the casts of each nn.Linear against
 fplab.quantize (the same library through another path), orientation along each GEMM's K, fused
-q/k/v groups, telemetry counts, recompute, emulated accumulators against fplab.scaled_matmul,
-the loss scaler, the weight-update wrapper, and the log that `fplab report` reads."""
+q/k/v groups, telemetry counts, recompute, out_order (casts in another feature order), emulated
+accumulators against fplab.scaled_matmul, the loss scaler, the weight-update wrapper, and the
+log that `fplab report` reads."""
 import json
 import os
 
@@ -152,6 +153,55 @@ def test_recompute_and_eval_are_uncounted_and_identical():
     assert tels[0] == tels[1]
     for a, b in zip(*grads):
         same_bits(a.numpy(), b.numpy())
+
+
+def _q_model(w):
+    m = torch.nn.Sequential()
+    m.add_module("q_proj", torch.nn.Linear(w.shape[1], w.shape[0], bias=False))
+    with torch.no_grad():
+        m.q_proj.weight.copy_(w)
+    return m
+
+
+def _q_run(m, x, r, order=None, **kw):
+    """One forward and backward of m (a lone q_proj) under nvfp4 (stochastic-rounding gradients,
+    16x16 weight tiles, the Hadamard transform); the loss weights the output, in `order`, by r."""
+    x = x.clone().requires_grad_(True)
+    with ft.apply_policy(m, "nvfp4", **kw) as pol:
+        pol.record = []
+        y = m(x)
+        (y if order is None else y[:, order]).mul(r).sum().backward()
+        return y.detach(), x.grad, m.q_proj.weight.grad, pol.record
+
+
+def test_out_order_casts_as_the_model_that_stores_that_order():
+    """out_order=rope_pairs_order: a q projection in rotate_half's layout casts, multiplies and
+    differentiates bit for bit as the same projection stored with its rows in the C trainer's
+    interleaved layout (the parity of tools/check_torch_policy.py rests on it). Without it, the
+    gradients' stochastic rounding draws fall on other elements."""
+    nh, hs, c = 4, 16, 64
+    order = ft.rope_pairs_order(nh * hs, nh)
+    assert order[:4].tolist() == [0, 8, 1, 9]  # pairs (i, i + hs/2) made adjacent
+    g = torch.Generator().manual_seed(2)
+    w = torch.randn(nh * hs, c, generator=g) * 0.1
+    x, r = data(32, c), torch.randn(32, nh * hs, generator=g)
+    yb, dxb, dwb, recb = _q_run(_q_model(w[order]), x, r)  # stored in the cast order
+    ya, dxa, dwa, reca = _q_run(_q_model(w), x, r, order, out_order={"q_proj": order})
+    same_bits(ya[:, order].numpy(), yb.numpy())
+    same_bits(dxa.numpy(), dxb.numpy())
+    same_bits(dwa[order].numpy(), dwb.numpy())
+    assert [e[:4] for e in reca] == [e[:4] for e in recb]
+    for ea, eb in zip(reca, recb):  # every cast sees the same tensor and gives the same values
+        same_bits(ea[4].numpy(), eb[4].numpy())
+        same_bits(ea[5].numpy(), eb[5].numpy())
+    _, _, dwn, recn = _q_run(_q_model(w), x, r, order)  # the module's own order
+    sr = [(a[5], b[5]) for a, b in zip(recn, recb) if a[0] == "attn.qkv.grad"]
+    assert sr and not all(torch.equal(a[:, order], b) for a, b in sr)
+    assert not torch.equal(dwn[order], dwb)
+    with pytest.raises(ValueError, match="permutation"):
+        ft.apply_policy(_q_model(w), "nvfp4", out_order={"q_proj": order[:-1]})
+    with pytest.raises(ValueError, match="matches no"):
+        ft.apply_policy(_q_model(w), "nvfp4", out_order={"*.k_proj": order})
 
 
 def test_emulated_accumulator_spec_passes_through():
