@@ -46,9 +46,10 @@ bench-python: python cli $(BUILD)/bench/bench_round
 
 # test-torch: the fplab.torch suites (tests/python/test_torch*.py) with PyTorch, in a venv of
 # its own ($(BUILD)/venv-torch: make test's venv stays without torch, whose wheel is large, and
-# its torch tests skip). TORCH_PIP says what pip installs (default: the CPU wheel; `TORCH_PIP=torch`
-# takes PyPI's); TORCH_SITE=DIR reuses a site-packages that already holds torch (added to the
-# venv's path after its own packages) and installs none. CI runs this target.
+# its torch tests skip). TORCH_PIP says what pip installs (default: the CPU wheel from PyTorch's
+# index; where that index cannot be reached, PyPI's torch, whose CUDA libraries make it several
+# GB); TORCH_SITE=DIR reuses a site-packages that already holds torch (added to the venv's path
+# after its own packages) and installs none. CI runs this target after make test (.ci/run).
 TORCH_VENV := $(BUILD)/venv-torch
 TORCH_VENV_PY := $(TORCH_VENV)/bin/python
 TORCH_PIP ?= torch --index-url https://download.pytorch.org/whl/cpu
@@ -60,7 +61,9 @@ $(TORCH_VENV)/.deps:
 ifneq ($(TORCH_SITE),)
 	echo $(abspath $(TORCH_SITE)) > "$$($(TORCH_VENV_PY) -c 'import site; print(site.getsitepackages()[0])')/zz_torch_site.pth"
 else
-	$(TORCH_VENV_PY) -m pip install -q --disable-pip-version-check $(TORCH_PIP)
+	$(TORCH_VENV_PY) -m pip install -q --disable-pip-version-check --retries 1 --timeout 20 $(TORCH_PIP) || \
+	  { echo "test-torch: $(TORCH_PIP) failed; installing PyPI's torch instead (several GB)"; \
+	    $(TORCH_VENV_PY) -m pip install -q --disable-pip-version-check torch; }
 endif
 	@touch $@
 

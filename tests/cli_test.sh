@@ -528,6 +528,10 @@ busy=$!
 for _ in $(seq 300); do [[ -s $T/busy/ckpt.bin.lock ]] && break; sleep 0.1; done
 expect_err "a second run in a busy --ckpt-dir" "--ckpt-dir '$T/busy' is in use by another training (pid $busy," \
     "$F" train --model tiny --data "$T/corpus.txt" --steps 1 --ckpt-dir "$T/busy" --overwrite 1
+# without --overwrite its files are in the way too; the message still names the run at work
+for _ in $(seq 300); do [[ -s $T/busy/log.jsonl ]] && break; sleep 0.1; done
+expect_err "a second run where the busy run's log exists" "--ckpt-dir '$T/busy' is in use by another training (pid $busy," \
+    "$F" train --model tiny --data "$T/corpus.txt" --steps 1 --ckpt-dir "$T/busy"
 kill "$busy"; wait "$busy" 2>/dev/null
 expect_has "the dir is free once its run ends" "done: 1 steps" \
     "$F" train --model tiny --data "$T/corpus.txt" --steps 1 --ckpt-dir "$T/busy" --overwrite 1 --progress 0

@@ -280,6 +280,14 @@ static int check_outputs(train_run_state *r, char *msg, size_t msg_len) {
     return 0;
 }
 
+// The lock that makes this run --ckpt-dir's one writer (fio_lock: FIO_EINVAL when another holds it).
+static int lock_ckpt_dir(const train_run_state *r, int *fd, char *msg, size_t msg_len) {
+    char lock[FIO_PATH_MAX + 8], what[FIO_PATH_MAX + 16];
+    snprintf(lock, sizeof lock, "%s.lock", r->out.ckpt_path);
+    snprintf(what, sizeof what, "--ckpt-dir '%s'", r->o.ckpt_dir);
+    return fio_lock(lock, what, "another training", false, fd, msg, msg_len);
+}
+
 static int open_outputs(train_run_state *r, char *msg, size_t msg_len) {
     train_outputs *out = &r->out;
     const train_opts *o = &r->o;
@@ -290,7 +298,17 @@ static int open_outputs(train_run_state *r, char *msg, size_t msg_len) {
     }
     if (o->log[0]) snprintf(out->log_path, sizeof out->log_path, "%s", o->log);
     else if (o->ckpt_dir[0]) snprintf(out->log_path, sizeof out->log_path, "%s/log.jsonl", o->ckpt_dir);
-    if (check_outputs(r, msg, msg_len) != 0) return -1;
+    if (check_outputs(r, msg, msg_len) != 0) {
+        // What it found there may be another run's, at work in the directory right now: say that
+        // (the lock below would), not that a finished run's files are in the way.
+        if (o->ckpt_dir[0] && fio_is_dir(o->ckpt_dir)) {
+            char busy[FIO_PATH_MAX * 2 + 200];
+            int fd = -1;
+            if (lock_ckpt_dir(r, &fd, busy, sizeof busy) == FIO_EINVAL) snprintf(msg, msg_len, "%s", busy);
+            if (fd >= 0) close(fd);
+        }
+        return -1;
+    }
     char why[FIO_PATH_MAX + 128];
     if (o->ckpt_dir[0] && fio_mkdir_p(o->ckpt_dir, why, sizeof why) != FIO_OK) {
         snprintf(msg, msg_len, "--ckpt-dir: %s", why);
@@ -300,11 +318,7 @@ static int open_outputs(train_run_state *r, char *msg, size_t msg_len) {
     // think they are rank 0). Held, the directory is ours: a killed run's half-written
     // checkpoints can go, and the checks above are repeated now that no other run can race them.
     if (o->ckpt_dir[0]) {
-        char lock[FIO_PATH_MAX + 8], what[FIO_PATH_MAX + 16];
-        snprintf(lock, sizeof lock, "%s.lock", out->ckpt_path);
-        snprintf(what, sizeof what, "--ckpt-dir '%s'", o->ckpt_dir);
-        if (fio_lock(lock, what, "another training", false, &out->ckpt_lock, msg, msg_len) != FIO_OK ||
-            check_outputs(r, msg, msg_len) != 0)
+        if (lock_ckpt_dir(r, &out->ckpt_lock, msg, msg_len) != FIO_OK || check_outputs(r, msg, msg_len) != 0)
             return -1;
         const int orphans = fio_remove_orphans(out->ckpt_path);
         if (orphans)
