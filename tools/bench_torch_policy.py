@@ -11,7 +11,7 @@ PyTorch's own pool). A benchmark, never a test: it prints a table, rounds interl
 configuration once per round) so that a shared machine disturbs them alike; the ratios are the
 result.
 
-Usage: python3 tools/bench_torch_policy.py [--rounds 3] [--steps 3] [--presets fp32,bf16-amp,...]
+Usage: python3 tools/bench_torch_policy.py [--rounds 3] [--steps 3] [--presets fp32,bf16-amp,...] [--products]
 (default: the eight presets of tools/check_torch_policy.py)
 Needs torch, transformers, the fplab package; torchao optional.
 """
@@ -103,12 +103,44 @@ def run(setup, steps, B=4, T=128):
     return dt / steps
 
 
+def products(n=512, shapes=((256, 768), (256, 1408), (704, 256), (256, 512))):
+    """The float32 products alone at this model's shapes (K, outputs): a Linear's three (forward,
+    dgrad, wgrad) through the library, as apply_policy runs them on CPU (Policy._mm: the C
+    trainer's op_matmul_*), against torch.mm's; best of 5 times 5 calls."""
+    m = torch.nn.Sequential()
+    m.add_module("down_proj", torch.nn.Linear(8, 8, bias=False))
+    pol = ft.apply_policy(m, "fp32")
+    g = torch.Generator().manual_seed(0)
+    for ic, oc in shapes:
+        a, w, dy = (torch.randn(r, c, generator=g) for r, c in ((n, ic), (oc, ic), (n, oc)))
+        fns = {"library": lambda: [pol._mm(p, x, y, n, ic, oc) for p, x, y in ((0, a, w), (1, dy, w), (2, dy, a))],
+               "torch.mm": lambda: (a @ w.t(), dy @ w, dy.t() @ a)}
+        gf = {}
+        for name, f in fns.items():
+            f()
+            best = min(_timed(f, 5) for _ in range(5))
+            gf[name] = 3 * 2 * n * ic * oc / best / 1e9
+        print(f"N {n}, K {ic}, outputs {oc}: library {gf['library']:.0f} GFLOP/s, torch.mm {gf['torch.mm']:.0f}")
+    pol.remove()
+
+
+def _timed(f, reps):
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        f()
+    return (time.perf_counter() - t0) / reps
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--presets", default="fp32,bf16-amp,fp16-amp,pure-bf16-sr,fp8-delayed,mxfp8,mxfp4,nvfp4")
+    ap.add_argument("--products", action="store_true", help="only the float32 products: library against torch.mm")
     a = ap.parse_args()
+    if a.products:
+        products()
+        return
     configs = {"torch fp32": lambda m: None}
     for p in a.presets.split(","):
         configs[f"fplab {p}"] = (lambda name: (lambda m: ft.apply_policy(m, name)))(p)
