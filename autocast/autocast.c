@@ -125,14 +125,13 @@ static void cast_into(ac_ctx *c, ac_site s, int layer, float *out, const float *
     if (r->delayed) {
         scale = delayed_scale(c, s, layer, r);
         const float inv = 1.0f / scale;
-        for (size_t i = 0; i < n; i++) out[i] = x[i] * scale;
-        fmt_round_f32(&r->fmt, out, n, &o, &st);
+        // out = round(x * scale), and back to x's scale unless an emulated product takes the
+        // scale beside the elements
+        fmt_round_f32_scaled(&r->fmt, out, x, n, scale, op ? 1.0f : inv, &o, &st);
         if (op) {
             fmt_scaling sc;
             fmt_scaling_from_name(&sc, "none", NULL, 0);  // cannot fail
             mm_operand_from_tiles(op, NULL, side, k_rows, out, rows, cols, &r->fmt, &sc, NULL, inv);
-        } else {
-            for (size_t i = 0; i < n; i++) out[i] *= inv;
         }
         amax = st.amax / scale;
         if (count) push_amax(c, s, layer, (float)amax);

@@ -252,9 +252,31 @@ static void chunk_f64(const fmt__kparams *k, fmt_round_path path, fmt_round_mode
     fmt__round_f64_kernel(k, mode, (double *)x + lo, len, lo, c);
 }
 
-// Splits [0, n) into CHUNK-sized tasks over the threads and merges their counts.
+// What a float32 call does around the rounding, chunk by chunk (so that the data is in cache
+// for the rounding and the passes run on every thread): x = src * pre before (a copy where pre
+// is 1), x *= post after (none where 1).
+typedef struct {
+    const float *src;
+    float pre, post;
+} xfer;
+
+static void xfer_in(const xfer *t, float *x, size_t lo, size_t len) {
+    if (!t) return;
+    if (t->pre != 1.0f)
+        for (size_t i = 0; i < len; i++) x[lo + i] = t->src[lo + i] * t->pre;
+    else if (t->src != x)
+        memcpy(x + lo, t->src + lo, len * sizeof *x);
+}
+
+static void xfer_out(const xfer *t, float *x, size_t lo, size_t len) {
+    if (t && t->post != 1.0f)
+        for (size_t i = 0; i < len; i++) x[lo + i] *= t->post;
+}
+
+// Splits [0, n) into CHUNK-sized tasks over the threads and merges their counts. t: float32
+// data only (NULL: in place, nothing around).
 static void round_parallel(const fmt__kparams *k, fmt_round_path path, fmt_round_mode mode,
-                           void *x, size_t n, chunk_fn *fn, fmt_stats *st) {
+                           void *x, size_t n, chunk_fn *fn, fmt_stats *st, const xfer *t) {
     fmt__counts total = {0};
     const size_t nchunks = (n + CHUNK - 1) / CHUNK;
 #pragma omp parallel if (nchunks > 1)
@@ -263,7 +285,9 @@ static void round_parallel(const fmt__kparams *k, fmt_round_path path, fmt_round
 #pragma omp for schedule(static)
         for (size_t ci = 0; ci < nchunks; ci++) {
             size_t lo = ci * CHUNK, len = n - lo < CHUNK ? n - lo : CHUNK;
+            xfer_in(t, x, lo, len);
             fn(k, path, mode, x, lo, len, st ? &local : NULL);
+            xfer_out(t, x, lo, len);
         }
 #pragma omp critical
         fmt__counts_merge(&total, &local);
@@ -271,16 +295,21 @@ static void round_parallel(const fmt__kparams *k, fmt_round_path path, fmt_round
     if (st) fmt__counts_add(st, &total, n);
 }
 
-int fmt_round_f32(const fmt_t *f, float *x, size_t n, const fmt_round_opts *o, fmt_stats *st) {
+static int round_f32(const fmt_t *f, float *x, size_t n, const fmt_round_opts *o, fmt_stats *st, const xfer *t) {
     if (fmt_validate_round_opts(f, o, NULL, 0) != FMT_OK) return FMT_EINVAL;
     fmt__kparams k;
     fmt__kparams_make(&k, f, o);
     if (fmt_embeds_in_f32(f)) {
         const fmt_round_path path = fmt__f32_path(&k, o->path, o->mode, st != NULL);
         if (path == FMT_NPATHS) return FMT_EINVAL;
-        round_parallel(&k, path, o->mode, x, n, chunk_f32, st);
+        round_parallel(&k, path, o->mode, x, n, chunk_f32, st, t);
     } else if (o->path != FMT_PATH_AUTO && o->path != FMT_PATH_GENERIC) {
         return FMT_EINVAL;  // the float64 kernel has one path
+    } else if (t) {  // the wide formats, in three passes (nothing here is on a hot path)
+        xfer_in(t, x, 0, n);
+        const int status = round_f32(f, x, n, o, st, NULL);
+        xfer_out(t, x, 0, n);
+        return status;
     } else if (fmt_contains_f32(f)) {
         // fp64 and wider: every float32 is a value, nothing rounds, no float32 value is
         // subnormal there, and an overflow to its max would not fit in float32 anyway.
@@ -293,16 +322,27 @@ int fmt_round_f32(const fmt_t *f, float *x, size_t n, const fmt_round_opts *o, f
         }
         fmt__counts_add(st, &total, n);
     } else {
-        round_parallel(&k, FMT_PATH_GENERIC, o->mode, x, n, chunk_f32_via_f64, st);
+        round_parallel(&k, FMT_PATH_GENERIC, o->mode, x, n, chunk_f32_via_f64, st, NULL);
     }
     return FMT_OK;
+}
+
+int fmt_round_f32(const fmt_t *f, float *x, size_t n, const fmt_round_opts *o, fmt_stats *st) {
+    return round_f32(f, x, n, o, st, NULL);
+}
+
+int fmt_round_f32_scaled(const fmt_t *f, float *out, const float *in, size_t n, float pre, float post,
+                         const fmt_round_opts *o, fmt_stats *st) {
+    if (n && (!out || !in)) return FMT_EINVAL;
+    const xfer t = {in, pre, post};
+    return round_f32(f, out, n, o, st, &t);
 }
 
 int fmt_round_f64(const fmt_t *f, double *x, size_t n, const fmt_round_opts *o, fmt_stats *st) {
     if (fmt_validate_round_opts(f, o, NULL, 0) != FMT_OK) return FMT_EINVAL;
     fmt__kparams k;
     fmt__kparams_make(&k, f, o);
-    round_parallel(&k, FMT_PATH_GENERIC, o->mode, x, n, chunk_f64, st);
+    round_parallel(&k, FMT_PATH_GENERIC, o->mode, x, n, chunk_f64, st, NULL);
     return FMT_OK;
 }
 

@@ -132,6 +132,11 @@ int fmt_validate_round_opts(const fmt_t *f, const fmt_round_opts *o, char *msg, 
 // its counts are added to. Returns FMT_OK or FMT_EINVAL.
 int fmt_round_f32(const fmt_t *f, float *x, size_t n, const fmt_round_opts *o, fmt_stats *stats);
 int fmt_round_f64(const fmt_t *f, double *x, size_t n, const fmt_round_opts *o, fmt_stats *stats);
+// out[i] = round_F(in[i] * pre) * post, in float32 arithmetic (no multiply where pre or post is
+// 1; out may be in): what a copy, fmt_round_f32 and a rescale give, bit for bit, in one pass
+// over cache-sized chunks on every thread. stats count the values before post.
+int fmt_round_f32_scaled(const fmt_t *f, float *out, const float *in, size_t n, float pre, float post,
+                         const fmt_round_opts *o, fmt_stats *stats);
 
 // One value, same semantics (stochastic rounding draws index o->offset).
 double fmt_round1(const fmt_t *f, double x, const fmt_round_opts *o);

@@ -1244,8 +1244,7 @@ int fmt_quantize_f32(const fmt_t *elem, const fmt_scaling *sc, float *out, const
     if (n == 0) return FMT_OK;
 
     if (sc->none) {
-        if (out != in) memcpy(out, in, n * sizeof *out);
-        const int status = fmt_round_f32(elem, out, n, o, stats);
+        const int status = fmt_round_f32_scaled(elem, out, in, n, 1.0f, 1.0f, o, stats);
         if (info && info->elems) memcpy(info->elems, out, n * sizeof *out);
         return status;
     }

@@ -535,6 +535,48 @@ Test(round, thread_count) {
     free(x), free(a), free(b);
 }
 
+// fmt_round_f32_scaled is a copy (times pre), fmt_round_f32 and a rescale (times post), bit for
+// bit and count for count: in every mode, with and without the multiplies, out of place and in
+// place, over several parallel chunks, for a format in float32 (e4m3, bf16) and one beyond (fp64:
+// nothing rounds, counts only).
+Test(round, scaled_is_copy_round_rescale) {
+    const size_t n = 70001;  // five chunks of the parallel split, the last one short
+    float *x = malloc(n * sizeof *x), *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+    cr_assert(x && a && b);
+    uint64_t s = test_seed("scaled_is_copy_round_rescale");
+    for (size_t i = 0; i < n; i++) {  // both signs, binades 2^-30 .. 2^17, a NaN and infinities
+        const uint64_t r = tu_splitmix64(&s);
+        x[i] = tu_u2f((uint32_t)(r >> 63) << 31 | (uint32_t)(97 + (r >> 32) % 48) << 23 | ((uint32_t)r & 0x7fffffu));
+    }
+    x[5] = NAN, x[6] = INFINITY, x[7] = -INFINITY, x[8] = 0.0f, x[9] = -0.0f;
+    const char *fmts[] = {"e4m3", "bf16", "fp64"};
+    const float scales[][2] = {{1.0f, 1.0f}, {448.0f / 3.7f, 3.7f / 448.0f}, {0x1p-7f, 1.0f}, {1.0f, 0x1p9f}};
+    for (size_t fi = 0; fi < sizeof fmts / sizeof *fmts; fi++) {
+        fmt_t f;
+        cr_assert_eq(fmt_from_name(&f, fmts[fi]), FMT_OK);
+        for (int mode = 0; mode < FMT_NMODES; mode++)
+            for (size_t si = 0; si < sizeof scales / sizeof *scales; si++)
+                for (int inplace = 0; inplace < 2; inplace++) {
+                    const float pre = scales[si][0], post = scales[si][1];
+                    const fmt_round_opts o = {.mode = (fmt_round_mode)mode, .seed = s, .offset = 123};
+                    fmt_stats sa = {0}, sb = {0};
+                    for (size_t i = 0; i < n; i++) a[i] = pre == 1.0f ? x[i] : x[i] * pre;
+                    cr_assert_eq(fmt_round_f32(&f, a, n, &o, &sa), FMT_OK);
+                    if (post != 1.0f)
+                        for (size_t i = 0; i < n; i++) a[i] *= post;
+                    if (inplace) memcpy(b, x, n * sizeof *x);
+                    cr_assert_eq(fmt_round_f32_scaled(&f, b, inplace ? b : x, n, pre, post, &o, &sb), FMT_OK);
+                    cr_assert(!memcmp(a, b, n * sizeof *a), "%s %s pre %g post %g%s: values differ", fmts[fi],
+                              fmt_mode_name(o.mode), pre, post, inplace ? " in place" : "");
+                    cr_assert(sa.n == sb.n && sa.overflow == sb.overflow && sa.underflow == sb.underflow &&
+                                  sa.subnormal == sb.subnormal && sa.nan_in == sb.nan_in && sa.amax == sb.amax,
+                              "%s %s: counts differ", fmts[fi], fmt_mode_name(o.mode));
+                }
+    }
+    cr_assert_eq(fmt_round_f32_scaled(NULL, NULL, x, 1, 1.0f, 1.0f, &(fmt_round_opts){0}, NULL), FMT_EINVAL);
+    free(x), free(a), free(b);
+}
+
 // The paths that use float32 arithmetic or converters that read MXCSR (DAZ: subnormal inputs
 // as zero; FTZ: subnormal results flushed) must give the same bits when a program sets them
 // (-ffast-math does, at start-up): they decline and the generic kernel, all integer, runs.
