@@ -5,9 +5,11 @@
 // own child process, so its peak memory is its own.
 // Beside each float32 row with recompute none: "sgemm GF/s", the trainer's own sgemm path
 // (op_matmul_forward/dgrad/wgrad, rows split over the OpenMP threads) on the step's projection
-// shapes, timed alone (best of 5 passes over the step's 3 x (7 L + 1) products), and "step GF/s",
-// the step's useful FLOPs (those products plus causal attention, half of each T x T product)
-// over the step's time; "of sgemm" is their ratio, measured in the same process.
+// shapes, timed alone (one pass over the step's 3 x (7 L + 1) products after each step; the
+// best pass), and "step GF/s", the step's useful FLOPs (those products plus causal attention,
+// half of each T x T product) over the best step's time; "of sgemm" is their ratio. Best of
+// each, interleaved, so that a shared machine's slow moments (which move either one 2x here)
+// do not fall on one side only; tokens/s and the ms columns are the steps' means.
 // Not a test: prints a table, never fails on a timing.
 // Usage: bench_train [--steps N] [--quick] [--threads N] [--config NAME] [--recompute none|block]
 #include <stdio.h>
@@ -48,37 +50,49 @@ static double step_flops(const llama_config *c, int B, int T) {
     return f;
 }
 
-// GFLOP/s of the trainer's sgemm path on the step's projection shapes (best of 5 passes).
-static double sgemm_gflops(const llama_config *c, int B, int T) {
-    size_t ic[8], oc[8];
-    const size_t np = proj_shapes(c, ic, oc), N = (size_t)B * T, V = c->vocab_size;
-    size_t most = N * V > V * c->dim ? N * V : V * c->dim;
-    for (size_t i = 0; i < np; i++) {
-        if (N * ic[i] > most) most = N * ic[i];
-        if (N * oc[i] > most) most = N * oc[i];
-        if (ic[i] * oc[i] > most) most = ic[i] * oc[i];
+// The trainer's sgemm path on the step's projection shapes: one pass is every projection's 3
+// products (forward, dgrad, wgrad) of every layer and the head's.
+typedef struct {
+    const llama_config *c;
+    size_t np, ic[8], oc[8], N, V;
+    float *x, *w, *y;
+    double flops;
+} sgemm_probe;
+
+static void probe_init(sgemm_probe *p, const llama_config *c, int B, int T) {
+    p->c = c, p->np = proj_shapes(c, p->ic, p->oc), p->N = (size_t)B * T, p->V = c->vocab_size;
+    size_t most = p->N * p->V > p->V * c->dim ? p->N * p->V : p->V * c->dim;
+    for (size_t i = 0; i < p->np; i++) {
+        if (p->N * p->ic[i] > most) most = p->N * p->ic[i];
+        if (p->N * p->oc[i] > most) most = p->N * p->oc[i];
+        if (p->ic[i] * p->oc[i] > most) most = p->ic[i] * p->oc[i];
     }
-    float *x = calloc(most, sizeof *x), *w = calloc(most, sizeof *w), *y = calloc(most, sizeof *y);
-    for (size_t i = 0; i < most; i++) x[i] = (float)((i * 7) % 13) / 13.0f, w[i] = (float)((i * 5) % 11) / 110.0f;
-    double flops = 6.0 * N * c->dim * V, best = 1e30;
-    for (size_t i = 0; i < np; i++) flops += 6.0 * N * ic[i] * oc[i] * c->n_layers;
-    for (int rep = 0; rep < 5; rep++) {
-        const double t0 = fio_now();
-        for (int l = 0; l < c->n_layers; l++)
-            for (size_t i = 0; i < np; i++) {
-                op_matmul_forward(y, x, w, N, ic[i], oc[i]);
-                op_matmul_dgrad(y, x, w, N, ic[i], oc[i], false);
-                op_matmul_wgrad(y, x, w, N, ic[i], oc[i]);
-            }
-        op_matmul_forward(y, x, w, N, c->dim, V);
-        op_matmul_dgrad(y, x, w, N, c->dim, V, false);
-        op_matmul_wgrad(y, x, w, N, c->dim, V);
-        const double dt = fio_now() - t0;
-        if (dt < best) best = dt;
+    p->x = calloc(most, sizeof *p->x), p->w = calloc(most, sizeof *p->w), p->y = calloc(most, sizeof *p->y);
+    if (!p->x || !p->w || !p->y) {
+        fprintf(stderr, "bench_train: out of memory\n");
+        exit(1);
     }
-    free(x), free(w), free(y);
-    return flops / best * 1e-9;
+    for (size_t i = 0; i < most; i++) p->x[i] = (float)((i * 7) % 13) / 13.0f, p->w[i] = (float)((i * 5) % 11) / 110.0f;
+    p->flops = 6.0 * p->N * c->dim * p->V;
+    for (size_t i = 0; i < p->np; i++) p->flops += 6.0 * p->N * p->ic[i] * p->oc[i] * c->n_layers;
 }
+
+// Seconds of one pass.
+static double probe_pass(const sgemm_probe *p) {
+    const double t0 = fio_now();
+    for (int l = 0; l < p->c->n_layers; l++)
+        for (size_t i = 0; i < p->np; i++) {
+            op_matmul_forward(p->y, p->x, p->w, p->N, p->ic[i], p->oc[i]);
+            op_matmul_dgrad(p->y, p->x, p->w, p->N, p->ic[i], p->oc[i], false);
+            op_matmul_wgrad(p->y, p->x, p->w, p->N, p->ic[i], p->oc[i]);
+        }
+    op_matmul_forward(p->y, p->x, p->w, p->N, p->c->dim, p->V);
+    op_matmul_dgrad(p->y, p->x, p->w, p->N, p->c->dim, p->V, false);
+    op_matmul_wgrad(p->y, p->x, p->w, p->N, p->c->dim, p->V);
+    return fio_now() - t0;
+}
+
+static void probe_free(sgemm_probe *p) { free(p->x), free(p->w), free(p->y); }
 
 static result run_one(const char *name, int B, int T, int V, llama_recompute rc, int steps) {
     llama_config c;
@@ -96,7 +110,10 @@ static result run_one(const char *name, int B, int T, int V, llama_recompute rc,
     int *x = malloc((size_t)B * T * sizeof *x), *y = malloc((size_t)B * T * sizeof *y);
     for (int i = 0; i < B * T; i++) x[i] = (i * 7919) % V, y[i] = (i * 104729 + 3) % V;
     const adamw_opts ao = {1e-3f, 0.9f, 0.99f, 1e-8f, 0.1f};
-    double fwd = 0, bwd = 0, opt = 0;
+    double fwd = 0, bwd = 0, opt = 0, best_step = 1e30, best_pass = 1e30;
+    sgemm_probe probe = {0};
+    const bool probing = rc == LLAMA_RECOMPUTE_NONE;
+    if (probing) probe_init(&probe, &c, B, T);
     for (int s = -2; s < steps; s++) {  // two warm-up steps
         const double t0 = fio_now();
         llama_zero_grad(&m);
@@ -108,6 +125,11 @@ static result run_one(const char *name, int B, int T, int V, llama_recompute rc,
         adamw_step(m.params, am, av, m.grads, &c, &ao, s + 3);
         const double t3 = fio_now();
         if (s >= 0) fwd += t1 - t0, bwd += t2 - t1, opt += t3 - t2;
+        if (t3 - t0 < best_step && s >= 0) best_step = t3 - t0;
+        if (probing && s >= 0) {  // beside each step, so that both see the machine alike
+            const double dt = probe_pass(&probe);
+            if (dt < best_pass) best_pass = dt;
+        }
     }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
@@ -116,8 +138,8 @@ static result run_one(const char *name, int B, int T, int V, llama_recompute rc,
     r.acts_mb = (double)llama_acts_bytes(&m) / 1048576.0;
     r.rss_mb = (double)ru.ru_maxrss / 1024.0;
     r.params = m.n_params;
-    r.step_gf = step_flops(&c, B, T) * steps / (fwd + bwd + opt) * 1e-9;
-    if (rc == LLAMA_RECOMPUTE_NONE) r.sgemm_gf = sgemm_gflops(&c, B, T);
+    r.step_gf = step_flops(&c, B, T) / best_step * 1e-9;
+    if (probing) r.sgemm_gf = probe.flops / best_pass * 1e-9, probe_free(&probe);
     free(am), free(av), free(x), free(y);
     llama_free(&m);
     return r;
