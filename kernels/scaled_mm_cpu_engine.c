@@ -238,11 +238,17 @@ static inline __attribute__((always_inline)) void step(const job *J, const float
             const vi ct = __builtin_convertvector(c[r][v] * sc[r][v], vi);
             const vi Pv = (vi)P[r][v], S = (vi)(P[r][v] + (vu)ct);
             out |= ((Pv ^ S) & (ct ^ S)) < 0;  // int32 overflow (bf16 at its extreme)
-            // S toward zero to float32: the nearest, one ulp back toward zero where it went past.
+            // S toward zero to float32: AVX-512's conversion takes the rounding direction; else
+            // the nearest, one ulp back toward zero where it went past.
+#ifdef __AVX512F__
+            vf f = (vf)_mm512_cvt_roundepi32_ps((__m512i)S, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+#else
             vf f = __builtin_convertvector(S, vf);
             const vi back = __builtin_convertvector(f, vi);
             const vi away = ((S > 0) & ((f >= 0x1p31f) | (back > S))) | ((S < 0) & (back < S));
-            f = (vf)(((vi)f + away) & ~(int32_t)((1u << (23 - out_frac)) - 1));
+            f = (vf)((vi)f + away);
+#endif
+            f = (vf)((vi)f & ~(int32_t)((1u << (23 - out_frac)) - 1));
             // D = f * 2^(E - frac), exact where a normal float32 (and inf past 2^128, as the
             // model; the next step would need the scalar model, so that lane goes there too).
             const vi de = 127 + E[r][v] - frac;
