@@ -117,8 +117,10 @@ def run_torch(man, arrays, policy):
     pol = ft.apply_policy(model, policy, seed=man["seed"], n_layers=c["n_layers"],
                           out_order=ft.llama_order(model.config))
     a = man["adamw"]
+    # the update's stochastic rounding (pure-bf16-sr) in the C trainer's buffer order too
     opt = ft.PolicyOptimizer(torch.optim.AdamW(model.parameters(), lr=man["lr"], betas=(a["beta1"], a["beta2"]),
-                                               eps=a["eps"], weight_decay=a["weight_decay"], foreach=False), pol)
+                                               eps=a["eps"], weight_decay=a["weight_decay"], foreach=False), pol,
+                             flat_order=c_order(man, model))
     scaler = ft.GradScaler(pol)
     V = c["vocab_size"]
     lines = []
@@ -140,6 +142,23 @@ def run_torch(man, arrays, policy):
             w1 = c_layout(man, model, "data")
     pol.remove()
     return lines, rec, g1, w1
+
+
+def c_order(man, model):
+    """The C trainer's parameter buffer as indices into the concatenation of model.parameters():
+    c_layout of a model whose every element holds its own index (exact in float32 here)."""
+    ps = list(model.parameters())
+    saved = [p.detach().clone() for p in ps]
+    with torch.no_grad():
+        o = 0
+        for p in ps:
+            p.copy_(torch.arange(o, o + p.numel(), dtype=torch.float32).view_as(p))
+            o += p.numel()
+        assert o < 2 ** 24
+        order = c_layout(man, model, "data").astype(np.int64)
+        for p, v in zip(ps, saved):
+            p.copy_(v)
+    return torch.from_numpy(order)
 
 
 def c_layout(man, model, what):

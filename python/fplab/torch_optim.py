@@ -7,8 +7,11 @@ count of the telemetry), the gradients' site (grads) and the optimizer moments' 
 
 Every rounding is the C library's (ac_cast for the sites, ac_round_update for the update), on
 the flat concatenation of the parameters in the optimizer's order, as the C trainer rounds its
-one parameter buffer: element i of that buffer draws stochastic-rounding counter i. The inner
-optimizer is `opt.optimizer` (attach LR schedulers to it).
+one parameter buffer: element i of that buffer draws stochastic-rounding counter i. flat_order
+(a permutation of range(number of parameter elements)) rounds them in another order: position i
+of the rounded buffer is element flat_order[i] of the concatenation, so the draws fall as in a
+model that stores its parameters in that order (tools/check_torch_policy.py passes the C
+trainer's). The inner optimizer is `opt.optimizer` (attach LR schedulers to it).
 """
 import torch
 
@@ -20,9 +23,17 @@ def _np(t):
 
 
 class PolicyOptimizer:
-    def __init__(self, optimizer, policy):
+    def __init__(self, optimizer, policy, flat_order=None):
         self.optimizer = optimizer
         self.policy = policy
+        self._order = None
+        if flat_order is not None:
+            o = torch.as_tensor(flat_order, dtype=torch.long).reshape(-1)
+            n = self._numel()
+            if o.numel() != n or not torch.equal(torch.sort(o).values, torch.arange(n)):
+                raise ValueError(f"PolicyOptimizer: flat_order must be a permutation of range({n}) (the "
+                                 f"optimizer's parameter elements), got {o.numel()} indices that are not one")
+            self._order = o
         idx = policy.site_index
         self._master, self._grads = idx["master"], idx["grads"]
         self._m, self._v = idx["adam.m"], idx["adam.v"]
@@ -40,11 +51,21 @@ class PolicyOptimizer:
     def _numel(self):
         return sum(p.numel() for p in self._params())
 
-    def _flat_apply(self, fn, extra=None):
+    def _flat(self):
+        """The parameters' concatenation, in flat_order where one was given."""
+        ps = self._params()
+        flat = torch.cat([p.detach().reshape(-1).cpu() for p in ps]) if ps else torch.empty(0)
+        return flat if self._order is None else flat[self._order]
+
+    def _flat_apply(self, fn):
         ps = self._params()
         with torch.no_grad():
-            flat = torch.cat([p.detach().reshape(-1).cpu() for p in ps]) if ps else torch.empty(0)
+            flat = self._flat()
             fn(flat, flat.numel())
+            if self._order is not None:
+                back = torch.empty_like(flat)
+                back[self._order] = flat
+                flat = back
             o = 0
             for p in ps:
                 p.copy_(flat[o:o + p.numel()].view_as(p))
@@ -69,8 +90,7 @@ class PolicyOptimizer:
         upd = pol.active[self._master]
         old = None
         if upd:
-            ps = self._params()
-            old = torch.cat([p.detach().reshape(-1).cpu() for p in ps]) if ps else torch.empty(0)
+            old = self._flat()
         r = self.optimizer.step(closure) if closure is not None else self.optimizer.step()
         if upd:
             comp = None if self._kahan is None else _np(self._kahan)

@@ -204,6 +204,37 @@ def test_out_order_casts_as_the_model_that_stores_that_order():
         ft.apply_policy(_q_model(w), "nvfp4", out_order={"*.k_proj": order})
 
 
+def _sr_step(w, g, flat_order=None):
+    """One SGD step of a lone 16 x 16 Linear under pure-bf16-sr (bf16 weights, the update rounded
+    stochastically), its weight w and gradient g given; returns the new weight."""
+    m = torch.nn.Sequential()
+    m.add_module("down_proj", torch.nn.Linear(16, 16, bias=False))
+    with torch.no_grad():
+        m.down_proj.weight.copy_(w)
+    with ft.apply_policy(m, "pure-bf16-sr") as pol:
+        opt = ft.PolicyOptimizer(torch.optim.SGD(m.parameters(), lr=1e-3), pol, flat_order=flat_order)
+        m.down_proj.weight.grad = g.clone()
+        opt.step()
+    return m.down_proj.weight.detach().clone()
+
+
+def test_flat_order_rounds_updates_as_the_model_that_stores_that_order():
+    """PolicyOptimizer(flat_order=...): the update's stochastic rounding draws as in a model whose
+    parameters are stored in that order (tools/check_torch_policy.py passes the C trainer's
+    buffer order); without it the draws fall on other elements."""
+    g = torch.Generator().manual_seed(3)
+    w, grad = torch.randn(16, 16, generator=g), torch.randn(16, 16, generator=g)
+    order = torch.randperm(256, generator=g)
+    perm = lambda t: t.reshape(-1)[order].reshape(16, 16)  # noqa: E731
+    stored = _sr_step(perm(w), perm(grad))  # the model that stores that order
+    ordered = _sr_step(w, grad, flat_order=order)
+    same_bits(perm(ordered).numpy(), stored.numpy())
+    plain = _sr_step(w, grad)
+    assert not torch.equal(perm(plain), stored)
+    with pytest.raises(ValueError, match="permutation"):
+        _sr_step(w, grad, flat_order=order[:-1])
+
+
 def test_emulated_accumulator_spec_passes_through():
     """An accumulator line goes to the library's grammar unchanged; the product is mm_cpu's with
     that accumulator, as fplab.scaled_matmul computes it."""
