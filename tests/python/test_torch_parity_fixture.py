@@ -35,4 +35,9 @@ def test_parity_holds(preset):
     # the same stochastic-rounding keys and block scales on both sides: the step-1 counts are
     # equal at every site (nvfp4 with its q/k gradients keyed in HF's layout: 4 sites differ)
     assert not r["step1_count_diffs"], r["step1_count_diffs"]
+    if preset in ("mxfp8", "pure-bf16-sr"):
+        # the weights after step 1, in float32 ulps: pure-bf16-sr's bitwise equal (its update's
+        # draws in the C trainer's order, flat_order; 65,536 apart without), mxfp8's within the
+        # float32 reordering's 2
+        assert r["weights1_max_ulps"] <= (0 if preset == "pure-bf16-sr" else 2), r["weights1_max_ulps"]
     assert r["ok"]
