@@ -629,7 +629,7 @@ V4 __m512 div_rto16(__m512 x, __m512d rdl, __m512d rdh, __m512d dl, __m512d dh) 
 // The divisors of div_rto16: the low and high halves of d and their reciprocals in float64.
 typedef struct {
     __m512d dl, dh, rdl, rdh;
-    __m512 r;  // fl(1/d) in float32, for near_exact
+    __m512 r;  // fl(1/d) in float32, for near_exact (set only where the block has a near_mask)
 } div16;
 
 // One vector of a tile: x = in[i..i+16) (the lanes of live), rounded after the multiplication
@@ -640,7 +640,7 @@ V4 void block16(const lk *k, lean_class cls, fmt_round_mode mode, const blk *b, 
     const __m512i rnd = mode == FMT_SR ? draws16(k->key, k->first + i) : _mm512_setzero_si512();
     __m512 xs = _mm512_mul_ps(x, m);
     if (exact) {
-        const __m512 y = _mm512_mul_ps(x, dv->r);
+        const __m512 y = b->near_mask ? _mm512_mul_ps(x, dv->r) : x;
         const bool sure = b->near_mask && !near_exact(y, x, b->near_mask, exact & live);
         xs = _mm512_mask_blend_ps(exact, xs, sure ? y : div_rto16(x, dv->rdl, dv->rdh, dv->dl, dv->dh));
     }
@@ -695,7 +695,7 @@ V4 void block_loop(const lk *kp, lean_class cls, fmt_round_mode mode, const blk 
                 dv.dl = _mm512_cvtps_pd(_mm512_castps512_ps256(d1));
                 dv.dh = _mm512_cvtps_pd(_mm512_extractf32x8_ps(d1, 1));
                 dv.rdl = _mm512_div_pd(one, dv.dl), dv.rdh = _mm512_div_pd(one, dv.dh);
-                dv.r = _mm512_div_ps(_mm512_set1_ps(1.0f), d1);
+                if (bl.near_mask) dv.r = _mm512_div_ps(_mm512_set1_ps(1.0f), d1);  // near_exact's only
             }
             block16(k, cls, mode, &bl, m, d, exact, &dv, out, in, i, cnt, live);
         }
@@ -707,7 +707,7 @@ V4 void block_loop(const lk *kp, lean_class cls, fmt_round_mode mode, const blk 
         const __m512 m = _mm512_set1_ps(bl.mul[t]), d = _mm512_set1_ps(bl.deq[t]);
         const bool exact = bl.exact && bl.deq[t] != 0.0f;
         const __m512d dd = _mm512_set1_pd(bl.deq[t]), rd = _mm512_set1_pd(exact ? 1.0 / bl.deq[t] : 0.0);
-        const div16 dv = {dd, dd, rd, rd, _mm512_set1_ps(exact ? 1.0f / bl.deq[t] : 0.0f)};
+        const div16 dv = {dd, dd, rd, rd, _mm512_set1_ps(exact && bl.near_mask ? 1.0f / bl.deq[t] : 0.0f)};
         if (bl.zeroed && bl.mul[t] == 0.0f) zeroed += nonzeros(in + i, tc);
         for (size_t j = 0; j < tc; j += 16, i += 16) {
             __builtin_prefetch(in + i + bl.ahead);  // a hint (ahead 0: this line, a no-op)
@@ -718,7 +718,7 @@ V4 void block_loop(const lk *kp, lean_class cls, fmt_round_mode mode, const blk 
         const __m512 m = _mm512_set1_ps(bl.mul[t]), d = _mm512_set1_ps(bl.deq[t]);
         const bool exact = bl.exact && bl.deq[t] != 0.0f;
         const __m512d dd = _mm512_set1_pd(bl.deq[t]), rd = _mm512_set1_pd(exact ? 1.0 / bl.deq[t] : 0.0);
-        const div16 dv = {dd, dd, rd, rd, _mm512_set1_ps(exact ? 1.0f / bl.deq[t] : 0.0f)};
+        const div16 dv = {dd, dd, rd, rd, _mm512_set1_ps(exact && bl.near_mask ? 1.0f / bl.deq[t] : 0.0f)};
         if (bl.zeroed && bl.mul[t] == 0.0f) zeroed += nonzeros(in + i, n - i);
         for (; i < n; i += 16)
             block16(k, cls, mode, &bl, m, d, exact ? 0xffff : 0, &dv, out, in, i, cnt,

@@ -15,6 +15,8 @@ trainer's). The inner optimizer is `opt.optimizer` (attach LR schedulers to it).
 """
 import torch
 
+from .torch_policy import permutation
+
 __all__ = ["PolicyOptimizer"]
 
 
@@ -28,12 +30,8 @@ class PolicyOptimizer:
         self.policy = policy
         self._order = None
         if flat_order is not None:
-            o = torch.as_tensor(flat_order, dtype=torch.long).reshape(-1)
-            n = self._numel()
-            if o.numel() != n or not torch.equal(torch.sort(o).values, torch.arange(n)):
-                raise ValueError(f"PolicyOptimizer: flat_order must be a permutation of range({n}) (the "
-                                 f"optimizer's parameter elements), got {o.numel()} indices that are not one")
-            self._order = o
+            self._order = permutation(flat_order, self._numel(), "PolicyOptimizer: flat_order",
+                                      "the optimizer's parameter elements")
         idx = policy.site_index
         self._master, self._grads = idx["master"], idx["grads"]
         self._m, self._v = idx["adam.m"], idx["adam.v"]

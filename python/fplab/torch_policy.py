@@ -97,6 +97,16 @@ def llama_order(config):
     return {"*q_proj": rope_pairs_order(nh * hd, nh), "*k_proj": rope_pairs_order(nkv * hd, nkv)}
 
 
+def permutation(order, n, who, what):
+    """order as a LongTensor, checked to be a permutation of range(n) (ValueError naming who and
+    what n counts otherwise)."""
+    o = torch.as_tensor(order, dtype=torch.long).reshape(-1)
+    if o.numel() != n or not torch.equal(torch.sort(o).values, torch.arange(n)):
+        raise ValueError(f"{who}: expected a permutation of range({n}) ({what}), got {o.numel()} indices "
+                         "that are not one")
+    return o
+
+
 def _orders(placed, out_order):
     """{module path: (order, inverse)} for the placed Linears out_order's globs match (the first
     glob that matches); each order must be a permutation of the module's out_features."""
@@ -106,11 +116,8 @@ def _orders(placed, out_order):
             if not fnmatch.fnmatchcase(path, pat):
                 continue
             used.add(pat)
-            o = torch.as_tensor(order, dtype=torch.long).reshape(-1)
-            n = mod.out_features
-            if o.numel() != n or not torch.equal(torch.sort(o).values, torch.arange(n)):
-                raise ValueError(f"apply_policy: out_order[{pat!r}] for {path}: expected a permutation of "
-                                 f"range({n}) (its out_features), got {o.numel()} indices that are not one")
+            o = permutation(order, mod.out_features, f"apply_policy: out_order[{pat!r}] for {path}",
+                            "its out_features")
             res[path] = (o, torch.argsort(o))
             break
     for pat in out_order:
