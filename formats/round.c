@@ -273,6 +273,19 @@ static void xfer_out(const xfer *t, float *x, size_t lo, size_t len) {
         for (size_t i = 0; i < len; i++) x[lo + i] *= t->post;
 }
 
+// A chunk of a float32 call with something around the rounding, in one pass of the explicit
+// AVX-512 kernels where they round it (the same arithmetic as xfer_in, the kernel and xfer_out:
+// x = src * pre, rounded, times post; a copy is no multiply, so NaN payloads pass as memcpy
+// passes them). Returns false, with nothing written, where those kernels decline.
+static bool xfer_lean(const fmt__kparams *k, fmt_round_path path, fmt_round_mode mode, const xfer *t, float *x,
+                      size_t lo, size_t len, fmt__counts *c) {
+    if (path != FMT_PATH_LEAN) return false;
+    if (t->pre == 1.0f && t->post == 1.0f) return fmt__round_f32_lean(k, mode, x + lo, t->src + lo, len, lo, c);
+    const size_t tc = (len + 15) / 16 * 16;  // the chunk as one tile: its multiplier and divisor
+    return fmt__scale_round_f32_lean(k, mode, tc, &t->pre, &t->post, false, x + lo, NULL, t->src + lo, len, lo, 0, c,
+                                     NULL);
+}
+
 // Splits [0, n) into CHUNK-sized tasks over the threads and merges their counts. t: float32
 // data only (NULL: in place, nothing around).
 static void round_parallel(const fmt__kparams *k, fmt_round_path path, fmt_round_mode mode,
@@ -285,6 +298,7 @@ static void round_parallel(const fmt__kparams *k, fmt_round_path path, fmt_round
 #pragma omp for schedule(static)
         for (size_t ci = 0; ci < nchunks; ci++) {
             size_t lo = ci * CHUNK, len = n - lo < CHUNK ? n - lo : CHUNK;
+            if (t && fn == chunk_f32 && xfer_lean(k, path, mode, t, x, lo, len, st ? &local : NULL)) continue;
             xfer_in(t, x, lo, len);
             fn(k, path, mode, x, lo, len, st ? &local : NULL);
             xfer_out(t, x, lo, len);

@@ -293,7 +293,7 @@ void fmt__round_f32_kernel(const fmt__kparams *p, fmt_round_path path, fmt_round
                            float *x, size_t n, uint64_t base, fmt__counts *c) {
     kernel_fn *fn = NULL;
     if (path == FMT_PATH_HW || path == FMT_PATH_LEAN) {
-        if (path == FMT_PATH_HW ? fmt__round_f32_hw(p, mode, x, n) : fmt__round_f32_lean(p, mode, x, n, base, c))
+        if (path == FMT_PATH_HW ? fmt__round_f32_hw(p, mode, x, n) : fmt__round_f32_lean(p, mode, x, x, n, base, c))
             return;
         fn = variant(fmt__best_copy());  // declined: the generic kernel (the same bits)
     } else {

@@ -126,9 +126,10 @@ bool fmt__f32_hw_covers(const fmt__kparams *k, fmt_round_mode mode);
 bool fmt__round_f32_hw(const fmt__kparams *k, fmt_round_mode mode, float *x, size_t n);
 // The same pair for the explicit AVX-512 kernels (they decline where MXCSR has DAZ or FTZ set);
 // element i draws counter k->offset + base + i; counts as the kernels' (NULL: none wanted).
+// out[0..n) = in[0..n) rounded (out == in: in place; else the two do not overlap).
 bool fmt__f32_lean_covers(const fmt__kparams *k, fmt_round_mode mode);
-bool fmt__round_f32_lean(const fmt__kparams *k, fmt_round_mode mode, float *x, size_t n, uint64_t base,
-                         fmt__counts *counts);
+bool fmt__round_f32_lean(const fmt__kparams *k, fmt_round_mode mode, float *out, const float *in, size_t n,
+                         uint64_t base, fmt__counts *counts);
 // Block scaling's unit (scale.c): out[i] = round(in[i] * mul[i / tc]) * deq[i / tc] for i in
 // [0, n), or with exact round(in[i] / deq[i / tc]) * deq[i / tc] (the quotient rounded to odd
 // into float32, as scale.c's exact path makes it; tiles with deq 0 multiply), with elems[i]

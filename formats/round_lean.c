@@ -965,14 +965,14 @@ static lk lk_make(const fmt__kparams *p, lean_class cls, uint64_t base) {
 // Blocks of at most 2^30 elements, so that no per-lane counter of the statistics can wrap.
 enum { LEAN_BLOCK = 1 << 30 };
 
-bool fmt__round_f32_lean(const fmt__kparams *p, fmt_round_mode mode, float *x, size_t n, uint64_t base,
-                         fmt__counts *counts) {
+bool fmt__round_f32_lean(const fmt__kparams *p, fmt_round_mode mode, float *out, const float *in, size_t n,
+                         uint64_t base, fmt__counts *counts) {
     const lean_class cls = class_of(p);
     if (cls == LEAN_NARROW && mxcsr_daz_ftz()) return false;  // this thread's MXCSR
     for (size_t done = 0; done < n; done += LEAN_BLOCK) {
         const size_t len = n - done < LEAN_BLOCK ? n - done : LEAN_BLOCK;
         const lk k = lk_make(p, cls, base + done);
-        lean_run_avx512(&k, cls, mode, NULL, x + done, x + done, len, counts);
+        lean_run_avx512(&k, cls, mode, NULL, out + done, in + done, len, counts);
     }
     return true;
 }
@@ -983,16 +983,19 @@ bool fmt__scale_round_f32_lean(const fmt__kparams *p, fmt_round_mode mode, size_
     const lean_class cls = class_of(p);
     // x * 1 must be x (no DAZ), and the multiplications must not flush (no FTZ), as in scale.c.
     if (cls == LEAN_NONE || tc == 0 || (tc % 16 && tc != 1) || !cpu_v4() || mxcsr_daz_ftz()) return false;
-    const size_t piece = LEAN_BLOCK / tc * tc;  // whole tiles
-    for (size_t done = 0; done < n; done += piece) {
-        const size_t len = n - done < piece ? n - done : piece;
+    // Pieces of whole tiles. The 64-bit divisions only where n is past one piece: this is called
+    // per row of a unit, and two divisions cost as much as the rest of a short row's setup.
+    for (size_t done = 0, t = 0; done < n;) {
+        const size_t len = n - done <= LEAN_BLOCK ? n - done : LEAN_BLOCK / tc * tc;
         const lk k = lk_make(p, cls, base + done);
         // near_exact's mask: the bits below the midpoint position (22 - m of them), where they exist.
         const uint32_t near_mask = mode != FMT_SR && p->m <= 20 ? (1u << (22 - p->m)) - 1 : 0;
-        const blk b = {.tc = tc, .mul = mul + done / tc, .deq = deq + done / tc, .exact = exact,
+        const blk b = {.tc = tc, .mul = mul + t, .deq = deq + t, .exact = exact,
                        .elems = elems ? elems + done : NULL,
                        .ahead = ahead, .zeroed = zeroed, .near_mask = near_mask};
         block_run_avx512(&k, cls, mode, &b, out + done, in + done, len, counts);
+        done += len;
+        if (done < n) t += len / tc;
     }
     return true;
 }
@@ -1030,9 +1033,9 @@ bool fmt__f32_lean_covers(const fmt__kparams *k, fmt_round_mode mode) {
     return false;
 }
 
-bool fmt__round_f32_lean(const fmt__kparams *p, fmt_round_mode mode, float *x, size_t n, uint64_t base,
-                         fmt__counts *counts) {
-    (void)p, (void)mode, (void)x, (void)n, (void)base, (void)counts;
+bool fmt__round_f32_lean(const fmt__kparams *p, fmt_round_mode mode, float *out, const float *in, size_t n,
+                         uint64_t base, fmt__counts *counts) {
+    (void)p, (void)mode, (void)out, (void)in, (void)n, (void)base, (void)counts;
     return false;
 }
 
