@@ -282,8 +282,8 @@ static bool xfer_lean(const fmt__kparams *k, fmt_round_path path, fmt_round_mode
     if (path != FMT_PATH_LEAN) return false;
     if (t->pre == 1.0f && t->post == 1.0f) return fmt__round_f32_lean(k, mode, x + lo, t->src + lo, len, lo, c);
     const size_t tc = (len + 15) / 16 * 16;  // the chunk as one tile: its multiplier and divisor
-    return fmt__scale_round_f32_lean(k, mode, tc, &t->pre, &t->post, false, x + lo, NULL, t->src + lo, len, lo, 0, c,
-                                     NULL);
+    return fmt__scale_round_f32_lean(k, mode, tc, &t->pre, &t->post, false, x + lo, NULL, t->src + lo, len, 1, len, lo,
+                                     0, c, NULL);
 }
 
 // Splits [0, n) into CHUNK-sized tasks over the threads and merges their counts. t: float32

@@ -581,6 +581,7 @@ typedef struct {
     uint64_t *zeroed;   // optional
     uint32_t near_mask;  // exact, not stochastic: the float32 bits below the element format's
                          // midpoints (near_exact); 0: every exact quotient by div_rto16
+    size_t rows, ld;     // tc 1: rows of n elements, ld apart, with the same per-column scales
 } blk;
 
 // Most exact quotients need no division: y = x * fl(1/d) is within 2^-23 (1 + 2^-24) |z| of
@@ -677,27 +678,49 @@ V4 void block_loop(const lk *kp, lean_class cls, fmt_round_mode mode, const blk 
     uint64_t zeroed = 0;
     size_t i = 0, t = 0;
     if (tc == 1) {  // per column: each lane its own multiplier and divisor, loaded, not broadcast
+        // bl.rows rows share them (a tile row of per-column scales): a chunk of column vectors
+        // prepares its divisors (two float64 divisions per vector) once for all the rows.
+        enum { CV = 16 };
         const __m512d one = _mm512_set1_pd(1.0);
-        for (; i < n; i += 16) {
-            const __mmask16 live = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1);
-            const __m512 m = _mm512_maskz_loadu_ps(live, bl.mul + i), d = _mm512_maskz_loadu_ps(live, bl.deq + i);
-            const __mmask16 nonzero_d = _mm512_cmp_ps_mask(d, _mm512_setzero_ps(), _CMP_NEQ_UQ);
-            if (bl.zeroed) {
-                const __mmask16 mz = _mm512_mask_cmp_ps_mask(live, m, _mm512_setzero_ps(), _CMP_EQ_OQ);
-                zeroed += (uint64_t)__builtin_popcount(
-                    _mm512_mask_cmp_ps_mask(mz, _mm512_maskz_loadu_ps(live, in + i), _mm512_setzero_ps(), _CMP_NEQ_UQ));
+        for (size_t c0 = 0; c0 < n; c0 += CV * 16) {
+            const size_t nv = (n - c0 + 15) / 16 < CV ? (n - c0 + 15) / 16 : CV;
+            __m512 mv[CV], dvec[CV];
+            __mmask16 livev[CV], exactv[CV];
+            div16 dv[CV];
+            for (size_t v = 0; v < nv; v++) {
+                const size_t c = c0 + v * 16;
+                const __mmask16 live = n - c >= 16 ? 0xffff : (__mmask16)((1u << (n - c)) - 1);
+                const __m512 m = _mm512_maskz_loadu_ps(live, bl.mul + c), d = _mm512_maskz_loadu_ps(live, bl.deq + c);
+                const __mmask16 nonzero_d = _mm512_cmp_ps_mask(d, _mm512_setzero_ps(), _CMP_NEQ_UQ);
+                dv[v] = (div16){_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(),
+                                _mm512_setzero_ps()};
+                const __mmask16 exact = bl.exact ? nonzero_d & live : 0;
+                if (exact) {  // d = 0 lanes (multiplied by m instead) divide by 1 here, harmlessly
+                    const __m512 d1 = _mm512_mask_blend_ps(exact, _mm512_set1_ps(1.0f), d);
+                    dv[v].dl = _mm512_cvtps_pd(_mm512_castps512_ps256(d1));
+                    dv[v].dh = _mm512_cvtps_pd(_mm512_extractf32x8_ps(d1, 1));
+                    dv[v].rdl = _mm512_div_pd(one, dv[v].dl), dv[v].rdh = _mm512_div_pd(one, dv[v].dh);
+                    if (bl.near_mask) dv[v].r = _mm512_div_ps(_mm512_set1_ps(1.0f), d1);  // near_exact's only
+                }
+                mv[v] = m, dvec[v] = d, livev[v] = live, exactv[v] = exact;
             }
-            div16 dv = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(),
-                        _mm512_setzero_ps()};
-            const __mmask16 exact = bl.exact ? nonzero_d & live : 0;
-            if (exact) {  // d = 0 lanes (multiplied by m instead) divide by 1 here, harmlessly
-                const __m512 d1 = _mm512_mask_blend_ps(exact, _mm512_set1_ps(1.0f), d);
-                dv.dl = _mm512_cvtps_pd(_mm512_castps512_ps256(d1));
-                dv.dh = _mm512_cvtps_pd(_mm512_extractf32x8_ps(d1, 1));
-                dv.rdl = _mm512_div_pd(one, dv.dl), dv.rdh = _mm512_div_pd(one, dv.dh);
-                if (bl.near_mask) dv.r = _mm512_div_ps(_mm512_set1_ps(1.0f), d1);  // near_exact's only
+            for (size_t r = 0; r < bl.rows; r++) {  // row r: its elements, counters and optional elems
+                lk kr = kl;
+                kr.first += r * bl.ld;
+                blk br = bl;
+                br.elems = bl.elems ? bl.elems + r * bl.ld : NULL;
+                const float *inr = in + r * bl.ld;
+                for (size_t v = 0; v < nv; v++) {
+                    const size_t c = c0 + v * 16;
+                    if (bl.zeroed) {
+                        const __mmask16 mz = _mm512_mask_cmp_ps_mask(livev[v], mv[v], _mm512_setzero_ps(), _CMP_EQ_OQ);
+                        zeroed += (uint64_t)__builtin_popcount(_mm512_mask_cmp_ps_mask(
+                            mz, _mm512_maskz_loadu_ps(livev[v], inr + c), _mm512_setzero_ps(), _CMP_NEQ_UQ));
+                    }
+                    block16(&kr, cls, mode, &br, mv[v], dvec[v], exactv[v], &dv[v], out + r * bl.ld, inr, c, cnt,
+                            livev[v]);
+                }
             }
-            block16(k, cls, mode, &bl, m, d, exact, &dv, out, in, i, cnt, live);
         }
         if (bl.zeroed) *bl.zeroed += zeroed;
         if (cnt) add_counts(counts, &lc);
@@ -979,10 +1002,12 @@ bool fmt__round_f32_lean(const fmt__kparams *p, fmt_round_mode mode, float *out,
 
 bool fmt__scale_round_f32_lean(const fmt__kparams *p, fmt_round_mode mode, size_t tc, const float *mul,
                                const float *deq, bool exact, float *out, float *elems, const float *in, size_t n,
-                               uint64_t base, ptrdiff_t ahead, fmt__counts *counts, uint64_t *zeroed) {
+                               size_t rows, size_t ld, uint64_t base, ptrdiff_t ahead, fmt__counts *counts,
+                               uint64_t *zeroed) {
     const lean_class cls = class_of(p);
     // x * 1 must be x (no DAZ), and the multiplications must not flush (no FTZ), as in scale.c.
     if (cls == LEAN_NONE || tc == 0 || (tc % 16 && tc != 1) || !cpu_v4() || mxcsr_daz_ftz()) return false;
+    if (rows != 1 && (tc != 1 || rows == 0 || ld < n || (rows - 1) * ld + n > LEAN_BLOCK)) return false;
     // Pieces of whole tiles. The 64-bit divisions only where n is past one piece: this is called
     // per row of a unit, and two divisions cost as much as the rest of a short row's setup.
     for (size_t done = 0, t = 0; done < n;) {
@@ -992,7 +1017,7 @@ bool fmt__scale_round_f32_lean(const fmt__kparams *p, fmt_round_mode mode, size_
         const uint32_t near_mask = mode != FMT_SR && p->m <= 20 ? (1u << (22 - p->m)) - 1 : 0;
         const blk b = {.tc = tc, .mul = mul + t, .deq = deq + t, .exact = exact,
                        .elems = elems ? elems + done : NULL,
-                       .ahead = ahead, .zeroed = zeroed, .near_mask = near_mask};
+                       .ahead = ahead, .zeroed = zeroed, .near_mask = near_mask, .rows = rows, .ld = ld};
         block_run_avx512(&k, cls, mode, &b, out + done, in + done, len, counts);
         done += len;
         if (done < n) t += len / tc;
@@ -1041,8 +1066,10 @@ bool fmt__round_f32_lean(const fmt__kparams *p, fmt_round_mode mode, float *out,
 
 bool fmt__scale_round_f32_lean(const fmt__kparams *p, fmt_round_mode mode, size_t tc, const float *mul,
                                const float *deq, bool exact, float *out, float *elems, const float *in, size_t n,
-                               uint64_t base, ptrdiff_t ahead, fmt__counts *counts, uint64_t *zeroed) {
+                               size_t rows, size_t ld, uint64_t base, ptrdiff_t ahead, fmt__counts *counts,
+                               uint64_t *zeroed) {
     (void)p, (void)mode, (void)tc, (void)mul, (void)deq, (void)exact, (void)out, (void)elems, (void)in, (void)n;
+    (void)rows, (void)ld;
     (void)base, (void)ahead, (void)counts, (void)zeroed;
     return false;
 }
