@@ -135,9 +135,9 @@ bool fmt__round_f32_lean(const fmt__kparams *k, fmt_round_mode mode, float *out,
 // into float32, as scale.c's exact path makes it; tiles with deq 0 multiply), with elems[i]
 // (optional) the rounded value, in one pass of the explicit AVX-512 kernels (tc a multiple of
 // 16, or 1: per column); element i draws counter k->offset + base + i; zeroed (optional) counts the nonzero inputs
-// of tiles whose multiplier is 0; ahead (elements, 0: none) is a prefetch distance. With tc 1,
-// rows > 1 rows of n elements, ld apart (in, out, elems and the counters alike), take the same
-// per-column mul and deq (rows * ld at most 2^30); otherwise rows is 1. Returns false, with
+// of tiles whose multiplier is 0; ahead (elements, 0: none) is a prefetch distance. rows rows
+// of n elements, ld apart (in, out, elems and the counters alike), take the same mul and deq
+// (a tile row; (rows - 1) * ld + n at most 2^30 where rows > 1). Returns false, with
 // nothing written, where those kernels do not cover k (or tc, rows) on this CPU, or MXCSR has
 // DAZ or FTZ set in this thread.
 bool fmt__scale_round_f32_lean(const fmt__kparams *k, fmt_round_mode mode, size_t tc, const float *mul,

@@ -581,7 +581,7 @@ typedef struct {
     uint64_t *zeroed;   // optional
     uint32_t near_mask;  // exact, not stochastic: the float32 bits below the element format's
                          // midpoints (near_exact); 0: every exact quotient by div_rto16
-    size_t rows, ld;     // tc 1: rows of n elements, ld apart, with the same per-column scales
+    size_t rows, ld;     // rows of n elements, ld apart, with the same multipliers and divisors
 } blk;
 
 // Most exact quotients need no division: y = x * fl(1/d) is within 2^-23 (1 + 2^-24) |z| of
@@ -669,9 +669,8 @@ V4 uint64_t nonzeros(const float *in, size_t n) {
 
 V4 void block_loop(const lk *kp, lean_class cls, fmt_round_mode mode, const blk *bp, size_t tc, float *out,
                    const float *in, size_t n, fmt__counts *counts) {
-    const lk kl = *kp;  // not read again after every store (see lean_loop)
+    const lk kl = *kp;  // not read again after every store (see lean_loop); per row, copies of it
     const blk bl = *bp;
-    const lk *k = &kl;
     lean_counts lc = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
                       _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512()};
     lean_counts *cnt = counts ? &lc : NULL;
@@ -726,26 +725,35 @@ V4 void block_loop(const lk *kp, lean_class cls, fmt_round_mode mode, const blk 
         if (cnt) add_counts(counts, &lc);
         return;
     }
-    for (; i + tc <= n; t++) {  // whole tiles: whole vectors
-        const __m512 m = _mm512_set1_ps(bl.mul[t]), d = _mm512_set1_ps(bl.deq[t]);
-        const bool exact = bl.exact && bl.deq[t] != 0.0f;
-        const __m512d dd = _mm512_set1_pd(bl.deq[t]), rd = _mm512_set1_pd(exact ? 1.0 / bl.deq[t] : 0.0);
-        const div16 dv = {dd, dd, rd, rd, _mm512_set1_ps(exact && bl.near_mask ? 1.0f / bl.deq[t] : 0.0f)};
-        if (bl.zeroed && bl.mul[t] == 0.0f) zeroed += nonzeros(in + i, tc);
-        for (size_t j = 0; j < tc; j += 16, i += 16) {
-            __builtin_prefetch(in + i + bl.ahead);  // a hint (ahead 0: this line, a no-op)
-            block16(k, cls, mode, &bl, m, d, exact ? 0xffff : 0, &dv, out, in, i, cnt, 0xffff);
+    for (size_t r = 0; r < bl.rows; r++) {  // row r of a tile row (its elements, counters, elems)
+        lk kr = kl;
+        kr.first += r * bl.ld;
+        blk br = bl;
+        br.elems = bl.elems ? bl.elems + r * bl.ld : NULL;
+        const float *inr = in + r * bl.ld;
+        float *outr = out + r * bl.ld;
+        i = 0, t = 0;
+        for (; i + tc <= n; t++) {  // whole tiles: whole vectors
+            const __m512 m = _mm512_set1_ps(bl.mul[t]), d = _mm512_set1_ps(bl.deq[t]);
+            const bool exact = bl.exact && bl.deq[t] != 0.0f;
+            const __m512d dd = _mm512_set1_pd(bl.deq[t]), rd = _mm512_set1_pd(exact ? 1.0 / bl.deq[t] : 0.0);
+            const div16 dv = {dd, dd, rd, rd, _mm512_set1_ps(exact && bl.near_mask ? 1.0f / bl.deq[t] : 0.0f)};
+            if (bl.zeroed && bl.mul[t] == 0.0f) zeroed += nonzeros(inr + i, tc);
+            for (size_t j = 0; j < tc; j += 16, i += 16) {
+                __builtin_prefetch(inr + i + bl.ahead);  // a hint (ahead 0: this line, a no-op)
+                block16(&kr, cls, mode, &br, m, d, exact ? 0xffff : 0, &dv, outr, inr, i, cnt, 0xffff);
+            }
         }
-    }
-    if (i < n) {  // a last tile cut short by the end of the row
-        const __m512 m = _mm512_set1_ps(bl.mul[t]), d = _mm512_set1_ps(bl.deq[t]);
-        const bool exact = bl.exact && bl.deq[t] != 0.0f;
-        const __m512d dd = _mm512_set1_pd(bl.deq[t]), rd = _mm512_set1_pd(exact ? 1.0 / bl.deq[t] : 0.0);
-        const div16 dv = {dd, dd, rd, rd, _mm512_set1_ps(exact && bl.near_mask ? 1.0f / bl.deq[t] : 0.0f)};
-        if (bl.zeroed && bl.mul[t] == 0.0f) zeroed += nonzeros(in + i, n - i);
-        for (; i < n; i += 16)
-            block16(k, cls, mode, &bl, m, d, exact ? 0xffff : 0, &dv, out, in, i, cnt,
-                    n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1));
+        if (i < n) {  // a last tile cut short by the end of the row
+            const __m512 m = _mm512_set1_ps(bl.mul[t]), d = _mm512_set1_ps(bl.deq[t]);
+            const bool exact = bl.exact && bl.deq[t] != 0.0f;
+            const __m512d dd = _mm512_set1_pd(bl.deq[t]), rd = _mm512_set1_pd(exact ? 1.0 / bl.deq[t] : 0.0);
+            const div16 dv = {dd, dd, rd, rd, _mm512_set1_ps(exact && bl.near_mask ? 1.0f / bl.deq[t] : 0.0f)};
+            if (bl.zeroed && bl.mul[t] == 0.0f) zeroed += nonzeros(inr + i, n - i);
+            for (; i < n; i += 16)
+                block16(&kr, cls, mode, &br, m, d, exact ? 0xffff : 0, &dv, outr, inr, i, cnt,
+                        n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1));
+        }
     }
     if (bl.zeroed) *bl.zeroed += zeroed;
     if (cnt) add_counts(counts, &lc);
@@ -1007,7 +1015,7 @@ bool fmt__scale_round_f32_lean(const fmt__kparams *p, fmt_round_mode mode, size_
     const lean_class cls = class_of(p);
     // x * 1 must be x (no DAZ), and the multiplications must not flush (no FTZ), as in scale.c.
     if (cls == LEAN_NONE || tc == 0 || (tc % 16 && tc != 1) || !cpu_v4() || mxcsr_daz_ftz()) return false;
-    if (rows != 1 && (tc != 1 || rows == 0 || ld < n || (rows - 1) * ld + n > LEAN_BLOCK)) return false;
+    if (rows != 1 && (rows == 0 || ld < n || (rows - 1) * ld + n > LEAN_BLOCK)) return false;
     // Pieces of whole tiles. The 64-bit divisions only where n is past one piece: this is called
     // per row of a unit, and two divisions cost as much as the rest of a short row's setup.
     for (size_t done = 0, t = 0; done < n;) {

@@ -1034,13 +1034,17 @@ static void scale_round(const qrun *q, const tile_view *mul, const tile_view *de
     // One pass where the segments start on a tile boundary (the units of the separate plan may
     // start inside one). The kernel declines (writing nothing) for every row or for none (it
     // depends on the call and the thread only); the passes below take the rows it did not do.
-    // Per-column scales (tile width 1): the rows of a tile row in one call, which prepares each
-    // column's divisor once for all of them.
-    while (q->lean && c0 % q->g->tc == 0 && r0 < r1) {
-        const size_t o = r0 * cols + c0, rows = q->g->tc == 1 ? min_sz(r1, (r0 / q->g->tr + 1) * q->g->tr) - r0 : 1;
-        if (!fmt__scale_round_f32_lean(&q->k, q->mode, q->g->tc, tile_row(mul, q->g, r0, c0),
-                                       tile_row(deq, q->g, r0, c0), q->exact, q->out + o,
-                                       q->elems ? q->elems + o : NULL, q->in + o, w, rows, cols, o, ahead, cnt, zeroed))
+    // A call per tile row (its rows take the same scales; per-column ones prepare each divisor
+    // once for all of them), or one for the whole unit where it is whole rows of one-row tiles
+    // (rows and scales both contiguous): a call's setup costs about as much as a short row.
+    const geom *g = q->g;
+    const bool flat = g->tr == 1 && w == cols && cols % g->tc == 0 && mul->stride * g->tc == cols &&
+                      deq->stride * g->tc == cols;
+    while (q->lean && c0 % g->tc == 0 && r0 < r1) {
+        const size_t o = r0 * cols + c0, rows = flat ? r1 - r0 : min_sz(r1, (r0 / g->tr + 1) * g->tr) - r0;
+        if (!fmt__scale_round_f32_lean(&q->k, q->mode, g->tc, tile_row(mul, g, r0, c0), tile_row(deq, g, r0, c0),
+                                       q->exact, q->out + o, q->elems ? q->elems + o : NULL, q->in + o,
+                                       flat ? rows * w : w, flat ? 1 : rows, cols, o, ahead, cnt, zeroed))
             break;
         r0 += rows;
     }
