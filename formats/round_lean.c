@@ -667,6 +667,22 @@ V4 uint64_t nonzeros(const float *in, size_t n) {
     return z;
 }
 
+// Row r of a call that covers rows (ld elements apart): its counters and its optional elems.
+V4 void row_view(const lk *k, const blk *b, size_t r, lk *kr, blk *br) {
+    *kr = *k, kr->first += r * b->ld;
+    *br = *b, br->elems = b->elems ? b->elems + r * b->ld : NULL;
+}
+
+// Tile t's multiplier and divisor, broadcast, and its divisors for div_rto16; returns whether the
+// tile divides (an exact block, deq not 0).
+V4 bool tile_consts(const blk *b, size_t t, __m512 *m, __m512 *d, div16 *dv) {
+    const bool exact = b->exact && b->deq[t] != 0.0f;
+    const __m512d dd = _mm512_set1_pd(b->deq[t]), rd = _mm512_set1_pd(exact ? 1.0 / b->deq[t] : 0.0);
+    *m = _mm512_set1_ps(b->mul[t]), *d = _mm512_set1_ps(b->deq[t]);
+    *dv = (div16){dd, dd, rd, rd, _mm512_set1_ps(exact && b->near_mask ? 1.0f / b->deq[t] : 0.0f)};
+    return exact;
+}
+
 V4 void block_loop(const lk *kp, lean_class cls, fmt_round_mode mode, const blk *bp, size_t tc, float *out,
                    const float *in, size_t n, fmt__counts *counts) {
     const lk kl = *kp;  // not read again after every store (see lean_loop); per row, copies of it
@@ -704,10 +720,9 @@ V4 void block_loop(const lk *kp, lean_class cls, fmt_round_mode mode, const blk 
                 mv[v] = m, dvec[v] = d, livev[v] = live, exactv[v] = exact;
             }
             for (size_t r = 0; r < bl.rows; r++) {  // row r: its elements, counters and optional elems
-                lk kr = kl;
-                kr.first += r * bl.ld;
-                blk br = bl;
-                br.elems = bl.elems ? bl.elems + r * bl.ld : NULL;
+                lk kr;
+                blk br;
+                row_view(&kl, &bl, r, &kr, &br);
                 const float *inr = in + r * bl.ld;
                 for (size_t v = 0; v < nv; v++) {
                     const size_t c = c0 + v * 16;
@@ -726,18 +741,16 @@ V4 void block_loop(const lk *kp, lean_class cls, fmt_round_mode mode, const blk 
         return;
     }
     for (size_t r = 0; r < bl.rows; r++) {  // row r of a tile row (its elements, counters, elems)
-        lk kr = kl;
-        kr.first += r * bl.ld;
-        blk br = bl;
-        br.elems = bl.elems ? bl.elems + r * bl.ld : NULL;
+        lk kr;
+        blk br;
+        row_view(&kl, &bl, r, &kr, &br);
         const float *inr = in + r * bl.ld;
         float *outr = out + r * bl.ld;
+        __m512 m, d;
+        div16 dv;
         i = 0, t = 0;
         for (; i + tc <= n; t++) {  // whole tiles: whole vectors
-            const __m512 m = _mm512_set1_ps(bl.mul[t]), d = _mm512_set1_ps(bl.deq[t]);
-            const bool exact = bl.exact && bl.deq[t] != 0.0f;
-            const __m512d dd = _mm512_set1_pd(bl.deq[t]), rd = _mm512_set1_pd(exact ? 1.0 / bl.deq[t] : 0.0);
-            const div16 dv = {dd, dd, rd, rd, _mm512_set1_ps(exact && bl.near_mask ? 1.0f / bl.deq[t] : 0.0f)};
+            const bool exact = tile_consts(&bl, t, &m, &d, &dv);
             if (bl.zeroed && bl.mul[t] == 0.0f) zeroed += nonzeros(inr + i, tc);
             for (size_t j = 0; j < tc; j += 16, i += 16) {
                 __builtin_prefetch(inr + i + bl.ahead);  // a hint (ahead 0: this line, a no-op)
@@ -745,10 +758,7 @@ V4 void block_loop(const lk *kp, lean_class cls, fmt_round_mode mode, const blk 
             }
         }
         if (i < n) {  // a last tile cut short by the end of the row
-            const __m512 m = _mm512_set1_ps(bl.mul[t]), d = _mm512_set1_ps(bl.deq[t]);
-            const bool exact = bl.exact && bl.deq[t] != 0.0f;
-            const __m512d dd = _mm512_set1_pd(bl.deq[t]), rd = _mm512_set1_pd(exact ? 1.0 / bl.deq[t] : 0.0);
-            const div16 dv = {dd, dd, rd, rd, _mm512_set1_ps(exact && bl.near_mask ? 1.0f / bl.deq[t] : 0.0f)};
+            const bool exact = tile_consts(&bl, t, &m, &d, &dv);
             if (bl.zeroed && bl.mul[t] == 0.0f) zeroed += nonzeros(inr + i, n - i);
             for (; i < n; i += 16)
                 block16(&kr, cls, mode, &br, m, d, exact ? 0xffff : 0, &dv, outr, inr, i, cnt,
