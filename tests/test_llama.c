@@ -496,8 +496,9 @@ Test(llama, kv_site_is_straight_through) {
 // --- emulated accumulators per matmul
 
 // Gradients over two micro-batches (so wgrad must add to what the first left) and the last loss
-// of an untied tiny model under the policy text, from fixed parameters and tokens.
-static float grads_under(const char *text, float *grads) {
+// of an untied tiny model under the policy (text, or a preset's name with load), from fixed
+// parameters and tokens; hook (NULL: none) observes the casts.
+static float grads_under_with(const char *text, bool load, ac_cast_hook hook, float *grads) {
     llama_config c = tiny_config(false);
     llama_model m;
     cr_assert_eq(llama_init(&m, &c, LLAMA_RECOMPUTE_NONE, NULL, 0), LLAMA_OK);
@@ -507,10 +508,12 @@ static float grads_under(const char *text, float *grads) {
     fill_tokens(tok, tgt, B * T, c.vocab_size, 23);
     ac_policy pol;
     char msg[512];
-    cr_assert_eq(ac_policy_parse(&pol, text, "test", msg, sizeof msg), AC_OK, "%s", msg);
+    cr_assert_eq(load ? ac_policy_load(&pol, text, msg, sizeof msg) : ac_policy_parse(&pol, text, "test", msg, sizeof msg),
+                 AC_OK, "%s", msg);
     ac_ctx ac;
     cr_assert_eq(ac_init(&ac, &pol, c.n_layers, 1, AC_TEL_OFF, llama_max_operand(&c, B / 2, T), msg, sizeof msg),
                  AC_OK, "%s", msg);
+    ac.hook = hook;
     ac_begin_step(&ac, 0);
     m.ac = &ac;
     llama_zero_grad(&m);
@@ -524,6 +527,32 @@ static float grads_under(const char *text, float *grads) {
     ac_free(&ac);
     llama_free(&m);
     return loss;
+}
+
+static float grads_under(const char *text, float *grads) { return grads_under_with(text, false, NULL, grads); }
+
+static void ignore_cast(void *user, ac_site s, int layer, const float *x, const float *out, size_t rows, size_t cols,
+                        bool k_rows, bool count) {
+    (void)user, (void)s, (void)layer, (void)x, (void)out, (void)rows, (void)cols, (void)k_rows, (void)count;
+}
+
+// k and v's wgrad take q's cast of their shared input (and up's gate's), not a cast of their
+// own; a cast hook turns that off, as every cast must then happen. Both ways give the same
+// gradients bit for bit, in the presets where the shared cast is scaled per block (and
+// rotated first, nvfp4) and scaled per tensor from an amax history.
+Test(llama, wgrad_shares_the_cast_of_a_shared_input) {
+    static const char *const presets[] = {"nvfp4", "mxfp8", "fp8-delayed"};
+    const llama_config c = tiny_config(false);
+    size_t n = 0, s[LP_COUNT];
+    llama_param_sizes(&c, s);
+    for (int t = 0; t < LP_COUNT; t++) n += s[t];
+    float *g0 = malloc(n * sizeof *g0), *g1 = malloc(n * sizeof *g1);
+    for (size_t i = 0; i < sizeof presets / sizeof *presets; i++) {
+        const float l0 = grads_under_with(presets[i], true, ignore_cast, g0), l1 = grads_under_with(presets[i], true, NULL, g1);
+        cr_assert_eq(l0, l1, "%s: loss", presets[i]);
+        cr_assert(memcmp(g0, g1, n * sizeof *g0) == 0, "%s: the shared cast changed the gradients", presets[i]);
+    }
+    free(g0), free(g1);
 }
 
 // Number of tensors whose gradients differ from ref's by more than GRAD_TOL of their largest;

@@ -483,8 +483,12 @@ bool llama_kv(const llama_model *m, int l, const float **k, const float **v) {
 // policy: the output gradient along OC for dgrad and along N for wgrad, the weight along OC,
 // the input along N (block scales run along the summed dimension K of each product). A product
 // whose accumulator the policy emulates gets its operands as element values and scales.
+// again: x is the input of the previous call too (k and v after q, up after gate), whose wgrad
+// cast of it (and its Hadamard rotation) slot 3 still holds where that cast was a plain one: the
+// same site, layer and orientation cast the same bits, so they are not computed again.
 static void proj_backward(llama_model *m, ac_proj p, size_t l, float *dinp, float *dw, const float *dout,
-                          const float *x, const float *w, size_t N, size_t IC, size_t OC, bool accumulate) {
+                          const float *x, const float *w, size_t N, size_t IC, size_t OC, bool accumulate,
+                          bool again) {
     ac_ctx *ac = m->ac;
     if (!ac) {
         op_matmul_backward(dinp, dw, dout, x, w, N, IC, OC, accumulate);
@@ -503,22 +507,24 @@ static void proj_backward(llama_model *m, ac_proj p, size_t l, float *dinp, floa
         op_matmul_dgrad(dinp, ac_cast(ac, sa, L, dout, N, OC, false, 0, true),
                         ac_cast(ac, sb, L, w, OC, IC, true, 1, false), N, IC, OC, accumulate);
     }
+    ac_gemm_sites(p, AC_WGRAD, &sa, &sb);
+    acc = ac_emulated_acc(ac, p, AC_WGRAD);
+    // Slot 3 is written by this wgrad cast only; a hook observes every cast, so it gets them all.
+    const bool kept = again && !acc && ac_active(ac, sb) && !ac->hook;
     // NVFP4: rotate both wgrad operands along N, the summed dimension, into the slots dgrad is
     // done with (the casts below write slots 2 and 3, which must not be their inputs).
     if (ac->pol.hadamard) {
         ac_hadamard16(ac, ac->buf[0], dout, N, OC);
-        ac_hadamard16(ac, ac->buf[1], x, N, IC);
+        if (!kept) ac_hadamard16(ac, ac->buf[1], x, N, IC);
         dout = ac->buf[0], x = ac->buf[1];
     }
-    ac_gemm_sites(p, AC_WGRAD, &sa, &sb);
-    acc = ac_emulated_acc(ac, p, AC_WGRAD);
     if (acc) {  // dW (OC, IC) += dout^T (OC, N) x (N, IC)
         ac_cast_operand(ac, sa, L, dout, N, OC, true, MM_SIDE_A, 2, false, &a);
         ac_cast_operand(ac, sb, L, x, N, IC, true, MM_SIDE_B, 3, false, &b);
         mm_emulated(dw, IC, &a, &b, OC, IC, N, acc, true);
     } else {
         op_matmul_wgrad(dw, ac_cast(ac, sa, L, dout, N, OC, true, 2, false),
-                        ac_cast(ac, sb, L, x, N, IC, true, 3, false), N, IC, OC);
+                        kept ? ac->buf[3] : ac_cast(ac, sb, L, x, N, IC, true, 3, false), N, IC, OC);
     }
 }
 
@@ -530,20 +536,20 @@ static void layer_backward(llama_model *m, const dims *d, size_t l, const layer_
     llama_acts *s = m->acts;
     const size_t N = d->N, C = d->C, H = d->H;
     // MLP branch: x_out = x_mid + w_down(silu(w_gate h2) * w_up h2)
-    proj_backward(m, AC_PROJ_DOWN, l, s->dact, g.w_down, s->dx, a->act, w.w_down, N, H, C, false);
+    proj_backward(m, AC_PROJ_DOWN, l, s->dact, g.w_down, s->dx, a->act, w.w_down, N, H, C, false, false);
     op_swiglu_backward(s->dgate, s->dup, s->dact, a->gate, a->up, a->sig, N * H);
-    proj_backward(m, AC_PROJ_GATEUP, l, s->dh, g.w_gate, s->dgate, a->h2, w.w_gate, N, C, H, false);
-    proj_backward(m, AC_PROJ_GATEUP, l, s->dh, g.w_up, s->dup, a->h2, w.w_up, N, C, H, true);
+    proj_backward(m, AC_PROJ_GATEUP, l, s->dh, g.w_gate, s->dgate, a->h2, w.w_gate, N, C, H, false, false);
+    proj_backward(m, AC_PROJ_GATEUP, l, s->dh, g.w_up, s->dup, a->h2, w.w_up, N, C, H, true, true);
     op_rmsnorm_backward(s->dx, g.mlp_norm, s->dh, a->x_mid, w.mlp_norm, a->rstd2, N, C);
     // attention branch: x_mid = x + wo(attention(rope(wq h1), rope(wk h1), wv h1))
-    proj_backward(m, AC_PROJ_O, l, s->dy, g.wo, s->dx, a->y, w.wo, N, d->qd, C, false);
+    proj_backward(m, AC_PROJ_O, l, s->dy, g.wo, s->dx, a->y, w.wo, N, d->qd, C, false, false);
     op_attention_backward(s->dq, s->dk, s->dv, s->datt, s->dy, a->att, a->q, a->k, a->v, d->B, d->T, d->NH,
                        d->NKV, d->hs);
     op_rope_backward(s->dq, m->rope_cos, m->rope_sin, d->B, d->T, d->NH, d->hs);
     op_rope_backward(s->dk, m->rope_cos, m->rope_sin, d->B, d->T, d->NKV, d->hs);
-    proj_backward(m, AC_PROJ_QKV, l, s->dh, g.wq, s->dq, a->h1, w.wq, N, C, d->qd, false);
-    proj_backward(m, AC_PROJ_QKV, l, s->dh, g.wk, s->dk, a->h1, w.wk, N, C, d->kvd, true);
-    proj_backward(m, AC_PROJ_QKV, l, s->dh, g.wv, s->dv, a->h1, w.wv, N, C, d->kvd, true);
+    proj_backward(m, AC_PROJ_QKV, l, s->dh, g.wq, s->dq, a->h1, w.wq, N, C, d->qd, false, false);
+    proj_backward(m, AC_PROJ_QKV, l, s->dh, g.wk, s->dk, a->h1, w.wk, N, C, d->kvd, true, true);
+    proj_backward(m, AC_PROJ_QKV, l, s->dh, g.wv, s->dv, a->h1, w.wv, N, C, d->kvd, true, true);
     op_rmsnorm_backward(s->dx, g.attn_norm, s->dh, x, w.attn_norm, a->rstd1, N, C);
 }
 
@@ -557,7 +563,7 @@ void llama_backward(llama_model *m, const int *tokens, const int *targets, float
     // the logits buffer becomes dlogits (the logits are not needed after this)
     op_crossentropy_backward(a->logits, a->logits, a->lse, targets, d.N, d.V, loss_scale);
     proj_backward(m, AC_PROJ_HEAD, (size_t)c->n_layers, a->dh, dhead, a->logits,
-                  a->hf, head, d.N, d.C, d.V, false);
+                  a->hf, head, d.N, d.C, d.V, false, false);
     memset(a->dx, 0, d.N * d.C * sizeof *a->dx);
     op_rmsnorm_backward(a->dx, m->g.t[LP_FINAL_NORM], a->dh, a->x_in[c->n_layers],
                      m->p.t[LP_FINAL_NORM], a->rstd_f, d.N, d.C);
