@@ -176,6 +176,12 @@ void ac_cast_inplace(ac_ctx *c, ac_site s, int layer, float *x, size_t rows, siz
     if (c->hook) c->hook(c->hook_user, s, layer, NULL, x, rows, cols, false, count);
 }
 
+bool ac_cast_orientation_free(const ac_ctx *c, ac_site s, size_t rows, size_t cols) {
+    if (!ac_active(c, s)) return false;
+    const ac_rule *r = &c->pol.site[s];
+    return !r->delayed && r->round.mode != FMT_SR && (r->scaling.none || fmt_scale_count(&r->scaling, rows, cols) == 1);
+}
+
 const mm_acc *ac_emulated_acc(const ac_ctx *c, ac_proj p, ac_pass pass) {
     return c && mm_acc_is_emulated(&c->pol.acc[p][pass]) ? &c->pol.acc[p][pass] : NULL;
 }

@@ -78,6 +78,12 @@ const float *ac_cast(ac_ctx *c, ac_site s, int layer, const float *x, size_t row
 // gradients, AdamW moments).
 void ac_cast_inplace(ac_ctx *c, ac_site s, int layer, float *x, size_t rows, size_t cols, bool count);
 
+// Whether x's cast for site s has the same bits along rows as along columns (k_rows), so that
+// one cast serves both products: an active site without delayed scaling (whose history the
+// first cast moves) or stochastic rounding (whose draws are keyed by the orientation), and
+// without block scales or with one scale for the whole of the rows x cols tensor.
+bool ac_cast_orientation_free(const ac_ctx *c, ac_site s, size_t rows, size_t cols);
+
 // The accumulator the policy emulates for a matmul, or NULL when it accumulates in plain
 // float32 (or c is NULL).
 const mm_acc *ac_emulated_acc(const ac_ctx *c, ac_proj p, ac_pass pass);

@@ -536,19 +536,24 @@ static void ignore_cast(void *user, ac_site s, int layer, const float *x, const 
     (void)user, (void)s, (void)layer, (void)x, (void)out, (void)rows, (void)cols, (void)k_rows, (void)count;
 }
 
-// k and v's wgrad take q's cast of their shared input (and up's gate's), not a cast of their
-// own; a cast hook turns that off, as every cast must then happen. Both ways give the same
-// gradients bit for bit, in the presets where the shared cast is scaled per block (and
-// rotated first, nvfp4) and scaled per tensor from an amax history.
+// k and v's wgrad take q's cast of their shared input (and up's gate's), and wgrad takes
+// dgrad's cast of the output gradient where the recipe makes the two orientations the same
+// bits; a cast hook turns both off, as every cast must then happen. Both ways give the same
+// gradients bit for bit: per-block scales (rotated first: nvfp4), per-tensor scales from an
+// amax history (which dgrad's cast moves), from the current amax, none (fp16 with a loss
+// scale), and stochastic rounding (whose draws depend on the orientation).
 Test(llama, wgrad_shares_the_cast_of_a_shared_input) {
-    static const char *const presets[] = {"nvfp4", "mxfp8", "fp8-delayed"};
+    static const char *const presets[] = {"nvfp4", "mxfp8", "fp8-delayed", "fp8-current", "bf16-amp", "fp16-amp",
+                                          "name t\nsite *.in bf16\nsite *.w bf16\nsite *.grad bf16 sr\n"};
     const llama_config c = tiny_config(false);
     size_t n = 0, s[LP_COUNT];
     llama_param_sizes(&c, s);
     for (int t = 0; t < LP_COUNT; t++) n += s[t];
     float *g0 = malloc(n * sizeof *g0), *g1 = malloc(n * sizeof *g1);
     for (size_t i = 0; i < sizeof presets / sizeof *presets; i++) {
-        const float l0 = grads_under_with(presets[i], true, ignore_cast, g0), l1 = grads_under_with(presets[i], true, NULL, g1);
+        const bool load = !strchr(presets[i], '\n');
+        const float l0 = grads_under_with(presets[i], load, ignore_cast, g0),
+                    l1 = grads_under_with(presets[i], load, NULL, g1);
         cr_assert_eq(l0, l1, "%s: loss", presets[i]);
         cr_assert(memcmp(g0, g1, n * sizeof *g0) == 0, "%s: the shared cast changed the gradients", presets[i]);
     }

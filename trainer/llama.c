@@ -483,9 +483,13 @@ bool llama_kv(const llama_model *m, int l, const float **k, const float **v) {
 // policy: the output gradient along OC for dgrad and along N for wgrad, the weight along OC,
 // the input along N (block scales run along the summed dimension K of each product). A product
 // whose accumulator the policy emulates gets its operands as element values and scales.
-// again: x is the input of the previous call too (k and v after q, up after gate), whose wgrad
-// cast of it (and its Hadamard rotation) slot 3 still holds where that cast was a plain one: the
-// same site, layer and orientation cast the same bits, so they are not computed again.
+// Two casts are not computed again where their bits are already at hand (a cast hook, which
+// observes every cast, turns both off):
+// - again: x is the input of the previous call too (k and v after q, up after gate), whose wgrad
+//   cast of it (and its Hadamard rotation) slot 3 still holds where that cast was a plain one:
+//   the same site, layer and orientation cast the same bits;
+// - wgrad's cast of dout along N is dgrad's along OC where the recipe makes the two the same
+//   (ac_cast_orientation_free: unscaled or one scale per tensor, no history, no draws).
 static void proj_backward(llama_model *m, ac_proj p, size_t l, float *dinp, float *dw, const float *dout,
                           const float *x, const float *w, size_t N, size_t IC, size_t OC, bool accumulate,
                           bool again) {
@@ -499,18 +503,19 @@ static void proj_backward(llama_model *m, ac_proj p, size_t l, float *dinp, floa
     ac_gemm_sites(p, AC_DGRAD, &sa, &sb);
     const mm_acc *acc = ac_emulated_acc(ac, p, AC_DGRAD);
     mm_operand a, b;
+    const float *gd = NULL;  // dgrad's plain cast of dout (slot 0)
     if (acc) {  // dinp (N, IC) = dout (N, OC) W (OC, IC)
         ac_cast_operand(ac, sa, L, dout, N, OC, false, MM_SIDE_A, 0, true, &a);
         ac_cast_operand(ac, sb, L, w, OC, IC, true, MM_SIDE_B, 1, false, &b);
         mm_emulated(dinp, IC, &a, &b, N, IC, OC, acc, accumulate);
     } else {
-        op_matmul_dgrad(dinp, ac_cast(ac, sa, L, dout, N, OC, false, 0, true),
-                        ac_cast(ac, sb, L, w, OC, IC, true, 1, false), N, IC, OC, accumulate);
+        gd = ac_cast(ac, sa, L, dout, N, OC, false, 0, true);
+        op_matmul_dgrad(dinp, gd, ac_cast(ac, sb, L, w, OC, IC, true, 1, false), N, IC, OC, accumulate);
     }
     ac_gemm_sites(p, AC_WGRAD, &sa, &sb);
     acc = ac_emulated_acc(ac, p, AC_WGRAD);
-    // Slot 3 is written by this wgrad cast only; a hook observes every cast, so it gets them all.
-    const bool kept = again && !acc && ac_active(ac, sb) && !ac->hook;
+    const bool kept = again && !acc && ac_active(ac, sb) && !ac->hook;  // slot 3: this cast's alone
+    const bool one_dout = gd && !acc && !ac->pol.hadamard && !ac->hook && ac_cast_orientation_free(ac, sa, N, OC);
     // NVFP4: rotate both wgrad operands along N, the summed dimension, into the slots dgrad is
     // done with (the casts below write slots 2 and 3, which must not be their inputs).
     if (ac->pol.hadamard) {
@@ -523,7 +528,7 @@ static void proj_backward(llama_model *m, ac_proj p, size_t l, float *dinp, floa
         ac_cast_operand(ac, sb, L, x, N, IC, true, MM_SIDE_B, 3, false, &b);
         mm_emulated(dw, IC, &a, &b, OC, IC, N, acc, true);
     } else {
-        op_matmul_wgrad(dw, ac_cast(ac, sa, L, dout, N, OC, true, 2, false),
+        op_matmul_wgrad(dw, one_dout ? gd : ac_cast(ac, sa, L, dout, N, OC, true, 2, false),
                         kept ? ac->buf[3] : ac_cast(ac, sb, L, x, N, IC, true, 3, false), N, IC, OC);
     }
 }
