@@ -144,6 +144,7 @@ typedef struct {
     float *rstd2;  // (N)
     float *h2;     // (N, C)      MLP-norm output
     float *gate, *up, *sig, *act;  // (N, H)  sig = sigmoid(gate)
+    unsigned cast_in;              // bit p: the forward cast projection p's input in place
 } layer_acts;
 
 struct llama_acts {
@@ -153,6 +154,7 @@ struct llama_acts {
     float **x_in;       // [L+1]: x_in[l] (N, C) is layer l's input; x_in[L] the final residual
     layer_acts *lay;    // [L], or [1] shared by every layer with recompute = block
     float *rstd_f, *hf, *logits, *lse;                // final norm (N), (N, C), (N, V), (N)
+    unsigned cast_in;   // bit AC_PROJ_HEAD: the forward cast hf in place
     float *dx, *dh, *dq, *dk, *dv, *dy, *dgate, *dup, *dact;  // backward scratch
     float *datt;        // (B, NH, T, T) attention backward's scratch
 };
@@ -369,9 +371,19 @@ typedef struct {
     mm_operand op;
 } proj_in;
 
-static proj_in cast_in(llama_model *m, ac_proj p, size_t l, const float *x, size_t rows, size_t cols) {
-    proj_in in = {.acc = ac_emulated_acc(m->ac, p, AC_FPROP)};
-    if (in.acc) ac_cast_operand(m->ac, ac_proj_in(p), (int)l, x, rows, cols, false, MM_SIDE_A, 0, !m->uncounted, &in.op);
+// Where the input's cast is the same bits in both orientations (ac_cast_orientation_free) and
+// both of its products take it as float32 values, the forward casts it in place, and wgrad
+// multiplies by it as it is: the input is read by its projection's products only (RMSNorm,
+// attention and SwiGLU backward read their own inputs). A cast hook sees every cast with its
+// input, so it keeps the cast into a slot. *cast_in records which was done, for backward.
+static proj_in cast_in(llama_model *m, ac_proj p, size_t l, float *x, size_t rows, size_t cols, unsigned *cast_in) {
+    ac_ctx *ac = m->ac;
+    proj_in in = {.acc = ac_emulated_acc(ac, p, AC_FPROP)};
+    const bool in_place = ac && !in.acc && !ac_emulated_acc(ac, p, AC_WGRAD) && !ac->pol.hadamard && !ac->hook &&
+                          ac_cast_orientation_free(ac, ac_proj_in(p), rows, cols);
+    *cast_in = in_place ? *cast_in | 1u << p : *cast_in & ~(1u << p);
+    if (in.acc) ac_cast_operand(ac, ac_proj_in(p), (int)l, x, rows, cols, false, MM_SIDE_A, 0, !m->uncounted, &in.op);
+    else if (in_place) ac_cast_inplace(ac, ac_proj_in(p), (int)l, x, rows, cols, !m->uncounted), in.x = x;
     else in.x = cast_op(m, ac_proj_in(p), l, x, rows, cols, 0);
     return in;
 }
@@ -409,7 +421,7 @@ static void layer_forward(llama_model *m, const dims *d, size_t l, layer_acts *a
     const size_t N = d->N;
     op_rmsnorm_forward(a->h1, a->rstd1, x, w.attn_norm, N, d->C, eps);
     cast_store(m, AC_SAVED, l, a->h1, N, d->C);
-    const proj_in h1c = cast_in(m, AC_PROJ_QKV, l, a->h1, N, d->C);
+    const proj_in h1c = cast_in(m, AC_PROJ_QKV, l, a->h1, N, d->C, &a->cast_in);
     proj(m, AC_PROJ_QKV, l, a->q, &h1c, w.wq, N, d->C, d->qd);
     proj(m, AC_PROJ_QKV, l, a->k, &h1c, w.wk, N, d->C, d->kvd);
     proj(m, AC_PROJ_QKV, l, a->v, &h1c, w.wv, N, d->C, d->kvd);
@@ -426,20 +438,20 @@ static void layer_forward(llama_model *m, const dims *d, size_t l, layer_acts *a
     cast_store(m, AC_SAVED, l, a->v, N, d->kvd);
     attention_cast(m, d, l, a);
     cast_store(m, AC_SAVED, l, a->y, N, d->qd);
-    const proj_in yc = cast_in(m, AC_PROJ_O, l, a->y, N, d->qd);
+    const proj_in yc = cast_in(m, AC_PROJ_O, l, a->y, N, d->qd, &a->cast_in);
     proj(m, AC_PROJ_O, l, a->x_mid, &yc, w.wo, N, d->qd, d->C);
     for (size_t i = 0; i < N * d->C; i++) a->x_mid[i] += x[i];
     cast_store(m, AC_RESIDUAL, l, a->x_mid, N, d->C);
     op_rmsnorm_forward(a->h2, a->rstd2, a->x_mid, w.mlp_norm, N, d->C, eps);
     cast_store(m, AC_SAVED, l, a->h2, N, d->C);
-    const proj_in h2c = cast_in(m, AC_PROJ_GATEUP, l, a->h2, N, d->C);
+    const proj_in h2c = cast_in(m, AC_PROJ_GATEUP, l, a->h2, N, d->C, &a->cast_in);
     proj(m, AC_PROJ_GATEUP, l, a->gate, &h2c, w.w_gate, N, d->C, d->H);
     proj(m, AC_PROJ_GATEUP, l, a->up, &h2c, w.w_up, N, d->C, d->H);
     cast_store(m, AC_SAVED, l, a->gate, N, d->H);
     cast_store(m, AC_SAVED, l, a->up, N, d->H);
     op_swiglu_forward(a->act, a->sig, a->gate, a->up, N * d->H);
     cast_store(m, AC_SAVED, l, a->act, N, d->H);
-    const proj_in actc = cast_in(m, AC_PROJ_DOWN, l, a->act, N, d->H);
+    const proj_in actc = cast_in(m, AC_PROJ_DOWN, l, a->act, N, d->H, &a->cast_in);
     proj(m, AC_PROJ_DOWN, l, x_out, &actc, w.w_down, N, d->H, d->C);
     for (size_t i = 0; i < N * d->C; i++) x_out[i] += a->x_mid[i];
     cast_store(m, AC_RESIDUAL, l, x_out, N, d->C);
@@ -463,7 +475,7 @@ float llama_forward(llama_model *m, const int *tokens, const int *targets, int B
                     c->norm_eps);
     const float *head = c->tied ? m->p.t[LP_TOK_EMB] : m->p.t[LP_LM_HEAD];
     const size_t top = (size_t)c->n_layers;  // model-level sites count as "layer" L
-    const proj_in hfc = cast_in(m, AC_PROJ_HEAD, top, a->hf, d.N, d.C);
+    const proj_in hfc = cast_in(m, AC_PROJ_HEAD, top, a->hf, d.N, d.C, &a->cast_in);
     proj(m, AC_PROJ_HEAD, top, a->logits, &hfc, head, d.N, d.C, d.V);
     if (!targets) return 0.0f;
     return (float)op_crossentropy_forward(a->lse, a->logits, targets, d.N, d.V);
@@ -483,16 +495,25 @@ bool llama_kv(const llama_model *m, int l, const float **k, const float **v) {
 // policy: the output gradient along OC for dgrad and along N for wgrad, the weight along OC,
 // the input along N (block scales run along the summed dimension K of each product). A product
 // whose accumulator the policy emulates gets its operands as element values and scales.
-// Two casts are not computed again where their bits are already at hand (a cast hook, which
-// observes every cast, turns both off):
-// - again: x is the input of the previous call too (k and v after q, up after gate), whose wgrad
-//   cast of it (and its Hadamard rotation) slot 3 still holds where that cast was a plain one:
-//   the same site, layer and orientation cast the same bits;
+// Casts are not computed again where their bits are already at hand (a cast hook, which
+// observes every cast, turns this off):
+// - x as xs says: already its cast (the forward cast it in place, cast_in), or the input of the
+//   previous call too (k and v after q, up after gate), whose wgrad cast of it (and its Hadamard
+//   rotation) slot 3 still holds where that cast was a plain one: the same site, layer and
+//   orientation cast the same bits;
 // - wgrad's cast of dout along N is dgrad's along OC where the recipe makes the two the same
 //   (ac_cast_orientation_free: unscaled or one scale per tensor, no history, no draws).
+typedef enum { X_RAW, X_AGAIN, X_CAST } x_state;
+
+// The state of a projection's input in backward: whether the forward cast it in place (bits of
+// cast_in), else whether the previous call had it too.
+static x_state input_state(unsigned cast_in, ac_proj p, bool again) {
+    return cast_in >> p & 1u ? X_CAST : again ? X_AGAIN : X_RAW;
+}
+
 static void proj_backward(llama_model *m, ac_proj p, size_t l, float *dinp, float *dw, const float *dout,
                           const float *x, const float *w, size_t N, size_t IC, size_t OC, bool accumulate,
-                          bool again) {
+                          x_state xs) {
     ac_ctx *ac = m->ac;
     if (!ac) {
         op_matmul_backward(dinp, dw, dout, x, w, N, IC, OC, accumulate);
@@ -514,7 +535,7 @@ static void proj_backward(llama_model *m, ac_proj p, size_t l, float *dinp, floa
     }
     ac_gemm_sites(p, AC_WGRAD, &sa, &sb);
     acc = ac_emulated_acc(ac, p, AC_WGRAD);
-    const bool kept = again && !acc && ac_active(ac, sb) && !ac->hook;  // slot 3: this cast's alone
+    const bool kept = xs == X_AGAIN && !acc && ac_active(ac, sb) && !ac->hook;  // slot 3: this cast's alone
     const bool one_dout = gd && !acc && !ac->pol.hadamard && !ac->hook && ac_cast_orientation_free(ac, sa, N, OC);
     // NVFP4: rotate both wgrad operands along N, the summed dimension, into the slots dgrad is
     // done with (the casts below write slots 2 and 3, which must not be their inputs).
@@ -529,7 +550,7 @@ static void proj_backward(llama_model *m, ac_proj p, size_t l, float *dinp, floa
         mm_emulated(dw, IC, &a, &b, OC, IC, N, acc, true);
     } else {
         op_matmul_wgrad(dw, one_dout ? gd : ac_cast(ac, sa, L, dout, N, OC, true, 2, false),
-                        kept ? ac->buf[3] : ac_cast(ac, sb, L, x, N, IC, true, 3, false), N, IC, OC);
+                        xs == X_CAST ? x : kept ? ac->buf[3] : ac_cast(ac, sb, L, x, N, IC, true, 3, false), N, IC, OC);
     }
 }
 
@@ -541,20 +562,27 @@ static void layer_backward(llama_model *m, const dims *d, size_t l, const layer_
     llama_acts *s = m->acts;
     const size_t N = d->N, C = d->C, H = d->H;
     // MLP branch: x_out = x_mid + w_down(silu(w_gate h2) * w_up h2)
-    proj_backward(m, AC_PROJ_DOWN, l, s->dact, g.w_down, s->dx, a->act, w.w_down, N, H, C, false, false);
+    proj_backward(m, AC_PROJ_DOWN, l, s->dact, g.w_down, s->dx, a->act, w.w_down, N, H, C, false,
+                  input_state(a->cast_in, AC_PROJ_DOWN, false));
     op_swiglu_backward(s->dgate, s->dup, s->dact, a->gate, a->up, a->sig, N * H);
-    proj_backward(m, AC_PROJ_GATEUP, l, s->dh, g.w_gate, s->dgate, a->h2, w.w_gate, N, C, H, false, false);
-    proj_backward(m, AC_PROJ_GATEUP, l, s->dh, g.w_up, s->dup, a->h2, w.w_up, N, C, H, true, true);
+    proj_backward(m, AC_PROJ_GATEUP, l, s->dh, g.w_gate, s->dgate, a->h2, w.w_gate, N, C, H, false,
+                  input_state(a->cast_in, AC_PROJ_GATEUP, false));
+    proj_backward(m, AC_PROJ_GATEUP, l, s->dh, g.w_up, s->dup, a->h2, w.w_up, N, C, H, true,
+                  input_state(a->cast_in, AC_PROJ_GATEUP, true));
     op_rmsnorm_backward(s->dx, g.mlp_norm, s->dh, a->x_mid, w.mlp_norm, a->rstd2, N, C);
     // attention branch: x_mid = x + wo(attention(rope(wq h1), rope(wk h1), wv h1))
-    proj_backward(m, AC_PROJ_O, l, s->dy, g.wo, s->dx, a->y, w.wo, N, d->qd, C, false, false);
+    proj_backward(m, AC_PROJ_O, l, s->dy, g.wo, s->dx, a->y, w.wo, N, d->qd, C, false,
+                  input_state(a->cast_in, AC_PROJ_O, false));
     op_attention_backward(s->dq, s->dk, s->dv, s->datt, s->dy, a->att, a->q, a->k, a->v, d->B, d->T, d->NH,
                        d->NKV, d->hs);
     op_rope_backward(s->dq, m->rope_cos, m->rope_sin, d->B, d->T, d->NH, d->hs);
     op_rope_backward(s->dk, m->rope_cos, m->rope_sin, d->B, d->T, d->NKV, d->hs);
-    proj_backward(m, AC_PROJ_QKV, l, s->dh, g.wq, s->dq, a->h1, w.wq, N, C, d->qd, false, false);
-    proj_backward(m, AC_PROJ_QKV, l, s->dh, g.wk, s->dk, a->h1, w.wk, N, C, d->kvd, true, true);
-    proj_backward(m, AC_PROJ_QKV, l, s->dh, g.wv, s->dv, a->h1, w.wv, N, C, d->kvd, true, true);
+    proj_backward(m, AC_PROJ_QKV, l, s->dh, g.wq, s->dq, a->h1, w.wq, N, C, d->qd, false,
+                  input_state(a->cast_in, AC_PROJ_QKV, false));
+    proj_backward(m, AC_PROJ_QKV, l, s->dh, g.wk, s->dk, a->h1, w.wk, N, C, d->kvd, true,
+                  input_state(a->cast_in, AC_PROJ_QKV, true));
+    proj_backward(m, AC_PROJ_QKV, l, s->dh, g.wv, s->dv, a->h1, w.wv, N, C, d->kvd, true,
+                  input_state(a->cast_in, AC_PROJ_QKV, true));
     op_rmsnorm_backward(s->dx, g.attn_norm, s->dh, x, w.attn_norm, a->rstd1, N, C);
 }
 
@@ -568,7 +596,8 @@ void llama_backward(llama_model *m, const int *tokens, const int *targets, float
     // the logits buffer becomes dlogits (the logits are not needed after this)
     op_crossentropy_backward(a->logits, a->logits, a->lse, targets, d.N, d.V, loss_scale);
     proj_backward(m, AC_PROJ_HEAD, (size_t)c->n_layers, a->dh, dhead, a->logits,
-                  a->hf, head, d.N, d.C, d.V, false, false);
+                  a->hf, head, d.N, d.C, d.V, false,
+                  input_state(a->cast_in, AC_PROJ_HEAD, false));
     memset(a->dx, 0, d.N * d.C * sizeof *a->dx);
     op_rmsnorm_backward(a->dx, m->g.t[LP_FINAL_NORM], a->dh, a->x_in[c->n_layers],
                      m->p.t[LP_FINAL_NORM], a->rstd_f, d.N, d.C);
