@@ -691,7 +691,6 @@ V4 void block_loop(const lk *kp, lean_class cls, fmt_round_mode mode, const blk 
                       _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512()};
     lean_counts *cnt = counts ? &lc : NULL;
     uint64_t zeroed = 0;
-    size_t i = 0, t = 0;
     if (tc == 1) {  // per column: each lane its own multiplier and divisor, loaded, not broadcast
         // bl.rows rows share them (a tile row of per-column scales): a chunk of column vectors
         // prepares its divisors (two float64 divisions per vector) once for all the rows.
@@ -748,7 +747,7 @@ V4 void block_loop(const lk *kp, lean_class cls, fmt_round_mode mode, const blk 
         float *outr = out + r * bl.ld;
         __m512 m, d;
         div16 dv;
-        i = 0, t = 0;
+        size_t i = 0, t = 0;
         for (; i + tc <= n; t++) {  // whole tiles: whole vectors
             const bool exact = tile_consts(&bl, t, &m, &d, &dv);
             if (bl.zeroed && bl.mul[t] == 0.0f) zeroed += nonzeros(inr + i, tc);
@@ -1027,7 +1026,7 @@ bool fmt__scale_round_f32_lean(const fmt__kparams *p, fmt_round_mode mode, size_
     if (cls == LEAN_NONE || tc == 0 || (tc % 16 && tc != 1) || !cpu_v4() || mxcsr_daz_ftz()) return false;
     if (rows != 1 && (rows == 0 || ld < n || (rows - 1) * ld + n > LEAN_BLOCK)) return false;
     // Pieces of whole tiles. The 64-bit divisions only where n is past one piece: this is called
-    // per row of a unit, and two divisions cost as much as the rest of a short row's setup.
+    // per tile row of a unit, and two divisions cost as much as the rest of a short row's setup.
     for (size_t done = 0, t = 0; done < n;) {
         const size_t len = n - done <= LEAN_BLOCK ? n - done : LEAN_BLOCK / tc * tc;
         const lk k = lk_make(p, cls, base + done);

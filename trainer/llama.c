@@ -371,16 +371,22 @@ typedef struct {
     mm_operand op;
 } proj_in;
 
-// Where the input's cast is the same bits in both orientations (ac_cast_orientation_free) and
-// both of its products take it as float32 values, the forward casts it in place, and wgrad
-// multiplies by it as it is: the input is read by its projection's products only (RMSNorm,
-// attention and SwiGLU backward read their own inputs). A cast hook sees every cast with its
-// input, so it keeps the cast into a slot. *cast_in records which was done, for backward.
+// Whether one cast of a tensor for site s serves both of its products: the same bits in both
+// orientations (ac_cast_orientation_free), no Hadamard rotation of the wgrad operands between
+// them, and no cast hook (which sees every cast with its input).
+static bool one_cast_serves_both(const ac_ctx *ac, ac_site s, size_t rows, size_t cols) {
+    return !ac->pol.hadamard && !ac->hook && ac_cast_orientation_free(ac, s, rows, cols);
+}
+
+// Where one cast of the input serves both of its products and both take it as float32 values,
+// the forward casts it in place, and wgrad multiplies by it as it is: the input is read by its
+// projection's products only (RMSNorm, attention and SwiGLU backward read their own inputs).
+// *cast_in records which was done, for backward.
 static proj_in cast_in(llama_model *m, ac_proj p, size_t l, float *x, size_t rows, size_t cols, unsigned *cast_in) {
     ac_ctx *ac = m->ac;
     proj_in in = {.acc = ac_emulated_acc(ac, p, AC_FPROP)};
-    const bool in_place = ac && !in.acc && !ac_emulated_acc(ac, p, AC_WGRAD) && !ac->pol.hadamard && !ac->hook &&
-                          ac_cast_orientation_free(ac, ac_proj_in(p), rows, cols);
+    const bool in_place = ac && !in.acc && !ac_emulated_acc(ac, p, AC_WGRAD) &&
+                          one_cast_serves_both(ac, ac_proj_in(p), rows, cols);
     *cast_in = in_place ? *cast_in | 1u << p : *cast_in & ~(1u << p);
     if (in.acc) ac_cast_operand(ac, ac_proj_in(p), (int)l, x, rows, cols, false, MM_SIDE_A, 0, !m->uncounted, &in.op);
     else if (in_place) ac_cast_inplace(ac, ac_proj_in(p), (int)l, x, rows, cols, !m->uncounted), in.x = x;
@@ -536,7 +542,7 @@ static void proj_backward(llama_model *m, ac_proj p, size_t l, float *dinp, floa
     ac_gemm_sites(p, AC_WGRAD, &sa, &sb);
     acc = ac_emulated_acc(ac, p, AC_WGRAD);
     const bool kept = xs == X_AGAIN && !acc && ac_active(ac, sb) && !ac->hook;  // slot 3: this cast's alone
-    const bool one_dout = gd && !acc && !ac->pol.hadamard && !ac->hook && ac_cast_orientation_free(ac, sa, N, OC);
+    const bool one_dout = gd && !acc && one_cast_serves_both(ac, sa, N, OC);
     // NVFP4: rotate both wgrad operands along N, the summed dimension, into the slots dgrad is
     // done with (the casts below write slots 2 and 3, which must not be their inputs).
     if (ac->pol.hadamard) {
