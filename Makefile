@@ -88,6 +88,7 @@ help:
 	@echo "make deps       install the Debian packages fplab needs (as root), or print the line"
 	@echo "make demo       the finfo table, a few casts and a 2-minute precision ablation (the README's main command)"
 	@echo "make test       build and run the Criterion suites"
+	@echo "make python     a venv build/venv with NumPy and the fplab package (docs/python.md; make test makes it too)"
 	@echo "make asan       the tests under AddressSanitizer and UBSan"
 	@echo "make bench      benchmarks (tables; never fail on a timing)"
 	@echo "make test-gpu   the CUDA suites, on a machine with a GPU"
@@ -261,8 +262,9 @@ demo: deps
 
 # check-docs: the command blocks of README.md and docs/*.md, the quick ones run as pasted in a
 # fresh temporary directory, the slow ones and the templates listed with their reason
-# (tools/check_doc_commands.py says how a block is marked). Not part of make test.
-check-docs: all
+# (tools/check_doc_commands.py says how a block is marked). Not part of make test. It makes the venv
+# build/venv first (make python): docs/engines.md's blocks run NumPy from it.
+check-docs: all python
 	python3 tools/check_doc_commands.py
 
 verify-exhaustive: all $(BUILD)/tools/verify_exhaustive

@@ -396,7 +396,17 @@ extern "C" bool mm_cuda_available(char *msg, size_t msg_len) {
     int n = 0;
     const cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess) {
-        if (msg && msg_len) snprintf(msg, msg_len, "no usable CUDA device: %s", cudaGetErrorString(e));
+        // Without a driver the runtime says "driver version is insufficient", which reads as an
+        // upgrade to make; a driver version of 0 means none is installed: no GPU here.
+        int driver = 0;
+        if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;
+        if (msg && msg_len) {
+            if (driver == 0)
+                snprintf(msg, msg_len, "no GPU: no NVIDIA driver is installed on this machine");
+            else
+                snprintf(msg, msg_len, "no usable CUDA device: %s (driver %d.%d)", cudaGetErrorString(e),
+                         driver / 1000, driver % 1000 / 10);
+        }
         cudaGetLastError();  // clear the sticky error state of the runtime API
         return false;
     }
