@@ -217,6 +217,23 @@ static const char *strip_module(const char *name) {
     return name;
 }
 
+// PyTorch's dtypes that name a format of the table. After "torch." only these are read: the
+// bare name may be another library's format (torch has no float8_e4m3; ml_dtypes' is IEEE-style),
+// so a mistyped torch dtype must not become it. Ordered so that a near miss suggests the OCP
+// formats first.
+static const char *const torch_dtypes[] = {"float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+                                           "float8_e8m0fnu", "float4_e2m1fn_x2", "bfloat16", "float16", "half",
+                                           "float32", "float", "float64", "double"};
+enum { TORCH_N = sizeof torch_dtypes / sizeof *torch_dtypes };
+
+// True where name is "torch." followed by a name that is not one of torch_dtypes.
+static bool torch_unknown(const char *name) {
+    if (strncasecmp(name, "torch.", 6) || !name[6]) return false;
+    for (size_t i = 0; i < TORCH_N; i++)
+        if (!strcasecmp(name + 6, torch_dtypes[i])) return false;
+    return true;
+}
+
 size_t fmt_peer_count(void) { return PEER_N; }
 
 const char *fmt_peer_get(size_t i, const char **spec, const char **peer) {
@@ -266,7 +283,8 @@ static int parse_p3109(fmt_t *out, const char *name, bool *wide) {
 
 int fmt_from_name_wide(fmt_t *out, const char *name) {
     bool wide;
-    if (name && parse_p3109(out, strip_module(name), &wide) == FMT_EINVAL && wide) return FMT_OK;
+    if (name && !torch_unknown(name) && parse_p3109(out, strip_module(name), &wide) == FMT_EINVAL && wide)
+        return FMT_OK;
     return fmt_from_name(out, name);
 }
 
@@ -275,7 +293,7 @@ bool fmt_is_wide(const fmt_t *f) { return f->ebits > 11; }
 uint64_t fmt_max_code(const fmt_t *f) { return D_TOP_CODE(f->ebits, f->mbits, f->special, f->is_signed); }
 
 int fmt_from_name(fmt_t *out, const char *name) {
-    if (!name || !*name) return FMT_EUNKNOWN;
+    if (!name || !*name || torch_unknown(name)) return FMT_EUNKNOWN;
     name = strip_module(name);
     bool wide;
     const int pst = parse_p3109(out, name, &wide);
@@ -363,6 +381,22 @@ void fmt_name_message(const char *name, int status, char *msg, size_t len) {
             snprintf(msg, len, "ambiguous: it names %s; say which", ambiguous[i].choices);
             return;
         }
+    if (name && torch_unknown(name)) {
+        int bd = 1 << 30;
+        const char *near = NULL;
+        for (size_t i = 0; i < TORCH_N; i++) {
+            const int d = edit_distance(name + 6, torch_dtypes[i]);
+            if (d < bd) bd = d, near = torch_dtypes[i];
+        }
+        size_t k = (size_t)snprintf(msg, len, "not a torch dtype that fplab maps; ");
+        if (k < len && bd <= 1 + (int)strlen(name + 6) / 3)
+            k += (size_t)snprintf(msg + k, len - k, "did you mean 'torch.%s'? ", near);
+        if (k < len) k += (size_t)snprintf(msg + k, len - k, "torch dtypes fplab maps:");
+        for (size_t i = 0; i < TORCH_N && k < len; i++)
+            k += (size_t)snprintf(msg + k, len - k, " torch.%s", torch_dtypes[i]);
+        if (k < len) snprintf(msg + k, len - k, " (other formats by their fplab name, without 'torch.')");
+        return;
+    }
     bool wide;
     fmt_t tmp;
     if (parse_p3109(&tmp, bare, &wide) == FMT_EINVAL) {

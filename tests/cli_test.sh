@@ -701,5 +701,9 @@ expect_has "train, stopped (corpus to be edited)" "stopped at step 2" "$F" train
 head -c 100 "$T/corpus.txt" >>"$T/c_ed.txt"  # an edit within the vocabulary (a new character is refused anyway)
 expect_err "resume refuses an edited corpus" "another corpus" "$F" train --resume "$T/run_ed/ckpt.bin"
 
+# --- issue 34: fplab.torch (torch dtype names)
+expect_err "cast --to torch.float8_e4m3 (no such torch dtype)" "did you mean 'torch.float8_e4m3fn'" "$F" cast 1 --to torch.float8_e4m3
+expect_eq "finfo torch.float == fp32" "$("$F" finfo fp32 --format csv)" "$("$F" finfo torch.float --format csv)"
+
 echo "$pass passed, $fail failed"
 [[ $fail == 0 ]]

@@ -342,3 +342,38 @@ Test(format, ambiguous_and_unknown_names) {
     fmt_name_message("zzzzzzzzzz", st, msg, sizeof msg);
     cr_expect(!strstr(msg, "did you mean") && strstr(msg, "known formats"), "%s", msg);
 }
+
+// Issue 34: after "torch." only PyTorch's dtypes are read. torch has no float8_e4m3, and the bare
+// name is ml_dtypes' IEEE-style e4m3 (max 240, not float8_e4m3fn's 448): refused, with the
+// torch dtypes fplab maps and the nearest of them.
+Test(format, torch_prefix_takes_only_torch_dtypes) {
+    fmt_t f;
+    char msg[1024];
+    static const char *bad[] = {"torch.float8_e4m3", "TORCH.float8_e3m4", "torch.e4m3", "torch.fp32", "torch.binary8p3se",
+                                "torch.binary16p1se", "torch.float6_e3m2fn"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        const int st = fmt_from_name(&f, bad[i]);
+        cr_expect_eq(st, FMT_EUNKNOWN, "%s", bad[i]);
+        cr_expect_eq(fmt_from_name_wide(&f, bad[i]), FMT_EUNKNOWN, "%s (wide)", bad[i]);
+        fmt_name_message(bad[i], st, msg, sizeof msg);
+        cr_expect(strstr(msg, "not a torch dtype that fplab maps") && strstr(msg, "torch.float8_e4m3fn") &&
+                  strstr(msg, "torch.float4_e2m1fn_x2") && strstr(msg, "torch.float64"), "%s: %s", bad[i], msg);
+    }
+    fmt_name_message("torch.float8_e4m3", FMT_EUNKNOWN, msg, sizeof msg);
+    cr_expect(strstr(msg, "did you mean 'torch.float8_e4m3fn'"), "%s", msg);
+    static const char *good[][2] = {
+        {"torch.float8_e4m3fn", "e4m3"}, {"torch.float8_e5m2", "e5m2"}, {"torch.float8_e4m3fnuz", "e4m3fnuz"},
+        {"torch.float8_e5m2fnuz", "e5m2fnuz"}, {"torch.float8_e8m0fnu", "e8m0"}, {"torch.float4_e2m1fn_x2", "e2m1"},
+        {"torch.bfloat16", "bf16"}, {"torch.float16", "fp16"}, {"torch.half", "fp16"}, {"torch.float32", "fp32"},
+        {"Torch.float", "fp32"}, {"torch.float64", "fp64"}, {"torch.double", "fp64"},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        cr_assert_eq(fmt_from_name(&f, good[i][0]), FMT_OK, "%s", good[i][0]);
+        cr_expect_str_eq(f.name, good[i][1]);
+    }
+    // other prefixes keep their meaning: ml_dtypes and jnp do have float8_e4m3
+    cr_assert_eq(fmt_from_name(&f, "ml_dtypes.float8_e4m3"), FMT_OK);
+    cr_expect_eq(f.max, 240);
+    cr_assert_eq(fmt_from_name(&f, "jnp.float8_e4m3"), FMT_OK);
+    cr_expect_eq(f.max, 240);
+}

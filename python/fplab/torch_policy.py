@@ -44,13 +44,13 @@ import json
 import re
 import time
 import warnings
-import weakref
 
 import torch
 
 from . import _autocast
 
-__all__ = ["apply_policy", "Policy", "NAMES", "PROJECTIONS", "policy_text", "rope_pairs_order", "llama_order"]
+__all__ = ["apply_policy", "applied_policies", "Policy", "NAMES", "PROJECTIONS", "policy_text", "rope_pairs_order",
+           "llama_order"]
 
 PROJECTIONS = ("attn.qkv", "attn.o", "mlp.gate_up", "mlp.down", "lm_head")  # ac_proj order
 FPROP, DGRAD, WGRAD = 0, 1, 2
@@ -143,17 +143,63 @@ class _Group:
         self.cache = None          # (x, outputs, consumed flags) of the last forward
 
 
+class _PolicyForward:
+    """A placed Linear's forward while a policy is applied (the module's own `forward` attribute).
+    It holds the Policy: the model owns its policy until Policy.remove(), whoever else keeps a
+    reference. Neither copied nor pickled: a copy would run the original's modules (their
+    weights) and share the policy's steps and amax histories."""
+
+    __slots__ = ("policy", "path", "grp", "i")
+
+    def __init__(self, policy, path, grp, i):
+        self.policy, self.path, self.grp, self.i = policy, path, grp, i
+
+    def __call__(self, input):
+        return self.policy._forward(self.grp, self.i, input)
+
+    def _refuse(self, what):
+        raise TypeError(f"fplab.torch: cannot {what} module {self.path!r} while policy {self.policy.name!r} is "
+                        "applied to it (a copy would compute with the original's weights): save "
+                        "model.state_dict() and pol.state_dict(), or pol.remove() first and apply the policy "
+                        "again to the model and to its copy")
+
+    def __deepcopy__(self, memo):
+        self._refuse("copy")
+
+    def __reduce_ex__(self, protocol):
+        self._refuse("pickle (torch.save)")
+
+
+def applied_policies(model):
+    """The policies applied to model's modules (the Policy objects, each once, in module order;
+    [] where none is): how to reach, and remove, a policy whose apply_policy result was not kept."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"applied_policies: expected a torch.nn.Module, got {type(model).__name__}")
+    found = {}
+    for mod in model.modules():
+        fwd = mod.__dict__.get("forward")
+        if isinstance(fwd, _PolicyForward):
+            found.setdefault(id(fwd.policy), fwd.policy)
+    return list(found.values())
+
+
 class Policy:
     """What apply_policy returns: the policy applied to a model (a context manager too: leaving
-    the `with` block restores the model). Attributes: name, text (the policy's canonical text),
-    ctx (the fplab._autocast.Context), sites ({module path: (projection, layer)}), step."""
+    the `with` block restores the model). The model holds it until remove(). Attributes: name,
+    text (the policy's canonical text), ctx (the fplab._autocast.Context), sites ({module path:
+    (projection, layer)}), step."""
 
     def __init__(self, model, policy, *, seed=0, telemetry="sites", sites=(), default="mlp.down",
-                 accumulator=None, log=None, n_layers=None, out_order=None):
+                 accumulator=None, log=None, n_layers=None, out_order=None, replace=False):
         if not isinstance(model, torch.nn.Module):
             raise TypeError(f"apply_policy: expected a torch.nn.Module, got {type(model).__name__}")
         if not isinstance(policy, str):
             raise TypeError(f"apply_policy: policy is a preset name or a policy file path, got {type(policy).__name__}")
+        previous = applied_policies(model)
+        if previous and not replace:
+            raise ValueError(f"apply_policy: the model already runs under policy {previous[0].name!r}; remove it "
+                             "first (pol.remove(); fplab.torch.applied_policies(model) finds it) or pass "
+                             "replace=True")
         text = _autocast.policy_text(policy)
         if accumulator is not None:  # passed through to the library's grammar unchanged
             for line in [accumulator] if isinstance(accumulator, str) else accumulator:
@@ -189,11 +235,14 @@ class Policy:
         self.record = None
         self.step = self.applied = 0
         self.last_skipped = False
+        self._last_telemetry = {}  # the last step end_step closed (telemetry())
         self.ctx.begin_step(0)
         self._log = open(log, "a") if isinstance(log, str) else log
         self._own_log = isinstance(log, str)
         self._t0 = time.monotonic()
         self._tokens = 0
+        for old in previous:  # replace=True, and nothing above refused
+            old.remove()
         # Groups: one per (projection, layer, parent module).
         groups = {}
         self._patched = []
@@ -205,7 +254,7 @@ class Policy:
             grp.members.append(mod)
             grp.paths.append(path)
             grp.orders.append(orders.get(path))
-            self._patch(mod, grp, len(grp.members) - 1)
+            self._patch(mod, path, grp, len(grp.members) - 1)
         self.groups = list(groups.values())
         if self._log is not None:
             self._log.write(json.dumps({"event": "start", "policy": self.name, "seed": seed, "model": "torch",
@@ -221,20 +270,22 @@ class Policy:
 
     # --- module patching
 
-    def _patch(self, mod, grp, i):
-        ref = weakref.ref(self)
-
-        def forward(x):
-            pol = ref()
-            return mod.__class__.forward(mod, x) if pol is None else pol._forward(grp, i, x)
-
-        mod.forward = forward
-        self._patched.append(mod)
+    def _patch(self, mod, path, grp, i):
+        fwd = _PolicyForward(self, path, grp, i)
+        self._patched.append((mod, fwd, mod.__dict__.get("forward")))
+        mod.forward = fwd
 
     def remove(self):
-        """Restores every patched module's own forward (and closes a log opened by path)."""
-        for mod in self._patched:
-            mod.__dict__.pop("forward", None)
+        """Restores every patched module's own forward (and closes a log opened by path); a
+        module whose forward was set since by someone else keeps that one. Once removed, a
+        policy does nothing more (a second remove() is a no-op)."""
+        for mod, fwd, prev in self._patched:
+            if mod.__dict__.get("forward") is not fwd:
+                continue
+            if prev is None:
+                del mod.__dict__["forward"]
+            else:
+                mod.__dict__["forward"] = prev
         self._patched = []
         self.close()
 
@@ -269,6 +320,10 @@ class Policy:
         if mod.weight.dtype != torch.float32:
             raise TypeError(f"fplab.torch: {self._path(grp, i)}: weight is {mod.weight.dtype}; the policy's "
                             "master site sets the weights' precision: keep the module in float32")
+        if x.numel() == 0 or mod.weight.numel() == 0:
+            # An empty product casts nothing (no step, micro-batch or count moves): nn.Linear's
+            # own result, whose gradients are the exact zeros and empties.
+            return torch.nn.functional.linear(x, mod.weight, mod.bias)
         c = grp.cache
         if c is not None and c[0] is x and not c[2][i]:
             c[2][i] = True
@@ -336,9 +391,14 @@ class Policy:
     # --- steps and telemetry
 
     def telemetry(self):
-        """The step's telemetry so far, as the C trainer's log members ({"sites": ..., "update": ...})."""
+        """The telemetry of the step in progress so far, as the C trainer's log members, with the
+        step's number as the log line's: {"step": N, "sites": ..., "update": ...}. Right after
+        end_step, until the next step counts a cast, the step end_step closed (what its log line
+        holds); {} before the first count."""
         s = self.ctx.json()
-        return json.loads("{" + s[1:] + "}") if s else {}
+        if not s:
+            return dict(self._last_telemetry)
+        return {"step": self.step + 1, **json.loads("{" + s[1:] + "}")}
 
     def end_step(self, loss=None, *, lr=None, grad_norm=None, skipped=None, tokens=0, val_loss=None):
         """Ends optimizer step self.step: writes its log line (the C trainer's JSONL: step, loss,
@@ -362,7 +422,9 @@ class Policy:
                   '"loss_scale":' + num(scale, 9), f'"skipped":{int(bool(skipped))}']
         if val_loss is not None:
             fields.append('"val_loss":' + num(float(val_loss), 9))
-        line = "{" + ",".join(fields) + self.ctx.json() + "}"
+        tel = self.ctx.json()
+        line = "{" + ",".join(fields) + tel + "}"
+        self._last_telemetry = {"step": self.step + 1, **json.loads("{" + tel[1:] + "}")} if tel else {}
         if self._log is not None:
             self._log.write(line + "\n")
             self._log.flush()
@@ -515,7 +577,7 @@ def grads_shape(ctx, grads, N, IC):
 
 
 def apply_policy(model, policy, *, seed=0, telemetry="sites", sites=(), default="mlp.down", accumulator=None,
-                 log=None, n_layers=None, out_order=None):
+                 log=None, n_layers=None, out_order=None, replace=False):
     """Runs every nn.Linear of model under a precision policy of the C trainer and returns the
     Policy (also a context manager: `with apply_policy(model, "mxfp8") as pol:` restores the
     model on leaving).
@@ -529,9 +591,14 @@ def apply_policy(model, policy, *, seed=0, telemetry="sites", sites=(), default=
     (default: one more than the largest layer number of a placed Linear). out_order: {glob over
     module paths: a permutation of that Linear's out_features}, the order in which its output
     features are cast (block scales and stochastic-rounding draws follow positions);
-    llama_order(model.config) makes a Hugging Face Llama's casts the C trainer's."""
+    llama_order(model.config) makes a Hugging Face Llama's casts the C trainer's.
+
+    The model holds the policy until pol.remove() (or the end of the `with` block). A model that
+    already runs under a policy is refused, unless replace=True, which removes that one first.
+    While a policy is applied, copy.deepcopy(model) and torch.save(model) are refused (save
+    model.state_dict() and pol.state_dict())."""
     return Policy(model, policy, seed=seed, telemetry=telemetry, sites=sites, default=default,
-                  accumulator=accumulator, log=log, n_layers=n_layers, out_order=out_order)
+                  accumulator=accumulator, log=log, n_layers=n_layers, out_order=out_order, replace=replace)
 
 
 @contextlib.contextmanager

@@ -29,3 +29,22 @@ def test_module_and_refusals():
     with pytest.raises(ValueError, match="unknown format"):
         fq.FakeQuantize("e9m9x")
     assert np.isnan(fq.fake_quantize(torch.tensor([500.0]), "e4m3").item())
+
+
+def test_torch_dtype_names_are_torch_dtypes():
+    """Issue 34: after "torch." fplab reads exactly torch's floating dtypes: each one the installed
+    torch has names the format with torch.finfo's max; a name torch does not have
+    (torch.float8_e4m3, which would be ml_dtypes' IEEE-style e4m3, max 240) is refused with the
+    list."""
+    names = [n for n in dir(torch)
+             if isinstance(getattr(torch, n), torch.dtype) and getattr(torch, n).is_floating_point]
+    assert "float8_e4m3fn" in names and not hasattr(torch, "float8_e4m3")
+    for n in names:
+        fi = fplab.finfo("torch." + n)
+        if n != "float4_e2m1fn_x2":  # packed two to a byte: torch.finfo has no row for it
+            assert fi.max == torch.finfo(getattr(torch, n)).max, n
+    assert fplab.finfo("torch.float4_e2m1fn_x2").max == 6
+    for bad in ("torch.float8_e4m3", "torch.e4m3", "torch.float8_e3m4"):
+        with pytest.raises(ValueError, match="not a torch dtype that fplab maps.*torch.float8_e4m3fn"):
+            fplab.finfo(bad)
+    assert fplab.finfo("float8_e4m3").max == 240  # the bare name stays ml_dtypes'

@@ -325,3 +325,143 @@ def test_log_reads_in_fplab_report(tmp_path, cli):
     cli("report", str(tmp_path), "--no-plots")
     assert "mxfp8" in (tmp_path / "report.md").read_text()
     assert os.path.exists(tmp_path / "report.md")
+
+
+# --- issue 34: the model holds its policy; second applies, copies, saves, empty batches, telemetry
+
+def _down(seed=0):
+    torch.manual_seed(seed)
+    m = torch.nn.Sequential()
+    m.add_module("down_proj", torch.nn.Linear(64, 64))
+    return m
+
+
+def _under(preset, x, seed=0):
+    """The output of a fresh _down(seed) under preset, its policy held by a `with` block."""
+    m = _down(seed)
+    with ft.apply_policy(m, preset):
+        return m(x).detach()
+
+
+def test_policy_stays_until_removed():
+    """apply_policy as a statement (its Policy not kept): the model still runs the policy after a
+    collection, until the policy is removed (found again by applied_policies)."""
+    import gc
+    x = data()
+    m = _down()
+    plain = m(x).detach()
+    want = _under("mxfp4", x)
+    assert not torch.equal(want, plain)
+    ft.apply_policy(m, "mxfp4")
+    gc.collect()
+    same_bits(m(x).detach().numpy(), want.numpy())
+    pols = ft.applied_policies(m)
+    assert [p.name for p in pols] == ["mxfp4"]
+    pols[0].remove()
+    assert ft.applied_policies(m) == [] and "forward" not in m.down_proj.__dict__
+    same_bits(m(x).detach().numpy(), plain.numpy())
+
+
+def test_second_apply_refused_unless_replace():
+    x = data()
+    m = _down()
+    plain = m(x).detach()
+    p1 = ft.apply_policy(m, "mxfp4")
+    with pytest.raises(ValueError, match="already runs under policy 'mxfp4'.*replace=True"):
+        ft.apply_policy(m, "bf16-amp")
+    with pytest.raises(ValueError, match="already runs under"):  # a submodule of it too
+        ft.apply_policy(m.down_proj, "bf16-amp", default="mlp.down")
+    same_bits(m(x).detach().numpy(), _under("mxfp4", x).numpy())  # the refusal changed nothing
+    p2 = ft.apply_policy(m, "bf16-amp", replace=True)
+    want = _under("bf16-amp", x)
+    same_bits(m(x).detach().numpy(), want.numpy())
+    p1.remove()  # already removed by the replacement: leaves the second in place
+    assert ft.applied_policies(m) == [p2]
+    same_bits(m(x).detach().numpy(), want.numpy())
+    p2.remove()
+    same_bits(m(x).detach().numpy(), plain.numpy())
+
+
+def test_copy_and_save_refused_while_applied():
+    """copy.deepcopy and torch.save of a model under a policy are refused with what to do (a copy
+    would run the original's modules and weights); after remove() both work, and the copy under
+    a policy of its own computes with its own weights."""
+    import copy
+    import io
+    x = data()
+    m = _down()
+    pol = ft.apply_policy(m, "mxfp4")
+    with pytest.raises(TypeError, match="cannot copy module 'down_proj' while policy 'mxfp4'"):
+        copy.deepcopy(m)
+    with pytest.raises(TypeError, match=r"cannot pickle \(torch.save\).*state_dict"):
+        torch.save(m, io.BytesIO())
+    buf = io.BytesIO()
+    torch.save(m.state_dict(), buf)  # the weights save as ever
+    pol.remove()
+    c = copy.deepcopy(m)
+    torch.save(m, io.BytesIO())
+    with torch.no_grad():
+        c.down_proj.weight.mul_(2)
+    with ft.apply_policy(m, "mxfp4"), ft.apply_policy(c, "mxfp4"):
+        ym, yc = m(x).detach(), c(x).detach()
+    same_bits(ym.numpy(), _under("mxfp4", x).numpy())
+    m2 = _down()
+    with torch.no_grad():
+        m2.down_proj.weight.mul_(2)
+    same_bits(yc.numpy(), _under_model(m2, "mxfp4", x).numpy())
+
+
+def _under_model(m, preset, x):
+    with ft.apply_policy(m, preset):
+        return m(x).detach()
+
+
+PRESETS = ["fp32", "bf16-amp", "fp16-amp", "pure-bf16-sr", "fp8-delayed", "mxfp8", "mxfp4", "nvfp4"]
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_zero_size_batch(preset):
+    """An empty batch gives nn.Linear's empty result (exact zero weight and bias gradients), casts
+    and counts nothing, and leaves the step's micro-batch count as it was: the next batch's casts
+    and telemetry are those of a policy that never saw the empty one."""
+    x = data()
+    runs = []
+    for empty in (True, False):
+        m = Toy()
+        with ft.apply_policy(m, preset) as pol:
+            if empty:
+                xe = torch.zeros(2, 0, 64, requires_grad=True)
+                y = m(xe)
+                assert y.shape == (2, 0, 40)
+                y.sum().backward()
+                assert xe.grad.shape == (2, 0, 64)
+                for p in m.parameters():
+                    assert p.grad is not None and not p.grad.any()
+                assert pol.telemetry() == {}
+                m.zero_grad()
+            m(x).square().mean().backward()
+            runs.append((pol.telemetry(), [p.grad.clone() for p in m.parameters()]))
+    assert runs[0][0] == runs[1][0]
+    for a, b in zip(runs[0][1], runs[1][1]):
+        same_bits(a.numpy(), b.numpy())
+
+
+def test_telemetry_after_end_step():
+    """telemetry() after end_step is the step end_step closed (its log line's sites), with its
+    number; the next step's first counted cast starts the new step's."""
+    m = Toy()
+    x = data()
+    with ft.apply_policy(m, "mxfp8") as pol:
+        assert pol.telemetry() == {}
+        m(x).square().mean().backward()
+        during = pol.telemetry()
+        assert during["step"] == 1 and during["sites"]["mlp.down.in"]["n"] == 2 * 32 * 96
+        line = pol.end_step(1.0)
+        after = pol.telemetry()
+        assert after == {"step": 1, "sites": line["sites"]} and after == during
+        with torch.no_grad():
+            m(x)  # evaluation counts nothing: still step 1's
+        assert pol.telemetry() == after
+        m(x[:16]).square().mean().backward()
+        nxt = pol.telemetry()
+        assert nxt["step"] == 2 and nxt["sites"]["mlp.down.in"]["n"] == 2 * 16 * 96
