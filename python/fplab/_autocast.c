@@ -260,7 +260,10 @@ static PyObject *ctx_matmul(ContextObject *self, PyObject *args) {
     else st = op_matmul_wgrad(o.buf, a.buf, b.buf, n, ic, oc);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&o), PyBuffer_Release(&a), PyBuffer_Release(&b);
-    if (st != 0) return PyErr_Format(PyExc_MemoryError, "matmul: the library returned %d", st);
+    if (st == MM_ENOMEM) return PyErr_Format(PyExc_MemoryError, "matmul (%zd x %zd x %zd): out of memory", N, IC, OC);
+    if (st != MM_OK)
+        return PyErr_Format(PyExc_ValueError, "matmul (%zd x %zd x %zd): the library refused the product (status %d%s)",
+                            N, IC, OC, st, n == 0 || ic == 0 || oc == 0 ? ": an empty product" : "");
     Py_RETURN_NONE;
 }
 
