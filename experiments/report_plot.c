@@ -67,21 +67,25 @@ static void preamble(FILE *f, const rp_plot *p, const char *what, const char *xl
             p->base, what, p->base, p->base);
     const int cols = npanels > 1 ? (npanels < PANEL_COLS ? npanels : PANEL_COLS) : 1;
     const int rows = npanels > 1 ? (npanels + cols - 1) / cols : 1;
-    const int w = npanels > 1 ? 420 * cols : 1000, h = npanels > 1 ? 300 * rows + 40 : 600;
+    const int w = npanels > 1 ? 420 * cols : 1000, h = npanels > 1 ? 360 * rows + 40 : 600;
     fprintf(f, "if (strstrt(GPVAL_TERMINALS, \"pngcairo\") > 0) {\n"
                "    set terminal pngcairo noenhanced size %d,%d font \",10\"\n"
                "} else {\n"
                "    set terminal png noenhanced size %d,%d\n"
                "}\n", w, h, w, h);
     fprintf(f, "set output \"%s.png\"\n", p->base);
-    fputs("set xlabel ", f), gp_str(f, xlabel), fputc('\n', f);
     fputs("set ylabel ", f), gp_str(f, ylabel), fputc('\n', f);
     fputs("set datafile missing \"NaN\"\nset grid\n", f);
     if (npanels > 1) {
-        fprintf(f, "set key top right font \",8\" samplen 2 opaque\nset multiplot layout %d,%d title ", rows, cols);
-        gp_str(f, p->title);
+        // the key under each panel (inside, it hid the curves that ran through its corner), where
+        // the x label was: the overall title names the x axis instead
+        char t[300];
+        snprintf(t, sizeof t, "%s (x: %s; one panel per preset)", p->title, xlabel);
+        fprintf(f, "set key below font \",8\" samplen 2\nset multiplot layout %d,%d title ", rows, cols);
+        gp_str(f, t);
         fputs(" font \",12\"\n", f);
     } else {
+        fputs("set xlabel ", f), gp_str(f, xlabel), fputc('\n', f);
         fputs("set key outside right top\nset title ", f), gp_str(f, p->title), fputc('\n', f);
     }
 }
@@ -500,9 +504,8 @@ static int plot_val_delta(const rp_data *d, rp_plot *p, const char *pdir, char *
         fprintf(ff.gp, " notitle, \\\n    \"%s.dat\" index %d using 1:2 with linespoints pt 7 ps 0.6 lw 2 ", p->base,
                 blk[q]);
         gp_style(ff.gp, q, !panels);
-        fputs(" title ", ff.gp);
-        gp_str(ff.gp, d->presets[q].name);
-        if (panels) fputc('\n', ff.gp);
+        if (panels) fputs(" notitle\n", ff.gp);  // the panel's title names it
+        else fputs(" title ", ff.gp), gp_str(ff.gp, d->presets[q].name);
         first = 0;
     }
     fputs(panels ? "unset multiplot\n" : "\n", ff.gp);
