@@ -390,7 +390,7 @@ static int plot_grad_underflow(const rp_data *d, rp_plot *p, const char *pdir, c
     // log y from a decade below the smallest nonzero rate; zero bars stay empty
     fprintf(ff.gp, "set logscale y\nset format y \"%%.0e\"\nset yrange [%g:1]\n", pow(10, floor(log10(minpos)) - 1));
     fputs("plot \\\n", ff.gp);
-    char none[400] = "";
+    char none[200] = "";  // (fits the caption with its text)
     for (int q = 0, c = 0, drawn = 0; q < d->npresets; q++) {
         if (!col[q]) continue;
         if (col[q] == 2) {

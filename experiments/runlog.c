@@ -86,7 +86,7 @@ static int site_intern(runlog *l, const char *name) {
         l->sites = q, l->sites_cap = c;
     }
     if (2 * (l->nsites + 1) > l->hash_cap && !hash_rebuild(l, l->nsites + 1)) return -1;
-    snprintf(l->sites[l->nsites], sizeof l->sites[0], "%s", name);
+    snprintf(l->sites[l->nsites], sizeof l->sites[0], "%.*s", RUNLOG_SITE_NAME - 1, name);  // (checked: it fits)
     hash_put(l, l->nsites);
     return l->nsites++;
 }

@@ -712,8 +712,9 @@ expect_has "report of two logs" "report: $T/cmp/report.md: 2 runs of 2 presets (
     "$F" report "$T/scaled.jsonl" "$T/noscale.jsonl" --out "$T/cmp" --no-plots
 expect_has "two logs: titled a comparison" "# Comparison of 2 runs" cat "$T/cmp/report.md"
 expect_has "two logs: one row each" "| fp16-amp-noscale | 1/1 |" cat "$T/cmp/report.md"
-# A resumed run extended to 9 steps (3.5): the report takes the last start line's target.
-expect_has "report of an extended run: its final target" "| 1 | ok | 9/9 |" \
+# A run of 6 steps resumed and extended to 9, then 10 (above; 3.5): the report takes the last start
+# line's target (it said 6 steps and "10/6").
+expect_has "report of an extended run: its final target" "| 1337 | ok | 10/10 |" \
     sh -c "'$F' report '$T/ext' --no-plots >/dev/null 2>&1; cat '$T/ext/report.md'"
 # A link planted at report.md (2.6) is replaced, not followed: the file outside is untouched.
 echo precious >"$T/outside.txt"
