@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,14 +15,46 @@ void runlog_free(runlog *l) {
     free(l->step);
     free(l->ent);
     free(l->sites);
+    free(l->site_hash);
     memset(l, 0, sizeof *l);
     l->steps = l->tokens_per_step = -1;
 }
 
+// FNV-1a: site names are short, and the table only needs them spread.
+static uint32_t site_hash(const char *name) {
+    uint32_t h = 2166136261u;
+    for (; *name; name++) h = (h ^ (unsigned char)*name) * 16777619u;
+    return h;
+}
+
 int runlog_site_index(const runlog *l, const char *name) {
-    for (int i = 0; i < l->nsites; i++)
-        if (!strcmp(l->sites[i], name)) return i;
-    return -1;
+    if (!l->hash_cap) return -1;
+    const uint32_t mask = (uint32_t)l->hash_cap - 1;
+    for (uint32_t h = site_hash(name) & mask;; h = (h + 1) & mask) {
+        const int v = l->site_hash[h];
+        if (!v) return -1;
+        if (!strcmp(l->sites[v - 1], name)) return v - 1;
+    }
+}
+
+// Puts site i into the table (which has room: at most half full).
+static void hash_put(runlog *l, int i) {
+    const uint32_t mask = (uint32_t)l->hash_cap - 1;
+    uint32_t h = site_hash(l->sites[i]) & mask;
+    while (l->site_hash[h]) h = (h + 1) & mask;
+    l->site_hash[h] = i + 1;
+}
+
+// Rebuilds the table for sites 0 .. nsites-1 with room for `need` sites (at most half full).
+static bool hash_rebuild(runlog *l, int need) {
+    int cap = l->hash_cap > 64 ? l->hash_cap : 64;
+    while (cap < 2 * need) cap *= 2;
+    int *t = calloc((size_t)cap, sizeof *t);
+    if (!t) return false;
+    free(l->site_hash);
+    l->site_hash = t, l->hash_cap = cap;
+    for (int i = 0; i < l->nsites; i++) hash_put(l, i);
+    return true;
 }
 
 const runlog_tel *runlog_tel_of(const runlog *l, size_t i, int site) {
@@ -41,16 +74,20 @@ static bool grow(void **p, size_t *cap, size_t need, size_t elem) {
     return true;
 }
 
+// The index of site `name`, added if new; -1 out of memory, -2 past RUNLOG_MAX_SITES.
 static int site_intern(runlog *l, const char *name) {
     int i = runlog_site_index(l, name);
     if (i >= 0) return i;
+    if (l->nsites >= RUNLOG_MAX_SITES) return -2;
     if (l->nsites == l->sites_cap) {
         const int c = l->sites_cap ? 2 * l->sites_cap : 32;
         void *q = realloc(l->sites, (size_t)c * sizeof *l->sites);
         if (!q) return -1;
         l->sites = q, l->sites_cap = c;
     }
-    snprintf(l->sites[l->nsites], sizeof l->sites[0], "%s", name);
+    if (2 * (l->nsites + 1) > l->hash_cap && !hash_rebuild(l, l->nsites + 1)) return -1;
+    snprintf(l->sites[l->nsites], sizeof l->sites[0], "%.*s", RUNLOG_SITE_NAME - 1, name);  // (checked: it fits)
+    hash_put(l, l->nsites);
     return l->nsites++;
 }
 
@@ -144,13 +181,24 @@ static int parse_line(runlog *l, jx_cur *c, bool layers) {
                     else jx_skip(c);
                 } while (jx_more(c, '}'));
         } else if (!strcmp(key, "sites")) {
+            char name[RUNLOG_SITE_NAME + 1];  // one byte more: a longer name is seen, not cut
             if (jx_open(c, '{')) do {
-                    if (!jx_key(c, key, sizeof key)) break;
-                    if (!layers && is_layer_key(key)) {
+                    if (!jx_key(c, name, sizeof name)) break;
+                    if (!layers && is_layer_key(name)) {
                         jx_skip(c);
                         continue;
                     }
-                    runlog_entry e = {site_intern(l, key), parse_tel(c)};
+                    if (strlen(name) >= RUNLOG_SITE_NAME) {
+                        snprintf(c->err, sizeof c->err, "column %d: a site name longer than %d bytes",
+                                 (int)(c->p - c->s), RUNLOG_SITE_NAME - 1);
+                        return RUNLOG_EFORMAT;
+                    }
+                    runlog_entry e = {site_intern(l, name), parse_tel(c)};
+                    if (e.site == -2) {
+                        snprintf(c->err, sizeof c->err, "column %d: more than %d distinct cast sites",
+                                 (int)(c->p - c->s), RUNLOG_MAX_SITES);
+                        return RUNLOG_EFORMAT;
+                    }
                     if (e.site < 0 || !grow((void **)&l->ent, &l->ent_cap, l->nent + 1, sizeof *l->ent))
                         return RUNLOG_ENOMEM;
                     l->ent[l->nent++] = e;
@@ -168,9 +216,10 @@ static int parse_line(runlog *l, jx_cur *c, bool layers) {
             snprintf(l->policy, sizeof l->policy, "%s", policy);
             snprintf(l->model, sizeof l->model, "%s", model);
             l->seed = seed;
-            l->steps = steps == floor(steps) ? to_count(steps, -1) : -1;
             l->tokens_per_step = tps == floor(tps) ? to_count(tps, -1) : -1;
         }
+        const long target = steps == floor(steps) ? to_count(steps, -1) : -1;
+        if (target >= 0) l->steps = target;  // the last invocation's target stands
         if (resumed > 0) {  // (NaN is not): a resume from beyond every step logged drops nothing
             l->resumes++;
             drop_after(l, to_count(resumed, LONG_MAX), l->nent);
@@ -229,7 +278,11 @@ static int parse_or_undo(runlog *l, jx_cur *c, bool layers) {
     const size_t nent = l->nent;
     const int nsites = l->nsites;
     const int rc = parse_line(l, c, layers);
-    if (rc != RUNLOG_OK) l->nent = nent, l->nsites = nsites;
+    if (rc != RUNLOG_OK && l->nsites != nsites) {
+        l->nsites = nsites;
+        if (!hash_rebuild(l, nsites)) return l->nent = nent, RUNLOG_ENOMEM;  // (frees nothing it has)
+    }
+    if (rc != RUNLOG_OK) l->nent = nent;
     return rc;
 }
 

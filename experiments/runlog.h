@@ -16,6 +16,12 @@
 // cut short, with the resumed run's start line appended right after it. And so is a whole line
 // that does not parse when the next line is a resumed run's start line: the trainer ends a
 // cut-short last line (a kill, a full disk) with a newline before it appends.
+// The planned steps are the last start line's: a resume may extend the run (--resume --steps 400
+// after 200 steps), and the target that stands is the one the last invocation worked toward.
+// Memory follows what the log holds (one record per logged step, one per site entry, one name
+// per distinct site), never a step number. Stated limits, checked before anything grows: a site
+// name is at most RUNLOG_SITE_NAME - 1 bytes and a log names at most RUNLOG_MAX_SITES distinct
+// sites (past either the log is malformed, with file and line). Site names are found by a hash.
 // Counts are read as numbers: "steps", "tokens_per_step" outside [0, 1e15) or not integers
 // (1e300, "inf", "nan", -5, 2.5) are unknown (-1), never converted out of range; a
 // "resumed_from" beyond every step logged drops nothing.
@@ -29,6 +35,7 @@
 #include <stdio.h>
 
 enum { RUNLOG_OK = 0, RUNLOG_EIO = 1, RUNLOG_EFORMAT = 2, RUNLOG_ENOMEM = 3 };
+enum { RUNLOG_SITE_NAME = 64, RUNLOG_MAX_SITES = 1 << 20 };
 
 // One cast site's telemetry of one step. Fractions are of the `n` values cast at the site;
 // NaN where the log had "nan" or lacked the member.
@@ -54,11 +61,12 @@ typedef struct {
 } runlog_step;
 
 typedef struct {
-    // the first start line (has_start false when the log has none; older logs)
+    // the first start line (has_start false when the log has none; older logs), but for steps
     bool has_start;
     char policy[128], model[64];
     uint64_t seed;
-    long steps, tokens_per_step;  // -1 when unknown
+    long steps;                   // the last start line that gave a valid count; -1 when unknown
+    long tokens_per_step;         // -1 when unknown
     int resumes;                  // start lines with resumed_from > 0
     bool has_val0;                // a {"event":"val","at_step":0,...} line: the initial weights'
     double val0;                  // validation loss (NaN: none)
@@ -67,8 +75,10 @@ typedef struct {
     size_t n, cap;
     runlog_entry *ent;
     size_t nent, ent_cap;
-    char (*sites)[64];            // site names in order of first appearance
+    char (*sites)[RUNLOG_SITE_NAME];  // site names in order of first appearance
     int nsites, sites_cap;
+    int *site_hash;               // open addressing: site index + 1, 0 empty (hash_cap a power of 2)
+    int hash_cap;
 } runlog;
 
 // Reads the log at path. layers: also keep the per-layer site keys ("L0.attn.qkv.in");

@@ -457,8 +457,8 @@ fi
 # --- ablate and report: help, bad input (exit 2), and a tiny real grid (tiny model, 4 steps)
 expect_has "ablate --help" "usage: fplab ablate" "$F" ablate --help
 expect_has "report --help" "usage: fplab report" "$F" report --help
-expect_err "report missing dir" "'$T/no-such-abl': no such directory" "$F" report "$T/no-such-abl"
-expect_err "report without DIR" "expected exactly one DIR" "$F" report
+expect_err "report missing dir" "'$T/no-such-abl': no such file or directory" "$F" report "$T/no-such-abl"
+expect_err "report without DIR" "expected at least one INPUT" "$F" report
 mkdir -p "$T/empty-abl"
 expect_err "report dir without runs" "no runs/ directory" "$F" report "$T/empty-abl"
 head -c 4000 "$(dirname "$0")/fixtures/ml_dtypes_float16.txt" >"$T/corpus.txt"
@@ -704,6 +704,28 @@ expect_err "resume refuses an edited corpus" "another corpus" "$F" train --resum
 # --- issue 34: fplab.torch (torch dtype names)
 expect_err "cast --to torch.float8_e4m3 (no such torch dtype)" "did you mean 'torch.float8_e4m3fn'" "$F" cast 1 --to torch.float8_e4m3
 expect_eq "finfo torch.float == fp32" "$("$F" finfo fp32 --format csv)" "$("$F" finfo torch.float --format csv)"
+
+# --- issue 34: report
+# Two separate trainings compared from their logs (3.3), titled a comparison; --out needed there.
+for n in scaled noscale; do
+    pol=fp16-amp; [[ $n == noscale ]] && pol=fp16-amp-noscale
+    "$F" train --model tiny --data "$T/corpus.txt" --steps 4 --policy $pol --log "$T/$n.jsonl" --progress 0 >/dev/null 2>&1
+done
+expect_err "report of two logs without --out" "give --out DIR" "$F" report "$T/scaled.jsonl" "$T/noscale.jsonl"
+expect_has "report of two logs" "report: $T/cmp/report.md: 2 runs of 2 presets (2 completed" \
+    "$F" report "$T/scaled.jsonl" "$T/noscale.jsonl" --out "$T/cmp" --no-plots
+expect_has "two logs: titled a comparison" "# Comparison of 2 runs" cat "$T/cmp/report.md"
+expect_has "two logs: one row each" "| fp16-amp-noscale | 1/1 |" cat "$T/cmp/report.md"
+# A run of 6 steps resumed and extended to 9, then 10 (above; 3.5): the report takes the last start
+# line's target (it said 6 steps and "10/6").
+expect_has "report of an extended run: its final target" "| 1337 | ok | 10/10 |" \
+    sh -c "'$F' report '$T/ext' --no-plots >/dev/null 2>&1; cat '$T/ext/report.md'"
+# A link planted at report.md (2.6) is replaced, not followed: the file outside is untouched.
+echo precious >"$T/outside.txt"
+ln -sf "$T/outside.txt" "$T/ext/report.md"
+expect_rc "report with a planted report.md link" 0 "$F" report "$T/ext" --no-plots
+expect_eq "the planted link's file is untouched" precious "$(cat "$T/outside.txt")"
+expect_rc "report.md is the report's own file now" 1 test -L "$T/ext/report.md"
 
 echo "$pass passed, $fail failed"
 [[ $fail == 0 ]]

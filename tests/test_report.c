@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -347,9 +348,9 @@ Test(report, out_of_range_numbers_are_not_converted) {
         snprintf(text, sizeof text,
                  "{\"event\":\"start\",\"policy\":\"x\",\"steps\":%s,\"tokens_per_step\":%s,\"resumed_from\":0}\n"
                  "{\"step\":1,\"loss\":1}\n{\"step\":2,\"loss\":2}\n"
-                 "{\"event\":\"start\",\"policy\":\"x\",\"steps\":10,\"resumed_from\":%s}\n"
+                 "{\"event\":\"start\",\"policy\":\"x\",\"steps\":%s,\"resumed_from\":%s}\n"
                  "{\"step\":3,\"loss\":3,\"sites\":{\"a\":{\"n\":%s,\"amax\":%s}}}\n",
-                 vals[k], vals[k], vals[k], vals[k], vals[k]);
+                 vals[k], vals[k], vals[k], vals[k], vals[k], vals[k]);
         write_file("big.jsonl", text);
         char p[256], msg[512] = "";
         snprintf(p, sizeof p, "%s/big.jsonl", dir);
@@ -500,7 +501,7 @@ Test(report, without_fp32_and_without_manifest) {
     const char *md = read_file("report.md");
     char row[512];
     cr_assert(!strstr(md, "gap to fp32 |"), "no gap column without fp32");
-    cr_assert(strstr(md, "No fp32 run in this directory"));
+    cr_assert(strstr(md, "No fp32 run here"));
     cr_assert(strstr(md, "No `ablate.json` in this directory"));
     cr_assert_str_eq(line_of(md, "| fp16-amp |", row, sizeof row),
                      "| fp16-amp | 2/2 | 2.0450 [2.0400, 2.0500] | 2.1650 [2.1600, 2.1700] | 0.5 [0, 1] | — | "
@@ -554,8 +555,8 @@ Test(report, failed_incomplete_diverged_and_missing_runs) {
 
 static void check_plot_files(void) {
     static const char *const base[] = {"val_loss", "train_loss", "loss_scale", "grad_underflow", "swamped",
-                                       "val_delta"};
-    for (int i = 0; i < 6; i++) {
+                                       "val_delta", "overflow", "underflow"};
+    for (int i = 0; i < 8; i++) {
         char f[64];
         snprintf(f, sizeof f, "plots/%s.dat", base[i]);
         cr_assert(exists(f), "%s", f);
@@ -616,14 +617,14 @@ Test(report, plots_with_gnuplot) {
     report_result r;
     report_ok("gnuplot", &r);
     check_plot_files();
-    cr_assert_eq(r.plots_written, 6);
+    cr_assert_eq(r.plots_written, 8);
     if (!prog[0]) cr_skip_test("gnuplot not on PATH: the PNGs are not checked");
     cr_assert(r.gnuplot_found);
-    cr_assert_eq(r.pngs, 6, "every plot drawn");
+    cr_assert_eq(r.pngs, 8, "every plot drawn");
     const char *md = read_file("report.md");
     static const char *const base[] = {"val_loss", "train_loss", "loss_scale", "grad_underflow", "swamped",
-                                       "val_delta"};
-    for (int i = 0; i < 6; i++) {
+                                       "val_delta", "overflow", "underflow"};
+    for (int i = 0; i < 8; i++) {
         char f[256], link[80];
         snprintf(f, sizeof f, "plots/%s.png", base[i]);
         cr_assert(exists(f), "%s", f);
@@ -692,9 +693,9 @@ Test(report, static_scale_no_plot_and_fifteen_colours) {
         snprintf(c, sizeof c, "%.7s", p + 8);
         int k = 0;
         while (k < nseen && strcmp(seen[k], c)) k++;
-        if (k == nseen && nseen < 16) snprintf(seen[nseen++], sizeof seen[0], "%s", c);
+        if (k == nseen && nseen < 16 && strcmp(c, "#a0a0a0")) snprintf(seen[nseen++], sizeof seen[0], "%s", c);
     }
-    cr_assert_eq(nseen, 15, "15 presets (fp32, pure-bf16, p00..p12), 15 colours: %d", nseen);
+    cr_assert_eq(nseen, 15, "15 presets (fp32, pure-bf16, p00..p12), 15 colours (and the baseline's grey): %d", nseen);
 }
 
 // One run's directory (DIR/log.jsonl, no runs/): `fplab report RUN_DIR` reports that run (issue 24).
@@ -721,7 +722,7 @@ Test(report, bad_directories) {
     char msg[512];
     report_opts o = {.dir = "/nonexistent/fplab/abl"};
     cr_assert_eq(report_write(&o, NULL, msg, sizeof msg), XP_EINVAL);
-    cr_assert(strstr(msg, "'/nonexistent/fplab/abl': no such directory"), "%s", msg);
+    cr_assert(strstr(msg, "'/nonexistent/fplab/abl': no such file or directory"), "%s", msg);
     snprintf(dir, sizeof dir, "/tmp/fplab_report_XXXXXX");
     cr_assert(mkdtemp(dir));
     o.dir = dir;
@@ -730,4 +731,255 @@ Test(report, bad_directories) {
     write_file("ablate.json", "{\"steps\":10,\"seeds\":[1,}");
     cr_assert_eq(report_write(&o, NULL, msg, sizeof msg), XP_EINVAL);
     cr_assert(strstr(msg, "ablate.json: malformed: column"), "%s", msg);
+}
+
+// --- issue 34: memory and time follow the log; links at the report's names; comparisons
+
+static void new_dir(void) {
+    snprintf(dir, sizeof dir, "/tmp/fplab_report_XXXXXX");
+    cr_assert(mkdtemp(dir), "mkdtemp");
+}
+
+// A 100-byte log whose one step is numbered 10^8 (or 2*10^9): the report sized its curves by step
+// number (3.9 GB, or killed); now by the steps logged. Under an address-space limit of 1 GiB (not
+// under ASan, whose shadow memory needs more) the report must still be written.
+Test(report, memory_follows_the_steps_logged_not_their_numbers) {
+    new_dir();
+#ifndef __SANITIZE_ADDRESS__
+    const struct rlimit lim = {1L << 30, 1L << 30};
+    cr_assert_eq(setrlimit(RLIMIT_AS, &lim), 0);
+#endif
+    char msg[1024] = "";
+    cr_assert_eq(fio_mkdir_p(strcat(strcpy((char[300]){0}, dir), "/run"), msg, sizeof msg), FIO_OK);
+    write_file("run/log.jsonl", "{\"step\":1,\"loss\":3}\n{\"step\":100000000,\"loss\":2,\"val_loss\":2.5}\n"
+                                "{\"step\":2000000000,\"loss\":1,\"val_loss\":2}\n");
+    char run[300];
+    snprintf(run, sizeof run, "%s/run", dir);
+    report_opts o = {.dir = run};
+    report_result r;
+    cr_assert_eq(report_write(&o, &r, msg, sizeof msg), XP_OK, "%s", msg);
+    cr_assert_eq(r.ok, 1);
+    const char *v = read_file("run/plots/val_loss.dat");
+    cr_assert(strstr(v, "\n100000000\t2.5\t1\n") && strstr(v, "\n2000000000\t2\t1\n"), "%s", v);
+    char row[512];
+    cr_assert_str_eq(line_of(read_file("run/report.md"), "| run | 0 |", row, sizeof row),
+                     "| run | 0 | ok | 2000000000/2000000000 | 1.0000 | 2.0000 | 0 | nan | — |");
+}
+
+// 200,000 distinct site names in one step: each name was looked up by a linear scan (and each
+// site's mean by a scan of every entry), > 60 s; by hash and sorted table it is well under a
+// second, so a 30 s limit tells the two apart by far more than any machine's noise.
+Test(report, many_site_names_are_looked_up_not_scanned, .timeout = 30) {
+    new_dir();
+    char msg[1024] = "", run[300];
+    snprintf(run, sizeof run, "%s/run", dir);
+    cr_assert_eq(fio_mkdir_p(run, msg, sizeof msg), FIO_OK);
+    char path[400];
+    snprintf(path, sizeof path, "%s/log.jsonl", run);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    for (int step = 1; step <= 2; step++) {
+        fprintf(f, "{\"step\":%d,\"loss\":1,\"sites\":{", step);
+        for (int i = 0; i < 200000; i++)
+            fprintf(f, "%s\"s%06d.grad\":{\"n\":1,\"underflow\":%g}", i ? "," : "", i, i == 123456 ? 0.5 : 0.0);
+        fputs("}}\n", f);
+    }
+    fclose(f);
+    runlog l;
+    cr_assert_eq(runlog_read(&l, path, false, msg, sizeof msg), RUNLOG_OK, "%s", msg);
+    cr_assert_eq(l.nsites, 200000);
+    cr_assert_eq(runlog_site_index(&l, "s123456.grad"), 123456);
+    cr_assert_eq(runlog_site_index(&l, "s200000.grad"), -1);
+    runlog_free(&l);
+    report_opts o = {.dir = run};
+    report_result r;
+    cr_assert_eq(report_write(&o, &r, msg, sizeof msg), XP_OK, "%s", msg);
+    char row[512];
+    cr_assert_str_eq(line_of(strstr(read_file("run/report.md"), "## Cast sites"), "| s123456.grad |", row, sizeof row),
+                     "| s123456.grad | nan | 0.5 | nan | nan | nan |");
+}
+
+// The stated limit on a site name: longer names were cut to 63 bytes (two names sharing a prefix
+// merged); now the line is malformed, with file and line.
+Test(report, a_site_name_past_the_limit_is_refused) {
+    char line[400], msg[512];
+    snprintf(line, sizeof line, "{\"step\":1,\"loss\":1,\"sites\":{\"%0*d\":{\"n\":1}}}\n{\"step\":2,\"loss\":1}\n",
+             RUNLOG_SITE_NAME, 7);
+    FILE *f = fmemopen(line, strlen(line), "r");
+    runlog l;
+    cr_assert_eq(runlog_read_stream(&l, f, "x.jsonl", false, msg, sizeof msg), RUNLOG_EFORMAT);
+    fclose(f);
+    cr_assert(strstr(msg, "x.jsonl:1: column") && strstr(msg, "a site name longer than 63 bytes"), "%s", msg);
+    snprintf(line, sizeof line, "{\"step\":1,\"loss\":1,\"sites\":{\"%0*d\":{\"n\":1}}}\n", RUNLOG_SITE_NAME - 1, 7);
+    f = fmemopen(line, strlen(line), "r");
+    cr_assert_eq(runlog_read_stream(&l, f, "x.jsonl", false, msg, sizeof msg), RUNLOG_OK, "%s", msg);
+    fclose(f);
+    cr_assert_eq(l.nsites, 1);
+    runlog_free(&l);
+}
+
+// `--resume --steps 400` after 200 steps: the last start line's target stands (the report said
+// "200 steps each" and "400/200").
+Test(report, a_resumed_run_has_its_final_target) {
+    new_dir();
+    char msg[512] = "", run[300];
+    snprintf(run, sizeof run, "%s/run", dir);
+    cr_assert_eq(fio_mkdir_p(run, msg, sizeof msg), FIO_OK);
+    char path[400];
+    snprintf(path, sizeof path, "%s/log.jsonl", run);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs("{\"event\":\"start\",\"policy\":\"bf16-amp\",\"seed\":1,\"steps\":200,\"resumed_from\":0}\n", f);
+    for (int i = 1; i <= 200; i++) fprintf(f, "{\"step\":%d,\"loss\":2}\n", i);
+    fputs("{\"event\":\"start\",\"policy\":\"bf16-amp\",\"seed\":1,\"steps\":400,\"resumed_from\":200}\n", f);
+    for (int i = 201; i <= 400; i++) fprintf(f, "{\"step\":%d,\"loss\":1}\n", i);
+    fclose(f);
+    runlog l;
+    cr_assert_eq(runlog_read(&l, path, false, msg, sizeof msg), RUNLOG_OK, "%s", msg);
+    cr_assert_eq(l.steps, 400);
+    runlog_free(&l);
+    report_opts o = {.dir = run};
+    report_result r;
+    cr_assert_eq(report_write(&o, &r, msg, sizeof msg), XP_OK, "%s", msg);
+    cr_assert_eq(r.ok, 1);
+    const char *md = read_file("run/report.md");
+    cr_assert(strstr(md, "1 run of 1 preset, 400 steps planned."), "%s", md);
+    cr_assert(strstr(md, "| bf16-amp | 1 | ok | 400/400 |"), "%s", md);
+    cr_assert(strstr(md, "# Run report: bf16-amp, seed 1\n"), "titled by what it is");
+    cr_assert(!strstr(md, "Ablation report"));
+}
+
+// Links planted at the report's own names (report.md, plots/NAME.dat) are replaced by the rename,
+// never followed (the file outside the directory was replaced); a plots/ that is a link is refused.
+Test(report, planted_links_are_replaced_not_followed) {
+    write_grid();
+    char a[400], b[400], msg[512];
+    write_file("outside.md", "precious\n");
+    write_file("outside.dat", "precious too\n");
+    snprintf(a, sizeof a, "%s/outside.md", dir), snprintf(b, sizeof b, "%s/report.md", dir);
+    cr_assert_eq(symlink(a, b), 0);
+    snprintf(b, sizeof b, "%s/plots", dir);
+    cr_assert_eq(fio_mkdir_p(b, msg, sizeof msg), FIO_OK);
+    snprintf(a, sizeof a, "%s/outside.dat", dir), snprintf(b, sizeof b, "%s/plots/val_loss.dat", dir);
+    cr_assert_eq(symlink(a, b), 0);
+    snprintf(b, sizeof b, "%s/plots/val_loss.log", dir);  // gnuplot's log: opened by xp_run
+    cr_assert_eq(symlink(a, b), 0);
+    report_result r;
+    report_ok("/nonexistent/gnuplot", &r);
+    cr_assert_str_eq(read_file("outside.md"), "precious\n");
+    cr_assert_str_eq(read_file("outside.dat"), "precious too\n");
+    struct stat st;
+    snprintf(b, sizeof b, "%s/report.md", dir);
+    cr_assert(lstat(b, &st) == 0 && S_ISREG(st.st_mode), "the link was replaced by the report");
+    cr_assert(strstr(read_file("report.md"), "# Ablation report"));
+    snprintf(b, sizeof b, "%s/plots/val_loss.dat", dir);
+    cr_assert(lstat(b, &st) == 0 && S_ISREG(st.st_mode));
+    // a plots/ that is a link to another directory: refused, nothing written there
+    char cmd[900];
+    snprintf(cmd, sizeof cmd, "rm -rf %s/plots && mkdir %s/elsewhere && ln -s %s/elsewhere %s/plots", dir, dir, dir, dir);
+    cr_assert_eq(system(cmd), 0);
+    report_opts o = {.dir = dir};
+    cr_assert_eq(report_write(&o, NULL, msg, sizeof msg), XP_EINVAL);
+    cr_assert(strstr(msg, "plots' is a symbolic link"), "%s", msg);
+    cr_assert(!exists("elsewhere/val_loss.dat"));
+}
+
+// A log as `fplab train --log FILE` writes it: losses base - 0.01 i, validation base + 1 at step 0 and
+// base - 1 at the last step.
+static void write_train_log(const char *rel, const char *policy, int seed, double base, int steps) {
+    char p[400];
+    snprintf(p, sizeof p, "%s/%s", dir, rel);
+    FILE *f = fopen(p, "w");
+    cr_assert(f, "%s", p);
+    fprintf(f, "{\"event\":\"start\",\"policy\":\"%s\",\"seed\":%d,\"model\":\"tiny\",\"steps\":%d,\"resumed_from\":0}\n",
+            policy, seed, steps);
+    fprintf(f, "{\"event\":\"val\",\"at_step\":0,\"val_loss\":%g}\n", base + 1);
+    for (int i = 1; i < steps; i++)
+        fprintf(f, "{\"step\":%d,\"loss\":%g,\"loss_scale\":1,\"skipped\":0}\n", i, base - 0.01 * i);
+    fprintf(f, "{\"step\":%d,\"loss\":%g,\"val_loss\":%g}\n", steps, base - 0.01 * steps, base - 1);
+    fclose(f);
+}
+
+// Two separate trainings (README: --log $d/noscale.jsonl) compared: logs and run directories as
+// inputs, --out required, runs of one policy and seed named by their file; titled a comparison.
+Test(report, compares_separate_runs) {
+    new_dir();
+    write_train_log("scaled.jsonl", "fp16-amp", 1, 3, 20);
+    write_train_log("noscale.jsonl", "fp16-amp", 1, 3.5, 20);
+    char msg[1024] = "", p1[300], p2[300], p3[300], out[300];
+    snprintf(p1, sizeof p1, "%s/scaled.jsonl", dir);
+    snprintf(p2, sizeof p2, "%s/noscale.jsonl", dir);
+    const char *in[3] = {p1, p2, p3};
+    report_opts o = {.inputs = in, .ninputs = 2};
+    cr_assert_eq(report_write(&o, NULL, msg, sizeof msg), XP_EINVAL);
+    cr_assert(strstr(msg, "give --out DIR"), "%s", msg);
+    o.ninputs = 1;
+    cr_assert_eq(report_write(&o, NULL, msg, sizeof msg), XP_EINVAL, "a log alone: no directory to default to");
+    // a fp32 run in its own directory as the third input
+    snprintf(p3, sizeof p3, "%s/base", dir);
+    cr_assert_eq(fio_mkdir_p(p3, msg, sizeof msg), FIO_OK);
+    write_train_log("base/log.jsonl", "fp32", 1, 2.9, 20);
+    snprintf(out, sizeof out, "%s/cmp", dir);
+    o.ninputs = 3, o.out = out;
+    report_result r;
+    cr_assert_eq(report_write(&o, &r, msg, sizeof msg), XP_OK, "%s", msg);
+    cr_assert_eq(r.runs, 3);
+    cr_assert_eq(r.presets, 3, "scaled, noscale and fp32 apart, not two seeds of one preset");
+    const char *md = read_file("cmp/report.md");
+    cr_assert(strstr(md, "# Comparison of 3 runs\n"), "%s", md);
+    cr_assert(strstr(md, "`: a run's log (runs: scaled seed 1)") && strstr(md, "(runs: noscale seed 1)") &&
+              strstr(md, "`: a run's directory (runs: fp32 seed 1)"), "%s", md);
+    cr_assert(strstr(md, "3 runs of 3 presets, 20 steps each."), "%s", md);
+    char row[512];
+    cr_assert_str_eq(line_of(md, "| noscale |", row, sizeof row),
+                     "| noscale | 1/1 | 3.3000 | 2.5000 | +0.6 | 0 | — | — | — | — |");
+    cr_assert(strstr(read_file("cmp/plots/val_delta.dat"), "# preset scaled"));
+    // an input is never an output
+    snprintf(out, sizeof out, "%s/scaled.jsonl", dir);
+    snprintf(p3, sizeof p3, "%s/report.md", dir);
+    cr_assert_eq(rename(p1, p3), 0);
+    in[0] = p3, o.out = dir, o.ninputs = 1;
+    cr_assert_eq(report_write(&o, NULL, msg, sizeof msg), XP_EINVAL);
+    cr_assert(strstr(msg, "refusing to overwrite an input"), "%s", msg);
+}
+
+// Overflow and underflow per site over steps are drawn (they were tables only); more than 4
+// presets are small multiples (one panel each, the baseline in grey, shared axes); the gradient
+// underflow bars list only presets that have a bar (a preset whose rates are all zero is named
+// in the caption instead of the legend).
+Test(report, site_rates_over_steps_panels_and_bars) {
+    write_grid();
+    for (int q = 0; q < 3; q++) {  // three more presets: 6 in all, gradients that never underflow
+        char name[32];
+        snprintf(name, sizeof name, "zero%d", q);
+        FILE *f = open_log(name, 1);
+        start_line(f, name, 1);
+        for (int i = 1; i <= 10; i++)
+            fprintf(f, "{\"step\":%d,\"loss\":%g,\"skipped\":0%s,\"sites\":{\"attn.qkv.grad\":{\"n\":10,\"overflow\":0,"
+                       "\"underflow\":0}}}\n", i, 3 - 0.1 * i - 0.01 * q, i == 5 ? ",\"val_loss\":2.6" : i == 10 ? ",\"val_loss\":2.1" : "");
+        fclose(f);
+    }
+    report_result r;
+    report_ok(NULL, &r);
+    const char *o = read_file("plots/overflow.dat");
+    char row[256];
+    cr_assert(strstr(o, "# preset fp16-amp site attn.qkv.grad\n"), "%s", o);
+    cr_assert_str_eq(line_of(strstr(o, "# preset fp16-amp site attn.qkv.grad"), "4\t", row, sizeof row), "4\t0.25\t2",
+                     "seed 1 overflowed 0.5 at step 4, seed 2 not: mean 0.25");
+    cr_assert(!strstr(o, "site mlp.down.grad"), "a site that never overflowed is not drawn");
+    const char *u = read_file("plots/underflow.dat");
+    cr_assert_str_eq(line_of(strstr(u, "# preset fp16-amp site attn.qkv.grad"), "3\t", row, sizeof row), "3\t0.015\t2");
+    cr_assert(strstr(u, "# preset pure-bf16 site master\n"), "forward and master sites too");
+    cr_assert(!strstr(u, "zero0"), "presets without underflow get no panel");
+    const char *ugp = read_file("plots/underflow.gp");
+    cr_assert(strstr(ugp, "set multiplot layout 1,2") && strstr(ugp, "set logscale y"), "%s", ugp);
+    const char *vgp = read_file("plots/val_loss.gp");
+    cr_assert(strstr(vgp, "set multiplot layout 2,3"), "6 presets: small multiples: %s", vgp);
+    cr_assert(strstr(vgp, "lc rgb \"#a0a0a0\" title \"fp32\""), "the baseline in grey in the panels");
+    cr_assert(strstr(vgp, "set yrange ["), "one y range for every panel");
+    cr_assert(strstr(read_file("plots/val_delta.gp"), "set multiplot layout 2,3"), "5 deltas: panels");
+    const char *bgp = read_file("plots/grad_underflow.gp");
+    cr_assert(strstr(bgp, "title \"fp16-amp\"") && !strstr(bgp, "title \"zero0\""), "%s", bgp);
+    cr_assert(strstr(read_file("plots/grad_underflow.dat"), "# site\tfp16-amp\tzero0\tzero1\tzero2\n"));
+    cr_assert(strstr(read_file("report.md"), "No gradient site of zero0, zero1, zero2 underflowed: no bars."));
 }

@@ -76,13 +76,16 @@ int fio_mkdir_p(const char *path, char *msg, size_t msg_len) {
 // a character device (written through: renaming over /dev/null would replace the device with a
 // regular file), a symlink (followed to what it names, which must be one of these). Anything else
 // (a directory, a block device, a socket, a dangling link) is refused before a byte is written.
-static int out_target(fio_out *o, const char *path, char *msg, size_t msg_len) {
+// A name the command chose inside a directory it writes (`owned`) is its own: whatever stands
+// there but a directory is replaced by the rename, a link included (never followed).
+static int out_target(fio_out *o, const char *path, bool owned, char *msg, size_t msg_len) {
     struct stat st;
     if (lstat(path, &st) != 0) {
         if (errno == ENOENT) return snprintf(o->path, sizeof o->path, "%s", path), FIO_OK;
         return fio_fail(FIO_EIO, msg, msg_len, "'%s': cannot write there: %s", path, strerror(errno));
     }
     snprintf(o->path, sizeof o->path, "%s", path);
+    if (owned && !S_ISDIR(st.st_mode)) return FIO_OK;
     if (S_ISLNK(st.st_mode)) {
         if (stat(path, &st) != 0)
             return fio_fail(FIO_EINVAL, msg, msg_len,
@@ -104,11 +107,11 @@ static int out_target(fio_out *o, const char *path, char *msg, size_t msg_len) {
     return fio_fail(FIO_EINVAL, msg, msg_len, "'%s' is %s; refusing to write there (expected a file name)", path, what);
 }
 
-int fio_create(fio_out *o, const char *path, char *msg, size_t msg_len) {
+static int create(fio_out *o, const char *path, bool owned, char *msg, size_t msg_len) {
     o->f = NULL, o->through = false, o->tmp[0] = 0;
     if (strlen(path) >= sizeof o->path) return fio_fail(FIO_EINVAL, msg, msg_len, "'%.60s...': path too long", path);
     if (!path[0]) return fio_fail(FIO_EINVAL, msg, msg_len, "empty output path; expected a file name");
-    const int st = out_target(o, path, msg, msg_len);
+    const int st = out_target(o, path, owned, msg, msg_len);
     if (st != FIO_OK) return st;
     if (o->through) {
         const int fd = open(o->path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
@@ -132,6 +135,11 @@ int fio_create(fio_out *o, const char *path, char *msg, size_t msg_len) {
         return fio_fail(FIO_EIO, msg, msg_len, "'%s': cannot open a temporary file: %s", path, strerror(e));
     }
     return FIO_OK;
+}
+
+int fio_create(fio_out *o, const char *path, char *msg, size_t msg_len) { return create(o, path, false, msg, msg_len); }
+int fio_create_owned(fio_out *o, const char *path, char *msg, size_t msg_len) {
+    return create(o, path, true, msg, msg_len);
 }
 
 void fio_abort(fio_out *o) {

@@ -46,6 +46,12 @@ typedef struct fio_out_s {
     char path[FIO_PATH_MAX];     // the file written: a symlink's target, resolved
 } fio_out;
 int fio_create(fio_out *o, const char *path, char *msg, size_t msg_len);
+// The same for a name the command chose inside a directory it writes (a report's report.md and
+// plots/NAME.dat), not one the user named: the name is the command's, so whatever stands there is
+// replaced by the rename, a symbolic link included (never followed: a link planted in the
+// directory must not send the write outside it), a FIFO too (never written through: a planted
+// FIFO must not hang the command); only a directory is refused.
+int fio_create_owned(fio_out *o, const char *path, char *msg, size_t msg_len);
 int fio_commit(fio_out *o, char *msg, size_t msg_len);
 void fio_abort(fio_out *o);
 // The outputs of one command, committed together or not at all: every file is flushed, fsynced
