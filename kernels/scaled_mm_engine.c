@@ -49,16 +49,17 @@ int mm_acc_check_operands(const mm_acc *acc, const fmt_t *fa, const fmt_t *fb, i
                  "engine (%s)", name, !ta ? 'A' : 'B', !ta ? fa->name : fb->name, why);
         return MM_EINVAL;
     }
-    const mm_engine_kind *q = mm_engine_find(e, ta, tb, acc->engine_k, acc->engine_f16, 0, false, why, sizeof why);
-    if (!q) {
-        snprintf(msg, msg_len, "accumulator %s with operands %s x %s: %s", name, fa->name, fb->name, why);
-        return MM_EINVAL;
-    }
-    // Every kind these operands may run (the scales' values pick a block-scaled one at run time).
-    const mm_engine_kind *cand[3] = {q, NULL, NULL};
+    // Every kind these operands may run: the scales' values pick a block-scaled one at run time
+    // (mm__engine_plan_make), else the kind without scales.
+    const mm_engine_kind *cand[3] = {
+        mm_engine_find(e, ta, tb, acc->engine_k, acc->engine_f16, 0, false, why, sizeof why), NULL, NULL};
     if (block == 16 || block == 32) {
         cand[1] = mm_engine_find(e, ta, tb, acc->engine_k, acc->engine_f16, block, false, NULL, 0);
         cand[2] = mm_engine_find(e, ta, tb, acc->engine_k, acc->engine_f16, block, true, NULL, 0);
+    }
+    if (!cand[0] && !cand[1] && !cand[2]) {
+        snprintf(msg, msg_len, "accumulator %s with operands %s x %s: %s", name, fa->name, fb->name, why);
+        return MM_EINVAL;
     }
     for (int i = 0; i < 3; i++)
         if (cand[i] && acc->promote_every % cand[i]->k) {
@@ -90,6 +91,12 @@ int mm__engine_plan_make(mm__engine_plan *p, const mm_operand *A, const mm_opera
         p->scaled_kind = q != NULL;
     }
     if (!q) q = mm_engine_find(e, sa, sb, o->acc.engine_k, o->acc.engine_f16, 0, false, NULL, 0);
+    if (!q) {  // only a block-scaled kind takes these operands, and these scales are not its
+        snprintf(msg, msg_len, "accumulator %s with operands %s x %s: their scales are neither ue8m0 nor ue4m3 "
+                 "values, and %s has no instruction without scales for them", mm_engine_name((size_t)e),
+                 A->fmt.name, B->fmt.name, mm_engine_name((size_t)e));
+        return MM_EINVAL;
+    }
     p->q = q;
     p->ta = sa & q->types & -(sa & q->types);  // the lowest bit the kind takes
     p->tb = sb & q->types & -(sb & q->types);
