@@ -254,12 +254,12 @@ static int check_emulated(ctx *c, const ac_policy *p, ac_proj g, ac_pass k) {
         fmt_t f32;
         fmt_from_name(&f32, "fp32");
         const fmt_t *fa = p->site[sa].active ? &p->site[sa].fmt : &f32, *fb = p->site[sb].active ? &p->site[sb].fmt : &f32;
-        char m[300], name[80];
-        if (!mm_engine_find(acc->engine - 1, mm_engine_type_of(fa), mm_engine_type_of(fb), acc->engine_k,
-                            acc->engine_f16, 0, false, m, sizeof m))
-            return fail(c, c->acc_line[g][k], "accumulator %s of %s: operands %s (%s) x %s (%s): %s",
-                        mm_acc_name(acc, name, sizeof name), gemm_names[g][k], site_names[sa], fa->name,
-                        site_names[sb], fb->name, m);
+        // The same check as the matmul's own (mm_validate): the kind, and promote=N against its k.
+        const int ka = k_block(&p->site[sa]), kb = k_block(&p->site[sb]);
+        char m[512];
+        if (mm_acc_check_operands(acc, fa, fb, ka == kb ? ka : 0, m, sizeof m) != MM_OK)
+            return fail(c, c->acc_line[g][k], "%s (matmul %s: operands %s x %s)", m, gemm_names[g][k],
+                        site_names[sa], site_names[sb]);
     }
     for (int i = 0; i < 2 && !acc->engine; i++) {
         const ac_rule *r = &p->site[ops[i]];

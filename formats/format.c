@@ -333,9 +333,7 @@ const char *fmt_kind(const fmt_t *f) {
     return "custom";
 }
 
-// Edit distance of two short names, case-insensitive (names longer than 39 characters are
-// cut there: they are never close to a format's name anyway).
-static int edit_distance(const char *a, const char *b) {
+int fmt_edit_distance(const char *a, const char *b) {
     enum { L = 40 };
     size_t na = strlen(a), nb = strlen(b);
     if (na >= L) na = L - 1;
@@ -360,7 +358,7 @@ static const char *nearest_name(const char *name, int *dist) {
     int bd = 1 << 30;
 #define TRY(s)                                         \
     do {                                               \
-        const int d_ = edit_distance(name, (s));       \
+        const int d_ = fmt_edit_distance(name, (s));       \
         if (d_ < bd) bd = d_, best = (s);              \
     } while (0)
     for (size_t i = 0; i < TABLE_N; i++) {

@@ -91,6 +91,10 @@ const char *fmt_peer_get(size_t i, const char **spec, const char **peer);
 // the nearest known one ("did you mean") and the list of names.
 void fmt_name_message(const char *name, int status, char *msg, size_t len);
 
+// Edit distance (Levenshtein) of two short names, case-insensitive, for "did you mean"
+// suggestions (names longer than 39 characters are cut there).
+int fmt_edit_distance(const char *a, const char *b);
+
 // "table" when f has the fields of a table row, "peer" of a peer-only format, "p3109" for an
 // IEEE P3109 name (binary8p3sf, ...), else "custom".
 const char *fmt_kind(const fmt_t *f);

@@ -89,6 +89,9 @@ int mm_engine_index(const char *name);
 size_t mm_engine_kind_count(void);
 const mm_engine_kind *mm_engine_kind_get(size_t i);
 
+// The k of engine's instructions (every kind), without repeats, as "32, 16, 8"; returns out.
+char *mm_engine_ks(int engine, char *out, size_t len);
+
 // The operand type of format f (MM_ET_*), or 0 when f is none of them. fp32 gives MM_ET_F32 |
 // MM_ET_TF32 (either kind takes it); tf32 gives MM_ET_TF32.
 unsigned mm_engine_type_of(const fmt_t *f);
@@ -98,6 +101,13 @@ unsigned mm_engine_type_of(const fmt_t *f);
 // kind without scales). NULL when there is none; msg then says what the engine accepts.
 const mm_engine_kind *mm_engine_find(int engine, unsigned ta, unsigned tb, int k, bool f16_out, int block,
                                      bool ue4m3_scales, char *msg, size_t msg_len);
+
+// The value an engine reads from the float32 bits x of an operand of type t (one MM_ET_* bit):
+// x itself, but for MM_ET_TF32 (NVIDIA tf32, AMD xf32) the top 19 bits alone, as the hardware
+// reads the register (MMA-Sim truncates the same bits): a NaN whose payload lies only in the
+// 13 low bits (0x7f800001) reads as inf. Load operands from float32 storage through it:
+// mm_engine_dot's own truncation of doubles cannot see a signalling NaN's bits.
+double mm_engine_operand(float x, unsigned t);
 
 // Faults for the tests that show the fixtures catch a wrong model: one fractional bit fewer in
 // the fused alignment, or round-to-nearest instead of toward zero at the f32 normalization (AMD

@@ -55,6 +55,18 @@ static double tf32_trunc(double x) {
 
 static bool is_tf32_kind(const mm_engine_kind *q) { return (q->types & MM_ET_TF32) && !(q->types & MM_ET_F32); }
 
+double mm_engine_operand(float x, unsigned t) {
+    if (t != MM_ET_TF32) return x;
+    // The register's top 19 bits, before any conversion: a float -> double conversion would
+    // quiet a signalling NaN and keep its payload, which truncation then could not tell apart.
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    u &= ~0x1fffu;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
 // --- the fused sum: terms aligned to the largest exponent, truncated, summed
 
 typedef struct {
@@ -84,15 +96,21 @@ static double fused_sum(const terms *t, int frac, int *maxe_out) {
 
 static const double F32_BIG = 0x1p128, F16_BIG = 65504.0;
 
+// Every zero D of the fused family is +0: an exactly zero sum, and a nonzero sum (negative
+// too) that rounds to zero in D. What the hardware gives for a negative sum too small for D is
+// not documented (PTX ISA, MMA-Sim's paper); this is MMA-Sim's model, whose rounding steps
+// yield integers without a sign of zero (docs/engines.md, "Signs of zero").
+static double nv_zero_plus(double r) { return r == 0.0 ? 0.0 : r; }
+
 // v toward zero to float32's exponent range with out_frac fraction bits (or to nearest-even
 // under the RNE fault); overflow (|v| >= 2^128) gives inf.
 static double nv_out_f32(double v, int out_frac, int fault) {
-    if (v == 0.0) return 0.0;  // an exactly zero sum is +0
+    if (v == 0.0) return 0.0;
     int e = ilogb(v);
     if (e < -126) e = -126;
     const double q = ldexp(v, out_frac - e);
     const double r = ldexp(fault == MM_EFAULT_RNE ? nearbyint(q) : trunc(q), e - out_frac);
-    return fabs(r) >= F32_BIG ? copysign(INFINITY, r) : r;
+    return fabs(r) >= F32_BIG ? copysign(INFINITY, r) : nv_zero_plus(r);
 }
 
 // v to nearest-even fp16 (10 fraction bits, exponents from -14), inf above the largest.
@@ -101,7 +119,7 @@ static double nv_out_f16(double v) {
     int e = ilogb(v);
     if (e < -14) e = -14;
     const double r = ldexp(nearbyint(ldexp(v, 10 - e)), e - 10);
-    return fabs(r) > F16_BIG ? copysign(INFINITY, r) : r;
+    return fabs(r) > F16_BIG ? copysign(INFINITY, r) : nv_zero_plus(r);
 }
 
 // The canonical NaN of an NVIDIA D: float32 0x7fffffff or fp16 0x7fff, as a double whose

@@ -64,6 +64,11 @@ static const char N_E3M2[] = "f8f6f4 fused addition; e3m2/e2m3 follow the PTX ki
     NV(e, "f16", "m16n8k16", MM_ET_F16, true, 16, fr, 23, true, sp, sp == 2 ? N_SPLIT : N_FUSED),      \
     NV(e, "bf16", "m16n8k16", MM_ET_BF16, true, 16, fr, 23, false, sp, sp == 2 ? N_SPLIT : N_FUSED),   \
     NV(e, "bf16", "m16n8k8", MM_ET_BF16, true, 8, fr, 23, false, 1, N_FUSED)
+// AMD's f32 instructions: k 4, 2 and 1 (each its own row: the k of a chain decides where a K
+// that is not a multiple of it is padded with zero products, which can turn -0 into +0).
+#define AMD_F32_ROWS(e, k1shape)                                                                      \
+    FMA(e, "f32", "16x16x4", MM_ET_F32, 4, N_FMA), FMA(e, "f32", "32x32x2", MM_ET_F32, 2, N_FMA),     \
+    FMA(e, "f32", k1shape, MM_ET_F32, 1, N_FMA)
 #define TURING_ROWS(e, fr) NV(e, "f16", "m16n8k8", MM_ET_F16, true, 8, fr, 23, true, 1, N_FUSED)
 
 static const mm_engine_kind kinds[] = {
@@ -81,6 +86,7 @@ static const mm_engine_kind kinds[] = {
     TURING_ROWS(ADA_MMA, 24),
 
     FMA(HOPPER_MMA, "f64", "m16n8k16", MM_ET_F64, 16, N_FMA),
+    FMA(HOPPER_MMA, "f64", "m16n8k8", MM_ET_F64, 8, N_FMA),
     AMPERE_ROWS(HOPPER_MMA, 25, 1),
     TURING_ROWS(HOPPER_MMA, 25),
 
@@ -111,19 +117,19 @@ static const mm_engine_kind kinds[] = {
     AMPERE_ROWS(RTX_BLACKWELL_MMA, 25, 1),
     TURING_ROWS(RTX_BLACKWELL_MMA, 25),
 
-    FMA(CDNA1_MFMA, "f32", "16x16x4", MM_ET_F32, 4, N_FMA),
+    AMD_F32_ROWS(CDNA1_MFMA, "32x32x1"),
     PAIR3(CDNA1_MFMA, "f16", "16x16x16", "32x32x8", "16x16x4", MM_ET_F16, 16, 8, 4, 4, false, N_PAIR),
     PAIR3(CDNA1_MFMA, "bf16", "16x16x8", "32x32x4", "16x16x2", MM_ET_BF16, 8, 4, 2, 2, false, N_PAIR),
 
     FMA(CDNA2_MFMA, "f64", "16x16x4", MM_ET_F64, 4, N_FMA),
-    FMA(CDNA2_MFMA, "f32", "16x16x4", MM_ET_F32, 4, N_FMA),
+    AMD_F32_ROWS(CDNA2_MFMA, "32x32x1"),
     PAIR3(CDNA2_MFMA, "f16", "16x16x16", "32x32x8", "16x16x4", MM_ET_F16, 16, 8, 4, 4, true, N_PAIR_FLUSH),
     PAIR3(CDNA2_MFMA, "bf16", "16x16x16_1k", "32x32x8_1k", "16x16x4_1k", MM_ET_BF16, 16, 8, 4, 4, true,
           N_PAIR_FLUSH),
     PAIR(CDNA2_MFMA, "bf16", "16x16x2", MM_ET_BF16, 2, 2, true, N_PAIR_FLUSH),
 
     FMA(CDNA3_MFMA, "f64", "16x16x4", MM_ET_F64, 4, N_FMA),
-    FMA(CDNA3_MFMA, "f32", "16x16x4", MM_ET_F32, 4, N_FMA),
+    AMD_F32_ROWS(CDNA3_MFMA, "32x32x1_2b"),
     AMDF(CDNA3_MFMA, "xf32", "16x16x8", MM_ET_TF32, true, 8, 4, false, N_AMD),
     AMDF(CDNA3_MFMA, "xf32", "32x32x4", MM_ET_TF32, true, 4, 4, false, N_AMD),
     AMDF(CDNA3_MFMA, "f16", "16x16x16", MM_ET_F16, true, 16, 8, false, N_AMD),
@@ -195,29 +201,43 @@ static bool row_takes(const mm_engine_kind *q, unsigned ta, unsigned tb) {
     return !q->same_types || (a & b);
 }
 
+// Appends k to the list (a string "4, 2, 1") unless it is there.
+static void add_k(char *ks, size_t len, int k) {
+    char one[16];
+    snprintf(one, sizeof one, "%d", k);
+    for (const char *p = ks; (p = strstr(p, one)); p++)
+        if ((p == ks || p[-1] == ' ') && (p[strlen(one)] == ',' || !p[strlen(one)])) return;
+    const size_t n = strlen(ks);
+    snprintf(ks + n, len - n, "%s%d", n ? ", " : "", k);
+}
+
 const mm_engine_kind *mm_engine_find(int engine, unsigned ta, unsigned tb, int k, bool f16_out, int block,
                                      bool ue4m3_scales, char *msg, size_t msg_len) {
     if (msg && msg_len) msg[0] = 0;
     unsigned all = 0;
-    char ks[160] = "";
-    size_t kn = 0;
+    char ks[96] = "", kf16[96] = "";  // the k of the rows that take the operands (with an f16 D)
     for (size_t i = 0; i < mm_engine_kind_count(); i++) {
         const mm_engine_kind *q = &kinds[i];
         if (q->engine != engine) continue;
         all |= q->types;
         if (!row_takes(q, ta, tb) || (block > 0) != (q->block > 0)) continue;
         if (block > 0 && (q->block != block || q->ue4m3_scales != ue4m3_scales)) continue;
-        if (kn < sizeof ks) kn += (size_t)snprintf(ks + kn, sizeof ks - kn, "%s%d", kn ? " " : "", q->k);
-        if (k > 0 && q->k != k && q->op != MM_EOP_FMA) continue;  // an FMA chain is the same for every k
+        add_k(ks, sizeof ks, q->k);
+        if (q->f16_out) add_k(kf16, sizeof kf16, q->k);
+        if (k > 0 && q->k != k) continue;
         if (f16_out && !q->f16_out) continue;
         return q;
     }
     if (msg && msg_len) {
         char types[160];
         type_names(types, sizeof types, all);
-        if (kn)
-            snprintf(msg, msg_len, "%s has no %s instruction for these operands%s (k of its instructions for them: %s)",
-                     engine_names[engine], f16_out ? "f16-output" : "", k > 0 ? " with that k" : "", ks);
+        if (*ks && f16_out && !*kf16)
+            snprintf(msg, msg_len, "%s has no instruction with an f16 C/D for these operands (drop :f16)",
+                     engine_names[engine]);
+        else if (*ks)
+            snprintf(msg, msg_len, "%s has no instruction with k = %d%s for these operands; the k of its "
+                     "instructions for them: %s (:kN picks one; none: the largest)", engine_names[engine], k,
+                     f16_out ? " and an f16 C/D" : "", f16_out ? kf16 : ks);
         else
             snprintf(msg, msg_len, "%s takes operands of types %s%s", engine_names[engine], types,
                      block > 0 ? ", block-scaled only as mxf8f6f4 (e8m0 scales per 32) or mxf4nvf4 (e2m1; "
@@ -225,4 +245,16 @@ const mm_engine_kind *mm_engine_find(int engine, unsigned ta, unsigned tb, int k
                                : "");
     }
     return NULL;
+}
+
+char *mm_engine_ks(int engine, char *out, size_t len) {
+    if (!len) return out;
+    out[0] = 0;
+    for (int k = 64; k >= 1; k--)  // every k of the table lies in 1..64 (test_engine.c checks)
+        for (size_t i = 0; i < mm_engine_kind_count(); i++)
+            if (kinds[i].engine == engine && kinds[i].k == k) {
+                add_k(out, len, k);
+                break;
+            }
+    return out;
 }

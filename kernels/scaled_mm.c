@@ -41,6 +41,40 @@ static bool mm__is_f32_layout(const fmt_t *f) {
     return f->ebits == 8 && f->mbits == 23 && f->bias == 127 && f->is_signed && f->special == FMT_IEEE;
 }
 
+// What an engine spec must be, whatever the operands: :kN one of the engine's k, promote=N a
+// multiple of that k, or of some k of the engine (which k the operands pick is checked with
+// them: mm_acc_check_operands).
+static int mm__engine_spec_check(const mm_acc *acc, char *msg, size_t len) {
+    const int e = acc->engine - 1;
+    bool has_k = false, divides = false;
+    for (size_t i = 0; i < mm_engine_kind_count(); i++) {
+        const mm_engine_kind *q = mm_engine_kind_get(i);
+        if (q->engine != e) continue;
+        has_k |= q->k == acc->engine_k;
+        divides |= acc->promote_every % (acc->engine_k ? acc->engine_k : q->k) == 0;
+    }
+    char ks[96], name[96];
+    mm_engine_ks(e, ks, sizeof ks);
+    mm_acc_name(acc, name, sizeof name);
+    if (acc->engine_k && !has_k) {
+        mm__msg(msg, len, "accumulator %s: %s has no instruction with k = %d; the k of its instructions: %s "
+                "(:kN picks one; none: the largest for the operands)", name, mm_engine_name((size_t)e),
+                acc->engine_k, ks);
+        return MM_EINVAL;
+    }
+    if (acc->promote_every && !divides) {
+        if (acc->engine_k)
+            mm__msg(msg, len, "accumulator %s: promote=%d is not a multiple of the instruction's k (%d)", name,
+                    acc->promote_every, acc->engine_k);
+        else
+            mm__msg(msg, len, "accumulator %s: promote=%d is not a multiple of any instruction's k (%s: k = %s); "
+                    "expected a multiple of the k the operands pick", name, acc->promote_every,
+                    mm_engine_name((size_t)e), ks);
+        return MM_EINVAL;
+    }
+    return MM_OK;
+}
+
 // What an accumulator must be, whatever the operands: shared by mm_acc_from_name and mm_validate.
 static int mm__acc_check(const mm_acc *acc, char *msg, size_t len) {
     const fmt_t *f = &acc->fmt;
@@ -59,7 +93,7 @@ static int mm__acc_check(const mm_acc *acc, char *msg, size_t len) {
                     acc->engine_k, mm_engine_count());
             return MM_EINVAL;
         }
-        return MM_OK;
+        return mm__engine_spec_check(acc, msg, len);
     }
     if (!mm_acc_is_emulated(acc)) return MM_OK;
     if (acc->mode == FMT_SR) {
@@ -159,15 +193,82 @@ static int mm__engine_spec(mm_acc *out, int *st, const char *spec, char *msg, si
         }
         p = end;
         continue;
-    bad:
-        mm__msg(msg, len, "accumulator spec '%s': '%s' is not an engine option (expected kN: the "
+    bad:;
+        char near[40] = "";
+        const char *eq = strchr(tok, '=');
+        if (tok[0] != 'k' && fmt_edit_distance(tok, "f16") == 1) snprintf(near, sizeof near, "f16");
+        else if (eq && strncmp(tok, "promote=", 8) && (size_t)(eq - tok) < 12) {
+            char key[12];
+            memcpy(key, tok, (size_t)(eq - tok)), key[eq - tok] = 0;
+            if (fmt_edit_distance(key, "promote") <= 2) snprintf(near, sizeof near, "promote=%.30s", eq + 1);
+        }
+        mm__msg(msg, len, "accumulator spec '%s': '%s' is not an engine option%s%s%s (expected kN: the "
                 "instruction's k, f16: an f16 C/D, promote=N: add into float32 every N products; each once)",
-                spec, tok);
+                spec, tok, *near ? "; did you mean '" : "", near, *near ? "'?" : "");
         return 1;
     }
     *out = acc;
     *st = MM_OK;
     return 1;
+}
+
+// The message for a spec that is neither an engine nor a format with its options: the nearest
+// engine when the spec looks like a mistyped one (ARCH:INSTR), else what is wrong in the spec's
+// own words (its first word, or the option that is neither promote=N, a mode nor a flag), and
+// every engine and the format grammar.
+static void mm__unknown_acc(const char *spec, char *msg, size_t len) {
+    char head[64];
+    const char *c1 = strchr(spec, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    size_t hl = c2 ? (size_t)(c2 - spec) : strlen(spec);
+    if (hl >= sizeof head) hl = sizeof head - 1;
+    memcpy(head, spec, hl), head[hl] = 0;
+    const char *near = NULL;
+    int best = 1 << 30;
+    for (size_t e = 0; e < mm_engine_count(); e++) {
+        const int d = fmt_edit_distance(head, mm_engine_name(e));
+        if (d < best) best = d, near = mm_engine_name(e);
+    }
+    char engines[300] = "";
+    for (size_t e = 0, n = 0; e < mm_engine_count() && n < sizeof engines; e++)
+        n += (size_t)snprintf(engines + n, sizeof engines - n, "%s%s", e ? " " : "", mm_engine_name(e));
+    if (c1 && best <= 1 + (int)strlen(head) / 3) {
+        mm__msg(msg, len, "accumulator spec '%s': '%s' is not an engine; did you mean '%s'? Engines: %s "
+                "(fplab engines), each with optional :kN, :f16, :promote=N", spec, head, near, engines);
+        return;
+    }
+    // A format with options: name the first word or the option at fault, as the user wrote them.
+    char buf[128], fname[130];
+    snprintf(buf, sizeof buf, "%s", spec);
+    char *save = NULL, *tok = strtok_r(buf, ":", &save);
+    fmt_t f;
+    snprintf(fname, sizeof fname, "%s", tok ? tok : "");
+    if ((fname[0] == 'm' || fname[0] == 'M') && isdigit((unsigned char)fname[1]))
+        snprintf(fname, sizeof fname, "e8m%d", atoi(tok + 1));
+    if (tok && fmt_from_name(&f, fname) != FMT_OK) {
+        char why[1024];
+        fmt_name_message(tok, fmt_from_name(&f, tok), why, sizeof why);
+        mm__msg(msg, len, "accumulator spec '%s': '%s' is neither an engine (%s; fplab engines) nor a format "
+                "(fp32 | bf16 | fp16 | mNN | a format name): %s", spec, tok, engines, why);
+        return;
+    }
+    const char *word = tok ? tok : spec;
+    while ((tok = strtok_r(NULL, ":", &save))) {
+        fmt_round_mode m;
+        if (strncmp(tok, "promote=", 8) && fmt_mode_from_name(&m, tok) != FMT_OK) {
+            const size_t n = strlen(fname);
+            snprintf(fname + n, sizeof fname - n, ":%s", tok);
+            if (fmt_from_name(&f, fname) == FMT_OK) continue;  // a flag of the format
+            const char *eq = strchr(tok, '=');
+            char key[16] = "";
+            if (eq && (size_t)(eq - tok) < sizeof key) memcpy(key, tok, (size_t)(eq - tok)), key[eq - tok] = 0;
+            const bool promote = *key && fmt_edit_distance(key, "promote") <= 2;
+            mm__msg(msg, len, "accumulator spec '%s': '%s' is not an option of %s%s%s%s (expected promote=N, a "
+                    "rounding mode rne rna rtz rup rdn rto, or a flag of the format)", spec, tok, word,
+                    promote ? "; did you mean 'promote=" : "", promote ? eq + 1 : "", promote ? "'?" : "");
+            return;
+        }
+    }
+    mm__msg(msg, len, "accumulator spec '%s' is not an engine (%s) nor a format with options", spec, engines);
 }
 
 int mm_acc_from_name(mm_acc *out, const char *spec, char *msg, size_t msg_len) {
@@ -184,7 +285,12 @@ int mm_acc_from_name(mm_acc *out, const char *spec, char *msg, size_t msg_len) {
     }
     snprintf(buf, sizeof buf, "%s", spec);
     int est;
-    if (mm__engine_spec(out, &est, spec, msg, msg_len)) return est;
+    mm_acc eacc;
+    if (mm__engine_spec(&eacc, &est, spec, msg, msg_len)) {
+        if (est == MM_OK) est = mm__acc_check(&eacc, msg, msg_len);
+        if (est == MM_OK) *out = eacc;
+        return est;
+    }
 
     // Tokens after the first ':' are promote=N, a mode name, or a flag of a custom format
     // (e.g. "e5m10:fn"), which goes back onto the format name.
@@ -243,9 +349,7 @@ int mm_acc_from_name(mm_acc *out, const char *spec, char *msg, size_t msg_len) {
     }
     const int st = fmt_from_name(&acc.fmt, name);
     if (st != FMT_OK) {
-        mm__msg(msg, msg_len, "accumulator spec '%s': '%s' is not a format (expected fp32 | bf16 | "
-                "fp16 | mNN | a format name), and not promote=N or a rounding mode (rne rna rtz rup "
-                "rdn rto)", spec, name);
+        mm__unknown_acc(spec, msg, msg_len);
         return MM_EINVAL;
     }
     const int ck = mm__acc_check(&acc, msg, msg_len);

@@ -92,6 +92,14 @@ char *mm_acc_name(const mm_acc *acc, char *out, size_t len);
 // MM_OK or MM_EINVAL with a message.
 int mm_validate(const mm_operand *A, const mm_operand *B, size_t M, size_t N, size_t K,
                 const mm_opts *o, char *msg, size_t msg_len);
+// Whether acc can multiply operands of formats fa and fb, with K-blocks of block (16 or 32:
+// scaled per block, which an engine's block-scaled kinds may take; else 0): for an engine, the
+// operand types have an instruction kind of the spec's :k and :f16, and promote=N is a multiple
+// of the k of every kind the operands may run. MM_OK for any other accumulator. MM_EINVAL with
+// a message naming the spec, the operands and the valid choices. The one check of a spec
+// against operands: mm_validate and the policy checks (autocast/policy.c) both call it.
+int mm_acc_check_operands(const mm_acc *acc, const fmt_t *fa, const fmt_t *fb, int block, char *msg,
+                          size_t msg_len);
 // True when o asks for an emulated (rounded step by step) accumulator.
 bool mm_acc_is_emulated(const mm_acc *acc);
 

@@ -35,22 +35,53 @@ static bool scales_all(const mm_operand *X, size_t rows, size_t nb, bool (*ok)(f
     return true;
 }
 
+int mm_acc_check_operands(const mm_acc *acc, const fmt_t *fa, const fmt_t *fb, int block, char *msg,
+                          size_t msg_len) {
+    if (!acc->engine) return MM_OK;
+    const int e = acc->engine - 1;
+    const char *en = mm_engine_name((size_t)e);
+    const unsigned ta = mm_engine_type_of(fa), tb = mm_engine_type_of(fb);
+    char why[300] = "", name[96];
+    mm_acc_name(acc, name, sizeof name);
+    if (!ta || !tb) {
+        mm_engine_find(e, MM_ET_F64, MM_ET_F64, 0, false, 0, false, why, sizeof why);
+        snprintf(msg, msg_len, "accumulator %s: operand %c's format %s is not an operand type of any matrix "
+                 "engine (%s)", name, !ta ? 'A' : 'B', !ta ? fa->name : fb->name, why);
+        return MM_EINVAL;
+    }
+    // Every kind these operands may run: the scales' values pick a block-scaled one at run time
+    // (mm__engine_plan_make), else the kind without scales.
+    const mm_engine_kind *cand[3] = {
+        mm_engine_find(e, ta, tb, acc->engine_k, acc->engine_f16, 0, false, why, sizeof why), NULL, NULL};
+    if (block == 16 || block == 32) {
+        cand[1] = mm_engine_find(e, ta, tb, acc->engine_k, acc->engine_f16, block, false, NULL, 0);
+        cand[2] = mm_engine_find(e, ta, tb, acc->engine_k, acc->engine_f16, block, true, NULL, 0);
+    }
+    if (!cand[0] && !cand[1] && !cand[2]) {
+        snprintf(msg, msg_len, "accumulator %s with operands %s x %s: %s", name, fa->name, fb->name, why);
+        return MM_EINVAL;
+    }
+    for (int i = 0; i < 3; i++)
+        if (cand[i] && acc->promote_every % cand[i]->k) {
+            snprintf(msg, msg_len, "accumulator %s: promote=%d is not a multiple of k = %d, the k of %s's %s "
+                     "instruction (%s) that operands %s x %s run; expected a multiple of %d",
+                     name, acc->promote_every, cand[i]->k, en, cand[i]->kind, cand[i]->shape, fa->name, fb->name,
+                     cand[i]->k);
+            return MM_EINVAL;
+        }
+    return MM_OK;
+}
+
 int mm__engine_plan_make(mm__engine_plan *p, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
                          size_t K, const mm_opts *o, char *msg, size_t msg_len) {
     memset(p, 0, sizeof *p);
     const int e = o->acc.engine - 1;
-    const char *en = mm_engine_name((size_t)e);
-    const unsigned sa = mm_engine_type_of(&A->fmt), sb = mm_engine_type_of(&B->fmt);
-    char why[300] = "";
-    if (!sa || !sb) {
-        mm_engine_find(e, MM_ET_F64, MM_ET_F64, 0, false, 0, false, why, sizeof why);
-        snprintf(msg, msg_len, "engine %s: operand %c's format %s is not an operand type of any matrix "
-                 "engine (%s)", en, !sa ? 'A' : 'B', !sa ? A->fmt.name : B->fmt.name, why);
-        return MM_EINVAL;
-    }
     size_t bka, bkb;
     const size_t nba = mm__nblocks(A, K, &bka), nbb = mm__nblocks(B, K, &bkb);
     const bool blocked = A->scales && B->scales && A->block_k > 0 && (A->block_k == 16 || A->block_k == 32);
+    const int st = mm_acc_check_operands(&o->acc, &A->fmt, &B->fmt, blocked ? A->block_k : 0, msg, msg_len);
+    if (st != MM_OK) return st;
+    const unsigned sa = mm_engine_type_of(&A->fmt), sb = mm_engine_type_of(&B->fmt);
     const mm_engine_kind *q = NULL;
     if (blocked) {
         const bool e8 = scales_all(A, M, nba, is_pow2_or_nan) && scales_all(B, nbb, N, is_pow2_or_nan);
@@ -59,15 +90,11 @@ int mm__engine_plan_make(mm__engine_plan *p, const mm_operand *A, const mm_opera
         if (!q && u4) q = mm_engine_find(e, sa, sb, o->acc.engine_k, o->acc.engine_f16, A->block_k, true, NULL, 0);
         p->scaled_kind = q != NULL;
     }
-    if (!q) q = mm_engine_find(e, sa, sb, o->acc.engine_k, o->acc.engine_f16, 0, false, why, sizeof why);
-    if (!q) {
-        snprintf(msg, msg_len, "engine %s with operands %s x %s%s: %s", en, A->fmt.name, B->fmt.name,
-                 o->acc.engine_k ? " and that :k" : "", why);
-        return MM_EINVAL;
-    }
-    if (o->acc.promote_every % q->k) {
-        snprintf(msg, msg_len, "engine %s (%s, k %d): promote=%d is not a multiple of the instruction's k", en,
-                 q->kind, q->k, o->acc.promote_every);
+    if (!q) q = mm_engine_find(e, sa, sb, o->acc.engine_k, o->acc.engine_f16, 0, false, NULL, 0);
+    if (!q) {  // only a block-scaled kind takes these operands, and these scales are not its
+        snprintf(msg, msg_len, "accumulator %s with operands %s x %s: their scales are neither ue8m0 nor ue4m3 "
+                 "values, and %s has no instruction without scales for them", mm_engine_name((size_t)e),
+                 A->fmt.name, B->fmt.name, mm_engine_name((size_t)e));
         return MM_EINVAL;
     }
     p->q = q;
@@ -109,8 +136,8 @@ float mm__engine_out1(const mm__engine_plan *p, const mm_operand *A, const mm_op
             for (size_t k = 0; k < np; k++) {
                 const size_t kk = s0 + k;
                 const bool in = k < n;
-                La[k] = in ? (A->trans ? A->x[kk * A->ld + i] : A->x[i * A->ld + kk]) : 0.0;
-                Lb[k] = in ? (B->trans ? B->x[j * B->ld + kk] : B->x[kk * B->ld + j]) : 0.0;
+                La[k] = in ? mm_engine_operand(A->trans ? A->x[kk * A->ld + i] : A->x[i * A->ld + kk], p->ta) : 0.0;
+                Lb[k] = in ? mm_engine_operand(B->trans ? B->x[j * B->ld + kk] : B->x[kk * B->ld + j], p->tb) : 0.0;
             }
             if (p->scaled_kind)
                 for (size_t g = 0; g < np / (size_t)q->block; g++) {

@@ -727,5 +727,32 @@ expect_rc "report with a planted report.md link" 0 "$F" report "$T/ext" --no-plo
 expect_eq "the planted link's file is untouched" precious "$(cat "$T/outside.txt")"
 expect_rc "report.md is the report's own file now" 1 test -L "$T/ext/report.md"
 
+# --- issue 34: engines
+# 1.7: an accumulator whose promote=N is not a multiple of the instruction's k is refused by
+# every reader (policy --check, train, eval), with the k; it never becomes a NaN.
+"$F" policy --show fp8-delayed >"$T/acc33.policy"
+echo "accumulator hopper:wgmma:promote=33" >>"$T/acc33.policy"
+expect_err "policy --check: promote=33 on hopper:wgmma" "not a multiple" "$F" policy --check "$T/acc33.policy"
+"$F" policy --show bf16-amp >"$T/acc12.policy"
+echo "accumulator ampere:mma:promote=12" >>"$T/acc12.policy"
+expect_err "policy --check: promote=12 on ampere:mma bf16 (k 16)" "k = 16" "$F" policy --check "$T/acc12.policy"
+expect_err "train: promote=12 refused before the first step" "k = 16" "$F" train --model tiny \
+    --data "$T/corpus.txt" --steps 1 --policy "$T/acc12.policy" --progress 0
+expect_err "eval: promote=33 refused, not val_loss nan" "not a multiple" "$F" eval --ckpt "$T/run/ckpt.bin" \
+    --policy "$T/acc33.policy"
+expect_err "matmul-check --acc cdna1:mfma:k3" "4, 2, 1" "$F" matmul-check --m 4 --n 4 --k 8 --a fp32 --b fp32 \
+    --acc cdna1:mfma:k3
+# 3.7: a mistyped engine or option gets the list and a did-you-mean, in the user's words.
+expect_err "--acc hopper:wgma" "did you mean 'hopper:wgmma'" "$F" matmul-check --m 4 --n 4 --k 32 --a e4m3 --b e4m3 \
+    --acc hopper:wgma
+expect_err "--acc m13:promot=128" "did you mean 'promote=128'" "$F" matmul-check --m 4 --n 4 --k 32 --a e4m3 \
+    --b e4m3 --acc m13:promot=128
+out=$("$F" matmul-check --m 4 --n 4 --k 32 --a e4m3 --b e4m3 --acc m13:promot=128 2>&1)
+expect_eq "--acc m13:promot=128 echoes no internal name" "" "$(grep -o 'e8m13:promot' <<<"$out")"
+expect_err "engines hopper:wgma" "did you mean 'hopper:wgmma'" "$F" engines hopper:wgma
+# 3.8: the engines table fits in 100 columns; the detail is in csv/json.
+expect_eq "engines: no line over 100 columns" "0" "$("$F" engines | awk 'length > 100' | wc -l)"
+expect_has "engines --format csv keeps the detail" "subnormals,specials,note" "$F" engines --format csv
+
 echo "$pass passed, $fail failed"
 [[ $fail == 0 ]]

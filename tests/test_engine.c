@@ -82,8 +82,10 @@ static bool parse_qual(qual *q, const char *s, bool amd) {
 static bool find_row(mm_engine_kind *out, int e, const qual *q) {
     char msg[300];
     const mm_engine_kind *r = NULL;
-    if (q->ta == MM_ET_BF16 && !q->amd_1k && (e == mm_engine_index("cdna2:mfma"))) {
-        // CDNA2 keeps CDNA1's bf16 instructions (groups of 2) beside the _1k ones.
+    // CDNA2 keeps CDNA1's bf16 instructions (groups of 2, k 2, 4, 8) beside the _1k ones; the
+    // table's one row of them (16x16x2) stands for all three, so k is set from the qualifier.
+    const bool cdna2_bf16 = q->ta == MM_ET_BF16 && !q->amd_1k && e == mm_engine_index("cdna2:mfma");
+    if (cdna2_bf16) {
         for (size_t i = 0; i < mm_engine_kind_count() && !r; i++) {
             const mm_engine_kind *x = mm_engine_kind_get(i);
             if (x->engine == e && x->types == MM_ET_BF16 && x->group == 2) r = x;
@@ -94,12 +96,13 @@ static bool find_row(mm_engine_kind *out, int e, const qual *q) {
     if (!r) return false;
     *out = *r;
     out->k = q->k;
-    return true;
+    return r->k == q->k || cdna2_bf16;  // every other qualifier has its own row, of its own k
 }
 
 // --- fixture lines
 
-static int hexlist(double *v, size_t cap, const char *s, bool f64) {
+// Float32 bits are read as the engine reads an operand of type t (mm_engine_operand).
+static int hexlist(double *v, size_t cap, const char *s, bool f64, unsigned t) {
     int n = 0;
     while (*s && *s != ' ' && (size_t)n < cap) {
         char *end;
@@ -110,7 +113,7 @@ static int hexlist(double *v, size_t cap, const char *s, bool f64) {
             const uint32_t w = (uint32_t)u;
             float f;
             memcpy(&f, &w, 4);
-            v[n] = f;
+            v[n] = mm_engine_operand(f, t);
         }
         n++;
         s = *end == ',' ? end + 1 : end;
@@ -199,14 +202,14 @@ static void run_file(tally *t, const char *file, int fault) {
         cr_assert(pk && pa && pb && pc && pd, "%s: malformed line: %.200s", file, line);
         const int K = atoi(pk);
         const bool in64 = q.f64;
-        cr_assert(K > 0 && K <= 256 && hexlist(a, 256, pa, in64) == K && hexlist(b, 256, pb, in64) == K,
+        cr_assert(K > 0 && K <= 256 && hexlist(a, 256, pa, in64, q.ta) == K && hexlist(b, 256, pb, in64, q.tb) == K,
                   "%s: K and the operand lists disagree: %.200s", file, line);
         c = from_bits(strtoull(pc, NULL, 16), &q);
         const uint64_t want = strtoull(pd, NULL, 16);
         const char *psa = field(line, " SA="), *psb = field(line, " SB=");
         if (row.block) {
-            cr_assert(psa && psb && hexlist(sa, 32, psa, false) == K / row.block &&
-                          hexlist(sb, 32, psb, false) == K / row.block,
+            cr_assert(psa && psb && hexlist(sa, 32, psa, false, 0) == K / row.block &&
+                          hexlist(sb, 32, psb, false, 0) == K / row.block,
                       "%s: block-scaled line without K/%d scales: %.200s", file, row.block, line);
         }
         const double d = mm_engine_dot(&row, q.f16_out, q.ta, q.tb, a, b, row.block ? sa : NULL,
@@ -292,6 +295,94 @@ Test(engine, table_is_consistent) {
     cr_assert(strstr(msg, "fp16"), "%s", msg);
 }
 
+// Values of float32 / fp16 / bf16 bit patterns (a float, not a double: a signalling NaN's bits
+// would not survive the conversion).
+static float f32_bits(uint32_t u) {
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static double bf16_bits(uint16_t u) { return f32_bits((uint32_t)u << 16); }
+static double f16_bits(uint16_t u) {
+    _Float16 h;
+    memcpy(&h, &u, 2);
+    return (double)h;
+}
+static uint32_t bits_f32(double d) {
+    const float f = (float)d;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+// Issue 34: the cases MMA-Sim (commit c78513835c8b) was run on. A negative sum too small for D
+// gives +0 in MMA-Sim's NVIDIA fused model (every zero D is +0: docs/engines.md "Signs of
+// zero"); an AMD f32 instruction of k = 1 keeps C's -0 (no zero products padded in).
+Test(engine, signs_of_zero_as_mmasim) {
+    double a[16] = {0}, b[16] = {0};
+    // hopper:wgmma bf16 m64nNk16: a = 0x8080 (-2^-126), b = 0x3380 (2^-24), C = +0 -> D = +0.
+    const mm_engine_kind *q = mm_engine_find(mm_engine_index("hopper:wgmma"), MM_ET_BF16, MM_ET_BF16, 16, false,
+                                             0, false, NULL, 0);
+    cr_assert_not_null(q);
+    a[0] = bf16_bits(0x8080), b[0] = bf16_bits(0x3380);
+    cr_assert_eq(bits_f32(mm_engine_dot(q, false, MM_ET_BF16, MM_ET_BF16, a, b, NULL, NULL, 0.0, 16, 0)), 0u);
+    // The same sum with C = -0: still +0.
+    cr_assert_eq(bits_f32(mm_engine_dot(q, false, MM_ET_BF16, MM_ET_BF16, a, b, NULL, NULL, -0.0, 16, 0)), 0u);
+    // volta:mma m8n8k4 f16 D: a = 0x8400 (-2^-14), b = 0x0400 (2^-14), C = +0 -> D = +0 (f16 0x0000).
+    q = mm_engine_find(mm_engine_index("volta:mma"), MM_ET_F16, MM_ET_F16, 4, true, 0, false, NULL, 0);
+    cr_assert_not_null(q);
+    memset(a, 0, sizeof a), memset(b, 0, sizeof b);
+    a[0] = f16_bits(0x8400), b[0] = f16_bits(0x0400);
+    const double d16 = mm_engine_dot(q, true, MM_ET_F16, MM_ET_F16, a, b, NULL, NULL, 0.0, 4, 0);
+    cr_assert(d16 == 0.0 && !signbit(d16), "volta f16 D: %a", d16);
+    // cdna1:mfma f32 k = 1 (32x32x1): K = 1, a = -1, b = 0, C = -0 -> -0 (fma(-1, 0, -0)).
+    q = mm_engine_find(mm_engine_index("cdna1:mfma"), MM_ET_F32, MM_ET_F32, 1, false, 0, false, NULL, 0);
+    cr_assert_not_null(q);
+    cr_assert_eq(q->k, 1);
+    a[0] = -1.0, b[0] = 0.0;
+    const double dz = mm_engine_dot(q, false, MM_ET_F32, MM_ET_F32, a, b, NULL, NULL, -0.0, 1, 0);
+    cr_assert(dz == 0.0 && signbit(dz), "cdna1 k1: %a", dz);
+}
+
+// Each engine's k are its instructions' own: a :k the engine lacks is refused with the list
+// (never run as another k), and every AMD f32 k (1, 2, 4) has its row.
+Test(engine, k_is_never_mapped_to_another) {
+    char msg[300];
+    for (const char *const *e = (const char *const[]){"cdna1:mfma", "cdna2:mfma", "cdna3:mfma", NULL}; *e; e++)
+        for (int k = 1; k <= 4; k *= 2) {
+            const mm_engine_kind *q = mm_engine_find(mm_engine_index(*e), MM_ET_F32, MM_ET_F32, k, false, 0, false,
+                                                     msg, sizeof msg);
+            cr_assert(q && q->k == k, "%s f32 k%d: %s", *e, k, msg);
+        }
+    const mm_engine_kind *q = mm_engine_find(mm_engine_index("hopper:mma"), MM_ET_F64, MM_ET_F64, 8, false, 0, false,
+                                             msg, sizeof msg);
+    cr_assert(q && q->k == 8, "hopper:mma f64 k8: %s", msg);
+    cr_assert_null(mm_engine_find(mm_engine_index("cdna1:mfma"), MM_ET_F32, MM_ET_F32, 8, false, 0, false, msg,
+                                  sizeof msg));
+    cr_assert(strstr(msg, "k = 8") && strstr(msg, "4, 2, 1"), "%s", msg);
+    cr_assert_null(mm_engine_find(mm_engine_index("ampere:mma"), MM_ET_F64, MM_ET_F64, 16, false, 0, false, msg,
+                                  sizeof msg));
+    cr_assert(strstr(msg, ": 4 "), "%s", msg);
+    char ks[96];
+    cr_assert_str_eq(mm_engine_ks(mm_engine_index("hopper:wgmma"), ks, sizeof ks), "32, 16, 8");
+}
+
+// tf32/xf32 operands are the top 19 bits of the float32 register: a NaN whose payload lies only
+// in the 13 dropped bits reads as inf (MMA-Sim truncates the bits first: 0x7f800001 gives inf).
+Test(engine, tf32_reads_the_top_19_bits) {
+    cr_assert_eq(bits_f32(mm_engine_operand(f32_bits(0x7f800001), MM_ET_TF32)), 0x7f800000u);
+    cr_assert_eq(bits_f32(mm_engine_operand(f32_bits(0xff801fff), MM_ET_TF32)), 0xff800000u);
+    cr_assert(isnan(mm_engine_operand(f32_bits(0x7f802000), MM_ET_TF32)), "a payload in the top bits stays NaN");
+    cr_assert(isnan(mm_engine_operand(f32_bits(0x7f800001), MM_ET_F32)), "f32 operands are used whole");
+    cr_assert_eq(bits_f32(mm_engine_operand(f32_bits(0x3f801fff), MM_ET_TF32)), 0x3f800000u);
+    const mm_engine_kind *q = mm_engine_find(mm_engine_index("hopper:wgmma"), MM_ET_TF32, MM_ET_TF32, 0, false, 0,
+                                             false, NULL, 0);
+    cr_assert_not_null(q);
+    double a[8] = {0}, b[8] = {0};
+    a[0] = mm_engine_operand(f32_bits(0x7f800001), MM_ET_TF32), b[0] = 1.0;
+    cr_assert_eq(bits_f32(mm_engine_dot(q, false, MM_ET_TF32, MM_ET_TF32, a, b, NULL, NULL, 0.0, 8, 0)), 0x7f800000u);
+}
+
 // --- engines as accumulators of scaled matmul (kernels/scaled_mm.h)
 
 #include "kernels/scaled_mm.h"
@@ -309,6 +400,26 @@ Test(engine, accumulator_specs) {
                          "hopper:wgmma:f32", "hopper:mfma"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         cr_assert_neq(mm_acc_from_name(&a, bad[i], msg, sizeof msg), MM_OK, "'%s' accepted", bad[i]);
+    // :kN must be one of the engine's k, promote=N a multiple of a k (issue 34: promote=33 gave NaN).
+    const char *bad_k[][2] = {{"cdna1:mfma:k3", "4, 2, 1"}, {"hopper:wgmma:promote=33", "32, 16, 8"},
+                              {"hopper:wgmma:k16:promote=24", "(16)"}, {"volta:mma:k8", "k = 8"}};
+    for (size_t i = 0; i < sizeof bad_k / sizeof bad_k[0]; i++) {
+        cr_assert_eq(mm_acc_from_name(&a, bad_k[i][0], msg, sizeof msg), MM_EINVAL, "'%s' accepted", bad_k[i][0]);
+        cr_assert(strstr(msg, bad_k[i][1]), "'%s': %s", bad_k[i][0], msg);
+    }
+    cr_assert_eq(mm_acc_from_name(&a, "cdna1:mfma:k1", msg, sizeof msg), MM_OK, "%s", msg);
+    cr_assert_eq(mm_acc_from_name(&a, "ampere:mma:promote=12", msg, sizeof msg), MM_OK, "%s", msg);
+    // ... which the operands then refuse: bf16 runs m16n8k16.
+    fmt_t bf16, e4m3, fp32, fp64;
+    fmt_from_name(&bf16, "bf16"), fmt_from_name(&e4m3, "e4m3"), fmt_from_name(&fp32, "fp32"), fmt_from_name(&fp64, "fp64");
+    cr_assert_eq(mm_acc_check_operands(&a, &bf16, &bf16, 0, msg, sizeof msg), MM_EINVAL);
+    cr_assert(strstr(msg, "promote=12") && strstr(msg, "k = 16") && strstr(msg, "bf16"), "%s", msg);
+    cr_assert_eq(mm_acc_check_operands(&a, &fp64, &fp64, 0, msg, sizeof msg), MM_OK, "f64 k4: %s", msg);
+    cr_assert_eq(mm_acc_check_operands(&a, &fp32, &fp32, 0, msg, sizeof msg), MM_EINVAL, "tf32 runs k8");
+    cr_assert_eq(mm_acc_from_name(&a, "hopper:wgmma:promote=16", msg, sizeof msg), MM_OK, "%s", msg);
+    cr_assert_eq(mm_acc_check_operands(&a, &e4m3, &e4m3, 0, msg, sizeof msg), MM_EINVAL);
+    cr_assert(strstr(msg, "k = 32"), "%s", msg);
+    cr_assert_eq(mm_acc_check_operands(&a, &bf16, &bf16, 0, msg, sizeof msg), MM_OK, "%s", msg);
     // The emulated spec grammar is unchanged by the engines.
     cr_assert_eq(mm_acc_from_name(&a, "m13:rtz:promote=128", msg, sizeof msg), MM_OK, "%s", msg);
     cr_assert_str_eq(mm_acc_name(&a, name, sizeof name), "e8m13:promote=128:rtz");

@@ -173,3 +173,43 @@ Test(mm_engine, c_in_the_chain) {
             check(&c, &s);
         }
 }
+
+// Issue 34, through mm_cpu and mm_ref (D = A·B + C with C in the chain): an AMD f32 instruction
+// of k = 1 keeps -1·0 + (-0) = -0, where the default k = 4 pads K = 1 with three zero products
+// (+0, as a kernel padding K would give); a tf32 operand whose NaN payload lies only in the 13
+// dropped bits (0x7f800001) is read as inf, as MMA-Sim reads it.
+static float run_1x1(const char *acc, const char *fa, uint32_t abits, float b, float c) {
+    float a;
+    memcpy(&a, &abits, 4);
+    mm_operand A = {.x = &a, .ld = 1}, B = {.x = &b, .ld = 1};
+    fmt_from_name(&A.fmt, fa);
+    B.fmt = A.fmt;
+    mm_opts o;
+    mm_opts_default(&o);
+    char msg[300];
+    cr_assert_eq(mm_acc_from_name(&o.acc, acc, msg, sizeof msg), MM_OK, "%s", msg);
+    o.beta = 1.0f;
+    float d_cpu = c, d_ref = c;
+    cr_assert_eq(mm_validate(&A, &B, 1, 1, 1, &o, msg, sizeof msg), MM_OK, "%s", msg);
+    cr_assert_eq(mm_cpu(&d_cpu, 1, &A, &B, 1, 1, 1, &o), MM_OK);
+    cr_assert_eq(mm_ref(&d_ref, 1, &A, &B, 1, 1, 1, &o), MM_OK);
+    uint32_t u1, u2;
+    memcpy(&u1, &d_cpu, 4), memcpy(&u2, &d_ref, 4);
+    // AMD NaN payloads are the host fma's (test_engine.c compares NaN-ness only there too).
+    cr_assert(u1 == u2 || (isnan(d_cpu) && isnan(d_ref)), "%s: mm_cpu %08x mm_ref %08x", acc, u1, u2);
+    return d_cpu;
+}
+
+Test(mm_engine, k_and_tf32_bits_through_the_matmul) {
+    const float m1 = -1.0f;
+    uint32_t m1b;
+    memcpy(&m1b, &m1, 4);
+    float d = run_1x1("cdna1:mfma:k1", "fp32", m1b, 0.0f, -0.0f);
+    cr_assert(d == 0.0f && signbit(d), "cdna1:mfma:k1: %a", d);
+    d = run_1x1("cdna1:mfma", "fp32", m1b, 0.0f, -0.0f);
+    cr_assert(d == 0.0f && !signbit(d), "cdna1:mfma (k4, padded): %a", d);
+    d = run_1x1("hopper:wgmma", "fp32", 0x7f800001u, 1.0f, 0.0f);
+    cr_assert(isinf(d) && d > 0, "tf32 0x7f800001: %a", d);
+    d = run_1x1("cdna3:mfma", "fp32", 0x7f800001u, 1.0f, 0.0f);  // f32 FMA: used whole, a NaN
+    cr_assert(isnan(d), "cdna3 f32: %a", d);
+}

@@ -657,6 +657,12 @@ Test(policy, errors_name_line_and_token) {
          4, "attn.qkv.fprop", "same block length"},
         {"site * e4m3\nsite master fp32\nsite lm_head.w e5m12\n# x\naccumulator m10\n", 5,
          "lm_head.w", "12 bits"},
+        // Issue 34: engine accumulators whose promote=N is not a multiple of the k the operands
+        // pick (hopper:wgmma fp8: 32; ampere:mma bf16: 16), or a :k the engine lacks.
+        {"site * e4m3\nsite master fp32\naccumulator hopper:wgmma:promote=33\n", 3, "promote=33", "32, 16, 8"},
+        {"site * e4m3\nsite master fp32\naccumulator hopper:wgmma:promote=16\n", 3, "promote=16", "k = 32"},
+        {"site * bf16\nsite master fp32\naccumulator ampere:mma:promote=12\n", 3, "promote=12", "k = 16"},
+        {"site * fp16\nsite master fp32\naccumulator cdna1:mfma:k3\n", 3, "k = 3", "16, 8, 4, 2, 1"},
         {"amax_history 0\n", 1, "'0'", "[1, 16384]"},
         {"amax_history 16385\n", 1, "'16385'", "[1, 16384]"},
         {"amax_history many\n", 1, "'many'", "[1, 16384]"},

@@ -26,3 +26,15 @@ def test_engine_refuses_operands_it_has_no_instruction_for(rng):
     A = rng.standard_normal((4, 64)).astype(np.float32)
     with pytest.raises(ValueError, match="volta:mma"):
         fplab.scaled_matmul(A, A.T.copy(), "e4m3", acc="volta:mma")
+
+
+def test_engine_promote_must_be_a_multiple_of_the_k(rng):
+    """Issue 34: promote=N that is not a multiple of the instruction's k is refused with the k
+    (it gave NaN in training), by the same library check as the policy reader's."""
+    A = rng.standard_normal((4, 64)).astype(np.float32)
+    with pytest.raises(ValueError, match="32, 16, 8"):
+        fplab.scaled_matmul(A, A.T.copy(), "e4m3", acc="hopper:wgmma:promote=33")
+    with pytest.raises(ValueError, match="k = 16"):
+        fplab.scaled_matmul(A, A.T.copy(), "bf16", acc="ampere:mma:promote=12")
+    with pytest.raises(ValueError, match="4, 2, 1"):
+        fplab.scaled_matmul(A, A.T.copy(), "fp32", acc="cdna1:mfma:k3")
