@@ -218,6 +218,36 @@ Test(fileio, unlock_removes_its_own_lock_file_only) {
     cr_expect_eq(access(lock, F_OK), 0, "a file that was not the lock was removed");
 }
 
+// Removing the lock file at the end must not let two processes hold the lock at once: one that
+// opened the old file just before its holder removed it takes a lock on a file without a name,
+// while a third creates a new one. Processes take and release the lock in a loop and each time
+// claim a marker with O_EXCL, which fails if another holder is inside too.
+Test(fileio, lock_and_unlock_in_a_loop_never_give_two_holders) {
+    char lock[128], mark[128];
+    path_in(lock, sizeof lock, "busy.lock");
+    path_in(mark, sizeof mark, "inside");
+    enum { PROCS = 4, ROUNDS = 400 };
+    pid_t pid[PROCS];
+    for (int p = 0; p < PROCS; p++) {
+        if ((pid[p] = fork()) != 0) continue;
+        for (int i = 0; i < ROUNDS; i++) {
+            int fd = -1;
+            while (fio_lock(lock, "'d'", "a test", false, &fd, NULL, 0) != FIO_OK) {}
+            const int m = open(mark, O_CREAT | O_EXCL | O_WRONLY, 0600);
+            if (m < 0) _exit(2);  // another holder is inside
+            close(m), unlink(mark);
+            fio_unlock(&fd, lock);
+        }
+        _exit(0);
+    }
+    for (int p = 0; p < PROCS; p++) {
+        int ws = 0;
+        waitpid(pid[p], &ws, 0);
+        cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "process %d: two holders of one lock (status 0x%x)", p, ws);
+    }
+    cr_expect_eq(access(lock, F_OK), -1, "the lock file stayed");
+}
+
 // One process at a time appends to a log (issue 34: a second run's --overwrite truncated a live
 // run's log, which then went on writing at its old offset: NUL bytes). A second opener is
 // refused while the first holds it; writes land at the end whatever happens to the file's size.
