@@ -389,6 +389,19 @@ static void mark_failed(const run_t *r, const char *why) {
     fio_write_file(path, text, n < (int)sizeof text ? (size_t)n : sizeof text - 1, ignored, sizeof ignored);
 }
 
+// A run's output (stdout and stderr of `fplab train` or `eval`) is STEM.err while it runs and when
+// it failed, where a reader (and report) looks for why; a run that went well keeps it as
+// STEM.out, its normal output (the configuration, the timing), not an error.
+static void settle_output(const run_t *r, const char *stem, bool ok) {
+    char err[PATH_MAX_ + 16], out[PATH_MAX_ + 16], name[16];
+    snprintf(name, sizeof name, "%s.err", stem);
+    run_file(err, sizeof err, r, name);
+    snprintf(name, sizeof name, "%s.out", stem);
+    run_file(out, sizeof out, r, name);
+    if (ok) rename(err, out);
+    else unlink(out);  // a stale one of an earlier attempt
+}
+
 // The last lines of the run's file (its output: train.err, ptq.err), indented under a progress line.
 static void print_tail(FILE *p, const run_t *r, const char *file) {
     char path[PATH_MAX_ + 16], tail[2048];
@@ -548,6 +561,7 @@ static void grid_finish(grid_t *g, run_t *r, pid_t w, int ws) {
     const int left = g->ntodo - g->executed;
     fio_fmt_duration(left ? (fio_now() - g->t_start) / g->executed * left : 0, eta, sizeof eta);
     FILE *p = g->p;
+    settle_output(r, "train", exited0 && complete);
     if (exited0 && complete) {
         g->res->done++;
         if (p) fprintf(p, "[%d/%zu] %s seed %llu: val loss %.4f, %s; ETA %s\n", ++g->k, (size_t)g->res->total, r->name,
@@ -619,6 +633,7 @@ static void grid_ptq(grid_t *g) {
         const bool ran = xp_run(g->exe, v, NULL, err, &ws, msg, sizeof msg);
         const bool ok = ran && WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
         if (!ok) g->res->ptq_failed++;
+        settle_output(r, "ptq", ok);
         if (ran && !ok) xp_describe_status(ws, msg, sizeof msg);
         if (g->p) {
             fprintf(g->p, "ptq: %s seed %llu: %s\n", r->name, (unsigned long long)r->seed,
@@ -646,9 +661,10 @@ int ablate_run(const ablate_opts *o, ablate_result *res, char *msg, size_t msg_l
     int st = ablate_validate(o, msg, msg_len);
     if (st) return st;
     grid_t g = {.o = o, .res = res, .exe = o->exe ? o->exe : "/proc/self/exe", .p = o->progress};
-    char path[PATH_MAX_ + 32];
+    char path[PATH_MAX_ + 32], shard_dir[PATH_MAX_ + 64];
     int lock = -1;
     snprintf(path, sizeof path, "%s/ablate.json", o->out);
+    snprintf(shard_dir, sizeof shard_dir, "%s/.shard-%d-of-%d", o->out, o->shard, o->nshards);
     if ((st = grid_plan(&g, msg, msg_len)) != XP_OK) goto out;
     if (!o->dry_run) {
         if (fio_mkdir_p(o->out, msg, msg_len) != FIO_OK) {
@@ -656,8 +672,6 @@ int ablate_run(const ablate_opts *o, ablate_result *res, char *msg, size_t msg_l
             goto out;
         }
         // Shards of one grid run at once in OUT, each under a lock of its own.
-        char shard_dir[PATH_MAX_ + 64];
-        snprintf(shard_dir, sizeof shard_dir, "%s/.shard-%d-of-%d", o->out, o->shard, o->nshards);
         if (o->nshards > 1 && fio_mkdir_p(shard_dir, msg, msg_len) != FIO_OK) {
             st = XP_EIO;
             goto out;
@@ -680,7 +694,14 @@ int ablate_run(const ablate_opts *o, ablate_result *res, char *msg, size_t msg_l
     res->seconds = fio_now() - g.t_start;
     st = XP_OK;
 out:
-    if (lock >= 0) close(lock);
+    // Every run it started has ended (the loop above reaps them all): no process holds the
+    // inherited lock any more, so its file can go, and an empty shard directory with it.
+    if (lock >= 0) {
+        char lock_path[PATH_MAX_ + 80];
+        snprintf(lock_path, sizeof lock_path, "%s/.lock", o->nshards > 1 ? shard_dir : o->out);
+        fio_unlock(&lock, lock_path);
+        if (o->nshards > 1) rmdir(shard_dir);
+    }
     free(g.runs), free(g.todo);
     return st;
 }

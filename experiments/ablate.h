@@ -5,18 +5,19 @@
 //   ablate.json                   the command, its arguments and the grid
 //   runs/P/seed-S/log.jsonl       the run's log (the trainer writes it)
 //   runs/P/seed-S/ckpt.bin        its final checkpoint
-//   runs/P/seed-S/train.err       the child's stderr and stdout
+//   runs/P/seed-S/train.err       the child's stderr and stdout while it runs, and if it failed;
+//   runs/P/seed-S/train.out       the same, renamed so, once the run completed
 //   runs/P/seed-S/FAILED          present while the last attempt failed: one line, why
 //   runs/P/seed-S/ptq.jsonl       with ptq: `fplab eval --format json` of the final checkpoint
 //                                 under fp32 and the ptq policies (post-training quantization)
-//   runs/P/seed-S/ptq.err         that evaluation's stderr
+//   runs/P/seed-S/ptq.err         that evaluation's stderr (ptq.out once it succeeded)
 // Resuming: a run whose log already ends with the final step is skipped, so running the same
 // command again after an interruption continues where it stopped. A run that did not finish is
 // started again from step 0 (the trainer rewrites its log): simple, and the result does not
 // depend on where the interruption fell.
 // One ablation at a time per OUT: OUT/.lock is held (flock) while it runs and while any run it
 // started lives; the runs get SIGTERM if the runner dies (so an interrupted ablation leaves
-// nothing writing into OUT).
+// nothing writing into OUT). The runner removes the file once every run it started has ended.
 // Constraints: library level: returns a status and a message, never exits; the only output is
 // the progress lines written to opts.progress. Children are started with fork/execv and reaped
 // with waitpid on their own pids.

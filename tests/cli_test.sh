@@ -754,5 +754,46 @@ expect_err "engines hopper:wgma" "did you mean 'hopper:wgmma'" "$F" engines hopp
 expect_eq "engines: no line over 100 columns" "0" "$("$F" engines | awk 'length > 100' | wc -l)"
 expect_has "engines --format csv keeps the detail" "subnormals,specials,note" "$F" engines --format csv
 
+# --- issue 34: files (locks, the log, train.err)
+mkdir -p "$T/i34"
+# 2.2: a lock file that is a hard link is refused before anything is written; its file keeps its bytes
+mkdir -p "$T/i34/hl" && echo "the only copy" >"$T/i34/precious" && ln "$T/i34/precious" "$T/i34/hl/ckpt.bin.lock"
+expect_err "a hard-linked ckpt.bin.lock is refused" "hard link" \
+    "$F" train --model tiny --data "$T/corpus.txt" --steps 1 --ckpt-dir "$T/i34/hl" --progress 0
+expect_eq "the linked file keeps its bytes" "the only copy" "$(cat "$T/i34/precious")"
+# 2.3: the log cannot be the checkpoint (or be named as a checkpoint's file)
+expect_err "--log DIR/ckpt.bin with --ckpt-dir DIR" "the checkpoint would replace the log" \
+    "$F" train --model tiny --data "$T/corpus.txt" --steps 1 --ckpt-dir "$T/i34/c" --log "$T/i34/c/ckpt.bin"
+expect_err "--log named ckpt.bin elsewhere" "a checkpoint's files" \
+    "$F" train --model tiny --data "$T/corpus.txt" --steps 1 --log "$T/i34/ckpt.bin"
+# 2.4: a live run's log cannot be cut by another run, --overwrite or not
+"$F" train --model tiny --data "$T/corpus.txt" --steps 1000000 --ckpt-dir "$T/i34/live" --progress 0 >/dev/null 2>&1 &
+live=$!
+for _ in $(seq 300); do [[ -s $T/i34/live/log.jsonl ]] && break; sleep 0.1; done
+expect_err "another run's --log onto a live log" "is in use by another training" \
+    "$F" train --model tiny --data "$T/corpus.txt" --steps 1 --log "$T/i34/live/log.jsonl" --overwrite 1
+kill "$live"; wait "$live" 2>/dev/null
+expect_eq "the live log has no NUL byte" 0 "$(tr -cd '\0' <"$T/i34/live/log.jsonl" | wc -c)"
+expect_eq "the live log starts with its run" '{"event":"start"' "$(head -c 16 "$T/i34/live/log.jsonl")"
+# 2.5: a log that cannot be written stops the run (exit 1), also when the disk fills mid-run
+expect_rc "--log /dev/full: exit 1" 1 "$F" train --model tiny --data "$T/corpus.txt" --steps 2 --log /dev/full --progress 0
+out=$("$F" train --model tiny --data "$T/corpus.txt" --steps 2 --log /dev/full --progress 0 2>&1)
+[[ $out == *"--log '/dev/full': write failed at step 0: No space left on device"* && $out != *"done:"* ]] && ok ||
+    bad "--log /dev/full says why and not done" "$out"
+out=$(trap '' XFSZ; ulimit -f 2; "$F" train --model tiny --data "$T/corpus.txt" --steps 40 --log "$T/i34/cut.jsonl" \
+    --progress 0 2>&1; echo "rc=$?")
+[[ $out == *"write failed at step "*"File too large"*"rc=1" ]] && ok || bad "a log that fills mid-run stops the run" "$out"
+# 3.5: a resume with nothing to do says so and appends nothing
+"$F" train --model tiny --data "$T/corpus.txt" --steps 2 --ckpt-dir "$T/i34/idle" --progress 0 >/dev/null 2>&1
+sum=$(cksum <"$T/i34/idle/log.jsonl")
+expect_has "a finished run resumed: done already" "done already" "$F" train --resume "$T/i34/idle/ckpt.bin" --progress 0
+expect_eq "and its log is as it was" "$sum" "$(cksum <"$T/i34/idle/log.jsonl")"
+# 3.8: runs leave no lock file; ablate's completed runs keep their output as train.out
+expect_eq "no lock file after the runs" "ckpt.bin log.jsonl" "$(echo $(ls -A "$T/i34/idle"))"
+expect_rc "a one-run ablation" 0 "$F" ablate --presets fp32 --data "$T/corpus.txt" --out "$T/i34/abl" --steps 2 \
+    --eval-every 1 --model tiny
+expect_eq "ablate leaves no .lock" "" "$(ls -A "$T/i34/abl" | grep lock)"
+expect_eq "a completed run: no train.err, no lock" "ckpt.bin log.jsonl train.out" "$(echo $(ls -A "$T/i34/abl/runs/fp32/seed-1"))"
+
 echo "$pass passed, $fail failed"
 [[ $fail == 0 ]]

@@ -107,13 +107,24 @@ Test(ablate, runs_the_grid_marks_failures_and_resumes) {
     snprintf(p, sizeof p, "%s/calls", out);
     cr_assert_eq(count_lines(p), 6);
 
-    // the child's command line (echoed to its stderr, which is the run's train.err)
-    snprintf(p, sizeof p, "%s/runs/a/seed-2/train.err", out);
+    // the child's command line (echoed to its stderr, which is the run's output: train.out once
+    // it completed, train.err while it runs and when it failed; issue 34: a completed run's
+    // normal output was left as an "err" file)
+    snprintf(p, sizeof p, "%s/runs/a/seed-2/train.out", out);
     char want[512];
     snprintf(want, sizeof want, "train --model tiny --data %s --steps 6 --policy a --seed 2 --ckpt-dir %s/runs/a/seed-2 "
              "--progress 0 --overwrite 1 --telemetry sites --eval-every 3 --threads 1 --batch 4\n", data, out);
     const char *err = slurp(p);
-    cr_assert(err && !strcmp(err, want), "train.err:\n%s\nexpected:\n%s", err, want);
+    cr_assert(err && !strcmp(err, want), "train.out:\n%s\nexpected:\n%s", err, want);
+    snprintf(p, sizeof p, "%s/runs/a/seed-2/train.err", out);
+    cr_assert(access(p, F_OK) != 0, "a completed run kept a train.err");
+    snprintf(p, sizeof p, "%s/runs/bad/seed-1/train.err", out);
+    err = slurp(p);
+    cr_assert(err && strstr(err, "fplab: train: bad policy here\n"), "a failed run's train.err: %s", err);
+    snprintf(p, sizeof p, "%s/runs/bad/seed-1/train.out", out);
+    cr_assert(access(p, F_OK) != 0, "a failed run has a train.out");
+    snprintf(p, sizeof p, "%s/.lock", out);
+    cr_assert(access(p, F_OK) != 0, "the ablation left its lock file");
     snprintf(p, sizeof p, "%s/runs/a/seed-1/FAILED", out);
     cr_assert(access(p, F_OK) != 0, "no marker on success");
     snprintf(p, sizeof p, "%s/runs/bad/seed-1/FAILED", out);
@@ -204,6 +215,13 @@ Test(ablate, one_ablation_per_directory) {
     close(fd);
     cr_assert_eq(ablate_run(&o, &r, msg, sizeof msg), XP_OK, "%s", msg);
     cr_assert_eq(r.done, 2);
+    char p[512];
+    snprintf(p, sizeof p, "%s/.lock", out);
+    cr_assert(access(p, F_OK) != 0, "the ablation left its lock file");
+    o.nshards = 2, o.shard = 1;  // a shard's lock lives in a directory of its own, which goes too
+    cr_assert_eq(ablate_run(&o, &r, msg, sizeof msg), XP_OK, "%s", msg);
+    snprintf(p, sizeof p, "%s/.shard-1-of-2", out);
+    cr_assert(access(p, F_OK) != 0, "the shard left its lock directory");
 }
 
 Test(ablate, dry_run_writes_nothing) {

@@ -177,6 +177,105 @@ Test(fileio, a_lock_held_by_another_process_is_refused_with_its_pid) {
     close(fd);
 }
 
+// A lock file that is a hard link (issue 34: the file it links to lost its contents to the pid)
+// or a symbolic link is refused before a byte is written, and the other name keeps its bytes.
+Test(fileio, a_lock_file_that_is_a_link_is_refused_untouched) {
+    char lock[128], precious[128], msg[512], b[64];
+    path_in(lock, sizeof lock, "ckpt.bin.lock");
+    path_in(precious, sizeof precious, "precious.txt");
+    put(precious, "the only copy\n");
+    cr_assert_eq(link(precious, lock), 0, "%s", strerror(errno));
+    int fd = 7;
+    cr_expect_eq(fio_lock(lock, "--ckpt-dir 'x'", "another training", false, &fd, msg, sizeof msg), FIO_EINVAL);
+    cr_expect_eq(fd, -1);
+    cr_expect(strstr(msg, "--ckpt-dir 'x': the lock file") && strstr(msg, "hard link"), "%s", msg);
+    get(precious, b, sizeof b);
+    cr_expect_str_eq(b, "the only copy\n");
+    cr_assert_eq(unlink(lock), 0);
+    cr_assert_eq(symlink(precious, lock), 0);
+    cr_expect_eq(fio_lock(lock, "--ckpt-dir 'x'", "another training", false, &fd, msg, sizeof msg), FIO_EINVAL);
+    cr_expect(strstr(msg, "symbolic link"), "%s", msg);
+    get(precious, b, sizeof b);
+    cr_expect_str_eq(b, "the only copy\n");
+}
+
+// A holder that ends cleanly leaves no lock file (issue 34), and the place can be locked again.
+// fio_unlock removes only the file it holds: a file put in its place meanwhile stays.
+Test(fileio, unlock_removes_its_own_lock_file_only) {
+    char lock[128], msg[512], other[128];
+    path_in(lock, sizeof lock, ".lock");
+    int fd = -1;
+    cr_assert_eq(fio_lock(lock, "'d'", "another ablation", false, &fd, msg, sizeof msg), FIO_OK, "%s", msg);
+    fio_unlock(&fd, lock);
+    cr_expect_eq(fd, -1);
+    cr_expect_eq(access(lock, F_OK), -1, "the lock file stayed");
+    fio_unlock(&fd, lock);  // a second call does nothing
+    cr_assert_eq(fio_lock(lock, "'d'", "another ablation", false, &fd, msg, sizeof msg), FIO_OK, "%s", msg);
+    path_in(other, sizeof other, "other");
+    put(other, "someone else's\n");
+    cr_assert_eq(rename(other, lock), 0);
+    fio_unlock(&fd, lock);
+    cr_expect_eq(access(lock, F_OK), 0, "a file that was not the lock was removed");
+}
+
+// Removing the lock file at the end must not let two processes hold the lock at once: one that
+// opened the old file just before its holder removed it takes a lock on a file without a name,
+// while a third creates a new one. Processes take and release the lock in a loop and each time
+// claim a marker with O_EXCL, which fails if another holder is inside too.
+Test(fileio, lock_and_unlock_in_a_loop_never_give_two_holders) {
+    char lock[128], mark[128];
+    path_in(lock, sizeof lock, "busy.lock");
+    path_in(mark, sizeof mark, "inside");
+    enum { PROCS = 4, ROUNDS = 400 };
+    pid_t pid[PROCS];
+    for (int p = 0; p < PROCS; p++) {
+        if ((pid[p] = fork()) != 0) continue;
+        for (int i = 0; i < ROUNDS; i++) {
+            int fd = -1;
+            while (fio_lock(lock, "'d'", "a test", false, &fd, NULL, 0) != FIO_OK) {}
+            const int m = open(mark, O_CREAT | O_EXCL | O_WRONLY, 0600);
+            if (m < 0) _exit(2);  // another holder is inside
+            close(m), unlink(mark);
+            fio_unlock(&fd, lock);
+        }
+        _exit(0);
+    }
+    for (int p = 0; p < PROCS; p++) {
+        int ws = 0;
+        waitpid(pid[p], &ws, 0);
+        cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "process %d: two holders of one lock (status 0x%x)", p, ws);
+    }
+    cr_expect_eq(access(lock, F_OK), -1, "the lock file stayed");
+}
+
+// One process at a time appends to a log (issue 34: a second run's --overwrite truncated a live
+// run's log, which then went on writing at its old offset: NUL bytes). A second opener is
+// refused while the first holds it; writes land at the end whatever happens to the file's size.
+Test(fileio, an_append_output_is_one_writers_and_never_leaves_holes) {
+    char p[128], msg[512], b[64];
+    path_in(p, sizeof p, "log.jsonl");
+    FILE *f = NULL, *g = NULL;
+    cr_assert_eq(fio_open_append(p, "--log 'l'", "another training", &f, msg, sizeof msg), FIO_OK, "%s", msg);
+    fputs("first line\n", f), fflush(f);
+    cr_expect_eq(fio_open_append(p, "--log 'l'", "another training", &g, msg, sizeof msg), FIO_EINVAL);
+    cr_expect_null(g);
+    cr_expect(strstr(msg, "--log 'l' is in use by another training"), "%s", msg);
+    cr_assert_eq(truncate(p, 0), 0);  // as an outside writer could
+    fputs("second\n", f);
+    cr_assert_eq(fclose(f), 0);
+    get(p, b, sizeof b);
+    cr_expect_str_eq(b, "second\n");  // not 11 NUL bytes then "second"
+    cr_assert_eq(fio_open_append(p, "--log 'l'", "another training", &g, msg, sizeof msg), FIO_OK, "%s", msg);
+    fputs("third\n", g), fclose(g);
+    get(p, b, sizeof b);
+    cr_expect_str_eq(b, "second\nthird\n", "opening never truncates");
+    char d[128];
+    path_in(d, sizeof d, "adir");
+    cr_assert_eq(mkdir(d, 0777), 0);
+    cr_expect_eq(fio_open_append(d, "--log 'adir'", "another training", &g, msg, sizeof msg), FIO_EINVAL);
+    cr_expect(strstr(msg, "is a directory"), "%s", msg);
+}
+
 // The temporary files of a killed writer go; names that only look alike stay.
 Test(fileio, removes_only_a_killed_writers_temporary_files) {
     char p[128], path[128];

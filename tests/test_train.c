@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +17,7 @@
 #include "trainer/checkpoint.h"
 #include "trainer/dist.h"
 #include "trainer/train.h"
+#include "util/fileio.h"
 
 static char dir[64];
 
@@ -357,6 +360,162 @@ Test(train, outputs_never_overwrite_inputs) {
     }
     cr_assert_eq(stat(data, &after), 0);
     cr_assert_eq(after.st_size, before.st_size, "the corpus was truncated");
+}
+
+static long file_size(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+// The log cannot be one of the checkpoint's files (issue 34: --log d/ckpt.bin with --ckpt-dir d
+// was accepted and the checkpoint's rename replaced the log), by path, by file or by name, and
+// the lock file cannot be an input (it gets the pid).
+Test(train, outputs_never_overwrite_each_other) {
+    char msg[512] = "", ck[160], hard[160], lock[160], data[160];
+    train_opts o = small_opts("same");
+    o.steps = 1;
+    const char *logs[] = {"same/ckpt.bin", "same/./ckpt.bin", "same/ckpt.bin.lock", "elsewhere.d/ckpt.bin",
+                          "ckpt.bin.tmp.Ab12Cd"};
+    snprintf(ck, sizeof ck, "%s/elsewhere.d", dir);
+    cr_assert_eq(mkdir(ck, 0777), 0);
+    for (size_t i = 0; i < sizeof logs / sizeof *logs; i++) {
+        snprintf(o.log, sizeof o.log, "%s/%s", dir, logs[i]);
+        cr_expect_eq(train_run(&o, NULL, NULL, NULL, msg, sizeof msg), TRAIN_EREFUSED, "--log %s accepted", logs[i]);
+        cr_expect(strstr(msg, "--log '") && (strstr(msg, "(or its lock)") || strstr(msg, "a checkpoint's files")),
+                  "%s", msg);
+    }
+    o.log[0] = 0;
+    cr_assert_eq(train_run(&o, NULL, NULL, NULL, msg, sizeof msg), 0, "%s", msg);
+    snprintf(ck, sizeof ck, "%s/same/ckpt.bin", dir);
+    snprintf(hard, sizeof hard, "%s/hard.jsonl", dir);
+    cr_assert_eq(link(ck, hard), 0);
+    snprintf(o.log, sizeof o.log, "%s", hard);
+    o.overwrite = 1;
+    cr_expect_eq(train_run(&o, NULL, NULL, NULL, msg, sizeof msg), TRAIN_EREFUSED, "a hard link to the checkpoint");
+    cr_expect(strstr(msg, "(or its lock)"), "%s", msg);
+    // the corpus under the lock file's name
+    snprintf(lock, sizeof lock, "%s/same/ckpt.bin.lock", dir);
+    snprintf(data, sizeof data, "%s/corpus.txt", dir);
+    cr_assert_eq(link(data, lock), 0);
+    const long n = file_size(data);
+    o.log[0] = 0;
+    snprintf(o.data, sizeof o.data, "%s", lock);
+    cr_expect_eq(train_run(&o, NULL, NULL, NULL, msg, sizeof msg), TRAIN_EREFUSED);
+    cr_expect(strstr(msg, "same file as --data"), "%s", msg);
+    cr_expect_eq(file_size(data), n, "the corpus was overwritten by a pid");
+}
+
+// A lock file that is a hard link is refused and its other name keeps its bytes (issue 34); a
+// run that ends leaves no lock file.
+Test(train, a_hard_linked_lock_is_refused_and_runs_leave_no_lock) {
+    char msg[512] = "", lock[160], keep[160];
+    train_opts o = small_opts("hl");
+    o.steps = 1;
+    snprintf(lock, sizeof lock, "%s/hl/ckpt.bin.lock", dir);
+    snprintf(keep, sizeof keep, "%s/keep.txt", dir);
+    FILE *f = fopen(keep, "w");
+    cr_assert(f);
+    fputs("keep me\n", f), fclose(f);
+    char d[160];
+    snprintf(d, sizeof d, "%s/hl", dir);
+    cr_assert_eq(mkdir(d, 0777), 0);
+    cr_assert_eq(link(keep, lock), 0);
+    cr_expect_eq(train_run(&o, NULL, NULL, NULL, msg, sizeof msg), TRAIN_EREFUSED);
+    cr_expect(strstr(msg, "hard link"), "%s", msg);
+    cr_expect_eq(file_size(keep), 8, "the linked file lost its contents");
+    cr_assert_eq(unlink(lock), 0);
+    cr_assert_eq(train_run(&o, NULL, NULL, NULL, msg, sizeof msg), 0, "%s", msg);
+    cr_expect_eq(access(lock, F_OK), -1, "the run left its lock file");
+    // refused (the directory holds a run), after looking whether a run holds it: no lock file either
+    cr_expect_eq(train_run(&o, NULL, NULL, NULL, msg, sizeof msg), TRAIN_EREFUSED);
+    cr_expect_eq(access(lock, F_OK), -1, "a refused run left a lock file");
+}
+
+// A run's log is its own while it lives (issue 34: another run's --log A/log.jsonl --overwrite 1
+// truncated it). Held here as a live run holds it: refused, and the bytes stay.
+Test(train, a_live_runs_log_is_refused_even_with_overwrite) {
+    char msg[512] = "", log[160];
+    snprintf(log, sizeof log, "%s/live.jsonl", dir);
+    FILE *held = NULL;
+    cr_assert_eq(fio_open_append(log, "--log", "a test", &held, msg, sizeof msg), FIO_OK, "%s", msg);
+    fputs("{\"event\":\"start\"}\n", held), fflush(held);
+    train_opts o = small_opts(NULL);
+    o.steps = 1, o.overwrite = 1;
+    snprintf(o.log, sizeof o.log, "%s", log);
+    cr_expect_eq(train_run(&o, NULL, NULL, NULL, msg, sizeof msg), TRAIN_EREFUSED);
+    cr_expect(strstr(msg, "is in use by another training"), "%s", msg);
+    cr_expect_eq(file_size(log), 18, "the live log was cut");
+    fclose(held);
+    cr_expect_eq(train_run(&o, NULL, NULL, NULL, msg, sizeof msg), 0, "%s", msg);
+    cr_expect(!file_has(log, "{\"event\":\"start\"}\n"), "--overwrite 1 replaces a log nobody holds");
+}
+
+// A log that cannot be written stops the run, non-zero, with the reason (issue 34: --log
+// /dev/full said "done"); the checkpoint keeps what it had.
+Test(train, a_log_that_cannot_be_written_stops_the_run) {
+    struct stat st;
+    if (stat("/dev/full", &st) != 0 || !S_ISCHR(st.st_mode)) cr_skip_test("no /dev/full here");
+    char msg[512] = "", path[160];
+    train_opts o = small_opts("full");
+    o.steps = 6, o.stop_at = 2;
+    cr_assert_eq(train_run(&o, NULL, NULL, NULL, msg, sizeof msg), 0, "%s", msg);
+    snprintf(path, sizeof path, "%s/full/ckpt.bin", dir);
+    train_opts cli;
+    train_opts_default(&cli);
+    snprintf(cli.log, sizeof cli.log, "/dev/full");
+    bool *given = none_given();
+    size_t n;
+    const train_opt_desc *t = train_opt_table(&n);
+    for (size_t i = 0; i < n; i++) given[i] = !strcmp(t[i].name, "log");
+    cr_expect_eq(train_run(&cli, path, given, NULL, msg, sizeof msg), TRAIN_EFAILED, "a run without its log went on");
+    cr_expect(strstr(msg, "--log '/dev/full': write failed at step 2: No space left on device"), "%s", msg);
+    cr_expect_eq(ckpt_step(path), 2);
+}
+
+// A disk that fills mid-run (here a file size limit: writes past it fail with EFBIG, as ENOSPC
+// would): the run stops at the step whose line did not fit, exit status TRAIN_EFAILED.
+Test(train, a_log_that_fills_mid_run_stops_the_run) {
+    char msg[512] = "", log[160];
+    snprintf(log, sizeof log, "%s/cut.jsonl", dir);
+    train_opts o = small_opts(NULL);
+    o.steps = 40;
+    snprintf(o.log, sizeof o.log, "%s", log);
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit was, lim;
+    cr_assert_eq(getrlimit(RLIMIT_FSIZE, &was), 0);
+    lim = was, lim.rlim_cur = 2000;
+    cr_assert_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    const int rc = train_run(&o, NULL, NULL, NULL, msg, sizeof msg);
+    setrlimit(RLIMIT_FSIZE, &was);
+    cr_expect_eq(rc, TRAIN_EFAILED, "the run said done with its log cut: %s", msg);
+    long step = -1;
+    cr_expect(sscanf(strstr(msg, "write failed at step ") ? strstr(msg, "write failed at step ") : "", "write failed at "
+                     "step %ld", &step) == 1 && step > 0 && step < 40, "%s", msg);
+    cr_expect(strstr(msg, "File too large"), "%s", msg);
+    cr_expect_eq(file_size(log), 2000, "the log holds what fitted");
+}
+
+// A resume with no step left says so (cmd_train: "done already") and writes nothing: the log
+// gets no start and end events (issue 34), the checkpoint stays as it was.
+Test(train, a_resume_with_nothing_to_do_writes_nothing) {
+    char msg[512] = "", path[160], log[160];
+    train_opts o = small_opts("idle");
+    o.steps = 2;
+    cr_assert_eq(train_run(&o, NULL, NULL, NULL, msg, sizeof msg), 0, "%s", msg);
+    snprintf(path, sizeof path, "%s/idle/ckpt.bin", dir);
+    snprintf(log, sizeof log, "%s/idle/log.jsonl", dir);
+    const long n = file_size(log);
+    struct stat before, after;
+    cr_assert_eq(stat(path, &before), 0);
+    train_opts cli;
+    train_opts_default(&cli);
+    train_report rep = {0};
+    cr_assert_eq(train_run(&cli, path, none_given(), &rep, msg, sizeof msg), 0, "%s", msg);
+    cr_expect_eq(rep.steps_run, 0);
+    cr_expect_eq(rep.steps_done, 2);
+    cr_expect_eq(file_size(log), n, "the log of a finished run grew");
+    cr_assert_eq(stat(path, &after), 0);
+    cr_expect_eq(after.st_ino, before.st_ino, "the checkpoint was rewritten");
 }
 
 // lr 1e30 without a loss scaler: the loss goes non-finite within a few steps. The run stops

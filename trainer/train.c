@@ -5,6 +5,7 @@
 // state to resume is the parameters, the AdamW moments and the step count. A step that leaves
 // the loss, the gradients or the weights non-finite, and that the loss scaler did not skip,
 // stops the run before anything is saved: the last checkpoint stays the last good one.
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -187,6 +188,12 @@ static void log_step(train_run_state *r, long step, const train_step_out *s) {
     }
 }
 
+static void log_failed(const train_run_state *r, long step, int err, char *msg, size_t msg_len) {
+    snprintf(msg, msg_len, "--log '%s': write failed at step %ld: %s; the run stopped there%s", r->out.log_path,
+             step, strerror(err), r->out.ckpt_path[0] ? " (its checkpoint keeps the last state it saved: resume "
+                                                        "from it once the log can be written)" : "");
+}
+
 // The log's last line: how the run ended, for a reader of the log alone.
 static void log_end(train_run_state *r, const char *how, const char *why) {
     FILE *f = r->out.log;
@@ -199,12 +206,27 @@ static void log_end(train_run_state *r, const char *how, const char *why) {
     fflush(f);
 }
 
+// Whether what the log was given so far reached the file: flushed (a line per step, so a
+// reader sees the run as it goes and a full disk is found at the step it fills), and no write
+// failed. A log that cannot be written stops the run: a run that says "done" with its log cut
+// or missing has lost its record. Every rank learns the outcome (rank 0 alone writes), so all
+// stop together; -1 with a message when the log failed.
+static int log_written(train_run_state *r, long step, char *msg, size_t msg_len) {
+    FILE *f = r->out.log;
+    errno = 0;
+    const bool ok = !f || (fflush(f) == 0 && !ferror(f));
+    const int e = errno ? errno : EIO;
+    if (dist_min_int(&r->dist.w, ok)) return 0;
+    if (ok) snprintf(msg, msg_len, "rank 0 could not write the log (its message says why)");
+    else log_failed(r, step, e, msg, msg_len);
+    return -1;
+}
+
 // Rank 0 writes (the others take part in gathering local SGD's per-rank state); every rank
 // learns whether the write worked, so all stop together when it did not.
 static int maybe_checkpoint(train_run_state *r, long step, bool last, bool stop, char *msg, size_t msg_len) {
     if (!r->o.ckpt_dir[0] || !(last || stop || (r->o.ckpt_every > 0 && (step + 1) % r->o.ckpt_every == 0)))
         return 0;
-    if (r->out.log) fflush(r->out.log);
     const int st = train__save_checkpoint(r, msg, msg_len);
     if (!dist_min_int(&r->dist.w, st == 0)) {
         if (st == 0) snprintf(msg, msg_len, "rank 0 could not write the checkpoint (its message says why)");
@@ -278,9 +300,9 @@ int train_run(const train_opts *o, const char *resume, const bool *given, train_
         if (r.out.log) fprintf(r.out.log, "{\"event\":\"val\",\"at_step\":0,\"val_loss\":%.9g}\n", v0);
     }
     float loss = NAN;
-    int rc = 0;
+    int rc = log_written(&r, r.run.first_step, msg, msg_len) == 0 ? 0 : TRAIN_EFAILED;
     const long kill_at = test_kill_step(&r);
-    for (long step = r.run.first_step; step < r.o.steps; step++) {
+    for (long step = r.run.first_step; rc == 0 && step < r.o.steps; step++) {
         if (step == kill_at) {
             fprintf(stderr, "fplab: rank %d: FPLAB_TEST_KILL: killing myself at step %ld\n", r.dist.w.rank, step);
             raise(SIGKILL);
@@ -313,7 +335,7 @@ int train_run(const train_opts *o, const char *resume, const bool *given, train_
         if (last || (r.o.eval_every > 0 && (step + 1) % r.o.eval_every == 0))
             s.val = r.st.last_val_loss = eval_loss(&r, step);
         log_step(&r, step, &s);
-        if (maybe_checkpoint(&r, step, last, stop, msg, msg_len) != 0) {
+        if (log_written(&r, step + 1, msg, msg_len) != 0 || maybe_checkpoint(&r, step, last, stop, msg, msg_len) != 0) {
             rc = TRAIN_EFAILED;
             break;
         }
@@ -337,6 +359,18 @@ int train_run(const train_opts *o, const char *resume, const bool *given, train_
             if (skipped > 0 && ran > 0)
                 fprintf(stderr, "note: %ld of %lld optimizer steps were skipped by the loss scaler\n", skipped,
                         (long long)r.st.step);
+        }
+    }
+    // The log's last bytes reach the file before the run says how it went.
+    if (r.out.log) {
+        FILE *f = r.out.log;
+        r.out.log = NULL;
+        errno = 0;
+        const bool ok = fflush(f) == 0 && !ferror(f);
+        const int e = errno ? errno : EIO;
+        if ((fclose(f) != 0 || !ok) && rc == 0) {
+            log_failed(&r, (long)r.st.step, ok ? (errno ? errno : EIO) : e, msg, msg_len);
+            rc = TRAIN_EFAILED;
         }
     }
     if (r.out.progress && rc != 0) fputc('\n', stderr);

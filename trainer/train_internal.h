@@ -58,7 +58,7 @@ typedef struct {
 // What the run writes besides the checkpoint's contents: the log, the checkpoint's place and
 // the progress line.
 typedef struct {
-    FILE *log;
+    FILE *log;                     // appended (O_APPEND) and locked while the run lives
     char ckpt_path[FIO_PATH_MAX];  // "" when the run keeps no checkpoint
     char log_path[FIO_PATH_MAX];   // "" when the run keeps no log
     int ckpt_lock;                 // fd holding --ckpt-dir's lock (rank 0), or -1

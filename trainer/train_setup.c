@@ -7,10 +7,16 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kernels/llama_ops.h"
 #include "trainer/train_internal.h"
+
+// The lock file that makes a run its --ckpt-dir's one writer: "<ckpt.bin>.lock".
+static void ckpt_lock_path(const train_run_state *r, char *buf, size_t cap) {
+    snprintf(buf, cap, "%s.lock", r->out.ckpt_path);
+}
 
 void train__free(train_run_state *r) {
     llama_free(&r->m);
@@ -20,10 +26,11 @@ void train__free(train_run_state *r) {
     free(r->prec.pol_text);
     ac_free(&r->prec.ac);
     train__dist_free(&r->dist);
-    if (r->out.log) fclose(r->out.log);
+    if (r->out.log) fclose(r->out.log);  // (train_run closes it first, checked, when the run went well)
     r->out.log = NULL;
-    if (r->out.ckpt_lock >= 0) close(r->out.ckpt_lock);
-    r->out.ckpt_lock = -1;
+    char lock[FIO_PATH_MAX + 8];
+    ckpt_lock_path(r, lock, sizeof lock);
+    fio_unlock(&r->out.ckpt_lock, lock);  // the run is over, however it ended: no lock file stays
 }
 
 // --- options
@@ -236,25 +243,55 @@ static int check_memory(train_run_state *r, const llama_config *cfg, char *msg, 
 
 // --- output files
 
+// A name of the checkpoint's files, whatever the directory: ckpt.bin, its lock ckpt.bin.lock and
+// its temporary files ckpt.bin.tmp.XXXXXX, which a run replaces by a rename, truncates, or
+// removes as a killed run's leftovers. A log there would be lost, this run's or another's.
+static bool ckpt_file_name(const char *path) {
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    return !strcmp(base, "ckpt.bin") || !strncmp(base, "ckpt.bin.", 9);
+}
+
+// A regular file with something in it (a FIFO or a device such as /dev/stdout holds no run).
+static bool holds_data(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+}
+
+static int refuse_used_log(const train_run_state *r, char *msg, size_t msg_len) {
+    snprintf(msg, msg_len, "--log '%s' already holds another run's log: choose another --log or --ckpt-dir, or "
+             "replace it with --overwrite 1", r->out.log_path);
+    return -1;
+}
+
 // Refuses an output that is an input (every data shard, the validation shard, a policy file,
-// the checkpoint resumed from unless the output continues it) or that holds another run.
+// the checkpoint resumed from unless the output continues it), an output that is another output
+// of the run (the log and the checkpoint's files, by path or by file), or one that holds
+// another run.
 static int check_outputs(train_run_state *r, char *msg, size_t msg_len) {
     const train_opts *o = &r->o;
-    const char *outs[2][2] = {{"ckpt-dir", r->out.ckpt_path}, {"log", r->out.log_path}};
-    char data[TRAIN_PATH_MAX];
-    for (int k = 0; k < 2; k++) {
-        const char *name = outs[k][0], *out = outs[k][1];
-        if (!out[0]) continue;
-        snprintf(data, sizeof data, "%s", o->data);
-        char *save = NULL;
-        for (char *d = strtok_r(data, ",", &save); d; d = strtok_r(NULL, ",", &save))
-            if (fio_refuse_same(name, out, "data", d, msg, msg_len) != FIO_OK) return -1;
-        if (fio_refuse_same(name, out, "val-data", o->val_data, msg, msg_len) != FIO_OK ||
-            fio_refuse_same(name, out, "policy", o->policy, msg, msg_len) != FIO_OK ||
-            (k == 1 && fio_refuse_same(name, out, "resume", r->run.resume, msg, msg_len) != FIO_OK))
+    char lock[FIO_PATH_MAX + 8] = "";
+    if (r->out.ckpt_path[0]) ckpt_lock_path(r, lock, sizeof lock);
+    const fio_input in[] = {{"data", o->data, true}, {"val-data", o->val_data, false},
+                            {"policy", o->policy, false}, {"resume", r->run.resume, false}};
+    // The checkpoint may continue the one resumed (its input is not checked against it).
+    const struct {
+        const char *opt, *path;
+        int n_in;
+    } outs[] = {{"ckpt-dir", r->out.ckpt_path, 3}, {"ckpt-dir", lock, 4}, {"log", r->out.log_path, 4}};
+    for (size_t k = 0; k < sizeof outs / sizeof *outs; k++)
+        if (outs[k].path[0] && fio_refuse_inputs(outs[k].opt, outs[k].path, in, outs[k].n_in, msg, msg_len) != FIO_OK)
             return -1;
+    const char *log = r->out.log_path;
+    if (log[0] && r->out.ckpt_path[0] && (fio_same_target(log, r->out.ckpt_path) || fio_same_target(log, lock))) {
+        snprintf(msg, msg_len, "--log '%s' is the checkpoint '%s' of --ckpt-dir '%s' (or its lock): the checkpoint "
+                 "would replace the log; choose another --log", log, r->out.ckpt_path, o->ckpt_dir);
+        return -1;
     }
-    if (fio_refuse_same("log", r->out.log_path, "ckpt-dir", r->out.ckpt_path, msg, msg_len) != FIO_OK) return -1;
+    if (log[0] && ckpt_file_name(log)) {
+        snprintf(msg, msg_len, "--log '%s': ckpt.bin, ckpt.bin.lock and ckpt.bin.tmp.* are a checkpoint's files, "
+                 "which a run replaces or removes; choose another name for the log", log);
+        return -1;
+    }
     if (o->overwrite) return 0;
     if (!r->run.resume && r->out.ckpt_path[0] && fio_is_file(r->out.ckpt_path)) {
         snprintf(msg, msg_len, "--ckpt-dir '%s' already holds a run (%s): continue it with --resume %s, choose "
@@ -269,23 +306,42 @@ static int check_outputs(train_run_state *r, char *msg, size_t msg_len) {
                  r->run.resume);
         return -1;
     }
-    FILE *lf = !r->run.resume && r->out.log_path[0] ? fopen(r->out.log_path, "rb") : NULL;
-    const bool log_used = lf && fgetc(lf) != EOF;
-    if (lf) fclose(lf);
-    if (log_used) {
-        snprintf(msg, msg_len, "--log '%s' already holds another run's log: choose another --log or "
-                 "--ckpt-dir, or replace it with --overwrite 1", r->out.log_path);
-        return -1;
-    }
+    if (!r->run.resume && log[0] && holds_data(log)) return refuse_used_log(r, msg, msg_len);
     return 0;
 }
 
 // The lock that makes this run --ckpt-dir's one writer (fio_lock: FIO_EINVAL when another holds it).
 static int lock_ckpt_dir(const train_run_state *r, int *fd, char *msg, size_t msg_len) {
     char lock[FIO_PATH_MAX + 8], what[FIO_PATH_MAX + 16];
-    snprintf(lock, sizeof lock, "%s.lock", r->out.ckpt_path);
+    ckpt_lock_path(r, lock, sizeof lock);
     snprintf(what, sizeof what, "--ckpt-dir '%s'", r->o.ckpt_dir);
     return fio_lock(lock, what, "another training", false, fd, msg, msg_len);
+}
+
+// The log, locked for this run (a second run given the same --log is refused while this one
+// lives, --overwrite or not) and appended to: a fresh run empties it only once it holds the lock
+// (and, without --overwrite, only when it is empty: the check of check_outputs, repeated now
+// that no other run can race it); a resumed run continues it.
+static int open_log(train_run_state *r, char *msg, size_t msg_len) {
+    train_outputs *out = &r->out;
+    char what[FIO_PATH_MAX + 16];
+    snprintf(what, sizeof what, "--log '%s'", out->log_path);
+    if (fio_open_append(out->log_path, what, "another training", &out->log, msg, msg_len) != FIO_OK) return -1;
+    const int fd = fileno(out->log);
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return 0;  // a device or FIFO: written through
+    if (!r->run.resume) {
+        if (st.st_size > 0 && !r->o.overwrite) return refuse_used_log(r, msg, msg_len);
+        if (ftruncate(fd, 0) != 0) {
+            snprintf(msg, msg_len, "--log '%s': cannot empty it: %s", out->log_path, strerror(errno));
+            return -1;
+        }
+        return 0;
+    }
+    // A run killed mid-write leaves a cut line: the continuation starts on a line of its own.
+    char last = '\n';
+    if (st.st_size > 0 && pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n') fputc('\n', out->log);
+    return 0;
 }
 
 static int open_outputs(train_run_state *r, char *msg, size_t msg_len) {
@@ -302,10 +358,12 @@ static int open_outputs(train_run_state *r, char *msg, size_t msg_len) {
         // What it found there may be another run's, at work in the directory right now: say that
         // (the lock below would), not that a finished run's files are in the way.
         if (o->ckpt_dir[0] && fio_is_dir(o->ckpt_dir)) {
-            char busy[FIO_PATH_MAX * 2 + 200];
+            char busy[FIO_PATH_MAX * 2 + 200], lock[FIO_PATH_MAX + 8];
             int fd = -1;
-            if (lock_ckpt_dir(r, &fd, busy, sizeof busy) == FIO_EINVAL) snprintf(msg, msg_len, "%s", busy);
-            if (fd >= 0) close(fd);
+            if (lock_ckpt_dir(r, &fd, busy, sizeof busy) == FIO_EINVAL && strstr(busy, " is in use by "))
+                snprintf(msg, msg_len, "%s", busy);
+            ckpt_lock_path(r, lock, sizeof lock);
+            fio_unlock(&fd, lock);
         }
         return -1;
     }
@@ -325,13 +383,9 @@ static int open_outputs(train_run_state *r, char *msg, size_t msg_len) {
             fprintf(stderr, "fplab train: removed %d temporary checkpoint file%s that a killed run left in '%s'\n",
                     orphans, orphans > 1 ? "s" : "", o->ckpt_dir);
     }
-    if (out->log_path[0] && !(out->log = fopen(out->log_path, r->run.resume ? "a+" : "w"))) {
-        snprintf(msg, msg_len, "--log '%s': cannot open for writing: %s", out->log_path, strerror(errno));
-        return -1;
-    }
-    // A run killed mid-write leaves a cut line: the continuation starts on a line of its own.
-    if (out->log && r->run.resume && fseek(out->log, -1, SEEK_END) == 0 && fgetc(out->log) != '\n')
-        fputc('\n', out->log);
+    // A resumed run with no step left writes nothing: the log stays as the run left it.
+    const bool nothing_to_do = r->run.resume && r->st.step >= o->steps;
+    if (out->log_path[0] && !nothing_to_do && open_log(r, msg, msg_len) != 0) return -1;
     return 0;
 }
 

@@ -309,27 +309,109 @@ int fio_refuse_inputs(const char *out_opt, const char *out, const fio_input *in,
     return FIO_OK;
 }
 
+// What may hold a lock's pid: a file of its own. A hard link would give the pid to another name's
+// contents; anything but a regular file is not ours either. NULL when it may.
+static const char *lock_problem(const struct stat *st) {
+    if (!S_ISREG(st->st_mode)) return "is not a regular file";
+    if (st->st_nlink > 1) return "has other names (a hard link: its contents belong to another file too)";
+    return NULL;
+}
+
 int fio_lock(const char *lock_path, const char *what, const char *who, bool inherit, int *fd, char *msg,
              size_t msg_len) {
-    *fd = open(lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | (inherit ? 0 : O_CLOEXEC), 0666);
-    if (*fd < 0)
-        return fio_fail(FIO_EIO, msg, msg_len, "%s: cannot create the lock file '%s': %s", what, lock_path,
-                        strerror(errno));
-    if (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
-        const int e = errno;
-        char pid[32] = "";
-        const ssize_t n = e == EWOULDBLOCK ? pread(*fd, pid, sizeof pid - 1, 0) : -1;
-        pid[n > 0 ? n : 0] = 0;
-        pid[strcspn(pid, "\n")] = 0;
-        close(*fd), *fd = -1;
-        if (e != EWOULDBLOCK)
-            return fio_fail(FIO_EIO, msg, msg_len, "%s: cannot lock '%s': %s", what, lock_path, strerror(e));
-        return fio_fail(FIO_EINVAL, msg, msg_len, "%s is in use by %s (%s%s%slock '%s'); wait for it to end or choose "
-                        "another", what, who, pid[0] ? "pid " : "", pid, pid[0] ? ", " : "", lock_path);
+    *fd = -1;
+    // A holder that ends cleanly removes the file while it still holds the lock (fio_unlock). One
+    // that opened the file before that takes the lock of a file without a name: it sees that (the
+    // path names another file, or none) and starts again. A few rounds at most in practice.
+    for (int round = 0; round < 1000; round++) {
+        const int d = open(lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | (inherit ? 0 : O_CLOEXEC), 0666);
+        if (d < 0 && errno == ELOOP)  // O_NOFOLLOW: the lock would be written through the link
+            return fio_fail(FIO_EINVAL, msg, msg_len, "%s: the lock file '%s' is a symbolic link; refusing to write "
+                            "through it (remove that name and try again)", what, lock_path);
+        if (d < 0)
+            return fio_fail(FIO_EIO, msg, msg_len, "%s: cannot create the lock file '%s': %s", what, lock_path,
+                            strerror(errno));
+        struct stat st, now;
+        const char *bad = fstat(d, &st) == 0 ? lock_problem(&st) : "cannot be examined";
+        if (bad) {  // before a byte is written or read
+            close(d);
+            return fio_fail(FIO_EINVAL, msg, msg_len, "%s: the lock file '%s' %s; refusing to write into it "
+                            "(remove that name and try again)", what, lock_path, bad);
+        }
+        if (flock(d, LOCK_EX | LOCK_NB) != 0) {
+            const int e = errno;
+            char pid[32] = "";
+            const ssize_t n = e == EWOULDBLOCK ? pread(d, pid, sizeof pid - 1, 0) : -1;
+            pid[n > 0 ? n : 0] = 0;
+            pid[strcspn(pid, "\n")] = 0;
+            close(d);
+            if (e != EWOULDBLOCK)
+                return fio_fail(FIO_EIO, msg, msg_len, "%s: cannot lock '%s': %s", what, lock_path, strerror(e));
+            return fio_fail(FIO_EINVAL, msg, msg_len, "%s is in use by %s (%s%s%slock '%s'); wait for it to end or "
+                            "choose another", what, who, pid[0] ? "pid " : "", pid, pid[0] ? ", " : "", lock_path);
+        }
+        if (fstat(d, &st) != 0 || lstat(lock_path, &now) != 0 || now.st_dev != st.st_dev || now.st_ino != st.st_ino) {
+            close(d);  // removed (or replaced) by its holder since we opened it
+            continue;
+        }
+        if ((bad = lock_problem(&st))) {  // a link made meanwhile
+            close(d);
+            return fio_fail(FIO_EINVAL, msg, msg_len, "%s: the lock file '%s' %s; refusing to write into it "
+                            "(remove that name and try again)", what, lock_path, bad);
+        }
+        char pid[32];
+        const int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+        if (ftruncate(d, 0) != 0 || pwrite(d, pid, (size_t)n, 0) != n) {}  // the pid is for people only
+        *fd = d;
+        return FIO_OK;
     }
-    char pid[32];
-    const int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
-    if (ftruncate(*fd, 0) != 0 || pwrite(*fd, pid, (size_t)n, 0) != n) {}  // the pid is for people only
+    return fio_fail(FIO_EIO, msg, msg_len, "%s: cannot lock '%s': it keeps being removed and created again", what,
+                    lock_path);
+}
+
+void fio_unlock(int *fd, const char *lock_path) {
+    if (*fd < 0) return;
+    struct stat mine, there;
+    if (fstat(*fd, &mine) == 0 && lstat(lock_path, &there) == 0 && mine.st_dev == there.st_dev &&
+        mine.st_ino == there.st_ino)
+        unlink(lock_path);  // still holding it: nobody can have taken it in between
+    close(*fd), *fd = -1;
+}
+
+int fio_open_append(const char *path, const char *what, const char *who, FILE **f, char *msg, size_t msg_len) {
+    *f = NULL;
+    struct stat st;
+    const bool exists = stat(path, &st) == 0;
+    if (exists && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) {  // written through; nothing to lock
+        const int d = open(path, O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC);
+        if (d < 0 || !(*f = fdopen(d, "a"))) {
+            const int e = errno;
+            if (d >= 0) close(d);
+            return fio_fail(FIO_EIO, msg, msg_len, "%s: cannot open it for writing: %s", what, strerror(e));
+        }
+        return FIO_OK;
+    }
+    if (exists && !S_ISREG(st.st_mode))
+        return fio_fail(FIO_EINVAL, msg, msg_len, "%s is %s; refusing to write there (expected a file name)", what,
+                        S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
+    const int d = open(path, O_RDWR | O_CREAT | O_APPEND | O_NOCTTY | O_CLOEXEC, 0666);
+    if (d < 0) return fio_fail(FIO_EIO, msg, msg_len, "%s: cannot open it for writing: %s", what, strerror(errno));
+    if (fstat(d, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(d);
+        return fio_fail(FIO_EINVAL, msg, msg_len, "%s is not a regular file; refusing to write there", what);
+    }
+    if (flock(d, LOCK_EX | LOCK_NB) != 0) {
+        const int e = errno;
+        close(d);
+        if (e != EWOULDBLOCK) return fio_fail(FIO_EIO, msg, msg_len, "%s: cannot lock it: %s", what, strerror(e));
+        return fio_fail(FIO_EINVAL, msg, msg_len, "%s is in use by %s (it holds the file's lock); wait for it to "
+                        "end or choose another", what, who);
+    }
+    if (!(*f = fdopen(d, "a+"))) {
+        const int e = errno;
+        close(d);
+        return fio_fail(FIO_EIO, msg, msg_len, "%s: cannot open it for writing: %s", what, strerror(e));
+    }
     return FIO_OK;
 }
 

@@ -70,14 +70,30 @@ int fio_write(fio_out *o, const void *data, size_t n, char *msg, size_t msg_len)
 int fio_write_file(const char *path, const void *data, size_t n, char *msg, size_t msg_len);
 
 // One writer per place: an exclusive lock (flock) on the file `lock_path` (created if missing,
-// mode 0666 & ~umask), held until *fd is closed or the process ends; with `inherit`, child
-// processes started afterwards inherit it and hold it until they end too (an ablation's runs).
-// The file keeps the holder's pid as text. FIO_EINVAL "WHAT is in use by WHO (pid N, lock
-// 'PATH'); wait for it to end or choose another" when another process (or another descriptor of
-// this one) holds it, e.g. two trainings given one --ckpt-dir, whatever MPI or the launcher
-// says; FIO_EIO when the file cannot be created or locked.
+// mode 0666 & ~umask), held until *fd is closed (or fio_unlock) or the process ends; with
+// `inherit`, child processes started afterwards inherit it and hold it until they end too (an
+// ablation's runs). The file keeps the holder's pid as text. FIO_EINVAL "WHAT is in use by WHO
+// (pid N, lock 'PATH'); wait for it to end or choose another" when another process (or another
+// descriptor of this one) holds it, e.g. two trainings given one --ckpt-dir, whatever MPI or the
+// launcher says; FIO_EINVAL too, before anything is written, when lock_path is a symbolic link, a
+// hard link (a file with another name, whose contents the pid would replace) or not a regular
+// file; FIO_EIO when the file cannot be created or locked. A lock file its holder removed
+// (fio_unlock) while this call was opening it is noticed and the lock taken on a new file.
 int fio_lock(const char *lock_path, const char *what, const char *who, bool inherit, int *fd, char *msg,
              size_t msg_len);
+// Releases a lock of fio_lock and removes its file, so that a run that ends leaves no lock file
+// behind: the file is unlinked while still locked, and only when lock_path still names it
+// (fio_lock's waiters then start again on a new file; see there). *fd becomes -1; nothing when it
+// is already. With an inherited lock, only once no child that inherited it is alive.
+void fio_unlock(int *fd, const char *lock_path);
+// An output that one process at a time appends to while it works (a training's log), opened for
+// appending (O_APPEND: every write lands at the end, so a truncation by anyone cannot leave a
+// hole at an old offset). A regular file (created if missing, mode 0666 & ~umask, never
+// truncated here) is locked (flock) until *f is closed: FIO_EINVAL "WHAT is in use by WHO ..."
+// when another process holds it. A FIFO or character device (/dev/stdout, /dev/null) is opened
+// for writing alone, without a lock; a directory or another special file is refused (FIO_EINVAL).
+// The caller truncates (ftruncate of fileno) what it means to replace, once it holds the lock.
+int fio_open_append(const char *path, const char *what, const char *who, FILE **f, char *msg, size_t msg_len);
 // Removes the temporary files fio_create left next to path when a process was killed between
 // fio_create and fio_commit ("<path>.tmp.XXXXXX": that name, six characters, a regular file).
 // Only for a caller that holds the fio_lock making it path's one writer (else it could remove a
