@@ -70,7 +70,8 @@ static void help(FILE *fp) {
             "  --also SPEC       one more candidate accumulator, e.g. m13:rtz:promote=128 (repeatable)\n"
             "  --format F        table or json (numbers: the shortest text that reads back) [table]\n"
             "generated mode:\n"
-            "  --m, --n, --k N   sizes, each [64]\n"
+            "  --m, --n, --k N   sizes, each [64]; all buffers of the check (operands, results, the\n"
+            "                    verifier's arrays, each thread's reference buffers) within 4 GiB\n"
             "  --acc SPEC        fp32, bf16, fp16, mNN (NN fraction bits, fp32 range), with an\n"
             "                    optional :promote=N (e.g. m13:promote=128) and :rtz/...; or an\n"
             "                    engine ARCH:INSTR[:kN][:f16][:promote=N] (fplab engines) [fp32]\n"
@@ -714,6 +715,14 @@ int cmd_matmul_check(int argc, char **argv) {
             // mm_ref with it. Otherwise the bound, with the backend's u.
             const char *expect = k.emulated ? k.acc_spec : NULL;
             verify_row(&rows[0], NULL, Cref, NULL, &qa.op, &qb.op, &k, 0x1p-24, expect, false);
+            // A path's u at or beyond 1/(2(K+2)) (fp8 cuBLASLt's 2^-13 at K >= 4094) bounds
+            // nothing; the row is then held to 2^-24, or to a candidate's bits.
+            if (!(u < 0.5 / ((double)K + 2))) {
+                if (k.outfmt == CLI_OUT_TABLE)
+                    printf("note: the %s path's u = 2^%d bounds nothing at K = %zu (gamma_%zu >= 1); its result is "
+                           "held to u = 2^-24 or to a candidate's bits\n", rows[1].name, ilogb(u), K, K + 2);
+                u = 0x1p-24;
+            }
             verify_row(&rows[1], &out, C, NULL, &qa.op, &qb.op, &k, u, expect, true);
             nrows = 2;
         }
