@@ -10,11 +10,15 @@
 //   bit are listed with their share.
 // Each row names the rule it passed (bound or bit-exact) and the bound's size in ulps.
 // Exit status: 0 pass, 1 fail, 2 bad input, 3 no GPU for --backend cuda.
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "cli.h"
 #include "util/fileio.h"
@@ -35,7 +39,8 @@ static void help(FILE *fp) {
             "       fplab matmul-check --a FORMAT --b FORMAT --a-values A.npy --b-values B.npy\n"
             "                          --result C.npy [--scale RECIPE --a-scales SA.npy --b-scales SB.npy]\n"
             "                          [--a-tensor-scale T] [--b-tensor-scale T] [--c-in C0.npy --beta B]\n"
-            "                          [--alpha A] [--out FORMAT] [--u U] [--expect SPEC] [--also SPEC]...\n"
+            "                          [--alpha A] [--out FORMAT] [--u U | --engine SPEC] [--expect SPEC]\n"
+            "                          [--also SPEC]..."
             "                          [--errors E.npy] [--format table|json]\n\n"
             "Generated mode: draws A (M x K) and B (K x N) from distribution D, quantizes them to\n"
             "their formats with the scaling RECIPE (tiles along K: A gets the recipe's tile, B its\n"
@@ -65,7 +70,8 @@ static void help(FILE *fp) {
             "  --also SPEC       one more candidate accumulator, e.g. m13:rtz:promote=128 (repeatable)\n"
             "  --format F        table or json (numbers: the shortest text that reads back) [table]\n"
             "generated mode:\n"
-            "  --m, --n, --k N   sizes, each [64]\n"
+            "  --m, --n, --k N   sizes, each [64]; all buffers of the check (operands, results, the\n"
+            "                    verifier's arrays, each thread's reference buffers) within 4 GiB\n"
             "  --acc SPEC        fp32, bf16, fp16, mNN (NN fraction bits, fp32 range), with an\n"
             "                    optional :promote=N (e.g. m13:promote=128) and :rtz/...; or an\n"
             "                    engine ARCH:INSTR[:kN][:f16][:promote=N] (fplab engines) [fp32]\n"
@@ -87,10 +93,13 @@ static void help(FILE *fp) {
             "  --b-scales FILE   B's, with the tile transposed: (ceil(K / tile), N), (1, N), (1, 1)\n"
             "  --a-tensor-scale T, --b-tensor-scale T  second-level scales (nvfp4) [1]\n"
             "  --alpha A, --beta B  C = alpha A B + beta C0 [1, 0]; --c-in FILE: C0 (M x N)\n"
-            "  --u U             unit roundoff of the bound [2^-24]\n"
+            "  --u U             unit roundoff of the bound, 0 < U < 1/(2(K+2)) [2^-24]\n"
+            "  --engine SPEC     the result claims this engine's arithmetic (ARCH:INSTR[:kN][:f16]\n"
+            "                    [:promote=N], 'fplab engines'): hold it to that engine's own error\n"
+            "                    bound (from its k, alignment bits and chaining) instead of the u one\n"
             "  --expect SPEC     pass only if this accumulator reproduces C bit for bit\n"
             "  --errors FILE     write per-output float64 columns (M*N rows): exact, err, err_ulp,\n"
-            "                    bound_ulp, judged, in_bound\n"
+            "                    bound_ulp, judged, in_bound (not onto an input)\n"
             "  -h, --help        this text\n\n"
             "exit status: 0 pass, 1 fail, 2 bad input, 3 --backend cuda without a usable GPU.\n\n"
             "examples:\n"
@@ -140,7 +149,7 @@ enum { MAX_ALSO = 16 };
 typedef struct {
     size_t M, N, K;
     const char *a_name, *b_name, *out_name, *scale, *acc_spec, *backend, *dist_name;
-    const char *a_values, *b_values, *result, *a_scales, *b_scales, *c_in, *expect, *errors;
+    const char *a_values, *b_values, *result, *a_scales, *b_scales, *c_in, *expect, *errors, *engine;
     const char *also[MAX_ALSO];
     size_t nalso;
     float a_ts, b_ts;
@@ -154,6 +163,8 @@ typedef struct {
     mm_dist dist;
     char sname[96], acc_desc[128];
 } check_cfg;
+
+static void check_memory(const check_cfg *k);
 
 // Parses and validates the options (dies on bad input); returns false after --help.
 static bool parse_options(check_cfg *k, int argc, char **argv) {
@@ -171,6 +182,7 @@ static bool parse_options(check_cfg *k, int argc, char **argv) {
         {"u", required_argument, 0, 9},         {"expect", required_argument, 0, 10},
         {"also", required_argument, 0, 11},     {"errors", required_argument, 0, 12},
         {"a-tensor-scale", required_argument, 0, 13}, {"b-tensor-scale", required_argument, 0, 14},
+        {"engine", required_argument, 0, 15},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
     char *pos[argc + 1];
     int npos = cli_split_args(&argc, argv, lo, pos);
@@ -211,8 +223,16 @@ static bool parse_options(check_cfg *k, int argc, char **argv) {
             k->also[k->nalso++] = optarg;
             break;
         case 12: k->errors = optarg; break;
-        case 13: k->a_ts = (float)cli_parse_double(optarg, "--a-tensor-scale"); break;
-        case 14: k->b_ts = (float)cli_parse_double(optarg, "--b-tensor-scale"); break;
+        case 13:
+        case 14: {
+            const char *opt = c == 13 ? "--a-tensor-scale" : "--b-tensor-scale";
+            const double t = cli_parse_double(optarg, opt);
+            // 0 would be read as 1 (mm_operand's convention), so it is refused with the nonsense.
+            CLI_CHECK(t > 0 && (float)t <= FLT_MAX, "%s %s: expected a finite scale > 0", opt, optarg);
+            *(c == 13 ? &k->a_ts : &k->b_ts) = (float)t;
+            break;
+        }
+        case 15: k->engine = optarg; break;
         case 'h': help(stdout); return false;
         default: cli_usage_error("matmul-check");
         }
@@ -226,13 +246,21 @@ static bool parse_options(check_cfg *k, int argc, char **argv) {
                   "--b-values B.npy and --result C.npy together");
         CLI_CHECK(!gen_only, "matmul-check: --m/--n/--k/--acc/--backend/--seed/--dist belong to the generated mode; "
                   "with --result the sizes come from the files (use --expect SPEC to require an accumulator)");
+        CLI_CHECK(!(k->u > 0 && k->engine), "matmul-check: --u and --engine name two bounds; expected one (the "
+                  "engine's own bound replaces the u one)");
+        const fio_input ins[] = {{"a-values", k->a_values, false}, {"b-values", k->b_values, false},
+                                 {"result", k->result, false},     {"a-scales", k->a_scales, false},
+                                 {"b-scales", k->b_scales, false}, {"c-in", k->c_in, false}};
+        char fmsg[FIO_PATH_MAX + 256];
+        CLI_CHECK(!k->errors || fio_refuse_inputs("errors", k->errors, ins, 6, fmsg, sizeof fmsg) == FIO_OK,
+                  "matmul-check: %s (write the errors to another path)", fmsg);
         CLI_CHECK(!k->c_in == !(k->o.beta != 0.0f), "matmul-check: --c-in FILE and a nonzero --beta go together%s",
                   beta_given ? "" : " (--beta defaults to 0)");
     } else {
         CLI_CHECK(!k->a_scales && !k->b_scales && !k->c_in && !beta_given && k->o.alpha == 1.0f && !k->expect &&
-                  !k->errors && k->a_ts == 0 && k->b_ts == 0 && k->u == 0,
-                  "matmul-check: --a-scales/--b-scales/--c-in/--alpha/--beta/--u/--expect/--errors/--*-tensor-scale "
-                  "belong to the external mode (with --result C.npy)");
+                  !k->errors && k->a_ts == 0 && k->b_ts == 0 && k->u == 0 && !k->engine,
+                  "matmul-check: --a-scales/--b-scales/--c-in/--alpha/--beta/--u/--engine/--expect/--errors/"
+                  "--*-tensor-scale belong to the external mode (with --result C.npy)");
         CLI_CHECK(k->M * k->N <= (1u << 24) && k->M * k->K <= (1u << 28) && k->K * k->N <= (1u << 28),
                   "matmul-check: %zu x %zu x %zu is too large for a check against MPFR; expected M*N <= 2^24 "
                   "and M*K, K*N <= 2^28", k->M, k->N, k->K);
@@ -266,7 +294,46 @@ static bool parse_options(check_cfg *k, int argc, char **argv) {
     k->emulated = mm_acc_is_emulated(&k->o.acc);
     fmt_scaling_name(&k->sc, k->sname, sizeof k->sname);
     mm_acc_name(&k->o.acc, k->acc_desc, sizeof k->acc_desc);
+    if (!k->external) check_memory(k);
     return true;
+}
+
+// --- memory: every buffer a check holds at its peak, summed and held to a stated limit before the
+// first allocation of the work (the operands, in external mode, are the files' own size)
+
+enum { MC_MEM_LIMIT_GIB = 4 };
+
+static int max_threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+// Bytes of one operand of R x C floats (A: M x K, B: K x N) with its scales: 12 a value, as
+// mm_qmat holds it (values, elements, dequantized) or as the external mode reads it (values,
+// and the float64 file while converting).
+static double operand_bytes(const check_cfg *k, bool is_a, double R, double C) {
+    const double Kd = is_a ? C : R, other = is_a ? R : C;
+    const int t = is_a ? k->sc.tile_cols : k->sc.tile_rows;
+    const double nblk = k->sc.none ? 0 : t > 0 ? ceil(Kd / t) : 1;
+    return 12.0 * R * C + 2 * 4.0 * other * nblk;
+}
+
+// Dies when M x N x K would need more than the limit: the operands, the results, mm_cpu's copies
+// of the operands, the verifier's per-output arrays (and --errors'), and each thread's buffers
+// of the reference and the engines (4 K doubles each; MPFR's own are a few KiB).
+static void check_memory(const check_cfg *k) {
+    const double M = (double)k->M, N = (double)k->N, K = (double)k->K, n = M * N;
+    double b = operand_bytes(k, true, M, K) + operand_bytes(k, false, K, N);
+    b += k->external ? 8 * n : 8 * n + 8 * (M * K + K * N);  // C and C0 | C, Cref and mm_cpu's copies
+    b += 44 * n + (k->errors ? 82 * n : 0);                     // mm_verify; --errors' columns and rows
+    b += max_threads() * (32 * (K + 64) + 65536.0);
+    const double lim = (double)MC_MEM_LIMIT_GIB * (1 << 30);
+    CLI_CHECK(b <= lim, "matmul-check: M=%zu N=%zu K=%zu needs about %.1f GiB (operands, results, the verifier's "
+              "per-output arrays, %d threads' reference buffers of K doubles); the limit is %d GiB: expected a "
+              "smaller product", k->M, k->N, k->K, b / (1 << 30), max_threads(), MC_MEM_LIMIT_GIB);
 }
 
 // Random A and B quantized to their formats. Elements round to nearest-even and saturate
@@ -356,6 +423,8 @@ static void ext_operand(mm_operand *op, float **x_out, float **tiles_out, float 
                         size_t *cols, float ts) {
     const char *vopt = is_a ? "--a-values" : "--b-values", *sopt = is_a ? "--a-scales" : "--b-scales";
     float *x = read_f32_or_codes(vpath, vopt, elem, rows, cols);
+    CLI_CHECK(*rows >= 1 && *cols >= 1, "matmul-check: %s '%s' is %zu x %zu; expected at least one row and one "
+              "column (an empty product has no output to verify)", vopt, vpath, *rows, *cols);
     check_values(x, *rows * *cols, elem, vopt, vpath, *cols);
     // The tile as fmt_quantize_f32 took it: A's as is, B's transposed (mm_operand.h).
     fmt_scaling s = k->sc;
@@ -373,6 +442,10 @@ static void ext_operand(mm_operand *op, float **x_out, float **tiles_out, float 
         CLI_CHECK(sr * scn == want, "matmul-check: %s '%s' has %zu x %zu scales; --scale %s on a %zu x %zu %s "
                   "makes %zu", sopt, spath, sr, scn, k->sname, *rows, *cols, is_a ? "A" : "B", want);
         check_values(tiles, want, &s.scale_fmt, sopt, spath, scn);
+        char what[FIO_PATH_MAX + 32], smsg[FIO_PATH_MAX + 256];
+        snprintf(what, sizeof what, "%s '%s'", sopt, spath);
+        CLI_CHECK(mm_operand_scales_check(&s, tiles, want, ts > 0 ? ts : 1.0f, what, smsg, sizeof smsg) == MM_OK,
+                  "matmul-check: %s", smsg);
         const size_t other = is_a ? *rows : *cols, K = is_a ? *cols : *rows;
         const size_t kt = s.tile_cols > 0 && is_a ? (size_t)s.tile_cols
                           : s.tile_rows > 0 && !is_a ? (size_t)s.tile_rows : K;
@@ -431,7 +504,7 @@ static bool run_backend(float *C, row *r, double *u, char *path_name, size_t pat
 static void verify_row(row *r, const mm_verify_outputs *out, const float *C, const float *Cin, const mm_operand *A,
                        const mm_operand *B, const check_cfg *k, double u, const char *expect, bool candidates) {
     const mm_verify_opts vo = {.u = u, .extra = k->also, .n_extra = candidates ? k->nalso : 0, .expect = expect,
-                               .no_candidates = !candidates};
+                               .no_candidates = !candidates, .engine = candidates ? k->engine : NULL};
     char msg[512];
     const int st = mm_verify(&r->rep, out, C, Cin, k->N, A, B, k->M, k->N, k->K, &k->o, &vo, msg, sizeof msg);
     CLI_CHECK(st != MM_EINVAL, "matmul-check: %s", msg[0] ? msg : "the configuration is not valid");
@@ -472,6 +545,7 @@ static void print_json(const check_cfg *k, const row *rows, int nrows, bool pass
         json_num("max_rel_err", p->max_rel, true);
         json_num("median_rel_err", p->med_rel, true);
         json_num("unit_roundoff", p->u, true);
+        if (p->bound_spec[0]) printf("\"bound_engine\": \"%s\", ", p->bound_spec);
         json_num("gamma", p->gamma, true);
         printf("\"outputs\": %zu, \"judged\": %zu, \"excluded\": %zu, \"outside_bound\": %zu, ", p->n, p->judged,
                p->excluded, p->outside);
@@ -536,6 +610,9 @@ static void print_table(const check_cfg *k, const row *rows, int nrows, bool pas
         printf("%s: %zu of %zu results differ from mm_ref with %s (%s; rule: bit-exact required)\n",
                pass ? "PASS" : "FAIL", p->n - p->cand[p->expect_cand].reproduced, p->n, p->cand[p->expect_cand].spec,
                name);
+    else if (p->bound_spec[0])
+        printf("%s: %zu of %zu results outside the error bound of %s's arithmetic + ulp_out/2 (%s; rule: %s)\n",
+               pass ? "PASS" : "FAIL", p->outside, p->judged, p->bound_spec, name, rule_text(p, rb, sizeof rb));
     else
         printf("%s: %zu of %zu results outside |err| <= gamma_%zu(u = 2^%d) * sum|a b s| + ulp_out/2 (%s; "
                "rule: %s)\n", pass ? "PASS" : "FAIL", p->outside, p->judged, k->K + 2, ilogb(p->u), name,
@@ -558,6 +635,7 @@ static void ext_load(ext_data *d, check_cfg *k) {
     CLI_CHECK(ac == br, "matmul-check: A '%s' is %zu x %zu and B '%s' is %zu x %zu; expected A (M x K) and "
               "B (K x N)", k->a_values, ar, ac, k->b_values, br, bc);
     k->M = ar, k->K = ac, k->N = bc;
+    check_memory(k);
     d->C = read_f32(k->result, "--result", &cr, &cc);
     CLI_CHECK(cr == k->M && cc == k->N, "matmul-check: --result '%s' is %zu x %zu; expected M x N = %zu x %zu",
               k->result, cr, cc, k->M, k->N);
@@ -637,6 +715,14 @@ int cmd_matmul_check(int argc, char **argv) {
             // mm_ref with it. Otherwise the bound, with the backend's u.
             const char *expect = k.emulated ? k.acc_spec : NULL;
             verify_row(&rows[0], NULL, Cref, NULL, &qa.op, &qb.op, &k, 0x1p-24, expect, false);
+            // A path's u at or beyond 1/(2(K+2)) (fp8 cuBLASLt's 2^-13 at K >= 4094) bounds
+            // nothing; the row is then held to 2^-24, or to a candidate's bits.
+            if (!(u < 0.5 / ((double)K + 2))) {
+                if (k.outfmt == CLI_OUT_TABLE)
+                    printf("note: the %s path's u = 2^%d bounds nothing at K = %zu (gamma_%zu >= 1); its result is "
+                           "held to u = 2^-24 or to a candidate's bits\n", rows[1].name, ilogb(u), K, K + 2);
+                u = 0x1p-24;
+            }
             verify_row(&rows[1], &out, C, NULL, &qa.op, &qb.op, &k, u, expect, true);
             nrows = 2;
         }

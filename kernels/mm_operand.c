@@ -3,7 +3,9 @@
 // Constraints: no MPFR; the quantization is fmt_quantize_f32's, unchanged.
 #include "kernels/mm_operand.h"
 
+#include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -25,7 +27,13 @@ size_t mm_operand_from_tiles(mm_operand *op, float *scales, mm_side side, bool k
                              size_t rows, size_t cols, const fmt_t *elem, const fmt_scaling *sc,
                              const float *tile_s, float ts) {
     const size_t K = k_rows ? rows : cols, other = k_rows ? cols : rows;
-    const size_t kt = resolve(k_rows ? sc->tile_rows : sc->tile_cols, K);
+    if (K == 0 || other == 0) {  // an empty matrix has no tiles (and no tile size to divide by)
+        *op = (mm_operand){.x = q, .ld = cols, .trans = side == MM_SIDE_A ? k_rows : !k_rows, .fmt = *elem,
+                           .tensor_scale = ts};
+        return 0;
+    }
+    const int tk = k_rows ? sc->tile_rows : sc->tile_cols;  // the recipe's tile length along K
+    const size_t kt = resolve(tk, K);
     const size_t ot = resolve(k_rows ? sc->tile_cols : sc->tile_rows, other);
     const size_t ntk = (K + kt - 1) / kt, nto = (other + ot - 1) / ot;
     const bool as_tensor = !sc->none && sc->tile_rows == 0 && sc->tile_cols == 0 && !sc->tensor_scale;
@@ -47,10 +55,33 @@ size_t mm_operand_from_tiles(mm_operand *op, float *scales, mm_side side, bool k
         .trans = side == MM_SIDE_A ? k_rows : !k_rows,
         .fmt = *elem,
         .scales = expand ? scales : NULL,
-        .block_k = expand && kt < K ? (int)kt : 0,
+        // The recipe's block length even when one block covers K (K <= 32 under mx): a
+        // block-scaled instruction takes the scales only from K-blocks of its own length.
+        .block_k = expand && tk > 0 ? tk : 0,
         .tensor_scale = ts,
     };
     return expand ? ntk : 0;
+}
+
+int mm_operand_scales_check(const fmt_scaling *sc, const float *tile_s, size_t ntiles, float ts,
+                            const char *what, char *msg, size_t msg_len) {
+    const bool as_tensor = !sc->none && sc->tile_rows == 0 && sc->tile_cols == 0 && !sc->tensor_scale;
+    for (int l = 0; l < 1 + (as_tensor && tile_s && ntiles); l++) {
+        const float t = l ? tile_s[0] : ts;
+        if (!(t > 0.0f && t <= FLT_MAX)) {
+            snprintf(msg, msg_len, "%s: the %s is %g; expected a finite scale > 0 (a scale of 0 would make every "
+                     "product 0, and mm_operand reads a tensor scale of 0 as 1)", what,
+                     l ? "one scale of the recipe 'tensor'" : "tensor scale", (double)t);
+            return MM_EINVAL;
+        }
+    }
+    for (size_t i = 0; !as_tensor && tile_s && i < ntiles; i++)
+        if (tile_s[i] < 0.0f) {
+            snprintf(msg, msg_len, "%s: scale %zu is %g; expected scales >= 0 (a scale is a magnitude)", what, i,
+                     (double)tile_s[i]);
+            return MM_EINVAL;
+        }
+    return MM_OK;
 }
 
 int mm_qmat_from_f32(mm_qmat *m, mm_side side, const float *x, size_t rows, size_t cols,

@@ -6,8 +6,9 @@
 // fp32 tensor scale). B (K x N) is quantized with the transposed tile (block:k -> k x 1,
 // tile:RxC -> C x R, row -> (0,1): one scale per column), so that in both cases a tile spans
 // one K-block. The tile scales are then expanded to the arrays mm_operand wants: A (M, nblocks)
-// and B (nblocks, N) row-major, nblocks = ceil(K / block_k), with block_k the tile length
-// along K (0 when one tile spans K). The recipe "tensor" (a single tile, 0 x 0) becomes the
+// and B (nblocks, N) row-major, nblocks = ceil(K / block_k), with block_k the recipe's tile
+// length along K, also when that covers K (mx with K = 32: block_k 32, one block, as the
+// block-scaled instructions take it), and 0 for a recipe whose tiles span K (row). The recipe "tensor" (a single tile, 0 x 0) becomes the
 // operand's tensor_scale with no scale array; "none" has neither.
 // Then x = q * s * ts (q the element values, s the expanded scale, ts the tensor scale) equals
 // fmt_quantize_f32's dequantized output whenever s and ts are powers of two (exact products);
@@ -49,10 +50,19 @@ void mm_qmat_free(mm_qmat *m);
 // storage is (A with k_rows, B without), with the tile scales expanded into scales: capacity
 // other x ceil(K / tile along K) floats, other = the dimension that is not K; unused (NULL may
 // be passed) for "none" and for one-level single-tile recipes ("tensor"), which become
-// tensor_scale. Returns the number of K-blocks of the expanded scales (0: none).
+// tensor_scale. Returns the number of K-blocks of the expanded scales (0: none; also for an empty
+// matrix, which gets no scales).
 size_t mm_operand_from_tiles(mm_operand *op, float *scales, mm_side side, bool k_rows, const float *q,
                              size_t rows, size_t cols, const fmt_t *elem, const fmt_scaling *sc,
                              const float *tile_s, float ts);
+
+// Checks the scales an operand is built from, before mm_operand_from_tiles: the tensor scale (ts,
+// or the one tile scale of the one-level single-tile recipe "tensor") must be finite and > 0,
+// since mm_operand reads a tensor scale of 0 as 1 and a negative or NaN one means nothing; no tile
+// scale (tile_s[0..ntiles)) may be negative (0 zeroes its tile; NaN is a NaN block, as e8m0's
+// NaN code). what names the input in msg ("--a-scales 'sa.npy'"). MM_OK or MM_EINVAL.
+int mm_operand_scales_check(const fmt_scaling *sc, const float *tile_s, size_t ntiles, float ts,
+                            const char *what, char *msg, size_t msg_len);
 
 // Distributions of random test matrices.
 typedef enum {

@@ -11,7 +11,19 @@
 //   bound   the classical bound in the same unit: (gamma_{K+2}(u) * absdot + r ulp_out(m)) /
 //           ulp_out(exact), m = max(|exact|, |C|), r = 1/2 when the output rounds to nearest
 //           (o->out_round.mode rne or rna), else 1, gamma_n = n u / (1 - n u) (Higham), absdot =
-//           |alpha ta tb| sum_k |a b sa sb| + |beta C_in|
+//           |alpha ta tb| sum_k |a b sa sb| + |beta C_in|; u must lie in (0, 1/(2(K+2))), where
+//           gamma < 1 (beyond it the bound holds for C = 0 and says nothing);
+//           or, when the result claims an engine (opts.engine), that engine's own bound in place
+//           of gamma * absdot: a running bound along the chain of its instructions as scaled_mm.h
+//           defines the product for that spec (its k, split halves, segments and promotion),
+//           from each step's terms: the fused families lose less than one unit at `frac` bits
+//           below the step's largest exponent per term (products and C) and one unit (toward
+//           zero; half of one to nearest) at the D's precision; FMA half an ulp of D per product;
+//           AMD's pairwise trees half an ulp per level, its fused groups their 24/31-bit
+//           alignments; tf32 inputs their truncation, CDNA2 its flushed inputs and sums; the
+//           float32 promotions and epilogue half an ulp each. PASS then means the engine's
+//           arithmetic could give the result; an output whose bound is not finite (the chain
+//           may overflow) is excluded
 // and over all outputs which candidate accumulators reproduce C bit for bit (NaN matches any
 // NaN), with the count each reproduces: "exact-rounded" (mm_ref with fp32 accumulation: the
 // exact value rounded once), every engine of engine.h that mm_validate accepts for the operands
@@ -22,6 +34,8 @@
 // no rule holds for them. The verdict:
 //   - with opts.expect (an accumulator spec the result must equal): pass when that candidate
 //     reproduces every output bit for bit (rule "bit-exact");
+//   - with opts.engine: pass when every judged output is within that engine's bound (rule
+//     "bound"), and only then;
 //   - otherwise: pass when every judged output is within the bound (rule "bound"), or else when
 //     one candidate reproduces every output (rule "bit-exact", naming it);
 //   - never with zero judged outputs (rule "none": everything excluded).
@@ -35,7 +49,9 @@
 enum { MM_VERIFY_MAX_CAND = 64, MM_VERIFY_SPEC_MAX = 64 };
 
 typedef struct {
-    double u;                       // unit roundoff of the bound; 0 means 2^-24
+    double u;                       // unit roundoff of the bound; 0 means 2^-24; < 1/(2(K+2))
+    const char *engine;             // NULL, or the engine spec (ARCH:INSTR[:kN][:f16][:promote=N])
+                                    // the result claims: its own bound replaces the classical one
     const char *const *extra;       // extra candidate accumulator specs (mm_acc_from_name)
     size_t n_extra;
     const char *expect;             // NULL, or the spec C must equal bit for bit (pass rule)
@@ -54,7 +70,8 @@ typedef struct {
     size_t n;                       // outputs, M * N
     size_t judged, excluded;        // judged + excluded = n
     size_t outside;                 // judged outputs outside the bound
-    double u, gamma;                // the bound's unit roundoff and gamma_{K+2}(u)
+    double u, gamma;                // the bound's unit roundoff and gamma_{K+2}(u); NaN under an engine's
+    char bound_spec[MM_VERIFY_SPEC_MAX];  // the engine whose bound was used; "" for the classical one
     double max_ulp, med_ulp;        // of err_ulp over the judged outputs (NaN when none)
     double max_rel, med_rel;        // of |err| / |exact| over judged nonzero exact values
     double max_bound_ulp, med_bound_ulp;  // the bound's size in ulps, over the judged outputs
@@ -77,8 +94,8 @@ void mm_verify_opts_default(mm_verify_opts *vo);
 // Verifies C (M x N, leading dimension ldc) as the product of A and B under o (alpha, beta,
 // out_fmt, out_round; o->acc is ignored: the exact value is the reference). C_in: the C that
 // beta multiplies (same ldc), needed when beta != 0. vo may be NULL (defaults). Returns MM_OK,
-// MM_EINVAL (shapes or options mm_validate refuses, a bad extra/expect spec: msg says which),
-// MM_ENOMEM.
+// MM_EINVAL (shapes or options mm_validate refuses, a bad extra/expect/engine spec, a u outside
+// [0, 1/(2(K+2))), a tensor scale that is negative, NaN or inf: msg says which), MM_ENOMEM.
 int mm_verify(mm_verify_report *rep, const mm_verify_outputs *out, const float *C, const float *C_in,
               size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N, size_t K,
               const mm_opts *o, const mm_verify_opts *vo, char *msg, size_t msg_len);

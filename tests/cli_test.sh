@@ -795,5 +795,44 @@ expect_rc "a one-run ablation" 0 "$F" ablate --presets fp32 --data "$T/corpus.tx
 expect_eq "ablate leaves no .lock" "" "$(ls -A "$T/i34/abl" | grep lock)"
 expect_eq "a completed run: no train.err, no lock" "ckpt.bin log.jsonl train.out" "$(echo $(ls -A "$T/i34/abl/runs/fp32/seed-1"))"
 
+# --- issue 34: verify (matmul-check): an empty K, --errors onto an input, nonsense scales and u,
+# a stated memory limit, an engine's own bound
+d80="{'descr': '<f4', 'fortran_order': False, 'shape': (8, 0), }"
+d04="{'descr': '<f4', 'fortran_order': False, 'shape': (0, 4), }"
+d84="{'descr': '<f4', 'fortran_order': False, 'shape': (8, 4), }"
+npy_f4 "$T/a80.npy" "$d80" ''
+npy_f4 "$T/b04.npy" "$d04" ''
+npy_f4 "$T/c84.npy" "$d84" "$(for i in {1..32}; do printf '%s' '\x00\x00\x00\x00'; done)"
+for sc in none row tensor mx; do
+    expect_err "matmul-check K = 0, --scale $sc" "expected at least one row and one column" \
+        "$F" matmul-check --a e4m3 --b e4m3 --scale $sc --a-values "$T/a80.npy" --b-values "$T/b04.npy" --result "$T/c84.npy"
+done
+cp "$T/xc.npy" "$T/xc_keep.npy"
+cp "$T/xa.npy" "$T/xa_keep.npy"
+expect_err "matmul-check --errors onto --result" "is the same file as --result" "${XC[@]}" --result "$T/xc.npy" --errors "$T/xc.npy"
+expect_err "matmul-check --errors onto --a-values (another name)" "refusing to overwrite an input" \
+    "${XC[@]}" --result "$T/xc.npy" --errors "$T/./xa.npy"
+expect_rc "matmul-check: --result untouched" 0 cmp "$T/xc.npy" "$T/xc_keep.npy"
+expect_rc "matmul-check: --a-values untouched" 0 cmp "$T/xa.npy" "$T/xa_keep.npy"
+npy_f4 "$T/zero11.npy" "$d11" '\x00\x00\x00\x00'
+npy_f4 "$T/neg11.npy" "$d11" '\x00\x00\x00\xc0'
+expect_err "matmul-check --a-tensor-scale -2" "--a-tensor-scale -2: expected a finite scale > 0" "${XC[@]}" --result "$T/xc.npy" --a-tensor-scale -2
+expect_err "matmul-check --b-tensor-scale nan" "--b-tensor-scale nan" "${XC[@]}" --result "$T/xc.npy" --b-tensor-scale nan
+expect_err "matmul-check --scale tensor with a scale of 0" "--a-scales '$T/zero11.npy': the one scale of the recipe 'tensor' is 0" \
+    "${XC[@]}" --result "$T/xc.npy" --scale tensor --a-scales "$T/zero11.npy" --b-scales "$T/two.npy"
+expect_err "matmul-check --scale tensor with a scale of -2" "is -2; expected a finite scale > 0" \
+    "${XC[@]}" --result "$T/xc.npy" --scale tensor --a-scales "$T/two.npy" --b-scales "$T/neg11.npy"
+npy_f4 "$T/c12345.npy" "$d22" "$(for i in {1..4}; do printf '%s' '\x00\xe4\x40\x46'; done)"
+expect_err "matmul-check --u 1/(K+2)" "unit roundoff u = 0.166667: expected 0 < u < 1/(2(K+2))" \
+    "${XC[@]}" --result "$T/c12345.npy" --u 0.16666666666666666
+expect_rc "matmul-check C = 12345 fails at the largest u" 1 "${XC[@]}" --result "$T/c12345.npy" --u 0.083
+expect_err "matmul-check --u with --engine" "--u and --engine name two bounds" "${XC[@]}" --result "$T/xc.npy" --u 1e-6 --engine hopper:wgmma
+expect_err "matmul-check --engine not an engine" "engine 'm13'" "${XC[@]}" --result "$T/xc.npy" --engine m13
+expect_has "matmul-check --engine: a correct C passes" "PASS: 0 of 4 results outside the error bound of hopper:wgmma's arithmetic" \
+    "${XC[@]}" --result "$T/xc.npy" --engine hopper:wgmma
+expect_rc "matmul-check --engine: a wrong C fails" 1 "${XC[@]}" --result "$T/xcbad.npy" --engine hopper:wgmma
+expect_err "matmul-check: a stated memory limit before allocating" "the limit is 4 GiB" \
+    "$F" matmul-check --m 16 --n 16 --k 16777216 --a bf16 --b bf16
+
 echo "$pass passed, $fail failed"
 [[ $fail == 0 ]]

@@ -102,8 +102,9 @@ Test(mm_operand, reconstruct_one_level_every_mode) {
     free(x);
 }
 
-// Shapes: block:k -> nblocks = ceil(K/k), block_k = k; row/col/tile with whole-K tiles -> one
-// block (block_k 0); tensor -> no array, a tensor scale; none -> neither.
+// Shapes: block:k -> nblocks = ceil(K/k), block_k = k, also when k >= K (one block: a
+// block-scaled instruction needs its own block length); row and tiles spanning K -> one block
+// (block_k 0); tensor -> no array, a tensor scale; none -> neither.
 Test(mm_operand, scale_shapes) {
     const size_t M = 10, K = 50, N = 6;
     const uint64_t seed = test_seed("scale_shapes");
@@ -111,7 +112,7 @@ Test(mm_operand, scale_shapes) {
     const fmt_t f = tu_fmt("e4m3");
     const struct { const char *spec; size_t nblocks; int block_k; bool has_scales; } cases[] = {
         {"mx", 2, 32, true},           {"nvfp4", 4, 16, true},          {"block:7:e8m0", 8, 7, true},
-        {"block:50:e8m0", 1, 0, true}, {"block:64:e8m0", 1, 0, true},   {"row", 1, 0, true},
+        {"block:50:e8m0", 1, 50, true}, {"block:64:e8m0", 1, 64, true}, {"row", 1, 0, true},
         {"col", 50, 1, true},          {"tile:4x8:fp32", 7, 8, true},   {"tile:2x0:e8m0", 1, 0, true},
         {"tensor", 0, 0, false},       {"tile:0x0:e8m0", 0, 0, false},  {"none", 0, 0, false},
     };
@@ -132,6 +133,76 @@ Test(mm_operand, scale_shapes) {
         mm_qmat_free(&qa), mm_qmat_free(&qb);
     }
     free(a), free(b);
+}
+
+// Issue 34, 1.1: an MX product whose K is one scale block (K = 32, or less, padded) runs the
+// block-scaled instruction as K = 64 does: a[0,0] = 448 2^-20, b[0,0] = 256 2^-20 (e4m3
+// elements, e8m0 scales 2^-20), C = 1, D = A B + C. The product, 0.875 2^-23, is above half an
+// ulp of 1: the instruction's D, truncated toward zero, is 1 (0x3f800000, MMA-Sim's tcgen05
+// mxf8f6f4); scaling after an unscaled instruction and adding C in float32 rounds up to
+// 0x3f800001.
+Test(mm_operand, mx_one_block_runs_the_block_scaled_instruction) {
+    const fmt_t f = tu_fmt("e4m3");
+    const fmt_scaling sc = tu_scaling("mx");
+    const fmt_round_opts qo = {.mode = FMT_RNE, .overflow = FMT_SATURATE};
+    const char *engines[] = {"blackwell:tcgen05", "rtx-blackwell:mma"};
+    const size_t Ks[] = {20, 32, 64};
+    for (size_t e = 0; e < 2; e++)
+        for (size_t t = 0; t < 3; t++) {
+            const size_t K = Ks[t];
+            float a[64] = {0}, b[64] = {0};
+            a[0] = 448.0f * 0x1p-20f, b[0] = 256.0f * 0x1p-20f;
+            mm_qmat qa, qb;
+            cr_assert_eq(mm_qmat_from_f32(&qa, MM_SIDE_A, a, 1, K, &f, &sc, &qo), MM_OK);
+            cr_assert_eq(mm_qmat_from_f32(&qb, MM_SIDE_B, b, K, 1, &f, &sc, &qo), MM_OK);
+            cr_assert_eq(qa.op.block_k, 32, "K %zu: A's block_k %d", K, qa.op.block_k);
+            cr_assert_eq(qb.op.block_k, 32, "K %zu: B's block_k %d", K, qb.op.block_k);
+            cr_assert(qa.q[0] == 448.0f && qa.scales[0] == 0x1p-20f && qb.q[0] == 256.0f && qb.scales[0] == 0x1p-20f);
+            mm_opts o;
+            mm_opts_default(&o);
+            o.beta = 1.0f;
+            cr_assert_eq(mm_acc_from_name(&o.acc, engines[e], NULL, 0), MM_OK);
+            float C[2] = {1.0f, 1.0f};
+            cr_assert_eq(mm_ref(&C[0], 1, &qa.op, &qb.op, 1, 1, K, &o), MM_OK);
+            cr_assert_eq(mm_cpu(&C[1], 1, &qa.op, &qb.op, 1, 1, K, &o), MM_OK);
+            for (int i = 0; i < 2; i++)
+                cr_assert(tu_samef(C[i], 1.0f), "%s K %zu (%s): D = %a, expected 1 (0x3f800000)", engines[e], K,
+                          i ? "mm_cpu" : "mm_ref", (double)C[i]);
+            mm_qmat_free(&qa), mm_qmat_free(&qb);
+        }
+}
+
+// Issue 34, 1.6 and 1.9: scales that mean nothing are refused by name (a tensor scale of 0,
+// negative, NaN or inf; the one scale of "tensor" likewise; a negative tile scale), while 0 and
+// NaN tile scales (a zeroed tile, a NaN block) pass; an empty matrix gets no scales and no tile
+// size to divide by.
+Test(mm_operand, scales_check_and_empty_matrices) {
+    char msg[256];
+    const fmt_scaling tensor = tu_scaling("tensor"), mx = tu_scaling("mx"), nv = tu_scaling("nvfp4");
+    const float bad[] = {0.0f, -2.0f, NAN, INFINITY};
+    for (int t = 0; t < 4; t++) {
+        cr_assert_eq(mm_operand_scales_check(&mx, NULL, 0, bad[t], "--a-tensor-scale", msg, sizeof msg), MM_EINVAL,
+                     "tensor scale %g", (double)bad[t]);
+        cr_assert(strstr(msg, "--a-tensor-scale") && strstr(msg, "tensor scale"), "%s", msg);
+        cr_assert_eq(mm_operand_scales_check(&tensor, &bad[t], 1, 1.0f, "sa.npy", msg, sizeof msg), MM_EINVAL);
+        cr_assert(strstr(msg, "sa.npy"), "%s", msg);
+    }
+    const float tiles[3] = {0.0f, NAN, 0.5f}, neg[3] = {1.0f, -0.5f, 1.0f};
+    cr_assert_eq(mm_operand_scales_check(&nv, tiles, 3, 0.25f, "x", msg, sizeof msg), MM_OK, "%s", msg);
+    cr_assert_eq(mm_operand_scales_check(&mx, neg, 3, 1.0f, "sb.npy", msg, sizeof msg), MM_EINVAL);
+    cr_assert(strstr(msg, "sb.npy") && strstr(msg, "scale 1"), "%s", msg);
+    const fmt_t f = tu_fmt("e4m3");
+    const float s1 = 1.0f;
+    const char *recipes[] = {"row", "mx", "tile:4x8:fp32", "tensor"};
+    for (int r = 0; r < 4; r++) {
+        const fmt_scaling sc = tu_scaling(recipes[r]);
+        mm_operand op;
+        float scales[1] = {0};
+        cr_assert_eq(mm_operand_from_tiles(&op, scales, MM_SIDE_A, false, &s1, 8, 0, &f, &sc, &s1, 1.0f), 0);
+        cr_assert_null(op.scales, "%s: K = 0", recipes[r]);
+        cr_assert_eq(mm_operand_from_tiles(&op, scales, MM_SIDE_B, true, &s1, 0, 4, &f, &sc, &s1, 1.0f), 0);
+        cr_assert_eq(mm_operand_from_tiles(&op, scales, MM_SIDE_A, false, &s1, 0, 8, &f, &sc, &s1, 1.0f), 0);
+    }
 }
 
 // 2-D tiles: every (row, K-block) of A holds the scale of the tile around it, read from a direct

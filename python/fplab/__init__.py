@@ -627,7 +627,8 @@ class MatmulCheck:
     n, judged, excluded  outputs; judged: exact value finite and within the output format
                      (never passed with judged == 0)
     outside          judged outputs outside the bound
-    u, gamma         the bound's unit roundoff and gamma_{K+2}(u)
+    u, gamma         the bound's unit roundoff and gamma_{K+2}(u) (NaN under an engine's bound)
+    bound_engine     the engine whose own bound was used (check_matmul's engine=), else None
     max_err_ulp, median_err_ulp, max_bound_ulp, median_bound_ulp, max_rel_err, median_rel_err
     candidates       {accumulator spec: outputs reproduced bit for bit}; share(spec) = fraction
     per output (NumPy, (M, N)): exact (MPFR, nearest float64), absdot (sum|a b s|, the bound's
@@ -650,7 +651,7 @@ class MatmulCheck:
 
 def check_matmul(a, b, c, a_fmt, b_fmt=None, *, out="fp32", scale="none", a_scales=None, b_scales=None,
                  a_tensor_scale=1.0, b_tensor_scale=1.0, alpha=1.0, beta=0.0, c_in=None, round_mode="rne",
-                 u=2.0 ** -24, also=(), expect=None, candidates=True):
+                 u=2.0 ** -24, also=(), expect=None, engine=None, candidates=True):
     """Verifies c (M, N), the result of any kernel, as alpha * A B (+ beta * c_in) rounded to out:
     a (M, K) and b (K, N) hold element values of a_fmt and b_fmt (before scaling; each must be a
     value of its format); with a scaling recipe, a_scales and b_scales are its tile scales: a's
@@ -660,7 +661,10 @@ def check_matmul(a, b, c, a_fmt, b_fmt=None, *, out="fp32", scale="none", a_scal
     (MPFR), the error in ulps of out, the classical bound |err| <= gamma_{K+2}(u) sum|a b s| +
     ulp/2, and which accumulators reproduce c bit for bit: "exact-rounded", every engine of
     fplab's engine list that takes the formats (with and without :f16), and the specs in also.
-    expect: pass only if that accumulator reproduces c. Returns a MatmulCheck."""
+    u must lie in (0, 1/(2(K+2))) (a larger u bounds nothing); tensor scales must be finite and
+    > 0. engine: c claims that engine's arithmetic (e.g. "hopper:wgmma"): its own error bound
+    (from its k, alignment bits and chaining) replaces the u one, and PASS means the engine could
+    give c. expect: pass only if that accumulator reproduces c. Returns a MatmulCheck."""
     A, B, Cr = (_f32_exact(x, w) for x, w in ((a, "a"), (b, "b"), (c, "c")))
     if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[0]:
         raise ValueError(f"check_matmul: shapes {A.shape} @ {B.shape}; expected (M, K) @ (K, N)")
@@ -699,7 +703,7 @@ def check_matmul(a, b, c, a_fmt, b_fmt=None, *, out="fp32", scale="none", a_scal
     u8 = [_np.empty((M, N), _np.uint8) for _ in range(2)]
     d = _fplab.check_matmul(A, B, Cr, M, N, K, fa, fb, fo, scale, sa, sb, float(a_tensor_scale),
                             float(b_tensor_scale), float(alpha), float(beta), cin, round_mode, float(u),
-                            [str(x) for x in also], expect, bool(candidates), *f64, *u8)
+                            [str(x) for x in also], expect, engine, bool(candidates), *f64, *u8)
     r = MatmulCheck()
     cands = d.pop("candidates")
     for k, v in d.items():

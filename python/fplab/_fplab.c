@@ -871,24 +871,26 @@ static PyObject *py_matmul(PyObject *m, PyObject *args) {
 }
 
 // check_matmul(a, b, c, M, N, K, a_fmt, b_fmt, out_fmt, scale, a_scales, b_scales, a_ts, b_ts,
-//              alpha, beta, c_in, omode, u, extra, expect, candidates,
+//              alpha, beta, c_in, omode, u, extra, expect, engine, candidates,
 //              exact, absdot, err, err_ulp, bound_ulp, judged, in_bound)
 // mm_verify (kernels/mm_verify.h) on a result c (M x N float32) of A (M x K) and B (K x N): a, b
 // float32 element values of a_fmt/b_fmt; a_scales/b_scales (float32, or None for the recipe
 // 'none') the recipe's tile scales as mm_operand_from_tiles takes them (A: its tile, B: the
-// tile transposed); a_ts/b_ts tensor scales (0: 1); c_in read when beta != 0. extra: a list of
-// accumulator specs; expect a spec or None. The per-output buffers (float64; judged, in_bound
+// tile transposed); a_ts/b_ts tensor scales (finite, > 0; mm_operand_scales_check); c_in read
+// when beta != 0; u > 0 (mm_verify bounds it above). extra: a list of accumulator specs; expect
+// and engine (the claimed engine, whose own bound replaces u's) a spec or None. The per-output buffers (float64; judged, in_bound
 // uint8) are written. Returns a dict of the report's scalars and its candidates [(spec,
 // reproduced, extra)].
 static PyObject *py_check_matmul(PyObject *m, PyObject *args) {
     (void)m;
-    PyObject *ao, *bo, *co, *afo, *bfo, *ofo, *sao, *sbo, *cino, *extrao, *expecto, *outo[7];
+    PyObject *ao, *bo, *co, *afo, *bfo, *ofo, *sao, *sbo, *cino, *extrao, *expecto, *engo, *outo[7];
     Py_ssize_t M, N, K;
     const char *spec, *omode;
     double a_ts, b_ts, alpha, beta, u;
     int candidates;
-    if (!PyArg_ParseTuple(args, "OOOnnnOOOsOOddddOsdOOpOOOOOOO", &ao, &bo, &co, &M, &N, &K, &afo, &bfo, &ofo, &spec,
-                          &sao, &sbo, &a_ts, &b_ts, &alpha, &beta, &cino, &omode, &u, &extrao, &expecto, &candidates,
+    if (!PyArg_ParseTuple(args, "OOOnnnOOOsOOddddOsdOOOpOOOOOOO", &ao, &bo, &co, &M, &N, &K, &afo, &bfo, &ofo, &spec,
+                          &sao, &sbo, &a_ts, &b_ts, &alpha, &beta, &cino, &omode, &u, &extrao, &expecto, &engo,
+                          &candidates,
                           &outo[0], &outo[1], &outo[2], &outo[3], &outo[4], &outo[5], &outo[6]))
         return NULL;
     const fmt_t *fa = as_format(afo), *fb = fa ? as_format(bfo) : NULL, *fo = fb ? as_format(ofo) : NULL;
@@ -913,6 +915,14 @@ static PyObject *py_check_matmul(PyObject *m, PyObject *args) {
         if (!(extra[i] = PyUnicode_AsUTF8(PyList_GET_ITEM(extrao, i)))) return NULL;
     const char *expect = expecto == Py_None ? NULL : PyUnicode_AsUTF8(expecto);
     if (expecto != Py_None && !expect) return NULL;
+    const char *engine = engo == Py_None ? NULL : PyUnicode_AsUTF8(engo);
+    if (engo != Py_None && !engine) return NULL;
+    // 0 would be the C default; the Python default is explicit, so 0, NaN and negatives are errors.
+    if (!(u > 0)) {
+        char ub[32];
+        snprintf(ub, sizeof ub, "%g", u);  // PyErr_Format has no %g
+        return PyErr_Format(PyExc_ValueError, "check_matmul: u = %s: expected a unit roundoff > 0", ub);
+    }
 
     Py_buffer a = {0}, b = {0}, c = {0}, sa = {0}, sb = {0}, cin = {0}, ob[7] = {{0}};
     bool have[7] = {0}, have_sa = false, have_sb = false, have_cin = false;
@@ -991,13 +1001,21 @@ static PyObject *py_check_matmul(PyObject *m, PyObject *args) {
                          "values before scaling", bad / (size_t)N, bad % (size_t)N, vb, fb->name);
             err = -1;
         }
+        char smsg[256];
+        if (!err && (mm_operand_scales_check(&sc, have_sa ? sa.buf : NULL, want_a, (float)a_ts, "a_scales / "
+                                             "a_tensor_scale", smsg, sizeof smsg) != MM_OK ||
+                     mm_operand_scales_check(&sbs, have_sb ? sb.buf : NULL, want_b, (float)b_ts, "b_scales / "
+                                             "b_tensor_scale", smsg, sizeof smsg) != MM_OK)) {
+            PyErr_Format(PyExc_ValueError, "check_matmul: %s", smsg);
+            err = -1;
+        }
         if (!err) {
             mm_operand_from_tiles(&A, xa, MM_SIDE_A, false, a.buf, (size_t)M, (size_t)K, fa, &sc,
-                                  have_sa ? sa.buf : NULL, a_ts > 0 ? (float)a_ts : 1.0f);
+                                  have_sa ? sa.buf : NULL, (float)a_ts);
             mm_operand_from_tiles(&B, xb, MM_SIDE_B, true, b.buf, (size_t)K, (size_t)N, fb, &sbs,
-                                  have_sb ? sb.buf : NULL, b_ts > 0 ? (float)b_ts : 1.0f);
+                                  have_sb ? sb.buf : NULL, (float)b_ts);
             const mm_verify_opts vo = {.u = u, .extra = extra, .n_extra = (size_t)nx, .expect = expect,
-                                       .no_candidates = !candidates};
+                                       .no_candidates = !candidates, .engine = engine};
             const mm_verify_outputs out = {
                 .exact = have[0] ? ob[0].buf : NULL, .absdot = have[1] ? ob[1].buf : NULL,
                 .err = have[2] ? ob[2].buf : NULL, .err_ulp = have[3] ? ob[3].buf : NULL,
@@ -1022,13 +1040,14 @@ static PyObject *py_check_matmul(PyObject *m, PyObject *args) {
                                                                      rep.cand[i].extra ? Py_True : Py_False));
                 if (cl)
                     result = Py_BuildValue(
-                        "{s:n,s:n,s:n,s:n,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:O,s:s,s:z,s:N}", "n", (Py_ssize_t)rep.n,
+                        "{s:n,s:n,s:n,s:n,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:O,s:s,s:z,s:z,s:N}", "n", (Py_ssize_t)rep.n,
                         "judged", (Py_ssize_t)rep.judged, "excluded", (Py_ssize_t)rep.excluded, "outside",
                         (Py_ssize_t)rep.outside, "u", rep.u, "gamma", rep.gamma, "max_err_ulp", rep.max_ulp,
                         "median_err_ulp", rep.med_ulp, "max_rel_err", rep.max_rel, "median_rel_err", rep.med_rel,
                         "max_bound_ulp", rep.max_bound_ulp, "median_bound_ulp", rep.med_bound_ulp, "passed",
                         rep.pass ? Py_True : Py_False, "rule", mm_verify_rule_name(rep.rule), "rule_acc",
-                        rep.rule_cand >= 0 ? rep.cand[rep.rule_cand].spec : NULL, "candidates", cl);
+                        rep.rule_cand >= 0 ? rep.cand[rep.rule_cand].spec : NULL, "bound_engine",
+                        rep.bound_spec[0] ? rep.bound_spec : NULL, "candidates", cl);
             }
         }
     }

@@ -109,3 +109,38 @@ def test_bad_input():
                            b_scales=np.ones((3, 2), np.float32))
     with pytest.raises(ValueError, match="m99"):
         fplab.check_matmul(np.ones((1, 2), np.float32), b, np.full((1, 1), 2, np.float32), "e4m3", also=["m99"])
+
+
+# --- issue 34, 1.6: nonsense scales and u are refused; a result that claims an engine is held to
+# that engine's own bound, where the buggy kernels fail
+
+def test_refuses_nonsense_scales_and_u(rng):
+    a = np.array([[1, 2], [3, 4]], np.float32)
+    b = np.eye(2, dtype=np.float32)
+    for ts in (-1.0, 0.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="a_tensor_scale.*expected a finite scale > 0"):
+            fplab.check_matmul(a, b, a, "bf16", a_tensor_scale=ts)
+    with pytest.raises(ValueError, match="b_scales.*the one scale of the recipe 'tensor' is -2"):
+        fplab.check_matmul(a, b, a, "bf16", scale="tensor", a_scales=np.ones((1, 1), np.float32),
+                           b_scales=np.full((1, 1), -2, np.float32))
+    for u in (0.0, float("nan"), -1.0):
+        with pytest.raises(ValueError, match="expected a unit roundoff > 0"):
+            fplab.check_matmul(a, b, a, "bf16", u=u)
+    for u in (2.0, float("inf"), 1 / 4):  # K = 2: u must stay below 1/8
+        with pytest.raises(ValueError, match="unit roundoff u"):
+            fplab.check_matmul(a, b, np.full((2, 2), 12345, np.float32), "bf16", u=u)
+    assert not fplab.check_matmul(a, b, np.full((2, 2), 12345, np.float32), "bf16", u=0.12).passed
+
+
+@pytest.mark.parametrize("engine", ["blackwell:tcgen05", "hopper:wgmma"])
+def test_engine_bound_fails_the_buggy_kernels(rng, engine):
+    a, sa, b, sb = mx_operands(rng, 32, 16, 256)
+    good = fplab.check_matmul(a, b, numpy_kernel(a, sa, b, sb), "e4m3", scale="mx", a_scales=sa, b_scales=sb,
+                              engine=engine)
+    assert good.passed and good.rule == "bound" and good.bound_engine == engine and np.isnan(good.u)
+    for c in (numpy_kernel(a, sa, b, sb.T.copy().reshape(sb.shape)), numpy_kernel(a, sa, b, sb, drop_block=7)):
+        r = fplab.check_matmul(a, b, c, "e4m3", scale="mx", a_scales=sa, b_scales=sb, engine=engine)
+        assert not r.passed and r.rule == "none" and r.outside > r.n // 2
+    with pytest.raises(ValueError, match="engine 'fp32'"):
+        fplab.check_matmul(a, b, numpy_kernel(a, sa, b, sb), "e4m3", scale="mx", a_scales=sa, b_scales=sb,
+                           engine="fp32")
