@@ -2,7 +2,8 @@
 // the code, the decoded value and the error (absolute, relative, in ulps of the format).
 // Rounding is fmt_round1 with the options given; codes are fmt_encode1 of the rounded value.
 // An IEEE P3109 format wider than float64 rounds with fmt_round_wide to a code, whose exact
-// value is a double unless it lies beyond float64 (then its hexadecimal float, no errors).
+// value is a double unless it lies beyond float64 (then its hexadecimal float; the errors are
+// doubles all the same).
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -40,6 +41,26 @@ static void help(FILE *fp) {
             "  build/fplab cast 0.3 0.3 0.3 --to bf16 --round sr --seed 7   # stochastic rounding\n"
             "  build/fplab cast 1e6 -1 --to binary8p3se --overflow satnone   # IEEE P3109: 1e6 -> inf\n"
             "  build/fplab cast 3 inf --to binary16p1sf --overflow saturate  # beyond float64: max 0x1p+16383\n");
+}
+
+// The error value - x and the error in ulps of a wide format's finite value that no double
+// holds (|value| >= 2^1024: a finite x rounded up past float64, or inf saturated to max), which
+// is itself a double whenever x is finite (|value - x| < 2^1024). Both are computed 2^s lower,
+// where the value and x are doubles (value = sig 2^exp, sig odd, < 2^53 for every P3109 format).
+static void wide_error(const fmt_t *f, const fmt_exact *v, double x, double *err, double *err_ulp) {
+    if (v->cls != FMT_X_FINITE) {
+        *err = *err_ulp = NAN;
+        return;
+    }
+    const int top = v->exp + (63 - __builtin_clzll(v->sig)), s = top - 1000;  // |value| in [2^top, 2^(top+1))
+    const double vs = ldexp(v->neg ? -(double)v->sig : (double)v->sig, v->exp - s);
+    if (!isfinite(x)) {  // inf saturated to the max: infinitely far, as in every other format
+        *err = *err_ulp = -x;
+        return;
+    }
+    const double es = vs - ldexp(x, -s);  // x >= 2^1023 here: ldexp exact
+    *err = ldexp(es, s);
+    *err_ulp = ldexp(es, s - (top - f->mbits));  // the ulp in value's binade, 2^(top - mbits)
 }
 
 static const cli_col cols[] = {
@@ -98,16 +119,24 @@ int cmd_cast(int argc, char **argv) {
         uint64_t code;
         double v;
         char vtext[48] = "";  // a wide format's value beyond float64, exactly
+        double err, err_ulp;
         if (wide) {
             code = fmt_round_wide(&f, x[i], &o);
             fmt_exact ex;
             fmt_code_exact(&f, code, &ex);
-            if (!fmt_exact_double(&ex, &v)) fmt_exact_hex(&ex, vtext, sizeof vtext), v = NAN;
+            if (!fmt_exact_double(&ex, &v)) {
+                fmt_exact_hex(&ex, vtext, sizeof vtext), v = NAN;
+                wide_error(&f, &ex, x[i], &err, &err_ulp);
+            } else {
+                err = v == x[i] ? 0 : v - x[i];
+                err_ulp = v == 0 ? 0 : isfinite(v) ? err / fmt_ulp(&f, v) : NAN;  // a wide ulp at 0 is no double
+            }
         } else {
             code = fmt_encode1(&f, fmt_round1(&f, x[i], &o));
             v = fmt_decode1(&f, code);
+            err = v == x[i] ? 0 : v - x[i];  // inf -> inf is exact, not inf - inf
+            err_ulp = isfinite(v) ? err / fmt_ulp(&f, v) : NAN;
         }
-        double err = v == x[i] ? 0 : v - x[i];  // inf -> inf is exact, not inf - inf
         cli_cell_num(&t, x[i]);
         cli_code_hex(buf, sizeof buf, &f, code);
         cli_cell_str(&t, buf);
@@ -117,7 +146,7 @@ int cmd_cast(int argc, char **argv) {
         else cli_cell_num(&t, v);
         cli_cell_num(&t, fabs(err));
         cli_cell_num(&t, x[i] == 0 ? (err == 0 ? 0 : INFINITY) : fabs(err) / fabs(x[i]));
-        cli_cell_num(&t, wide && v == 0 ? 0 : isfinite(v) ? err / fmt_ulp(&f, v) : NAN);  // a wide ulp at 0 is no double
+        cli_cell_num(&t, err_ulp);
     }
     cli_table_print(&t, out, stdout);
     return 0;

@@ -219,7 +219,7 @@ expect_eq "values bf16 --codes: a 16-bit range" "inf nan" \
     "$("$F" values bf16 --codes 0x7f80:0x7f81 --format csv | tail -2 | cut -d, -f3 | tr '\n' ' ' | sed 's/ $//')"
 expect_err "values of a 16-bit format needs --codes" "or --codes A:B" "$F" values bf16
 expect_err "values --codes beyond the format" "expected A <= B <= 0xff" "$F" values e4m3 --codes 0:0x100
-expect_eq "cast to binary16p1sf: 3 -> 2, DBL_MAX -> 2^1024, inf saturates to 2^16383" "2 0x1p+1024 0x1p+16383" \
+expect_eq "cast to binary16p1sf: 3 -> 4 (tie to the even code), DBL_MAX -> 2^1024, inf saturates to 2^16383" "4 0x1p+1024 0x1p+16383" \
     "$("$F" cast 3 1.7976931348623157e308 inf --to binary16p1sf --overflow saturate --format csv 2>/dev/null | tail -3 | cut -d, -f4 | tr '\n' ' ' | sed 's/ $//')"
 expect_err "matmul-check with a P3109 format beyond float64" "wider than float64" "$F" matmul-check --a binary16p1se --b e4m3
 # ... and in a policy, where the canonical form keeps the variant
@@ -700,6 +700,18 @@ expect_has "train, stopped (corpus to be edited)" "stopped at step 2" "$F" train
     --stop-at 2 --ckpt-dir "$T/run_ed" --progress 0
 head -c 100 "$T/corpus.txt" >>"$T/c_ed.txt"  # an edit within the vocabulary (a new character is refused anyway)
 expect_err "resume refuses an edited corpus" "another corpus" "$F" train --resume "$T/run_ed/ckpt.bin"
+
+# --- issue 34: formats (names, finfo, wide casts, MX scales)
+# P = 1 wide formats: a tie goes to the even code (to odd: the odd one), as in the 8-bit twin.
+expect_eq "cast 0.75 3 to binary16p1se: 1 4 (binary8p1se: 1 4)" "1 4" \
+    "$("$F" cast 0.75 3 --to binary16p1se --format csv 2>/dev/null | tail -2 | cut -d, -f4 | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "cast 3 12 0.75 to binary16p1se --round rto: 2 8 0.5" "2 8 0.5" \
+    "$("$F" cast 3 12 0.75 --to binary16p1se --round rto --format csv 2>/dev/null | tail -3 | cut -d, -f4 | tr '\n' ' ' | sed 's/ $//')"
+# A wide cast's error is a double even where its value is not (2^1024 - DBL_MAX = 2^971).
+expect_eq "cast DBL_MAX to binary16p3ue rup: abs_err 2^971, err_ulp 2^-51" "1.99584030953472e+292 4.440892098500626e-16" \
+    "$("$F" cast 1.7976931348623157e308 --to binary16p3ue --round rup --format csv 2>/dev/null | tail -1 | cut -d, -f5,7 | tr ',' ' ')"
+expect_eq "cast inf to binary16p1sf saturate: abs_err inf, err_ulp -inf (as e4m3's)" "inf -inf" \
+    "$("$F" cast inf --to binary16p1sf --overflow saturate --format csv 2>/dev/null | tail -1 | cut -d, -f5,7 | tr ',' ' ')"
 
 echo "$pass passed, $fail failed"
 [[ $fail == 0 ]]
