@@ -27,7 +27,8 @@ static void help(FILE *fp) {
             "  8 NaN codes. The default table keeps what fits 100 columns: name bits e m bias max\n"
             "  tiny (smallest_normal) min_sub (smallest_subnormal) eps epsneg inf kind, a power\n"
             "  of two as 2^k where that is shorter than its decimal.\n"
-            "  min is the most negative finite value (the smallest value of an unsigned format).\n"
+            "  min is the smallest finite value: -max, or 0 in an unsigned format (e8m0, which has\n"
+            "  no zero: its smallest positive value).\n"
             "  kind: table (a row of the table), peer (a format only peers name) or custom (a\n"
             "  format built from an eXmY spec that no name gives; also said on stderr).\n\n"
             "options (default in brackets):\n"
@@ -75,13 +76,13 @@ static const char *exact_text(char *buf, size_t cap, double v) {
     return buf;
 }
 
-// The extremes of a format as codes: max, min (most negative, or the smallest value if
+// The extremes of a format as codes: max, min (the smallest value: most negative, or zero if
 // unsigned), smallest normal, smallest subnormal. A wide format's values come from these.
 static void extreme_codes(const fmt_t *f, uint64_t c[4]) {
     const uint64_t normal = (uint64_t)1 << f->mbits;
     c[0] = fmt_max_code(f);
     c[3] = f->has_subnormals ? 1 : normal;
-    c[1] = f->is_signed ? c[0] | (uint64_t)1 << (f->bits - 1) : c[3];
+    c[1] = f->is_signed ? c[0] | (uint64_t)1 << (f->bits - 1) : f->has_zero ? 0 : c[3];
     c[2] = normal;
 }
 

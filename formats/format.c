@@ -431,7 +431,8 @@ void fmt_get_info(const fmt_t *f, fmt_info *o) {
     // A wide format's extremes are not doubles: NaN here (fmt_code_exact gives them).
     const double nan_if_wide = fmt_is_wide(f) ? NAN : 1;
     o->max = f->max * nan_if_wide;
-    o->min = (f->is_signed ? -f->max : f->min_subnormal) * nan_if_wide;
+    // The smallest finite value: -max, or 0 in an unsigned format with a zero (e8m0 has none).
+    o->min = (f->is_signed ? -f->max : f->has_zero ? 0 : f->min_subnormal) * nan_if_wide;
     o->smallest_normal = f->min_normal * nan_if_wide;
     o->smallest_subnormal = f->min_subnormal * nan_if_wide;
     o->eps = ldexp(1.0, -f->mbits);

@@ -103,7 +103,8 @@ const char *const *fmt_table_aliases(size_t i);
 
 // --- properties (finfo)
 typedef struct {
-    double max, min;          // min is the most negative finite value (smallest value if unsigned)
+    double max, min;          // min is the smallest finite value: -max if signed, else 0 (or,
+                              // without a zero as in e8m0, the smallest positive value)
     double smallest_normal;   // "tiny" in NumPy's finfo
     double smallest_subnormal;
     double eps;               // 2^-mbits: distance from 1 to the next larger value

@@ -712,6 +712,10 @@ expect_eq "cast DBL_MAX to binary16p3ue rup: abs_err 2^971, err_ulp 2^-51" "1.99
     "$("$F" cast 1.7976931348623157e308 --to binary16p3ue --round rup --format csv 2>/dev/null | tail -1 | cut -d, -f5,7 | tr ',' ' ')"
 expect_eq "cast inf to binary16p1sf saturate: abs_err inf, err_ulp -inf (as e4m3's)" "inf -inf" \
     "$("$F" cast inf --to binary16p1sf --overflow saturate --format csv 2>/dev/null | tail -1 | cut -d, -f5,7 | tr ',' ' ')"
+# finfo's min is the smallest value: 0 in an unsigned format with a zero, e8m0's 2^-127.
+expect_eq "finfo min: binary8p3ue 0, e4m3:unsigned 0, e8m0 2^-127, binary16p1ue 0" \
+    "0 0 5.877471754111438e-39 0x0p+0" \
+    "$("$F" finfo binary8p3ue e4m3:unsigned e8m0 binary16p1ue --format csv 2>/dev/null | tail -4 | cut -d, -f7 | tr '\n' ' ' | sed 's/ $//')"
 
 echo "$pass passed, $fail failed"
 [[ $fail == 0 ]]
