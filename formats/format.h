@@ -88,7 +88,8 @@ const char *fmt_peer_get(size_t i, const char **spec, const char **peer);
 
 // Why fmt_from_name(name) returned status, as one line for a user that the caller prefixes with
 // the name: an ambiguous name with its choices, an invalid custom spec, or an unknown name with
-// the nearest known one ("did you mean") and the list of names.
+// the nearest known names (formats/names.h's rule over table names, aliases, peers' names and
+// IEEE P3109 names: "did you mean") and the list of names.
 void fmt_name_message(const char *name, int status, char *msg, size_t len);
 
 // "table" when f has the fields of a table row, "peer" of a peer-only format, "p3109" for an

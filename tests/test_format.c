@@ -13,6 +13,7 @@
 
 #include "formats/codec.h"
 #include "formats/format.h"
+#include "formats/names.h"
 
 typedef struct {
     const char *name;
@@ -376,4 +377,44 @@ Test(format, min_is_the_smallest_value) {
         nformats++;
     }
     cr_assert_eq(nformats, sizeof names / sizeof *names + 148);
+}
+
+// The one nearest-name rule (formats/names.h) behind every "did you mean": completions and
+// whole fields win over a changed digit, ties are all named, and P3109 names are candidates.
+Test(format, nearest_names) {
+    static const struct { const char *name, *want; } cases[] = {
+        {"float6_e3m2", "did you mean 'float6_e3m2fn'? "},
+        {"float8_e8m0", "did you mean 'float8_e8m0fnu'? "},
+        {"binary8p3s", "did you mean 'binary8p3se' or 'binary8p3sf'? "},
+        {"bfloat", "did you mean 'bfloat16'? "},
+        {"bflaot16", "did you mean 'bfloat16'? "},
+        {"float8_e4m3fm", "did you mean 'float8_e4m3fn'? "},
+        {"singel", "did you mean 'single'? "},
+    };
+    fmt_t f;
+    char msg[1024];
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const int st = fmt_from_name(&f, cases[i].name);
+        cr_assert_eq(st, FMT_EUNKNOWN, "%s", cases[i].name);
+        fmt_name_message(cases[i].name, st, msg, sizeof msg);
+        cr_expect(!strncmp(msg, "unknown format; ", 16) && !strncmp(msg + 16, cases[i].want, strlen(cases[i].want)),
+                  "%s: %s", cases[i].name, msg);
+    }
+    // NumPy's names of the IEEE formats
+    static const char *numpy[][2] = {{"half", "fp16"}, {"single", "fp32"}, {"double", "fp64"}, {"np.single", "fp32"}};
+    for (size_t i = 0; i < sizeof numpy / sizeof *numpy; i++) {
+        cr_assert_eq(fmt_from_name(&f, numpy[i][0]), FMT_OK, "%s", numpy[i][0]);
+        cr_expect_str_eq(f.name, numpy[i][1]);
+    }
+    // The rule on any list: policy presets, rounding modes.
+    fmt_suggest sg;
+    char buf[200];
+    fmt_suggest_init(&sg, "bf16amp");
+    fmt_suggest_try_list(&sg, "fp32,bf16-amp,fp16-amp,pure-bf16");
+    fmt_suggest_text(&sg, buf, sizeof buf);
+    cr_expect_str_eq(buf, "did you mean 'bf16-amp'? ");
+    fmt_suggest_init(&sg, "zzzzzz");
+    fmt_suggest_try_list(&sg, "rne rna rtz");
+    cr_expect_eq(fmt_suggest_text(&sg, buf, sizeof buf), 0);
+    cr_expect_str_eq(buf, "");
 }
