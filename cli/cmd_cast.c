@@ -23,8 +23,10 @@ static void help(FILE *fp) {
             "  taken in the binade of the result. Every number is the shortest text that reads\n"
             "  back to the same double (0.1, not 0.10000000000000001).\n\n"
             "options (default in brackets):\n"
-            "  --to FORMAT     target format: a name of 'fplab finfo' or a custom eXmY (required)\n"
-            "  --round MODE    rne, rna, rtz, rup, rdn, rto, sr (stochastic) [rne]\n"
+            "  --to FORMAT     target format: a name of 'fplab finfo', an IEEE P3109 binaryKpP{s|u}{e|f}\n"
+            "                  or a custom eXmY (required)\n"
+            "  --round MODE    rne, rna, rtz, rup, rdn, rto, sr (stochastic; sr:a, sr:b, sr:c with\n"
+            "                  IEEE P3109's variant, as --sr-variant) [rne]\n"
             "  --overflow P    ieee (inf, or NaN when the format has no inf; rtz/rup/rdn toward\n"
             "                  +-max as IEEE 754 says), or IEEE P3109's saturate (satfinite: always\n"
             "                  +-max), satpropagate (+-max, but inf stays inf) or satnone [ieee]\n"
@@ -82,20 +84,25 @@ int cmd_cast(int argc, char **argv) {
     fmt_t f;
     const char *to = NULL;
     cli_out out = CLI_OUT_TABLE;
+    int round_variant = -1, variant = -1;  // the variants --round sr:V and --sr-variant gave
     for (int c; (c = getopt_long(argc, argv, "h", lo, NULL)) != -1;) {
         switch (c) {
         case 't': to = optarg; break;
-        case 'r': o.mode = cli_parse_mode(optarg); break;
+        case 'r': cli_parse_round(&o, optarg), round_variant = strchr(optarg, ':') ? (int)o.sr_variant : -1; break;
         case 'o': o.overflow = cli_parse_overflow(optarg); break;
         case 'F': o.flush_subnormals = true; break;
         case 's': o.seed = cli_parse_u64(optarg, "--seed"); break;
         case 'b': o.sr_bits = (int)cli_parse_long(optarg, "--sr-bits", 1, 32); break;
-        case 'v': o.sr_variant = cli_parse_sr_variant(optarg); break;
+        case 'v': o.sr_variant = cli_parse_sr_variant(optarg), variant = (int)o.sr_variant; break;
         case 'f': out = cli_parse_out(optarg, 0x7); break;
         case 'h': help(stdout); return 0;
         default: cli_usage_error("cast");
         }
     }
+    CLI_CHECK(round_variant < 0 || variant < 0 || round_variant == variant,
+              "cast: --round sr:%s and --sr-variant %s disagree; expected one of them, or the same variant",
+              fmt_sr_variant_name((fmt_sr_variant)round_variant), fmt_sr_variant_name((fmt_sr_variant)variant));
+    if (round_variant >= 0) o.sr_variant = (fmt_sr_variant)round_variant;
     CLI_CHECK(to, "cast: --to FORMAT is required (e.g. --to e4m3; see 'fplab cast --help')");
     CLI_CHECK(npos > 0, "cast: expected at least one VALUE (e.g. fplab cast 0.1 --to %s)", to);
     const bool wide = fmt_from_name_wide(&f, to) == FMT_OK && fmt_is_wide(&f);
