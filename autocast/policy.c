@@ -670,10 +670,12 @@ int ac_policy_load(ac_policy *p, const char *name_or_path, char *msg, size_t msg
     if (!fh) {
         const int err = errno;
         const bool static_family = !strncmp(name_or_path, "fp16-static-", 12);
+        char near[160];
+        ac_preset_suggest(name_or_path, near, sizeof near);
         if (msg)
             snprintf(msg, msg_len, "'%s' is not a preset%s and cannot be read as a policy file (%s); "
-                     "expected a preset (%s, fp16-static-S) or a path", name_or_path,
-                     static_family ? " (fp16-static-S needs a positive number S)" : "", strerror(err),
+                     "%sexpected a preset (%s, fp16-static-S) or a path", name_or_path,
+                     static_family ? " (fp16-static-S needs a positive number S)" : "", strerror(err), near,
                      ac_preset_names());
         return static_family ? AC_EINVAL : AC_EIO;
     }

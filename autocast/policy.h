@@ -146,6 +146,9 @@ size_t ac_policy_text(const ac_policy *p, char *buf, size_t cap);
 // The preset names, comma-separated, each loadable by ac_policy_load and each with its file
 // autocast/presets/NAME.policy (fp16-static-1024 stands for the fp16-static-S family).
 const char *ac_preset_names(void);
+// "did you mean 'bf16-amp'? " for a name that is near preset names (formats/names.h's rule),
+// else "", into buf like snprintf; returns the length written.
+size_t ac_preset_suggest(const char *name, char *buf, size_t cap);
 
 // Checks a policy built by hand (ac_policy_parse runs the same checks with line numbers):
 // site formats that do not fit in float32, e8m0 or unsigned element formats (unsigned allowed

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "autocast/policy.h"
+#include "formats/names.h"
 
 typedef struct {
     const char *name;
@@ -316,6 +317,13 @@ const char *ac_preset_names(void) {
     return "fp32,bf16-amp,fp16-amp,fp16-amp-noscale,fp16-static-1024,pure-bf16,pure-bf16-sr,"
            "pure-bf16-kahan,fp8-delayed,fp8-current,fp8-block,mxfp8,mxfp6,mxfp4,nvfp4,w8-fp8,w8a8-fp8,w4-mxfp4,"
            "w4-nvfp4,w4a8-mx,kv8-fp8,w8a8kv8-fp8";
+}
+
+size_t ac_preset_suggest(const char *name, char *buf, size_t cap) {
+    fmt_suggest sg;
+    fmt_suggest_init(&sg, name);
+    fmt_suggest_try_list(&sg, ac_preset_names());
+    return (size_t)fmt_suggest_text(&sg, buf, cap);
 }
 
 // S of fp16-static-S: a plain positive number (digits first, no sign or space) that is a

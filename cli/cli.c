@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "formats/format.h"
+#include "formats/names.h"
 #include "formats/scale.h"
 #include "util/json.h"
 
@@ -57,18 +58,35 @@ const char *cli_parse_elem(fmt_t *out, const char *arg, const char *opt) {
     return NULL;
 }
 
-fmt_round_mode cli_parse_mode(const char *arg) {
+// Why name is not one of list (comma-separated): the nearest names (formats/names.h's rule).
+static const char *suggestion(char *buf, size_t cap, const char *name, const char *list) {
+    fmt_suggest sg;
+    fmt_suggest_init(&sg, name);
+    fmt_suggest_try_list(&sg, list);
+    fmt_suggest_text(&sg, buf, cap);
+    return buf;
+}
+
+static const char mode_names[] = "rne,rna,rtz,rup,rdn,rto,sr,sr:a,sr:b,sr:c";
+
+void cli_parse_round(fmt_round_opts *o, const char *arg) {
+    char near[160];
     fmt_round_mode m;
-    CLI_CHECK(fmt_mode_from_name(&m, arg) == FMT_OK,
-              "--round '%s': unknown rounding mode; expected one of rne rna rtz rup rdn rto sr", arg);
-    return m;
+    if (fmt_mode_from_name(&m, arg) == FMT_OK) {  // a plain name keeps --sr-variant's choice
+        o->mode = m;
+        return;
+    }
+    CLI_CHECK(fmt_mode_spec_from_name(o, arg) == FMT_OK,
+              "--round '%s': unknown rounding mode; %sexpected one of rne rna rtz rup rdn rto sr, or sr:a sr:b sr:c "
+              "(stochastic with IEEE P3109's variant)", arg, suggestion(near, sizeof near, arg, mode_names));
 }
 
 fmt_overflow cli_parse_overflow(const char *arg) {
     fmt_overflow o;
+    char near[160];
     CLI_CHECK(fmt_overflow_from_name(&o, arg) == FMT_OK,
-              "--overflow '%s': unknown overflow policy; expected one of ieee saturate (satfinite) "
-              "satpropagate satnone", arg);
+              "--overflow '%s': unknown overflow policy; %sexpected one of ieee saturate (satfinite) "
+              "satpropagate satnone", arg, suggestion(near, sizeof near, arg, "ieee,saturate,satfinite,satpropagate,satnone"));
     return o;
 }
 
@@ -79,10 +97,15 @@ fmt_sr_variant cli_parse_sr_variant(const char *arg) {
     return v;
 }
 
+int cli_int_base(const char *s) {
+    if (*s == '+' || *s == '-') s++;
+    return s[0] == '0' && (s[1] == 'x' || s[1] == 'X') ? 16 : 10;
+}
+
 uint64_t cli_parse_u64(const char *arg, const char *opt) {
     char *end;
     errno = 0;
-    unsigned long long v = strtoull(arg, &end, 0);
+    unsigned long long v = strtoull(arg, &end, cli_int_base(arg));
     CLI_CHECK(*arg && *arg != '-' && !*end && errno == 0,
               "%s '%s': expected a non-negative integer below 2^64", opt, arg);
     return (uint64_t)v;
@@ -91,7 +114,7 @@ uint64_t cli_parse_u64(const char *arg, const char *opt) {
 long cli_parse_long(const char *arg, const char *opt, long lo, long hi) {
     char *end;
     errno = 0;
-    long v = strtol(arg, &end, 0);
+    long v = strtol(arg, &end, cli_int_base(arg));
     CLI_CHECK(*arg && !*end && errno == 0 && v >= lo && v <= hi,
               "%s '%s': expected an integer in %ld..%ld", opt, arg, lo, hi);
     return v;

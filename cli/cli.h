@@ -43,9 +43,14 @@ void cli_parse_format(fmt_t *out, const char *arg, const char *opt);  // table n
 // An element format where a scheme (mxfp4, nvfp4, ...) is also accepted: returns the scheme's
 // recipe name (out is its element format), or NULL for a plain format.
 const char *cli_parse_elem(fmt_t *out, const char *arg, const char *opt);
-fmt_round_mode cli_parse_mode(const char *arg);
+// --round: a mode name (keeps o->sr_variant, which --sr-variant sets) or sr:a, sr:b, sr:c
+// (stochastic rounding and its variant, as Python and policies spell it).
+void cli_parse_round(fmt_round_opts *o, const char *arg);
 fmt_overflow cli_parse_overflow(const char *arg);
 fmt_sr_variant cli_parse_sr_variant(const char *arg);
+// Integers are decimal, or hexadecimal with 0x (after an optional sign): a leading 0 is not
+// octal (--codes 010:012 is 10..12). cli_int_base gives the strtol base for s.
+int cli_int_base(const char *s);
 uint64_t cli_parse_u64(const char *arg, const char *opt);
 long cli_parse_long(const char *arg, const char *opt, long lo, long hi);
 // A real number as strtod reads it (decimal, hex float, inf, nan); trailing garbage dies.

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "formats/names.h"
 #include "kernels/engine.h"
 
 static void help(FILE *fp) {
@@ -147,17 +148,15 @@ int cmd_engines(int argc, char **argv) {
     }
     for (int i = 0; i < npos; i++) {
         if (mm_engine_index(pos[i]) >= 0) continue;
-        char all[300] = "";
-        const char *near = NULL;
-        int best = 1 << 30;
+        char all[300] = "", near[160] = "";
+        fmt_suggest sg;
+        fmt_suggest_init(&sg, pos[i]);
         for (size_t e = 0, n = 0; e < mm_engine_count(); e++) {
             n += (size_t)snprintf(all + n, n < sizeof all ? sizeof all - n : 0, " %s", mm_engine_name(e));
-            const int d = fmt_edit_distance(pos[i], mm_engine_name(e));
-            if (d < best) best = d, near = mm_engine_name(e);
+            fmt_suggest_try(&sg, mm_engine_name(e));
         }
-        const bool close = best <= 1 + (int)strlen(pos[i]) / 3;
-        CLI_CHECK(false, "ENGINE '%s': not an engine%s%s%s expected one of%s", pos[i], close ? "; did you mean '" : "",
-                  close ? near : "", close ? "'?" : ";", all);
+        fmt_suggest_text(&sg, near, sizeof near);
+        CLI_CHECK(false, "ENGINE '%s': not an engine; %sexpected one of%s", pos[i], near, all);
     }
     if (out == CLI_OUT_TABLE) {
         for (size_t e = 0, shown = 0; e < mm_engine_count(); e++) {

@@ -15,19 +15,23 @@ static void help(FILE *fp) {
             "       fplab finfo --aliases\n\n"
             "Properties of every format of the table, or of the FORMATs named: a table name\n"
             "(e4m3, bf16, ...), an alias (float8_e4m3fn, torch.bfloat16, fp4, ...), a name only a\n"
-            "peer has (float8_e4m3, float8_e3m4, float8_e4m3b11fnuz: ml_dtypes), a scheme (mxfp4,\n"
-            "nvfp4, ...: its element format) or a custom\n"
-            "eXmY[:ieee|fn|fnuz|finite|e8m0][:unsigned][:bias=N]. Names are case-insensitive and may\n"
+            "peer has (float8_e4m3, float8_e3m4, float8_e4m3b11fnuz: ml_dtypes), an IEEE P3109 name\n"
+            "binaryKpP{s|u}{e|f} (binary8p3se, binary8p4sf, ...: K = 3..16 bits, precision P; signed\n"
+            "or unsigned; extended (inf) or finite), a scheme (mxfp4, nvfp4, ...: its element format)\n"
+            "or a custom eXmY[:ieee|fn|fnuz|finite|e8m0][:unsigned][:bias=N]. Names are case-insensitive and may\n"
             "carry a module prefix (torch., jnp., jax.numpy., ml_dtypes., numpy., np.). fp8 and fp6\n"
             "name two formats each and are refused with the choices.\n\n"
             "columns: name bits exponent_bits mantissa_bits bias max min smallest_normal\n"
             "  smallest_subnormal eps resolution finite_values has_inf nan_codes (a count) kind\n"
             "  epsneg maxexp minexp precision (NumPy's: 1 - the value below 1, emax + 1, emin,\n"
-            "  floor(-log10(eps))); json adds nan_code_list (hex strings) when there are at most\n"
-            "  8 NaN codes. The default table keeps what fits 100 columns: name bits e m bias max\n"
-            "  tiny (smallest_normal) min_sub (smallest_subnormal) eps epsneg inf kind, a power\n"
-            "  of two as 2^k where that is shorter than its decimal.\n"
-            "  min is the most negative finite value (the smallest value of an unsigned format).\n"
+            "  floor(-log10(eps))) dynamic_range (log2(max / smallest_subnormal): the binades the\n"
+            "  positive finite values span); json adds nan_code_list (hex strings) when there are at\n"
+            "  most 8 NaN codes. The default table keeps what fits 100 columns: name bits e m bias\n"
+            "  max tiny (smallest_normal) min_sub (smallest_subnormal) eps range (dynamic_range,\n"
+            "  2 decimals) inf kind; max in decimal (a wide format's as its exact hexadecimal float\n"
+            "  or 2^k), the columns that are powers of two always as 2^k.\n"
+            "  min is the smallest finite value: -max, or 0 in an unsigned format (e8m0, which has\n"
+            "  no zero: its smallest positive value).\n"
             "  kind: table (a row of the table), peer (a format only peers name) or custom (a\n"
             "  format built from an eXmY spec that no name gives; also said on stderr).\n\n"
             "options (default in brackets):\n"
@@ -51,38 +55,49 @@ static const cli_col cols[] = {
     {"eps", CLI_NUM},           {"resolution", CLI_NUM},   {"finite_values", CLI_INT},
     {"has_inf", CLI_BOOL},       {"nan_codes", CLI_INT},    {"kind", CLI_STR},
     {"epsneg", CLI_NUM},        {"maxexp", CLI_INT},       {"minexp", CLI_INT},
-    {"precision", CLI_INT},     {"nan_code_list", CLI_JSON},
+    {"precision", CLI_INT},     {"dynamic_range", CLI_NUM}, {"nan_code_list", CLI_JSON},
 };
 enum { NCOLS = sizeof cols / sizeof cols[0] };
 // The default table: what fits 100 columns (tiny is smallest_normal, as NumPy names it).
 static const cli_col short_cols[] = {
     {"name", CLI_STR}, {"bits", CLI_INT}, {"e", CLI_INT},       {"m", CLI_INT},      {"bias", CLI_INT},
-    {"max", CLI_STR},  {"tiny", CLI_STR}, {"min_sub", CLI_STR}, {"eps", CLI_STR},  {"epsneg", CLI_STR},
+    {"max", CLI_STR},  {"tiny", CLI_STR}, {"min_sub", CLI_STR}, {"eps", CLI_STR},  {"range", CLI_STR},
     {"inf", CLI_BOOL}, {"kind", CLI_STR},
 };
 enum { NSHORT = sizeof short_cols / sizeof short_cols[0] };
 
-// v exactly, as few characters as can say it: "2^-9" for a power of two whose shortest decimal
-// is longer ("0.001953125"), else the shortest decimal that reads back (448, 1.7976931348623157e+308).
-static const char *exact_text(char *buf, size_t cap, double v) {
-    cli_fmt_double(buf, cap, v);
+// A power of two as 2^k (tiny, min_sub, eps, epsneg: every row the same way); a value that is
+// not one (epsneg of a format whose max is below 1) as its shortest decimal.
+static const char *pow2_text(char *buf, size_t cap, double v) {
     int e;
-    if (v > 0 && isfinite(v) && frexp(v, &e) == 0.5) {
-        char p[16];
-        snprintf(p, sizeof p, "2^%d", e - 1);
-        if (strlen(p) < strlen(buf)) snprintf(buf, cap, "%s", p);
-    }
+    if (v > 0 && isfinite(v) && frexp(v, &e) == 0.5) snprintf(buf, cap, "2^%d", e - 1);
+    else cli_fmt_double(buf, cap, v);
     return buf;
 }
 
-// The extremes of a format as codes: max, min (most negative, or the smallest value if
+// The extremes of a format as codes: max, min (the smallest value: most negative, or zero if
 // unsigned), smallest normal, smallest subnormal. A wide format's values come from these.
 static void extreme_codes(const fmt_t *f, uint64_t c[4]) {
-    const uint64_t normal = (uint64_t)1 << f->mbits;
+    const uint64_t normal = f->special == FMT_E8M0 ? 0 : (uint64_t)1 << f->mbits;  // e8m0: field 0 is normal
     c[0] = fmt_max_code(f);
     c[3] = f->has_subnormals ? 1 : normal;
-    c[1] = f->is_signed ? c[0] | (uint64_t)1 << (f->bits - 1) : c[3];
+    c[1] = f->is_signed ? c[0] | (uint64_t)1 << (f->bits - 1) : f->has_zero ? 0 : c[3];
     c[2] = normal;
+}
+
+// log2 of a positive finite exact value: sig 2^exp (sig < 2^64: log2 in double is exact to a
+// few ulps, far below the 2 decimals shown).
+static double exact_log2(const fmt_exact *v) { return log2((double)v->sig) + v->exp; }
+
+// The dynamic range in binades: log2(max / smallest_subnormal), from the codes (wide formats
+// included).
+static double dynamic_range(const fmt_t *f) {
+    uint64_t c[4];
+    extreme_codes(f, c);
+    fmt_exact hi, lo;
+    fmt_code_exact(f, c[0], &hi);
+    fmt_code_exact(f, c[3], &lo);
+    return exact_log2(&hi) - exact_log2(&lo);
 }
 
 // A wide format's value of code: "2^k" for a power of two, else its hexadecimal float (exact;
@@ -108,12 +123,13 @@ static void add_short_row(cli_table *t, const fmt_t *f) {
         cli_cell_str(t, wide_text(b[1], sizeof b[1], f, c[2]));
         cli_cell_str(t, wide_text(b[2], sizeof b[2], f, c[3]));
     } else {
-        cli_cell_str(t, exact_text(b[0], sizeof b[0], in.max));
-        cli_cell_str(t, exact_text(b[1], sizeof b[1], in.smallest_normal));
-        cli_cell_str(t, exact_text(b[2], sizeof b[2], in.smallest_subnormal));
+        cli_cell_str(t, cli_fmt_double(b[0], sizeof b[0], in.max));
+        cli_cell_str(t, pow2_text(b[1], sizeof b[1], in.smallest_normal));
+        cli_cell_str(t, pow2_text(b[2], sizeof b[2], in.smallest_subnormal));
     }
-    cli_cell_str(t, exact_text(b[3], sizeof b[3], in.eps));
-    cli_cell_str(t, exact_text(b[4], sizeof b[4], in.epsneg));
+    cli_cell_str(t, pow2_text(b[3], sizeof b[3], in.eps));
+    snprintf(b[4], sizeof b[4], "%.2f", dynamic_range(f));
+    cli_cell_str(t, b[4]);
     cli_cell_bool(t, f->has_inf);
     cli_cell_str(t, fmt_kind(f));
 }
@@ -152,6 +168,7 @@ static void add_row(cli_table *t, const fmt_t *f) {
     cli_cell_int(t, in.maxexp);
     cli_cell_int(t, in.minexp);
     cli_cell_int(t, in.precision);
+    cli_cell_num(t, dynamic_range(f));
     char list[8 * 24 + 4] = "null";
     if (in.nan_codes <= 8) {
         uint64_t codes[8];
@@ -167,6 +184,27 @@ static void add_row(cli_table *t, const fmt_t *f) {
     cli_cell_str(t, list);
 }
 
+// IEEE P3109's names, one line per K and signedness (wrapped at 100 columns), each name as
+// fmt_from_name_wide reads it; the wide ones (beyond float64: finfo, values and cast only) marked.
+static void print_p3109(void) {
+    for (int K = 3; K <= 16; K++)
+        for (int sg = 1; sg >= 0; sg--) {
+            int col = printf("%-10s p3109  ", "");
+            for (int P = 1; P <= (sg ? K - 1 : K); P++)
+                for (int dm = 0; dm < 2; dm++) {
+                    char name[40];
+                    fmt_t f;
+                    snprintf(name, sizeof name, "binary%dp%d%c%c", K, P, sg ? 's' : 'u', dm ? 'f' : 'e');
+                    if (fmt_from_name_wide(&f, name) != FMT_OK) continue;
+                    const int w = (int)strlen(name) + 1 + (fmt_is_wide(&f) ? 1 : 0);
+                    if (col + w > 100) col = printf("\n%-10s        ", "");
+                    col += printf(" %s%s", name, fmt_is_wide(&f) ? "*" : "");
+                }
+            printf("\n");
+        }
+    printf("(p3109: IEEE P3109 binaryKpP{s|u}{e|f}; * beyond float64: finfo, values and cast only)\n");
+}
+
 static void print_aliases(void) {
     for (size_t i = 0; i < fmt_table_count(); i++) {
         printf("%-10s table  ", fmt_table_get(i)->name);
@@ -178,6 +216,7 @@ static void print_aliases(void) {
         printf("%-10s peer    = %s: %s\n", fmt_peer_get(i, NULL, NULL), spec, peer);
     for (size_t i = 0; fmt_scheme_get(i, &elem, &recipe); i++)
         printf("%-10s scheme  %s elements, recipe %s\n", fmt_scheme_get(i, NULL, NULL), elem, recipe);
+    print_p3109();
     printf("(ambiguous, refused with the choices: fp8, float8 (e4m3 or e5m2), fp6, float6 (e3m2 or e2m3);\n"
            " module prefixes accepted: torch. jnp. jax.numpy. ml_dtypes. numpy. np.)\n");
 }

@@ -38,7 +38,7 @@ static void help(FILE *fp) {
             "  --to FORMAT     element format (see 'fplab finfo'), or a scheme (mxfp8, mxfp8_e5m2,\n"
             "                  mxfp6_e3m2, mxfp6_e2m3, mxfp4, mxint8, nvfp4: its element format, and\n"
             "                  its recipe unless --scale is given); required []\n"
-            "  --round MODE    rne, rna, rtz, rup, rdn, rto, sr [rne]\n"
+            "  --round MODE    rne, rna, rtz, rup, rdn, rto, sr (sr:a, sr:b, sr:c: with its variant) [rne]\n"
             "  --overflow P    ieee, or IEEE P3109's saturate (satfinite), satpropagate, satnone\n"
             "                  (see 'fplab cast --help') [saturate with a scaling recipe, ieee with none]\n"
             "  --scale RECIPE  none, tensor, row, col, mx (block:32:e8m0), nvfp4 (block:16:e4m3\n"
@@ -117,7 +117,7 @@ int cmd_quantize(int argc, char **argv) {
     for (int c; (c = getopt_long(argc, argv, "h", lo, NULL)) != -1;) {
         switch (c) {
         case 't': to = optarg; break;
-        case 'r': o.mode = cli_parse_mode(optarg); break;
+        case 'r': cli_parse_round(&o, optarg); break;
         case 'o': o.overflow = cli_parse_overflow(optarg), overflow_given = true; break;
         case 'S': scale = optarg, scale_given = true; break;
         case 'F': o.flush_subnormals = true; break;

@@ -37,11 +37,11 @@ static void help(FILE *fp) {
 static void parse_codes(const char *arg, const fmt_t *f, uint64_t *lo, uint64_t *hi) {
     char *end;
     errno = 0;
-    *lo = strtoull(arg, &end, 0);
+    *lo = strtoull(arg, &end, cli_int_base(arg));
     bool ok = errno == 0 && end != arg && *end == ':' && arg[0] != '-';
     if (ok) {
         const char *b = end + 1;
-        *hi = strtoull(b, &end, 0);
+        *hi = strtoull(b, &end, cli_int_base(b));
         ok = errno == 0 && end != b && !*end && b[0] != '-';
     }
     const uint64_t last = f->bits >= 64 ? UINT64_MAX : ((uint64_t)1 << f->bits) - 1;

@@ -93,7 +93,8 @@ static void usage(FILE *fp) {
     fprintf(fp, "usage: fplab SUBCOMMAND [--option value ...]\n"
                 "       fplab SUBCOMMAND --help\n"
                 "       fplab --version\n\n"
-                "fplab emulates floating-point formats (fp64 down to fp4, OCP MX, custom eXmY).\n\n"
+                "fplab emulates floating-point formats (fp64 down to fp4, OCP MX, IEEE P3109 binaryKpP,\n"
+                "custom eXmY; 'fplab finfo --aliases' lists every name).\n\n"
                 "subcommands:\n");
     for (int i = 0; i < NCOMMANDS; i++) fprintf(fp, "  %-13s %s\n", commands[i].name, commands[i].summary);
     fprintf(fp, "\nexit status: 0 success, 2 bad input (unknown option, format, mode, malformed file),\n"

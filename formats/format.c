@@ -11,6 +11,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "names.h"
+
 const char *fmt_strerror(int status) {
     switch (status) {
     case FMT_OK: return "ok";
@@ -78,7 +80,7 @@ typedef struct {
 
 static const table_row table[] = {
     {FMT_ROW("fp64", 64, 11, 52, 1023, true, FMT_IEEE), {"float64", "double", "binary64", NULL}},
-    {FMT_ROW("fp32", 32, 8, 23, 127, true, FMT_IEEE), {"float32", "float", "binary32", NULL}},
+    {FMT_ROW("fp32", 32, 8, 23, 127, true, FMT_IEEE), {"float32", "float", "single", "binary32", NULL}},
     {FMT_ROW("tf32", 19, 8, 10, 127, true, FMT_IEEE), {"tensorfloat32", NULL}},
     {FMT_ROW("fp16", 16, 5, 10, 15, true, FMT_IEEE), {"float16", "half", "binary16", NULL}},
     {FMT_ROW("bf16", 16, 8, 7, 127, true, FMT_IEEE), {"bfloat16", NULL}},
@@ -333,42 +335,23 @@ const char *fmt_kind(const fmt_t *f) {
     return "custom";
 }
 
-int fmt_edit_distance(const char *a, const char *b) {
-    enum { L = 40 };
-    size_t na = strlen(a), nb = strlen(b);
-    if (na >= L) na = L - 1;
-    if (nb >= L) nb = L - 1;
-    int prev[L], cur[L];
-    for (size_t j = 0; j <= nb; j++) prev[j] = (int)j;
-    for (size_t i = 1; i <= na; i++) {
-        cur[0] = (int)i;
-        for (size_t j = 1; j <= nb; j++) {
-            const int sub = prev[j - 1] + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
-            const int del = prev[j] + 1, ins = cur[j - 1] + 1;
-            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-        }
-        memcpy(prev, cur, (nb + 1) * sizeof *prev);
-    }
-    return prev[nb];
-}
-
-// The known name nearest to name (table names, aliases, peer names), and its distance.
-static const char *nearest_name(const char *name, int *dist) {
-    const char *best = NULL;
-    int bd = 1 << 30;
-#define TRY(s)                                         \
-    do {                                               \
-        const int d_ = fmt_edit_distance(name, (s));       \
-        if (d_ < bd) bd = d_, best = (s);              \
-    } while (0)
+// The known names nearest to name (names.h's rule): table names and aliases, peers' names, and
+// every IEEE P3109 name binaryKpP{s|u}{e|f} (binary8p3s -> binary8p3se or binary8p3sf).
+static void suggest_format(fmt_suggest *s, const char *name) {
+    fmt_suggest_init(s, name);
     for (size_t i = 0; i < TABLE_N; i++) {
-        TRY(table[i].f.name);
-        for (const char *const *a = table[i].aliases; *a; a++) TRY(*a);
+        fmt_suggest_try(s, table[i].f.name);
+        for (const char *const *a = table[i].aliases; *a; a++) fmt_suggest_try(s, *a);
     }
-    for (size_t i = 0; i < PEER_N; i++) TRY(peer_formats[i].name);
-#undef TRY
-    *dist = bd;
-    return best;
+    for (size_t i = 0; i < PEER_N; i++) fmt_suggest_try(s, peer_formats[i].name);
+    for (int K = 3; K <= 16; K++)
+        for (int sg = 1; sg >= 0; sg--)
+            for (int P = 1; P <= (sg ? K - 1 : K); P++)
+                for (int dm = 0; dm < 2; dm++) {
+                    char n[24];
+                    snprintf(n, sizeof n, "binary%dp%d%c%c", K, P, sg ? 's' : 'u', dm ? 'f' : 'e');
+                    fmt_suggest_try(s, n);
+                }
 }
 
 void fmt_name_message(const char *name, int status, char *msg, size_t len) {
@@ -380,15 +363,15 @@ void fmt_name_message(const char *name, int status, char *msg, size_t len) {
             return;
         }
     if (name && torch_unknown(name)) {
-        int bd = 1 << 30;
-        const char *near = NULL;
+        fmt_suggest sg;
+        fmt_suggest_init(&sg, name);
         for (size_t i = 0; i < TORCH_N; i++) {
-            const int d = edit_distance(name + 6, torch_dtypes[i]);
-            if (d < bd) bd = d, near = torch_dtypes[i];
+            char t[FMT_SUGGEST_LEN];
+            snprintf(t, sizeof t, "torch.%s", torch_dtypes[i]);
+            fmt_suggest_try(&sg, t);
         }
         size_t k = (size_t)snprintf(msg, len, "not a torch dtype that fplab maps; ");
-        if (k < len && bd <= 1 + (int)strlen(name + 6) / 3)
-            k += (size_t)snprintf(msg + k, len - k, "did you mean 'torch.%s'? ", near);
+        if (k < len) k += (size_t)fmt_suggest_text(&sg, msg + k, len - k);
         if (k < len) k += (size_t)snprintf(msg + k, len - k, "torch dtypes fplab maps:");
         for (size_t i = 0; i < TORCH_N && k < len; i++)
             k += (size_t)snprintf(msg + k, len - k, " torch.%s", torch_dtypes[i]);
@@ -411,14 +394,11 @@ void fmt_name_message(const char *name, int status, char *msg, size_t len) {
                  "and a range inside float64)");
         return;
     }
-    int d;
-    const char *near = nearest_name(bare, &d);
-    size_t k = 0;
-    // A suggestion only when it is close: at most a third of the name changed.
-    if (near && d <= 1 + (int)strlen(bare) / 3)
-        k = (size_t)snprintf(msg, len, "unknown format; did you mean '%s'? ", near);
-    else
-        k = (size_t)snprintf(msg, len, "unknown format; ");
+    fmt_suggest sg;
+    suggest_format(&sg, bare);
+    char near[3 * FMT_SUGGEST_LEN + 40];
+    fmt_suggest_text(&sg, near, sizeof near);
+    size_t k = (size_t)snprintf(msg, len, "unknown format; %s", near);
     if (k >= len) return;
     k += (size_t)snprintf(msg + k, len - k, "known formats:");
     for (size_t i = 0; i < TABLE_N && k < len; i++)
@@ -426,8 +406,8 @@ void fmt_name_message(const char *name, int status, char *msg, size_t len) {
     for (size_t i = 0; i < PEER_N && k < len; i++)
         k += (size_t)snprintf(msg + k, len - k, " %s", peer_formats[i].name);
     if (k < len)
-        snprintf(msg + k, len - k, " (aliases: 'fplab finfo --aliases'), or a custom "
-                 "eXmY[:ieee|fn|fnuz|finite|e8m0][:unsigned][:bias=N]");
+        snprintf(msg + k, len - k, " (aliases: 'fplab finfo --aliases'), IEEE P3109's binaryKpP{s|u}{e|f} "
+                 "(binary8p3se, ...), or a custom eXmY[:ieee|fn|fnuz|finite|e8m0][:unsigned][:bias=N]");
 }
 
 // --- finfo
@@ -463,7 +443,8 @@ void fmt_get_info(const fmt_t *f, fmt_info *o) {
     // A wide format's extremes are not doubles: NaN here (fmt_code_exact gives them).
     const double nan_if_wide = fmt_is_wide(f) ? NAN : 1;
     o->max = f->max * nan_if_wide;
-    o->min = (f->is_signed ? -f->max : f->min_subnormal) * nan_if_wide;
+    // The smallest finite value: -max, or 0 in an unsigned format with a zero (e8m0 has none).
+    o->min = (f->is_signed ? -f->max : f->has_zero ? 0 : f->min_subnormal) * nan_if_wide;
     o->smallest_normal = f->min_normal * nan_if_wide;
     o->smallest_subnormal = f->min_subnormal * nan_if_wide;
     o->eps = ldexp(1.0, -f->mbits);

@@ -88,12 +88,9 @@ const char *fmt_peer_get(size_t i, const char **spec, const char **peer);
 
 // Why fmt_from_name(name) returned status, as one line for a user that the caller prefixes with
 // the name: an ambiguous name with its choices, an invalid custom spec, or an unknown name with
-// the nearest known one ("did you mean") and the list of names.
+// the nearest known names (formats/names.h's rule over table names, aliases, peers' names and
+// IEEE P3109 names: "did you mean") and the list of names.
 void fmt_name_message(const char *name, int status, char *msg, size_t len);
-
-// Edit distance (Levenshtein) of two short names, case-insensitive, for "did you mean"
-// suggestions (names longer than 39 characters are cut there).
-int fmt_edit_distance(const char *a, const char *b);
 
 // "table" when f has the fields of a table row, "peer" of a peer-only format, "p3109" for an
 // IEEE P3109 name (binary8p3sf, ...), else "custom".
@@ -107,7 +104,8 @@ const char *const *fmt_table_aliases(size_t i);
 
 // --- properties (finfo)
 typedef struct {
-    double max, min;          // min is the most negative finite value (smallest value if unsigned)
+    double max, min;          // min is the smallest finite value: -max if signed, else 0 (or,
+                              // without a zero as in e8m0, the smallest positive value)
     double smallest_normal;   // "tiny" in NumPy's finfo
     double smallest_subnormal;
     double eps;               // 2^-mbits: distance from 1 to the next larger value

@@ -798,6 +798,7 @@ typedef struct {
     bool exact_f64;  // ... through the float64 kernel (element formats beyond exact_fits_f32)
     const uint8_t *pick;  // 4over6: per tile (row-major over the grid, whole vectors), the choice
                           // of alt_max (tile_scales); NULL otherwise
+    float deq_big;  // FLT_MAX / max_elem: a tile whose deq is above it may dequantize to inf
 } qrun;
 
 // What a thread adds up over its units.
@@ -1022,8 +1023,8 @@ static void scale_round_exact(const qrun *q, const tile_view *mul, const tile_vi
 // segment does all three (fmt__scale_round_f32_lean); else three passes over the unit while it
 // is in cache, the rounding by the internal kernel: one call where the unit is whole rows (one
 // contiguous range), else one per row. Element i draws counter offset + i either way.
-static void scale_round(const qrun *q, const tile_view *mul, const tile_view *deq, size_t r0, size_t r1,
-                        size_t c0, size_t c1, ptrdiff_t ahead, qacc *acc) {
+static void scale_round_body(const qrun *q, const tile_view *mul, const tile_view *deq, size_t r0, size_t r1,
+                             size_t c0, size_t c1, ptrdiff_t ahead, qacc *acc) {
     if (q->exact && !q->lean) {
         scale_round_exact(q, mul, deq, r0, r1, c0, c1, acc);
         return;
@@ -1056,6 +1057,32 @@ static void scale_round(const qrun *q, const tile_view *mul, const tile_view *de
     for (size_t r = r0; r < r1; r++)
         mul_row(q->out + r * cols, q->in + r * cols, q->g, mul, r, c0, c1, ahead, zeroed);
     round_then_dequantize(q, deq, r0, r1, c0, c1, true, cnt);
+}
+
+// The overflows of the dequantization: an element q that is finite but q * deq passes FLT_MAX.
+// Only the rules that round amax up (ceil, even, up, rceil) near FLT_MAX take a scale above
+// FLT_MAX / max_elem (torchao and Transformer Engine take the same one: e4m3, amax 3.4e38,
+// 2^120), and there out is inf as in their float32 dequantization; counted as overflows, which
+// they are. A tile with such a scale has a finite amax, so every inf it holds is one of these.
+static void count_dequant_overflow(const qrun *q, const tile_view *deq, size_t r0, size_t r1, size_t c0,
+                                   size_t c1, qacc *acc) {
+    const geom *g = q->g;
+    for (size_t r = r0; r < r1; r++) {
+        const float *d = tile_row(deq, g, r, c0), *o = q->out + r * g->cols;
+        const size_t nt = (c1 - 1) / g->tc - c0 / g->tc + 1;
+        bool big = false;
+        for (size_t k = 0; k < nt; k++) big |= d[k] > q->deq_big;
+        if (!big) continue;
+        for (size_t c = c0; c < c1; c++)
+            acc->counts.overflow += d[c / g->tc - c0 / g->tc] > q->deq_big && isinf(o[c]);
+    }
+}
+
+// scale_round, then the dequantization's overflows (count_dequant_overflow) where counted.
+static void scale_round(const qrun *q, const tile_view *mul, const tile_view *deq, size_t r0, size_t r1,
+                        size_t c0, size_t c1, ptrdiff_t ahead, qacc *acc) {
+    scale_round_body(q, mul, deq, r0, r1, c0, c1, ahead, acc);
+    if (q->counts) count_dequant_overflow(q, deq, r0, r1, c0, c1, acc);
 }
 
 // Per-thread scratch of a fused unit: amax bits, 4over6 choices (with q->pick) and scales of its tiles.
@@ -1261,6 +1288,7 @@ int fmt_quantize_f32(const fmt_t *elem, const fmt_scaling *sc, float *out, const
               .count_zeroed = stats && sc->tensor_scale};
     q.elems = info ? info->elems : NULL;
     q.scales = info ? info->scales : NULL;
+    q.deq_big = (float)(FLT_MAX / elem->max);
     scale_ctx_make(&q.c, elem, sc);
     fmt__kparams_make(&q.k, elem, o);
     q.path = fmt__f32_path(&q.k, o->path, o->mode, stats != NULL);

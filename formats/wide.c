@@ -100,13 +100,21 @@ int fmt_exact_decimal(const fmt_exact *v, char *buf, size_t cap) {
 
 uint64_t fmt_round_wide(const fmt_t *f, double x, const fmt_round_opts *o) {
     // The narrow twin: the same precision and layout with 4 (signed) or 5 (unsigned) exponent
-    // bits, whose range holds [1, 2] with room to spare; x's significand is rounded there.
+    // bits, whose range holds [1, 4] with room to spare; x's significand is rounded there.
     const int P = f->mbits + 1, K = P + 4, w = K - P + (f->is_signed ? 0 : 1);
     fmt_t n;
     fmt_make(&n, "narrow twin", K, w, f->mbits, 1 << (w - 1), f->is_signed, f->special);
-    int ex = 0;
+    // x goes to the twin's binade [2^d, 2^(d+1)), d in {0, 1}, whose exponent field has the
+    // parity of x's field in f: where P = 1 a code's parity is its exponent field's, and ties
+    // (to even) and round to odd look at it; where P > 1 it is the mantissa's and d changes
+    // nothing.
+    int ex = 0, d = 0;
     double y = x;
-    if (isfinite(x) && x != 0) ex = ilogb(x), y = ldexp(x, -ex);  // exact: |y| in [1, 2)
+    if (isfinite(x) && x != 0) {
+        ex = ilogb(x);
+        d = (ex + f->bias - n.bias) & 1;
+        y = ldexp(x, d - ex);  // exact: |y| in [2^d, 2^(d+1))
+    }
     const double r = fmt_round1(&n, y, o);
     const uint64_t sign = f->is_signed && signbit(r) ? (uint64_t)1 << (f->bits - 1) : 0;
     uint64_t nan_code;
@@ -115,8 +123,8 @@ uint64_t fmt_round_wide(const fmt_t *f, double x, const fmt_round_opts *o) {
     if (r == 0) return 0;  // P3109 has no -0
     if (isinf(r)) return sign | (fmt_max_code(f) + 1);
     if (isinf(x)) return sign | fmt_max_code(f);  // saturated: the twin's max stands for ours
-    // r = 1.M 2^er with er in {0, 1}: the field of the exponent ex + er, the mantissa M.
+    // r = 1.M 2^er with er in {d, d + 1}: the field of the exponent ex - d + er, the mantissa M.
     const int er = ilogb(r);
     const uint64_t M = (uint64_t)ldexp(fabs(r) / ldexp(1.0, er) - 1, f->mbits);
-    return sign | ((uint64_t)(ex + er + f->bias) << f->mbits) | M;
+    return sign | ((uint64_t)(ex - d + er + f->bias) << f->mbits) | M;
 }

@@ -17,6 +17,7 @@
 
 #include "kernels/engine.h"
 #include "kernels/scaled_mm_internal.h"
+#include "formats/names.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -194,17 +195,24 @@ static int mm__engine_spec(mm_acc *out, int *st, const char *spec, char *msg, si
         p = end;
         continue;
     bad:;
-        char near[40] = "";
+        // The nearest option (formats/names.h's rule): f16, or promote= with the value as given.
+        char near[80] = "";
         const char *eq = strchr(tok, '=');
-        if (tok[0] != 'k' && fmt_edit_distance(tok, "f16") == 1) snprintf(near, sizeof near, "f16");
-        else if (eq && strncmp(tok, "promote=", 8) && (size_t)(eq - tok) < 12) {
-            char key[12];
+        fmt_suggest sg;
+        if (eq && strncmp(tok, "promote=", 8) && (size_t)(eq - tok) < FMT_SUGGEST_LEN) {
+            char key[FMT_SUGGEST_LEN];
             memcpy(key, tok, (size_t)(eq - tok)), key[eq - tok] = 0;
-            if (fmt_edit_distance(key, "promote") <= 2) snprintf(near, sizeof near, "promote=%.30s", eq + 1);
+            fmt_suggest_init(&sg, key);
+            fmt_suggest_try(&sg, "promote");
+            if (fmt_suggest_text(&sg, near, sizeof near)) snprintf(near, sizeof near, "did you mean 'promote=%.30s'? ", eq + 1);
+        } else if (tok[0] != 'k') {
+            fmt_suggest_init(&sg, tok);
+            fmt_suggest_try(&sg, "f16");
+            fmt_suggest_text(&sg, near, sizeof near);
         }
-        mm__msg(msg, len, "accumulator spec '%s': '%s' is not an engine option%s%s%s (expected kN: the "
+        mm__msg(msg, len, "accumulator spec '%s': '%s' is not an engine option; %s(expected kN: the "
                 "instruction's k, f16: an f16 C/D, promote=N: add into float32 every N products; each once)",
-                spec, tok, *near ? "; did you mean '" : "", near, *near ? "'?" : "");
+                spec, tok, near);
         return 1;
     }
     *out = acc;
@@ -222,17 +230,15 @@ static void mm__unknown_acc(const char *spec, char *msg, size_t len) {
     size_t hl = c2 ? (size_t)(c2 - spec) : strlen(spec);
     if (hl >= sizeof head) hl = sizeof head - 1;
     memcpy(head, spec, hl), head[hl] = 0;
-    const char *near = NULL;
-    int best = 1 << 30;
-    for (size_t e = 0; e < mm_engine_count(); e++) {
-        const int d = fmt_edit_distance(head, mm_engine_name(e));
-        if (d < best) best = d, near = mm_engine_name(e);
-    }
+    fmt_suggest sg;
+    fmt_suggest_init(&sg, head);
+    for (size_t e = 0; e < mm_engine_count(); e++) fmt_suggest_try(&sg, mm_engine_name(e));
+    char near[160] = "";
     char engines[300] = "";
     for (size_t e = 0, n = 0; e < mm_engine_count() && n < sizeof engines; e++)
         n += (size_t)snprintf(engines + n, sizeof engines - n, "%s%s", e ? " " : "", mm_engine_name(e));
-    if (c1 && best <= 1 + (int)strlen(head) / 3) {
-        mm__msg(msg, len, "accumulator spec '%s': '%s' is not an engine; did you mean '%s'? Engines: %s "
+    if (c1 && fmt_suggest_text(&sg, near, sizeof near)) {
+        mm__msg(msg, len, "accumulator spec '%s': '%s' is not an engine; %sEngines: %s "
                 "(fplab engines), each with optional :kN, :f16, :promote=N", spec, head, near, engines);
         return;
     }
@@ -261,7 +267,9 @@ static void mm__unknown_acc(const char *spec, char *msg, size_t len) {
             const char *eq = strchr(tok, '=');
             char key[16] = "";
             if (eq && (size_t)(eq - tok) < sizeof key) memcpy(key, tok, (size_t)(eq - tok)), key[eq - tok] = 0;
-            const bool promote = *key && fmt_edit_distance(key, "promote") <= 2;
+            fmt_suggest_init(&sg, key);
+            fmt_suggest_try(&sg, "promote");
+            const bool promote = *key && fmt_suggest_text(&sg, near, sizeof near) > 0;
             mm__msg(msg, len, "accumulator spec '%s': '%s' is not an option of %s%s%s%s (expected promote=N, a "
                     "rounding mode rne rna rtz rup rdn rto, or a flag of the format)", spec, tok, word,
                     promote ? "; did you mean 'promote=" : "", promote ? eq + 1 : "", promote ? "'?" : "");

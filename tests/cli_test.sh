@@ -105,20 +105,20 @@ expect_has "finfo e5m2 json inf" '"has_inf": true' "$F" finfo e5m2 --format json
 expect_has "finfo e2m1 json" '"smallest_subnormal": 0.5,' "$F" finfo fp4 --format json
 expect_has "finfo bf16 exact max" '"max": 3.3895313892515355e+38' "$F" finfo bfloat16 --format json
 expect_has "finfo json: shortest text that reads back" '"smallest_subnormal": 9.183549615799121e-41,' "$F" finfo bf16 --format json
-expect_eq "finfo csv e4m3 row" "e4m3,8,4,3,7,448,-448,0.015625,0.001953125,0.125,1,253,false,2,table,0.0625,9,-6,0" "$("$F" finfo e4m3 --format csv | tail -1)"
+expect_eq "finfo csv e4m3 row" "e4m3,8,4,3,7,448,-448,0.015625,0.001953125,0.125,1,253,false,2,table,0.0625,9,-6,0,17.807354922057606" "$("$F" finfo e4m3 --format csv | tail -1)"
 # NumPy's epsneg, maxexp, minexp and precision (issue 22); exact numbers; 100 columns by default
 expect_has "finfo fp16 json: epsneg maxexp minexp precision" '"epsneg": 0.00048828125, "maxexp": 16, "minexp": -14, "precision": 3' \
     "$F" finfo fp16 --format json
 expect_has "finfo e2m1 epsneg (1 is the smallest normal)" '"epsneg": 0.5,' "$F" finfo e2m1 --format json
-expect_eq "finfo table: exact powers of two" "e4m3 8 4 3 7 448 2^-6 2^-9 2^-3 2^-4 no table" "$("$F" finfo e4m3 | tail -1 | tr -s ' ')"
+expect_eq "finfo table: exact powers of two" "e4m3 8 4 3 7 448 2^-6 2^-9 2^-3 17.81 no table" "$("$F" finfo e4m3 | tail -1 | tr -s ' ')"
 expect_eq "finfo table fits 100 columns" "yes" "$("$F" finfo | awk 'length > 100 {w = 1} END {print w ? "no" : "yes"}')"
 expect_has "finfo --format wide: every column, exact" "0.001953125" "$F" finfo e4m3 --format wide
 expect_has "finfo --format md: exact" "| 1.7976931348623157e+308 |" "$F" finfo fp64 --format md
 expect_has "finfo custom e5m7" '"finite_values": 7935' "$F" finfo e5m7 --format json
 expect_eq "finfo alias == name" "$("$F" finfo e4m3 --format csv)" "$("$F" finfo float8_e4m3fn --format csv)"
 out=$("$F" finfo --format csv)
-expect_eq "finfo csv header" "name,bits,exponent_bits,mantissa_bits,bias,max,min,smallest_normal,smallest_subnormal,eps,resolution,finite_values,has_inf,nan_codes,kind,epsneg,maxexp,minexp,precision" "$(head -1 <<<"$out")"
-expect_eq "finfo csv fp16 row" "fp16,16,5,10,15,65504,-65504,6.103515625e-05,5.9604644775390625e-08,0.0009765625,0.001,63487,true,2046,table,0.00048828125,16,-14,3" "$(grep '^fp16,' <<<"$out")"
+expect_eq "finfo csv header" "name,bits,exponent_bits,mantissa_bits,bias,max,min,smallest_normal,smallest_subnormal,eps,resolution,finite_values,has_inf,nan_codes,kind,epsneg,maxexp,minexp,precision,dynamic_range" "$(head -1 <<<"$out")"
+expect_eq "finfo csv fp16 row" "fp16,16,5,10,15,65504,-65504,6.103515625e-05,5.9604644775390625e-08,0.0009765625,0.001,63487,true,2046,table,0.00048828125,16,-14,3,39.99929538702341" "$(grep '^fp16,' <<<"$out")"
 rows_csv=$(($(wc -l <<<"$out") - 1)) rows_table=$(($("$F" finfo | wc -l) - 1))
 expect_eq "finfo table and csv list the same formats" "$rows_csv" "$rows_table"
 out=$("$F" finfo e4m3 e2m1 --format md)
@@ -219,7 +219,7 @@ expect_eq "values bf16 --codes: a 16-bit range" "inf nan" \
     "$("$F" values bf16 --codes 0x7f80:0x7f81 --format csv | tail -2 | cut -d, -f3 | tr '\n' ' ' | sed 's/ $//')"
 expect_err "values of a 16-bit format needs --codes" "or --codes A:B" "$F" values bf16
 expect_err "values --codes beyond the format" "expected A <= B <= 0xff" "$F" values e4m3 --codes 0:0x100
-expect_eq "cast to binary16p1sf: 3 -> 2, DBL_MAX -> 2^1024, inf saturates to 2^16383" "2 0x1p+1024 0x1p+16383" \
+expect_eq "cast to binary16p1sf: 3 -> 4 (tie to the even code), DBL_MAX -> 2^1024, inf saturates to 2^16383" "4 0x1p+1024 0x1p+16383" \
     "$("$F" cast 3 1.7976931348623157e308 inf --to binary16p1sf --overflow saturate --format csv 2>/dev/null | tail -3 | cut -d, -f4 | tr '\n' ' ' | sed 's/ $//')"
 expect_err "matmul-check with a P3109 format beyond float64" "wider than float64" "$F" matmul-check --a binary16p1se --b e4m3
 # ... and in a policy, where the canonical form keeps the variant
@@ -833,6 +833,48 @@ expect_has "matmul-check --engine: a correct C passes" "PASS: 0 of 4 results out
 expect_rc "matmul-check --engine: a wrong C fails" 1 "${XC[@]}" --result "$T/xcbad.npy" --engine hopper:wgmma
 expect_err "matmul-check: a stated memory limit before allocating" "the limit is 4 GiB" \
     "$F" matmul-check --m 16 --n 16 --k 16777216 --a bf16 --b bf16
+
+# --- issue 34: formats (names, finfo, wide casts, MX scales)
+# P = 1 wide formats: a tie goes to the even code (to odd: the odd one), as in the 8-bit twin.
+expect_eq "cast 0.75 3 to binary16p1se: 1 4 (binary8p1se: 1 4)" "1 4" \
+    "$("$F" cast 0.75 3 --to binary16p1se --format csv 2>/dev/null | tail -2 | cut -d, -f4 | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "cast 3 12 0.75 to binary16p1se --round rto: 2 8 0.5" "2 8 0.5" \
+    "$("$F" cast 3 12 0.75 --to binary16p1se --round rto --format csv 2>/dev/null | tail -3 | cut -d, -f4 | tr '\n' ' ' | sed 's/ $//')"
+# A wide cast's error is a double even where its value is not (2^1024 - DBL_MAX = 2^971).
+expect_eq "cast DBL_MAX to binary16p3ue rup: abs_err 2^971, err_ulp 2^-51" "1.99584030953472e+292 4.440892098500626e-16" \
+    "$("$F" cast 1.7976931348623157e308 --to binary16p3ue --round rup --format csv 2>/dev/null | tail -1 | cut -d, -f5,7 | tr ',' ' ')"
+expect_eq "cast inf to binary16p1sf saturate: abs_err inf, err_ulp -inf (as e4m3's)" "inf -inf" \
+    "$("$F" cast inf --to binary16p1sf --overflow saturate --format csv 2>/dev/null | tail -1 | cut -d, -f5,7 | tr ',' ' ')"
+# finfo's min is the smallest value: 0 in an unsigned format with a zero, e8m0's 2^-127.
+expect_eq "finfo min: binary8p3ue 0, e4m3:unsigned 0, e8m0 2^-127, binary16p1ue 0" \
+    "0 0 5.877471754111438e-39 0x0p+0" \
+    "$("$F" finfo binary8p3ue e4m3:unsigned e8m0 binary16p1ue --format csv 2>/dev/null | tail -4 | cut -d, -f7 | tr '\n' ' ' | sed 's/ $//')"
+# finfo: a dynamic range column; the power-of-two columns always as 2^k (e2m1's tiny is 2^0).
+expect_eq "finfo e2m1 and e8m0: 2^k columns, range in binades" "2^0 2^-1 3.58 2^-127 2^-127 254.00" \
+    "$("$F" finfo e2m1 e8m0 | tail -2 | awk '{printf "%s%s %s %s", (NR > 1 ? " " : ""), $7, $8, $10}')"
+expect_has "finfo binary16p1se: range 32765 binades" "32765.00" "$F" finfo binary16p1se
+# Names: one nearest-name rule (completions, whole fields, ties named, P3109 names).
+expect_err "cast --to float6_e3m2" "did you mean 'float6_e3m2fn'?" "$F" cast 1 --to float6_e3m2
+expect_err "cast --to float8_e8m0" "did you mean 'float8_e8m0fnu'?" "$F" cast 1 --to float8_e8m0
+expect_err "cast --to binary8p3s" "did you mean 'binary8p3se' or 'binary8p3sf'?" "$F" cast 1 --to binary8p3s
+expect_err "cast --to bfloat" "did you mean 'bfloat16'?" "$F" cast 1 --to bfloat
+expect_eq "NumPy's half single double" "fp16 fp32 fp64" \
+    "$("$F" finfo half single np.double --format csv | tail -3 | cut -d, -f1 | tr '\n' ' ' | sed 's/ $//')"
+expect_err "policy preset did you mean" "did you mean 'bf16-amp'?" "$F" policy --check bf16amp
+expect_err "--round did you mean" "did you mean 'rne'" "$F" cast 1 --to e4m3 --round rnee
+expect_eq "cast --round sr:b is --round sr --sr-variant b" \
+    "$("$F" cast 0.3 0.7 --to e2m1 --round sr --sr-variant b --sr-bits 3 --seed 5 --format csv)" \
+    "$("$F" cast 0.3 0.7 --to e2m1 --round sr:b --sr-bits 3 --seed 5 --format csv)"
+expect_err "cast --round sr:b --sr-variant c disagree" "disagree" "$F" cast 1 --to e4m3 --round sr:b --sr-variant c
+expect_eq "values --codes 010:012 is decimal 10..12" "0x0a 0x0b 0x0c" \
+    "$("$F" values e4m3 --codes 010:012 --format csv | tail -3 | cut -d, -f1 | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "values --codes 0x10:0x11 is hex" "0x10 0x11" \
+    "$("$F" values e4m3 --codes 0x10:0x11 --format csv | tail -2 | cut -d, -f1 | tr '\n' ' ' | sed 's/ $//')"
+# P3109 names in finfo --aliases and --help.
+expect_has "finfo --aliases lists P3109 names" "binary8p3se binary8p3sf" "$F" finfo --aliases
+expect_has "finfo --aliases marks wide P3109 names" "binary16p1se*" "$F" finfo --aliases
+expect_has "finfo --help names P3109" "binaryKpP{s|u}{e|f}" "$F" finfo --help
+expect_has "top --help names P3109" "IEEE P3109" "$F" --help
 
 echo "$pass passed, $fail failed"
 [[ $fail == 0 ]]

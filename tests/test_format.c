@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "formats/codec.h"
 #include "formats/format.h"
+#include "formats/names.h"
 
 typedef struct {
     const char *name;
@@ -376,4 +378,77 @@ Test(format, torch_prefix_takes_only_torch_dtypes) {
     cr_expect_eq(f.max, 240);
     cr_assert_eq(fmt_from_name(&f, "jnp.float8_e4m3"), FMT_OK);
     cr_expect_eq(f.max, 240);
+
+// finfo's min is the smallest finite value: -max where there is a sign, 0 in an unsigned format
+// with a zero (every unsigned P3109 format, eXmY:unsigned), the smallest positive value only in
+// one without (e8m0). Checked against every code of the formats named here and of the 148
+// unsigned P3109 formats of K = 3..12 bits inside float64 (binary12p1u* is wide).
+Test(format, min_is_the_smallest_value) {
+    static const char *names[] = {"e8m0", "e4m3:unsigned", "ue5m2", "e3m2:fn:unsigned", "e4m3", "e2m1", "fp16"};
+    size_t nformats = 0;
+    for (size_t i = 0; i < sizeof names / sizeof *names + 2 * 75; i++) {
+        char name[40];
+        if (i < sizeof names / sizeof *names) snprintf(name, sizeof name, "%s", names[i]);
+        else {  // the unsigned P3109 formats of K = 3..12 bits, finite and extended
+            const size_t j = i - sizeof names / sizeof *names;
+            int K = 3, P = 1 + (int)(j / 2);
+            while (P > K) P -= K, K++;
+            snprintf(name, sizeof name, "binary%dp%due", K, P);
+            if (j % 2) name[strlen(name) - 1] = 'f';
+        }
+        fmt_t f;
+        if (fmt_from_name_wide(&f, name) == FMT_OK && fmt_is_wide(&f)) continue;  // binary12p1u*: no doubles
+        cr_assert_eq(fmt_from_name(&f, name), FMT_OK, "%s", name);
+        fmt_info in;
+        fmt_get_info(&f, &in);
+        double lo = INFINITY;
+        for (uint64_t c = 0; c < (uint64_t)1 << f.bits; c++) {
+            const double v = fmt_decode1(&f, c);
+            if (isfinite(v) && v < lo) lo = v;
+        }
+        cr_assert_eq(in.min, lo == 0 ? 0.0 : lo, "%s: finfo min %a, smallest value %a", name, in.min, lo);
+        cr_assert(f.is_signed || !f.has_zero || (in.min == 0 && !signbit(in.min)), "%s: min %a", name, in.min);
+        nformats++;
+    }
+    cr_assert_eq(nformats, sizeof names / sizeof *names + 148);
+}
+
+// The one nearest-name rule (formats/names.h) behind every "did you mean": completions and
+// whole fields win over a changed digit, ties are all named, and P3109 names are candidates.
+Test(format, nearest_names) {
+    static const struct { const char *name, *want; } cases[] = {
+        {"float6_e3m2", "did you mean 'float6_e3m2fn'? "},
+        {"float8_e8m0", "did you mean 'float8_e8m0fnu'? "},
+        {"binary8p3s", "did you mean 'binary8p3se' or 'binary8p3sf'? "},
+        {"bfloat", "did you mean 'bfloat16'? "},
+        {"bflaot16", "did you mean 'bfloat16'? "},
+        {"float8_e4m3fm", "did you mean 'float8_e4m3fn'? "},
+        {"singel", "did you mean 'single'? "},
+    };
+    fmt_t f;
+    char msg[1024];
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const int st = fmt_from_name(&f, cases[i].name);
+        cr_assert_eq(st, FMT_EUNKNOWN, "%s", cases[i].name);
+        fmt_name_message(cases[i].name, st, msg, sizeof msg);
+        cr_expect(!strncmp(msg, "unknown format; ", 16) && !strncmp(msg + 16, cases[i].want, strlen(cases[i].want)),
+                  "%s: %s", cases[i].name, msg);
+    }
+    // NumPy's names of the IEEE formats
+    static const char *numpy[][2] = {{"half", "fp16"}, {"single", "fp32"}, {"double", "fp64"}, {"np.single", "fp32"}};
+    for (size_t i = 0; i < sizeof numpy / sizeof *numpy; i++) {
+        cr_assert_eq(fmt_from_name(&f, numpy[i][0]), FMT_OK, "%s", numpy[i][0]);
+        cr_expect_str_eq(f.name, numpy[i][1]);
+    }
+    // The rule on any list: policy presets, rounding modes.
+    fmt_suggest sg;
+    char buf[200];
+    fmt_suggest_init(&sg, "bf16amp");
+    fmt_suggest_try_list(&sg, "fp32,bf16-amp,fp16-amp,pure-bf16");
+    fmt_suggest_text(&sg, buf, sizeof buf);
+    cr_expect_str_eq(buf, "did you mean 'bf16-amp'? ");
+    fmt_suggest_init(&sg, "zzzzzz");
+    fmt_suggest_try_list(&sg, "rne rna rtz");
+    cr_expect_eq(fmt_suggest_text(&sg, buf, sizeof buf), 0);
+    cr_expect_str_eq(buf, "");
 }

@@ -367,3 +367,58 @@ Test(p3109, wide_rounding_matches_mpfr_over_all_doubles) {
     }
     cr_log_info("p3109: %zu wide roundings over the double range equal MPFR's\n", n);
 }
+
+// P = 1: no fraction bits, so a code's parity is its exponent field's and a tie goes to the
+// power of two whose field is even (to odd: odd). Every wide P = 1 format against its 8-bit twin
+// (same signedness and domain; biases 2^(w-1), all even, so the fields' parities agree) on every
+// power of two, every tie 1.5 2^e and its two neighbouring doubles, both signs, with both
+// neighbours of the tie inside the twin's finite range, in every mode, policy and variant.
+Test(p3109, wide_p1_ties_match_8bit_twin) {
+    size_t n = 0, nformats = 0;
+    for (int sg = 0; sg < 2; sg++)
+        for (int dm = 0; dm < 2; dm++) {
+            char tname[40];
+            snprintf(tname, sizeof tname, "binary8p1%c%c", sg ? 's' : 'u', dm ? 'e' : 'f');
+            fmt_t q;
+            cr_assert_eq(fmt_from_name(&q, tname), FMT_OK, "%s", tname);
+            for (int K = sg ? 13 : 12; K <= 16; K++) {
+                char wname[40];
+                snprintf(wname, sizeof wname, "binary%dp1%c%c", K, sg ? 's' : 'u', dm ? 'e' : 'f');
+                fmt_t w;
+                cr_assert_eq(fmt_from_name_wide(&w, wname), FMT_OK, "%s", wname);
+                cr_assert(fmt_is_wide(&w), "%s", wname);
+                nformats++;
+                for (int e = q.emin; e < q.emax; e++)
+                    for (int k = 0; k < 8; k++) {
+                        const double t = ldexp(1.5, e), cand[4] = {ldexp(1.0, e), t, nextafter(t, 0), nextafter(t, INFINITY)};
+                        const double x = (k & 4 ? -1 : 1) * cand[k & 3];
+                        for (int mode = 0; mode < FMT_NMODES; mode++)
+                            for (int ov = 0; ov < FMT_NOVERFLOW; ov++)
+                                for (int var = 0; var < (mode == FMT_SR ? 3 : 1); var++) {
+                                    const fmt_round_opts o = {.mode = mode, .overflow = ov, .sr_variant = var,
+                                                              .seed = 11, .offset = (uint64_t)(e * 8 + k + 4096)};
+                                    const double want = fmt_round1(&q, x, &o);
+                                    char hex[64];
+                                    const uint64_t code = fmt_round_wide(&w, x, &o);
+                                    const double got = wide_value(&w, code, hex, sizeof hex);
+                                    cr_assert(same_value(got, want == 0 ? 0.0 : want),
+                                              "%s %a mode %d ov %d var %d: %s (code %#llx), %s gives %a", w.name, x,
+                                              mode, ov, var, hex, (unsigned long long)code, q.name, want);
+                                    n++;
+                                }
+                    }
+            }
+        }
+    cr_assert_eq(nformats, 18);
+    // The cases, as the P3109 text rounds them: ties to the even code, to odd the odd one.
+    fmt_t w;
+    cr_assert_eq(fmt_from_name_wide(&w, "binary16p1se"), FMT_OK);
+    static const struct { double x; int mode; double want; } cases[] = {
+        {0.75, FMT_RNE, 1}, {3, FMT_RNE, 4}, {3, FMT_RTO, 2}, {12, FMT_RTO, 8}, {0.75, FMT_RTO, 0.5}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char hex[64];
+        const double got = wide_value(&w, fmt_round_wide(&w, cases[i].x, &(fmt_round_opts){.mode = cases[i].mode}), hex, sizeof hex);
+        cr_assert_eq(got, cases[i].want, "%a mode %d: %s, expected %a", cases[i].x, cases[i].mode, hex, cases[i].want);
+    }
+    cr_log_info("p3109: %zu P = 1 wide roundings of powers of two and ties equal their 8-bit twins'\n", n);
+}

@@ -211,7 +211,11 @@ static void ref_quantize(const fmt_t *elem, const fmt_scaling *sc, float *out, c
         res->st.subnormal += st.subnormal, res->st.nan_in += st.nan_in, res->st.invalid += st.invalid;
     }
     if (res->q) memcpy(res->q, out, rows * cols * sizeof *out);
-    for (size_t i = 0; i < rows * cols; i++) out[i] *= deqs[i];
+    for (size_t i = 0; i < rows * cols; i++) {
+        const bool finite = isfinite(out[i]);
+        out[i] *= deqs[i];
+        res->st.overflow += finite && isinf(out[i]);  // the dequantization overflowed float32
+    }
     free(deqs), free(zq);
 }
 
@@ -1379,4 +1383,36 @@ Test(scale, exact_quotients_full_precision_scales) {
     cr_log_info("exact_quotients_full_precision_scales: %" PRIu64 " elements; rounding the float32 quotient "
                 "would get %" PRIu64 " of the nearest-even ones wrong\n", checked, f32_quotient_wrong);
     cr_assert(f32_quotient_wrong > 0, "no near tie constructed: the test would not tell a float32 quotient apart");
+}
+
+// Near FLT_MAX the rules that round amax up (ceil, even, up, rceil) take a scale one binade above
+// OCP's (e4m3, amax 3.4e38: 2^120, as torchao and Transformer Engine do: test_scale_rules), and
+// an element rounded up to 256 dequantizes to 2^128 = inf in float32, as in their dequantization.
+// Each such output is an overflow and counted (it was not: 0 overflows, every big output inf);
+// OCP's rule never takes such a scale (max_elem < 2^(emax_elem + 1)) and saturates its elements.
+Test(scale, dequantized_overflow_is_counted) {
+    static const char *specs[] = {"mx", "mx:ceil", "mx:rceil", "mx:even", "mx:up", "mx:rne", "block:32:fp32:up",
+                                  "row:up"};
+    static const char *elems[] = {"e4m3", "e5m2", "e2m1", "e3m2", "e2m3"};
+    size_t ninf_total = 0;
+    for (size_t k = 0; k < sizeof elems / sizeof *elems; k++)
+        for (size_t j = 0; j < sizeof specs / sizeof *specs; j++) {
+            float in[64] = {3.4e38f, 1.0f, -2e38f, 1e30f, FLT_MAX}, out[64], s[2];
+            for (int i = 5; i < 32; i++) in[i] = 3.0e38f;
+            in[32] = 1.0f, in[33] = -FLT_MAX;
+            fmt_stats st = {0};
+            fmt_quant_info info = {.scales = s};
+            quant(elems[k], specs[j], out, in, 1, 64, opts(FMT_RNE, FMT_SATURATE), &st, &info);
+            uint64_t ninf = 0;
+            for (int i = 0; i < 64; i++) ninf += isinf(out[i]) != 0;
+            ninf_total += ninf;
+            const fmt_t e = tu_fmt(elems[k]);
+            // Saturated elements (OCP's rule) and infinite products are both overflows: at least
+            // every inf is counted, and an inf occurs only under a scale above FLT_MAX / max_elem.
+            cr_assert_geq(st.overflow, ninf, "%s %s: %llu inf outputs, %llu overflows counted", elems[k], specs[j],
+                          (unsigned long long)ninf, (unsigned long long)st.overflow);
+            if (ninf) cr_assert_gt((double)s[0] * e.max, FLT_MAX, "%s %s: inf under scale %a", elems[k], specs[j], s[0]);
+            if (!strcmp(specs[j], "mx")) cr_assert_eq(ninf, 0, "%s mx: %llu inf", elems[k], (unsigned long long)ninf);
+        }
+    cr_assert_gt(ninf_total, 0);  // the case is reached
 }

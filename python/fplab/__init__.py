@@ -59,9 +59,25 @@ def _format(fmt):
     return f
 
 
-def formats():
-    """The names of the table of formats, in the order `fplab finfo` prints them."""
-    return [name for name, _ in _fplab.table()]
+def formats(p3109=False):
+    """The names of the table of formats, in the order `fplab finfo` prints them. With
+    p3109=True, then every IEEE P3109 name binaryKpP{s|u}{e|f} that fplab computes with (K = 3..16
+    bits, inside float64's range: 454 names; the 50 wider ones only `fplab finfo`, `values` and
+    `cast` take), in the order `fplab finfo --aliases` lists them."""
+    names = [name for name, _ in _fplab.table()]
+    if not p3109:
+        return names
+    for k in range(3, 17):
+        for sg in "su":
+            for p in range(1, k + (sg == "u")):
+                for dm in "ef":
+                    name = f"binary{k}p{p}{sg}{dm}"
+                    try:  # the library decides which it takes (wide ones raise)
+                        _format(name)
+                    except ValueError:
+                        continue
+                    names.append(name)
+    return names
 
 
 def aliases():
