@@ -378,6 +378,7 @@ Test(format, torch_prefix_takes_only_torch_dtypes) {
     cr_expect_eq(f.max, 240);
     cr_assert_eq(fmt_from_name(&f, "jnp.float8_e4m3"), FMT_OK);
     cr_expect_eq(f.max, 240);
+}
 
 // finfo's min is the smallest finite value: -max where there is a sign, 0 in an unsigned format
 // with a zero (every unsigned P3109 format, eXmY:unsigned), the smallest positive value only in
