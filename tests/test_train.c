@@ -260,6 +260,13 @@ Test(train, bad_options) {
     cr_assert_eq(train_opt_set(&o, "lr", "fast", msg, sizeof msg), -1);
     cr_assert(strstr(msg, "--lr"), "%s", msg);
     cr_assert_eq(train_opt_set(&o, "nope", "1", msg, sizeof msg), -1);
+    // integers are decimal, or hexadecimal after 0x; a leading 0 is not octal (issue 34, 3.7)
+    cr_assert_eq(train_opt_set(&o, "seed", "010", msg, sizeof msg), 0, "%s", msg);
+    cr_assert_eq(o.seed, 10);
+    cr_assert_eq(train_opt_set(&o, "seed", "0x10", msg, sizeof msg), 0, "%s", msg);
+    cr_assert_eq(o.seed, 16);
+    cr_assert_eq(train_opt_set(&o, "seed", "09", msg, sizeof msg), 0, "%s", msg);
+    cr_assert_eq(o.seed, 9);
     snprintf(o.model, sizeof o.model, "gpt5");
     cr_assert_eq(train_run(&o, NULL, NULL, NULL, msg, sizeof msg), -1);
     cr_assert(strstr(msg, "gpt5"), "%s", msg);

@@ -196,6 +196,14 @@ int eval_loss(eval_model *e, const ac_policy *p, ac_telemetry tel, ac_ctx *ac, e
         sum += e->batch_loss[i] = llama_forward(&e->m, e->x, e->y, e->B, e->T);
         if (e->progress) e->progress(e->progress_arg, i + 1, e->batches);
     }
+    if (e->m.fault) {
+        snprintf(msg, msg_len, "a product with the policy's emulated accumulator could not get its buffers (out "
+                 "of memory)");
+        e->m.fault = LLAMA_OK;
+        e->m.ac = NULL;
+        if (!ac) ac_free(c);
+        return EVAL_ENOMEM;
+    }
     r->loss = (float)(sum / e->batches);
     r->delta = r->delta_se = NAN;
     if (e->base_loss) {

@@ -96,8 +96,9 @@ typedef struct {
 // The validation loss of e's model under policy p (NULL: float32, no casts). With ac non-NULL
 // the casts are counted into it (ac_init'ed here with telemetry tel; the caller ac_free's it,
 // also on failure); NULL: a context of its own, freed. EVAL_EINVAL with a message for a policy
-// eval_policy_check refuses or cast buffers that cannot be allocated. A NaN loss is a result
-// (a cast that overflowed to inf), not an error.
+// eval_policy_check refuses or cast buffers that cannot be allocated; EVAL_ENOMEM with a message
+// when an emulated product could not get its buffers. A NaN loss is a result (a cast that
+// overflowed to inf), not an error.
 int eval_loss(eval_model *e, const ac_policy *p, ac_telemetry tel, ac_ctx *ac, eval_result *r, char *msg,
               size_t msg_len);
 

@@ -350,14 +350,17 @@ static void cast_store(llama_model *m, ac_site s, size_t l, float *x, size_t row
 
 // A product with the accumulator the policy emulates (scaled_mm.h): C (M x N, ldc) = op(A) op(B),
 // plus C when accumulate. The operands are valid (the policy's checks), so the kernel fails only
-// for want of memory; C is then NaN, and the run stops as a non-finite one does.
-static void mm_emulated(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
-                        size_t K, const mm_acc *acc, bool accumulate) {
+// for want of memory; C is then NaN and m->fault says why, so that the run reports the failure,
+// not a non-finite loss.
+static void mm_emulated(llama_model *m, float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M,
+                        size_t N, size_t K, const mm_acc *acc, bool accumulate) {
     mm_opts o;
     mm_opts_default(&o);
     o.acc = *acc;
     o.beta = accumulate ? 1.0f : 0.0f;
-    if (mm_cpu(C, ldc, A, B, M, N, K, &o) != MM_OK)
+    const int st = mm_cpu(C, ldc, A, B, M, N, K, &o);
+    if (st != MM_OK && m->fault == LLAMA_OK) m->fault = st == MM_ENOMEM ? LLAMA_ENOMEM : LLAMA_EINVAL;
+    if (st != MM_OK)
         for (size_t i = 0; i < M; i++)
             for (size_t j = 0; j < N; j++) C[i * ldc + j] = NAN;
 }
@@ -403,7 +406,7 @@ static void proj(llama_model *m, ac_proj p, size_t l, float *out, const proj_in 
     }
     mm_operand wop;
     ac_cast_operand(m->ac, ac_proj_w(p), (int)l, w, OC, IC, false, MM_SIDE_B, 1, !m->uncounted, &wop);
-    mm_emulated(out, OC, &in->op, &wop, N, OC, IC, in->acc, false);
+    mm_emulated(m, out, OC, &in->op, &wop, N, OC, IC, in->acc, false);
 }
 
 // Attention, with its scores and probabilities rounded where the policy says (plain rounding:
@@ -534,7 +537,7 @@ static void proj_backward(llama_model *m, ac_proj p, size_t l, float *dinp, floa
     if (acc) {  // dinp (N, IC) = dout (N, OC) W (OC, IC)
         ac_cast_operand(ac, sa, L, dout, N, OC, false, MM_SIDE_A, 0, true, &a);
         ac_cast_operand(ac, sb, L, w, OC, IC, true, MM_SIDE_B, 1, false, &b);
-        mm_emulated(dinp, IC, &a, &b, N, IC, OC, acc, accumulate);
+        mm_emulated(m, dinp, IC, &a, &b, N, IC, OC, acc, accumulate);
     } else {
         gd = ac_cast(ac, sa, L, dout, N, OC, false, 0, true);
         op_matmul_dgrad(dinp, gd, ac_cast(ac, sb, L, w, OC, IC, true, 1, false), N, IC, OC, accumulate);
@@ -553,7 +556,7 @@ static void proj_backward(llama_model *m, ac_proj p, size_t l, float *dinp, floa
     if (acc) {  // dW (OC, IC) += dout^T (OC, N) x (N, IC)
         ac_cast_operand(ac, sa, L, dout, N, OC, true, MM_SIDE_A, 2, false, &a);
         ac_cast_operand(ac, sb, L, x, N, IC, true, MM_SIDE_B, 3, false, &b);
-        mm_emulated(dw, IC, &a, &b, OC, IC, N, acc, true);
+        mm_emulated(m, dw, IC, &a, &b, OC, IC, N, acc, true);
     } else {
         op_matmul_wgrad(dw, one_dout ? gd : ac_cast(ac, sa, L, dout, N, OC, true, 2, false),
                         xs == X_CAST ? x : kept ? ac->buf[3] : ac_cast(ac, sb, L, x, N, IC, true, 3, false), N, IC, OC);

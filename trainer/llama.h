@@ -103,6 +103,8 @@ typedef struct {
     ac_ctx *ac;             // precision policy applied at the cast sites; NULL: float32
     bool uncounted;        // a recomputed forward or an evaluation: casts are done but not
                             // counted (telemetry, amax history), so they change nothing
+    int fault;              // LLAMA_OK, or the first failure of an emulated product since init
+                            // (LLAMA_ENOMEM): its result is NaN, which is then not the run's
 } llama_model;
 
 // Allocates parameters (zeroed) and gradients (zeroed); activations come with the first

@@ -137,7 +137,9 @@ static bool all_finite(const float *x, size_t n) {
 // Why the step cannot go on (NULL: it can). A step the scaler skipped changed nothing. Every
 // rank decides the same: when one rank's step went wrong, all stop.
 static const char *non_finite(const train_run_state *r, const train_step_out *s) {
-    const char *why = s->skipped ? NULL
+    const char *why = r->m.fault ? "a product with the policy's emulated accumulator could not get its buffers "
+                                   "(out of memory): its result is not a number"
+                      : s->skipped ? NULL
                       : !isfinite(s->loss) ? "the training loss is not finite"
                       : !isfinite(s->gnorm) ? "a gradient is not finite and the policy has no loss scaler to skip the step"
                       : !all_finite(r->m.params, r->m.n_params) ? "a weight is not finite after the update"
@@ -319,11 +321,12 @@ int train_run(const train_opts *o, const char *resume, const bool *given, train_
         const char *bad = non_finite(&r, &s);
         if (bad) {
             log_step(&r, step, &s);
+            const char *hint = r.m.fault ? "Free memory or use a smaller --batch"
+                               : r.out.ckpt_path[0] ? "The checkpoint holds the last good state; lower --lr or use a "
+                                                      "policy with a loss scaler"
+                                                    : "Lower --lr or use a policy with a loss scaler";
             snprintf(msg, msg_len, "step %ld: %s (loss %g, gradient norm %g, lr %g); stopped. %s", step + 1, bad,
-                     s.loss, s.gnorm, s.lr,
-                     r.out.ckpt_path[0] ? "The checkpoint holds the last good state; lower --lr or use a policy "
-                                          "with a loss scaler"
-                                        : "Lower --lr or use a policy with a loss scaler");
+                     s.loss, s.gnorm, s.lr, hint);
             log_end(&r, "non-finite", msg);
             rc = TRAIN_EFAILED;
             break;

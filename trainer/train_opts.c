@@ -117,10 +117,14 @@ int train_opt_set(train_opts *o, const char *name, const char *value, char *msg,
         break;
     }
     case TOPT_LONG: *(long *)p = strtol(value, &end, 10); break;
-    case TOPT_U64:  // strtoull would wrap "-1" to 2^64 - 1: a sign is refused, as cli_parse_u64 does
-        *(uint64_t *)p = strtoull(value, &end, 0);
-        if (value[strspn(value, " \t")] == '-') errno = ERANGE;
+    case TOPT_U64: {
+        // Decimal, or hexadecimal after 0x: a leading 0 is not octal (--seed 010 is 10, as the
+        // CLI reads its integers). strtoull would wrap "-1" to 2^64 - 1: a sign is refused.
+        const char *v = value + strspn(value, " \t");
+        *(uint64_t *)p = strtoull(value, &end, v[0] == '0' && (v[1] == 'x' || v[1] == 'X') ? 16 : 10);
+        if (v[0] == '-') errno = ERANGE;
         break;
+    }
     case TOPT_FLOAT: *(float *)p = strtof(value, &end); break;
     case TOPT_STR:
         if (strlen(value) >= d->size) {
