@@ -1,6 +1,6 @@
-// run_env.c: the build and machine members of a run's "start" event (run_env.h). The commit
+// run_env.c: the build and machine members of a run's "start" event (run_env_internal.h). The commit
 // comes from the Makefile (-DFPLAB_COMMIT on this object alone, rebuilt when it changes).
-#include "trainer/run_env.h"
+#include "trainer/run_env_internal.h"
 
 #include "kernels/blas_tune.h"
 #include "util/json.h"

@@ -13,7 +13,7 @@
 
 #include "kernels/llama_ops.h"
 #include "trainer/optim.h"
-#include "trainer/run_env.h"
+#include "trainer/run_env_internal.h"
 #include "trainer/train_internal.h"
 #include "util/json.h"
 

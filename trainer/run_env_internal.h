@@ -1,7 +1,7 @@
-// run_env.h: what a run's log records about where its numbers came from (the build, the CPU,
+// run_env_internal.h: what a run's log records about where its numbers came from (the build, the CPU,
 // the BLAS kernel and the summation mode), so that a published number names its machine.
-#ifndef FPLAB_RUN_ENV_H
-#define FPLAB_RUN_ENV_H
+#ifndef FPLAB_RUN_ENV_INTERNAL_H
+#define FPLAB_RUN_ENV_INTERNAL_H
 #include <stdio.h>
 
 // Writes, as members of a JSON object already open (each preceded by a comma):
