@@ -80,7 +80,7 @@ MPFR_LIBS := -lmpfr -lgmp
 
 .PHONY: check-docs
 .PHONY: all lib cli deps config test test-gpu bench-gpu asan run-tests bench demo verify-exhaustive verify-engines check-peers check-p3109 check-p3109-tables check-torchao \
-        check-trainer-torch install install-built pc check-install check-symbols check-layers uninstall clean help
+        check-trainer-torch install install-built pc check-install check-symbols check-layers check-results uninstall clean help
 all: config lib cli
 
 help:
@@ -104,6 +104,7 @@ help:
 	@echo "make install PREFIX=... DESTDIR=...  portable build: libfplab.a, libfplab.so.$(VERSION), headers, command, fplab.pc"
 	@echo "make check-install      a DESTDIR install without CUDA, linked by a C program through pkg-config (in make test)"
 	@echo "make check-docs         run the quick command blocks of README.md and docs/*.md as pasted; list the slow ones"
+	@echo "make check-results      a short prefix of each study against its committed logs, bit for bit (UPDATE=1 rewrites)"
 	@echo "make check-symbols      libfplab.so exports exactly mk/libfplab.ver, the API; every symbol prefixed (in make test)"
 	@echo "make check-layers       every #include points down the layers (util < formats < ... < cli; in make test)"
 
@@ -164,6 +165,8 @@ $(BUILD)/libfplab.so: $(BUILD)/$(SHLIB)
 GIT_COMMIT := $(shell git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)
 $(BUILD)/cli/main.o: Makefile $(BUILD)/commit.stamp  # FPLAB_VERSION, FPLAB_COMMIT
 $(BUILD)/cli/main.o: CFLAGS += -DFPLAB_COMMIT='"$(GIT_COMMIT)"'
+$(BUILD)/trainer/run_env.o: Makefile $(BUILD)/commit.stamp  # a run's log records the commit
+$(BUILD)/trainer/run_env.o: CFLAGS += -DFPLAB_COMMIT='"$(GIT_COMMIT)"'
 $(BUILD)/commit.stamp: FORCE | $(BUILD)
 	@[ "$$(cat $@ 2>/dev/null)" = "$(GIT_COMMIT)" ] || echo "$(GIT_COMMIT)" > $@
 .PHONY: FORCE
@@ -266,6 +269,12 @@ demo: deps
 # build/venv first (make python): docs/engines.md's blocks run NumPy from it.
 check-docs: all python
 	python3 tools/check_doc_commands.py
+
+# check-results: a short prefix of each study (seed 1 of every policy, --reproducible 1) against
+# the logs committed under docs/results/*/check/, bit for bit (minutes; not part of make test).
+# UPDATE=1 rewrites those logs after an intended numerics change.
+check-results: all
+	FPLAB=$(BUILD)/fplab bash tools/check_results.sh $(if $(UPDATE),--update)
 
 verify-exhaustive: all $(BUILD)/tools/verify_exhaustive
 	$(BUILD)/tools/verify_exhaustive --codes

@@ -109,6 +109,16 @@ static int check_ptq(const char *list, char (*names)[64], int cap, char *msg, si
     return n;
 }
 
+// Whether --extra sets train option `name` ("--name value" or "--name=value").
+static bool extra_sets(const ablate_opts *o, const char *name) {
+    const size_t n = strlen(name);
+    for (int i = 0; i < o->nextra; i++) {
+        const char *t = o->extra[i];
+        if (!strncmp(t, "--", 2) && !strncmp(t + 2, name, n) && (t[2 + n] == 0 || t[2 + n] == '=')) return true;
+    }
+    return false;
+}
+
 // The --val-data that --extra passes to every run ("--val-data F" or "--val-data=F"), or NULL.
 static const char *extra_val_data(const ablate_opts *o) {
     for (int i = 0; i < o->nextra; i++) {
@@ -376,6 +386,9 @@ static char **child_argv(const ablate_opts *o, const run_t *r, char nums[4][32])
     v[n++] = "--telemetry", v[n++] = (char *)o->telemetry;
     if (o->eval_every >= 0) v[n++] = "--eval-every", v[n++] = nums[2];
     if (o->threads > 0) v[n++] = "--threads", v[n++] = nums[3];
+    // A study compares runs that may come from different machines: every float32 matmul in one
+    // fixed order unless --extra says otherwise (docs/benchmarks.md has its cost).
+    if (!extra_sets(o, "reproducible")) v[n++] = "--reproducible", v[n++] = "1";
     for (int i = 0; i < o->nextra; i++) v[n++] = (char *)o->extra[i];
     v[n] = NULL;
     return v;

@@ -64,6 +64,38 @@ int mm_blas_env_wanted(mm_env_var vars[MM_BLAS_ENV_MAX]) {
     return n;
 }
 
+void mm_blas_env_read(mm_blas_env *e) {
+    snprintf(e->cpu, sizeof e->cpu, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f) {
+        char line[256];
+        while (fgets(line, sizeof line, f)) {
+            const char *colon = strchr(line, ':');
+            if (strncmp(line, "model name", 10) || !colon) continue;
+            colon += 1 + strspn(colon + 1, " \t");
+            snprintf(e->cpu, sizeof e->cpu, "%.*s", (int)strcspn(colon, "\n"), colon);
+            break;
+        }
+        fclose(f);
+    }
+    const char *ct = getenv("OPENBLAS_CORETYPE");
+    snprintf(e->coretype, sizeof e->coretype, "%s", ct ? ct : "");
+#ifdef FPLAB_HAVE_BLAS
+    const char *core = openblas_get_corename();
+    snprintf(e->blas_core, sizeof e->blas_core, "%s", core ? core : "unknown");
+#else
+    snprintf(e->blas_core, sizeof e->blas_core, "none");
+#endif
+    snprintf(e->isa, sizeof e->isa, "sse2");
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) snprintf(e->isa, sizeof e->isa, "avx512");
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) snprintf(e->isa, sizeof e->isa, "avx2");
+#else
+    snprintf(e->isa, sizeof e->isa, "other");
+#endif
+}
+
 void mm_blas_set_threads(int n) {
 #ifdef FPLAB_HAVE_BLAS
     if (n > 0) openblas_set_num_threads(n);

@@ -34,6 +34,18 @@ enum { MM_BLAS_ENV_MAX = 2 };
 // Reads the environment and the CPU; sets nothing.
 int mm_blas_env_wanted(mm_env_var vars[MM_BLAS_ENV_MAX]);
 
+// What decides a float32 sgemm's order of summation in this process, for a run's log: the
+// CPU's model name (/proc/cpuinfo; "unknown" elsewhere), OPENBLAS_CORETYPE as the process has
+// it ("" when unset), the kernel family OpenBLAS runs ("none" without a BLAS), and the widest
+// vector ISA this CPU offers fplab's dispatched kernels ("avx512", "avx2" or "sse2").
+typedef struct {
+    char cpu[128];
+    char coretype[32];
+    char blas_core[32];
+    char isa[8];
+} mm_blas_env;
+void mm_blas_env_read(mm_blas_env *e);
+
 // Threads of OpenBLAS's own pool (n > 0; n <= 0 leaves its default).
 void mm_blas_set_threads(int n);
 

@@ -1,7 +1,8 @@
 // scaled_mm.c: the backend-independent part of the scaled-matmul interface (scaled_mm.h):
 // default options, accumulator specs, validation, and the test for an emulated accumulator.
-// Constraints: no MPFR here (every backend links it); no global state; messages name the input
-// and what was expected.
+// Constraints: no MPFR here (every backend links it); no global state but the one process-level
+// default of mm_opts.fixed_order (scaled_mm.h says why); messages name the input and what was
+// expected.
 //
 // Decisions the backends share (keep mm_ref and mm_cpu in step with them):
 // - An accumulator is emulated (rounded step by step, bit-exact across backends) unless it is
@@ -14,6 +15,8 @@
 //   (IEEE-like); stochastic rounding of the accumulator is not supported (mm_acc carries no
 //   generator key, and bit-exact results are the point of the emulation).
 #include "scaled_mm.h"
+
+#include <stdatomic.h>
 
 #include "kernels/engine.h"
 #include "kernels/scaled_mm_internal.h"
@@ -121,8 +124,17 @@ static int mm__acc_check(const mm_acc *acc, char *msg, size_t len) {
 
 // --- public
 
+// Written by the program's setup before its products run, read by every mm_opts_default after
+// (relaxed atomics: no ordering is needed beyond the value itself).
+static _Atomic bool fixed_order_default;
+
+void mm_fixed_order_set_default(bool on) { atomic_store_explicit(&fixed_order_default, on, memory_order_relaxed); }
+
+bool mm_fixed_order_default(void) { return atomic_load_explicit(&fixed_order_default, memory_order_relaxed); }
+
 void mm_opts_default(mm_opts *o) {
     memset(o, 0, sizeof *o);
+    o->fixed_order = mm_fixed_order_default();
     o->alpha = 1.0f;
     o->beta = 0.0f;
     fmt_from_name(&o->acc.fmt, "fp32");  // a table row: cannot fail

@@ -77,10 +77,22 @@ typedef struct {
     mm_acc acc;
     fmt_t out_fmt;            // C is rounded to this format (fp32: no extra rounding)
     fmt_round_opts out_round; // mode and overflow policy of that rounding
+    // fp32 accumulation (not emulated) in one fixed order, the same bits on every x86-64 CPU,
+    // build and thread count: each output summed over k = 0..K-1, every product rounded to
+    // float32 and then added (kernels/scaled_mm_cpu_fixed.c). false: the BLAS's sgemm, whose
+    // order is its kernel's (OpenBLAS picks one per CPU family). A build without a BLAS always
+    // sums in the fixed order. Emulated and engine accumulators are fixed-order by definition.
+    bool fixed_order;
 } mm_opts;
 
-// Fills o with alpha 1, beta 0, fp32 accumulation, fp32 output, rne.
+// Fills o with alpha 1, beta 0, fp32 accumulation, fp32 output, rne, and fixed_order from the
+// process's default (mm_fixed_order_set_default; false unless set).
 void mm_opts_default(mm_opts *o);
+// The fixed_order that mm_opts_default fills in from now on. A process-level setting, as the
+// thread count is: a program (the trainer's run setup) sets it once, before its products, so
+// that every product of the model ops (kernels/llama_ops.h) follows it without an argument.
+void mm_fixed_order_set_default(bool on);
+bool mm_fixed_order_default(void);
 // Parses an accumulator spec: fp32 | bf16 | fp16 | mNN (NN fraction bits, float32's exponent
 // range) | any format name, with an optional ":promote=N" and ":rtz"/":rne"/... suffix; or an
 // engine ARCH:INSTR (kernels/engine.h) with optional ":kN", ":f16" and ":promote=N".

@@ -1,6 +1,7 @@
 // scaled_mm_cpu.c: the CPU backend of scaled_mm.h (mm_cpu).
 // - fp32 accumulation: the scales are folded into the operands (O(n^2), OpenMP) and one
-//   cblas_sgemm does the O(n^3) work; C is then rounded to the output format.
+//   cblas_sgemm does the O(n^3) work; C is then rounded to the output format. With
+//   o->fixed_order, or without a BLAS, scaled_mm_cpu_fixed.c does it in one fixed order.
 // - emulated accumulators: scaled_mm_cpu_emu.c.
 // Buffers: C (M x N, ldc) is overwritten (read first when beta != 0); A, B are read only.
 // Constraints: no MPFR, no global state (the scratch buffers are the calling thread's own);
@@ -95,9 +96,10 @@ float *mm__scratch_f32(int slot, size_t n) {
 // earlier measurement had a parallel fold slow the following sgemm by 25%, because libgomp's
 // idle workers spun on the cores OpenBLAS needed; fplab now caps that spinning
 // (GOMP_SPINCOUNT, kernels/blas_tune.h), and the parallel fold no longer costs the sgemm.
-static float *fold_a(const mm_operand *A, size_t M, size_t K, size_t *ld_out) {
+// slot: the scratch buffer it goes to (the fixed-order kernel packs the result into _A and _B).
+static float *fold_a(const mm_operand *A, size_t M, size_t K, size_t *ld_out, int slot) {
     size_t bk, nb = mm__nblocks(A, K, &bk);
-    float *t = mm__scratch_f32(MM__SCRATCH_A, M * K);
+    float *t = mm__scratch_f32(slot, M * K);
     if (!t) return NULL;
     const float *x = A->x, *s = A->scales;
     const size_t ld = A->ld;
@@ -121,9 +123,9 @@ static float *fold_a(const mm_operand *A, size_t M, size_t K, size_t *ld_out) {
     return t;
 }
 
-static float *fold_b(const mm_operand *B, size_t N, size_t K, size_t *ld_out) {
+static float *fold_b(const mm_operand *B, size_t N, size_t K, size_t *ld_out, int slot) {
     size_t bk, nb = mm__nblocks(B, K, &bk);
-    float *t = mm__scratch_f32(MM__SCRATCH_B, N * K);
+    float *t = mm__scratch_f32(slot, N * K);
     if (!t) return NULL;
     const float *x = B->x, *s = B->scales;
     const size_t ld = B->ld;
@@ -150,28 +152,25 @@ static float *fold_b(const mm_operand *B, size_t N, size_t K, size_t *ld_out) {
 static int mm_cpu_fp32(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M,
                        size_t N, size_t K, const mm_opts *o) {
     const float alpha = mm__fl32_prod3(o->alpha, mm__tscale(A), mm__tscale(B)), beta = o->beta;
+#ifdef FPLAB_HAVE_BLAS
+    const bool fixed = o->fixed_order;
+#else
+    const bool fixed = true;  // without a BLAS: the fixed-order kernel, the same bits as with one
+#endif
     size_t lda = A->ld, ldb = B->ld;
-    float *fa = A->scales ? fold_a(A, M, K, &lda) : NULL;
-    float *fb = B->scales ? fold_b(B, N, K, &ldb) : NULL;
+    float *fa = A->scales ? fold_a(A, M, K, &lda, fixed ? MM__SCRATCH_FOLD_A : MM__SCRATCH_A) : NULL;
+    float *fb = B->scales ? fold_b(B, N, K, &ldb, fixed ? MM__SCRATCH_FOLD_B : MM__SCRATCH_B) : NULL;
     if ((A->scales && !fa) || (B->scales && !fb)) return MM_ENOMEM;
     const float *a = fa ? fa : A->x, *b = fb ? fb : B->x;
+    if (fixed) {
+        const mm_operand fa_op = {.x = a, .ld = lda, .trans = A->trans}, fb_op = {.x = b, .ld = ldb, .trans = B->trans};
+        const int st = mm__cpu_fp32_fixed(C, ldc, &fa_op, &fb_op, M, N, K, alpha, beta);
+        return st == MM_OK ? mm__round_output(C, ldc, M, N, o) : st;
+    }
 #ifdef FPLAB_HAVE_BLAS
     cblas_sgemm(CblasRowMajor, A->trans ? CblasTrans : CblasNoTrans,
                 B->trans ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, alpha, a, (int)lda, b,
                 (int)ldb, beta, C, (int)ldc);
-#else
-    // Without a BLAS: a plain loop in the same float32 arithmetic (slow, same bound).
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < M; i++) {
-        float *c = C + i * ldc;
-        float acc[N ? N : 1];
-        for (size_t j = 0; j < N; j++) acc[j] = 0.0f;
-        for (size_t k = 0; k < K; k++) {
-            const float aik = A->trans ? a[k * lda + i] : a[i * lda + k];
-            for (size_t j = 0; j < N; j++) acc[j] += aik * (B->trans ? b[j * ldb + k] : b[k * ldb + j]);
-        }
-        for (size_t j = 0; j < N; j++) c[j] = alpha * acc[j] + (beta != 0.0f ? beta * c[j] : 0.0f);
-    }
 #endif
     return mm__round_output(C, ldc, M, N, o);
 }

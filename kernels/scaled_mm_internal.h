@@ -38,15 +38,22 @@ int mm__round_output(float *C, size_t ldc, size_t M, size_t N, const mm_opts *o)
 
 // n floats for an operand's copy, in huge pages when large (scaled_mm_cpu.c); free with free.
 float *mm__alloc_f32(size_t n);
-// The calling thread's scratch buffer of slot (MM__SCRATCH_A or _B), at least n floats: kept
-// for the next call (scaled_mm_cpu.c; do not free it). One product uses each slot once.
-enum { MM__SCRATCH_A, MM__SCRATCH_B, MM__SCRATCH_SLOTS };
+// The calling thread's scratch buffer of slot (MM__SCRATCH_A or _B; _FOLD_A and _FOLD_B hold
+// the fixed-order kernel's folded operands, which it packs into _A and _B), at least n floats:
+// kept for the next call (scaled_mm_cpu.c; do not free it). One product uses each slot once.
+enum { MM__SCRATCH_A, MM__SCRATCH_B, MM__SCRATCH_FOLD_A, MM__SCRATCH_FOLD_B, MM__SCRATCH_SLOTS };
 float *mm__scratch_f32(int slot, size_t n);
 
 // Whether this build's CUDA backend can open cuBLASLt (kernels/cublaslt_lazy.cuh: opened on first
 // use, not linked) and resolve every function it calls; why not in msg. No GPU is needed. A
 // build without nvcc answers false.
 bool mm__cuda_blaslt_loads(char *msg, size_t msg_len);
+
+// C (M x N, ldc) = alpha op(A) op(B) + beta C in float32, every output summed in one fixed order
+// (scaled_mm_cpu_fixed.c): the fp32 path of mm_cpu with o->fixed_order, or without a BLAS. A
+// and B without scales (folded in before). MM_OK or MM_ENOMEM.
+int mm__cpu_fp32_fixed(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
+                       size_t K, float alpha, float beta);
 
 // The emulated-accumulator path of mm_cpu (arguments validated, M, N, K > 0).
 int mm__cpu_emulated(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M,

@@ -20,6 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "formats/rng.h"
 #include "formats/round.h"
@@ -614,3 +617,124 @@ Test(mm_cpu, emulated_f32_caller_ftz_daz) {
     }
 }
 #endif
+
+// --- fixed-order float32 accumulation (mm_opts.fixed_order, kernels/scaled_mm_cpu_fixed.c)
+//
+// The definition, scalar: the scales folded into each element (x * s, rounded once, as the fold
+// of mm_cpu does), s = +0, s = fl32(s + fl32(a b)) for k = 0..K-1, y = fl32(alpha' s) with alpha'
+// = fl32(alpha ta tb), C = fl32(y + fl32(beta C)) (beta 0: fl32(y + 0)), then the output rounding.
+// The kernel must give exactly these bits whatever its vector width, tile shape and thread
+// count, so that a training run gives the same bits on every x86-64 CPU.
+
+static float fold_elem(const tu_operand *X, bool is_a, size_t i, size_t k, size_t N, size_t K) {
+    const mm_operand *o = &X->op;
+    // A: row i of op(A), element k; B: element k of column i of op(B).
+    const float x = is_a ? (o->trans ? o->x[k * o->ld + i] : o->x[i * o->ld + k])
+                         : (o->trans ? o->x[i * o->ld + k] : o->x[k * o->ld + i]);
+    if (!o->scales) return x;
+    size_t bk, nb = mm__nblocks(o, K, &bk);
+    const float s = is_a ? o->scales[i * nb + k / bk] : o->scales[(k / bk) * N + i];
+    return x * s;
+}
+
+static void fixed_reference(float *C, size_t ldc, const tu_operand *A, const tu_operand *B, size_t M, size_t N,
+                            size_t K, const mm_opts *o) {
+    const float alpha = mm__fl32_prod3(o->alpha, mm__tscale(&A->op), mm__tscale(&B->op));
+    for (size_t i = 0; i < M; i++)
+        for (size_t j = 0; j < N; j++) {
+            float s = 0.0f;
+            for (size_t k = 0; k < K; k++) {
+                const float p = fold_elem(A, true, i, k, N, K) * fold_elem(B, false, j, k, N, K);
+                s = s + p;
+            }
+            const float y = alpha * s;
+            C[i * ldc + j] = y + (o->beta != 0.0f ? o->beta * C[i * ldc + j] : 0.0f);
+        }
+    for (size_t i = 0; i < M; i++) {
+        fmt_round_opts ro = o->out_round;
+        ro.offset += i * N;
+        cr_assert_eq(fmt_round_f32(&o->out_fmt, C + i * ldc, N, &ro, NULL), FMT_OK);
+    }
+}
+
+// Sets the OpenMP threads to n (n > 0) and returns the number before.
+static int set_threads(int n) {
+#ifdef _OPENMP
+    const int was = omp_get_max_threads();
+    omp_set_num_threads(n);
+    return was;
+#else
+    (void)n;
+    return 1;
+#endif
+}
+
+// Random shapes over several tiles (up to 8 x 32) with ragged edges, K up to 300, every trans
+// variant, float32 and e4m3 elements with block and tensor scales, alpha and beta, fp32 and
+// bf16 outputs: the kernel against the scalar definition bit for bit, on 1 and 2 threads, and
+// with C's rows computed in two calls (the trainer splits rows over its threads).
+Test(mm_cpu, fixed_order_is_the_sequential_sum) {
+    tu_rng r = {fmt_rng_make_key(test_seed("fixed_order_is_the_sequential_sum"), 24), 0};
+    const fmt_t fp32 = tu_fmt("fp32"), e4m3 = tu_fmt("e4m3"), bf16 = tu_fmt("bf16");
+    for (int c = 0; c < 120; c++) {
+        const size_t M = (size_t)tu_rng_int(&r, 1, 40), N = (size_t)tu_rng_int(&r, 1, 70);
+        const size_t K = (size_t)tu_rng_int(&r, 1, 300);
+        const fmt_t *f = c % 3 ? &fp32 : &e4m3;
+        const tu_scale_kind sk = c % 4 == 1 ? SC_POW2 : c % 4 == 2 ? SC_E4M3 : SC_NONE;
+        const int bk = c % 2 ? 32 : 0;
+        tu_operand A, B;
+        make_operand(&A, &r, true, f, M, K, K, tu_rng_int(&r, 0, 1), bk, sk, c % 5 == 0 ? 0.75f : 0.0f, 1.0);
+        make_operand(&B, &r, false, f, K, N, K, tu_rng_int(&r, 0, 1), bk, sk, 0.0f, 1.0);
+        mm_opts o;
+        mm_opts_default(&o);
+        o.fixed_order = true;
+        o.alpha = tu_rng_int(&r, 0, 1) ? 1.0f : (float)tu_rng_normal(&r);
+        o.beta = tu_rng_int(&r, 0, 2) ? 0.0f : (float)tu_rng_normal(&r);
+        o.out_fmt = c % 6 == 5 ? bf16 : fp32;
+        const size_t ldc = N + (size_t)tu_rng_int(&r, 0, 2);
+        float *Cin = malloc(M * ldc * sizeof *Cin), *C0 = malloc(M * ldc * sizeof *C0),
+              *C1 = malloc(M * ldc * sizeof *C1);
+        cr_assert(Cin && C0 && C1);
+        for (size_t i = 0; i < M * ldc; i++) Cin[i] = (float)tu_rng_normal(&r);
+        memcpy(C0, Cin, M * ldc * sizeof *C0);
+        fixed_reference(C0, ldc, &A, &B, M, N, K, &o);
+        for (int run = 0; run < 3; run++) {
+            memcpy(C1, Cin, M * ldc * sizeof *C1);
+            const int was = set_threads(run == 1 ? 2 : 1);
+            if (run < 2) {
+                cr_assert_eq(mm_cpu(C1, ldc, &A.op, &B.op, M, N, K, &o), MM_OK);
+            } else {  // rows [0, m0) and [m0, M) in two calls
+                const size_t m0 = M / 2;
+                mm_operand a1 = A.op;
+                a1.x += A.op.trans ? m0 : m0 * A.op.ld;
+                if (a1.scales) a1.scales += m0 * mm__nblocks(&A.op, K, &(size_t){0});
+                if (m0) cr_assert_eq(mm_cpu(C1, ldc, &A.op, &B.op, m0, N, K, &o), MM_OK);
+                cr_assert_eq(mm_cpu(C1 + m0 * ldc, ldc, &a1, &B.op, M - m0, N, K, &o), MM_OK);
+            }
+            set_threads(was);
+            for (size_t i = 0; i < M; i++)
+                for (size_t j = 0; j < ldc; j++) {
+                    const float x = C0[i * ldc + j], y = C1[i * ldc + j];
+                    cr_assert(tu_samef(x, y),
+                              "case %d (%s, M %zu N %zu K %zu, trans %d%d, scales %d/%d, run %d): C[%zu,%zu] "
+                              "definition %a, kernel %a", c, f->name, M, N, K, A.op.trans, B.op.trans, (int)sk, bk,
+                              run, i, j, x, y);
+                }
+        }
+        free(Cin), free(C0), free(C1);
+        tu_operand_free(&A), tu_operand_free(&B);
+    }
+}
+
+// mm_opts_default takes fixed_order from the process default, false until a program sets it.
+Test(mm_cpu, fixed_order_default) {
+    mm_opts o;
+    mm_opts_default(&o);
+    cr_assert(!o.fixed_order && !mm_fixed_order_default());
+    mm_fixed_order_set_default(true);
+    mm_opts_default(&o);
+    cr_assert(o.fixed_order && mm_fixed_order_default());
+    mm_fixed_order_set_default(false);
+    mm_opts_default(&o);
+    cr_assert(!o.fixed_order);
+}

@@ -14,6 +14,7 @@
 
 #include "kernels/llama_ops.h"
 #include "trainer/optim.h"
+#include "trainer/run_env_internal.h"
 #include "trainer/train_internal.h"
 #include "util/json.h"
 
@@ -277,8 +278,10 @@ int train_run(const train_opts *o, const char *resume, const bool *given, train_
         fputs("{\"event\":\"start\",\"policy\":", r.out.log), jx_write_str(r.out.log, r.prec.pol.name);
         fprintf(r.out.log, ",\"seed\":%llu,\"model\":", (unsigned long long)r.o.seed);
         jx_write_str(r.out.log, r.o.model);
-        fprintf(r.out.log, ",\"steps\":%ld,\"tokens_per_step\":%ld,\"resumed_from\":%lld,\"ranks\":%d}\n", r.o.steps,
+        fprintf(r.out.log, ",\"steps\":%ld,\"tokens_per_step\":%ld,\"resumed_from\":%lld,\"ranks\":%d", r.o.steps,
                 (long)r.dist.w.size * r.o.accum * r.o.batch * r.data.T, (long long)r.st.step, r.dist.w.size);
+        train__log_env(r.out.log, r.o.reproducible);
+        fputs("}\n", r.out.log);
     }
     if (r.run.steps_before > 0) {  // an extended run: the schedule over the new total, from here on
         const lr_schedule was = {r.o.lr, r.o.lr_min, r.o.warmup, r.run.steps_before};

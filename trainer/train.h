@@ -64,6 +64,9 @@ typedef struct {
     long local_sgd;       // > 0: local steps, parameters averaged every K optimizer steps
     char outer_opt[16];   // none | nesterov (DiLoCo: an outer step every --local-sgd steps)
     float outer_lr, outer_momentum;
+    // 1: every float32 matmul summed in one fixed order (mm_opts.fixed_order): the same bits
+    // on every x86-64 CPU, BLAS kernel and thread count; 0: OpenBLAS's sgemm
+    int reproducible;
 } train_opts;
 
 // Under a launcher (mpirun -np N), --accum A is per rank: a step takes N x A micro-batches.

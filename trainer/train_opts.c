@@ -85,6 +85,7 @@ static const train_opt_desc table[] = {
     OPTR("progress", progress, TOPT_INT, true, TOPT_RESUME_RESET, "progress line: -1 on a terminal, 0 off, 1 on"),
     OPTR("stop-at", stop_at, TOPT_LONG, true, TOPT_RESUME_RESET, "end this invocation after step N, checkpointed (0: run to --steps)"),
     OPT("threads", threads, TOPT_INT, true, "threads for BLAS and OpenMP (0: one per processor)"),
+    OPT("reproducible", reproducible, TOPT_INT, false, "1: float32 matmuls summed in one fixed order, the same bits on every x86-64 CPU (slower)"),
     OPTR("overwrite", overwrite, TOPT_INT, true, TOPT_RESUME_RESET, "1: a fresh run may replace the checkpoint/log in its places"),
 };
 #undef OPT
@@ -229,6 +230,7 @@ int train_opts_validate(const train_opts *o, char *msg, size_t msg_len) {
     REQUIRE(o->threads >= 0 && o->threads <= TRAIN_THREADS_MAX, "--threads %d: expected 0..%d", o->threads,
             TRAIN_THREADS_MAX);
     REQUIRE(o->overwrite == 0 || o->overwrite == 1, "--overwrite %d: expected 0 or 1", o->overwrite);
+    REQUIRE(o->reproducible == 0 || o->reproducible == 1, "--reproducible %d: expected 0 or 1", o->reproducible);
     REQUIRE(o->untied == 0 || o->untied == 1, "--untied %d: expected 0 or 1", o->untied);
     dist_wire w;
     if (dist_wire_parse(&w, "--comm", o->comm, msg, msg_len) != DIST_OK) return -1;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "kernels/llama_ops.h"
+#include "kernels/scaled_mm.h"
 #include "trainer/train_internal.h"
 
 // The lock file that makes a run its --ckpt-dir's one writer: "<ckpt.bin>.lock".
@@ -450,6 +451,7 @@ static int setup_run(train_run_state *r, const train_opts *o, const bool *given,
     r->optim.sgd = !strcmp(r->o.optimizer, "sgd");
     if (setup_policy(r, r->run.resume ? f : NULL, msg, msg_len) != 0) return -1;
     const int threads = llama_ops_threads(r->o.threads);
+    mm_fixed_order_set_default(r->o.reproducible);  // every product's mm_opts_default from here on
     if (load_data(r, r->run.resume ? vocab : NULL, msg, msg_len) != 0) return -1;
     llama_config cfg;
     if (train_model_config(&cfg, &r->o, r->data.set.vocab.size, msg, msg_len) != 0) return -1;
