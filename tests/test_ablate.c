@@ -113,7 +113,8 @@ Test(ablate, runs_the_grid_marks_failures_and_resumes) {
     snprintf(p, sizeof p, "%s/runs/a/seed-2/train.out", out);
     char want[512];
     snprintf(want, sizeof want, "train --model tiny --data %s --steps 6 --policy a --seed 2 --ckpt-dir %s/runs/a/seed-2 "
-             "--progress 0 --overwrite 1 --telemetry sites --eval-every 3 --threads 1 --batch 4\n", data, out);
+             "--progress 0 --overwrite 1 --telemetry sites --eval-every 3 --threads 1 --reproducible 1 "
+             "--batch 4\n", data, out);
     const char *err = slurp(p);
     cr_assert(err && !strcmp(err, want), "train.out:\n%s\nexpected:\n%s", err, want);
     snprintf(p, sizeof p, "%s/runs/a/seed-2/train.err", out);
