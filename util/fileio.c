@@ -317,6 +317,13 @@ static const char *lock_problem(const struct stat *st) {
     return NULL;
 }
 
+// Closes d and says why its lock file is refused (lock_problem's words).
+static int lock_refused(int d, const char *what, const char *lock_path, const char *bad, char *msg, size_t msg_len) {
+    close(d);
+    return fio_fail(FIO_EINVAL, msg, msg_len, "%s: the lock file '%s' %s; refusing to write into it (remove that "
+                    "name and try again)", what, lock_path, bad);
+}
+
 int fio_lock(const char *lock_path, const char *what, const char *who, bool inherit, int *fd, char *msg,
              size_t msg_len) {
     *fd = -1;
@@ -333,11 +340,7 @@ int fio_lock(const char *lock_path, const char *what, const char *who, bool inhe
                             strerror(errno));
         struct stat st, now;
         const char *bad = fstat(d, &st) == 0 ? lock_problem(&st) : "cannot be examined";
-        if (bad) {  // before a byte is written or read
-            close(d);
-            return fio_fail(FIO_EINVAL, msg, msg_len, "%s: the lock file '%s' %s; refusing to write into it "
-                            "(remove that name and try again)", what, lock_path, bad);
-        }
+        if (bad) return lock_refused(d, what, lock_path, bad, msg, msg_len);  // before a byte is written or read
         if (flock(d, LOCK_EX | LOCK_NB) != 0) {
             const int e = errno;
             char pid[32] = "";
@@ -354,11 +357,8 @@ int fio_lock(const char *lock_path, const char *what, const char *who, bool inhe
             close(d);  // removed (or replaced) by its holder since we opened it
             continue;
         }
-        if ((bad = lock_problem(&st))) {  // a link made meanwhile
-            close(d);
-            return fio_fail(FIO_EINVAL, msg, msg_len, "%s: the lock file '%s' %s; refusing to write into it "
-                            "(remove that name and try again)", what, lock_path, bad);
-        }
+        if ((bad = lock_problem(&st)))  // a link made meanwhile
+            return lock_refused(d, what, lock_path, bad, msg, msg_len);
         char pid[32];
         const int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
         if (ftruncate(d, 0) != 0 || pwrite(d, pid, (size_t)n, 0) != n) {}  // the pid is for people only
