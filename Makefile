@@ -135,9 +135,14 @@ need-criterion:
 	@if [ -z "$(HAVE_CRITERION)" ]; then echo "fplab: criterion/criterion.h (libcriterion-dev) not found: run" \
 	  "'make deps' first, which installs the Debian packages fplab needs (or prints the apt-get line)"; exit 1; fi
 
-$(BUILD)/%.o: %.c $(wildcard */*.h) | $(BUILD) need-deps
+# Each object depends on the headers it includes (-MMD writes them into its .d file); an object
+# without a .d yet is rebuilt once (the empty rule below), so an older build/ catches up.
+$(BUILD)/%.o: %.c $(BUILD)/%.d | $(BUILD) need-deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+DEP_FILES := $(patsubst %.o,%.d,$(filter-out $(CUDA_OBJ),$(LIB_OBJ)) $(CLI_OBJ))
+$(DEP_FILES):
+-include $(wildcard $(DEP_FILES))
 
 $(BUILD)/%.o: %.cu $(wildcard */*.h kernels/*.cuh) | $(BUILD)
 	@mkdir -p $(dir $@)
