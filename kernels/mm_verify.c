@@ -257,6 +257,16 @@ static double engine_err1(const eb_ctx *c, const mm_opts *o, size_t K, size_t i,
 int mm_verify(mm_verify_report *rep, const mm_verify_outputs *out, const float *C, const float *C_in,
               size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N, size_t K,
               const mm_opts *o, const mm_verify_opts *vo, char *msg, size_t msg_len) {
+    const mm_verify_problem p = {.A = A, .B = B, .M = M, .N = N, .K = K, .o = *o, .C = C, .C_in = C_in, .ldc = ldc};
+    return mm_verify_run(rep, out, &p, vo, msg, msg_len);
+}
+
+int mm_verify_run(mm_verify_report *rep, const mm_verify_outputs *out, const mm_verify_problem *p,
+                  const mm_verify_opts *vo, char *msg, size_t msg_len) {
+    const mm_operand *A = p->A, *B = p->B;
+    const size_t M = p->M, N = p->N, K = p->K, ldc = p->ldc;
+    const float *C = p->C, *C_in = p->C_in;
+    const mm_opts *o = &p->o;
     mm_verify_opts dv;
     if (!vo) mm_verify_opts_default(&dv), vo = &dv;
     if (msg && msg_len) msg[0] = '\0';

@@ -91,11 +91,26 @@ typedef struct {
 
 void mm_verify_opts_default(mm_verify_opts *vo);
 
-// Verifies C (M x N, leading dimension ldc) as the product of A and B under o (alpha, beta,
-// out_fmt, out_round; o->acc is ignored: the exact value is the reference). C_in: the C that
-// beta multiplies (same ldc), needed when beta != 0. vo may be NULL (defaults). Returns MM_OK,
-// MM_EINVAL (shapes or options mm_validate refuses, a bad extra/expect/engine spec, a u outside
-// [0, 1/(2(K+2))), a tensor scale that is negative, NaN or inf: msg says which), MM_ENOMEM.
+// The problem a result is checked against, named: the operands and options of one product of
+// scaled_mm.h, and the result C with the C_in that beta multiplies.
+typedef struct {
+    const mm_operand *A, *B;  // op(A) (M x K), op(B) (K x N)
+    size_t M, N, K;
+    mm_opts o;                // alpha, beta, out_fmt, out_round; o.acc is ignored: the exact value
+                              // is the reference
+    const float *C;           // the result (M x N, leading dimension ldc)
+    const float *C_in;        // the C that beta multiplies (same ldc); needed when beta != 0
+    size_t ldc;               // >= N
+} mm_verify_problem;
+
+// Verifies p->C as the product of p->A and p->B under p->o. vo may be NULL (defaults), out too
+// (no per-output arrays). Returns MM_OK, MM_EINVAL (shapes or options mm_validate refuses, a bad
+// extra/expect/engine spec, a u outside [0, 1/(2(K+2))), a tensor scale that is negative, NaN or
+// inf: msg says which), MM_ENOMEM.
+int mm_verify_run(mm_verify_report *rep, const mm_verify_outputs *out, const mm_verify_problem *p,
+                  const mm_verify_opts *vo, char *msg, size_t msg_len);
+
+// mm_verify_run by position, for the callers written before the problem had a name.
 int mm_verify(mm_verify_report *rep, const mm_verify_outputs *out, const float *C, const float *C_in,
               size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N, size_t K,
               const mm_opts *o, const mm_verify_opts *vo, char *msg, size_t msg_len);
