@@ -174,16 +174,12 @@ class Stats:
         self.n, self.overflow, self.underflow, self.subnormal = n, overflow, underflow, subnormal
         self.nan_in, self.invalid, self.amax = nan_in, invalid, amax
 
-    def _add(self, t):
-        n, ovf, unf, sub, nan, inv, amax = t
-        self.n += n
-        self.overflow += ovf
-        self.underflow += unf
-        self.subnormal += sub
-        self.nan_in += nan
-        self.invalid += inv
-        if amax > self.amax:
-            self.amax = amax
+    def _add(self, d):
+        """Adds the counts of one call (the extension's stats dict, keyed as _FIELDS)."""
+        for k in self._FIELDS[:-1]:
+            setattr(self, k, getattr(self, k) + d[k])
+        if d["amax"] > self.amax:
+            self.amax = d["amax"]
         return self
 
     def as_dict(self):
@@ -485,9 +481,10 @@ def quantize(x, fmt, scale=None, axis=-1, *, mode="rne", overflow=None, subnorma
     moved = _np.moveaxis(a, axis, -1)
     cols = moved.shape[-1]
     rows = int(_np.prod(moved.shape[:-1], dtype=_np.int64)) if moved.ndim > 1 else 1
-    name, nscales, sfmt, tr, _tc, _two, (grid_r, grid_c) = _fplab.scaling(scale, rows, cols)
+    sg = _fplab.scaling(scale, rows, cols)
+    nscales, sfmt, tr, (grid_r, grid_c) = sg["count"], sg["scale_format"], sg["tile_rows"], sg["grid"]
     q = Quantized()
-    q.format, q.recipe, q.axis = f.name, name, axis if len(shape0) else None
+    q.format, q.recipe, q.axis = f.name, sg["name"], axis if len(shape0) else None
     q.stats = Stats()
     if a.dtype == _np.float64:
         if sfmt is not None:
@@ -510,10 +507,10 @@ def quantize(x, fmt, scale=None, axis=-1, *, mode="rne", overflow=None, subnorma
     svals = _np.empty(nscales, _np.float32) if sfmt is not None else None
     scodes = _np.empty(nscales, _CODE_DTYPES[sfmt.code_bytes]) if sfmt is not None else None
     # One library call: values, element values, codes, scales and scale codes (fmt_quantize_codes_f32).
-    t, tensor_scale, clipped, scales_nan, q.overflow, warning, err = _fplab.quantize(
-        f, scale, out, src, rows, cols, elems, svals, codes, scodes, **kw)
-    _collect(q.stats, t, warning)
-    _error_stats(q.stats, err)
+    r = _fplab.quantize(f, scale, out, src, rows, cols, elems, svals, codes, scodes, **kw)
+    q.overflow = r["overflow"]
+    _collect(q.stats, r["stats"], r["warning"])
+    _error_stats(q.stats, r["error"])
 
     def back(m):  # (rows, cols) -> x's shape
         return _np.moveaxis(m.reshape(moved.shape), -1, axis).reshape(shape0)
@@ -521,7 +518,7 @@ def quantize(x, fmt, scale=None, axis=-1, *, mode="rne", overflow=None, subnorma
     q.values = back(out)
     q.elements = back(elems)
     q.codes = back(codes)
-    q.tensor_scale, q.scales_clipped, q.scales_nan = tensor_scale, clipped, scales_nan
+    q.tensor_scale, q.scales_clipped, q.scales_nan = r["tensor_scale"], r["scales_clipped"], r["scales_nan"]
     if sfmt is None:
         q.scales = q.scale_values = q.scale_format = None
     else:
@@ -537,9 +534,9 @@ def quantize(x, fmt, scale=None, axis=-1, *, mode="rne", overflow=None, subnorma
 
 
 def _error_stats(st, err):
-    """Stats st gets the error metrics of a _fplab.quantize/qerror tuple."""
-    st.mse, st.sqnr_db, st.max_abs_err, st.max_rel_err = err[:4]
-    st.err_nonfinite = err[5]
+    """Stats st gets the error metrics of _fplab.qerror (or quantize's "error")."""
+    for k in ("mse", "sqnr_db", "max_abs_err", "max_rel_err", "err_nonfinite"):
+        setattr(st, k, err[k])
 
 
 def _kw_for_round(kw):
@@ -608,17 +605,19 @@ def scaled_matmul(a, b, a_fmt, b_fmt=None, *, out="fp32", scale="none", acc="fp3
     exact = _np.empty((M, N), _np.float64) if error else None
     absdot = _np.empty((M, N), _np.float64) if error else None
     err_ulp = _np.empty((M, N), _np.float64) if error else None
-    sa, sb, ca, cb, emulated, ver = _fplab.matmul(A, B, M, N, K, fa, fb, fo, scale, acc, backend, C, cin,
-                                                   float(alpha), float(beta), quant_mode, quant_overflow, round_mode,
-                                                   overflow, int(seed), ref, exact, absdot, err_ulp)
+    d = _fplab.matmul(a=A, b=B, m=M, n=N, k=K, a_fmt=fa, b_fmt=fb, out_fmt=fo, scale=scale, acc=acc,
+                      backend=backend, c=C, c_in=cin, alpha=float(alpha), beta=float(beta), quant_mode=quant_mode,
+                      quant_overflow=quant_overflow, round_mode=round_mode, overflow=overflow, seed=int(seed),
+                      ref=ref, exact=exact, absdot=absdot, err_ulp=err_ulp)
     r = ScaledMatmul()
-    r.c, r.emulated = C, emulated
-    r.stats_a, r.stats_b = Stats()._add(sa), Stats()._add(sb)
-    r.scales_clipped_a, r.scales_clipped_b = ca, cb
+    r.c, r.emulated = C, d["emulated"]
+    r.stats_a, r.stats_b = Stats()._add(d["stats_a"]), Stats()._add(d["stats_b"])
+    r.scales_clipped_a, r.scales_clipped_b = d["scales_clipped_a"], d["scales_clipped_b"]
     r.ref, r.exact, r.absdot, r.err_ulp = ref, exact, absdot, err_ulp
     r.max_err_ulp = r.median_err_ulp = r.mismatches = None
+    ver = d["verify"]
     if ver is not None:  # the library's verifier (kernels/mm_verify.h), as matmul-check
-        r.max_err_ulp, r.median_err_ulp, r.mismatches = ver
+        r.max_err_ulp, r.median_err_ulp, r.mismatches = ver["max_err_ulp"], ver["median_err_ulp"], ver["mismatches"]
     return r
 
 
@@ -693,11 +692,10 @@ def check_matmul(a, b, c, a_fmt, b_fmt=None, *, out="fp32", scale="none", a_scal
     fo = _format(out)
     sa = None if a_scales is None else _f32_exact(a_scales, "a_scales")
     sb = None if b_scales is None else _f32_exact(b_scales, "b_scales")
-    _, _, sfmt, tr, tc, _, _ = _fplab.scaling(scale, M, K)
-    if sfmt is not None:
-        def cdiv(n, t):
-            return 1 if t <= 0 or t >= n else -(-n // t)
-        grids = {"a_scales": (sa, (cdiv(M, tr), cdiv(K, tc))), "b_scales": (sb, (cdiv(K, tc), cdiv(N, tr)))}
+    ga = _fplab.scaling(scale, M, K, side="a")
+    if ga["scale_format"] is not None:
+        # Each side's tile grid as the library takes it (B's tile transposed: mm_side_scaling).
+        grids = {"a_scales": (sa, ga["grid"]), "b_scales": (sb, _fplab.scaling(scale, K, N, side="b")["grid"])}
         for what, (x, g) in grids.items():
             if x is None:
                 raise ValueError(f"check_matmul: scale {scale!r} needs {what} (shape {g})")
@@ -715,19 +713,23 @@ def check_matmul(a, b, c, a_fmt, b_fmt=None, *, out="fp32", scale="none", a_scal
             raise ValueError(f"c_in: shape {cin.shape}, expected {(M, N)}")
     if isinstance(also, str):
         also = [also]
-    f64 = [_np.empty((M, N), _np.float64) for _ in range(5)]
-    u8 = [_np.empty((M, N), _np.uint8) for _ in range(2)]
-    d = _fplab.check_matmul(A, B, Cr, M, N, K, fa, fb, fo, scale, sa, sb, float(a_tensor_scale),
-                            float(b_tensor_scale), float(alpha), float(beta), cin, round_mode, float(u),
-                            [str(x) for x in also], expect, engine, bool(candidates), *f64, *u8)
+    per = {k: _np.empty((M, N), _np.float64) for k in ("exact", "absdot", "err", "err_ulp", "bound_ulp")}
+    per.update({k: _np.empty((M, N), _np.uint8) for k in ("judged", "in_bound")})
+    d = _fplab.check_matmul(a=A, b=B, c=Cr, m=M, n=N, k=K, a_fmt=fa, b_fmt=fb, out_fmt=fo, scale=scale, a_scales=sa,
+                            b_scales=sb, a_tensor_scale=float(a_tensor_scale), b_tensor_scale=float(b_tensor_scale),
+                            alpha=float(alpha), beta=float(beta), c_in=cin, round_mode=round_mode, u=float(u),
+                            also=[str(x) for x in also], expect=expect, engine=engine, candidates=bool(candidates),
+                            **per)
     r = MatmulCheck()
     cands = d.pop("candidates")
+    d.pop("expect")
     for k, v in d.items():
         setattr(r, k, v)
-    r.candidates = {spec: n for spec, n, _ in cands}
-    r.extra = [spec for spec, _, x in cands if x]
-    r.exact, r.absdot, r.err, r.err_ulp, r.bound_ulp = f64
-    r.judged_mask, r.in_bound = u8[0].astype(bool), u8[1].astype(bool)
+    r.candidates = {c["acc"]: c["reproduced"] for c in cands}
+    r.extra = [c["acc"] for c in cands if c["extra"]]
+    r.exact, r.absdot, r.err, r.err_ulp, r.bound_ulp = (per[k] for k in ("exact", "absdot", "err", "err_ulp",
+                                                                        "bound_ulp"))
+    r.judged_mask, r.in_bound = per["judged"].astype(bool), per["in_bound"].astype(bool)
     return r
 
 

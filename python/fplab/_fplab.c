@@ -24,6 +24,7 @@
 #include "formats/round.h"
 #include "formats/scale.h"
 #include "kernels/blas_tune.h"
+#include "kernels/mm_check.h"
 #include "kernels/mm_operand.h"
 #include "kernels/mm_verify.h"
 #include "kernels/scaled_mm.h"
@@ -268,10 +269,27 @@ static int parse_round_opts(fmt_round_opts *o, const fmt_t *f, const char *mode,
     return *warning ? 0 : -1;
 }
 
-static PyObject *stats_tuple(const fmt_stats *s) {
-    return Py_BuildValue("(KKKKKKd)", (unsigned long long)s->n, (unsigned long long)s->overflow,
-                         (unsigned long long)s->underflow, (unsigned long long)s->subnormal,
-                         (unsigned long long)s->nan_in, (unsigned long long)s->invalid, s->amax);
+// fmt_stats as a dict (the names of fplab.Stats).
+static PyObject *stats_dict(const fmt_stats *s) {
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:d}", "n", (unsigned long long)s->n, "overflow",
+                         (unsigned long long)s->overflow, "underflow", (unsigned long long)s->underflow, "subnormal",
+                         (unsigned long long)s->subnormal, "nan_in", (unsigned long long)s->nan_in, "invalid",
+                         (unsigned long long)s->invalid, "amax", s->amax);
+}
+
+// fmt_qerror as a dict (the names of fplab.Stats' error fields).
+static PyObject *qerror_dict(const fmt_qerror *qe) {
+    return Py_BuildValue("{s:d,s:d,s:d,s:d,s:K,s:K}", "mse", qe->mse, "sqnr_db", qe->sqnr_db, "max_abs_err",
+                         qe->max_abs, "max_rel_err", qe->max_rel, "n", (unsigned long long)qe->n, "err_nonfinite",
+                         (unsigned long long)qe->nonfinite);
+}
+
+// What round and encode return: (the stats as a dict when they were counted, else None; the
+// warning or None).
+static PyObject *stats_and_warning(const fmt_stats *s, bool counted, PyObject *warning) {
+    PyObject *d = counted ? stats_dict(s) : (Py_INCREF(Py_None), Py_None);
+    if (!d) return Py_DECREF(warning), NULL;
+    return Py_BuildValue("(NN)", d, warning);
 }
 
 // Round keyword arguments shared by round/encode/quantize/random: parsed by each function.
@@ -354,7 +372,7 @@ static PyObject *py_round(PyObject *m, PyObject *args, PyObject *kw) {
         Py_DECREF(warning);
         return status_error(st, "round");
     }
-    return Py_BuildValue("(NN)", stats_tuple(&s), warning);
+    return stats_and_warning(&s, want_stats, warning);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -416,7 +434,7 @@ static PyObject *py_encode(PyObject *m, PyObject *args, PyObject *kw) {
     PyBuffer_Release(&c);
     PyBuffer_Release(&x);
     if (st != FMT_OK) return Py_DECREF(warning), NULL;
-    return Py_BuildValue("(NN)", stats_tuple(&s), warning);
+    return stats_and_warning(&s, want_stats, warning);
 }
 
 // fmt_codes_check's rule for codes from Python: true (with ValueError set) when one has a bit
@@ -562,30 +580,37 @@ static PyObject *py_scheme(PyObject *m, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-// scaling(spec, rows, cols) -> (canonical name, number of scales, scale Format or None,
-//                                tile_rows, tile_cols, two_level, (grid rows, grid cols))
-static PyObject *py_scaling(PyObject *m, PyObject *args) {
+// scaling(spec, rows, cols, side=None) -> {name: canonical name, count: number of scales,
+//   scale_format: Format or None, tile_rows, tile_cols, two_level, grid: (rows, cols)}
+// side 'a' or 'b': the recipe as that operand of a matmul takes it (mm_side_scaling: B, stored
+// K x N, has the tile transposed); None: as quantize takes it (the same as 'a').
+static PyObject *py_scaling(PyObject *m, PyObject *args, PyObject *kw) {
     (void)m;
-    const char *spec;
+    static char *kwlist[] = {"spec", "rows", "cols", "side", NULL};
+    const char *spec, *side = NULL;
     Py_ssize_t rows, cols;
-    if (!PyArg_ParseTuple(args, "snn", &spec, &rows, &cols)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "snn|$z", kwlist, &spec, &rows, &cols, &side)) return NULL;
     if (rows < 0 || cols < 0) return PyErr_Format(PyExc_ValueError, "shape (%zd, %zd): negative", rows, cols);
+    if (side && strcmp(side, "a") && strcmp(side, "b"))
+        return PyErr_Format(PyExc_ValueError, "side '%s': expected 'a', 'b' or None", side);
     fmt_scaling sc;
     if (parse_scaling(&sc, spec) < 0) return NULL;
+    sc = mm_side_scaling(&sc, side && side[0] == 'b' ? MM_SIDE_B : MM_SIDE_A);
     char name[128];
     fmt_scaling_name(&sc, name, sizeof name);
     PyObject *sf = sc.none ? (Py_INCREF(Py_None), Py_None) : format_wrap(&sc.scale_fmt);
     if (!sf) return NULL;
     size_t grid[2];
     fmt_scale_grid(&sc, (size_t)rows, (size_t)cols, grid);
-    return Py_BuildValue("(snNiiO(nn))", name, (Py_ssize_t)fmt_scale_count(&sc, (size_t)rows, (size_t)cols), sf,
-                         sc.tile_rows, sc.tile_cols, sc.tensor_scale ? Py_True : Py_False, (Py_ssize_t)grid[0],
-                         (Py_ssize_t)grid[1]);
+    return Py_BuildValue("{s:s,s:n,s:N,s:i,s:i,s:O,s:(nn)}", "name", name, "count",
+                         (Py_ssize_t)fmt_scale_count(&sc, (size_t)rows, (size_t)cols), "scale_format", sf, "tile_rows",
+                         sc.tile_rows, "tile_cols", sc.tile_cols, "two_level", sc.tensor_scale ? Py_True : Py_False,
+                         "grid", (Py_ssize_t)grid[0], (Py_ssize_t)grid[1]);
 }
 
 // quantize(F, spec, out, x, rows, cols, elems, scales, codes, scale_codes, **round)
-//   -> (stats, tensor_scale, scales_clipped, scales_nan, overflow policy used, warning,
-//       (mse, sqnr_db, max_abs, max_rel, nonfinite))
+//   -> {stats, tensor_scale, scales_clipped, scales_nan, overflow (the policy used), warning,
+//       error (qerror_dict)}
 // out, elems: rows*cols float32; codes: rows*cols codes of F; scales: fmt_scale_count float32 and
 // scale_codes as many codes of the scale format (both None when there are none). One library
 // call (fmt_quantize_codes_f32) fills them all, as `fplab quantize` does; the error is of out
@@ -657,10 +682,10 @@ static PyObject *py_quantize(PyObject *m, PyObject *args, PyObject *kw) {
     for (int i = 0; i < 6; i++)
         if (have[i]) PyBuffer_Release(&b[i]);
     if (st != FMT_OK) return Py_DECREF(warning), NULL;
-    return Py_BuildValue("(NdKKsN(dddddK))", stats_tuple(&stats), (double)info.tensor_scale,
-                         (unsigned long long)info.scales_clipped, (unsigned long long)info.scales_nan,
-                         fmt_overflow_name(o.overflow), warning, qe.mse, qe.sqnr_db, qe.max_abs, qe.max_rel,
-                         (double)qe.n, (unsigned long long)qe.nonfinite);
+    return Py_BuildValue("{s:N,s:d,s:K,s:K,s:s,s:N,s:N}", "stats", stats_dict(&stats), "tensor_scale",
+                         (double)info.tensor_scale, "scales_clipped", (unsigned long long)info.scales_clipped,
+                         "scales_nan", (unsigned long long)info.scales_nan, "overflow", fmt_overflow_name(o.overflow),
+                         "warning", warning, "error", qerror_dict(&qe));
 }
 
 // ulp(F, out, x): out[i] = fmt_ulp(F, x[i]), float64 arrays of one size.
@@ -687,8 +712,8 @@ static PyObject *py_ulp(PyObject *m, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-// qerror(y, x) -> (mse, sqnr_db, max_abs, max_rel, n, nonfinite): float32 or float64 arrays of
-// one dtype and size (fmt_qerror_f32 / _f64).
+// qerror(y, x) -> qerror_dict (mse, sqnr_db, max_abs_err, max_rel_err, n, err_nonfinite): y and x
+// float32 or float64 arrays of one dtype and size (fmt_qerror_f32 / _f64).
 static PyObject *py_qerror(PyObject *m, PyObject *args) {
     (void)m;
     PyObject *yo, *xo;
@@ -713,354 +738,318 @@ static PyObject *py_qerror(PyObject *m, PyObject *args) {
     }
     PyBuffer_Release(&y), PyBuffer_Release(&x);
     if (!ok) return NULL;
-    return Py_BuildValue("(dddddK)", qe.mse, qe.sqnr_db, qe.max_abs, qe.max_rel, (double)qe.n,
-                         (unsigned long long)qe.nonfinite);
+    return qerror_dict(&qe);
 }
 
 // ---------------------------------------------------------------------------------------------
-// scaled matmul
+// scaled matmul: the library's check front end (kernels/mm_check.h) and verifier
+// (kernels/mm_verify.h), as `fplab matmul-check` calls them. Keyword-only arguments; the
+// results are dicts.
 
-// matmul(a, b, M, N, K, a_fmt, b_fmt, out_fmt, spec, acc, backend, c, c_in, alpha, beta,
-//        qmode, qoverflow, omode, ooverflow, oseed, ref, exact, absdot, err_ulp)
-// a (M x K), b (K x N) float32; a and b are quantized to their formats with the recipe (tiles
-// along K, as mm_operand.h says) and rounding (qmode, qoverflow); then C = the scaled product on
-// `backend` (cpu or ref), rounded to out_fmt with (omode, ooverflow, oseed). c_in: C read when
-// beta != 0 (None otherwise). ref/exact/absdot (or None): mm_ref's result with the same options,
-// and, through mm_verify (kernels/mm_verify.h, the verifier matmul-check uses), the exact value
-// (fp32 accumulation: no accumulator rounding), sum|a b s| and the error in ulps of out_fmt.
-// Returns (stats_a, stats_b, clipped_a, clipped_b, emulated, verify) with verify None or
-// (max_err_ulp, median_err_ulp, mismatches: outputs whose bits differ from mm_ref with acc).
-static PyObject *py_matmul(PyObject *m, PyObject *args) {
-    (void)m;
-    PyObject *ao, *bo, *afo, *bfo, *ofo, *co, *cino, *refo, *exo, *abso, *ulpo;
-    Py_ssize_t M, N, K;
-    const char *spec, *acc, *backend, *qmode, *qovf, *omode, *oovf;
-    double alpha, beta;
-    unsigned long long oseed;
-    if (!PyArg_ParseTuple(args, "OOnnnOOOsssOOddssssKOOOO", &ao, &bo, &M, &N, &K, &afo, &bfo, &ofo, &spec, &acc,
-                          &backend, &co, &cino, &alpha, &beta, &qmode, &qovf, &omode, &oovf, &oseed, &refo, &exo,
-                          &abso, &ulpo))
-        return NULL;
+// An optional buffer argument: None, or a C-contiguous buffer of kind `kind` with n items.
+typedef struct {
+    const char *name;
+    PyObject *obj;
+    buf_kind kind;
+    bool writable;
+    Py_buffer v;
+    bool have;
+} opt_buf;
+
+// Gets every buffer of bs (None: absent); each must hold want[i] items (0: any). -1 with the
+// error set (and nothing held) when one is refused.
+static int get_bufs(opt_buf *bs, int nb, const size_t *want, const char *fn) {
+    for (int i = 0; i < nb; i++) {
+        opt_buf *b = &bs[i];
+        b->have = false;
+        if (!b->obj || b->obj == Py_None) continue;
+        int err = get_buf(&b->v, b->obj, b->kind, 1, b->writable, b->name);
+        if (!err && want[i] && buf_n(&b->v) != want[i]) {
+            PyErr_Format(PyExc_ValueError, "%s: %s holds %zu items; expected %zu", fn, b->name, buf_n(&b->v), want[i]);
+            PyBuffer_Release(&b->v);
+            err = -1;
+        }
+        if (err) {
+            for (int j = 0; j < i; j++)
+                if (bs[j].have) PyBuffer_Release(&bs[j].v), bs[j].have = false;
+            return -1;
+        }
+        b->have = true;
+    }
+    return 0;
+}
+
+static void release_bufs(opt_buf *bs, int nb) {
+    for (int i = 0; i < nb; i++)
+        if (bs[i].have) PyBuffer_Release(&bs[i].v), bs[i].have = false;
+}
+
+#define OPT_BUF(n_, k_, w_) {.name = (n_), .kind = (k_), .writable = (w_)}
+
+static void *buf_ptr(const opt_buf *b) { return b->have ? b->v.buf : NULL; }
+
+// The report of mm_verify_run as a dict: its scalars and candidates [{acc, reproduced, extra}].
+static PyObject *report_dict(const mm_verify_report *rep) {
+    PyObject *cl = PyList_New((Py_ssize_t)rep->ncand);
+    for (size_t i = 0; cl && i < rep->ncand; i++) {
+        const mm_verify_cand *c0 = &rep->cand[i];
+        PyObject *c = Py_BuildValue("{s:s,s:n,s:O}", "acc", c0->spec, "reproduced", (Py_ssize_t)c0->reproduced,
+                                    "extra", c0->extra ? Py_True : Py_False);
+        if (!c) Py_CLEAR(cl);
+        else PyList_SET_ITEM(cl, (Py_ssize_t)i, c);
+    }
+    if (!cl) return NULL;
+    return Py_BuildValue(
+        "{s:n,s:n,s:n,s:n,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:O,s:s,s:z,s:z,s:z,s:N}", "n", (Py_ssize_t)rep->n, "judged",
+        (Py_ssize_t)rep->judged, "excluded", (Py_ssize_t)rep->excluded, "outside", (Py_ssize_t)rep->outside, "u",
+        rep->u, "gamma", rep->gamma, "max_err_ulp", rep->max_ulp, "median_err_ulp", rep->med_ulp, "max_rel_err",
+        rep->max_rel, "median_rel_err", rep->med_rel, "max_bound_ulp", rep->max_bound_ulp, "median_bound_ulp",
+        rep->med_bound_ulp, "passed", rep->pass ? Py_True : Py_False, "rule", mm_verify_rule_name(rep->rule),
+        "rule_acc", rep->rule_cand >= 0 ? rep->cand[rep->rule_cand].spec : NULL, "bound_engine",
+        rep->bound_spec[0] ? rep->bound_spec : NULL, "expect", rep->expect_cand >= 0 ? rep->cand[rep->expect_cand].spec
+                                                                                      : NULL,
+        "candidates", cl);
+}
+
+// The problem's sizes, formats and recipe from the arguments every matmul call shares.
+static int problem_parse(mm_check_problem *p, const char *fn, Py_ssize_t M, Py_ssize_t N, Py_ssize_t K,
+                         PyObject *afo, PyObject *bfo, PyObject *ofo, const char *spec) {
     const fmt_t *fa = as_format(afo), *fb = fa ? as_format(bfo) : NULL, *fo = fb ? as_format(ofo) : NULL;
-    if (!fo) return NULL;
-    if (M < 1 || N < 1 || K < 1)
-        return PyErr_Format(PyExc_ValueError, "scaled_matmul: shapes (%zd x %zd) @ (%zd x %zd): expected every "
-                            "size >= 1", M, K, K, N);
+    if (!fo) return -1;
+    if (M < 1 || N < 1 || K < 1) {
+        PyErr_Format(PyExc_ValueError, "%s: shapes (%zd x %zd) @ (%zd x %zd): expected every size >= 1", fn, M, K, K,
+                     N);
+        return -1;
+    }
+    *p = (mm_check_problem){.M = (size_t)M, .N = (size_t)N, .K = (size_t)K, .fa = *fa, .fb = *fb};
+    if (parse_scaling(&p->sc, spec) < 0) return -1;
+    mm_opts_default(&p->o);
+    p->o.out_fmt = *fo;
+    return 0;
+}
+
+// matmul(*, a, b, m, n, k, a_fmt, b_fmt, out_fmt, scale, acc, backend, c, c_in, alpha, beta,
+//        quant_mode, quant_overflow, round_mode, overflow, seed, ref, exact, absdot, err_ulp)
+//   -> {stats_a, stats_b, scales_clipped_a, scales_clipped_b, emulated, verify}
+// a (M x K), b (K x N) float32 are quantized to their formats with the recipe (mm_check_quantize:
+// tiles along K, elements rounded with quant_mode/quant_overflow); then C = the scaled product on
+// `backend` (cpu or ref), rounded to out_fmt with (round_mode, overflow, seed). c_in: the C read
+// when beta != 0. ref/exact/absdot/err_ulp (or None): mm_ref's result with the same options and,
+// through mm_verify_run with C held to mm_ref with acc, the exact value, sum|a b s| and the error
+// in ulps of out_fmt; verify is then the report (report_dict) with mismatches (outputs whose bits
+// differ from mm_ref with acc), else None.
+static PyObject *py_matmul(PyObject *m, PyObject *args, PyObject *kw) {
+    (void)m;
+    static char *kwlist[] = {"a", "b", "m", "n", "k", "a_fmt", "b_fmt", "out_fmt", "scale", "acc", "backend", "c",
+                             "c_in", "alpha", "beta", "quant_mode", "quant_overflow", "round_mode", "overflow", "seed",
+                             "ref", "exact", "absdot", "err_ulp", NULL};
+    PyObject *afo = NULL, *bfo = NULL, *ofo = NULL;
+    opt_buf bs[8] = {OPT_BUF("a", BUF_F32, false), OPT_BUF("b", BUF_F32, false),   OPT_BUF("c", BUF_F32, true),
+                     OPT_BUF("c_in", BUF_F32, false), OPT_BUF("ref", BUF_F32, true), OPT_BUF("exact", BUF_F64, true),
+                     OPT_BUF("absdot", BUF_F64, true), OPT_BUF("err_ulp", BUF_F64, true)};
+    Py_ssize_t M = -1, N = -1, K = -1;
+    const char *spec = "none", *acc = "fp32", *backend = "cpu", *qmode = "rne", *qovf = "saturate", *omode = "rne";
+    const char *oovf = "ieee";
+    double alpha = 1.0, beta = 0.0;
+    unsigned long long oseed = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OOnnnOOOsssOOddssssKOOOO", kwlist, &bs[0].obj, &bs[1].obj, &M, &N,
+                                     &K, &afo, &bfo, &ofo, &spec, &acc, &backend, &bs[2].obj, &bs[3].obj, &alpha,
+                                     &beta, &qmode, &qovf, &omode, &oovf, &oseed, &bs[4].obj, &bs[5].obj, &bs[6].obj,
+                                     &bs[7].obj))
+        return NULL;
+    if (!bs[0].obj || !bs[1].obj || !bs[2].obj || !afo || !bfo || !ofo)
+        return PyErr_Format(PyExc_TypeError, "matmul: a, b, c, m, n, k, a_fmt, b_fmt and out_fmt are required");
+    mm_check_problem p;
+    if (problem_parse(&p, "scaled_matmul", M, N, K, afo, bfo, ofo, spec) < 0) return NULL;
     const bool use_ref = !strcmp(backend, "ref");
     if (!use_ref && strcmp(backend, "cpu"))
         return PyErr_Format(PyExc_ValueError, "backend '%s': expected 'cpu' or 'ref'", backend);
     const struct {
         const fmt_t *f;
         const char *what;
-    } fs[3] = {{fa, "a_fmt"}, {fb, "b_fmt"}, {fo, "out"}};
+    } fs[3] = {{&p.fa, "a_fmt"}, {&p.fb, "b_fmt"}, {&p.o.out_fmt, "out"}};
     for (int i = 0; i < 3; i++)
         if (!(fmt_values_fit_f32(fs[i].f)))
             return PyErr_Format(PyExc_ValueError, "%s %s: operands and C are float32; expected a format of float32 "
                                 "or narrower", fs[i].what, fs[i].f->name);
-    fmt_scaling sc;
-    if (parse_scaling(&sc, spec) < 0) return NULL;
-    mm_opts o;
-    mm_opts_default(&o);
-    o.out_round.overflow = FMT_OVERFLOW_IEEE;
-    o.alpha = (float)alpha, o.beta = (float)beta;
-    o.out_fmt = *fo;
+    p.o.out_round.overflow = FMT_OVERFLOW_IEEE;
+    p.o.alpha = (float)alpha, p.o.beta = (float)beta;
     char msg[512] = "";
-    if (mm_acc_from_name(&o.acc, acc, msg, sizeof msg) != MM_OK)
+    if (mm_acc_from_name(&p.o.acc, acc, msg, sizeof msg) != MM_OK)
         return PyErr_Format(PyExc_ValueError, "acc: %s", msg[0] ? msg : "unknown accumulator");
     PyObject *w1 = NULL, *w2 = NULL;
     fmt_round_opts qo = {0};
-    if (parse_round_opts(&qo, fa, qmode, qovf, 0, 0, 0, 0, 0, &w1) < 0) return NULL;
+    if (parse_round_opts(&qo, &p.fa, qmode, qovf, 0, 0, 0, 0, 0, &w1) < 0) return NULL;
     Py_DECREF(w1);
-    if (parse_round_opts(&o.out_round, fo, omode, oovf, 0, 0, oseed, 0, 0, &w2) < 0) return NULL;
+    if (parse_round_opts(&p.o.out_round, &p.o.out_fmt, omode, oovf, 0, 0, oseed, 0, 0, &w2) < 0) return NULL;
     Py_DECREF(w2);
-
-    Py_buffer a, b, c, cin = {0}, ref = {0}, ex = {0}, ab = {0}, ul = {0};
-    bool have_cin = false, have_ref = false, have_ex = false, have_ab = false, have_ul = false;
-    if (get_buf(&a, ao, BUF_F32, 0, false, "a") < 0) return NULL;
-    if (get_buf(&b, bo, BUF_F32, 0, false, "b") < 0) return PyBuffer_Release(&a), NULL;
-    if (get_buf(&c, co, BUF_F32, 0, true, "c") < 0) return PyBuffer_Release(&a), PyBuffer_Release(&b), NULL;
-    int err = 0;
-    if (cino != Py_None) err = get_buf(&cin, cino, BUF_F32, 0, false, "c_in"), have_cin = !err;
-    if (!err && refo != Py_None) err = get_buf(&ref, refo, BUF_F32, 0, true, "ref"), have_ref = !err;
-    if (!err && exo != Py_None) err = get_buf(&ex, exo, BUF_F64, 0, true, "exact"), have_ex = !err;
-    if (!err && abso != Py_None) err = get_buf(&ab, abso, BUF_F64, 0, true, "absdot"), have_ab = !err;
-    if (!err && ulpo != Py_None) err = get_buf(&ul, ulpo, BUF_F64, 0, true, "err_ulp"), have_ul = !err;
-    const size_t mn = (size_t)M * (size_t)N;
-    if (!err && (buf_n(&a) != (size_t)M * (size_t)K || buf_n(&b) != (size_t)K * (size_t)N || buf_n(&c) != mn ||
-                 (have_cin && buf_n(&cin) != mn) || (have_ref && buf_n(&ref) != mn) ||
-                 (have_ex && buf_n(&ex) != mn) || (have_ab && buf_n(&ab) != mn) || (have_ul && buf_n(&ul) != mn))) {
-        PyErr_Format(PyExc_ValueError, "scaled_matmul: buffer sizes do not match M=%zd N=%zd K=%zd", M, N, K);
-        err = -1;
+    const size_t mn = p.M * p.N, want[8] = {p.M * p.K, p.K * p.N, mn, mn, mn, mn, mn, mn};
+    if (get_bufs(bs, 8, want, "scaled_matmul") < 0) return NULL;
+    if (p.o.beta != 0.0f && !bs[3].have) {
+        release_bufs(bs, 8);
+        return PyErr_Format(PyExc_ValueError, "scaled_matmul: beta != 0 needs c (the matrix C to add)");
     }
-    if (!err && o.beta != 0.0f && !have_cin) {
-        PyErr_SetString(PyExc_ValueError, "scaled_matmul: beta != 0 needs c (the matrix C to add)");
-        err = -1;
+    mm_qmat qa, qb;
+    mm_verify_report vrep;
+    const bool verify = bs[5].have || bs[6].have || bs[7].have;
+    int stq, st = MM_OK;
+    Py_BEGIN_ALLOW_THREADS;
+    stq = mm_check_quantize(&qa, &qb, &p, bs[0].v.buf, bs[1].v.buf, &qo, msg, sizeof msg);
+    if (stq == MM_OK) {
+        float *C = bs[2].v.buf;
+        const float *cin = buf_ptr(&bs[3]);
+        if (cin) memcpy(C, cin, mn * sizeof *C);
+        st = use_ref ? mm_ref(C, p.N, &qa.op, &qb.op, p.M, p.N, p.K, &p.o)
+                     : mm_cpu(C, p.N, &qa.op, &qb.op, p.M, p.N, p.K, &p.o);
+        if (st == MM_OK && bs[4].have) {
+            if (cin) memcpy(bs[4].v.buf, cin, mn * sizeof(float));
+            st = mm_ref(bs[4].v.buf, p.N, &qa.op, &qb.op, p.M, p.N, p.K, &p.o);
+        }
+        if (st == MM_OK && verify) {
+            // C must equal mm_ref with this accumulator: its count of outputs reproduced gives
+            // the mismatches.
+            const mm_verify_opts vo = {.expect = acc, .no_candidates = true};
+            const mm_verify_outputs vout = {.exact = buf_ptr(&bs[5]), .absdot = buf_ptr(&bs[6]),
+                                            .err_ulp = buf_ptr(&bs[7])};
+            const mm_verify_problem vp = {.A = &qa.op, .B = &qb.op, .M = p.M, .N = p.N, .K = p.K, .o = p.o, .C = C,
+                                          .C_in = cin, .ldc = p.N};
+            st = mm_verify_run(&vrep, &vout, &vp, &vo, NULL, 0);
+        }
     }
+    Py_END_ALLOW_THREADS;
+    release_bufs(bs, 8);
     PyObject *result = NULL;
-    if (!err) {
-        mm_qmat qa, qb;
-        int st, sta = MM_OK, stb = MM_OK, stv = MM_OK, ste = MM_OK;
-        bool have_qa = false, have_qb = false, have_vrep = false;
-        mm_verify_report vrep;
-        Py_BEGIN_ALLOW_THREADS;
-        sta = mm_qmat_from_f32(&qa, MM_SIDE_A, a.buf, (size_t)M, (size_t)K, fa, &sc, &qo);
-        have_qa = sta == MM_OK;
-        if (have_qa) stb = mm_qmat_from_f32(&qb, MM_SIDE_B, b.buf, (size_t)K, (size_t)N, fb, &sc, &qo);
-        have_qb = have_qa && stb == MM_OK;
-        if (have_qb) stv = mm_validate(&qa.op, &qb.op, (size_t)M, (size_t)N, (size_t)K, &o, msg, sizeof msg);
-        st = stv;
-        if (have_qb && stv == MM_OK) {
-            float *C = c.buf;
-            if (o.beta != 0.0f) memcpy(C, cin.buf, mn * sizeof *C);
-            st = use_ref ? mm_ref(C, (size_t)N, &qa.op, &qb.op, (size_t)M, (size_t)N, (size_t)K, &o)
-                         : mm_cpu(C, (size_t)N, &qa.op, &qb.op, (size_t)M, (size_t)N, (size_t)K, &o);
-            if (st == MM_OK && have_ref) {
-                if (o.beta != 0.0f) memcpy(ref.buf, cin.buf, mn * sizeof(float));
-                st = mm_ref(ref.buf, (size_t)N, &qa.op, &qb.op, (size_t)M, (size_t)N, (size_t)K, &o);
-            }
-            if (st == MM_OK && (have_ex || have_ab || have_ul)) {
-                // The verifier, told that C must equal mm_ref with this accumulator (its count
-                // of outputs reproduced gives the mismatches).
-                const mm_verify_opts vo = {.expect = acc, .no_candidates = true};
-                const mm_verify_outputs vout = {.exact = have_ex ? ex.buf : NULL, .absdot = have_ab ? ab.buf : NULL,
-                                                .err_ulp = have_ul ? ul.buf : NULL};
-                ste = mm_verify(&vrep, &vout, C, have_cin ? cin.buf : NULL, (size_t)N, &qa.op, &qb.op, (size_t)M,
-                                (size_t)N, (size_t)K, &o, &vo, NULL, 0);
-                have_vrep = ste == MM_OK;
-                st = ste;
-            }
+    if (stq != MM_OK) {
+        if (stq == MM_ENOMEM) PyErr_NoMemory();
+        else PyErr_Format(PyExc_ValueError, "scaled_matmul: %s", msg[0] ? msg : "the configuration is not valid");
+    } else if (st != MM_OK) {
+        if (st == MM_ENOMEM) PyErr_NoMemory();
+        else PyErr_Format(PyExc_RuntimeError, "scaled_matmul: backend %s failed (%s)", backend, mm_strerror(st));
+    } else {
+        PyObject *v = verify ? report_dict(&vrep) : (Py_INCREF(Py_None), Py_None);
+        if (verify && v) {
+            PyObject *mis = PyLong_FromSize_t(vrep.n - vrep.cand[vrep.expect_cand].reproduced);
+            if (!mis || PyDict_SetItemString(v, "mismatches", mis) < 0) Py_CLEAR(v);
+            Py_XDECREF(mis);
         }
-        Py_END_ALLOW_THREADS;
-        if (sta != MM_OK || stb != MM_OK) {
-            if (sta == MM_ENOMEM || stb == MM_ENOMEM) PyErr_NoMemory();
-            else
-                PyErr_Format(PyExc_ValueError, "scaled_matmul: scale '%s' cannot quantize %s to %s", spec,
-                             sta != MM_OK ? "a" : "b", sta != MM_OK ? fa->name : fb->name);
-        } else if (stv != MM_OK) {
-            PyErr_Format(PyExc_ValueError, "scaled_matmul: %s", msg[0] ? msg : "the configuration is not valid");
-        } else if (st != MM_OK) {
-            if (st == MM_ENOMEM) PyErr_NoMemory();
-            else PyErr_Format(PyExc_RuntimeError, "scaled_matmul: backend %s failed (status %d)", backend, st);
-        } else {
-            PyObject *v = Py_None;
-            Py_INCREF(v);
-            if (have_vrep) {
-                Py_DECREF(v);
-                size_t rep_n = 0;  // of the expected accumulator: the one candidate marked extra
-                for (size_t i = 0; i < vrep.ncand; i++)
-                    if (vrep.cand[i].extra) rep_n = vrep.cand[i].reproduced;
-                v = Py_BuildValue("(ddn)", vrep.max_ulp, vrep.med_ulp, (Py_ssize_t)(vrep.n - rep_n));
-            }
-            result = v ? Py_BuildValue("(NNKKON)", stats_tuple(&qa.stats), stats_tuple(&qb.stats),
-                                       (unsigned long long)qa.scales_clipped, (unsigned long long)qb.scales_clipped,
-                                       mm_acc_is_emulated(&o.acc) ? Py_True : Py_False, v)
-                       : NULL;
-        }
-        if (have_qa) mm_qmat_free(&qa);
-        if (have_qb) mm_qmat_free(&qb);
+        if (v)
+            result = Py_BuildValue("{s:N,s:N,s:K,s:K,s:O,s:N}", "stats_a", stats_dict(&qa.stats), "stats_b",
+                                   stats_dict(&qb.stats), "scales_clipped_a", (unsigned long long)qa.scales_clipped,
+                                   "scales_clipped_b", (unsigned long long)qb.scales_clipped, "emulated",
+                                   mm_acc_is_emulated(&p.o.acc) ? Py_True : Py_False, "verify", v);
     }
-    PyBuffer_Release(&a);
-    PyBuffer_Release(&b);
-    PyBuffer_Release(&c);
-    if (have_cin) PyBuffer_Release(&cin);
-    if (have_ref) PyBuffer_Release(&ref);
-    if (have_ex) PyBuffer_Release(&ex);
-    if (have_ab) PyBuffer_Release(&ab);
-    if (have_ul) PyBuffer_Release(&ul);
+    if (stq == MM_OK) mm_qmat_free(&qa), mm_qmat_free(&qb);
     return result;
 }
 
-// check_matmul(a, b, c, M, N, K, a_fmt, b_fmt, out_fmt, scale, a_scales, b_scales, a_ts, b_ts,
-//              alpha, beta, c_in, omode, u, extra, expect, engine, candidates,
-//              exact, absdot, err, err_ulp, bound_ulp, judged, in_bound)
-// mm_verify (kernels/mm_verify.h) on a result c (M x N float32) of A (M x K) and B (K x N): a, b
-// float32 element values of a_fmt/b_fmt; a_scales/b_scales (float32, or None for the recipe
-// 'none') the recipe's tile scales as mm_operand_from_tiles takes them (A: its tile, B: the
-// tile transposed); a_ts/b_ts tensor scales (finite, > 0; mm_operand_scales_check); c_in read
-// when beta != 0; u > 0 (mm_verify bounds it above). extra: a list of accumulator specs; expect
-// and engine (the claimed engine, whose own bound replaces u's) a spec or None. The per-output buffers (float64; judged, in_bound
-// uint8) are written. Returns a dict of the report's scalars and its candidates [(spec,
-// reproduced, extra)].
-static PyObject *py_check_matmul(PyObject *m, PyObject *args) {
+// A list of str from a list or tuple (at most cap); -1 with TypeError/ValueError otherwise.
+static Py_ssize_t str_list(const char **out, Py_ssize_t cap, PyObject *seq, const char *what) {
+    if (!seq || seq == Py_None) return 0;
+    if (!PyList_Check(seq) && !PyTuple_Check(seq)) {
+        PyErr_Format(PyExc_TypeError, "%s: expected a list of str", what);
+        return -1;
+    }
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > cap) {
+        PyErr_Format(PyExc_ValueError, "%s: at most %zd accumulators, got %zd", what, cap, n);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!(out[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i)))) return -1;
+    return n;
+}
+
+static int opt_str(const char **out, PyObject *o) {
+    *out = o && o != Py_None ? PyUnicode_AsUTF8(o) : NULL;
+    return o && o != Py_None && !*out ? -1 : 0;
+}
+
+// check_matmul(*, a, b, c, m, n, k, a_fmt, b_fmt, out_fmt, scale, a_scales, b_scales,
+//              a_tensor_scale, b_tensor_scale, alpha, beta, c_in, round_mode, u, also, expect,
+//              engine, candidates, exact, absdot, err, err_ulp, bound_ulp, judged, in_bound) -> dict
+// mm_verify_run on a result c (M x N float32) of A (M x K) and B (K x N) made from their values
+// (mm_check_from_values): a, b float32 element values of a_fmt/b_fmt; a_scales/b_scales
+// (float32, or None for the recipe 'none') the recipe's tile scales of each side (B's tile
+// transposed); a_ts/b_ts tensor scales (finite, > 0); c_in read when beta != 0; u > 0
+// (mm_verify bounds it above). also: a list of accumulator specs; expect and engine (the
+// claimed engine, whose own bound replaces u's) a spec or None. The per-output buffers (float64;
+// judged, in_bound uint8) are written. Returns report_dict.
+static PyObject *py_check_matmul(PyObject *m, PyObject *args, PyObject *kw) {
     (void)m;
-    PyObject *ao, *bo, *co, *afo, *bfo, *ofo, *sao, *sbo, *cino, *extrao, *expecto, *engo, *outo[7];
-    Py_ssize_t M, N, K;
-    const char *spec, *omode;
-    double a_ts, b_ts, alpha, beta, u;
-    int candidates;
-    if (!PyArg_ParseTuple(args, "OOOnnnOOOsOOddddOsdOOOpOOOOOOO", &ao, &bo, &co, &M, &N, &K, &afo, &bfo, &ofo, &spec,
-                          &sao, &sbo, &a_ts, &b_ts, &alpha, &beta, &cino, &omode, &u, &extrao, &expecto, &engo,
-                          &candidates,
-                          &outo[0], &outo[1], &outo[2], &outo[3], &outo[4], &outo[5], &outo[6]))
+    static char *kwlist[] = {"a", "b", "c", "m", "n", "k", "a_fmt", "b_fmt", "out_fmt", "scale", "a_scales", "b_scales",
+                             "a_tensor_scale", "b_tensor_scale", "alpha", "beta", "c_in", "round_mode", "u", "also",
+                             "expect", "engine", "candidates", "exact", "absdot", "err", "err_ulp", "bound_ulp",
+                             "judged", "in_bound", NULL};
+    enum { NB = 13 };
+    opt_buf bs[NB] = {OPT_BUF("a", BUF_F32, false),        OPT_BUF("b", BUF_F32, false),
+                      OPT_BUF("c", BUF_F32, false),        OPT_BUF("a_scales", BUF_F32, false),
+                      OPT_BUF("b_scales", BUF_F32, false), OPT_BUF("c_in", BUF_F32, false),
+                      OPT_BUF("exact", BUF_F64, true),     OPT_BUF("absdot", BUF_F64, true),
+                      OPT_BUF("err", BUF_F64, true),       OPT_BUF("err_ulp", BUF_F64, true),
+                      OPT_BUF("bound_ulp", BUF_F64, true), OPT_BUF("judged", BUF_CODES, true),
+                      OPT_BUF("in_bound", BUF_CODES, true)};
+    PyObject *afo = NULL, *bfo = NULL, *ofo = NULL, *alsoo = NULL, *expecto = NULL, *engo = NULL;
+    Py_ssize_t M = -1, N = -1, K = -1;
+    const char *spec = "none", *omode = "rne";
+    double a_ts = 1.0, b_ts = 1.0, alpha = 1.0, beta = 0.0, u = 0x1p-24;
+    int candidates = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OOOnnnOOOsOOddddOsdOOOpOOOOOOO", kwlist, &bs[0].obj, &bs[1].obj,
+                                     &bs[2].obj, &M, &N, &K, &afo, &bfo, &ofo, &spec, &bs[3].obj, &bs[4].obj, &a_ts,
+                                     &b_ts, &alpha, &beta, &bs[5].obj, &omode, &u, &alsoo, &expecto, &engo,
+                                     &candidates, &bs[6].obj, &bs[7].obj, &bs[8].obj, &bs[9].obj, &bs[10].obj,
+                                     &bs[11].obj, &bs[12].obj))
         return NULL;
-    const fmt_t *fa = as_format(afo), *fb = fa ? as_format(bfo) : NULL, *fo = fb ? as_format(ofo) : NULL;
-    if (!fo) return NULL;
-    if (M < 1 || N < 1 || K < 1)
-        return PyErr_Format(PyExc_ValueError, "check_matmul: shapes (%zd x %zd) @ (%zd x %zd): expected every size "
-                            ">= 1", M, K, K, N);
-    fmt_scaling sc;
-    if (parse_scaling(&sc, spec) < 0) return NULL;
-    mm_opts o;
-    mm_opts_default(&o);
-    o.alpha = (float)alpha, o.beta = (float)beta, o.out_fmt = *fo;
+    if (!bs[0].obj || !bs[1].obj || !bs[2].obj || !afo || !bfo || !ofo)
+        return PyErr_Format(PyExc_TypeError, "check_matmul: a, b, c, m, n, k, a_fmt, b_fmt and out_fmt are required");
+    mm_check_problem p;
+    if (problem_parse(&p, "check_matmul", M, N, K, afo, bfo, ofo, spec) < 0) return NULL;
+    p.o.alpha = (float)alpha, p.o.beta = (float)beta;
     PyObject *w = NULL;
-    if (parse_round_opts(&o.out_round, fo, omode, "ieee", 0, 0, 0, 0, 0, &w) < 0) return NULL;
+    if (parse_round_opts(&p.o.out_round, &p.o.out_fmt, omode, "ieee", 0, 0, 0, 0, 0, &w) < 0) return NULL;
     Py_DECREF(w);
-    // The extra specs (a list of str) and expect (str or None).
-    if (!PyList_Check(extrao)) return PyErr_Format(PyExc_TypeError, "extra: expected a list of str");
-    const Py_ssize_t nx = PyList_GET_SIZE(extrao);
-    if (nx > 16) return PyErr_Format(PyExc_ValueError, "extra: at most 16 accumulators, got %zd", nx);
-    const char *extra[16];
-    for (Py_ssize_t i = 0; i < nx; i++)
-        if (!(extra[i] = PyUnicode_AsUTF8(PyList_GET_ITEM(extrao, i)))) return NULL;
-    const char *expect = expecto == Py_None ? NULL : PyUnicode_AsUTF8(expecto);
-    if (expecto != Py_None && !expect) return NULL;
-    const char *engine = engo == Py_None ? NULL : PyUnicode_AsUTF8(engo);
-    if (engo != Py_None && !engine) return NULL;
+    const char *extra[16], *expect, *engine;
+    const Py_ssize_t nx = str_list(extra, 16, alsoo, "also");
+    if (nx < 0 || opt_str(&expect, expecto) < 0 || opt_str(&engine, engo) < 0) return NULL;
     // 0 would be the C default; the Python default is explicit, so 0, NaN and negatives are errors.
     if (!(u > 0)) {
         char ub[32];
         snprintf(ub, sizeof ub, "%g", u);  // PyErr_Format has no %g
         return PyErr_Format(PyExc_ValueError, "check_matmul: u = %s: expected a unit roundoff > 0", ub);
     }
-
-    Py_buffer a = {0}, b = {0}, c = {0}, sa = {0}, sb = {0}, cin = {0}, ob[7] = {{0}};
-    bool have[7] = {0}, have_sa = false, have_sb = false, have_cin = false;
-    int err = get_buf(&a, ao, BUF_F32, 0, false, "a");
-    if (err) return NULL;
-    if ((err = get_buf(&b, bo, BUF_F32, 0, false, "b"))) return PyBuffer_Release(&a), NULL;
-    if ((err = get_buf(&c, co, BUF_F32, 0, false, "c"))) return PyBuffer_Release(&a), PyBuffer_Release(&b), NULL;
-    if (!err && sao != Py_None) err = get_buf(&sa, sao, BUF_F32, 0, false, "a_scales"), have_sa = !err;
-    if (!err && sbo != Py_None) err = get_buf(&sb, sbo, BUF_F32, 0, false, "b_scales"), have_sb = !err;
-    if (!err && cino != Py_None) err = get_buf(&cin, cino, BUF_F32, 0, false, "c_in"), have_cin = !err;
-    static const char *onames[7] = {"exact", "absdot", "err", "err_ulp", "bound_ulp", "judged", "in_bound"};
-    for (int i = 0; i < 7 && !err; i++)
-        if (outo[i] != Py_None)
-            err = get_buf(&ob[i], outo[i], i < 5 ? BUF_F64 : BUF_CODES, 1, true, onames[i]), have[i] = !err;
-    const size_t mn = (size_t)M * (size_t)N;
-    if (!err && (buf_n(&a) != (size_t)M * (size_t)K || buf_n(&b) != (size_t)K * (size_t)N || buf_n(&c) != mn ||
-                 (have_cin && buf_n(&cin) != mn))) {
-        PyErr_Format(PyExc_ValueError, "check_matmul: buffer sizes do not match M=%zd N=%zd K=%zd", M, N, K);
-        err = -1;
+    const size_t mn = p.M * p.N;
+    const size_t want[NB] = {p.M * p.K, p.K * p.N, mn, 0, 0, mn, mn, mn, mn, mn, mn, mn, mn};
+    if (get_bufs(bs, NB, want, "check_matmul") < 0) return NULL;
+    if (p.o.beta != 0.0f && !bs[5].have) {
+        release_bufs(bs, NB);
+        return PyErr_Format(PyExc_ValueError, "check_matmul: beta != 0 needs c_in (the C that beta multiplies)");
     }
-    for (int i = 0; i < 7 && !err; i++)
-        if (have[i] && buf_n(&ob[i]) != mn) {
-            PyErr_Format(PyExc_ValueError, "check_matmul: %s: expected %zu elements", onames[i], mn);
-            err = -1;
-        }
-    if (!err && o.beta != 0.0f && !have_cin) {
-        PyErr_SetString(PyExc_ValueError, "check_matmul: beta != 0 needs c_in (the C that beta multiplies)");
-        err = -1;
+    const mm_values va = {.x = bs[0].v.buf, .tiles = buf_ptr(&bs[3]), .ntiles = bs[3].have ? buf_n(&bs[3].v) : 0,
+                          .ts = (float)a_ts, .what = "a", .scales_what = "a_scales / a_tensor_scale"};
+    const mm_values vb = {.x = bs[1].v.buf, .tiles = buf_ptr(&bs[4]), .ntiles = bs[4].have ? buf_n(&bs[4].v) : 0,
+                          .ts = (float)b_ts, .what = "b", .scales_what = "b_scales / b_tensor_scale"};
+    const mm_verify_opts vo = {.u = u, .extra = extra, .n_extra = (size_t)nx, .expect = expect,
+                               .no_candidates = !candidates, .engine = engine};
+    const mm_verify_outputs out = {.exact = buf_ptr(&bs[6]), .absdot = buf_ptr(&bs[7]), .err = buf_ptr(&bs[8]),
+                                   .err_ulp = buf_ptr(&bs[9]), .bound_ulp = buf_ptr(&bs[10]),
+                                   .judged = buf_ptr(&bs[11]), .in_bound = buf_ptr(&bs[12])};
+    mm_vmat A, B;
+    mm_verify_report rep;
+    char msg[512] = "";
+    int st;
+    Py_BEGIN_ALLOW_THREADS;
+    st = mm_check_from_values(&A, &B, &p, &va, &vb, msg, sizeof msg);
+    if (st == MM_OK) {
+        const mm_verify_problem vp = {.A = &A.op, .B = &B.op, .M = p.M, .N = p.N, .K = p.K, .o = p.o,
+                                      .C = bs[2].v.buf, .C_in = buf_ptr(&bs[5]), .ldc = p.N};
+        st = mm_verify_run(&rep, &out, &vp, &vo, msg, sizeof msg);
+        mm_vmat_free(&A), mm_vmat_free(&B);
     }
-    // The scales: the recipe's tile grid of each side (B's tile transposed).
-    fmt_scaling sbs = sc;
-    sbs.tile_rows = sc.tile_cols, sbs.tile_cols = sc.tile_rows;
-    const size_t want_a = sc.none ? 0 : fmt_scale_count(&sc, (size_t)M, (size_t)K);
-    const size_t want_b = sc.none ? 0 : fmt_scale_count(&sbs, (size_t)K, (size_t)N);
-    if (!err && (sc.none ? have_sa || have_sb : !have_sa || !have_sb)) {
-        PyErr_Format(PyExc_ValueError, sc.none ? "check_matmul: a_scales/b_scales given but scale is 'none'"
-                                               : "check_matmul: scale '%s' needs a_scales and b_scales", spec);
-        err = -1;
-    }
-    if (!err && !sc.none && (buf_n(&sa) != want_a || buf_n(&sb) != want_b)) {
-        PyErr_Format(PyExc_ValueError, "check_matmul: scale '%s' makes %zu scales for a (%zd x %zd) and %zu for b "
-                     "(%zd x %zd); got %zu and %zu", spec, want_a, M, K, want_b, K, N, buf_n(&sa), buf_n(&sb));
-        err = -1;
-    }
-    PyObject *result = NULL;
-    float *xa = NULL, *xb = NULL;
-    if (!err) {
-        xa = malloc(((size_t)M * ((size_t)K + 1)) * sizeof *xa);
-        xb = malloc(((size_t)N * ((size_t)K + 1)) * sizeof *xb);
-        if (!xa || !xb) PyErr_NoMemory(), err = -1;
-    }
-    if (!err) {
-        mm_operand A, B;
-        const fmt_round_opts ro = {0};
-        size_t bad = SIZE_MAX;
-        const float *av = a.buf, *bv = b.buf;
-        for (size_t i = 0; i < (size_t)M * (size_t)K && bad == SIZE_MAX; i++) {
-            const double r = fmt_round1(fa, av[i], &ro);
-            if (!(r == av[i] || (isnan(r) && isnan(av[i])))) bad = i;
-        }
-        if (bad != SIZE_MAX) {
-            char vb[32];
-            snprintf(vb, sizeof vb, "%.9g", (double)av[bad]);  // PyErr_Format has no %g
-            PyErr_Format(PyExc_ValueError, "check_matmul: a[%zu, %zu] = %s is not a value of %s; expected element "
-                         "values before scaling", bad / (size_t)K, bad % (size_t)K, vb, fa->name);
-            err = -1;
-        }
-        for (size_t i = 0; !err && i < (size_t)K * (size_t)N && bad == SIZE_MAX; i++) {
-            const double r = fmt_round1(fb, bv[i], &ro);
-            if (!(r == bv[i] || (isnan(r) && isnan(bv[i])))) bad = i;
-        }
-        if (!err && bad != SIZE_MAX) {
-            char vb[32];
-            snprintf(vb, sizeof vb, "%.9g", (double)bv[bad]);  // PyErr_Format has no %g
-            PyErr_Format(PyExc_ValueError, "check_matmul: b[%zu, %zu] = %s is not a value of %s; expected element "
-                         "values before scaling", bad / (size_t)N, bad % (size_t)N, vb, fb->name);
-            err = -1;
-        }
-        char smsg[256];
-        if (!err && (mm_operand_scales_check(&sc, have_sa ? sa.buf : NULL, want_a, (float)a_ts, "a_scales / "
-                                             "a_tensor_scale", smsg, sizeof smsg) != MM_OK ||
-                     mm_operand_scales_check(&sbs, have_sb ? sb.buf : NULL, want_b, (float)b_ts, "b_scales / "
-                                             "b_tensor_scale", smsg, sizeof smsg) != MM_OK)) {
-            PyErr_Format(PyExc_ValueError, "check_matmul: %s", smsg);
-            err = -1;
-        }
-        if (!err) {
-            mm_operand_from_tiles(&A, xa, MM_SIDE_A, false, a.buf, (size_t)M, (size_t)K, fa, &sc,
-                                  have_sa ? sa.buf : NULL, (float)a_ts);
-            mm_operand_from_tiles(&B, xb, MM_SIDE_B, true, b.buf, (size_t)K, (size_t)N, fb, &sbs,
-                                  have_sb ? sb.buf : NULL, (float)b_ts);
-            const mm_verify_opts vo = {.u = u, .extra = extra, .n_extra = (size_t)nx, .expect = expect,
-                                       .no_candidates = !candidates, .engine = engine};
-            const mm_verify_outputs out = {
-                .exact = have[0] ? ob[0].buf : NULL, .absdot = have[1] ? ob[1].buf : NULL,
-                .err = have[2] ? ob[2].buf : NULL, .err_ulp = have[3] ? ob[3].buf : NULL,
-                .bound_ulp = have[4] ? ob[4].buf : NULL, .judged = have[5] ? ob[5].buf : NULL,
-                .in_bound = have[6] ? ob[6].buf : NULL};
-            mm_verify_report rep;
-            char msg[512] = "";
-            int st;
-            Py_BEGIN_ALLOW_THREADS;
-            st = mm_verify(&rep, &out, c.buf, have_cin ? cin.buf : NULL, (size_t)N, &A, &B, (size_t)M, (size_t)N,
-                           (size_t)K, &o, &vo, msg, sizeof msg);
-            Py_END_ALLOW_THREADS;
-            if (st == MM_ENOMEM) {
-                PyErr_NoMemory();
-            } else if (st != MM_OK) {
-                PyErr_Format(PyExc_ValueError, "check_matmul: %s", msg[0] ? msg : "the configuration is not valid");
-            } else {
-                PyObject *cl = PyList_New((Py_ssize_t)rep.ncand);
-                for (size_t i = 0; cl && i < rep.ncand; i++)
-                    PyList_SET_ITEM(cl, (Py_ssize_t)i, Py_BuildValue("(snO)", rep.cand[i].spec,
-                                                                     (Py_ssize_t)rep.cand[i].reproduced,
-                                                                     rep.cand[i].extra ? Py_True : Py_False));
-                if (cl)
-                    result = Py_BuildValue(
-                        "{s:n,s:n,s:n,s:n,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:O,s:s,s:z,s:z,s:N}", "n", (Py_ssize_t)rep.n,
-                        "judged", (Py_ssize_t)rep.judged, "excluded", (Py_ssize_t)rep.excluded, "outside",
-                        (Py_ssize_t)rep.outside, "u", rep.u, "gamma", rep.gamma, "max_err_ulp", rep.max_ulp,
-                        "median_err_ulp", rep.med_ulp, "max_rel_err", rep.max_rel, "median_rel_err", rep.med_rel,
-                        "max_bound_ulp", rep.max_bound_ulp, "median_bound_ulp", rep.med_bound_ulp, "passed",
-                        rep.pass ? Py_True : Py_False, "rule", mm_verify_rule_name(rep.rule), "rule_acc",
-                        rep.rule_cand >= 0 ? rep.cand[rep.rule_cand].spec : NULL, "bound_engine",
-                        rep.bound_spec[0] ? rep.bound_spec : NULL, "candidates", cl);
-            }
-        }
-    }
-    free(xa), free(xb);
-    PyBuffer_Release(&a);
-    PyBuffer_Release(&b);
-    PyBuffer_Release(&c);
-    if (have_sa) PyBuffer_Release(&sa);
-    if (have_sb) PyBuffer_Release(&sb);
-    if (have_cin) PyBuffer_Release(&cin);
-    for (int i = 0; i < 7; i++)
-        if (have[i]) PyBuffer_Release(&ob[i]);
-    return result;
+    Py_END_ALLOW_THREADS;
+    release_bufs(bs, NB);
+    if (st == MM_ENOMEM) return PyErr_NoMemory();
+    if (st != MM_OK)
+        return PyErr_Format(PyExc_ValueError, "check_matmul: %s", msg[0] ? msg : "the configuration is not valid");
+    return report_dict(&rep);
 }
 
 // random(x, dist, seed, stream): x (float32) = draws of mm_random_f32 (what matmul-check uses).
@@ -1107,13 +1096,14 @@ static PyMethodDef methods[] = {
     {"pack", py_pack, METH_VARARGS, "pack sub-byte codes"},
     {"unpack", py_unpack, METH_VARARGS, "unpack sub-byte codes"},
     {"packed_bytes", py_packed_bytes, METH_VARARGS, "bytes of n packed codes"},
-    {"scaling", py_scaling, METH_VARARGS, "parse a scaling recipe"},
+    {"scaling", (PyCFunction)(void (*)(void))py_scaling, METH_VARARGS | METH_KEYWORDS, "parse a scaling recipe"},
     {"ulp", py_ulp, METH_VARARGS, "fmt_ulp over a float64 array"},
     {"qerror", py_qerror, METH_VARARGS, "fmt_qerror_f32/_f64: error metrics of y against x"},
     {"scheme", py_scheme, METH_VARARGS, "(element format, recipe) of a scheme name (mxfp4, nvfp4, ...), or None"},
     {"quantize", (PyCFunction)(void (*)(void))py_quantize, METH_VARARGS | METH_KEYWORDS, "fmt_quantize_f32"},
-    {"matmul", py_matmul, METH_VARARGS, "scaled matmul on cpu or ref"},
-    {"check_matmul", py_check_matmul, METH_VARARGS, "mm_verify: verify a matmul result"},
+    {"matmul", (PyCFunction)(void (*)(void))py_matmul, METH_VARARGS | METH_KEYWORDS, "scaled matmul on cpu or ref"},
+    {"check_matmul", (PyCFunction)(void (*)(void))py_check_matmul, METH_VARARGS | METH_KEYWORDS,
+     "mm_check_from_values + mm_verify_run: verify a matmul result"},
     {"random", py_random, METH_VARARGS, "mm_random_f32"},
     {"blas_env_wanted", py_blas_env_wanted, METH_NOARGS, "environment OpenBLAS/libgomp should start with"},
     {NULL, NULL, 0, NULL}};
