@@ -902,5 +902,26 @@ expect_has "ablate passes --reproducible 1" "--reproducible 1" "$F" ablate --pre
 expect_eq "ablate: --extra's --reproducible is the only one" 1 "$("$F" ablate --presets fp32 --model tiny \
     --data "$T/corpus.txt" --steps 2 --out "$T/abl_repro" --dry-run --extra "--reproducible 0" 2>&1 | grep -o -- '--reproducible [01]' | wc -l)"
 
+# --- issue 35/36: verify (matmul-check's modes on kernels/mm_check.h): the library names the
+# input whose scales do not fit the recipe's grid or format, and the element off its format
+d21="{'descr': '<f4', 'fortran_order': False, 'shape': (2, 1), }"
+d12="{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2), }"
+npy_f4 "$T/s21_3.npy" "$d21" '\x00\x00\x40\x40\x00\x00\x80\x3f'  # [[3] [1]]: 3 is no e8m0 value
+npy_f4 "$T/s21_1.npy" "$d21" '\x00\x00\x80\x3f\x00\x00\x80\x3f'
+npy_f4 "$T/s12_1.npy" "$d12" '\x00\x00\x80\x3f\x00\x00\x80\x3f'
+expect_err "matmul-check: a scale count off the recipe's grid" \
+    "--a-scales '$T/xa.npy' has 8 scales; the recipe tensor on a 2 x 4 A makes 1 (1 x 1)" \
+    "${XC[@]}" --result "$T/xc.npy" --scale tensor --a-scales "$T/xa.npy" --b-scales "$T/two.npy"
+expect_err "matmul-check: scales without a recipe" "--a-scales '$T/two.npy' given but the recipe is none" \
+    "${XC[@]}" --result "$T/xc.npy" --a-scales "$T/two.npy"
+expect_err "matmul-check: a scale off the scale format" \
+    "--a-scales '$T/s21_3.npy': element [0, 0] = 3 is not a value of e8m0" \
+    "${XC[@]}" --result "$T/xc.npy" --scale block:4:e8m0 --a-scales "$T/s21_3.npy" --b-scales "$T/s12_1.npy"
+expect_rc "matmul-check: unit block scales pass" 0 \
+    "${XC[@]}" --result "$T/xc.npy" --scale block:4:e8m0 --a-scales "$T/s21_1.npy" --b-scales "$T/s12_1.npy"
+expect_err "matmul-check: an element off its format, with its nearest value" \
+    "--a-values '$T/xa11.npy': element [0, 0] = 1.10000002 is not a value of e4m3 (nearest 1.125)" \
+    "$F" matmul-check --a e4m3 --b e4m3 --a-values "$T/xa11.npy" --b-values "$T/xb.npy" --result "$T/xc.npy"
+
 echo "$pass passed, $fail failed"
 [[ $fail == 0 ]]
