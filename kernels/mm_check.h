@@ -33,11 +33,6 @@ typedef struct {
     mm_opts o;        // acc, alpha, beta, out_fmt, out_round
 } mm_check_problem;
 
-// MM_OK when every x[i] (rows x cols, row-major) is a value of f (a NaN for a NaN); else
-// MM_EINVAL, msg: "WHAT: element [i, j] = v is not a value of F (nearest r); expected ...".
-int mm_values_check(const fmt_t *f, const float *x, size_t rows, size_t cols, const char *what, char *msg,
-                    size_t msg_len);
-
 // One operand as a kernel's caller holds it.
 typedef struct {
     const float *x;            // element values before scaling (A: M x K, B: K x N, row-major)
@@ -56,10 +51,10 @@ typedef struct {
     float *scales;  // the expanded scales (mm_operand_from_tiles); NULL when the recipe has none
 } mm_vmat;
 
-// A and B of p from their values: checks that tiles is given exactly when the recipe has scales
-// and holds as many as the side's grid, that x holds values of p->fa/fb and tiles values of the
-// scale format, and the scales (mm_operand_scales_check); expands them; then mm_validate with
-// p->o. Returns MM_OK (a and b then hold buffers: mm_vmat_free each), MM_EINVAL (msg says which
+// A and B of p from their values: checks that x holds values of p->fa/fb, that tiles is given
+// exactly when the recipe has scales, holds as many as the side's grid and values of the scale
+// format (the first that is not: "WHAT: element [i, j] = v is not a value of F (nearest r)"), and
+// the scales (mm_operand_scales_check); expands them; then mm_validate with p->o. Returns MM_OK (a and b then hold buffers: mm_vmat_free each), MM_EINVAL (msg says which
 // input and what was expected) or MM_ENOMEM; on error a and b hold nothing.
 int mm_check_from_values(mm_vmat *a, mm_vmat *b, const mm_check_problem *p, const mm_values *va,
                          const mm_values *vb, char *msg, size_t msg_len);
