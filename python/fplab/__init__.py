@@ -507,7 +507,8 @@ def quantize(x, fmt, scale=None, axis=-1, *, mode="rne", overflow=None, subnorma
     svals = _np.empty(nscales, _np.float32) if sfmt is not None else None
     scodes = _np.empty(nscales, _CODE_DTYPES[sfmt.code_bytes]) if sfmt is not None else None
     # One library call: values, element values, codes, scales and scale codes (fmt_quantize_codes_f32).
-    r = _fplab.quantize(f, scale, out, src, rows, cols, elems, svals, codes, scodes, **kw)
+    r = _fplab.quantize(fmt=f, spec=scale, out=out, x=src, rows=rows, cols=cols, elems=elems, scales=svals,
+                        codes=codes, scale_codes=scodes, **kw)
     q.overflow = r["overflow"]
     _collect(q.stats, r["stats"], r["warning"])
     _error_stats(q.stats, r["error"])
