@@ -857,7 +857,7 @@ static PyObject *py_matmul(PyObject *m, PyObject *args, PyObject *kw) {
                                      &beta, &qmode, &qovf, &omode, &oovf, &oseed, &bs[4].obj, &bs[5].obj, &bs[6].obj,
                                      &bs[7].obj))
         return NULL;
-    if (!bs[0].obj || !bs[1].obj || !bs[2].obj || !afo || !bfo || !ofo)
+    if (!bs[0].obj || !bs[1].obj || !bs[2].obj || !afo || !bfo || !ofo || M < 0 || N < 0 || K < 0)
         return PyErr_Format(PyExc_TypeError, "matmul: a, b, c, m, n, k, a_fmt, b_fmt and out_fmt are required");
     mm_check_problem p;
     if (problem_parse(&p, "scaled_matmul", M, N, K, afo, bfo, ofo, spec) < 0) return NULL;
@@ -999,7 +999,7 @@ static PyObject *py_check_matmul(PyObject *m, PyObject *args, PyObject *kw) {
                                      &candidates, &bs[6].obj, &bs[7].obj, &bs[8].obj, &bs[9].obj, &bs[10].obj,
                                      &bs[11].obj, &bs[12].obj))
         return NULL;
-    if (!bs[0].obj || !bs[1].obj || !bs[2].obj || !afo || !bfo || !ofo)
+    if (!bs[0].obj || !bs[1].obj || !bs[2].obj || !afo || !bfo || !ofo || M < 0 || N < 0 || K < 0)
         return PyErr_Format(PyExc_TypeError, "check_matmul: a, b, c, m, n, k, a_fmt, b_fmt and out_fmt are required");
     mm_check_problem p;
     if (problem_parse(&p, "check_matmul", M, N, K, afo, bfo, ofo, spec) < 0) return NULL;
