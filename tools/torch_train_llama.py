@@ -143,8 +143,11 @@ def main(argv=None):
         ids, _ = load_tokens(a.data, a.tokenizer, a.model, hf.config.vocab_size)
         if ids.numel() < a.seq + 2:
             raise EvalError(f"--data {a.data}: {ids.numel()} tokens, fewer than --seq {a.seq} + 2")
-        ft.policy_text(a.policy)
-    except (EvalError, ValueError) as e:
+        try:
+            ft.policy_text(a.policy)
+        except ValueError as e:
+            raise EvalError(f"--policy {a.policy}: {e}") from None
+    except EvalError as e:
         print(f"torch_train_llama: {e}", file=sys.stderr)
         return 2
     if world > 1:

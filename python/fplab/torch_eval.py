@@ -72,7 +72,10 @@ def load_tokens(text_path, tokenizer="auto", model_dir=None, vocab_size=None):
         ids, bos = torch.frombuffer(bytearray(raw), dtype=torch.uint8).to(torch.int64), None
     else:
         where = model_dir if tokenizer == "auto" else tokenizer
-        if where is None or not any(os.path.exists(os.path.join(where, f)) for f in TOKENIZER_FILES):
+        if where is None:
+            raise EvalError("--tokenizer auto: no checkpoint directory to take a tokenizer from; pass --tokenizer DIR, "
+                            "or --tokenizer bytes for a model whose ids are the text's UTF-8 bytes")
+        if not any(os.path.exists(os.path.join(where, f)) for f in TOKENIZER_FILES):
             raise EvalError(f"--tokenizer {tokenizer}: no tokenizer in {where} (expected one of "
                             f"{', '.join(TOKENIZER_FILES)}); pass --tokenizer DIR, or --tokenizer bytes for a "
                             "model whose ids are the text's UTF-8 bytes")
