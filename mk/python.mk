@@ -46,7 +46,8 @@ bench-python: python cli $(BUILD)/bench/bench_round
 
 # test-torch: the fplab.torch suites (tests/python/test_torch*.py) with PyTorch, in a venv of
 # its own ($(BUILD)/venv-torch: make test's venv stays without torch, whose wheel is large, and
-# its torch tests skip). TORCH_PIP says what pip installs (default: the CPU wheel from PyTorch's
+# its torch tests skip). transformers comes from PyPI (the eval and loop suites' Hugging Face Llama).
+# TORCH_PIP says what pip installs (default: the CPU wheel from PyTorch's
 # index; where that index cannot be reached, PyPI's torch, whose CUDA libraries make it several
 # GB); TORCH_SITE=DIR reuses a site-packages that already holds torch (added to the venv's path
 # after its own packages) and installs none. CI runs this target after make test (.ci/run).
@@ -64,6 +65,7 @@ else
 	$(TORCH_VENV_PY) -m pip install -q --disable-pip-version-check --retries 1 --timeout 20 $(TORCH_PIP) || \
 	  { echo "test-torch: $(TORCH_PIP) failed; installing PyPI's torch instead (several GB)"; \
 	    $(TORCH_VENV_PY) -m pip install -q --disable-pip-version-check torch; }
+	$(TORCH_VENV_PY) -m pip install -q --disable-pip-version-check transformers
 endif
 	@touch $@
 
@@ -76,7 +78,7 @@ $(TORCH_VENV)/.fplab: $(TORCH_VENV)/.deps $(BUILD)/libfplab.so $(PY_SRC)
 
 test-torch: $(TORCH_VENV)/.fplab cli
 	cd tests/python && FPLAB_CLI=$(abspath $(BUILD)/fplab) $(abspath $(TORCH_VENV_PY)) -m pytest -q -p no:cacheprovider \
-	  test_torch.py test_torch_policy.py
+	  test_torch.py test_torch_policy.py test_torch_eval.py test_torch_loop.py
 
 # check-torch-policy: tools/check_torch_policy.py, the parity of fplab.torch with the C trainer
 # (50 steps of the eight presets, about 25 seconds), in test-torch's venv with transformers added;

@@ -11,7 +11,12 @@ PyTorch's own pool). A benchmark, never a test: it prints a table, rounds interl
 configuration once per round) so that a shared machine disturbs them alike; the ratios are the
 result.
 
+Each configuration is built once (model, optimizer, policy; --compile: torch.compile'd twins of
+torch fp32 and of --compile-presets), its warm-up step (compilation included) timed apart, and
+each round times --steps more steps of every configuration in turn.
+
 Usage: python3 tools/bench_torch_policy.py [--rounds 3] [--steps 3] [--presets fp32,bf16-amp,...] [--products]
+       [--compile inductor [--compile-presets fp32,mxfp8]] [--no-torchao]
 (default: the eight presets of tools/check_torch_policy.py)
 Needs torch, transformers, the fplab package; torchao optional.
 """
@@ -70,37 +75,50 @@ def torchao_patch(model, dt):
             m.forward = (lambda mod: (lambda x: _AoMX.apply(x, mod.weight, dt)))(m)
 
 
-def run(setup, steps, B=4, T=128):
-    """Seconds per step: one warm-up step, then `steps` timed ones."""
-    model = model_of()
-    pol = setup(model)  # a fplab.torch Policy, or None (plain torch, or torchao's patch)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    if pol is not None:
-        opt, scaler = ft.PolicyOptimizer(opt, pol), ft.GradScaler(pol)
-    g = torch.Generator().manual_seed(1)
-    ids = torch.randint(0, 512, (B, T + 1), generator=g)
+class Config:
+    """One configuration of the table, built once: its model, optimizer and step; each round
+    times `steps` more steps of it (the first call also runs the warm-up step, which compiles
+    under --compile and is timed apart)."""
 
-    def step():
-        loss = F.cross_entropy(model(input_ids=ids[:, :-1]).logits.reshape(-1, 512), ids[:, 1:].reshape(-1))
+    def __init__(self, setup, backend=None, B=4, T=128):
+        self.model = model_of()
+        self.pol = setup(self.model)  # a fplab.torch Policy, or None (plain torch, or torchao's patch)
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-4)
+        if self.pol is not None:
+            self.opt, self.scaler = ft.PolicyOptimizer(self.opt, self.pol), ft.GradScaler(self.pol)
+        self.fwd = torch.compile(self.model, backend=backend) if backend else self.model
+        g = torch.Generator().manual_seed(1)
+        self.ids = torch.randint(0, 512, (B, T + 1), generator=g)
+        self.warm = None
+
+    def step(self):
+        ids, pol = self.ids, self.pol
+        loss = F.cross_entropy(self.fwd(input_ids=ids[:, :-1]).logits.reshape(-1, 512), ids[:, 1:].reshape(-1))
         if pol is None:
             loss.backward()
-            opt.step()
+            self.opt.step()
         else:
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
-        opt.zero_grad()
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.opt)
+            self.scaler.update()
+        self.opt.zero_grad()
         if pol is not None:
-            pol.end_step(loss)
+            pol.end_step(loss.item())
 
-    step()  # warm-up
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        step()
-    dt = time.perf_counter() - t0
-    if pol is not None:
-        pol.remove()
-    return dt / steps
+    def run(self, steps):
+        """Seconds per step over `steps` steps (after the warm-up, on the first call)."""
+        if self.warm is None:
+            t0 = time.perf_counter()
+            self.step()
+            self.warm = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            self.step()
+        return (time.perf_counter() - t0) / steps
+
+    def close(self):
+        if self.pol is not None:
+            self.pol.remove()
 
 
 def products(n=512, shapes=((256, 768), (256, 1408), (704, 256), (256, 512))):
@@ -137,6 +155,10 @@ def main():
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--presets", default="fp32,bf16-amp,fp16-amp,pure-bf16-sr,fp8-delayed,mxfp8,mxfp4,nvfp4")
     ap.add_argument("--products", action="store_true", help="only the float32 products: library against torch.mm")
+    ap.add_argument("--compile", metavar="BACKEND", help="also torch.compile(model, backend=BACKEND) twins of torch fp32 "
+                    "and of --compile-presets (inductor; aot_eager)")
+    ap.add_argument("--compile-presets", default="fp32,mxfp8", help="presets timed compiled too [%(default)s]")
+    ap.add_argument("--no-torchao", action="store_true", help="leave torchao's MX emulation out")
     a = ap.parse_args()
     if a.products:
         products()
@@ -144,24 +166,46 @@ def main():
     configs = {"torch fp32": lambda m: None}
     for p in a.presets.split(","):
         configs[f"fplab {p}"] = (lambda name: (lambda m: ft.apply_policy(m, name)))(p)
-    if MXTensor is not None:
+    if MXTensor is not None and not a.no_torchao:
         configs["torchao mxfp8"] = lambda m: torchao_patch(m, torch.float8_e4m3fn)
         configs["torchao mxfp4"] = lambda m: torchao_patch(m, torch.float4_e2m1fn_x2)
-    sec = {k: [] for k in configs}
-    for _ in range(a.rounds):
-        for k, setup in configs.items():
-            sec[k].append(run(setup, a.steps))
+    built = {k: Config(setup) for k, setup in configs.items()}
+    if a.compile:  # the compiled twins of torch fp32 and of the --compile-presets
+        for p in ["torch fp32"] + [f"fplab {q}" for q in a.compile_presets.split(",") if q]:
+            built[f"{p} compiled"] = Config(configs[p], a.compile)
+    sec = {k: [] for k in built}
+    for r in range(a.rounds):
+        for k, c in built.items():
+            sec[k].append(c.run(a.steps))
+        table(a, sec, built, r + 1)  # after every round, so that a run cut short still says something
+    for c in built.values():
+        c.close()
+
+
+def table(a, sec, built, rounds):
     med = {k: sorted(v)[len(v) // 2] for k, v in sec.items()}
     base = med["torch fp32"]
-    env = {k: os.environ.get(k, "unset") for k in ("GOMP_SPINCOUNT", "OPENBLAS_CORETYPE")}
+    env = {k: os.environ.get(k, "unset") for k in ("GOMP_SPINCOUNT", "OPENBLAS_CORETYPE", "OMP_NUM_THREADS")}
+    load = os.getloadavg() if hasattr(os, "getloadavg") else ("?",) * 3
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, model 4 x 256 (hidden 704, vocab 512), "
-          f"batch 4 x 128 tokens, {a.rounds} interleaved rounds of {a.steps} steps; medians; "
-          f"{' '.join(f'{k}={v}' for k, v in env.items())}; still wanted: {fplab.blas_env_wanted() or 'nothing'}")
-    print(f"| {'configuration':20s} | {'ms/step':>8s} | {'tokens/s':>8s} | {'x torch fp32':>12s} |")
-    print(f"|{'-' * 22}|{'-' * 9}:|{'-' * 9}:|{'-' * 13}:|")
+          f"batch 4 x 128 tokens, {rounds} of {a.rounds} interleaved rounds of {a.steps} steps after one warm-up step; "
+          f"medians; {' '.join(f'{k}={v}' for k, v in env.items())}; still wanted: "
+          f"{fplab.blas_env_wanted() or 'nothing'}; load average now {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
+          f"CPU {cpu_name()}")
+    print(f"| {'configuration':30s} | {'ms/step':>8s} | {'tokens/s':>8s} | {'x torch fp32':>12s} | {'warm-up s':>9s} |")
+    print(f"|{'-' * 32}|{'-' * 9}:|{'-' * 9}:|{'-' * 13}:|{'-' * 10}:|")
     for k, t in med.items():
-        print(f"| {k:20s} | {1e3 * t:8.0f} | {512 / t:8.0f} | {t / base:12.2f} |")
+        print(f"| {k:30s} | {1e3 * t:8.0f} | {512 / t:8.0f} | {t / base:12.2f} | {built[k].warm:9.1f} |", flush=True)
 
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
 
 if __name__ == "__main__":
     main()

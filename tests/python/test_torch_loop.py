@@ -1,0 +1,110 @@
+"""tools/torch_train_llama.py, docs/torch.md's practitioners' loop (only where torch and
+transformers are installed): a tiny random Llama trained a few steps with accumulation and
+activation checkpointing under a policy, its log drawn by `fplab report`, its saved model
+evaluated by fplab.torch_eval into the run's ptq.jsonl; 2 gloo ranks under torchrun against 1
+process accumulating 2 micro-batches; torch.compile (xfail until fplab.torch's policies are
+torch.library operators: issue 36)."""
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+te = pytest.importorskip("fplab.torch_eval")
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+SCRIPT = os.path.join(ROOT, "tools", "torch_train_llama.py")
+POLICY = "mxfp8"
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("torch_train_llama", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def args(data, out, *more):
+    return ["--tiny", "--data", data, "--tokenizer", "bytes", "--policy", POLICY, "--steps", "2", "--batch", "2",
+            "--seq", "32", "--out", out, *more]
+
+
+def steps(out):
+    with open(os.path.join(out, "runs", POLICY, "seed-0", "log.jsonl")) as f:
+        lines = [json.loads(line) for line in f]
+    assert lines[0]["event"] == "start" and lines[-1]["event"] == "end"
+    return [ln for ln in lines if "step" in ln and "event" not in ln]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("loop")
+    text = "".join(f"line {i}: the quick brown fox {i * 7919 % 1000} jumps over the lazy dog.\n" for i in range(200))
+    (d / "train.txt").write_text(text)
+    return str(d / "train.txt")
+
+
+@pytest.fixture(scope="module")
+def accumulated(data, tmp_path_factory):
+    """1 process, 2 accumulated micro-batches, activation checkpointing: the run directory."""
+    out = str(tmp_path_factory.mktemp("accum") / "out")
+    assert load_script().main(args(data, out, "--accum", "2", "--checkpointing")) == 0
+    return out
+
+
+def test_loop_log_report_and_eval(accumulated, data, capsys):
+    run = os.path.join(accumulated, "runs", POLICY, "seed-0")
+    lines = steps(accumulated)
+    assert [ln["step"] for ln in lines] == [1, 2]
+    assert all(ln["sites"] and "mlp.down.in" in ln["sites"] for ln in lines)
+    assert lines[0]["loss"] > 0 and lines[1]["tokens_per_s"] > 0
+    # a second run into the same directory is refused, the first left as it was
+    before = open(os.path.join(run, "log.jsonl")).read()
+    assert load_script().main(args(data, accumulated)) == 2
+    assert "never overwritten" in capsys.readouterr().err
+    assert open(os.path.join(run, "log.jsonl")).read() == before
+    # the saved model, evaluated under an inference policy into the run's ptq.jsonl
+    assert te.main(["--model", os.path.join(run, "model"), "--text", data, "--tokenizer", "bytes", "--ctx", "32",
+                    "--chunks", "1", "--policy", "w4-mxfp4", "--progress", "0",
+                    "--out", os.path.join(run, "ptq.jsonl")]) == 0
+    cli = os.environ.get("FPLAB_CLI")
+    if not cli:
+        pytest.skip("FPLAB_CLI not set: fplab report not run")
+    r = subprocess.run([cli, "report", accumulated, "--no-plots"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    md = open(os.path.join(accumulated, "report.md")).read()
+    assert f"| {POLICY} |" in md and "## Post-training quantization" in md and "w4-mxfp4" in md
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_ddp_two_gloo_ranks_match_accumulation(accumulated, data, tmp_path):
+    out = str(tmp_path / "out")
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
+                        str(_free_port()), SCRIPT, *args(data, out, "--no-save")], capture_output=True, text=True,
+                       env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    ddp, acc = steps(out), steps(accumulated)
+    # the same micro-batches; the gradients summed in another order (DDP's all-reduce): bitwise
+    # equality under every preset is issue 36's item 4
+    for a, b in zip(ddp, acc):
+        assert a["loss"] == pytest.approx(b["loss"], rel=1e-6)
+
+
+@pytest.mark.xfail(strict=False, reason="fplab.torch's policies are Python closures: torch.compile breaks the "
+                   "graph at each Linear (issue 36 item 2 makes them torch.library operators)")
+def test_compile_gives_the_eager_losses(accumulated, data, tmp_path):
+    out = str(tmp_path / "out")
+    assert load_script().main(args(data, out, "--accum", "2", "--checkpointing", "--steps", "1", "--no-save",
+                                   "--compile", "eager")) == 0
+    assert steps(out)[0]["loss"] == steps(accumulated)[0]["loss"]
