@@ -73,7 +73,7 @@ Test(autocast, bf16_operands_are_bf16) {
     tu_rng r = {fmt_rng_make_key(5, 0), 0};
     float x[4096];
     for (int i = 0; i < 4096; i++) x[i] = (float)tu_rng_normal(&r);
-    const float *y = ac_cast(&c, AC_QKV_IN, 0, x, 64, 64, false, 0, true);
+    const float *y = ac_cast(&c, &(ac_cast_req){.site = AC_QKV_IN, .layer = 0, .count = true}, x, 64, 64);
     cr_assert(y != x);
     fmt_t bf16;
     fmt_from_name(&bf16, "bf16");
@@ -99,11 +99,11 @@ Test(autocast, fp8_values_scale_into_e4m3) {
     float x[1024];
     tu_rng r = {fmt_rng_make_key(6, 0), 0};
     for (int i = 0; i < 1024; i++) x[i] = (float)(tu_rng_normal(&r) * 0.01);
-    const float *y = ac_cast(&c, AC_QKV_IN, 0, x, 32, 32, false, 0, true);
+    const float *y = ac_cast(&c, &(ac_cast_req){.site = AC_QKV_IN, .layer = 0, .count = true}, x, 32, 32);
     const size_t k = (size_t)AC_QKV_IN * 2 + 0;
     cr_assert_eq(c.tel[k].scale, 1.0f, "first delayed cast: scale %g", c.tel[k].scale);
     for (int i = 0; i < 1024; i++) cr_assert(representable(&e4m3, y[i]));
-    y = ac_cast(&c, AC_QKV_IN, 0, x, 32, 32, false, 0, true);
+    y = ac_cast(&c, &(ac_cast_req){.site = AC_QKV_IN, .layer = 0, .count = true}, x, 32, 32);
     const float s = c.tel[k].scale;
     cr_assert_float_eq(s, (float)(448.0 / c.tel[k].amax), 1e-6 * s, "second cast: scale %g, amax %g", s, c.tel[k].amax);
     // y = q * fl(1/s) in float32: q is an e4m3 value and y * s is within two float32 roundings
@@ -123,7 +123,7 @@ Test(autocast, telemetry_counts) {
     ac_ctx c;
     init_ctx(&c, &p, 1, 16);
     const float x[8] = {1e5f, -7e4f, 1e-9f, -1e-10f, 1e-6f, 3.0f, NAN, 0.0f};
-    ac_cast(&c, AC_O_GRAD, 0, x, 1, 8, false, 0, true);
+    ac_cast(&c, &(ac_cast_req){.site = AC_O_GRAD, .layer = 0, .count = true}, x, 1, 8);
     const ac_tel *t = &c.tel[(size_t)AC_O_GRAD * 2 + 0];
     cr_assert_eq(t->n, 8);
     cr_assert_eq(t->overflow, 2, "overflow %llu", (unsigned long long)t->overflow);  // 1e5, -7e4 > 65504
@@ -133,7 +133,7 @@ Test(autocast, telemetry_counts) {
     cr_assert_float_eq(t->amax, 1e5, 1e-3);
     const float *y = c.buf[0];
     cr_assert(isinf(y[0]) && isinf(y[1]) && y[2] == 0 && y[3] == 0, "IEEE overflow to inf, underflow to 0");
-    ac_cast(&c, AC_O_GRAD, 0, x, 1, 8, false, 0, false);  // not counted
+    ac_cast(&c, &(ac_cast_req){.site = AC_O_GRAD, .layer = 0}, x, 1, 8);  // not counted
     cr_assert_eq(t->n, 8);
     ac_free(&c);
 }
@@ -260,8 +260,8 @@ Test(autocast, state_load_validates_every_field) {
     init_ctx(&c, &p, 2, 64);
     float x[64];
     for (int i = 0; i < 64; i++) x[i] = (float)(i - 20);
-    for (int k = 0; k < 6; k++) ac_cast(&c, AC_QKV_IN, 1, x, 8, 8, false, 0, true);  // wraps the history
-    ac_cast(&c, AC_O_GRAD, 0, x, 8, 8, false, 0, true);
+    for (int k = 0; k < 6; k++) ac_cast(&c, &(ac_cast_req){.site = AC_QKV_IN, .layer = 1, .count = true}, x, 8, 8);  // wraps the history
+    ac_cast(&c, &(ac_cast_req){.site = AC_O_GRAD, .layer = 0, .count = true}, x, 8, 8);
     const size_t n = ac_state_bytes(&c);
     unsigned char *good = malloc(n), *bad = malloc(n), *again = malloc(n);
     cr_assert(good && bad && again);
@@ -373,9 +373,9 @@ Test(autocast, state_version_1_loads) {
     init_ctx(&dst, &p, 2, 64);
     float x[64];
     for (int i = 0; i < 64; i++) x[i] = (float)(i - 20) * 0.25f;
-    for (int k = 0; k < 6; k++) ac_cast(&src, AC_QKV_IN, 1, x, 8, 8, false, 0, true);
-    ac_cast(&src, AC_O_GRAD, -1, x, 8, 8, false, 0, true);
-    ac_cast(&dst, AC_KV, 0, x, 8, 8, false, 0, true);  // to be reset by the load
+    for (int k = 0; k < 6; k++) ac_cast(&src, &(ac_cast_req){.site = AC_QKV_IN, .layer = 1, .count = true}, x, 8, 8);
+    ac_cast(&src, &(ac_cast_req){.site = AC_O_GRAD, .layer = -1, .count = true}, x, 8, 8);
+    ac_cast(&dst, &(ac_cast_req){.site = AC_KV, .layer = 0, .count = true}, x, 8, 8);  // to be reset by the load
     src.scaler.good_steps = 3;
     const size_t L1 = 3, hl = 4, v1_slots = (size_t)AC_NSITES_V1 * L1;
     const size_t n1 = sizeof(ac_scaler) + v1_slots * (sizeof(int64_t) + hl * sizeof(float));
@@ -521,13 +521,13 @@ Test(autocast, operand_holds_the_cast_values) {
         ac_ctx c;
         init_ctx(&c, &p, 1, R * C);
         // Delayed scaling: a history first, so that the scale is not 1.
-        ac_cast(&c, AC_DOWN_IN, 0, x, R, C, false, 0, true);
+        ac_cast(&c, &(ac_cast_req){.site = AC_DOWN_IN, .layer = 0, .count = true}, x, R, C);
         const bool pow2 = !strstr(rules[r], "nvfp4");
         for (int kr = 0; kr < 2; kr++)
             for (int side = 0; side < 2; side++) {
-                memcpy(deq, ac_cast(&c, AC_DOWN_IN, 0, x, R, C, kr, 0, false), sizeof deq);
+                memcpy(deq, ac_cast(&c, &(ac_cast_req){.site = AC_DOWN_IN, .layer = 0, .k_rows = kr}, x, R, C), sizeof deq);
                 mm_operand op;
-                ac_cast_operand(&c, AC_DOWN_IN, 0, x, R, C, kr, side ? MM_SIDE_B : MM_SIDE_A, 1, false, &op);
+                ac_cast_operand(&c, &(ac_cast_req){.site = AC_DOWN_IN, .layer = 0, .k_rows = kr, .slot = 1}, x, R, C, side ? MM_SIDE_B : MM_SIDE_A, &op);
                 const size_t K = kr ? R : C, other = kr ? C : R;
                 const size_t nb = op.scales ? (op.block_k ? (K + (size_t)op.block_k - 1) / (size_t)op.block_k : 1) : 0;
                 const bool trans = side ? !kr : kr;
@@ -573,17 +573,17 @@ Test(autocast, operand_products_are_the_reference) {
         cr_assert_eq(ac_policy_parse(&p, text, "test", msg, sizeof msg), AC_OK, "%s", msg);
         ac_ctx c;
         init_ctx(&c, &p, 1, M * K);
-        ac_cast(&c, AC_DOWN_GRAD, 0, b, K, N, true, 0, true);  // a history for delayed scaling
+        ac_cast(&c, &(ac_cast_req){.site = AC_DOWN_GRAD, .layer = 0, .k_rows = true, .count = true}, b, K, N);  // a history for delayed scaling
         mm_opts o;
         mm_opts_default(&o);
         o.acc = p.acc[AC_PROJ_DOWN][AC_WGRAD];
         for (int ta = 0; ta < 2; ta++)
             for (int tb = 0; tb < 2; tb++) {
                 mm_operand A, B;
-                if (ta) ac_cast_operand(&c, AC_DOWN_IN, 0, at, K, M, true, MM_SIDE_A, 0, false, &A);
-                else ac_cast_operand(&c, AC_DOWN_IN, 0, a, M, K, false, MM_SIDE_A, 0, false, &A);
-                if (tb) ac_cast_operand(&c, AC_DOWN_GRAD, 0, bt, N, K, false, MM_SIDE_B, 1, false, &B);
-                else ac_cast_operand(&c, AC_DOWN_GRAD, 0, b, K, N, true, MM_SIDE_B, 1, false, &B);
+                if (ta) ac_cast_operand(&c, &(ac_cast_req){.site = AC_DOWN_IN, .layer = 0, .k_rows = true}, at, K, M, MM_SIDE_A, &A);
+                else ac_cast_operand(&c, &(ac_cast_req){.site = AC_DOWN_IN, .layer = 0}, a, M, K, MM_SIDE_A, &A);
+                if (tb) ac_cast_operand(&c, &(ac_cast_req){.site = AC_DOWN_GRAD, .layer = 0, .slot = 1}, bt, N, K, MM_SIDE_B, &B);
+                else ac_cast_operand(&c, &(ac_cast_req){.site = AC_DOWN_GRAD, .layer = 0, .k_rows = true, .slot = 1}, b, K, N, MM_SIDE_B, &B);
                 float cpu[M * N], ref[M * N];
                 cr_assert_eq(mm_cpu(cpu, N, &A, &B, M, N, K, &o), MM_OK, "%s", rules[r][0]);
                 cr_assert_eq(mm_ref(ref, N, &A, &B, M, N, K, &o), MM_OK, "%s", rules[r][0]);
@@ -593,8 +593,8 @@ Test(autocast, operand_products_are_the_reference) {
                 if (ta == 0 && tb == 0) continue;
                 // Every storage holds the same operand: the product is the untransposed one's.
                 mm_operand A0, B0;
-                ac_cast_operand(&c, AC_DOWN_IN, 0, a, M, K, false, MM_SIDE_A, 2, false, &A0);
-                ac_cast_operand(&c, AC_DOWN_GRAD, 0, b, K, N, true, MM_SIDE_B, 3, false, &B0);
+                ac_cast_operand(&c, &(ac_cast_req){.site = AC_DOWN_IN, .layer = 0, .slot = 2}, a, M, K, MM_SIDE_A, &A0);
+                ac_cast_operand(&c, &(ac_cast_req){.site = AC_DOWN_GRAD, .layer = 0, .k_rows = true, .slot = 3}, b, K, N, MM_SIDE_B, &B0);
                 float c0[M * N];
                 cr_assert_eq(mm_cpu(c0, N, &A0, &B0, M, N, K, &o), MM_OK);
                 for (int i = 0; i < M * N; i++)
@@ -630,14 +630,14 @@ Test(autocast, cast_hook_sees_each_cast) {
     c.hook = record_hook, c.hook_user = &h;
     float x[256];
     for (int i = 0; i < 256; i++) x[i] = 1.0f + (float)i / 3.0f;
-    const float *y = ac_cast(&c, AC_DOWN_GRAD, 1, x, 8, 32, true, 2, false);
+    const float *y = ac_cast(&c, &(ac_cast_req){.site = AC_DOWN_GRAD, .layer = 1, .k_rows = true, .slot = 2}, x, 8, 32);
     cr_assert_eq(h.calls, 1);
     cr_assert(h.site == AC_DOWN_GRAD && h.layer == 1 && h.x == x && h.out == y && h.rows == 8 && h.cols == 32);
     cr_assert(h.k_rows && !h.count);
     ac_cast_inplace(&c, AC_O_IN, 0, x, 16, 16, true);
     cr_assert_eq(h.calls, 2);
     cr_assert(h.x == NULL && h.out == x && h.count && !h.k_rows);
-    ac_cast(&c, AC_MASTER, -1, x, 16, 16, false, 0, true);  // inactive in bf16-amp: no call
+    ac_cast(&c, &(ac_cast_req){.site = AC_MASTER, .layer = -1, .count = true}, x, 16, 16);  // inactive in bf16-amp: no call
     ac_cast_inplace(&c, AC_RESIDUAL, 0, x, 16, 16, true);
     cr_assert_eq(h.calls, 2);
     ac_free(&c);
