@@ -642,3 +642,142 @@ Test(autocast, cast_hook_sees_each_cast) {
     cr_assert_eq(h.calls, 2);
     ac_free(&c);
 }
+
+// --- the operands of a projection's products: casts reused only while their bits hold
+
+static void record_hook_nop(void *user, ac_site s, int layer, const float *x, const float *out, size_t rows,
+                            size_t cols, bool k_rows, bool count) {
+    (void)user, (void)s, (void)layer, (void)x, (void)out, (void)rows, (void)cols, (void)k_rows, (void)count;
+}
+
+static ac_policy policy_text(const char *text) {
+    ac_policy p;
+    char msg[256] = "";
+    cr_assert_eq(ac_policy_parse(&p, text, "test", msg, sizeof msg), AC_OK, "%s", msg);
+    return p;
+}
+
+enum { GN = 32, GIC = 16, GOC = 8 };
+
+// wgrad's cast of x, made afresh in a context of its own at the same step and micro-batch.
+static void fresh_wgrad_x(const ac_policy *p, uint64_t step, int micro, int layer, const float *x, float *out) {
+    ac_ctx r;
+    init_ctx(&r, p, 2, GN * GIC);
+    ac_begin_step(&r, step), ac_begin_micro(&r, micro);
+    const ac_cast_req q = {.site = AC_QKV_IN, .layer = layer, .k_rows = true, .slot = 3};
+    memcpy(out, ac_cast(&r, &q, x, GN, GIC), sizeof(float) * GN * GIC);
+    ac_free(&r);
+}
+
+static void fill(float *x, size_t n, uint64_t seed) {
+    tu_rng r = {fmt_rng_make_key(seed, 0), 0};
+    for (size_t i = 0; i < n; i++) x[i] = (float)tu_rng_normal(&r);
+}
+
+// One wgrad of q/k/v (layer `layer`): its x operand must be the fresh cast, and *reused says
+// whether autocast took it from its buffer.
+static void wgrad_x_check(ac_ctx *c, const ac_policy *p, int layer, const float *x, const float *dout, bool want,
+                          const char *what) {
+    const ac_gemm_req g = {.proj = AC_PROJ_QKV, .layer = layer, .N = GN, .IC = GIC, .OC = GOC};
+    ac_operands o;
+    ac_wgrad_operands(c, &g, dout, x, &o);
+    static float ref[GN * GIC];
+    fresh_wgrad_x(p, c->step, c->micro, layer, x, ref);
+    cr_assert_eq(!!(o.reused & AC_REUSED_WGRAD_X), want, "%s: reused %u, expected %d", what, o.reused, want);
+    cr_assert(memcmp(o.b, ref, sizeof ref) == 0, "%s: wgrad's x is not the fresh cast", what);
+}
+
+// wgrad's cast of x serves the next wgrad of the same input (k after q), and is cast again when
+// anything its bits depend on moved: the micro-batch or step (the stochastic-rounding draws),
+// another cast written to its buffer, another layer, a new forward of the projection (x
+// rewritten in place), a hook. A cache that ignored any of these returns stale draws.
+Test(autocast, wgrad_cast_of_x_is_reused_only_while_it_holds) {
+    const ac_policy p = policy_text("name t\nsite *.in bf16 sr\nsite *.grad bf16\n");
+    ac_ctx c;
+    init_ctx(&c, &p, 2, GN * GIC);
+    static float x[GN * GIC], x2[GN * GIC], dout[GN * GOC], in_buf[GN * GIC];
+    fill(x, GN * GIC, 1), fill(x2, GN * GIC, 2), fill(dout, GN * GOC, 3);
+    const ac_gemm_req f = {.proj = AC_PROJ_QKV, .layer = 0, .N = GN, .IC = GIC, .OC = GOC};
+    ac_operands in;
+    ac_fprop_input(&c, &f, x, &in);
+    wgrad_x_check(&c, &p, 0, x, dout, false, "first wgrad");
+    wgrad_x_check(&c, &p, 0, x, dout, true, "second wgrad, same input");
+    ac_begin_micro(&c, 1);
+    wgrad_x_check(&c, &p, 0, x, dout, false, "next micro-batch");
+    wgrad_x_check(&c, &p, 0, x, dout, true, "again in that micro-batch");
+    ac_begin_step(&c, 1);
+    wgrad_x_check(&c, &p, 0, x, dout, false, "next step");
+    ac_cast(&c, &(ac_cast_req){.site = AC_O_IN, .layer = 0, .k_rows = true, .slot = 3}, x2, GN, GIC);
+    wgrad_x_check(&c, &p, 0, x, dout, false, "after another cast into its buffer");
+    wgrad_x_check(&c, &p, 1, x, dout, false, "another layer");
+    wgrad_x_check(&c, &p, 0, x, dout, false, "back to layer 0 (buffer overwritten by layer 1)");
+    wgrad_x_check(&c, &p, 0, x2, dout, false, "another input");
+    // a new forward of the projection with other values at the same address
+    memcpy(in_buf, x, sizeof in_buf);
+    ac_fprop_input(&c, &f, in_buf, &in);
+    wgrad_x_check(&c, &p, 0, in_buf, dout, false, "first wgrad after the forward");
+    memcpy(in_buf, x2, sizeof in_buf);
+    ac_fprop_input(&c, &f, in_buf, &in);
+    wgrad_x_check(&c, &p, 0, in_buf, dout, false, "after a new forward, new values");
+    c.hook = record_hook_nop;
+    wgrad_x_check(&c, &p, 0, in_buf, dout, false, "with a hook");
+    ac_free(&c);
+}
+
+// wgrad's cast of dout is dgrad's where the two orientations have the same bits (bf16: no
+// scales, no draws) and that dgrad was the call just before; otherwise, or with block scales
+// (mxfp8's differ by orientation), it is cast again. Either way the values are the fresh cast.
+Test(autocast, wgrad_reuses_dgrad_dout_only_where_orientations_agree) {
+    static float x[GN * GIC], w[GOC * GIC], dout[GN * GOC], dout2[GN * GOC], ref[GN * GOC];
+    fill(x, GN * GIC, 4), fill(w, GOC * GIC, 5), fill(dout, GN * GOC, 6), fill(dout2, GN * GOC, 7);
+    const char *names[2] = {"bf16-amp", "mxfp8"};
+    for (int k = 0; k < 2; k++) {
+        const ac_policy p = policy(names[k]);
+        ac_ctx c, r;
+        init_ctx(&c, &p, 1, GN * GIC), init_ctx(&r, &p, 1, GN * GIC);
+        const ac_gemm_req g = {.proj = AC_PROJ_O, .layer = 0, .N = GN, .IC = GIC, .OC = GOC};
+        memcpy(ref, ac_cast(&r, &(ac_cast_req){.site = AC_O_GRAD, .layer = 0, .k_rows = true, .slot = 2}, dout, GN, GOC),
+               sizeof ref);
+        for (int gap = 0; gap < 2; gap++) {
+            ac_operands o;
+            ac_dgrad_operands(&c, &g, dout, w, &o);
+            if (gap) ac_dgrad_operands(&c, &g, dout2, w, &o);  // another dgrad between
+            ac_wgrad_operands(&c, &g, dout, x, &o);
+            const bool want = k == 0 && !gap;
+            cr_assert_eq(!!(o.reused & AC_REUSED_DGRAD_DOUT), want, "%s, gap %d: reused %u", names[k], gap, o.reused);
+            cr_assert(memcmp(o.a, ref, sizeof ref) == 0, "%s, gap %d: wgrad's dout is not the fresh cast", names[k], gap);
+        }
+        ac_free(&c), ac_free(&r);
+    }
+}
+
+// The forward casts a projection's input in place only where the request allows it and one
+// cast serves wgrad too (bf16-amp); wgrad then multiplies by x as it is. Elsewhere x is left
+// alone and wgrad casts it.
+Test(autocast, fprop_input_in_place_serves_wgrad) {
+    static float x0[GN * GIC], x[GN * GIC], dout[GN * GOC], ref[GN * GIC];
+    fill(x0, GN * GIC, 8), fill(dout, GN * GOC, 9);
+    const char *names[2] = {"bf16-amp", "mxfp8"};
+    for (int k = 0; k < 2; k++)
+        for (int ok = 0; ok < 2; ok++) {
+            const ac_policy p = policy(names[k]);
+            ac_ctx c, r;
+            init_ctx(&c, &p, 1, GN * GIC), init_ctx(&r, &p, 1, GN * GIC);
+            memcpy(ref, ac_cast(&r, &(ac_cast_req){.site = AC_DOWN_IN, .layer = 0, .slot = 0}, x0, GN, GIC), sizeof ref);
+            memcpy(x, x0, sizeof x);
+            const ac_gemm_req g = {.proj = AC_PROJ_DOWN, .layer = 0, .N = GN, .IC = GIC, .OC = GOC, .in_place_ok = ok};
+            ac_operands in, o;
+            ac_fprop_input(&c, &g, x, &in);
+            const bool in_place = k == 0 && ok;
+            cr_assert_eq(in.a == x, in_place, "%s, in_place_ok %d", names[k], ok);
+            cr_assert(memcmp(x, in_place ? ref : x0, sizeof x) == 0, "%s, in_place_ok %d: x", names[k], ok);
+            cr_assert(memcmp(in.a, ref, sizeof ref) == 0, "%s, in_place_ok %d: the cast input", names[k], ok);
+            ac_wgrad_operands(&c, &g, dout, x, &o);
+            cr_assert_eq(!!(o.reused & AC_REUSED_INPUT), in_place, "%s, in_place_ok %d: reused %u", names[k], ok,
+                         o.reused);
+            memcpy(ref, ac_cast(&r, &(ac_cast_req){.site = AC_DOWN_IN, .layer = 0, .k_rows = true, .slot = 3}, x0, GN,
+                                GIC), sizeof ref);
+            cr_assert(memcmp(o.b, ref, sizeof ref) == 0, "%s, in_place_ok %d: wgrad's x", names[k], ok);
+            ac_free(&c), ac_free(&r);
+        }
+}
