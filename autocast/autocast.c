@@ -113,10 +113,24 @@ static void push_amax(ac_ctx *c, ac_site s, int layer, float amax) {
     c->hist_count[k]++;
 }
 
-// The cast of x for site s into out. With op (an operand of an emulated product), out gets
-// the element values and *op describes them with their scales (ac_cast_operand).
-static void cast_into(ac_ctx *c, ac_site s, int layer, float *out, const float *x, size_t rows,
-                      size_t cols, bool k_rows, bool count, mm_side side, float *op_scales, mm_operand *op) {
+// Where ac_cast_operand wants an operand of an emulated product: its side, the buffer of its
+// expanded scales, the description to fill.
+typedef struct {
+    mm_side side;
+    float *scales;
+    mm_operand *op;
+} operand_out;
+
+// The cast of x as q says into out (q->slot is not read). With to (an operand of an emulated
+// product), out gets the element values and *to->op describes them with their scales.
+static void cast_into(ac_ctx *c, const ac_cast_req *q, float *out, const float *x, size_t rows, size_t cols,
+                      const operand_out *to) {
+    const ac_site s = q->site;
+    const int layer = q->layer;
+    const bool k_rows = q->k_rows, count = q->count;
+    mm_operand *op = to ? to->op : NULL;
+    const mm_side side = to ? to->side : MM_SIDE_A;
+    float *op_scales = to ? to->scales : NULL;
     const ac_rule *r = &c->pol.site[s];
     const size_t n = rows * cols;
     const fmt_round_opts o = cast_opts(c, r, s, layer, k_rows);
@@ -166,14 +180,14 @@ const float *ac_cast(ac_ctx *c, const ac_cast_req *r, const float *x, size_t row
     if (!ac_active(c, r->site)) return x;
     float *out = c->buf[r->slot];
     c->held[r->slot].x = NULL;
-    cast_into(c, r->site, r->layer, out, x, rows, cols, r->k_rows, r->count, MM_SIDE_A, NULL, NULL);
+    cast_into(c, r, out, x, rows, cols, NULL);
     if (c->hook) c->hook(c->hook_user, r->site, r->layer, x, out, rows, cols, r->k_rows, r->count);
     return out;
 }
 
 void ac_cast_inplace(ac_ctx *c, ac_site s, int layer, float *x, size_t rows, size_t cols, bool count) {
     if (!ac_active(c, s)) return;
-    cast_into(c, s, layer, x, x, rows, cols, false, count, MM_SIDE_A, NULL, NULL);
+    cast_into(c, &(ac_cast_req){.site = s, .layer = layer, .count = count}, x, x, rows, cols, NULL);
     if (c->hook) c->hook(c->hook_user, s, layer, NULL, x, rows, cols, false, count);
 }
 
@@ -190,8 +204,7 @@ const mm_acc *ac_emulated_acc(const ac_ctx *c, ac_proj p, ac_pass pass) {
 void ac_cast_operand(ac_ctx *c, const ac_cast_req *r, const float *x, size_t rows, size_t cols, mm_side side,
                      mm_operand *op) {
     c->held[r->slot].x = NULL;
-    cast_into(c, r->site, r->layer, c->buf[r->slot], x, rows, cols, r->k_rows, r->count, side, c->op_scales[r->slot],
-              op);
+    cast_into(c, r, c->buf[r->slot], x, rows, cols, &(operand_out){side, c->op_scales[r->slot], op});
 }
 
 // --- the operands of a projection's products (autocast.h states the sharing rules)

@@ -340,21 +340,20 @@ static void cast_store(llama_model *m, ac_site s, size_t l, float *x, size_t row
     ac_cast_inplace(m->ac, s, (int)l, x, rows, cols, !m->uncounted);
 }
 
-// A product with the accumulator the policy emulates (scaled_mm.h): C (M x N, ldc) = op(A) op(B),
-// plus C when accumulate. The operands are valid (the policy's checks), so the kernel fails only
-// for want of memory; C is then NaN and m->fault says why, so that the run reports the failure,
-// not a non-finite loss.
-static void mm_emulated(llama_model *m, float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M,
-                        size_t N, size_t K, const mm_acc *acc, bool accumulate) {
-    mm_opts o;
-    mm_opts_default(&o);
-    o.acc = *acc;
-    o.beta = accumulate ? 1.0f : 0.0f;
-    const int st = mm_cpu(C, ldc, A, B, M, N, K, &o);
+// A product with the accumulator the policy emulates (scaled_mm.h): C (M, N) = op(A) op(B) of
+// autocast's operands o, plus C when accumulate. The operands are valid (the policy's checks),
+// so the kernel fails only for want of memory; C is then NaN and m->fault says why, so that the
+// run reports the failure, not a non-finite loss.
+static void mm_emulated(llama_model *m, float *C, const ac_operands *o, size_t M, size_t N, size_t K,
+                        bool accumulate) {
+    mm_opts mo;
+    mm_opts_default(&mo);
+    mo.acc = *o->acc;
+    mo.beta = accumulate ? 1.0f : 0.0f;
+    const int st = mm_cpu(C, N, &o->A, &o->B, M, N, K, &mo);
     if (st != MM_OK && m->fault == LLAMA_OK) m->fault = st == MM_ENOMEM ? LLAMA_ENOMEM : LLAMA_EINVAL;
     if (st != MM_OK)
-        for (size_t i = 0; i < M; i++)
-            for (size_t j = 0; j < N; j++) C[i * ldc + j] = NAN;
+        for (size_t i = 0; i < M * N; i++) C[i] = NAN;
 }
 
 // The request of projection p's products at layer l (autocast.h): out (N, OC) = in (N, IC) W^T.
@@ -369,7 +368,7 @@ static ac_gemm_req gemm(const llama_model *m, ac_proj p, size_t l, size_t N, siz
 static void proj(llama_model *m, const ac_gemm_req *g, float *out, const ac_operands *in, const float *w) {
     ac_operands o;
     ac_fprop_operands(m->ac, g, in, w, &o);
-    if (o.acc) mm_emulated(m, out, g->OC, &o.A, &o.B, g->N, g->OC, g->IC, o.acc, false);
+    if (o.acc) mm_emulated(m, out, &o, g->N, g->OC, g->IC, false);
     else op_matmul_forward(out, o.a, o.b, g->N, g->IC, g->OC);
 }
 
@@ -487,10 +486,10 @@ static void proj_backward(llama_model *m, const ac_gemm_req *g, float *dinp, flo
     }
     ac_operands o;
     ac_dgrad_operands(m->ac, g, dout, w, &o);
-    if (o.acc) mm_emulated(m, dinp, IC, &o.A, &o.B, N, IC, OC, o.acc, accumulate);
+    if (o.acc) mm_emulated(m, dinp, &o, N, IC, OC, accumulate);  // dinp (N, IC) = dout (N, OC) W
     else op_matmul_dgrad(dinp, o.a, o.b, N, IC, OC, accumulate);
     ac_wgrad_operands(m->ac, g, dout, inp, &o);
-    if (o.acc) mm_emulated(m, dw, IC, &o.A, &o.B, OC, IC, N, o.acc, true);
+    if (o.acc) mm_emulated(m, dw, &o, OC, IC, N, true);  // dW (OC, IC) += dout^T x (N, IC)
     else op_matmul_wgrad(dw, o.a, o.b, N, IC, OC);
 }
 

@@ -382,14 +382,14 @@ static void copy_out(void *out, const float *v, size_t n) {
     if (out != v) memcpy(out, v, n * sizeof(float));
 }
 
-// fprop_input(*, out, x, proj, layer, N, IC, recompute=False): out (N, IC) = the input x as
+// fprop_input(out, x, proj, layer, N, IC, *, recompute=False): out (N, IC) = the input x as
 // ac_fprop_input casts it for the projection's products (and records it for wgrad).
 static PyObject *ctx_fprop_input(ContextObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"out", "x", "proj", "layer", "N", "IC", "recompute", NULL};
     PyObject *oo, *ox;
     int proj, layer, recompute = 0;
     Py_ssize_t N, IC;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "$OOiinn|p", kwlist, &oo, &ox, &proj, &layer, &N, &IC, &recompute))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOiinn|$p", kwlist, &oo, &ox, &proj, &layer, &N, &IC, &recompute))
         return NULL;
     ac_gemm_req g;
     if (gemm_req(self, &g, proj, layer, N, IC, 0, recompute) < 0 || refuse_emulated(self, g.proj, AC_FPROP) < 0)
@@ -566,7 +566,7 @@ static PyMethodDef ctx_methods[] = {
      "matmul_emulated(proj, pass_, out, a, site_a, rows_a, cols_a, k_rows_a, count_a, b, site_b, rows_b, cols_b, "
      "k_rows_b, count_b, layer, M, N, K, accumulate): a product with the emulated accumulator"},
     {"fprop_input", (PyCFunction)(void (*)(void))ctx_fprop_input, METH_VARARGS | METH_KEYWORDS,
-     "fprop_input(*, out, x, proj, layer, N, IC, recompute=False): a projection's input cast once for its products"},
+     "fprop_input(out, x, proj, layer, N, IC, *, recompute=False): a projection's input cast once for its products"},
     {"dgrad_operands", (PyCFunction)(void (*)(void))ctx_dgrad_operands, METH_VARARGS | METH_KEYWORDS,
      "dgrad_operands(*, a, b, dout, w, proj, layer, N, IC, OC) -> {input, wgrad_x, dgrad_dout}"},
     {"wgrad_operands", (PyCFunction)(void (*)(void))ctx_wgrad_operands, METH_VARARGS | METH_KEYWORDS,
