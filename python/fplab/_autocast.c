@@ -458,6 +458,69 @@ static PyObject *ctx_wgrad_operands(ContextObject *self, PyObject *args, PyObjec
     return grad_operands(self, args, kw, AC_WGRAD);
 }
 
+// dgrad(*, out, dout, w, proj, layer, N, IC, OC, accumulate=False) and wgrad(*, out, dout, x,
+// proj, layer, N, IC, OC): the product itself on the CPU, as trainer/llama.c's proj_backward
+// runs it: autocast's operands (ac_dgrad_operands / ac_wgrad_operands, with their reuse and
+// the Hadamard rotation) multiplied in float32 (op_matmul_dgrad / op_matmul_wgrad) or in the
+// accumulator the policy emulates (mm_cpu). dgrad: out (N, IC) = (or +=) dout W; wgrad: out
+// (OC, IC) += dout^T x. Returns the reuse dict of dgrad_operands.
+static PyObject *grad_product(ContextObject *self, PyObject *args, PyObject *kw, ac_pass pass) {
+    static char *dkw[] = {"out", "dout", "w", "proj", "layer", "N", "IC", "OC", "accumulate", NULL};
+    static char *wkw[] = {"out", "dout", "x", "proj", "layer", "N", "IC", "OC", NULL};
+    PyObject *oo, *od, *ox;
+    int proj, layer, accumulate = 0;
+    Py_ssize_t N, IC, OC;
+    const int ok = pass == AC_DGRAD
+                       ? PyArg_ParseTupleAndKeywords(args, kw, "$OOOiinnn|p", dkw, &oo, &od, &ox, &proj, &layer, &N,
+                                                     &IC, &OC, &accumulate)
+                       : PyArg_ParseTupleAndKeywords(args, kw, "$OOOiinnn", wkw, &oo, &od, &ox, &proj, &layer, &N,
+                                                     &IC, &OC);
+    if (!ok) return NULL;
+    ac_gemm_req g;
+    if (gemm_req(self, &g, proj, layer, N, IC, OC, 0) < 0) return NULL;
+    const size_t nd = g.N * g.OC, nx = pass == AC_DGRAD ? g.OC * g.IC : g.N * g.IC;
+    const size_t no = pass == AC_DGRAD ? g.N * g.IC : g.OC * g.IC;
+    buf_set b = {.n = 0};
+    if (take(&b, oo, no, true, "out") < 0 || take(&b, od, nd, false, "dout") < 0 ||
+        take(&b, ox, nx, false, pass == AC_DGRAD ? "w" : "x") < 0) {
+        release(&b);
+        return NULL;
+    }
+    ac_operands o;
+    int st = MM_OK;
+    Py_BEGIN_ALLOW_THREADS
+    float *out = b.v[0].buf;
+    if (pass == AC_DGRAD) ac_dgrad_operands(&self->ac, &g, b.v[1].buf, b.v[2].buf, &o);
+    else ac_wgrad_operands(&self->ac, &g, b.v[1].buf, b.v[2].buf, &o);
+    // dgrad: M = N, N = IC, K = OC; wgrad: M = OC, N = IC, K = N
+    const size_t M = pass == AC_DGRAD ? g.N : g.OC, K = pass == AC_DGRAD ? g.OC : g.N;
+    if (o.acc) {
+        mm_opts mo;
+        mm_opts_default(&mo);
+        mo.acc = *o.acc;
+        mo.beta = pass == AC_WGRAD || accumulate ? 1.0f : 0.0f;
+        st = mm_cpu(out, g.IC, &o.A, &o.B, M, g.IC, K, &mo);
+    } else if (pass == AC_DGRAD) {
+        st = op_matmul_dgrad(out, o.a, o.b, g.N, g.IC, g.OC, accumulate);
+    } else {
+        st = op_matmul_wgrad(out, o.a, o.b, g.N, g.IC, g.OC);
+    }
+    Py_END_ALLOW_THREADS
+    release(&b);
+    if (st == MM_ENOMEM) return PyErr_NoMemory();
+    if (st != MM_OK) return PyErr_Format(PyExc_ValueError, "%s: the library refused the product (status %d)",
+                                         ac_gemm_name(g.proj, pass), st);
+    return reused_dict(o.reused);
+}
+
+static PyObject *ctx_dgrad(ContextObject *self, PyObject *args, PyObject *kw) {
+    return grad_product(self, args, kw, AC_DGRAD);
+}
+
+static PyObject *ctx_wgrad(ContextObject *self, PyObject *args, PyObject *kw) {
+    return grad_product(self, args, kw, AC_WGRAD);
+}
+
 // round_update(p, p_old, comp_or_None): ac_round_update over n floats.
 static PyObject *ctx_round_update(ContextObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"p", "p_old", "comp", "n", NULL};
@@ -572,6 +635,12 @@ static PyMethodDef ctx_methods[] = {
     {"wgrad_operands", (PyCFunction)(void (*)(void))ctx_wgrad_operands, METH_VARARGS | METH_KEYWORDS,
      "wgrad_operands(*, a, b, dout, x, proj, layer, N, IC, OC) -> {input, wgrad_x, dgrad_dout}: which casts "
      "were reused"},
+    {"dgrad", (PyCFunction)(void (*)(void))ctx_dgrad, METH_VARARGS | METH_KEYWORDS,
+     "dgrad(*, out, dout, w, proj, layer, N, IC, OC, accumulate=False): out (N, IC) (=|+=) dout W, on the CPU, "
+     "with autocast's operands -> {input, wgrad_x, dgrad_dout}"},
+    {"wgrad", (PyCFunction)(void (*)(void))ctx_wgrad, METH_VARARGS | METH_KEYWORDS,
+     "wgrad(*, out, dout, x, proj, layer, N, IC, OC): out (OC, IC) += dout^T x, on the CPU, with autocast's "
+     "operands -> {input, wgrad_x, dgrad_dout}"},
     {"round_update", (PyCFunction)(void (*)(void))ctx_round_update, METH_VARARGS | METH_KEYWORDS,
      "round_update(p, p_old, comp, n)"},
     {"json", (PyCFunction)ctx_json, METH_NOARGS, "the step's telemetry as JSON members"},

@@ -76,3 +76,27 @@ def test_refusals():
         c.wgrad_operands(a=dout.copy(), b=x.copy(), dout=dout, x=x, proj=9, layer=0, N=N, IC=IC, OC=OC)
     with pytest.raises(TypeError):
         c.wgrad_operands(dout.copy(), x.copy(), dout, x, QKV, 0, N, IC, OC)  # keywords only
+
+
+WGRAD = 2
+
+
+def test_wgrad_product_is_the_manual_one():
+    """ctx.wgrad (autocast's operands: the Hadamard rotation, the casts, the emulated accumulator)
+    equals what fplab.torch did by hand: rotate both operands, then matmul_emulated."""
+    text = _autocast.policy_text("nvfp4") + "accumulator m13:promote=128 *.wgrad\n"
+    x, dout = rand(N, IC, seed=10), rand(N, OC, seed=11)
+    c = _autocast.Context(text, "test", n_layers=2, seed=3)
+    dw = np.zeros((OC, IC), np.float32)
+    r1 = c.wgrad(out=dw, dout=dout, x=x, proj=QKV, layer=0, N=N, IC=IC, OC=OC)
+    dw2 = np.zeros((OC, IC), np.float32)
+    r2 = c.wgrad(out=dw2, dout=dout, x=x, proj=QKV, layer=0, N=N, IC=IC, OC=OC)
+    assert not r1["wgrad_x"] and not r2["wgrad_x"]  # emulated operands are cast afresh
+    m = _autocast.Context(text, "test", n_layers=2, seed=3)
+    xh, gh = np.empty_like(x), np.empty_like(dout)
+    m.hadamard(xh, x, N, IC)
+    m.hadamard(gh, dout, N, OC)
+    ref = np.zeros((OC, IC), np.float32)
+    m.matmul_emulated(QKV, WGRAD, ref, gh, 2, N, OC, True, False, xh, QKV_IN, N, IC, True, False, 0, OC, IC, N, True)
+    assert np.array_equal(dw.view(np.uint32), ref.view(np.uint32))
+    assert np.array_equal(dw2.view(np.uint32), ref.view(np.uint32))
