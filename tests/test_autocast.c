@@ -260,7 +260,8 @@ Test(autocast, state_load_validates_every_field) {
     init_ctx(&c, &p, 2, 64);
     float x[64];
     for (int i = 0; i < 64; i++) x[i] = (float)(i - 20);
-    for (int k = 0; k < 6; k++) ac_cast(&c, &(ac_cast_req){.site = AC_QKV_IN, .layer = 1, .count = true}, x, 8, 8);  // wraps the history
+    const ac_cast_req qkv1 = {.site = AC_QKV_IN, .layer = 1, .count = true};
+    for (int k = 0; k < 6; k++) ac_cast(&c, &qkv1, x, 8, 8);  // wraps the history
     ac_cast(&c, &(ac_cast_req){.site = AC_O_GRAD, .layer = 0, .count = true}, x, 8, 8);
     const size_t n = ac_state_bytes(&c);
     unsigned char *good = malloc(n), *bad = malloc(n), *again = malloc(n);
@@ -525,9 +526,11 @@ Test(autocast, operand_holds_the_cast_values) {
         const bool pow2 = !strstr(rules[r], "nvfp4");
         for (int kr = 0; kr < 2; kr++)
             for (int side = 0; side < 2; side++) {
-                memcpy(deq, ac_cast(&c, &(ac_cast_req){.site = AC_DOWN_IN, .layer = 0, .k_rows = kr}, x, R, C), sizeof deq);
+                const ac_cast_req q = {.site = AC_DOWN_IN, .layer = 0, .k_rows = kr};
+                memcpy(deq, ac_cast(&c, &q, x, R, C), sizeof deq);
                 mm_operand op;
-                ac_cast_operand(&c, &(ac_cast_req){.site = AC_DOWN_IN, .layer = 0, .k_rows = kr, .slot = 1}, x, R, C, side ? MM_SIDE_B : MM_SIDE_A, &op);
+                const ac_cast_req q1 = {.site = AC_DOWN_IN, .layer = 0, .k_rows = kr, .slot = 1};
+                ac_cast_operand(&c, &q1, x, R, C, side ? MM_SIDE_B : MM_SIDE_A, &op);
                 const size_t K = kr ? R : C, other = kr ? C : R;
                 const size_t nb = op.scales ? (op.block_k ? (K + (size_t)op.block_k - 1) / (size_t)op.block_k : 1) : 0;
                 const bool trans = side ? !kr : kr;
@@ -573,17 +576,20 @@ Test(autocast, operand_products_are_the_reference) {
         cr_assert_eq(ac_policy_parse(&p, text, "test", msg, sizeof msg), AC_OK, "%s", msg);
         ac_ctx c;
         init_ctx(&c, &p, 1, M * K);
-        ac_cast(&c, &(ac_cast_req){.site = AC_DOWN_GRAD, .layer = 0, .k_rows = true, .count = true}, b, K, N);  // a history for delayed scaling
+        const ac_cast_req hist = {.site = AC_DOWN_GRAD, .layer = 0, .k_rows = true, .count = true};
+        ac_cast(&c, &hist, b, K, N);  // a history for delayed scaling
         mm_opts o;
         mm_opts_default(&o);
         o.acc = p.acc[AC_PROJ_DOWN][AC_WGRAD];
         for (int ta = 0; ta < 2; ta++)
             for (int tb = 0; tb < 2; tb++) {
                 mm_operand A, B;
-                if (ta) ac_cast_operand(&c, &(ac_cast_req){.site = AC_DOWN_IN, .layer = 0, .k_rows = true}, at, K, M, MM_SIDE_A, &A);
-                else ac_cast_operand(&c, &(ac_cast_req){.site = AC_DOWN_IN, .layer = 0}, a, M, K, MM_SIDE_A, &A);
-                if (tb) ac_cast_operand(&c, &(ac_cast_req){.site = AC_DOWN_GRAD, .layer = 0, .slot = 1}, bt, N, K, MM_SIDE_B, &B);
-                else ac_cast_operand(&c, &(ac_cast_req){.site = AC_DOWN_GRAD, .layer = 0, .k_rows = true, .slot = 1}, b, K, N, MM_SIDE_B, &B);
+                const ac_cast_req qa = {.site = AC_DOWN_IN, .layer = 0, .k_rows = ta},
+                                  qb = {.site = AC_DOWN_GRAD, .layer = 0, .k_rows = !tb, .slot = 1};
+                if (ta) ac_cast_operand(&c, &qa, at, K, M, MM_SIDE_A, &A);
+                else ac_cast_operand(&c, &qa, a, M, K, MM_SIDE_A, &A);
+                if (tb) ac_cast_operand(&c, &qb, bt, N, K, MM_SIDE_B, &B);
+                else ac_cast_operand(&c, &qb, b, K, N, MM_SIDE_B, &B);
                 float cpu[M * N], ref[M * N];
                 cr_assert_eq(mm_cpu(cpu, N, &A, &B, M, N, K, &o), MM_OK, "%s", rules[r][0]);
                 cr_assert_eq(mm_ref(ref, N, &A, &B, M, N, K, &o), MM_OK, "%s", rules[r][0]);
@@ -594,7 +600,8 @@ Test(autocast, operand_products_are_the_reference) {
                 // Every storage holds the same operand: the product is the untransposed one's.
                 mm_operand A0, B0;
                 ac_cast_operand(&c, &(ac_cast_req){.site = AC_DOWN_IN, .layer = 0, .slot = 2}, a, M, K, MM_SIDE_A, &A0);
-                ac_cast_operand(&c, &(ac_cast_req){.site = AC_DOWN_GRAD, .layer = 0, .k_rows = true, .slot = 3}, b, K, N, MM_SIDE_B, &B0);
+                const ac_cast_req qb0 = {.site = AC_DOWN_GRAD, .layer = 0, .k_rows = true, .slot = 3};
+                ac_cast_operand(&c, &qb0, b, K, N, MM_SIDE_B, &B0);
                 float c0[M * N];
                 cr_assert_eq(mm_cpu(c0, N, &A0, &B0, M, N, K, &o), MM_OK);
                 for (int i = 0; i < M * N; i++)
@@ -637,7 +644,8 @@ Test(autocast, cast_hook_sees_each_cast) {
     ac_cast_inplace(&c, AC_O_IN, 0, x, 16, 16, true);
     cr_assert_eq(h.calls, 2);
     cr_assert(h.x == NULL && h.out == x && h.count && !h.k_rows);
-    ac_cast(&c, &(ac_cast_req){.site = AC_MASTER, .layer = -1, .count = true}, x, 16, 16);  // inactive in bf16-amp: no call
+    const ac_cast_req master = {.site = AC_MASTER, .layer = -1, .count = true};
+    ac_cast(&c, &master, x, 16, 16);  // inactive in bf16-amp: no call
     ac_cast_inplace(&c, AC_RESIDUAL, 0, x, 16, 16, true);
     cr_assert_eq(h.calls, 2);
     ac_free(&c);
@@ -736,8 +744,8 @@ Test(autocast, wgrad_reuses_dgrad_dout_only_where_orientations_agree) {
         ac_ctx c, r;
         init_ctx(&c, &p, 1, GN * GIC), init_ctx(&r, &p, 1, GN * GIC);
         const ac_gemm_req g = {.proj = AC_PROJ_O, .layer = 0, .N = GN, .IC = GIC, .OC = GOC};
-        memcpy(ref, ac_cast(&r, &(ac_cast_req){.site = AC_O_GRAD, .layer = 0, .k_rows = true, .slot = 2}, dout, GN, GOC),
-               sizeof ref);
+        const ac_cast_req q = {.site = AC_O_GRAD, .layer = 0, .k_rows = true, .slot = 2};
+        memcpy(ref, ac_cast(&r, &q, dout, GN, GOC), sizeof ref);
         for (int gap = 0; gap < 2; gap++) {
             ac_operands o;
             ac_dgrad_operands(&c, &g, dout, w, &o);
@@ -745,7 +753,8 @@ Test(autocast, wgrad_reuses_dgrad_dout_only_where_orientations_agree) {
             ac_wgrad_operands(&c, &g, dout, x, &o);
             const bool want = k == 0 && !gap;
             cr_assert_eq(!!(o.reused & AC_REUSED_DGRAD_DOUT), want, "%s, gap %d: reused %u", names[k], gap, o.reused);
-            cr_assert(memcmp(o.a, ref, sizeof ref) == 0, "%s, gap %d: wgrad's dout is not the fresh cast", names[k], gap);
+            cr_assert(memcmp(o.a, ref, sizeof ref) == 0, "%s, gap %d: wgrad's dout is not the fresh cast", names[k],
+                      gap);
         }
         ac_free(&c), ac_free(&r);
     }
@@ -763,7 +772,7 @@ Test(autocast, fprop_input_in_place_serves_wgrad) {
             const ac_policy p = policy(names[k]);
             ac_ctx c, r;
             init_ctx(&c, &p, 1, GN * GIC), init_ctx(&r, &p, 1, GN * GIC);
-            memcpy(ref, ac_cast(&r, &(ac_cast_req){.site = AC_DOWN_IN, .layer = 0, .slot = 0}, x0, GN, GIC), sizeof ref);
+            memcpy(ref, ac_cast(&r, &(ac_cast_req){.site = AC_DOWN_IN, .layer = 0}, x0, GN, GIC), sizeof ref);
             memcpy(x, x0, sizeof x);
             const ac_gemm_req g = {.proj = AC_PROJ_DOWN, .layer = 0, .N = GN, .IC = GIC, .OC = GOC, .in_place_ok = ok};
             ac_operands in, o;
