@@ -30,15 +30,16 @@ int ac_init(ac_ctx *c, const ac_policy *p, int n_layers, uint64_t seed, ac_telem
     c->hist = calloc(slots * hist_len(c), sizeof *c->hist);
     c->hist_count = calloc(slots, sizeof *c->hist_count);
     c->tel = calloc(slots, sizeof *c->tel);
+    c->inputs = calloc((size_t)AC_NPROJ * (size_t)(n_layers + 1), sizeof *c->inputs);
     c->buf_cap = max_operand;
-    bool ok = c->hist && c->hist_count && c->tel;
+    bool ok = c->hist && c->hist_count && c->tel && c->inputs;
     const size_t cap = (max_operand ? max_operand : 1) * sizeof(float);
-    for (int i = 0; i < 4 && ok; i++) ok = (c->buf[i] = malloc(cap));
+    for (int i = 0; i < AC_NSLOTS && ok; i++) ok = (c->buf[i] = malloc(cap));
     bool emulated = false;
     for (int g = 0; g < AC_NPROJ; g++)
         for (int k = 0; k < AC_NPASSES; k++) emulated |= mm_acc_is_emulated(&p->acc[g][k]);
     if (emulated && ok) {
-        for (int i = 0; i < 4 && ok; i++) ok = (c->op_scales[i] = malloc(cap));
+        for (int i = 0; i < AC_NSLOTS && ok; i++) ok = (c->op_scales[i] = malloc(cap));
         ok = ok && (c->op_deq = malloc(cap)) && (c->op_tiles = malloc(cap));
     }
     if (!ok) {
@@ -50,8 +51,8 @@ int ac_init(ac_ctx *c, const ac_policy *p, int n_layers, uint64_t seed, ac_telem
 }
 
 void ac_free(ac_ctx *c) {
-    free(c->hist), free(c->hist_count), free(c->tel);
-    for (int i = 0; i < 4; i++) free(c->buf[i]), free(c->op_scales[i]);
+    free(c->hist), free(c->hist_count), free(c->tel), free(c->inputs);
+    for (int i = 0; i < AC_NSLOTS; i++) free(c->buf[i]), free(c->op_scales[i]);
     free(c->op_deq), free(c->op_tiles);
     memset(c, 0, sizeof *c);
 }
@@ -112,10 +113,24 @@ static void push_amax(ac_ctx *c, ac_site s, int layer, float amax) {
     c->hist_count[k]++;
 }
 
-// The cast of x for site s into out. With op (an operand of an emulated product), out gets
-// the element values and *op describes them with their scales (ac_cast_operand).
-static void cast_into(ac_ctx *c, ac_site s, int layer, float *out, const float *x, size_t rows,
-                      size_t cols, bool k_rows, bool count, mm_side side, float *op_scales, mm_operand *op) {
+// Where ac_cast_operand wants an operand of an emulated product: its side, the buffer of its
+// expanded scales, the description to fill.
+typedef struct {
+    mm_side side;
+    float *scales;
+    mm_operand *op;
+} operand_out;
+
+// The cast of x as q says into out (q->slot is not read). With to (an operand of an emulated
+// product), out gets the element values and *to->op describes them with their scales.
+static void cast_into(ac_ctx *c, const ac_cast_req *q, float *out, const float *x, size_t rows, size_t cols,
+                      const operand_out *to) {
+    const ac_site s = q->site;
+    const int layer = q->layer;
+    const bool k_rows = q->k_rows, count = q->count;
+    mm_operand *op = to ? to->op : NULL;
+    const mm_side side = to ? to->side : MM_SIDE_A;
+    float *op_scales = to ? to->scales : NULL;
     const ac_rule *r = &c->pol.site[s];
     const size_t n = rows * cols;
     const fmt_round_opts o = cast_opts(c, r, s, layer, k_rows);
@@ -161,18 +176,18 @@ static void cast_into(ac_ctx *c, ac_site s, int layer, float *out, const float *
     if (count && c->telemetry != AC_TEL_OFF) add_tel(c, s, layer, &st, amax, scale);
 }
 
-const float *ac_cast(ac_ctx *c, ac_site s, int layer, const float *x, size_t rows, size_t cols,
-                     bool k_rows, int slot, bool count) {
-    if (!ac_active(c, s)) return x;
-    float *out = c->buf[slot];
-    cast_into(c, s, layer, out, x, rows, cols, k_rows, count, MM_SIDE_A, NULL, NULL);
-    if (c->hook) c->hook(c->hook_user, s, layer, x, out, rows, cols, k_rows, count);
+const float *ac_cast(ac_ctx *c, const ac_cast_req *r, const float *x, size_t rows, size_t cols) {
+    if (!ac_active(c, r->site)) return x;
+    float *out = c->buf[r->slot];
+    c->held[r->slot].x = NULL;
+    cast_into(c, r, out, x, rows, cols, NULL);
+    if (c->hook) c->hook(c->hook_user, r->site, r->layer, x, out, rows, cols, r->k_rows, r->count);
     return out;
 }
 
 void ac_cast_inplace(ac_ctx *c, ac_site s, int layer, float *x, size_t rows, size_t cols, bool count) {
     if (!ac_active(c, s)) return;
-    cast_into(c, s, layer, x, x, rows, cols, false, count, MM_SIDE_A, NULL, NULL);
+    cast_into(c, &(ac_cast_req){.site = s, .layer = layer, .count = count}, x, x, rows, cols, NULL);
     if (c->hook) c->hook(c->hook_user, s, layer, NULL, x, rows, cols, false, count);
 }
 
@@ -186,9 +201,123 @@ const mm_acc *ac_emulated_acc(const ac_ctx *c, ac_proj p, ac_pass pass) {
     return c && mm_acc_is_emulated(&c->pol.acc[p][pass]) ? &c->pol.acc[p][pass] : NULL;
 }
 
-void ac_cast_operand(ac_ctx *c, ac_site s, int layer, const float *x, size_t rows, size_t cols, bool k_rows,
-                     mm_side side, int slot, bool count, mm_operand *op) {
-    cast_into(c, s, layer, c->buf[slot], x, rows, cols, k_rows, count, side, c->op_scales[slot], op);
+void ac_cast_operand(ac_ctx *c, const ac_cast_req *r, const float *x, size_t rows, size_t cols, mm_side side,
+                     mm_operand *op) {
+    c->held[r->slot].x = NULL;
+    cast_into(c, r, c->buf[r->slot], x, rows, cols, &(operand_out){side, c->op_scales[r->slot], op});
+}
+
+// --- the operands of a projection's products (autocast.h states the sharing rules)
+
+// Whether one cast of a tensor for site s serves both of its products: the same bits in both
+// orientations, no Hadamard rotation of the wgrad operands between them, and no hook (which
+// sees every cast with its input).
+static bool one_cast_serves_both(const ac_ctx *c, ac_site s, size_t rows, size_t cols) {
+    return !c->pol.hadamard && !c->hook && ac_cast_orientation_free(c, s, rows, cols);
+}
+
+// The record of projection p's input at g's layer; NULL for a layer outside -1..n_layers.
+static ac_input *input_of(ac_ctx *c, const ac_gemm_req *g) {
+    if (g->layer < -1 || g->layer > c->n_layers || (unsigned)g->proj >= AC_NPROJ) return NULL;
+    const int l = g->layer < 0 ? c->n_layers : g->layer;
+    return &c->inputs[(size_t)g->proj * (size_t)(c->n_layers + 1) + (size_t)l];
+}
+
+static bool held_is(const ac_ctx *c, int slot, const ac_held *k) {
+    const ac_held *h = &c->held[slot];
+    return h->x && h->x == k->x && h->pass == k->pass && h->site == k->site && h->layer == k->layer &&
+           h->rows == k->rows && h->cols == k->cols && h->k_rows == k->k_rows && h->step == k->step &&
+           h->micro == k->micro && h->gen == k->gen && h->call == k->call;
+}
+
+void ac_fprop_input(ac_ctx *c, const ac_gemm_req *g, float *x, ac_operands *in) {
+    *in = (ac_operands){.a = x};
+    if (!c) return;
+    c->calls++;
+    const ac_site s = ac_proj_in(g->proj);
+    in->acc = ac_emulated_acc(c, g->proj, AC_FPROP);
+    const bool in_place = g->in_place_ok && !in->acc && !ac_emulated_acc(c, g->proj, AC_WGRAD) &&
+                          one_cast_serves_both(c, s, g->N, g->IC);
+    ac_input *rec = input_of(c, g);
+    if (rec) *rec = (ac_input){.x = x, .rows = g->N, .cols = g->IC, .in_place = in_place, .gen = ++c->gen};
+    const ac_cast_req r = {.site = s, .layer = g->layer, .count = !g->recompute, .slot = 0};
+    if (in->acc) ac_cast_operand(c, &r, x, g->N, g->IC, MM_SIDE_A, &in->A);
+    else if (in_place) ac_cast_inplace(c, s, g->layer, x, g->N, g->IC, r.count);
+    else in->a = ac_cast(c, &r, x, g->N, g->IC);
+}
+
+void ac_fprop_operands(ac_ctx *c, const ac_gemm_req *g, const ac_operands *in, const float *w, ac_operands *o) {
+    *o = *in;
+    o->b = w, o->reused = 0;
+    if (!c) return;
+    c->calls++;
+    const ac_cast_req r = {.site = ac_proj_w(g->proj), .layer = g->layer, .count = !g->recompute, .slot = 1};
+    if (o->acc) ac_cast_operand(c, &r, w, g->OC, g->IC, MM_SIDE_B, &o->B);
+    else o->b = ac_cast(c, &r, w, g->OC, g->IC);
+}
+
+void ac_dgrad_operands(ac_ctx *c, const ac_gemm_req *g, const float *dout, const float *w, ac_operands *o) {
+    *o = (ac_operands){.a = dout, .b = w};
+    if (!c) return;
+    const uint64_t call = ++c->calls;
+    ac_site sa, sb;
+    ac_gemm_sites(g->proj, AC_DGRAD, &sa, &sb);
+    o->acc = ac_emulated_acc(c, g->proj, AC_DGRAD);
+    const ac_cast_req ra = {.site = sa, .layer = g->layer, .count = !g->recompute, .slot = 0},
+                      rb = {.site = sb, .layer = g->layer, .k_rows = true, .slot = 1};
+    if (o->acc) {
+        ac_cast_operand(c, &ra, dout, g->N, g->OC, MM_SIDE_A, &o->A);
+        ac_cast_operand(c, &rb, w, g->OC, g->IC, MM_SIDE_B, &o->B);
+        return;
+    }
+    o->a = ac_cast(c, &ra, dout, g->N, g->OC);
+    if (o->a == c->buf[0])
+        c->held[0] = (ac_held){.x = dout, .pass = AC_DGRAD, .site = sa, .layer = g->layer, .rows = g->N,
+                               .cols = g->OC, .step = c->step, .micro = c->micro, .call = call};
+    o->b = ac_cast(c, &rb, w, g->OC, g->IC);
+}
+
+void ac_wgrad_operands(ac_ctx *c, const ac_gemm_req *g, const float *dout, const float *x, ac_operands *o) {
+    *o = (ac_operands){.a = dout, .b = x};
+    if (!c) return;
+    const uint64_t call = ++c->calls;
+    const size_t N = g->N, IC = g->IC, OC = g->OC;
+    ac_site sa, sb;
+    ac_gemm_sites(g->proj, AC_WGRAD, &sa, &sb);
+    o->acc = ac_emulated_acc(c, g->proj, AC_WGRAD);
+    const ac_input *in = input_of(c, g);
+    // the casts this one may reuse, described as the calls that made them recorded them
+    const ac_held x_key = {.x = x, .pass = AC_WGRAD, .site = sb, .layer = g->layer, .rows = N, .cols = IC,
+                           .k_rows = true, .step = c->step, .micro = c->micro, .gen = in ? in->gen : 0};
+    const ac_held dout_key = {.x = dout, .pass = AC_DGRAD, .site = sa, .layer = g->layer, .rows = N, .cols = OC,
+                              .step = c->step, .micro = c->micro, .call = call - 1};
+    const bool x_cast = !o->acc && in && in->in_place && in->x == x && in->rows == N && in->cols == IC;
+    const bool x_kept = !x_cast && !o->acc && !c->hook && held_is(c, 3, &x_key);
+    const bool dout_kept = !o->acc && one_cast_serves_both(c, sa, N, OC) && held_is(c, 0, &dout_key);
+    // NVFP4: both operands rotated along N, the summed dimension, into buffers 0 and 1 (dgrad
+    // is done with them; the casts below write 2 and 3, which must not be their inputs).
+    if (c->pol.hadamard) {
+        ac_hadamard16(c, c->buf[0], dout, N, OC);
+        c->held[0].x = NULL;
+        if (!x_kept) ac_hadamard16(c, c->buf[1], x, N, IC), c->held[1].x = NULL;
+        dout = c->buf[0], x = c->buf[1];
+    }
+    const ac_cast_req ra = {.site = sa, .layer = g->layer, .k_rows = true, .slot = 2},
+                      rb = {.site = sb, .layer = g->layer, .k_rows = true, .slot = 3};
+    if (o->acc) {
+        ac_cast_operand(c, &ra, dout, N, OC, MM_SIDE_A, &o->A);
+        ac_cast_operand(c, &rb, x, N, IC, MM_SIDE_B, &o->B);
+        return;
+    }
+    o->a = dout_kept ? c->buf[0] : ac_cast(c, &ra, dout, N, OC);
+    if (x_cast || x_kept) {
+        o->b = x_cast ? x : c->buf[3];
+    } else {
+        o->b = ac_cast(c, &rb, x, N, IC);
+        if (o->b == c->buf[3]) c->held[3] = x_key;
+    }
+    o->reused = (x_cast ? AC_REUSED_INPUT : 0) | (x_kept ? AC_REUSED_WGRAD_X : 0) |
+                (dout_kept ? AC_REUSED_DGRAD_DOUT : 0);
 }
 
 bool ac_plain_opts(const ac_ctx *c, ac_site s, int layer, const fmt_t **fmt, fmt_round_opts *o) {

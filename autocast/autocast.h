@@ -33,6 +33,32 @@ typedef struct {
 typedef void (*ac_cast_hook)(void *user, ac_site s, int layer, const float *x, const float *out, size_t rows,
                              size_t cols, bool k_rows, bool count);
 
+enum { AC_NSLOTS = 4 };  // scratch buffers of out-of-place casts (see ac_cast_req.slot)
+
+// What a scratch buffer holds that a later cast may reuse (ac_dgrad_operands,
+// ac_wgrad_operands; internal): the cast of x for a pass's site, made in a given step and
+// micro-batch. Any other write to the buffer forgets it (x = NULL).
+typedef struct {
+    const float *x;       // the input that was cast; NULL: nothing to reuse
+    ac_pass pass;
+    ac_site site;
+    int layer;
+    size_t rows, cols;
+    bool k_rows;
+    int micro;
+    uint64_t step;
+    uint64_t gen;         // wgrad's input: the ac_fprop_input it followed (ac_input.gen)
+    uint64_t call;        // dgrad's output gradient: the product-level call that cast it
+} ac_held;
+
+// The last ac_fprop_input of one projection and layer (internal).
+typedef struct {
+    const float *x;
+    size_t rows, cols;
+    bool in_place;        // x was overwritten by its cast, which serves wgrad as it is
+    uint64_t gen;         // numbers the ac_fprop_input calls of the context (0: none)
+} ac_input;
+
 typedef struct {
     ac_policy pol;
     ac_scaler scaler;
@@ -43,15 +69,19 @@ typedef struct {
     float *hist;          // delayed scaling: [AC_NSITES][n_layers+1][pol.amax_history] amaxes
     int64_t *hist_count;  // [AC_NSITES][n_layers+1] amaxes pushed so far
     ac_tel *tel;          // [AC_NSITES][n_layers+1], reset by ac_begin_step
-    float *buf[4];        // cast outputs, buf_cap floats each
+    float *buf[AC_NSLOTS];  // cast outputs, buf_cap floats each
     size_t buf_cap;
     // Emulated accumulators only (NULL otherwise), buf_cap floats each: the expanded K-block
     // scales of the operand in buf[i], and the scratch of ac_cast_operand (the dequantized
     // values it does not return, the tile scales before expansion).
-    float *op_scales[4], *op_deq, *op_tiles;
+    float *op_scales[AC_NSLOTS], *op_deq, *op_tiles;
     uint64_t upd_n, upd_swamped, upd_changed;  // weight update telemetry of this step
     ac_cast_hook hook;    // NULL unless a caller observes the casts (set after ac_init)
     void *hook_user;
+    // Cast sharing between a projection's products (ac_fprop_input .. ac_wgrad_operands).
+    ac_held held[AC_NSLOTS];
+    ac_input *inputs;     // [AC_NPROJ][n_layers+1]
+    uint64_t gen, calls;  // ac_fprop_input calls; product-level calls
 } ac_ctx;
 
 // max_operand: the largest tensor (in floats) that will be cast out of place.
@@ -66,14 +96,23 @@ static inline bool ac_active(const ac_ctx *c, ac_site s) { return c && c->pol.si
 void ac_begin_step(ac_ctx *c, uint64_t step);
 void ac_begin_micro(ac_ctx *c, int micro);
 
-// The values of x (rows, cols), row-major, cast for site s of `layer` (-1: model level) into
-// c->buf[slot] and returned; x itself when the site is inactive (or c is NULL). k_rows: the
-// matmul sums along the rows of x (x is the right-hand operand of the product, or a transposed
-// left one), so 1-D block scales run down columns; otherwise along rows. count: add to the
-// telemetry and, for delayed scaling, push its amax to the history (false for the second
-// orientation of a tensor and for recomputed forwards, which then reproduce the first cast).
-const float *ac_cast(ac_ctx *c, ac_site s, int layer, const float *x, size_t rows, size_t cols,
-                     bool k_rows, int slot, bool count);
+// A cast request: which site's rule, for which layer, in which orientation, counted or not,
+// and into which scratch buffer. Name the fields: {.site = AC_QKV_IN, .layer = l, .count = true}.
+typedef struct {
+    ac_site site;
+    int layer;    // -1 (or n_layers): model level
+    bool k_rows;  // the matmul sums along the rows of x (x is the right-hand operand of the
+                  // product, or a transposed left one): 1-D block scales run down columns;
+                  // false: along rows
+    bool count;   // add to the telemetry and, for delayed scaling, push the amax to the
+                  // history (false for the second orientation of a tensor and for recomputed
+                  // forwards, which then reproduce the first cast)
+    int slot;     // 0..AC_NSLOTS-1: the buffer c->buf[slot] that receives the cast
+} ac_cast_req;
+
+// The values of x (rows, cols), row-major, cast as r says into c->buf[r->slot] and returned;
+// x itself when the site is inactive (or c is NULL).
+const float *ac_cast(ac_ctx *c, const ac_cast_req *r, const float *x, size_t rows, size_t cols);
 // The same in place (for tensors that are stored in the format: residual, saved activations,
 // gradients, AdamW moments).
 void ac_cast_inplace(ac_ctx *c, ac_site s, int layer, float *x, size_t rows, size_t cols, bool count);
@@ -89,15 +128,70 @@ bool ac_cast_orientation_free(const ac_ctx *c, ac_site s, size_t rows, size_t co
 const mm_acc *ac_emulated_acc(const ac_ctx *c, ac_proj p, ac_pass pass);
 
 // ac_cast for a product with an emulated accumulator, which needs the element values and their
-// scales apart (scaled_mm.h): x cast for site s as ac_cast would (the same rounding, telemetry
-// and delayed-scaling history), but *op gets the element values q (in c->buf[slot]), the
-// recipe's scales expanded along K (c->op_scales[slot]) and the tensor scale (delayed scaling:
-// 1/scale), as side A or B of the product, transposed where x's storage asks (see
+// scales apart (scaled_mm.h): x cast as r says, as ac_cast would (the same rounding, telemetry
+// and delayed-scaling history), but *op gets the element values q (in c->buf[r->slot]), the
+// recipe's scales expanded along K (c->op_scales[r->slot]) and the tensor scale (delayed
+// scaling: 1/scale), as side A or B of the product, transposed where x's storage asks (see
 // mm_operand_from_tiles). q * scales * tensor scale is the value ac_cast returns, up to the
 // last bit when a scale is not a power of two. Needs an emulated accumulator in the policy (the
-// buffers) and an active site; x must not be c->buf[slot].
-void ac_cast_operand(ac_ctx *c, ac_site s, int layer, const float *x, size_t rows, size_t cols, bool k_rows,
-                     mm_side side, int slot, bool count, mm_operand *op);
+// buffers) and an active site; x must not be c->buf[r->slot].
+void ac_cast_operand(ac_ctx *c, const ac_cast_req *r, const float *x, size_t rows, size_t cols, mm_side side,
+                     mm_operand *op);
+
+// --- the operands of a projection's products
+//
+// A projection multiplies in llm.c's storage, all row-major: the input x (N, IC), the weight W
+// (OC, IC), the output gradient dout (N, OC).
+//   fprop  out (N, OC) = x W^T         A = x (.in),     B = W (.w),   summed along IC
+//   dgrad  dx (N, IC) = dout W          A = dout (.grad), B = W (.w),  summed along OC
+//   wgrad  dW (OC, IC) = dout^T x       A = dout (.grad), B = x (.in), summed along N
+// These functions cast both operands of one product for the policy (orientation, scratch
+// buffer, counting) and hand them over as float32 values, or as element values and scales
+// for an accumulator the policy emulates. A cast is not made again where its bits are at hand:
+// - fprop's input cast serves wgrad as it is where it has the same bits in both orientations
+//   (ac_cast_orientation_free), both products take float32 values, the policy has no Hadamard
+//   rotation and no hook observes the casts: ac_fprop_input then casts x in place (where the
+//   request allows it), and ac_wgrad_operands uses x as it finds it;
+// - wgrad's cast of x (after its Hadamard rotation) serves the next wgrad of the same input
+//   (k and v after q, up after gate): same projection, layer, x and shape, same step and
+//   micro-batch, no ac_fprop_input of that projection and layer since, nothing else written
+//   to its buffer since, no hook;
+// - wgrad's cast of dout is dgrad's where the two orientations have the same bits (as above)
+//   and the dgrad of the same dout was the call just before.
+// The caller's part: x stays as fprop left it until the backward of that projection is done,
+// and dout is not changed between its dgrad and its wgrad (saved activations and gradients,
+// as any training loop keeps them).
+
+// One product of a projection: where it runs and its sizes (name the fields).
+typedef struct {
+    ac_proj proj;
+    int layer;         // -1..n_layers (-1 and n_layers: model level; the trainer's head is n_layers)
+    size_t N, IC, OC;  // x (N, IC), W (OC, IC), dout (N, OC)
+    bool recompute;    // a forward run again for backward: the same casts, nothing counted
+    bool in_place_ok;  // fprop: x may be overwritten by its cast (only this projection reads it)
+} ac_gemm_req;
+
+// The operands of one product, cast: float32 values (acc NULL) or element values and scales
+// for the accumulator the policy emulates (acc set). Valid until the next cast into their
+// buffers (the next call of these functions may reuse them).
+typedef struct {
+    const mm_acc *acc;
+    const float *a, *b;   // acc NULL: A and B as float32 values (autocast's buffers or the inputs)
+    mm_operand A, B;      // acc set
+    unsigned reused;      // AC_REUSED_* bits: a cast not made again (for tests)
+} ac_operands;
+enum { AC_REUSED_INPUT = 1, AC_REUSED_WGRAD_X = 2, AC_REUSED_DGRAD_DOUT = 4 };
+
+// fprop's input x (N, IC), cast once for every product of the projection that reads it (q, k and
+// v; gate and up): into *in, in buffer 0, or in x itself (see above; x is written only then).
+void ac_fprop_input(ac_ctx *c, const ac_gemm_req *g, float *x, ac_operands *in);
+// The operands of fprop out = x W^T, from the cast input *in and the weight w (OC, IC) (buffer 1).
+void ac_fprop_operands(ac_ctx *c, const ac_gemm_req *g, const ac_operands *in, const float *w, ac_operands *o);
+// The operands of dgrad dx = dout W (buffers 0 and 1).
+void ac_dgrad_operands(ac_ctx *c, const ac_gemm_req *g, const float *dout, const float *w, ac_operands *o);
+// The operands of wgrad dW = dout^T x, both rotated first under the policy's Hadamard transform
+// (buffers 0 and 1 hold the rotations, 2 and 3 the casts), reusing the casts listed above.
+void ac_wgrad_operands(ac_ctx *c, const ac_gemm_req *g, const float *dout, const float *x, ac_operands *o);
 
 // The random Hadamard transform of the NVFP4 recipe: out = (1/4) H16 D x on each group of 16
 // rows of x (rows, cols), with H16 the 16-point Walsh-Hadamard matrix and D a diagonal of random

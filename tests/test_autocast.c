@@ -73,7 +73,7 @@ Test(autocast, bf16_operands_are_bf16) {
     tu_rng r = {fmt_rng_make_key(5, 0), 0};
     float x[4096];
     for (int i = 0; i < 4096; i++) x[i] = (float)tu_rng_normal(&r);
-    const float *y = ac_cast(&c, AC_QKV_IN, 0, x, 64, 64, false, 0, true);
+    const float *y = ac_cast(&c, &(ac_cast_req){.site = AC_QKV_IN, .layer = 0, .count = true}, x, 64, 64);
     cr_assert(y != x);
     fmt_t bf16;
     fmt_from_name(&bf16, "bf16");
@@ -99,11 +99,11 @@ Test(autocast, fp8_values_scale_into_e4m3) {
     float x[1024];
     tu_rng r = {fmt_rng_make_key(6, 0), 0};
     for (int i = 0; i < 1024; i++) x[i] = (float)(tu_rng_normal(&r) * 0.01);
-    const float *y = ac_cast(&c, AC_QKV_IN, 0, x, 32, 32, false, 0, true);
+    const float *y = ac_cast(&c, &(ac_cast_req){.site = AC_QKV_IN, .layer = 0, .count = true}, x, 32, 32);
     const size_t k = (size_t)AC_QKV_IN * 2 + 0;
     cr_assert_eq(c.tel[k].scale, 1.0f, "first delayed cast: scale %g", c.tel[k].scale);
     for (int i = 0; i < 1024; i++) cr_assert(representable(&e4m3, y[i]));
-    y = ac_cast(&c, AC_QKV_IN, 0, x, 32, 32, false, 0, true);
+    y = ac_cast(&c, &(ac_cast_req){.site = AC_QKV_IN, .layer = 0, .count = true}, x, 32, 32);
     const float s = c.tel[k].scale;
     cr_assert_float_eq(s, (float)(448.0 / c.tel[k].amax), 1e-6 * s, "second cast: scale %g, amax %g", s, c.tel[k].amax);
     // y = q * fl(1/s) in float32: q is an e4m3 value and y * s is within two float32 roundings
@@ -123,7 +123,7 @@ Test(autocast, telemetry_counts) {
     ac_ctx c;
     init_ctx(&c, &p, 1, 16);
     const float x[8] = {1e5f, -7e4f, 1e-9f, -1e-10f, 1e-6f, 3.0f, NAN, 0.0f};
-    ac_cast(&c, AC_O_GRAD, 0, x, 1, 8, false, 0, true);
+    ac_cast(&c, &(ac_cast_req){.site = AC_O_GRAD, .layer = 0, .count = true}, x, 1, 8);
     const ac_tel *t = &c.tel[(size_t)AC_O_GRAD * 2 + 0];
     cr_assert_eq(t->n, 8);
     cr_assert_eq(t->overflow, 2, "overflow %llu", (unsigned long long)t->overflow);  // 1e5, -7e4 > 65504
@@ -133,7 +133,7 @@ Test(autocast, telemetry_counts) {
     cr_assert_float_eq(t->amax, 1e5, 1e-3);
     const float *y = c.buf[0];
     cr_assert(isinf(y[0]) && isinf(y[1]) && y[2] == 0 && y[3] == 0, "IEEE overflow to inf, underflow to 0");
-    ac_cast(&c, AC_O_GRAD, 0, x, 1, 8, false, 0, false);  // not counted
+    ac_cast(&c, &(ac_cast_req){.site = AC_O_GRAD, .layer = 0}, x, 1, 8);  // not counted
     cr_assert_eq(t->n, 8);
     ac_free(&c);
 }
@@ -260,8 +260,9 @@ Test(autocast, state_load_validates_every_field) {
     init_ctx(&c, &p, 2, 64);
     float x[64];
     for (int i = 0; i < 64; i++) x[i] = (float)(i - 20);
-    for (int k = 0; k < 6; k++) ac_cast(&c, AC_QKV_IN, 1, x, 8, 8, false, 0, true);  // wraps the history
-    ac_cast(&c, AC_O_GRAD, 0, x, 8, 8, false, 0, true);
+    const ac_cast_req qkv1 = {.site = AC_QKV_IN, .layer = 1, .count = true};
+    for (int k = 0; k < 6; k++) ac_cast(&c, &qkv1, x, 8, 8);  // wraps the history
+    ac_cast(&c, &(ac_cast_req){.site = AC_O_GRAD, .layer = 0, .count = true}, x, 8, 8);
     const size_t n = ac_state_bytes(&c);
     unsigned char *good = malloc(n), *bad = malloc(n), *again = malloc(n);
     cr_assert(good && bad && again);
@@ -373,9 +374,9 @@ Test(autocast, state_version_1_loads) {
     init_ctx(&dst, &p, 2, 64);
     float x[64];
     for (int i = 0; i < 64; i++) x[i] = (float)(i - 20) * 0.25f;
-    for (int k = 0; k < 6; k++) ac_cast(&src, AC_QKV_IN, 1, x, 8, 8, false, 0, true);
-    ac_cast(&src, AC_O_GRAD, -1, x, 8, 8, false, 0, true);
-    ac_cast(&dst, AC_KV, 0, x, 8, 8, false, 0, true);  // to be reset by the load
+    for (int k = 0; k < 6; k++) ac_cast(&src, &(ac_cast_req){.site = AC_QKV_IN, .layer = 1, .count = true}, x, 8, 8);
+    ac_cast(&src, &(ac_cast_req){.site = AC_O_GRAD, .layer = -1, .count = true}, x, 8, 8);
+    ac_cast(&dst, &(ac_cast_req){.site = AC_KV, .layer = 0, .count = true}, x, 8, 8);  // to be reset by the load
     src.scaler.good_steps = 3;
     const size_t L1 = 3, hl = 4, v1_slots = (size_t)AC_NSITES_V1 * L1;
     const size_t n1 = sizeof(ac_scaler) + v1_slots * (sizeof(int64_t) + hl * sizeof(float));
@@ -521,13 +522,15 @@ Test(autocast, operand_holds_the_cast_values) {
         ac_ctx c;
         init_ctx(&c, &p, 1, R * C);
         // Delayed scaling: a history first, so that the scale is not 1.
-        ac_cast(&c, AC_DOWN_IN, 0, x, R, C, false, 0, true);
+        ac_cast(&c, &(ac_cast_req){.site = AC_DOWN_IN, .layer = 0, .count = true}, x, R, C);
         const bool pow2 = !strstr(rules[r], "nvfp4");
         for (int kr = 0; kr < 2; kr++)
             for (int side = 0; side < 2; side++) {
-                memcpy(deq, ac_cast(&c, AC_DOWN_IN, 0, x, R, C, kr, 0, false), sizeof deq);
+                const ac_cast_req q = {.site = AC_DOWN_IN, .layer = 0, .k_rows = kr};
+                memcpy(deq, ac_cast(&c, &q, x, R, C), sizeof deq);
                 mm_operand op;
-                ac_cast_operand(&c, AC_DOWN_IN, 0, x, R, C, kr, side ? MM_SIDE_B : MM_SIDE_A, 1, false, &op);
+                const ac_cast_req q1 = {.site = AC_DOWN_IN, .layer = 0, .k_rows = kr, .slot = 1};
+                ac_cast_operand(&c, &q1, x, R, C, side ? MM_SIDE_B : MM_SIDE_A, &op);
                 const size_t K = kr ? R : C, other = kr ? C : R;
                 const size_t nb = op.scales ? (op.block_k ? (K + (size_t)op.block_k - 1) / (size_t)op.block_k : 1) : 0;
                 const bool trans = side ? !kr : kr;
@@ -573,17 +576,20 @@ Test(autocast, operand_products_are_the_reference) {
         cr_assert_eq(ac_policy_parse(&p, text, "test", msg, sizeof msg), AC_OK, "%s", msg);
         ac_ctx c;
         init_ctx(&c, &p, 1, M * K);
-        ac_cast(&c, AC_DOWN_GRAD, 0, b, K, N, true, 0, true);  // a history for delayed scaling
+        const ac_cast_req hist = {.site = AC_DOWN_GRAD, .layer = 0, .k_rows = true, .count = true};
+        ac_cast(&c, &hist, b, K, N);  // a history for delayed scaling
         mm_opts o;
         mm_opts_default(&o);
         o.acc = p.acc[AC_PROJ_DOWN][AC_WGRAD];
         for (int ta = 0; ta < 2; ta++)
             for (int tb = 0; tb < 2; tb++) {
                 mm_operand A, B;
-                if (ta) ac_cast_operand(&c, AC_DOWN_IN, 0, at, K, M, true, MM_SIDE_A, 0, false, &A);
-                else ac_cast_operand(&c, AC_DOWN_IN, 0, a, M, K, false, MM_SIDE_A, 0, false, &A);
-                if (tb) ac_cast_operand(&c, AC_DOWN_GRAD, 0, bt, N, K, false, MM_SIDE_B, 1, false, &B);
-                else ac_cast_operand(&c, AC_DOWN_GRAD, 0, b, K, N, true, MM_SIDE_B, 1, false, &B);
+                const ac_cast_req qa = {.site = AC_DOWN_IN, .layer = 0, .k_rows = ta},
+                                  qb = {.site = AC_DOWN_GRAD, .layer = 0, .k_rows = !tb, .slot = 1};
+                if (ta) ac_cast_operand(&c, &qa, at, K, M, MM_SIDE_A, &A);
+                else ac_cast_operand(&c, &qa, a, M, K, MM_SIDE_A, &A);
+                if (tb) ac_cast_operand(&c, &qb, bt, N, K, MM_SIDE_B, &B);
+                else ac_cast_operand(&c, &qb, b, K, N, MM_SIDE_B, &B);
                 float cpu[M * N], ref[M * N];
                 cr_assert_eq(mm_cpu(cpu, N, &A, &B, M, N, K, &o), MM_OK, "%s", rules[r][0]);
                 cr_assert_eq(mm_ref(ref, N, &A, &B, M, N, K, &o), MM_OK, "%s", rules[r][0]);
@@ -593,8 +599,9 @@ Test(autocast, operand_products_are_the_reference) {
                 if (ta == 0 && tb == 0) continue;
                 // Every storage holds the same operand: the product is the untransposed one's.
                 mm_operand A0, B0;
-                ac_cast_operand(&c, AC_DOWN_IN, 0, a, M, K, false, MM_SIDE_A, 2, false, &A0);
-                ac_cast_operand(&c, AC_DOWN_GRAD, 0, b, K, N, true, MM_SIDE_B, 3, false, &B0);
+                ac_cast_operand(&c, &(ac_cast_req){.site = AC_DOWN_IN, .layer = 0, .slot = 2}, a, M, K, MM_SIDE_A, &A0);
+                const ac_cast_req qb0 = {.site = AC_DOWN_GRAD, .layer = 0, .k_rows = true, .slot = 3};
+                ac_cast_operand(&c, &qb0, b, K, N, MM_SIDE_B, &B0);
                 float c0[M * N];
                 cr_assert_eq(mm_cpu(c0, N, &A0, &B0, M, N, K, &o), MM_OK);
                 for (int i = 0; i < M * N; i++)
@@ -630,15 +637,156 @@ Test(autocast, cast_hook_sees_each_cast) {
     c.hook = record_hook, c.hook_user = &h;
     float x[256];
     for (int i = 0; i < 256; i++) x[i] = 1.0f + (float)i / 3.0f;
-    const float *y = ac_cast(&c, AC_DOWN_GRAD, 1, x, 8, 32, true, 2, false);
+    const float *y = ac_cast(&c, &(ac_cast_req){.site = AC_DOWN_GRAD, .layer = 1, .k_rows = true, .slot = 2}, x, 8, 32);
     cr_assert_eq(h.calls, 1);
     cr_assert(h.site == AC_DOWN_GRAD && h.layer == 1 && h.x == x && h.out == y && h.rows == 8 && h.cols == 32);
     cr_assert(h.k_rows && !h.count);
     ac_cast_inplace(&c, AC_O_IN, 0, x, 16, 16, true);
     cr_assert_eq(h.calls, 2);
     cr_assert(h.x == NULL && h.out == x && h.count && !h.k_rows);
-    ac_cast(&c, AC_MASTER, -1, x, 16, 16, false, 0, true);  // inactive in bf16-amp: no call
+    const ac_cast_req master = {.site = AC_MASTER, .layer = -1, .count = true};
+    ac_cast(&c, &master, x, 16, 16);  // inactive in bf16-amp: no call
     ac_cast_inplace(&c, AC_RESIDUAL, 0, x, 16, 16, true);
     cr_assert_eq(h.calls, 2);
     ac_free(&c);
+}
+
+// --- the operands of a projection's products: casts reused only while their bits hold
+
+static void record_hook_nop(void *user, ac_site s, int layer, const float *x, const float *out, size_t rows,
+                            size_t cols, bool k_rows, bool count) {
+    (void)user, (void)s, (void)layer, (void)x, (void)out, (void)rows, (void)cols, (void)k_rows, (void)count;
+}
+
+static ac_policy policy_text(const char *text) {
+    ac_policy p;
+    char msg[256] = "";
+    cr_assert_eq(ac_policy_parse(&p, text, "test", msg, sizeof msg), AC_OK, "%s", msg);
+    return p;
+}
+
+enum { GN = 32, GIC = 16, GOC = 8 };
+
+// wgrad's cast of x, made afresh in a context of its own at the same step and micro-batch.
+static void fresh_wgrad_x(const ac_policy *p, uint64_t step, int micro, int layer, const float *x, float *out) {
+    ac_ctx r;
+    init_ctx(&r, p, 2, GN * GIC);
+    ac_begin_step(&r, step), ac_begin_micro(&r, micro);
+    const ac_cast_req q = {.site = AC_QKV_IN, .layer = layer, .k_rows = true, .slot = 3};
+    memcpy(out, ac_cast(&r, &q, x, GN, GIC), sizeof(float) * GN * GIC);
+    ac_free(&r);
+}
+
+static void fill(float *x, size_t n, uint64_t seed) {
+    tu_rng r = {fmt_rng_make_key(seed, 0), 0};
+    for (size_t i = 0; i < n; i++) x[i] = (float)tu_rng_normal(&r);
+}
+
+// One wgrad of q/k/v (layer `layer`): its x operand must be the fresh cast, and *reused says
+// whether autocast took it from its buffer.
+static void wgrad_x_check(ac_ctx *c, const ac_policy *p, int layer, const float *x, const float *dout, bool want,
+                          const char *what) {
+    const ac_gemm_req g = {.proj = AC_PROJ_QKV, .layer = layer, .N = GN, .IC = GIC, .OC = GOC};
+    ac_operands o;
+    ac_wgrad_operands(c, &g, dout, x, &o);
+    static float ref[GN * GIC];
+    fresh_wgrad_x(p, c->step, c->micro, layer, x, ref);
+    cr_assert_eq(!!(o.reused & AC_REUSED_WGRAD_X), want, "%s: reused %u, expected %d", what, o.reused, want);
+    cr_assert(memcmp(o.b, ref, sizeof ref) == 0, "%s: wgrad's x is not the fresh cast", what);
+}
+
+// wgrad's cast of x serves the next wgrad of the same input (k after q), and is cast again when
+// anything its bits depend on moved: the micro-batch or step (the stochastic-rounding draws),
+// another cast written to its buffer, another layer, a new forward of the projection (x
+// rewritten in place), a hook. A cache that ignored any of these returns stale draws.
+Test(autocast, wgrad_cast_of_x_is_reused_only_while_it_holds) {
+    const ac_policy p = policy_text("name t\nsite *.in bf16 sr\nsite *.grad bf16\n");
+    ac_ctx c;
+    init_ctx(&c, &p, 2, GN * GIC);
+    static float x[GN * GIC], x2[GN * GIC], dout[GN * GOC], in_buf[GN * GIC];
+    fill(x, GN * GIC, 1), fill(x2, GN * GIC, 2), fill(dout, GN * GOC, 3);
+    const ac_gemm_req f = {.proj = AC_PROJ_QKV, .layer = 0, .N = GN, .IC = GIC, .OC = GOC};
+    ac_operands in;
+    ac_fprop_input(&c, &f, x, &in);
+    wgrad_x_check(&c, &p, 0, x, dout, false, "first wgrad");
+    wgrad_x_check(&c, &p, 0, x, dout, true, "second wgrad, same input");
+    ac_begin_micro(&c, 1);
+    wgrad_x_check(&c, &p, 0, x, dout, false, "next micro-batch");
+    wgrad_x_check(&c, &p, 0, x, dout, true, "again in that micro-batch");
+    ac_begin_step(&c, 1);
+    wgrad_x_check(&c, &p, 0, x, dout, false, "next step");
+    ac_cast(&c, &(ac_cast_req){.site = AC_O_IN, .layer = 0, .k_rows = true, .slot = 3}, x2, GN, GIC);
+    wgrad_x_check(&c, &p, 0, x, dout, false, "after another cast into its buffer");
+    wgrad_x_check(&c, &p, 1, x, dout, false, "another layer");
+    wgrad_x_check(&c, &p, 0, x, dout, false, "back to layer 0 (buffer overwritten by layer 1)");
+    wgrad_x_check(&c, &p, 0, x2, dout, false, "another input");
+    // a new forward of the projection with other values at the same address
+    memcpy(in_buf, x, sizeof in_buf);
+    ac_fprop_input(&c, &f, in_buf, &in);
+    wgrad_x_check(&c, &p, 0, in_buf, dout, false, "first wgrad after the forward");
+    memcpy(in_buf, x2, sizeof in_buf);
+    ac_fprop_input(&c, &f, in_buf, &in);
+    wgrad_x_check(&c, &p, 0, in_buf, dout, false, "after a new forward, new values");
+    c.hook = record_hook_nop;
+    wgrad_x_check(&c, &p, 0, in_buf, dout, false, "with a hook");
+    ac_free(&c);
+}
+
+// wgrad's cast of dout is dgrad's where the two orientations have the same bits (bf16: no
+// scales, no draws) and that dgrad was the call just before; otherwise, or with block scales
+// (mxfp8's differ by orientation), it is cast again. Either way the values are the fresh cast.
+Test(autocast, wgrad_reuses_dgrad_dout_only_where_orientations_agree) {
+    static float x[GN * GIC], w[GOC * GIC], dout[GN * GOC], dout2[GN * GOC], ref[GN * GOC];
+    fill(x, GN * GIC, 4), fill(w, GOC * GIC, 5), fill(dout, GN * GOC, 6), fill(dout2, GN * GOC, 7);
+    const char *names[2] = {"bf16-amp", "mxfp8"};
+    for (int k = 0; k < 2; k++) {
+        const ac_policy p = policy(names[k]);
+        ac_ctx c, r;
+        init_ctx(&c, &p, 1, GN * GIC), init_ctx(&r, &p, 1, GN * GIC);
+        const ac_gemm_req g = {.proj = AC_PROJ_O, .layer = 0, .N = GN, .IC = GIC, .OC = GOC};
+        const ac_cast_req q = {.site = AC_O_GRAD, .layer = 0, .k_rows = true, .slot = 2};
+        memcpy(ref, ac_cast(&r, &q, dout, GN, GOC), sizeof ref);
+        for (int gap = 0; gap < 2; gap++) {
+            ac_operands o;
+            ac_dgrad_operands(&c, &g, dout, w, &o);
+            if (gap) ac_dgrad_operands(&c, &g, dout2, w, &o);  // another dgrad between
+            ac_wgrad_operands(&c, &g, dout, x, &o);
+            const bool want = k == 0 && !gap;
+            cr_assert_eq(!!(o.reused & AC_REUSED_DGRAD_DOUT), want, "%s, gap %d: reused %u", names[k], gap, o.reused);
+            cr_assert(memcmp(o.a, ref, sizeof ref) == 0, "%s, gap %d: wgrad's dout is not the fresh cast", names[k],
+                      gap);
+        }
+        ac_free(&c), ac_free(&r);
+    }
+}
+
+// The forward casts a projection's input in place only where the request allows it and one
+// cast serves wgrad too (bf16-amp); wgrad then multiplies by x as it is. Elsewhere x is left
+// alone and wgrad casts it.
+Test(autocast, fprop_input_in_place_serves_wgrad) {
+    static float x0[GN * GIC], x[GN * GIC], dout[GN * GOC], ref[GN * GIC];
+    fill(x0, GN * GIC, 8), fill(dout, GN * GOC, 9);
+    const char *names[2] = {"bf16-amp", "mxfp8"};
+    for (int k = 0; k < 2; k++)
+        for (int ok = 0; ok < 2; ok++) {
+            const ac_policy p = policy(names[k]);
+            ac_ctx c, r;
+            init_ctx(&c, &p, 1, GN * GIC), init_ctx(&r, &p, 1, GN * GIC);
+            memcpy(ref, ac_cast(&r, &(ac_cast_req){.site = AC_DOWN_IN, .layer = 0}, x0, GN, GIC), sizeof ref);
+            memcpy(x, x0, sizeof x);
+            const ac_gemm_req g = {.proj = AC_PROJ_DOWN, .layer = 0, .N = GN, .IC = GIC, .OC = GOC, .in_place_ok = ok};
+            ac_operands in, o;
+            ac_fprop_input(&c, &g, x, &in);
+            const bool in_place = k == 0 && ok;
+            cr_assert_eq(in.a == x, in_place, "%s, in_place_ok %d", names[k], ok);
+            cr_assert(memcmp(x, in_place ? ref : x0, sizeof x) == 0, "%s, in_place_ok %d: x", names[k], ok);
+            cr_assert(memcmp(in.a, ref, sizeof ref) == 0, "%s, in_place_ok %d: the cast input", names[k], ok);
+            ac_wgrad_operands(&c, &g, dout, x, &o);
+            cr_assert_eq(!!(o.reused & AC_REUSED_INPUT), in_place, "%s, in_place_ok %d: reused %u", names[k], ok,
+                         o.reused);
+            memcpy(ref, ac_cast(&r, &(ac_cast_req){.site = AC_DOWN_IN, .layer = 0, .k_rows = true, .slot = 3}, x0, GN,
+                                GIC), sizeof ref);
+            cr_assert(memcmp(o.b, ref, sizeof ref) == 0, "%s, in_place_ok %d: wgrad's x", names[k], ok);
+            ac_free(&c), ac_free(&r);
+        }
 }

@@ -144,7 +144,6 @@ typedef struct {
     float *rstd2;  // (N)
     float *h2;     // (N, C)      MLP-norm output
     float *gate, *up, *sig, *act;  // (N, H)  sig = sigmoid(gate)
-    unsigned cast_in;              // bit p: the forward cast projection p's input in place
 } layer_acts;
 
 struct llama_acts {
@@ -154,7 +153,6 @@ struct llama_acts {
     float **x_in;       // [L+1]: x_in[l] (N, C) is layer l's input; x_in[L] the final residual
     layer_acts *lay;    // [L], or [1] shared by every layer with recompute = block
     float *rstd_f, *hf, *logits, *lse;                // final norm (N), (N, C), (N, V), (N)
-    unsigned cast_in;   // bit AC_PROJ_HEAD: the forward cast hf in place
     float *dx, *dh, *dq, *dk, *dv, *dy, *dgate, *dup, *dact;  // backward scratch
     float *datt;        // (B, NH, T, T) attention backward's scratch
 };
@@ -336,77 +334,42 @@ static layer_acts *acts_of(llama_model *m, size_t l) {
     return m->recompute == LLAMA_RECOMPUTE_BLOCK ? &m->acts->lay[0] : &m->acts->lay[l];
 }
 
-// Casts for the precision policy (no-ops when m->ac is NULL or a site is inactive). Operands
-// of a product go to scratch slots (0: activation, 1: weight); stored tensors are cast in
-// place. A recomputed forward casts again, identically, without counting.
-static const float *cast_op(llama_model *m, ac_site s, size_t l, const float *x, size_t rows,
-                            size_t cols, int slot) {
-    return ac_cast(m->ac, s, (int)l, x, rows, cols, false, slot, !m->uncounted);
-}
-
+// Casts for the precision policy (no-ops when m->ac is NULL or a site is inactive): stored
+// tensors are cast in place; a recomputed forward casts again, identically, without counting.
 static void cast_store(llama_model *m, ac_site s, size_t l, float *x, size_t rows, size_t cols) {
     ac_cast_inplace(m->ac, s, (int)l, x, rows, cols, !m->uncounted);
 }
 
-// A product with the accumulator the policy emulates (scaled_mm.h): C (M x N, ldc) = op(A) op(B),
-// plus C when accumulate. The operands are valid (the policy's checks), so the kernel fails only
-// for want of memory; C is then NaN and m->fault says why, so that the run reports the failure,
-// not a non-finite loss.
-static void mm_emulated(llama_model *m, float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M,
-                        size_t N, size_t K, const mm_acc *acc, bool accumulate) {
-    mm_opts o;
-    mm_opts_default(&o);
-    o.acc = *acc;
-    o.beta = accumulate ? 1.0f : 0.0f;
-    const int st = mm_cpu(C, ldc, A, B, M, N, K, &o);
+// A product with the accumulator the policy emulates (scaled_mm.h): C (M, N) = op(A) op(B) of
+// autocast's operands o, plus C when accumulate. The operands are valid (the policy's checks),
+// so the kernel fails only for want of memory; C is then NaN and m->fault says why, so that the
+// run reports the failure, not a non-finite loss.
+static void mm_emulated(llama_model *m, float *C, const ac_operands *o, size_t M, size_t N, size_t K,
+                        bool accumulate) {
+    mm_opts mo;
+    mm_opts_default(&mo);
+    mo.acc = *o->acc;
+    mo.beta = accumulate ? 1.0f : 0.0f;
+    const int st = mm_cpu(C, N, &o->A, &o->B, M, N, K, &mo);
     if (st != MM_OK && m->fault == LLAMA_OK) m->fault = st == MM_ENOMEM ? LLAMA_ENOMEM : LLAMA_EINVAL;
     if (st != MM_OK)
-        for (size_t i = 0; i < M; i++)
-            for (size_t j = 0; j < N; j++) C[i * ldc + j] = NAN;
+        for (size_t i = 0; i < M * N; i++) C[i] = NAN;
 }
 
-// The activation operand of a projection's forward, cast for its .in site once and used by
-// every product that reads it (q, k and v; gate and up): float32 values (x) for a float32
-// accumulator, or the element values and scales for an emulated one (op, with acc set).
-typedef struct {
-    const float *x;
-    const mm_acc *acc;
-    mm_operand op;
-} proj_in;
-
-// Whether one cast of a tensor for site s serves both of its products: the same bits in both
-// orientations (ac_cast_orientation_free), no Hadamard rotation of the wgrad operands between
-// them, and no cast hook (which sees every cast with its input).
-static bool one_cast_serves_both(const ac_ctx *ac, ac_site s, size_t rows, size_t cols) {
-    return !ac->pol.hadamard && !ac->hook && ac_cast_orientation_free(ac, s, rows, cols);
+// The request of projection p's products at layer l (autocast.h): out (N, OC) = in (N, IC) W^T.
+// The input of a projection is read by its products only (RMSNorm, attention and SwiGLU
+// backward read their own inputs), so autocast may cast it in place.
+static ac_gemm_req gemm(const llama_model *m, ac_proj p, size_t l, size_t N, size_t IC, size_t OC) {
+    return (ac_gemm_req){.proj = p, .layer = (int)l, .N = N, .IC = IC, .OC = OC, .recompute = m->uncounted,
+                         .in_place_ok = true};
 }
 
-// Where one cast of the input serves both of its products and both take it as float32 values,
-// the forward casts it in place, and wgrad multiplies by it as it is: the input is read by its
-// projection's products only (RMSNorm, attention and SwiGLU backward read their own inputs).
-// *cast_in records which was done, for backward.
-static proj_in cast_in(llama_model *m, ac_proj p, size_t l, float *x, size_t rows, size_t cols, unsigned *cast_in) {
-    ac_ctx *ac = m->ac;
-    proj_in in = {.acc = ac_emulated_acc(ac, p, AC_FPROP)};
-    const bool in_place = ac && !in.acc && !ac_emulated_acc(ac, p, AC_WGRAD) &&
-                          one_cast_serves_both(ac, ac_proj_in(p), rows, cols);
-    *cast_in = in_place ? *cast_in | 1u << p : *cast_in & ~(1u << p);
-    if (in.acc) ac_cast_operand(ac, ac_proj_in(p), (int)l, x, rows, cols, false, MM_SIDE_A, 0, !m->uncounted, &in.op);
-    else if (in_place) ac_cast_inplace(ac, ac_proj_in(p), (int)l, x, rows, cols, !m->uncounted), in.x = x;
-    else in.x = cast_op(m, ac_proj_in(p), l, x, rows, cols, 0);
-    return in;
-}
-
-// out (N, OC) = in W^T, W (OC, IC) cast here for the projection's .w site.
-static void proj(llama_model *m, ac_proj p, size_t l, float *out, const proj_in *in, const float *w,
-                 size_t N, size_t IC, size_t OC) {
-    if (!in->acc) {
-        op_matmul_forward(out, in->x, cast_op(m, ac_proj_w(p), l, w, OC, IC, 1), N, IC, OC);
-        return;
-    }
-    mm_operand wop;
-    ac_cast_operand(m->ac, ac_proj_w(p), (int)l, w, OC, IC, false, MM_SIDE_B, 1, !m->uncounted, &wop);
-    mm_emulated(m, out, OC, &in->op, &wop, N, OC, IC, in->acc, false);
+// out (N, OC) = in W^T, W (OC, IC), with in the projection's input as ac_fprop_input cast it.
+static void proj(llama_model *m, const ac_gemm_req *g, float *out, const ac_operands *in, const float *w) {
+    ac_operands o;
+    ac_fprop_operands(m->ac, g, in, w, &o);
+    if (o.acc) mm_emulated(m, out, &o, g->N, g->OC, g->IC, false);
+    else op_matmul_forward(out, o.a, o.b, g->N, g->IC, g->OC);
 }
 
 // Attention, with its scores and probabilities rounded where the policy says (plain rounding:
@@ -428,12 +391,16 @@ static void layer_forward(llama_model *m, const dims *d, size_t l, layer_acts *a
     const layer_w w = LAYER_VIEWS(layer_w, m->p, l, *d);
     const float eps = m->cfg.norm_eps;
     const size_t N = d->N;
+    const ac_gemm_req q = gemm(m, AC_PROJ_QKV, l, N, d->C, d->qd), kv = gemm(m, AC_PROJ_QKV, l, N, d->C, d->kvd);
+    const ac_gemm_req o = gemm(m, AC_PROJ_O, l, N, d->qd, d->C);
+    const ac_gemm_req gu = gemm(m, AC_PROJ_GATEUP, l, N, d->C, d->H), down = gemm(m, AC_PROJ_DOWN, l, N, d->H, d->C);
+    ac_operands in;
     op_rmsnorm_forward(a->h1, a->rstd1, x, w.attn_norm, N, d->C, eps);
     cast_store(m, AC_SAVED, l, a->h1, N, d->C);
-    const proj_in h1c = cast_in(m, AC_PROJ_QKV, l, a->h1, N, d->C, &a->cast_in);
-    proj(m, AC_PROJ_QKV, l, a->q, &h1c, w.wq, N, d->C, d->qd);
-    proj(m, AC_PROJ_QKV, l, a->k, &h1c, w.wk, N, d->C, d->kvd);
-    proj(m, AC_PROJ_QKV, l, a->v, &h1c, w.wv, N, d->C, d->kvd);
+    ac_fprop_input(m->ac, &q, a->h1, &in);
+    proj(m, &q, a->q, &in, w.wq);
+    proj(m, &kv, a->k, &in, w.wk);
+    proj(m, &kv, a->v, &in, w.wv);
     op_rope_forward(a->q, m->rope_cos, m->rope_sin, d->B, d->T, d->NH, d->hs);
     op_rope_forward(a->k, m->rope_cos, m->rope_sin, d->B, d->T, d->NKV, d->hs);
     // The KV cache: k after RoPE and v as projected, rounded in place where a cache would store
@@ -447,21 +414,21 @@ static void layer_forward(llama_model *m, const dims *d, size_t l, layer_acts *a
     cast_store(m, AC_SAVED, l, a->v, N, d->kvd);
     attention_cast(m, d, l, a);
     cast_store(m, AC_SAVED, l, a->y, N, d->qd);
-    const proj_in yc = cast_in(m, AC_PROJ_O, l, a->y, N, d->qd, &a->cast_in);
-    proj(m, AC_PROJ_O, l, a->x_mid, &yc, w.wo, N, d->qd, d->C);
+    ac_fprop_input(m->ac, &o, a->y, &in);
+    proj(m, &o, a->x_mid, &in, w.wo);
     for (size_t i = 0; i < N * d->C; i++) a->x_mid[i] += x[i];
     cast_store(m, AC_RESIDUAL, l, a->x_mid, N, d->C);
     op_rmsnorm_forward(a->h2, a->rstd2, a->x_mid, w.mlp_norm, N, d->C, eps);
     cast_store(m, AC_SAVED, l, a->h2, N, d->C);
-    const proj_in h2c = cast_in(m, AC_PROJ_GATEUP, l, a->h2, N, d->C, &a->cast_in);
-    proj(m, AC_PROJ_GATEUP, l, a->gate, &h2c, w.w_gate, N, d->C, d->H);
-    proj(m, AC_PROJ_GATEUP, l, a->up, &h2c, w.w_up, N, d->C, d->H);
+    ac_fprop_input(m->ac, &gu, a->h2, &in);
+    proj(m, &gu, a->gate, &in, w.w_gate);
+    proj(m, &gu, a->up, &in, w.w_up);
     cast_store(m, AC_SAVED, l, a->gate, N, d->H);
     cast_store(m, AC_SAVED, l, a->up, N, d->H);
     op_swiglu_forward(a->act, a->sig, a->gate, a->up, N * d->H);
     cast_store(m, AC_SAVED, l, a->act, N, d->H);
-    const proj_in actc = cast_in(m, AC_PROJ_DOWN, l, a->act, N, d->H, &a->cast_in);
-    proj(m, AC_PROJ_DOWN, l, x_out, &actc, w.w_down, N, d->H, d->C);
+    ac_fprop_input(m->ac, &down, a->act, &in);
+    proj(m, &down, x_out, &in, w.w_down);
     for (size_t i = 0; i < N * d->C; i++) x_out[i] += a->x_mid[i];
     cast_store(m, AC_RESIDUAL, l, x_out, N, d->C);
 }
@@ -483,9 +450,11 @@ float llama_forward(llama_model *m, const int *tokens, const int *targets, int B
     op_rmsnorm_forward(a->hf, a->rstd_f, a->x_in[c->n_layers], m->p.t[LP_FINAL_NORM], d.N, d.C,
                     c->norm_eps);
     const float *head = c->tied ? m->p.t[LP_TOK_EMB] : m->p.t[LP_LM_HEAD];
-    const size_t top = (size_t)c->n_layers;  // model-level sites count as "layer" L
-    const proj_in hfc = cast_in(m, AC_PROJ_HEAD, top, a->hf, d.N, d.C, &a->cast_in);
-    proj(m, AC_PROJ_HEAD, top, a->logits, &hfc, head, d.N, d.C, d.V);
+    // model-level sites count as "layer" L
+    const ac_gemm_req hg = gemm(m, AC_PROJ_HEAD, (size_t)c->n_layers, d.N, d.C, d.V);
+    ac_operands in;
+    ac_fprop_input(m->ac, &hg, a->hf, &in);
+    proj(m, &hg, a->logits, &in, head);
     if (!targets) return 0.0f;
     return (float)op_crossentropy_forward(a->lse, a->logits, targets, d.N, d.V);
 }
@@ -500,67 +469,28 @@ bool llama_kv(const llama_model *m, int l, const float **k, const float **v) {
 
 // --- backward
 
-// dinp (= or +=) dout W and dW += dout^T inp, each product with its operands cast for the
-// policy: the output gradient along OC for dgrad and along N for wgrad, the weight along OC,
-// the input along N (block scales run along the summed dimension K of each product). A product
-// whose accumulator the policy emulates gets its operands as element values and scales.
-// Casts are not computed again where their bits are already at hand (a cast hook, which
-// observes every cast, turns this off):
-// - x as xs says: already its cast (the forward cast it in place, cast_in), or the input of the
-//   previous call too (k and v after q, up after gate), whose wgrad cast of it (and its Hadamard
-//   rotation) slot 3 still holds where that cast was a plain one: the same site, layer and
-//   orientation cast the same bits;
-// - wgrad's cast of dout along N is dgrad's along OC where the recipe makes the two the same
-//   (ac_cast_orientation_free: unscaled or one scale per tensor, no history, no draws).
-typedef enum { X_RAW, X_AGAIN, X_CAST } x_state;
+// Whether a projection's dgrad writes dinp or adds to it (the second and third members of a
+// fused projection: k and v after q, up after gate).
+typedef enum { DINP_SET, DINP_ADD } dinp_mode;
 
-// The state of a projection's input in backward: whether the forward cast it in place (bits of
-// cast_in), else whether the previous call had it too.
-static x_state input_state(unsigned cast_in, ac_proj p, bool again) {
-    return cast_in >> p & 1u ? X_CAST : again ? X_AGAIN : X_RAW;
-}
-
-static void proj_backward(llama_model *m, ac_proj p, size_t l, float *dinp, float *dw, const float *dout,
-                          const float *x, const float *w, size_t N, size_t IC, size_t OC, bool accumulate,
-                          x_state xs) {
-    ac_ctx *ac = m->ac;
-    if (!ac) {
-        op_matmul_backward(dinp, dw, dout, x, w, N, IC, OC, accumulate);
+// llm.c's matmul_backward: dinp (N, IC) (= or +=) dout W and dW (OC, IC) += dout^T inp, with
+// each product's operands cast by autocast for the policy (which reuses the casts it already
+// holds) and multiplied in float32 or in the accumulator the policy emulates.
+static void proj_backward(llama_model *m, const ac_gemm_req *g, float *dinp, float *dw, const float *dout,
+                          const float *inp, const float *w, dinp_mode mode) {
+    const size_t N = g->N, IC = g->IC, OC = g->OC;
+    const bool accumulate = mode == DINP_ADD;
+    if (!m->ac) {
+        op_matmul_backward(dinp, dw, dout, inp, w, N, IC, OC, accumulate);
         return;
     }
-    const int L = (int)l;
-    ac_site sa, sb;  // the operand sites of each product (the policy's ac_gemm_sites)
-    ac_gemm_sites(p, AC_DGRAD, &sa, &sb);
-    const mm_acc *acc = ac_emulated_acc(ac, p, AC_DGRAD);
-    mm_operand a, b;
-    const float *gd = NULL;  // dgrad's plain cast of dout (slot 0)
-    if (acc) {  // dinp (N, IC) = dout (N, OC) W (OC, IC)
-        ac_cast_operand(ac, sa, L, dout, N, OC, false, MM_SIDE_A, 0, true, &a);
-        ac_cast_operand(ac, sb, L, w, OC, IC, true, MM_SIDE_B, 1, false, &b);
-        mm_emulated(m, dinp, IC, &a, &b, N, IC, OC, acc, accumulate);
-    } else {
-        gd = ac_cast(ac, sa, L, dout, N, OC, false, 0, true);
-        op_matmul_dgrad(dinp, gd, ac_cast(ac, sb, L, w, OC, IC, true, 1, false), N, IC, OC, accumulate);
-    }
-    ac_gemm_sites(p, AC_WGRAD, &sa, &sb);
-    acc = ac_emulated_acc(ac, p, AC_WGRAD);
-    const bool kept = xs == X_AGAIN && !acc && ac_active(ac, sb) && !ac->hook;  // slot 3: this cast's alone
-    const bool one_dout = gd && !acc && one_cast_serves_both(ac, sa, N, OC);
-    // NVFP4: rotate both wgrad operands along N, the summed dimension, into the slots dgrad is
-    // done with (the casts below write slots 2 and 3, which must not be their inputs).
-    if (ac->pol.hadamard) {
-        ac_hadamard16(ac, ac->buf[0], dout, N, OC);
-        if (!kept) ac_hadamard16(ac, ac->buf[1], x, N, IC);
-        dout = ac->buf[0], x = ac->buf[1];
-    }
-    if (acc) {  // dW (OC, IC) += dout^T (OC, N) x (N, IC)
-        ac_cast_operand(ac, sa, L, dout, N, OC, true, MM_SIDE_A, 2, false, &a);
-        ac_cast_operand(ac, sb, L, x, N, IC, true, MM_SIDE_B, 3, false, &b);
-        mm_emulated(m, dw, IC, &a, &b, OC, IC, N, acc, true);
-    } else {
-        op_matmul_wgrad(dw, one_dout ? gd : ac_cast(ac, sa, L, dout, N, OC, true, 2, false),
-                        xs == X_CAST ? x : kept ? ac->buf[3] : ac_cast(ac, sb, L, x, N, IC, true, 3, false), N, IC, OC);
-    }
+    ac_operands o;
+    ac_dgrad_operands(m->ac, g, dout, w, &o);
+    if (o.acc) mm_emulated(m, dinp, &o, N, IC, OC, accumulate);  // dinp (N, IC) = dout (N, OC) W
+    else op_matmul_dgrad(dinp, o.a, o.b, N, IC, OC, accumulate);
+    ac_wgrad_operands(m->ac, g, dout, inp, &o);
+    if (o.acc) mm_emulated(m, dw, &o, OC, IC, N, true);  // dW (OC, IC) += dout^T x (N, IC)
+    else op_matmul_wgrad(dw, o.a, o.b, N, IC, OC);
 }
 
 // dx (N, C) holds the gradient of the layer's output on entry and of its input on exit.
@@ -570,28 +500,24 @@ static void layer_backward(llama_model *m, const dims *d, size_t l, const layer_
     const layer_g g = LAYER_VIEWS(layer_g, m->g, l, *d);
     llama_acts *s = m->acts;
     const size_t N = d->N, C = d->C, H = d->H;
+    const ac_gemm_req q = gemm(m, AC_PROJ_QKV, l, N, C, d->qd), kv = gemm(m, AC_PROJ_QKV, l, N, C, d->kvd);
+    const ac_gemm_req o = gemm(m, AC_PROJ_O, l, N, d->qd, C);
+    const ac_gemm_req gu = gemm(m, AC_PROJ_GATEUP, l, N, C, H), down = gemm(m, AC_PROJ_DOWN, l, N, H, C);
     // MLP branch: x_out = x_mid + w_down(silu(w_gate h2) * w_up h2)
-    proj_backward(m, AC_PROJ_DOWN, l, s->dact, g.w_down, s->dx, a->act, w.w_down, N, H, C, false,
-                  input_state(a->cast_in, AC_PROJ_DOWN, false));
+    proj_backward(m, &down, s->dact, g.w_down, s->dx, a->act, w.w_down, DINP_SET);
     op_swiglu_backward(s->dgate, s->dup, s->dact, a->gate, a->up, a->sig, N * H);
-    proj_backward(m, AC_PROJ_GATEUP, l, s->dh, g.w_gate, s->dgate, a->h2, w.w_gate, N, C, H, false,
-                  input_state(a->cast_in, AC_PROJ_GATEUP, false));
-    proj_backward(m, AC_PROJ_GATEUP, l, s->dh, g.w_up, s->dup, a->h2, w.w_up, N, C, H, true,
-                  input_state(a->cast_in, AC_PROJ_GATEUP, true));
+    proj_backward(m, &gu, s->dh, g.w_gate, s->dgate, a->h2, w.w_gate, DINP_SET);
+    proj_backward(m, &gu, s->dh, g.w_up, s->dup, a->h2, w.w_up, DINP_ADD);
     op_rmsnorm_backward(s->dx, g.mlp_norm, s->dh, a->x_mid, w.mlp_norm, a->rstd2, N, C);
     // attention branch: x_mid = x + wo(attention(rope(wq h1), rope(wk h1), wv h1))
-    proj_backward(m, AC_PROJ_O, l, s->dy, g.wo, s->dx, a->y, w.wo, N, d->qd, C, false,
-                  input_state(a->cast_in, AC_PROJ_O, false));
+    proj_backward(m, &o, s->dy, g.wo, s->dx, a->y, w.wo, DINP_SET);
     op_attention_backward(s->dq, s->dk, s->dv, s->datt, s->dy, a->att, a->q, a->k, a->v, d->B, d->T, d->NH,
                        d->NKV, d->hs);
     op_rope_backward(s->dq, m->rope_cos, m->rope_sin, d->B, d->T, d->NH, d->hs);
     op_rope_backward(s->dk, m->rope_cos, m->rope_sin, d->B, d->T, d->NKV, d->hs);
-    proj_backward(m, AC_PROJ_QKV, l, s->dh, g.wq, s->dq, a->h1, w.wq, N, C, d->qd, false,
-                  input_state(a->cast_in, AC_PROJ_QKV, false));
-    proj_backward(m, AC_PROJ_QKV, l, s->dh, g.wk, s->dk, a->h1, w.wk, N, C, d->kvd, true,
-                  input_state(a->cast_in, AC_PROJ_QKV, true));
-    proj_backward(m, AC_PROJ_QKV, l, s->dh, g.wv, s->dv, a->h1, w.wv, N, C, d->kvd, true,
-                  input_state(a->cast_in, AC_PROJ_QKV, true));
+    proj_backward(m, &q, s->dh, g.wq, s->dq, a->h1, w.wq, DINP_SET);
+    proj_backward(m, &kv, s->dh, g.wk, s->dk, a->h1, w.wk, DINP_ADD);
+    proj_backward(m, &kv, s->dh, g.wv, s->dv, a->h1, w.wv, DINP_ADD);
     op_rmsnorm_backward(s->dx, g.attn_norm, s->dh, x, w.attn_norm, a->rstd1, N, C);
 }
 
@@ -604,9 +530,8 @@ void llama_backward(llama_model *m, const int *tokens, const int *targets, float
     float *dhead = tied ? m->g.t[LP_TOK_EMB] : m->g.t[LP_LM_HEAD];
     // the logits buffer becomes dlogits (the logits are not needed after this)
     op_crossentropy_backward(a->logits, a->logits, a->lse, targets, d.N, d.V, loss_scale);
-    proj_backward(m, AC_PROJ_HEAD, (size_t)c->n_layers, a->dh, dhead, a->logits,
-                  a->hf, head, d.N, d.C, d.V, false,
-                  input_state(a->cast_in, AC_PROJ_HEAD, false));
+    const ac_gemm_req hg = gemm(m, AC_PROJ_HEAD, (size_t)c->n_layers, d.N, d.C, d.V);
+    proj_backward(m, &hg, a->dh, dhead, a->logits, a->hf, head, DINP_SET);
     memset(a->dx, 0, d.N * d.C * sizeof *a->dx);
     op_rmsnorm_backward(a->dx, m->g.t[LP_FINAL_NORM], a->dh, a->x_in[c->n_layers],
                      m->p.t[LP_FINAL_NORM], a->rstd_f, d.N, d.C);

@@ -2,7 +2,10 @@
 // for fplab.torch. A Context holds one parsed policy and its ac_ctx (delayed-scaling histories,
 // telemetry, loss scaler), and casts, multiplies and rounds caller-owned float32 buffers the
 // way trainer/llama.c does for its projections: ac_cast for each operand site, op_matmul_* for
-// float32 products, ac_cast_operand + mm_cpu for the accumulators the policy emulates.
+// float32 products, ac_cast_operand + mm_cpu for the accumulators the policy emulates; and
+// autocast's operands of a projection's products (fprop_input, dgrad_operands,
+// wgrad_operands), which reuse the casts autocast holds, as the trainer's backward does.
+// Arguments may be given by keyword (names as in the docstrings); results are dicts.
 // Constraints: no numerics here: every value comes from the C library. Buffers come through the
 // buffer protocol (a CPU torch tensor's .numpy() view shares its memory), C-contiguous float32,
 // checked here; sizes are checked against the shapes the caller states. A context is not
@@ -54,10 +57,10 @@ static PyTypeObject ContextType;
 static int ensure_cap(ContextObject *self, size_t n) {
     ac_ctx *c = &self->ac;
     if (n <= c->buf_cap) return 0;
-    float **bufs[11] = {&c->buf[0], &c->buf[1], &c->buf[2], &c->buf[3]};
-    int nb = 4;
+    float **bufs[2 * AC_NSLOTS + 2] = {&c->buf[0], &c->buf[1], &c->buf[2], &c->buf[3]};
+    int nb = AC_NSLOTS;
     if (c->op_deq) {
-        for (int i = 0; i < 4; i++) bufs[nb++] = &c->op_scales[i];
+        for (int i = 0; i < AC_NSLOTS; i++) bufs[nb++] = &c->op_scales[i];
         bufs[nb++] = &c->op_deq, bufs[nb++] = &c->op_tiles;
     }
     for (int i = 0; i < nb; i++) {
@@ -183,11 +186,14 @@ static PyObject *ctx_begin_micro(ContextObject *self, PyObject *args) {
 // cast(out, x, site, layer, rows, cols, k_rows, count): out (rows, cols) = x cast for the site as
 // ac_cast does; out may be x (in place). The context's slot 0 is pointed at out for the call,
 // so the library writes there and nothing is copied.
-static PyObject *ctx_cast(ContextObject *self, PyObject *args) {
+static PyObject *ctx_cast(ContextObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"out", "x", "site", "layer", "rows", "cols", "k_rows", "count", NULL};
     PyObject *oo, *ox;
     int site, layer, k_rows, count;
     Py_ssize_t rows, cols;
-    if (!PyArg_ParseTuple(args, "OOiinnpp", &oo, &ox, &site, &layer, &rows, &cols, &k_rows, &count)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOiinnpp", kwlist, &oo, &ox, &site, &layer, &rows, &cols, &k_rows,
+                                     &count))
+        return NULL;
     if (check_site(site) < 0 || check_layer(self, layer) < 0) return NULL;
     if (rows < 0 || cols < 0) return PyErr_Format(PyExc_ValueError, "shape (%zd, %zd)", rows, cols);
     const size_t n = (size_t)rows * (size_t)cols;
@@ -199,10 +205,11 @@ static PyObject *ctx_cast(ContextObject *self, PyObject *args) {
     }
     ac_ctx *c = &self->ac;
     float *saved = c->buf[0];
+    const ac_cast_req r = {.site = (ac_site)site, .layer = layer, .k_rows = k_rows, .count = count, .slot = 0};
     Py_BEGIN_ALLOW_THREADS
     c->buf[0] = o.buf;
-    const float *r = ac_cast(c, (ac_site)site, layer, x.buf, (size_t)rows, (size_t)cols, k_rows, 0, count);
-    if (r == x.buf && o.buf != x.buf) memcpy(o.buf, x.buf, n * sizeof(float));  // inactive site
+    const float *y = ac_cast(c, &r, x.buf, (size_t)rows, (size_t)cols);
+    if (y == x.buf && o.buf != x.buf) memcpy(o.buf, x.buf, n * sizeof(float));  // inactive site
     c->buf[0] = saved;
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&o), PyBuffer_Release(&x);
@@ -210,10 +217,12 @@ static PyObject *ctx_cast(ContextObject *self, PyObject *args) {
 }
 
 // hadamard(out, x, rows, cols): ac_hadamard16 (the NVFP4 recipe's wgrad rotation).
-static PyObject *ctx_hadamard(ContextObject *self, PyObject *args) {
+static PyObject *ctx_hadamard(ContextObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"out", "x", "rows", "cols", NULL};
     PyObject *oo, *ox;
     Py_ssize_t rows, cols;
-    if (!PyArg_ParseTuple(args, "OOnn", &oo, &ox, &rows, &cols)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOnn", kwlist, &oo, &ox, &rows, &cols)) return NULL;
+    if (rows < 0 || cols < 0) return PyErr_Format(PyExc_ValueError, "shape (%zd, %zd)", rows, cols);
     const size_t n = (size_t)rows * (size_t)cols;
     Py_buffer o, x;
     if (get_f32(&o, oo, n, true, "out") < 0) return NULL;
@@ -231,12 +240,14 @@ static PyObject *ctx_hadamard(ContextObject *self, PyObject *args) {
 // matmul(pass, out, a, b, N, IC, OC, accumulate): the trainer's float32 products (llama_ops.h):
 // fprop out (N, OC) = a (N, IC) b^T, b (OC, IC); dgrad out (N, IC) (= or +=) a (N, OC) b (OC, IC);
 // wgrad out (OC, IC) += a^T b, a (N, OC), b (N, IC).
-static PyObject *ctx_matmul(ContextObject *self, PyObject *args) {
+static PyObject *ctx_matmul(ContextObject *self, PyObject *args, PyObject *kw) {
     (void)self;
+    static char *kwlist[] = {"pass_", "out", "a", "b", "N", "IC", "OC", "accumulate", NULL};
     PyObject *oo, *oa, *ob;
     int pass, accumulate;
     Py_ssize_t N, IC, OC;
-    if (!PyArg_ParseTuple(args, "iOOOnnnp", &pass, &oo, &oa, &ob, &N, &IC, &OC, &accumulate)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iOOOnnnp", kwlist, &pass, &oo, &oa, &ob, &N, &IC, &OC, &accumulate))
+        return NULL;
     if (pass < 0 || pass >= AC_NPASSES || N < 0 || IC < 0 || OC < 0)
         return PyErr_Format(PyExc_ValueError, "matmul: pass %d, sizes (%zd, %zd, %zd)", pass, N, IC, OC);
     const size_t n = (size_t)N, ic = (size_t)IC, oc = (size_t)OC;
@@ -271,12 +282,15 @@ static PyObject *ctx_matmul(ContextObject *self, PyObject *args) {
 //                 count_b, layer, M, N, K, accumulate): out (M, N) (= or +=) A B with the operands
 // cast by ac_cast_operand (A into slot 0, B into slot 1) and the accumulator the policy emulates
 // for (proj, pass), as trainer/llama.c's mm_emulated.
-static PyObject *ctx_matmul_emulated(ContextObject *self, PyObject *args) {
+static PyObject *ctx_matmul_emulated(ContextObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"proj", "pass_", "out", "a", "site_a", "rows_a", "cols_a", "k_rows_a", "count_a",
+                             "b", "site_b", "rows_b", "cols_b", "k_rows_b", "count_b", "layer", "M", "N", "K",
+                             "accumulate", NULL};
     PyObject *oo, *oa, *ob;
     int proj, pass, sa, sb, ka, kb, ca_, cb_, layer, accumulate;
     Py_ssize_t ra, ca, rb, cb, M, N, K;
-    if (!PyArg_ParseTuple(args, "iiOOinnppOinnppinnnp", &proj, &pass, &oo, &oa, &sa, &ra, &ca, &ka, &ca_, &ob, &sb,
-                          &rb, &cb, &kb, &cb_, &layer, &M, &N, &K, &accumulate))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiOOinnppOinnppinnnp", kwlist, &proj, &pass, &oo, &oa, &sa, &ra, &ca,
+                                     &ka, &ca_, &ob, &sb, &rb, &cb, &kb, &cb_, &layer, &M, &N, &K, &accumulate))
         return NULL;
     if (proj < 0 || proj >= AC_NPROJ || pass < 0 || pass >= AC_NPASSES)
         return PyErr_Format(PyExc_ValueError, "matmul_emulated: projection %d, pass %d", proj, pass);
@@ -304,8 +318,10 @@ static PyObject *ctx_matmul_emulated(ContextObject *self, PyObject *args) {
     int st;
     Py_BEGIN_ALLOW_THREADS
     mm_operand A, B;
-    ac_cast_operand(c, (ac_site)sa, layer, a.buf, (size_t)ra, (size_t)ca, ka, MM_SIDE_A, 0, ca_, &A);
-    ac_cast_operand(c, (ac_site)sb, layer, b.buf, (size_t)rb, (size_t)cb, kb, MM_SIDE_B, 1, cb_, &B);
+    const ac_cast_req qa = {.site = (ac_site)sa, .layer = layer, .k_rows = ka, .count = ca_, .slot = 0},
+                      qb = {.site = (ac_site)sb, .layer = layer, .k_rows = kb, .count = cb_, .slot = 1};
+    ac_cast_operand(c, &qa, a.buf, (size_t)ra, (size_t)ca, MM_SIDE_A, &A);
+    ac_cast_operand(c, &qb, b.buf, (size_t)rb, (size_t)cb, MM_SIDE_B, &B);
     mm_opts mo;
     mm_opts_default(&mo);
     mo.acc = *acc;
@@ -317,11 +333,200 @@ static PyObject *ctx_matmul_emulated(ContextObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+// ---------------------------------------------------------------------------------------------
+// the operands of a projection's products (autocast.h), float32 products only
+
+// The request of a projection's product from keywords already parsed, checked.
+static int gemm_req(ContextObject *self, ac_gemm_req *g, int proj, int layer, Py_ssize_t N, Py_ssize_t IC,
+                    Py_ssize_t OC, int recompute) {
+    if (proj < 0 || proj >= AC_NPROJ) {
+        PyErr_Format(PyExc_ValueError, "projection %d: expected 0..%d", proj, AC_NPROJ - 1);
+        return -1;
+    }
+    if (check_layer(self, layer) < 0) return -1;
+    if (N < 0 || IC < 0 || OC < 0) {
+        PyErr_Format(PyExc_ValueError, "sizes N=%zd IC=%zd OC=%zd: expected >= 0", N, IC, OC);
+        return -1;
+    }
+    // Python's tensors are never the caller's to overwrite: no in-place input casts.
+    *g = (ac_gemm_req){.proj = (ac_proj)proj, .layer = layer, .N = (size_t)N, .IC = (size_t)IC, .OC = (size_t)OC,
+                       .recompute = recompute};
+    const size_t most = g->N * (g->IC > g->OC ? g->IC : g->OC), w = g->IC * g->OC;
+    return ensure_cap(self, most > w ? most : w);
+}
+
+static int refuse_emulated(ContextObject *self, ac_proj p, ac_pass pass) {
+    if (!ac_emulated_acc(&self->ac, p, pass)) return 0;
+    PyErr_Format(PyExc_ValueError, "%s has an emulated accumulator in this policy: use matmul_emulated",
+                 ac_gemm_name(p, pass));
+    return -1;
+}
+
+// Buffers of a call: up to four, released together.
+typedef struct {
+    Py_buffer v[4];
+    int n;
+} buf_set;
+
+static int take(buf_set *b, PyObject *obj, size_t n, bool writable, const char *what) {
+    if (get_f32(&b->v[b->n], obj, n, writable, what) < 0) return -1;
+    b->n++;
+    return 0;
+}
+
+static void release(buf_set *b) {
+    for (int i = 0; i < b->n; i++) PyBuffer_Release(&b->v[i]);
+}
+
+static void copy_out(void *out, const float *v, size_t n) {
+    if (out != v) memcpy(out, v, n * sizeof(float));
+}
+
+// fprop_input(out, x, proj, layer, N, IC, *, recompute=False): out (N, IC) = the input x as
+// ac_fprop_input casts it for the projection's products (and records it for wgrad).
+static PyObject *ctx_fprop_input(ContextObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"out", "x", "proj", "layer", "N", "IC", "recompute", NULL};
+    PyObject *oo, *ox;
+    int proj, layer, recompute = 0;
+    Py_ssize_t N, IC;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOiinn|$p", kwlist, &oo, &ox, &proj, &layer, &N, &IC, &recompute))
+        return NULL;
+    ac_gemm_req g;
+    if (gemm_req(self, &g, proj, layer, N, IC, 0, recompute) < 0 || refuse_emulated(self, g.proj, AC_FPROP) < 0)
+        return NULL;
+    buf_set b = {.n = 0};
+    if (take(&b, oo, g.N * g.IC, true, "out") < 0 || take(&b, ox, g.N * g.IC, false, "x") < 0) {
+        release(&b);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    ac_operands in;
+    ac_fprop_input(&self->ac, &g, b.v[1].buf, &in);
+    copy_out(b.v[0].buf, in.a, g.N * g.IC);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    Py_RETURN_NONE;
+}
+
+// The reuse bits of ac_operands as a dict.
+static PyObject *reused_dict(unsigned r) {
+    return Py_BuildValue("{s:O,s:O,s:O}", "input", r & AC_REUSED_INPUT ? Py_True : Py_False, "wgrad_x",
+                         r & AC_REUSED_WGRAD_X ? Py_True : Py_False, "dgrad_dout",
+                         r & AC_REUSED_DGRAD_DOUT ? Py_True : Py_False);
+}
+
+// dgrad_operands(*, a, b, dout, w, proj, layer, N, IC, OC) and wgrad_operands(*, a, b, dout, x,
+// proj, layer, N, IC, OC): the float32 operands of dgrad (a = dout cast (N, OC), b = W cast
+// (OC, IC)) or wgrad (a = dout cast along N (N, OC), b = x cast along N (N, IC), Hadamard-rotated
+// first under the policy's transform) as ac_dgrad_operands / ac_wgrad_operands give them, so
+// that wgrad reuses dgrad's cast of dout and an earlier wgrad's cast of the same x where
+// autocast's rules allow. Returns {"input", "wgrad_x", "dgrad_dout"}: which casts were reused.
+static PyObject *grad_operands(ContextObject *self, PyObject *args, PyObject *kw, ac_pass pass) {
+    static char *dkw[] = {"a", "b", "dout", "w", "proj", "layer", "N", "IC", "OC", NULL};
+    static char *wkw[] = {"a", "b", "dout", "x", "proj", "layer", "N", "IC", "OC", NULL};
+    PyObject *oa, *ob, *od, *ox;
+    int proj, layer;
+    Py_ssize_t N, IC, OC;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "$OOOOiinnn", pass == AC_DGRAD ? dkw : wkw, &oa, &ob, &od, &ox, &proj,
+                                     &layer, &N, &IC, &OC))
+        return NULL;
+    ac_gemm_req g;
+    if (gemm_req(self, &g, proj, layer, N, IC, OC, 0) < 0 || refuse_emulated(self, g.proj, pass) < 0) return NULL;
+    const size_t nd = g.N * g.OC, nx = pass == AC_DGRAD ? g.OC * g.IC : g.N * g.IC;
+    buf_set b = {.n = 0};
+    if (take(&b, oa, nd, true, "a") < 0 || take(&b, ob, nx, true, "b") < 0 || take(&b, od, nd, false, "dout") < 0 ||
+        take(&b, ox, nx, false, pass == AC_DGRAD ? "w" : "x") < 0) {
+        release(&b);
+        return NULL;
+    }
+    ac_operands o;
+    Py_BEGIN_ALLOW_THREADS
+    if (pass == AC_DGRAD) ac_dgrad_operands(&self->ac, &g, b.v[2].buf, b.v[3].buf, &o);
+    else ac_wgrad_operands(&self->ac, &g, b.v[2].buf, b.v[3].buf, &o);
+    copy_out(b.v[0].buf, o.a, nd);
+    copy_out(b.v[1].buf, o.b, nx);
+    Py_END_ALLOW_THREADS
+    release(&b);
+    return reused_dict(o.reused);
+}
+
+static PyObject *ctx_dgrad_operands(ContextObject *self, PyObject *args, PyObject *kw) {
+    return grad_operands(self, args, kw, AC_DGRAD);
+}
+
+static PyObject *ctx_wgrad_operands(ContextObject *self, PyObject *args, PyObject *kw) {
+    return grad_operands(self, args, kw, AC_WGRAD);
+}
+
+// dgrad(*, out, dout, w, proj, layer, N, IC, OC, accumulate=False) and wgrad(*, out, dout, x,
+// proj, layer, N, IC, OC): the product itself on the CPU, as trainer/llama.c's proj_backward
+// runs it: autocast's operands (ac_dgrad_operands / ac_wgrad_operands, with their reuse and
+// the Hadamard rotation) multiplied in float32 (op_matmul_dgrad / op_matmul_wgrad) or in the
+// accumulator the policy emulates (mm_cpu). dgrad: out (N, IC) = (or +=) dout W; wgrad: out
+// (OC, IC) += dout^T x. Returns the reuse dict of dgrad_operands.
+static PyObject *grad_product(ContextObject *self, PyObject *args, PyObject *kw, ac_pass pass) {
+    static char *dkw[] = {"out", "dout", "w", "proj", "layer", "N", "IC", "OC", "accumulate", NULL};
+    static char *wkw[] = {"out", "dout", "x", "proj", "layer", "N", "IC", "OC", NULL};
+    PyObject *oo, *od, *ox;
+    int proj, layer, accumulate = 0;
+    Py_ssize_t N, IC, OC;
+    const int ok = pass == AC_DGRAD
+                       ? PyArg_ParseTupleAndKeywords(args, kw, "$OOOiinnn|p", dkw, &oo, &od, &ox, &proj, &layer, &N,
+                                                     &IC, &OC, &accumulate)
+                       : PyArg_ParseTupleAndKeywords(args, kw, "$OOOiinnn", wkw, &oo, &od, &ox, &proj, &layer, &N,
+                                                     &IC, &OC);
+    if (!ok) return NULL;
+    ac_gemm_req g;
+    if (gemm_req(self, &g, proj, layer, N, IC, OC, 0) < 0) return NULL;
+    const size_t nd = g.N * g.OC, nx = pass == AC_DGRAD ? g.OC * g.IC : g.N * g.IC;
+    const size_t no = pass == AC_DGRAD ? g.N * g.IC : g.OC * g.IC;
+    buf_set b = {.n = 0};
+    if (take(&b, oo, no, true, "out") < 0 || take(&b, od, nd, false, "dout") < 0 ||
+        take(&b, ox, nx, false, pass == AC_DGRAD ? "w" : "x") < 0) {
+        release(&b);
+        return NULL;
+    }
+    ac_operands o;
+    int st = MM_OK;
+    Py_BEGIN_ALLOW_THREADS
+    float *out = b.v[0].buf;
+    if (pass == AC_DGRAD) ac_dgrad_operands(&self->ac, &g, b.v[1].buf, b.v[2].buf, &o);
+    else ac_wgrad_operands(&self->ac, &g, b.v[1].buf, b.v[2].buf, &o);
+    // dgrad: M = N, N = IC, K = OC; wgrad: M = OC, N = IC, K = N
+    const size_t M = pass == AC_DGRAD ? g.N : g.OC, K = pass == AC_DGRAD ? g.OC : g.N;
+    if (o.acc) {
+        mm_opts mo;
+        mm_opts_default(&mo);
+        mo.acc = *o.acc;
+        mo.beta = pass == AC_WGRAD || accumulate ? 1.0f : 0.0f;
+        st = mm_cpu(out, g.IC, &o.A, &o.B, M, g.IC, K, &mo);
+    } else if (pass == AC_DGRAD) {
+        st = op_matmul_dgrad(out, o.a, o.b, g.N, g.IC, g.OC, accumulate);
+    } else {
+        st = op_matmul_wgrad(out, o.a, o.b, g.N, g.IC, g.OC);
+    }
+    Py_END_ALLOW_THREADS
+    release(&b);
+    if (st == MM_ENOMEM) return PyErr_NoMemory();
+    if (st != MM_OK) return PyErr_Format(PyExc_ValueError, "%s: the library refused the product (status %d)",
+                                         ac_gemm_name(g.proj, pass), st);
+    return reused_dict(o.reused);
+}
+
+static PyObject *ctx_dgrad(ContextObject *self, PyObject *args, PyObject *kw) {
+    return grad_product(self, args, kw, AC_DGRAD);
+}
+
+static PyObject *ctx_wgrad(ContextObject *self, PyObject *args, PyObject *kw) {
+    return grad_product(self, args, kw, AC_WGRAD);
+}
+
 // round_update(p, p_old, comp_or_None): ac_round_update over n floats.
-static PyObject *ctx_round_update(ContextObject *self, PyObject *args) {
+static PyObject *ctx_round_update(ContextObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"p", "p_old", "comp", "n", NULL};
     PyObject *op, *oold, *ocomp;
     Py_ssize_t n;
-    if (!PyArg_ParseTuple(args, "OOOn", &op, &oold, &ocomp, &n)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOn", kwlist, &op, &oold, &ocomp, &n)) return NULL;
     Py_buffer p, old, comp = {0};
     if (get_f32(&p, op, (size_t)n, true, "p") < 0) return NULL;
     if (get_f32(&old, oold, (size_t)n, false, "p_old") < 0) {
@@ -414,11 +619,30 @@ static PyMethodDef ctx_methods[] = {
     {"describe", (PyCFunction)ctx_describe, METH_NOARGS, "the policy as fplab.torch needs it (a dict)"},
     {"begin_step", (PyCFunction)ctx_begin_step, METH_VARARGS, "ac_begin_step(step)"},
     {"begin_micro", (PyCFunction)ctx_begin_micro, METH_VARARGS, "ac_begin_micro(micro)"},
-    {"cast", (PyCFunction)ctx_cast, METH_VARARGS, "cast(out, x, site, layer, rows, cols, k_rows, count)"},
-    {"hadamard", (PyCFunction)ctx_hadamard, METH_VARARGS, "hadamard(out, x, rows, cols)"},
-    {"matmul", (PyCFunction)ctx_matmul, METH_VARARGS, "matmul(pass, out, a, b, N, IC, OC, accumulate)"},
-    {"matmul_emulated", (PyCFunction)ctx_matmul_emulated, METH_VARARGS, "a product with the emulated accumulator"},
-    {"round_update", (PyCFunction)ctx_round_update, METH_VARARGS, "round_update(p, p_old, comp, n)"},
+    {"cast", (PyCFunction)(void (*)(void))ctx_cast, METH_VARARGS | METH_KEYWORDS,
+     "cast(out, x, site, layer, rows, cols, k_rows, count)"},
+    {"hadamard", (PyCFunction)(void (*)(void))ctx_hadamard, METH_VARARGS | METH_KEYWORDS,
+     "hadamard(out, x, rows, cols)"},
+    {"matmul", (PyCFunction)(void (*)(void))ctx_matmul, METH_VARARGS | METH_KEYWORDS,
+     "matmul(pass_, out, a, b, N, IC, OC, accumulate)"},
+    {"matmul_emulated", (PyCFunction)(void (*)(void))ctx_matmul_emulated, METH_VARARGS | METH_KEYWORDS,
+     "matmul_emulated(proj, pass_, out, a, site_a, rows_a, cols_a, k_rows_a, count_a, b, site_b, rows_b, cols_b, "
+     "k_rows_b, count_b, layer, M, N, K, accumulate): a product with the emulated accumulator"},
+    {"fprop_input", (PyCFunction)(void (*)(void))ctx_fprop_input, METH_VARARGS | METH_KEYWORDS,
+     "fprop_input(out, x, proj, layer, N, IC, *, recompute=False): a projection's input cast once for its products"},
+    {"dgrad_operands", (PyCFunction)(void (*)(void))ctx_dgrad_operands, METH_VARARGS | METH_KEYWORDS,
+     "dgrad_operands(*, a, b, dout, w, proj, layer, N, IC, OC) -> {input, wgrad_x, dgrad_dout}"},
+    {"wgrad_operands", (PyCFunction)(void (*)(void))ctx_wgrad_operands, METH_VARARGS | METH_KEYWORDS,
+     "wgrad_operands(*, a, b, dout, x, proj, layer, N, IC, OC) -> {input, wgrad_x, dgrad_dout}: which casts "
+     "were reused"},
+    {"dgrad", (PyCFunction)(void (*)(void))ctx_dgrad, METH_VARARGS | METH_KEYWORDS,
+     "dgrad(*, out, dout, w, proj, layer, N, IC, OC, accumulate=False): out (N, IC) (=|+=) dout W, on the CPU, "
+     "with autocast's operands -> {input, wgrad_x, dgrad_dout}"},
+    {"wgrad", (PyCFunction)(void (*)(void))ctx_wgrad, METH_VARARGS | METH_KEYWORDS,
+     "wgrad(*, out, dout, x, proj, layer, N, IC, OC): out (OC, IC) += dout^T x, on the CPU, with autocast's "
+     "operands -> {input, wgrad_x, dgrad_dout}"},
+    {"round_update", (PyCFunction)(void (*)(void))ctx_round_update, METH_VARARGS | METH_KEYWORDS,
+     "round_update(p, p_old, comp, n)"},
     {"json", (PyCFunction)ctx_json, METH_NOARGS, "the step's telemetry as JSON members"},
     {"scaler_update", (PyCFunction)ctx_scaler_update, METH_VARARGS, "scaler_update(finite) -> skip"},
     {"scaler", (PyCFunction)ctx_scaler, METH_NOARGS, "the loss scaler's state (a dict)"},

@@ -42,7 +42,7 @@ static void use_state(const llama_model *m, const ckpt_file *f) {
                 for (int s = 0; s < AC_NSITES; s++)
                     if (ac.pol.site[s].active && ac.pol.site[s].delayed)
                         for (int layer = -1; layer < m->cfg.n_layers; layer++)
-                            ac_cast(&ac, (ac_site)s, layer, x, 8, 8, false, 0, true);
+                            ac_cast(&ac, &(ac_cast_req){.site = (ac_site)s, .layer = layer, .count = true}, x, 8, 8);
                 ac_scaler_update(&ac.scaler, &ac.pol.scaler, false);
                 ac_scaler_update(&ac.scaler, &ac.pol.scaler, true);
                 FUZZ_CHECK(ac.scaler.scale > 0, "scale %g", ac.scaler.scale);

@@ -81,8 +81,8 @@ static void checkpoint_seed(const char *name, bool tied, data_vocab_kind kind, c
         float x[64];
         for (int i = 0; i < 64; i++) x[i] = (float)(i - 30) * 0.25f;
         ac_begin_step(&ac, 0);
-        for (int k = 0; k < 5; k++) ac_cast(&ac, AC_QKV_IN, 0, x, 8, 8, false, 0, true);
-        ac_cast(&ac, AC_O_GRAD, -1, x, 8, 8, false, 0, true);
+        for (int k = 0; k < 5; k++) ac_cast(&ac, &(ac_cast_req){.site = AC_QKV_IN, .layer = 0, .count = true}, x, 8, 8);
+        ac_cast(&ac, &(ac_cast_req){.site = AC_O_GRAD, .layer = -1, .count = true}, x, 8, 8);
         ac_scaler_update(&ac.scaler, &p.scaler, false);
         acs = malloc(ac_state_bytes(&ac));
         ac_state_save(&ac, acs);
