@@ -134,7 +134,7 @@ struct CcCounts {
 
 // --- element rounding
 
-__global__ void cast_round_kernel(const CastArgs a) {
+static __global__ void cast_round_kernel(const CastArgs a) {
     CcCounts c;
     CC_LOOP(i, a.n, a) {
         const float x = a.in[i];
@@ -157,7 +157,7 @@ __global__ void cast_round_kernel(const CastArgs a) {
 
 // Step 1: max |x| bits per tile (a NaN pattern above inf) and of the tensor, over segments of
 // at most 32 columns of one row inside one tile; the NaN-free max is the statistics' amax.
-__global__ void quant_tile_amax_kernel(const QuantArgs a) {
+static __global__ void quant_tile_amax_kernel(const QuantArgs a) {
     const uint64_t spt = (a.tc + 31) / 32, nseg_row = a.ntc * spt;
     uint32_t fin = 0;
     CC_LOOP(s, a.rows * nseg_row, a) {
@@ -202,7 +202,7 @@ __device__ __forceinline__ double cc_round_need(const QuantArgs &a, double need)
 
 // Step 2: each tile's scale s, multiplier mul and dequantization factor deq (scale.c's
 // tile_scales for one tile), and the tiles' counts.
-__global__ void quant_scales_kernel(const QuantArgs a) {
+static __global__ void quant_scales_kernel(const QuantArgs a) {
     const uint64_t nt = a.ntr * a.ntc;
     const float nonfinite = a.nan_block ? cc_u2f(0x7fc00000u) : 1.0f;
     const float s_enc = a.two_level ? cc_tensor_enc(a.enc_max, a.elem_max, cc_u2f(*a.abits)) : 1.0f;
@@ -299,7 +299,7 @@ __device__ __forceinline__ float cc_div_rto(float x, float d) {
 // Step 3: every element: q = round(x * mul) (or of the exact quotient x / deq), out = q * deq,
 // elems = q; the element counts, zeroed blocks' elements as underflows, and the overflows of
 // the dequantization (scale.c's count_dequant_overflow).
-__global__ void quant_elems_kernel(const QuantArgs a) {
+static __global__ void quant_elems_kernel(const QuantArgs a) {
     CcCounts c;
     cc_ull zeroed = 0;
     CC_LOOP(i, a.rows * a.cols, a) {
@@ -334,7 +334,7 @@ __global__ void quant_elems_kernel(const QuantArgs a) {
 
 // 4over6: the sum over tile t of (y - x)^2 in double, y = a.out, row by row in row-major order as
 // scale.c's tile_sq_errors adds it, into err + nt * a.pick_all.
-__global__ void quant_sqerr_kernel(const QuantArgs a) {
+static __global__ void quant_sqerr_kernel(const QuantArgs a) {
     const float *y = a.out;
     const uint64_t which = (uint64_t)a.pick_all;
     CC_LOOP(t, a.ntr * a.ntc, a) {
@@ -350,7 +350,7 @@ __global__ void quant_sqerr_kernel(const QuantArgs a) {
 }
 
 // 4over6: the winners, the 4-candidate where its error is strictly smaller.
-__global__ void quant_pick_kernel(const QuantArgs a) {
+static __global__ void quant_pick_kernel(const QuantArgs a) {
     const uint64_t nt = a.ntr * a.ntc;
     CC_LOOP(t, nt, a) a.pick[t] = a.err[nt + t] < a.err[t];
 }
