@@ -190,14 +190,21 @@ $(BUILD)/tests/%: tests/%.c $(CLI_UNITS) $(BUILD)/libfplab.a $(wildcard tests/*.
 # so that their logic is tested on every machine; g++ builds the shim from the same source.
 SHIM_CXXFLAGS := -std=c++20 $(OPT) $(SAN) $(if $(ARCH),-march=$(ARCH)) -g -Wall -Wextra -Wno-psabi -fno-math-errno \
                  -fno-trapping-math -ffp-contract=off -I. -pthread
-$(BUILD)/tests/cuda_shim.o: tests/cuda_shim.cpp kernels/scaled_mm_cuda_kernels.cuh $(wildcard */*.h)
+$(BUILD)/tests/cuda_shim.o: tests/cuda_shim.cpp $(wildcard kernels/*.cuh */*.h)
 	@mkdir -p $(dir $@)
 	$(CXX) $(SHIM_CXXFLAGS) -c $< -o $@
-$(BUILD)/tests/test_mm_cuda_shim: tests/test_mm_cuda_shim.c $(BUILD)/tests/cuda_shim.o $(CLI_UNITS) \
+# Every suite named test_*_cuda_shim.c links the shim (the matmul's kernels and the casts').
+$(BUILD)/tests/test_%_cuda_shim: tests/test_%_cuda_shim.c $(BUILD)/tests/cuda_shim.o $(CLI_UNITS) \
                                   $(BUILD)/libfplab.a $(wildcard tests/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(BUILD)/tests/cuda_shim.o -o $@ $(CLI_UNITS) $(BUILD)/libfplab.a $(LDLIBS) \
 	    $(MPFR_LIBS) -lcriterion -lstdc++ -pthread
+# The casts on a real device: the shim suite's tests on device memory (it includes that .c);
+# with nvcc it needs the runtime's headers, without it every test skips.
+$(BUILD)/tests/test_cast_cuda: tests/test_cast_cuda_shim.c
+$(BUILD)/tests/test_cast_cuda: CFLAGS += $(if $(NVCC),-I$(CUDA_HOME)/include)
+# The casts keep every product and sum a rounding of its own, as the CPU's -ffp-contract=off does.
+$(BUILD)/kernels/cast_cuda.o: NVCCFLAGS += -fmad=false
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libfplab.a
 	@mkdir -p $(dir $@)
@@ -243,9 +250,10 @@ bench-gpu: all $(BUILD)/bench/bench_mm_cuda
 	$(BUILD)/bench/bench_mm_cuda
 	python3 tools/bench_torch_mm.py
 
-test-gpu: all $(BUILD)/tests/test_mm_cuda
+test-gpu: all $(BUILD)/tests/test_mm_cuda $(BUILD)/tests/test_cast_cuda
 	@command -v nvidia-smi >/dev/null && nvidia-smi -L || { echo "test-gpu: no GPU found (nvidia-smi)"; exit 1; }
 	FPLAB_REQUIRE_GPU=1 $(BUILD)/tests/test_mm_cuda --jobs 1
+	FPLAB_REQUIRE_GPU=1 $(BUILD)/tests/test_cast_cuda --jobs 1
 
 bench: all $(BENCH_BIN)
 	@for b in $(BENCH_BIN); do $$b; done

@@ -7,6 +7,16 @@
 
 #include <stdint.h>
 
+// FMT_HD marks the inline functions that the CUDA kernels share with the C code (kernels/
+// cast_cuda_kernels.cuh): __host__ __device__ where nvcc compiles the includer, else nothing.
+#ifndef FMT_HD
+#ifdef __CUDACC__
+#define FMT_HD __host__ __device__
+#else
+#define FMT_HD
+#endif
+#endif
+
 typedef struct {
     uint32_t k0, k1, k2;  // derived from (seed, stream), and mixed into every draw
 } fmt_rng_key;
@@ -16,7 +26,7 @@ fmt_rng_key fmt_rng_make_key(uint64_t seed, uint64_t stream);
 
 // A 32-bit bijective integer hash with low bias (the "lowbias32" constants found by Wellons'
 // hash prospector); three keyed rounds make one draw.
-static inline uint32_t fmt_rng_mix32(uint32_t x) {
+FMT_HD static inline uint32_t fmt_rng_mix32(uint32_t x) {
     x ^= x >> 16;
     x *= 0x7feb352dU;
     x ^= x >> 15;
@@ -27,7 +37,7 @@ static inline uint32_t fmt_rng_mix32(uint32_t x) {
 
 // Uniform 32-bit draw number `index` of the stream `key`. The high half of a 64-bit index is
 // folded into the key so that streams longer than 2^32 do not repeat.
-static inline uint32_t fmt_rng_u32(fmt_rng_key key, uint64_t index) {
+FMT_HD static inline uint32_t fmt_rng_u32(fmt_rng_key key, uint64_t index) {
     uint32_t lo = (uint32_t)index, hi = (uint32_t)(index >> 32);
     uint32_t x = fmt_rng_mix32(lo ^ key.k0);
     x = fmt_rng_mix32(x + (key.k1 ^ hi * 0x9e3779b9U));

@@ -39,7 +39,7 @@ void fmt__kparams_make(fmt__kparams *k, const fmt_t *f, const fmt_round_opts *o)
 // sign and sr_up are 0 or 1; guard is the first dropped bit, sticky the OR of the rest.
 // Round-to-odd adds one when the truncation was inexact and left an even last bit, which is
 // "set the last bit" for m >= 1 and also right for exponent-only codes.
-static inline unsigned fmt__round_inc(fmt_round_mode mode, unsigned sign, unsigned lsb,
+FMT_HD static inline unsigned fmt__round_inc(fmt_round_mode mode, unsigned sign, unsigned lsb,
                                       unsigned guard, unsigned sticky, unsigned sr_up) {
     unsigned inexact = guard | sticky;
     switch (mode) {

@@ -23,15 +23,15 @@ typedef struct {
     unsigned overflow, underflow, subnormal, nan_in, invalid;
 } fmt__flags;
 
-static inline uint64_t fmt__d2u(double f) { uint64_t u; memcpy(&u, &f, sizeof u); return u; }
-static inline double fmt__u2d(uint64_t u) { double f; memcpy(&f, &u, sizeof f); return f; }
+FMT_HD static inline uint64_t fmt__d2u(double f) { uint64_t u; memcpy(&u, &f, sizeof u); return u; }
+FMT_HD static inline double fmt__u2d(uint64_t u) { double f; memcpy(&f, &u, sizeof f); return f; }
 
 // round_F(x) for a double x, with the method of round_f32.c on 64-bit integers:
 // |x| = sig * 2^(E'-1075), sig < 2^53; the last place of F at x is 2^ue; the mode decides from
 // (lsb, guard, sticky) whether to add one; overflow is judged on the unbounded-exponent result.
 // rnd is the 32-bit draw for stochastic rounding (ignored by the other modes). Inlined always,
 // so that a caller passing a constant mode gets a loop specialised for it.
-static inline __attribute__((always_inline)) double
+FMT_HD static inline __attribute__((always_inline)) double
 fmt__round_one_f64(const fmt__kparams *k, const fmt_round_mode mode, const double x,
                    const uint32_t rnd, fmt__flags *fl) {
     const uint64_t b = fmt__d2u(x), sign = b >> 63, a = b & 0x7fffffffffffffffULL, E = a >> 52;

@@ -38,6 +38,22 @@ static std::barrier<> *shim_block;  // the running block's barrier
 static inline void __syncthreads() { shim_block->arrive_and_wait(); }
 static inline float __fmul_rn(float a, float b) { return a * b; }
 static inline float __fadd_rn(float a, float b) { return a + b; }
+static inline float __fdiv_rn(float a, float b) { return a / b; }
+static inline double __dadd_rn(double a, double b) { return a + b; }
+static inline double __dsub_rn(double a, double b) { return a - b; }
+static inline double __dmul_rn(double a, double b) { return a * b; }
+static inline double __ddiv_rn(double a, double b) { return a / b; }
+// The device's atomics on global memory, as the GCC builtins on the shared address space.
+static inline unsigned long long atomicAdd(unsigned long long *p, unsigned long long v) {
+    return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+}
+template <class T>
+static inline T atomicMax(T *p, T v) {
+    T old = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (v > old && !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+    return old;
+}
 using std::fmaf;
 using std::min;
 
@@ -123,6 +139,7 @@ static void shim_mma16816(float c[4], const uint32_t a[4], const uint32_t b[2], 
 }
 
 #include "kernels/scaled_mm_cuda_kernels.cuh"
+#include "kernels/cast_cuda_kernels.cuh"
 
 // --- launching: every block in turn, one std::thread per CUDA thread
 
@@ -188,4 +205,42 @@ extern "C" int shim_mm_own(float *C, size_t ldc, const mm_operand *A, const mm_o
     }
     for (size_t i = 0; i < M; i++) memcpy(C + i * ldc, &y[i * N], N * sizeof(float));
     return mm__round_output(C, ldc, M, N, o);
+}
+
+// --- the casts of kernels/cast_cuda.h (cast_cuda_kernels.cuh): the same launches as the CUDA
+// runtime makes (cc_round_run, cc_quantize_run), on host memory, with grids of up to three blocks
+// of 32 threads so that every kernel runs its grid-stride loop and its atomics concurrently.
+namespace {
+struct ShimCastLaunch {
+    template <class A>
+    int launch(void (*kernel)(A), A a, uint64_t work) {
+        const uint64_t b = (work + 31) / 32;
+        a.threads = 32, a.blocks = (unsigned)(b < 1 ? 1 : b > 3 ? 3 : b);
+        shim_launch(dim3{a.blocks, 1, 1}, 32, [&] { kernel(a); });
+        return MM_OK;
+    }
+    int alloc(void **p, size_t bytes) {
+        *p = calloc(1, bytes ? bytes : 1);
+        return *p ? MM_OK : MM_ENOMEM;
+    }
+    int copy(void *dst, const void *src, size_t bytes) {
+        memmove(dst, src, bytes);
+        return MM_OK;
+    }
+    void release(void *p) { free(p); }
+};
+}  // namespace
+
+// mm_cuda_round_f32 and mm_cuda_quantize_f32 with host pointers (counts: MM_CUDA_NCOUNTS).
+extern "C" int shim_cast_round_f32(const fmt_t *f, float *out, const float *in, size_t n, const fmt_round_opts *o,
+                                   uint64_t *counts) {
+    ShimCastLaunch l;
+    return cc_round_run(l, f, out, in, n, o, counts);
+}
+
+extern "C" int shim_cast_quantize_f32(const fmt_t *elem, const fmt_scaling *sc, float *out, float *elems,
+                                      float *scales, const float *in, size_t rows, size_t cols,
+                                      const fmt_round_opts *o, uint64_t *counts) {
+    ShimCastLaunch l;
+    return cc_quantize_run(l, elem, sc, out, elems, scales, in, rows, cols, o, counts);
 }

@@ -4,9 +4,14 @@
 # nvcc and a GPU, no MPFR or Criterion unless .gpudeps from tools/gpu_deps.sh is carried).
 # Stages, each with its own timeout and its status recorded (no pipe hides one):
 #   1. what is there: GPU, nvcc, the headers the build needs (stops here, saying what is missing);
-#   2. the build; 3. make test-gpu; 4. matmul-check of each CUDA path against MPFR, and which
-#   engine model (fplab engines) reproduces cuBLASLt's and the own kernels' results bit for bit
-#   (matmul-check's candidate table); 5. make bench-gpu (time left permitting).
+#   2. the build; 3. make test-gpu (mm_cuda's suite and the casts', test_cast_cuda: element
+#   rounding and block quantization on device memory against the CPU library, bit for bit);
+#   4. the torch suites: tests/python/test_torch_cuda.py (fplab.torch_cuda on CUDA tensors against
+#   the CPU) and the fplab.torch suites, with the machine's own PyTorch (the extension built in
+#   place; skipped, and said, where that python has no torch or pytest); 5. matmul-check of each
+#   CUDA path against MPFR, and which engine model (fplab engines) reproduces cuBLASLt's and the
+#   own kernels' results bit for bit (matmul-check's candidate table); 6. make bench-gpu (time
+#   left permitting).
 # Logs go to $OUT (or gpu-out/). Exit status: 0 when every stage passed, else 1.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -41,12 +46,24 @@ done
 { nvidia-smi; nvcc --version; } > "$out/device.txt" 2>&1
 
 # 2. build (16 cores: about a minute)
-stage build 240 make -j"$(nproc)" all build/tests/test_mm_cuda build/bench/bench_mm_cuda ||
+stage build 240 make -j"$(nproc)" all build/libfplab.so build/tests/test_mm_cuda build/tests/test_cast_cuda \
+    build/bench/bench_mm_cuda ||
     { tail -40 "$out/build.log"; exit 1; }
 # 3. the GPU suites
 stage test-gpu 120 make test-gpu
 grep -E "Synthesis|FAIL" "$out/test-gpu.log" | tail -20
-# 4. every path against MPFR; the table says which engine reproduces the result
+# 4. the torch suites on the machine's PyTorch (CUDA build), the extension built in place
+if python3 -c 'import torch, pytest, numpy; assert torch.cuda.is_available()' > "$out/torch-env.log" 2>&1; then
+    if stage torch-ext 120 bash -c 'cd python && FPLAB_BUILD_DIR="$PWD/../build" FPLAB_MAKE_ARGS= python3 setup.py build_ext --inplace'; then
+        stage test-torch-cuda 150 env PYTHONPATH="$PWD/python" FPLAB_LIB="$PWD/build/libfplab.so" \
+            FPLAB_CLI="$PWD/build/fplab" python3 -m pytest -q -p no:cacheprovider tests/python/test_torch_cuda.py \
+            tests/python/test_torch.py tests/python/test_torch_policy.py
+        tail -5 "$out/test-torch-cuda.log"
+    fi
+else
+    echo "torch: skipped (no torch with CUDA, pytest or numpy in python3: $out/torch-env.log)"
+fi
+# 5. every path against MPFR; the table says which engine reproduces the result
 for k in cublaslt tc simt; do
     for spec in "e4m3 tensor 2048" "e4m3 mx 2048" "e2m1 nvfp4 2048" "bf16 none 2048" "fp16 none 1024"; do
         set -- $spec
@@ -61,6 +78,6 @@ for k in cublaslt tc simt; do
         grep -E "PASS|FAIL|reproduce|does not apply" "$out/$name.log" | sed "s/^/$name: /"
     done
 done
-# 5. speed, with what time is left
+# 6. speed, with what time is left
 stage bench-gpu 150 make bench-gpu
 exit $fail

@@ -1,0 +1,36 @@
+"""fplab.torch_cuda against the CPU library on CUDA tensors: casts and block quantization bit for
+bit, telemetry equal. Skips without a CUDA device (every machine of make test-torch so far);
+tools/gpu_run.sh runs it where a GPU is lent."""
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import fplab  # noqa: E402
+
+tc = pytest.importorskip("fplab.torch_cuda")
+pytestmark = pytest.mark.skipif(not tc.available(), reason="no CUDA device (or libfplab without nvcc)")
+
+
+def _bits(a):
+    return np.asarray(a, dtype=np.float32).view(np.uint32)
+
+
+@pytest.mark.parametrize("fmt", ["e4m3", "e5m2", "e2m1", "bf16", "fp16", "e8m0"])
+@pytest.mark.parametrize("mode", ["rne", "rtz", "sr", "sr:c"])
+def test_round_matches_cpu(fmt, mode):
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(4099, generator=g) * 100
+    out, counts = tc.round_cuda(x.cuda(), fmt, mode=mode, seed=3, offset=17)
+    want = fplab.round(x.numpy(), fmt, mode=mode, seed=3, offset=17)
+    assert (_bits(out.cpu().numpy()) == _bits(want)).all()
+    assert tc.read_counts(counts)["n"] == x.numel()
+
+
+@pytest.mark.parametrize("fmt,recipe", [("e4m3", "mx"), ("e2m1", "nvfp4"), ("e2m1", "nvfp4:4over6"),
+                                        ("e4m3", "fp8block128x128"), ("e5m2", "tensor")])
+def test_quantize_matches_cpu(fmt, recipe):
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(33, 160, generator=g)
+    out, elems, scales, counts = tc.quantize_cuda(x.cuda(), fmt, recipe)
+    want = fplab.quantize(x.numpy(), fmt, scale=recipe)
+    assert (_bits(out.cpu().numpy()) == _bits(want.values)).all()
