@@ -109,30 +109,11 @@ int mm__cpu_emulated(float *C, size_t ldc, const mm_operand *A, const mm_operand
     J.k = acc.k;
     J.mode = acc.mode;
 
-    // Segments: a segment starts at k = 0, at every multiple of a scaled operand's block_k, and
-    // every promote_every products after the last of those.
-    size_t bka, bkb;
-    J.nba = mm__nblocks(A, K, &bka);
-    mm__nblocks(B, K, &bkb);
-    const size_t pe = o->acc.promote_every > 0 ? (size_t)o->acc.promote_every : 0;
-    size_t *seg = malloc((K + 1) * sizeof *seg), *sga = malloc(K * sizeof *sga), *sgb = malloc(K * sizeof *sgb);
-    if (!seg || !sga || !sgb) {
-        free(seg), free(sga), free(sgb);
-        return MM_ENOMEM;
-    }
-    size_t ns = 0, start = 0;
-    for (size_t k = 0; k < K; k++) {
-        const bool edge = k == 0 || (A->scales && k % bka == 0) || (B->scales && k % bkb == 0);
-        if (edge) start = k;
-        if (edge || (pe && (k - start) % pe == 0)) {
-            seg[ns] = k, sga[ns] = k / bka, sgb[ns] = k / bkb, ns++;
-        }
-    }
-    seg[ns] = K;
-    J.seg = seg, J.sga = sga, J.sgb = sgb, J.nseg = ns;
+    J.nba = mm__nblocks(A, K, &J.bka);
+    mm__nblocks(B, K, &J.bkb);
+    J.bk = mm__seg_block(A, B, K), J.pe = mm__seg_promote(o);
 
     const int st = mm__emu_f32_covers(A, B, M, N, K, &J.k, J.mode) ? mm__emu_run_f32(&J, A, B, C, ldc)
                                                                      : mm__emu_run_f64(&J, A, B, C, ldc);
-    free(seg), free(sga), free(sgb);
     return st == MM_OK ? mm__round_output(C, ldc, M, N, o) : st;
 }

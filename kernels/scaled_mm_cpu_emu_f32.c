@@ -181,11 +181,12 @@ emu_tile(const mm__emu_job *J, const emu_kind kind, const grid32 g, const fmt_ro
     const size_t K = J->K, i0 = ib * MR, j0 = jp * NR;
     const float *apan = ap + ib * K * MR, *bpan = bp + jp * K * NR;
     float tot[MR * NR] = {0};
-    for (size_t sg = 0; sg < J->nseg; sg++) {
+    for (size_t s0 = 0, s1; s0 < K; s0 = s1) {
+        s1 = mm__seg_end(s0, K, J->bk, J->pe);
         vf s[MR][NV];
         for (int r = 0; r < MR; r++)
             for (int v = 0; v < NV; v++) s[r][v] = (vf){0};
-        for (size_t kk = J->seg[sg]; kk < J->seg[sg + 1]; kk++) {
+        for (size_t kk = s0; kk < s1; kk++) {
             vf b[NV];
             for (int v = 0; v < NV; v++) b[v] = ((const vf_u *)(bpan + kk * NR))[v];
 #pragma GCC unroll 16
@@ -197,7 +198,7 @@ emu_tile(const mm__emu_job *J, const emu_kind kind, const grid32 g, const fmt_ro
         }
         float sf[MR * NR];
         memcpy(sf, s, sizeof sf);
-        mm__emu_promote(J, sg, i0, j0, MR, NR, sf, tot);
+        mm__emu_promote(J, s0, i0, j0, MR, NR, sf, tot);
     }
     mm__emu_store(J, i0, j0, MR, NR, tot, C, ldc);
 }

@@ -140,8 +140,7 @@ typedef struct {
     const mm_opts *o;
     size_t M, N, K;
     panels a, b;
-    const size_t *seg;  // segment starts, nseg + 1 (the last is K)
-    size_t nseg;
+    size_t bk, pe;  // the segments (mm__seg_end)
     float ab;
     size_t nba, bka, bkb;
 } job;
@@ -277,8 +276,9 @@ static void tile(const job *J, size_t ib, size_t jp, float *C, size_t ldc) {
     memset(total, 0, sizeof total);
     vi bad[MR][NV];
     memset(bad, 0, sizeof bad);
-    for (size_t s = 0; s < J->nseg; s++) {
-        const size_t s0 = J->seg[s], s1 = J->seg[s + 1], n = s1 - s0;
+    for (size_t s0 = 0, s1; s0 < K; s0 = s1) {
+        s1 = mm__seg_end(s0, K, J->bk, J->pe);
+        const size_t n = s1 - s0;
         vf c[MR][NV];
         for (int r = 0; r < MR; r++)
             for (int v = 0; v < NV; v++) c[r][v] = (vf){0};
@@ -355,30 +355,21 @@ int mm__engine_fast_run(float *C, size_t ldc, const mm_operand *A, const mm_oper
     J.ab = mm__fl32_prod3(o->alpha, mm__tscale(A), mm__tscale(B));
     J.nba = mm__nblocks(A, K, &J.bka);
     mm__nblocks(B, K, &J.bkb);
-    // Segments, as mm__engine_out1 walks them: from each block edge, every pe products after it.
-    const size_t pe = o->acc.promote_every > 0 ? (size_t)o->acc.promote_every : 0;
-    size_t *seg = malloc((K + 1) * sizeof *seg);
+    J.bk = p.bk, J.pe = mm__seg_promote(o);  // not a block-scaled kind (mm__engine_fast_covers)
     const size_t nrb = (M + MR - 1) / MR, npan = (N + NR - 1) / NR;
     J.a.x = malloc(nrb * MR * K * sizeof(float)), J.a.e2 = malloc(nrb * MR * K * sizeof(int32_t));
     J.b.x = malloc(npan * NR * K * sizeof(float)), J.b.e = malloc(npan * NR * K * sizeof(int16_t));
     J.a.bad = malloc(M), J.b.bad = malloc(N);
     int st = MM_OK;
-    if (!seg || !J.a.x || !J.a.e2 || !J.b.x || !J.b.e || !J.a.bad || !J.b.bad) {
+    if (!J.a.x || !J.a.e2 || !J.b.x || !J.b.e || !J.a.bad || !J.b.bad) {
         st = MM_ENOMEM;
         goto done;
     }
-    size_t ns = 0;
-    for (size_t k0 = 0; k0 < K; k0 += p.bk) {
-        const size_t k1 = k0 + p.bk < K ? k0 + p.bk : K, stp = pe ? pe : k1 - k0;
-        for (size_t s0 = k0; s0 < k1; s0 += stp) seg[ns++] = s0;
-    }
-    seg[ns] = K;
-    J.seg = seg, J.nseg = ns;
     pack_a(&J.a, A->x, A->trans ? 1 : A->ld, A->trans ? A->ld : 1, M, K, p.ta);
     pack_b(&J.b, B->x, B->trans ? B->ld : 1, B->trans ? 1 : B->ld, N, K, p.tb);
 #pragma omp parallel for schedule(dynamic)
     for (size_t t = 0; t < nrb * npan; t++) tile(&J, t % nrb, t / nrb, C, ldc);
 done:
-    free(seg), free(J.a.x), free(J.a.e2), free(J.b.x), free(J.b.e), free(J.a.bad), free(J.b.bad);
+    free(J.a.x), free(J.a.e2), free(J.b.x), free(J.b.e), free(J.a.bad), free(J.b.bad);
     return st;
 }

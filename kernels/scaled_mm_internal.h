@@ -18,6 +18,27 @@ static inline size_t mm__nblocks(const mm_operand *X, size_t K, size_t *bk) {
     return K ? (K + *bk - 1) / *bk : 0;
 }
 
+// The segments of K (scaled_mm.h): K-blocks of bk products, each cut every pe products from
+// its start (pe 0: not cut; the last segment of a block may be shorter). The one statement of
+// the rule: every path walks them as
+//     for (size_t s0 = 0, s1; s0 < K; s0 = s1) { s1 = mm__seg_end(s0, K, bk, pe); ... }
+static inline size_t mm__seg_end(size_t s0, size_t K, size_t bk, size_t pe) {
+    size_t end = (s0 / bk + 1) * bk;  // the end of s0's K-block
+    if (end > K) end = K;
+    return pe && s0 + pe < end ? s0 + pe : end;
+}
+
+// bk of mm__seg_end: the block_k of the operands with scales (equal when both have one:
+// mm_validate), or K when neither has K-blocks.
+static inline size_t mm__seg_block(const mm_operand *A, const mm_operand *B, size_t K) {
+    return A->scales && A->block_k > 0 ? (size_t)A->block_k : B->scales && B->block_k > 0 ? (size_t)B->block_k : K;
+}
+
+// pe of mm__seg_end: acc.promote_every (0: promote only at K-block ends).
+static inline size_t mm__seg_promote(const mm_opts *o) {
+    return o->acc.promote_every > 0 ? (size_t)o->acc.promote_every : 0;
+}
+
 static inline float mm__tscale(const mm_operand *X) {
     return X->tensor_scale == 0.0f ? 1.0f : X->tensor_scale;
 }
@@ -99,9 +120,9 @@ int mm__engine_fast_run(float *C, size_t ldc, const mm_operand *A, const mm_oper
 // - scaled_mm_cpu_emu_f64.c: double lanes, any accumulator (fp16, fp8, ...), any operands.
 
 typedef struct {
-    const size_t *seg;        // segment starts, nseg + 1 entries (the last is K)
-    const size_t *sga, *sgb;  // each segment's K-block in A's and in B's scales
-    size_t nseg, M, N, K;
+    size_t M, N, K;
+    size_t bk, pe;            // the segments (mm__seg_end)
+    size_t bka, bkb;          // the K-block of A's and of B's scales (K without)
     const float *sa, *sb;     // block scales or NULL (all 1): A (M, nba), B (nblocks, N)
     size_t nba;
     float ab;                 // fl32(alpha * ta * tb)
@@ -132,20 +153,21 @@ int mm__emu_tiles(const mm__emu_job *J, const mm_operand *A, const mm_operand *B
 
 enum { MM__EMU_NR_MAX = 64 };  // the widest tile of either kernel
 
-// The end of segment sg of the mr x nr tile at (i0, j0): tot = fl32(tot + fl32(s * fl32(sa *
-// sb))) for each element (s: accumulator values, exact in float32; both mr x nr, row-major).
-// Rows and columns past C's edge (zero padding) read the last row's and column's scales.
-// Inline with constant mr, nr so that the loops vectorise.
-static inline void mm__emu_promote(const mm__emu_job *J, size_t sg, size_t i0, size_t j0, int mr,
+// The end of the segment that starts at s0, for the mr x nr tile at (i0, j0): tot = fl32(tot +
+// fl32(s * fl32(sa * sb))) for each element (s: accumulator values, exact in float32; both
+// mr x nr, row-major). Rows and columns past C's edge (zero padding) read the last row's and
+// column's scales. Inline with constant mr, nr so that the loops vectorise.
+static inline void mm__emu_promote(const mm__emu_job *J, size_t s0, size_t i0, size_t j0, int mr,
                                    int nr, const float *s, float *tot) {
+    const size_t ga = s0 / J->bka, gb = s0 / J->bkb;  // the segment's K-block in A's, B's scales
     float sbv[MM__EMU_NR_MAX];
     for (int l = 0; l < nr; l++) {
         const size_t j = j0 + (size_t)l < J->N ? j0 + (size_t)l : J->N - 1;
-        sbv[l] = J->sb ? J->sb[J->sgb[sg] * J->N + j] : 1.0f;
+        sbv[l] = J->sb ? J->sb[gb * J->N + j] : 1.0f;
     }
     for (int r = 0; r < mr; r++) {
         const size_t i = i0 + (size_t)r < J->M ? i0 + (size_t)r : J->M - 1;
-        const float sa = J->sa ? J->sa[i * J->nba + J->sga[sg]] : 1.0f;
+        const float sa = J->sa ? J->sa[i * J->nba + ga] : 1.0f;
         for (int l = 0; l < nr; l++) {
             const float sc = sa * sbv[l], part = s[r * nr + l] * sc;
             tot[r * nr + l] = tot[r * nr + l] + part;
