@@ -4,8 +4,6 @@
 // in scaled_mm.h bit for bit (checked against mm_ref by test_mm_cpu).
 // Constraints: no MPFR, no global state (the MXCSR a kernel sets is put back); results do not
 // depend on the number of threads (each accumulator is one lane, whatever the tile it is in).
-#include <stdlib.h>
-
 #if defined(__SSE__)
 #include <xmmintrin.h>  // _mm_getcsr, _mm_setcsr
 #endif
@@ -68,15 +66,22 @@ static void pack_panels(float *dst, const float *x, size_t st, size_t sk, size_t
     }
 }
 
-int mm__emu_tiles(const mm__emu_job *J, const mm_operand *A, const mm_operand *B, float *C, size_t ldc,
-                  size_t mr, size_t nr, mm__emu_tile_fn *tile, const void *ctx) {
-    const size_t nrb = (J->M + mr - 1) / mr, npan = (J->N + nr - 1) / nr;
-    float *ap = mm__scratch_f32(MM__SCRATCH_A, nrb * mr * J->K), *bp = mm__scratch_f32(MM__SCRATCH_B, npan * nr * J->K);
-    if (!ap || !bp) return MM_ENOMEM;
+int mm__emu_pack(const mm__emu_job *J, const mm_operand *A, const mm_operand *B, size_t mr, size_t nr,
+                 const float **ap, const float **bp) {
+    float *a = mm__scratch_f32(MM__SCRATCH_A, (J->M + mr - 1) / mr * mr * J->K);
+    float *b = mm__scratch_f32(MM__SCRATCH_B, (J->N + nr - 1) / nr * nr * J->K);
+    if (!a || !b) return MM_ENOMEM;
     // op(A)'s row i has element k at x[i * ld + k], or x[k * ld + i] when stored transposed;
     // op(B)'s column j at x[k * ld + j], or x[j * ld + k].
-    pack_panels(ap, A->x, A->trans ? 1 : A->ld, A->trans ? A->ld : 1, J->M, J->K, mr);
-    pack_panels(bp, B->x, B->trans ? B->ld : 1, B->trans ? 1 : B->ld, J->N, J->K, nr);
+    pack_panels(a, A->x, A->trans ? 1 : A->ld, A->trans ? A->ld : 1, J->M, J->K, mr);
+    pack_panels(b, B->x, B->trans ? B->ld : 1, B->trans ? 1 : B->ld, J->N, J->K, nr);
+    *ap = a, *bp = b;
+    return MM_OK;
+}
+
+void mm__emu_tile_loop(const mm__emu_job *J, const float *ap, const float *bp, float *C, size_t ldc, size_t mr,
+                       size_t nr, mm__emu_tile_fn *tile, const void *ctx) {
+    const size_t nrb = (J->M + mr - 1) / mr, npan = (J->N + nr - 1) / nr;
 #pragma omp parallel
     {
         fpenv env;
@@ -88,7 +93,14 @@ int mm__emu_tiles(const mm__emu_job *J, const mm_operand *A, const mm_operand *B
         for (size_t t = 0; t < nrb * npan; t++) tile(J, ctx, ap, bp, C, ldc, t % nrb, t / nrb);
         fpenv_leave(&env);
     }
-    return MM_OK;
+}
+
+int mm__emu_tiles(const mm__emu_job *J, const mm_operand *A, const mm_operand *B, float *C, size_t ldc,
+                  size_t mr, size_t nr, mm__emu_tile_fn *tile, const void *ctx) {
+    const float *ap, *bp;
+    const int st = mm__emu_pack(J, A, B, mr, nr, &ap, &bp);
+    if (st == MM_OK) mm__emu_tile_loop(J, ap, bp, C, ldc, mr, nr, tile, ctx);
+    return st;
 }
 
 // --- entry

@@ -123,7 +123,7 @@ float mm__engine_out1(const mm__engine_plan *p, const mm_operand *A, const mm_op
     const size_t nba = mm__nblocks(A, K, &bka);
     mm__nblocks(B, K, &bkb);
     double *La = L[0], *Lb = L[1], *Lsa = L[2], *Lsb = L[3];
-    float total = 0.0f, y;
+    float total = 0.0f;
     double d = 0.0;
     // A block-scaled kind takes the scales itself: its segments are promote=N's alone.
     const size_t bk = p->scaled_kind ? K : p->bk;
@@ -166,23 +166,12 @@ float mm__engine_out1(const mm__engine_plan *p, const mm_operand *A, const mm_op
         const float part = (float)d * sab;
         total = total + part;
     }
-    if (p->c_in_chain) {
-        y = (float)d;  // D itself, its sign of zero included
-    } else {
-        y = ab * total;
-        if (o->beta != 0.0f) {
-            const float bc = o->beta * cij;
-            y = y + bc;
-        }
-    }
-    return y;
+    return mm__engine_epilogue(p, ab, o->beta, total, (float)d, &cij);
 }
 
-int mm__engine_run(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
-                   size_t K, const mm_opts *o) {
-    mm__engine_plan p;
-    if (mm__engine_plan_make(&p, A, B, M, N, K, o, NULL, 0) != MM_OK) return MM_EINVAL;
-    const size_t unit = (size_t)p.q->k;
+int mm__engine_run_plan(const mm__engine_plan *p, float *C, size_t ldc, const mm_operand *A, const mm_operand *B,
+                        size_t M, size_t N, size_t K, const mm_opts *o, const unsigned char *only) {
+    const size_t unit = (size_t)p->q->k;
     const size_t cap = (K + unit) / unit * unit;  // a segment, padded to whole instructions
     int st = MM_OK;
 #pragma omp parallel
@@ -197,9 +186,17 @@ int mm__engine_run(float *C, size_t ldc, const mm_operand *A, const mm_operand *
 #pragma omp for schedule(dynamic, 1)
         for (size_t i = 0; i < M; i++) {
             if (!ok) continue;
-            for (size_t j = 0; j < N; j++) C[i * ldc + j] = mm__engine_out1(&p, A, B, N, K, o, i, j, C[i * ldc + j], L);
+            for (size_t j = 0; j < N; j++)
+                if (!only || only[i * N + j]) C[i * ldc + j] = mm__engine_out1(p, A, B, N, K, o, i, j, C[i * ldc + j], L);
         }
         free(L[0]), free(L[1]), free(L[2]), free(L[3]);
     }
     return st;
+}
+
+int mm__engine_run(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
+                   size_t K, const mm_opts *o) {
+    mm__engine_plan p;
+    if (mm__engine_plan_make(&p, A, B, M, N, K, o, NULL, 0) != MM_OK) return MM_EINVAL;
+    return mm__engine_run_plan(&p, C, ldc, A, B, M, N, K, o, NULL);
 }

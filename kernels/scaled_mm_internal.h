@@ -53,6 +53,18 @@ static inline float mm__fl32_prod3(float a, float b, float c) {
     return (float)fmt__u2d(u);
 }
 
+// The definition's epilogue (scaled_mm.h) for one output from its float32 total:
+// y = fl32(ab * total), then fl32(y + fl32(beta * C)) when beta != 0 (C is not read otherwise).
+// ab = fl32(alpha * ta * tb). Every emulated and engine path ends in it.
+static inline float mm__epilogue(float ab, float beta, float total, const float *c) {
+    float y = ab * total;
+    if (beta != 0.0f) {
+        const float bc = beta * *c;
+        y = y + bc;
+    }
+    return y;
+}
+
 // C rows = round_out(C rows); element (i, j) draws stochastic counter offset + i*N + j
 // (defined in scaled_mm_cpu.c; the CUDA backend rounds its copied-back C with it too).
 int mm__round_output(float *C, size_t ldc, size_t M, size_t N, const mm_opts *o);
@@ -94,17 +106,27 @@ typedef struct {
 // k); MM_OK, or MM_EINVAL with a message naming what was expected.
 int mm__engine_plan_make(mm__engine_plan *p, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
                          size_t K, const mm_opts *o, char *msg, size_t msg_len);
+// The engine's epilogue for one output: D itself (d, its sign of zero included) when C is in
+// the chain, else mm__epilogue of the promoted total.
+static inline float mm__engine_epilogue(const mm__engine_plan *p, float ab, float beta, float total, float d,
+                                        const float *c) {
+    return p->c_in_chain ? d : mm__epilogue(ab, beta, total, c);
+}
 // C (M x N, ldc) = y of the definition in scaled_mm.h before the output rounding, one dot
 // product at a time through the model (engine_model.c). Validated arguments; MM_OK or MM_ENOMEM.
 int mm__engine_run(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
                    size_t K, const mm_opts *o);
+// The same for plan p, only at the outputs where only[i * N + j] is nonzero (NULL: all).
+int mm__engine_run_plan(const mm__engine_plan *p, float *C, size_t ldc, const mm_operand *A, const mm_operand *B,
+                        size_t M, size_t N, size_t K, const mm_opts *o, const unsigned char *only);
 // One output of mm__engine_run: y(i, j) before the output rounding, from cij (C's value there).
 // L: four buffers of at least (K + q->k) / q->k * q->k doubles each.
 float mm__engine_out1(const mm__engine_plan *p, const mm_operand *A, const mm_operand *B, size_t N, size_t K,
                       const mm_opts *o, size_t i, size_t j, float cij, double *const L[4]);
-// The fast tile kernel of the engines (scaled_mm_cpu_engine.c): whether it runs this product
-// (plan p, data A, B), and the run itself (same contract as mm__engine_run; outputs it cannot
-// do exactly in vectors go through mm__engine_out1).
+// The fast kernel of the engines (scaled_mm_cpu_engine.c), a tile kernel of the emulated path
+// (mm__emu_tile_loop, below): whether it runs this product (plan p), and the run itself (same
+// contract as mm__engine_run; outputs it cannot do exactly in vectors go to the scalar model
+// afterwards, mm__engine_run_plan).
 bool mm__engine_fast_covers(const mm__engine_plan *p, const mm_opts *o);
 int mm__engine_fast_run(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
                         size_t K, const mm_opts *o);
@@ -112,12 +134,15 @@ int mm__engine_fast_run(float *C, size_t ldc, const mm_operand *A, const mm_oper
 // --- the emulated path's pieces (scaled_mm_cpu_emu*.c)
 //
 // scaled_mm_cpu_emu.c sets up one product (segments, scales, the accumulator) as an mm__emu_job
-// and hands it to one of two tile kernels, which share the packing and the per-tile float32
-// steps below:
+// and hands it to a tile kernel; every tile kernel shares the packing, the tile loop and the
+// per-tile float32 steps below (promotion, epilogue):
 // - scaled_mm_cpu_emu_f32.c: float32 lanes, for accumulators with float32's exponent range
 //   (bf16, e8m13, mNN up to 21 fraction bits, and fp32 itself) on operands whose products are
 //   exact in float32 (mm__emu_f32_covers);
-// - scaled_mm_cpu_emu_f64.c: double lanes, any accumulator (fp16, fp8, ...), any operands.
+// - scaled_mm_cpu_emu_f64.c: double lanes, any accumulator (fp16, fp8, ...), any operands;
+// - scaled_mm_cpu_engine.c: the NVIDIA fused engine kinds (mm__engine_fast_covers), whose
+//   accumulator is the engine's D;
+// - scaled_mm_cpu_fixed.c (not emulated: fp32 in one fixed order) runs in the same frame.
 
 typedef struct {
     size_t M, N, K;
@@ -143,11 +168,17 @@ bool mm__emu_f32_covers(const mm_operand *A, const mm_operand *B, size_t M, size
 // (ceil(M/mr), K, mr) and bp (ceil(N/nr), K, nr); ctx is the kernel's own.
 typedef void mm__emu_tile_fn(const mm__emu_job *J, const void *ctx, const float *ap, const float *bp,
                              float *C, size_t ldc, size_t ib, size_t jp);
-// What both kernels' mm__emu_run_* do (scaled_mm_cpu_emu.c): pack op(A) in panels of mr rows
-// and op(B) in panels of nr columns, zero-padded, then run tile on every tile, on the OpenMP
-// threads, each under round-to-nearest without flush-to-zero or denormals-are-zero (float32
-// subnormals are accumulator values) and with the caller's MXCSR put back after.
-// MM_OK or MM_ENOMEM.
+// The two halves of mm__emu_tiles, for a kernel that derives more from the panels before its
+// tiles run (the engines' exponents): pack op(A) in panels of mr rows and op(B) in panels of
+// nr columns, zero-padded, into the calling thread's scratch (MM_OK or MM_ENOMEM); then run
+// tile on every tile, on the OpenMP threads, each under round-to-nearest without flush-to-zero
+// or denormals-are-zero (float32 subnormals are accumulator values) and with the caller's
+// MXCSR put back after.
+int mm__emu_pack(const mm__emu_job *J, const mm_operand *A, const mm_operand *B, size_t mr, size_t nr,
+                 const float **ap, const float **bp);
+void mm__emu_tile_loop(const mm__emu_job *J, const float *ap, const float *bp, float *C, size_t ldc, size_t mr,
+                       size_t nr, mm__emu_tile_fn *tile, const void *ctx);
+// Both: what every tile kernel's run does (scaled_mm_cpu_emu.c). MM_OK or MM_ENOMEM.
 int mm__emu_tiles(const mm__emu_job *J, const mm_operand *A, const mm_operand *B, float *C, size_t ldc,
                   size_t mr, size_t nr, mm__emu_tile_fn *tile, const void *ctx);
 
@@ -184,13 +215,10 @@ static inline void mm__emu_store(const mm__emu_job *J, size_t i0, size_t j0, int
     for (size_t r = 0; r < rows; r++) {
         float *c = C + (i0 + r) * ldc + j0;
         const float *t = tot + r * (size_t)nr;
-        if (J->beta == 0.0f)
-            for (size_t l = 0; l < cols; l++) c[l] = J->ab * t[l];
+        if (J->beta == 0.0f)  // apart, so that each loop vectorises
+            for (size_t l = 0; l < cols; l++) c[l] = mm__epilogue(J->ab, 0.0f, t[l], NULL);
         else
-            for (size_t l = 0; l < cols; l++) {
-                const float y = J->ab * t[l], bc = J->beta * c[l];
-                c[l] = y + bc;
-            }
+            for (size_t l = 0; l < cols; l++) c[l] = mm__epilogue(J->ab, J->beta, t[l], &c[l]);
     }
 }
 
