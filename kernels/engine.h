@@ -92,6 +92,10 @@ const mm_engine_kind *mm_engine_kind_get(size_t i);
 // The k of engine's instructions (every kind), without repeats, as "32, 16, 8"; returns out.
 char *mm_engine_ks(int engine, char *out, size_t len);
 
+// The format whose layout operand type t is (the lowest MM_ET_* bit of t; e.g. MM_ET_E4M3:
+// fp8_e4m3), from the format table: the one statement of a type's facts (emin, name). NULL for
+// t = 0 or a bit past MM_ET_COUNT.
+const fmt_t *mm_engine_type_format(unsigned t);
 // The operand type of format f (MM_ET_*), or 0 when f is none of them. fp32 gives MM_ET_F32 |
 // MM_ET_TF32 (either kind takes it); tf32 gives MM_ET_TF32.
 unsigned mm_engine_type_of(const fmt_t *f);

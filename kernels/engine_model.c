@@ -14,20 +14,11 @@
 
 // --- operands
 
-// The exponent of the smallest normal value of each type (a subnormal's exponent).
+// The exponent of the smallest normal value of type t (a subnormal's exponent), from the
+// format table (mm_engine_type_format).
 static int type_emin(unsigned t) {
-    switch (t) {
-    case MM_ET_F64: return -1022;
-    case MM_ET_F16: return -14;
-    case MM_ET_E4M3: return -6;
-    case MM_ET_E5M2: return -14;
-    case MM_ET_E3M2: return -2;
-    case MM_ET_E2M3: return 0;
-    case MM_ET_E2M1: return 0;
-    case MM_ET_E4M3FNUZ: return -7;
-    case MM_ET_E5M2FNUZ: return -15;
-    default: return -126;  // f32, tf32, bf16
-    }
+    const fmt_t *f = mm_engine_type_format(t);
+    return f ? f->emin : -126;
 }
 
 // x = *sig * 2^e with e = max(floor(log2 |x|), emin) (so |sig| < 1 for a subnormal); a zero has
@@ -147,9 +138,10 @@ static double nv_fused(const mm_engine_kind *q, bool f16_out, unsigned ta, unsig
     add_term(&T, sg, e);
     double ssa = 1.0, ssb = 1.0;
     const int esa = sa ? sig_exp(s_a, -127, &ssa) : 0, esb = sb ? sig_exp(s_b, -127, &ssb) : 0;
+    const int mina = type_emin(ta), minb = type_emin(tb);
     for (size_t i = 0; i < n; i++) {
         double x, y;
-        const int ea = sig_exp(a[i], type_emin(ta), &x), eb = sig_exp(b[i], type_emin(tb), &y);
+        const int ea = sig_exp(a[i], mina, &x), eb = sig_exp(b[i], minb, &y);
         add_term(&T, x * y, ea + eb + esa + esb);
     }
     int maxe;
@@ -220,9 +212,10 @@ static double amd_fused(const mm_engine_kind *q, unsigned ta, unsigned tb, const
 
     const int frac = q->frac - (fault == MM_EFAULT_FRAC);
     terms T[2] = {{.n = 0}, {.n = 0}};
+    const int mina = type_emin(ta), minb = type_emin(tb);
     for (size_t i = 0; i < n; i++) {
         double x, y;
-        const int ea = sig_exp(a[i], type_emin(ta), &x), eb = sig_exp(b[i], type_emin(tb), &y);
+        const int ea = sig_exp(a[i], mina, &x), eb = sig_exp(b[i], minb, &y);
         add_term(&T[q->two_stage ? i % 2 : 0], x * y, ea + eb);
     }
     double sc;
@@ -248,7 +241,8 @@ static double amd_fused(const mm_engine_kind *q, unsigned ta, unsigned tb, const
 
 // --- one instruction and the chain
 
-static double flush_in(double x, unsigned t) { return fabs(x) < ldexp(1.0, type_emin(t)) ? 0.0 : x; }
+// x flushed to +0 below the smallest normal min (2^emin of its type).
+static double flush_in(double x, double min) { return fabs(x) < min ? 0.0 : x; }
 
 double mm_engine_dot(const mm_engine_kind *q, bool f16_out, unsigned ta, unsigned tb, const double *a,
                      const double *b, const double *sa, const double *sb, double c, size_t K, int fault) {
@@ -258,9 +252,10 @@ double mm_engine_dot(const mm_engine_kind *q, bool f16_out, unsigned ta, unsigne
         const size_t n = K - k0 < unit ? K - k0 : unit;
         const double *x = a + k0, *y = b + k0;
         if (is_tf32_kind(q) || q->flush) {
+            const double mina = ldexp(1.0, type_emin(ta)), minb = ldexp(1.0, type_emin(tb));
             for (size_t i = 0; i < n; i++) {
-                ab[0][i] = is_tf32_kind(q) ? tf32_trunc(x[i]) : flush_in(x[i], ta);
-                ab[1][i] = is_tf32_kind(q) ? tf32_trunc(y[i]) : flush_in(y[i], tb);
+                ab[0][i] = is_tf32_kind(q) ? tf32_trunc(x[i]) : flush_in(x[i], mina);
+                ab[1][i] = is_tf32_kind(q) ? tf32_trunc(y[i]) : flush_in(y[i], minb);
             }
             x = ab[0], y = ab[1];
         }

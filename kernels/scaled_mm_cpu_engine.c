@@ -52,15 +52,6 @@ enum { MR = 4, NV = 2, NR = VL * NV };
 
 // --- operands
 
-static int type_emin(unsigned t) {
-    switch (t) {
-    case MM_ET_F16: return -14;
-    case MM_ET_E4M3: return -6;
-    case MM_ET_E5M2: return -14;
-    default: return -126;  // bf16
-    }
-}
-
 // The model's exponent of a value with float32 bits u (sig_exp in engine_model.c): a zero has
 // -126, a subnormal of its type the type's emin (>= -126, so a float32 subnormal gets it too).
 static inline int16_t op_exp(uint32_t u, int emin) {
@@ -110,7 +101,7 @@ static inline __attribute__((always_inline)) void exps(int32_t *e2, int16_t *e, 
                                                         const float *x, size_t n, size_t K, const size_t w,
                                                         unsigned type) {
     const size_t np = (n + w - 1) / w;
-    const int emin = type_emin(type);
+    const int emin = mm_engine_type_format(type)->emin;  // type: one the kind takes
     const bool bf16 = type == MM_ET_BF16;
 #pragma omp parallel for schedule(static)
     for (size_t pp = 0; pp < np; pp++) {

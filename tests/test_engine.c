@@ -318,6 +318,32 @@ static uint32_t bits_f32(double d) {
 // Issue 34: the cases MMA-Sim (commit c78513835c8b) was run on. A negative sum too small for D
 // gives +0 in MMA-Sim's NVIDIA fused model (every zero D is +0: docs/engines.md "Signs of
 // zero"); an AMD f32 instruction of k = 1 keeps C's -0 (no zero products padded in).
+// The operand types' facts come from the format table: each type's format, its smallest normal
+// exponent (a subnormal operand's exponent in the models), and the type each format maps back to.
+Test(engine, operand_types_from_the_format_table) {
+    static const struct {
+        unsigned t;
+        const char *name;
+        int emin;
+    } want[] = {{MM_ET_F64, "fp64", -1022},    {MM_ET_F32, "fp32", -126},     {MM_ET_TF32, "tf32", -126},
+                {MM_ET_F16, "fp16", -14},      {MM_ET_BF16, "bf16", -126},    {MM_ET_E4M3, "e4m3", -6},
+                {MM_ET_E5M2, "e5m2", -14},     {MM_ET_E3M2, "e3m2", -2},      {MM_ET_E2M3, "e2m3", 0},
+                {MM_ET_E2M1, "e2m1", 0},       {MM_ET_E4M3FNUZ, "e4m3fnuz", -7}, {MM_ET_E5M2FNUZ, "e5m2fnuz", -15}};
+    cr_assert_eq(sizeof want / sizeof want[0], (size_t)MM_ET_COUNT);
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const fmt_t *f = mm_engine_type_format(want[i].t);
+        cr_assert(f, "type %s has no format", want[i].name);
+        cr_assert_eq(f->emin, want[i].emin, "type %s: emin %d, expected %d", want[i].name, f->emin, want[i].emin);
+        fmt_t g;
+        cr_assert_eq(fmt_from_name(&g, want[i].name), FMT_OK);
+        const unsigned back = mm_engine_type_of(&g);
+        cr_assert_eq(back, want[i].t == MM_ET_F32 ? MM_ET_F32 | MM_ET_TF32 : want[i].t, "%s: type 0x%x", want[i].name,
+                     back);
+    }
+    cr_assert_null(mm_engine_type_format(0));
+    cr_assert_null(mm_engine_type_format(1u << MM_ET_COUNT));
+}
+
 Test(engine, signs_of_zero_as_mmasim) {
     double a[16] = {0}, b[16] = {0};
     // hopper:wgmma bf16 m64nNk16: a = 0x8080 (-2^-126), b = 0x3380 (2^-24), C = +0 -> D = +0.
