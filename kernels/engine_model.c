@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "kernels/engine.h"
+#include "kernels/scaled_mm_internal.h"  // mm__engine_dot_fault
 
 // --- operands
 
@@ -100,7 +101,7 @@ static double nv_out_f32(double v, int out_frac, int fault) {
     int e = ilogb(v);
     if (e < -126) e = -126;
     const double q = ldexp(v, out_frac - e);
-    const double r = ldexp(fault == MM_EFAULT_RNE ? nearbyint(q) : trunc(q), e - out_frac);
+    const double r = ldexp(fault == MM__EFAULT_RNE ? nearbyint(q) : trunc(q), e - out_frac);
     return fabs(r) >= F32_BIG ? copysign(INFINITY, r) : nv_zero_plus(r);
 }
 
@@ -145,7 +146,7 @@ static double nv_fused(const mm_engine_kind *q, bool f16_out, unsigned ta, unsig
         add_term(&T, x * y, ea + eb + esa + esb);
     }
     int maxe;
-    const int frac = q->frac - (fault == MM_EFAULT_FRAC);
+    const int frac = q->frac - (fault == MM__EFAULT_FRAC);
     const double S = fused_sum(&T, frac, &maxe), v = ldexp(S, maxe - frac);
     return f16_out ? nv_out_f16(v) : nv_out_f32(v, q->out_frac, fault);
 }
@@ -173,7 +174,7 @@ static double nv_fp4(const mm_engine_kind *q, const double *a, const double *b, 
         add_term(&T, s * s0 * s1, e0 + e1);
     }
     int maxe;
-    const int frac = q->frac - (fault == MM_EFAULT_FRAC);
+    const int frac = q->frac - (fault == MM__EFAULT_FRAC);
     const double S = fused_sum(&T, frac, &maxe);
     return nv_out_f32(ldexp(S, maxe - frac), 23, fault);
 }
@@ -210,7 +211,7 @@ static double amd_fused(const mm_engine_kind *q, unsigned ta, unsigned tb, const
     }
     if (pinf || ninf) return pinf && ninf ? NAN : pinf ? INFINITY : -INFINITY;
 
-    const int frac = q->frac - (fault == MM_EFAULT_FRAC);
+    const int frac = q->frac - (fault == MM__EFAULT_FRAC);
     terms T[2] = {{.n = 0}, {.n = 0}};
     const int mina = type_emin(ta), minb = type_emin(tb);
     for (size_t i = 0; i < n; i++) {
@@ -236,7 +237,7 @@ static double amd_fused(const mm_engine_kind *q, unsigned ta, unsigned tb, const
     else sc = floor_at(sc, 24, maxe - ec);
     const double v = ldexp(s + sc, maxe);
     // The fault for AMD: D toward zero instead of to nearest.
-    return fault == MM_EFAULT_RNE ? nv_out_f32(v, 23, MM_EFAULT_NONE) : (double)(float)v;
+    return fault == MM__EFAULT_RNE ? nv_out_f32(v, 23, MM__EFAULT_NONE) : (double)(float)v;
 }
 
 // --- one instruction and the chain
@@ -244,8 +245,8 @@ static double amd_fused(const mm_engine_kind *q, unsigned ta, unsigned tb, const
 // x flushed to +0 below the smallest normal min (2^emin of its type).
 static double flush_in(double x, double min) { return fabs(x) < min ? 0.0 : x; }
 
-double mm_engine_dot(const mm_engine_kind *q, bool f16_out, unsigned ta, unsigned tb, const double *a,
-                     const double *b, const double *sa, const double *sb, double c, size_t K, int fault) {
+double mm__engine_dot_fault(const mm_engine_kind *q, bool f16_out, unsigned ta, unsigned tb, const double *a,
+                            const double *b, const double *sa, const double *sb, double c, size_t K, int fault) {
     double ab[2][64];
     const size_t unit = (size_t)(q->k / q->split);  // products per fused step
     for (size_t k0 = 0; k0 < K; k0 += unit) {
@@ -297,4 +298,9 @@ double mm_engine_dot(const mm_engine_kind *q, bool f16_out, unsigned ta, unsigne
         }
     }
     return c;
+}
+
+double mm_engine_dot(const mm_engine_kind *q, bool f16_out, unsigned ta, unsigned tb, const double *a,
+                     const double *b, const double *sa, const double *sb, double c, size_t K) {
+    return mm__engine_dot_fault(q, f16_out, ta, tb, a, b, sa, sb, c, K, MM__EFAULT_NONE);
 }

@@ -156,7 +156,7 @@ float mm__engine_out1(const mm__engine_plan *p, const mm_operand *A, const mm_op
             }
         }
         d = mm_engine_dot(q, o->acc.engine_f16, p->ta, p->tb, La, Lb, p->scaled_kind ? Lsa : NULL,
-                          p->scaled_kind ? Lsb : NULL, c0, np, MM_EFAULT_NONE);
+                          p->scaled_kind ? Lsb : NULL, c0, np);
         float sab = 1.0f;
         if (!p->scaled_kind) {
             const float xa = A->scales ? A->scales[i * nba + s0 / bka] : 1.0f;

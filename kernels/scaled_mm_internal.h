@@ -94,6 +94,16 @@ int mm__cpu_emulated(float *C, size_t ldc, const mm_operand *A, const mm_operand
 
 // --- matrix engines (scaled_mm_engine.c): the acc.engine path of mm_ref and mm_cpu
 
+// Faults for the tests that show the fixtures catch a wrong model: one fractional bit fewer in
+// the fused alignment, or round-to-nearest instead of toward zero at the f32 normalization (AMD
+// fused: toward zero instead of to nearest). The FMA family takes either as a separately
+// rounded product and sum; the pairwise family as a sequential sum instead of the tree.
+enum { MM__EFAULT_NONE = 0, MM__EFAULT_FRAC = 1, MM__EFAULT_RNE = 2 };
+// mm_engine_dot with fault (MM__EFAULT_*) injected (engine_model.c); mm_engine_dot is
+// MM__EFAULT_NONE.
+double mm__engine_dot_fault(const mm_engine_kind *q, bool f16_out, unsigned ta, unsigned tb, const double *a,
+                            const double *b, const double *sa, const double *sb, double c, size_t K, int fault);
+
 typedef struct {
     const mm_engine_kind *q;  // the instruction kind the operands pick
     unsigned ta, tb;          // the operands' types (one MM_ET_* bit each)
