@@ -29,9 +29,7 @@
 //   kernel).
 // - elsewhere: p = ab (exact), TwoSum gives s + p = hi + lo, and hi is rounded to odd with lo;
 //   a fp32 accumulator is s + p in round-to-nearest only.
-// Vector instructions per step of 16 lanes (AVX-512), as compiled: rne 8 (2 FMA, test, blend;
-// test, add, masked subtract, and), rna 6, rto 8, rup and rdn 5, rtz 2, fp32 1; the two-FMA
-// modes add a register copy (an FMA overwrites an input both need).
+// The instruction count of each mode's step, as compiled, is in docs/benchmarks.md.
 //
 // Constraints: no global state (MXCSR is set to its default in each thread for the kernel's
 // duration and put back); results do not depend on the number of threads.

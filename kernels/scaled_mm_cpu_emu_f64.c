@@ -1,7 +1,7 @@
 // scaled_mm_cpu_emu_f64.c: the general tile kernel of the emulated accumulators (any
 // accumulator format mm_validate accepts, any operands, inf and NaN included), in double lanes:
 // MR x NR accumulators advance together over k, four or eight per vector register.
-// scaled_mm_cpu_emu_f32.c is the fast kernel for the common cases (about 8x faster); this one
+// scaled_mm_cpu_emu_f32.c is the fast kernel for the common cases; this one
 // runs the rest: accumulators narrower in range than float32 (fp16, fp8), 22 fraction bits,
 // fp32 rounding to nearest-away or to odd, and operands whose products leave float32.
 //
