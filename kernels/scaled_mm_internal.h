@@ -77,9 +77,9 @@ float *mm__alloc_f32(size_t n);
 enum { MM__SCRATCH_A, MM__SCRATCH_B, MM__SCRATCH_FOLD_A, MM__SCRATCH_FOLD_B, MM__SCRATCH_SLOTS };
 float *mm__scratch_f32(int slot, size_t n);
 
-// Whether this build's CUDA backend can open cuBLASLt (kernels/cublaslt_lazy.cuh: opened on first
-// use, not linked) and resolve every function it calls; why not in msg. No GPU is needed. A
-// build without nvcc answers false.
+// Whether this build's CUDA backend can open cuBLASLt (kernels/cuda/cublaslt_lazy.cuh: opened
+// on first use, not linked) and resolve every function it calls; why not in msg. No GPU is
+// needed. A build without nvcc answers false.
 bool mm__cuda_blaslt_loads(char *msg, size_t msg_len);
 
 // C (M x N, ldc) = alpha op(A) op(B) + beta C in float32, every output summed in one fixed order

@@ -6,7 +6,7 @@
 // dimensions, alpha and beta; the fp32 accumulator stays within gamma_{K+2} * absdot plus the
 // output rounding for every table format of 16 bits or fewer; zeros, inf/NaN propagation and
 // saturating outputs.
-// The float32 tile kernel of the emulated path (kernels/scaled_mm_cpu_emu_f32.c) on its own:
+// The float32 tile kernel of the emulated path (kernels/cpu/scaled_mm_cpu_emu_f32.c) on its own:
 // each test asserts that its cases run it (mm__emu_f32_covers), then compares with mm_ref for
 // every accumulator kind it takes (mNN up to 21 fraction bits, e8m13, bf16, fp32) in every mode:
 // shapes spanning several tiles with ragged edges, partial sums in the accumulator's subnormal
@@ -378,7 +378,7 @@ Test(mm_cpu, emulated_accumulator_edges) {
     }
 }
 
-// --- the float32 kernel of the emulated path (kernels/scaled_mm_cpu_emu_f32.c)
+// --- the float32 kernel of the emulated path (kernels/cpu/scaled_mm_cpu_emu_f32.c)
 
 // Its accumulators: float32's binades with 1 to 21 fraction bits (every mode), and fp32 itself
 // (rne everywhere; rtz, rup, rdn where the build has AVX-512).
@@ -618,7 +618,7 @@ Test(mm_cpu, emulated_f32_caller_ftz_daz) {
 }
 #endif
 
-// --- fixed-order float32 accumulation (mm_opts.fixed_order, kernels/scaled_mm_cpu_fixed.c)
+// --- fixed-order float32 accumulation (mm_opts.fixed_order, kernels/cpu/scaled_mm_cpu_fixed.c)
 //
 // The definition, scalar: the scales folded into each element (x * s, rounded once, as the fold
 // of mm_cpu does), s = +0, s = fl32(s + fl32(a b)) for k = 0..K-1, y = fl32(alpha' s) with alpha'

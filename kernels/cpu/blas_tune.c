@@ -1,6 +1,6 @@
 // blas_tune.c: OPENBLAS_CORETYPE for CPUs that Debian's OpenBLAS does not recognise, and
 // GOMP_SPINCOUNT: the decision only (see blas_tune.h); nothing here sets or re-executes.
-#include "blas_tune.h"
+#include "kernels/blas_tune.h"
 
 #include <stdio.h>
 #include <stdlib.h>

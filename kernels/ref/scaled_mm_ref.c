@@ -32,7 +32,7 @@
 //   start (the last chunk of a block may be shorter): mm__seg_end, which every backend walks.
 // - fl32 steps are float arithmetic (FLT_EVAL_METHOD 0, no contraction); fl32(alpha ta tb)
 //   is the exact triple product rounded once to float32 (round-to-odd double, then float).
-#include "scaled_mm.h"
+#include "kernels/scaled_mm.h"
 
 #include <math.h>
 #include <mpfr.h>
