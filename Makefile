@@ -49,12 +49,13 @@ BLAS_LIBS := $(if $(HAVE_BLAS),-lopenblas,)
 CFLAGS += $(if $(HAVE_BLAS),-DFPLAB_HAVE_BLAS,)
 LDLIBS := $(LDLIBS_BASE) $(OMPFLAGS) $(BLAS_LIBS)
 
-# CUDA: kernels/*.cu are built when nvcc is found (sm_90 for H100/H200 plus PTX for newer);
-# without it kernels/*_nocuda.c supplies the same functions returning MM_ENODEV.
+# CUDA: kernels/*.cu and kernels/*/*.cu are built when nvcc is found (sm_90 for H100/H200 plus
+# PTX for newer); without it kernels/cuda/*_nocuda.c supplies the same functions returning
+# MM_ENODEV.
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 NVCCFLAGS ?= -O3 -std=c++17 -I. -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
              -Xcompiler -fPIC -Xcompiler -Wall -Xcompiler -Wno-psabi
-CUDA_SRC := $(if $(NVCC),$(wildcard kernels/*.cu),)
+CUDA_SRC := $(if $(NVCC),$(wildcard kernels/*.cu kernels/*/*.cu),)
 CUDA_OBJ := $(CUDA_SRC:%.cu=$(BUILD)/%.o)
 ifneq ($(NVCC),)
 CFLAGS += -DFPLAB_HAVE_CUDA
@@ -64,7 +65,7 @@ endif
 
 # --- sources: every .c of a layer goes into the library (util/ is the bottom layer, docs/design.md);
 # MPFR code is kept to its own files
-LIB_SRC := $(wildcard util/*.c formats/*.c kernels/*.c autocast/*.c trainer/*.c experiments/*.c)
+LIB_SRC := $(wildcard util/*.c formats/*.c kernels/*.c kernels/*/*.c autocast/*.c trainer/*.c experiments/*.c)
 LIB_SRC := $(if $(CUDA_SRC),$(filter-out %_nocuda.c,$(LIB_SRC)),$(LIB_SRC))
 REF_SRC := $(filter %_ref.c,$(LIB_SRC))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(CUDA_OBJ)
@@ -144,7 +145,7 @@ DEP_FILES := $(patsubst %.o,%.d,$(filter-out $(CUDA_OBJ),$(LIB_OBJ)) $(CLI_OBJ))
 $(DEP_FILES):
 -include $(wildcard $(DEP_FILES))
 
-$(BUILD)/%.o: %.cu $(wildcard */*.h kernels/*.cuh) | $(BUILD)
+$(BUILD)/%.o: %.cu $(wildcard */*.h kernels/*.cuh kernels/*/*.cuh) | $(BUILD)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
@@ -176,7 +177,7 @@ $(BUILD)/commit.stamp: FORCE | $(BUILD)
 	@[ "$$(cat $@ 2>/dev/null)" = "$(GIT_COMMIT)" ] || echo "$(GIT_COMMIT)" > $@
 .PHONY: FORCE
 FORCE:
-$(BUILD)/kernels/scaled_mm_cpu_emu_f32_v4.o: kernels/scaled_mm_cpu_emu_f32.c  # its #include
+$(BUILD)/kernels/cpu/scaled_mm_cpu_emu_f32_v4.o: kernels/cpu/scaled_mm_cpu_emu_f32.c  # its #include
 $(BUILD)/fplab: $(CLI_OBJ) $(BUILD)/libfplab.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) $(MPFR_LIBS)
 
@@ -190,7 +191,7 @@ $(BUILD)/tests/%: tests/%.c $(CLI_UNITS) $(BUILD)/libfplab.a $(wildcard tests/*.
 # so that their logic is tested on every machine; g++ builds the shim from the same source.
 SHIM_CXXFLAGS := -std=c++20 $(OPT) $(SAN) $(if $(ARCH),-march=$(ARCH)) -g -Wall -Wextra -Wno-psabi -fno-math-errno \
                  -fno-trapping-math -ffp-contract=off -I. -pthread
-$(BUILD)/tests/cuda_shim.o: tests/cuda_shim.cpp $(wildcard kernels/*.cuh */*.h)
+$(BUILD)/tests/cuda_shim.o: tests/cuda_shim.cpp $(wildcard kernels/*/*.cuh */*.h)
 	@mkdir -p $(dir $@)
 	$(CXX) $(SHIM_CXXFLAGS) -c $< -o $@
 # Every suite named test_*_cuda_shim.c links the shim (the matmul's kernels and the casts').
@@ -204,7 +205,7 @@ $(BUILD)/tests/test_%_cuda_shim: tests/test_%_cuda_shim.c $(BUILD)/tests/cuda_sh
 $(BUILD)/tests/test_cast_cuda: tests/test_cast_cuda_shim.c
 $(BUILD)/tests/test_cast_cuda: CFLAGS += $(if $(NVCC),-I$(CUDA_HOME)/include)
 # The casts keep every product and sum a rounding of its own, as the CPU's -ffp-contract=off does.
-$(BUILD)/kernels/cast_cuda.o: NVCCFLAGS += -fmad=false
+$(BUILD)/kernels/cuda/cast_cuda.o: NVCCFLAGS += -fmad=false
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libfplab.a
 	@mkdir -p $(dir $@)

@@ -1,6 +1,6 @@
 // blas_tune.h: make OpenBLAS use the kernels this CPU can run, and keep idle OpenMP threads from
 // spinning on a shared machine. Debian's OpenBLAS 0.3.21 does not recognise some newer CPUs
-// (AVX-512 Xeons) and falls back to its SSE3 kernels, about 5x slower; OPENBLAS_CORETYPE fixes
+// (AVX-512 Xeons) and falls back to its much slower SSE3 kernels; OPENBLAS_CORETYPE fixes
 // it, but OpenBLAS (like libgomp with GOMP_SPINCOUNT) reads it when the library loads, before
 // main runs, so only a restarted process can use it.
 // Constraints: the library only decides (mm_blas_env_wanted reads the CPU and the environment

@@ -92,6 +92,10 @@ const mm_engine_kind *mm_engine_kind_get(size_t i);
 // The k of engine's instructions (every kind), without repeats, as "32, 16, 8"; returns out.
 char *mm_engine_ks(int engine, char *out, size_t len);
 
+// The format whose layout operand type t is (the lowest MM_ET_* bit of t; e.g. MM_ET_E4M3:
+// fp8_e4m3), from the format table: the one statement of a type's facts (emin, name). NULL for
+// t = 0 or a bit past MM_ET_COUNT.
+const fmt_t *mm_engine_type_format(unsigned t);
 // The operand type of format f (MM_ET_*), or 0 when f is none of them. fp32 gives MM_ET_F32 |
 // MM_ET_TF32 (either kind takes it); tf32 gives MM_ET_TF32.
 unsigned mm_engine_type_of(const fmt_t *f);
@@ -109,19 +113,14 @@ const mm_engine_kind *mm_engine_find(int engine, unsigned ta, unsigned tb, int k
 // mm_engine_dot's own truncation of doubles cannot see a signalling NaN's bits.
 double mm_engine_operand(float x, unsigned t);
 
-// Faults for the tests that show the fixtures catch a wrong model: one fractional bit fewer in
-// the fused alignment, or round-to-nearest instead of toward zero at the f32 normalization (AMD
-// fused: toward zero instead of to nearest). The FMA family takes either as a separately
-// rounded product and sum; the pairwise family as a sequential sum instead of the tree.
-enum { MM_EFAULT_NONE = 0, MM_EFAULT_FRAC = 1, MM_EFAULT_RNE = 2 };
-
 // D = the instructions of kind q chained over K products (K a multiple of q->k), starting from
 // C = c. a, b: the K operand values, of types ta and tb (one MM_ET_* bit each, taken by q:
-// a subnormal's exponent is its type's smallest; tf32 inputs are truncated here). sa, sb: block-scaled kinds, the K / q->block scales' values (powers of two for ue8m0,
-// ue4m3 values; NaN allowed); NULL otherwise. f16 D: c and the result are f16 values. Returns
-// D (NaN as the engine writes it: for NVIDIA, a double whose conversion to float32 or fp16 gives
-// the canonical bits). fault: MM_EFAULT_*.
+// a subnormal's exponent is its type's smallest; tf32 inputs are truncated here). sa, sb:
+// block-scaled kinds, the K / q->block scales' values (powers of two for ue8m0, ue4m3 values;
+// NaN allowed); NULL otherwise. f16 D: c and the result are f16 values. Returns D (NaN as the
+// engine writes it: for NVIDIA, a double whose conversion to float32 or fp16 gives the
+// canonical bits).
 double mm_engine_dot(const mm_engine_kind *q, bool f16_out, unsigned ta, unsigned tb, const double *a,
-                     const double *b, const double *sa, const double *sb, double c, size_t K, int fault);
+                     const double *b, const double *sa, const double *sb, double c, size_t K);
 
 #endif

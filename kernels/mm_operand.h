@@ -8,8 +8,9 @@
 // one K-block. The tile scales are then expanded to the arrays mm_operand wants: A (M, nblocks)
 // and B (nblocks, N) row-major, nblocks = ceil(K / block_k), with block_k the recipe's tile
 // length along K, also when that covers K (mx with K = 32: block_k 32, one block, as the
-// block-scaled instructions take it), and 0 for a recipe whose tiles span K (row). The recipe "tensor" (a single tile, 0 x 0) becomes the
-// operand's tensor_scale with no scale array; "none" has neither.
+// block-scaled instructions take it), and 0 for a recipe whose tiles span K (row). The recipe
+// "tensor" (a single tile, 0 x 0) becomes the operand's tensor_scale with no scale array;
+// "none" has neither.
 // Then x = q * s * ts (q the element values, s the expanded scale, ts the tensor scale) equals
 // fmt_quantize_f32's dequantized output whenever s and ts are powers of two (exact products);
 // otherwise it can differ in the last bit of float32 (see scale.h).

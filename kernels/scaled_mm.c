@@ -14,7 +14,7 @@
 // - Emulated accumulators are signed formats with a zero, NaN and at least one fraction bit
 //   (IEEE-like); stochastic rounding of the accumulator is not supported (mm_acc carries no
 //   generator key, and bit-exact results are the point of the emulation).
-#include "scaled_mm.h"
+#include "kernels/scaled_mm.h"
 
 #include <stdatomic.h>
 

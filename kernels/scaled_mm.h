@@ -79,7 +79,7 @@ typedef struct {
     fmt_round_opts out_round; // mode and overflow policy of that rounding
     // fp32 accumulation (not emulated) in one fixed order, the same bits on every x86-64 CPU,
     // build and thread count: each output summed over k = 0..K-1, every product rounded to
-    // float32 and then added (kernels/scaled_mm_cpu_fixed.c). false: the BLAS's sgemm, whose
+    // float32 and then added (kernels/cpu/scaled_mm_cpu_fixed.c). false: the BLAS's sgemm, whose
     // order is its kernel's (OpenBLAS picks one per CPU family). A build without a BLAS always
     // sums in the fixed order. Emulated and engine accumulators are fixed-order by definition.
     bool fixed_order;
@@ -125,9 +125,9 @@ void mm_scratch_release(void);
 int mm_cpu(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
            size_t K, const mm_opts *o);
 
-// The CUDA backend (kernels/scaled_mm_cuda.cu). Operands are copied to the device, encoded as
+// The CUDA backend (kernels/cuda/scaled_mm_cuda.cu). Operands are copied to the device, encoded as
 // packed codes of their formats, and multiplied there; MM_ENODEV when fplab was built without
-// nvcc (kernels/scaled_mm_nocuda.c) or no GPU is present, with the reason from
+// nvcc (kernels/cuda/scaled_mm_nocuda.c) or no GPU is present, with the reason from
 // mm_cuda_available.
 int mm_cuda(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
             size_t K, const mm_opts *o);

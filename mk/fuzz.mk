@@ -23,7 +23,7 @@ FUZZ_DEB_PKGS := clang-14 libclang-rt-14-dev
 FUZZ_SAN := -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -march=$(ARCH) -Wall -Wextra -Wno-unknown-pragmas -Wno-psabi \
                -fno-math-errno -fno-trapping-math -ffp-contract=off -I. $(FUZZ_SAN)
-FUZZ_LIB_SRC := $(wildcard util/*.c formats/*.c kernels/*.c autocast/*.c trainer/*.c experiments/*.c) cli/npy.c
+FUZZ_LIB_SRC := $(wildcard util/*.c formats/*.c kernels/*.c kernels/*/*.c autocast/*.c trainer/*.c experiments/*.c) cli/npy.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_ALL := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ ?= $(FUZZ_ALL)

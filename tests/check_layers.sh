@@ -24,7 +24,7 @@ for d in "${layers[@]}"; do
             echo "check_layers: $file:$line includes \"$inc\": $d/ may include only ${layers[*]:0:$((r + 1))}"
             bad=1
         fi
-    done < <(grep -Hn -o '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[^"]*"' $d/*.c $d/*.h $d/*.cu $d/*.cuh 2>/dev/null |
+    done < <(grep -Hn -o '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[^"]*"' $d/*.c $d/*.h $d/*.cu $d/*.cuh $d/*/*.c $d/*/*.h $d/*/*.cu $d/*/*.cuh 2>/dev/null |
              sed 's/:[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)"$/:\1/')
 done
 [ $bad = 0 ] && echo "check_layers: $n includes in ${layers[*]}, all pointing down"

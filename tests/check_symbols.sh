@@ -205,8 +205,9 @@ if [ -n "$so_file" ]; then
 fi
 
 # The library layers (formats/, kernels/, autocast/: CONVENTIONS.md, "Errors") return status
-# codes: none of their objects may end, replace or fork the process or change its environment
-# (OpenBLAS tuning offers a decision, mm_blas_env_wanted; the re-exec is the program's).
+# codes: none of their objects may end (abort included), replace or fork the process or change
+# its environment (OpenBLAS tuning offers a decision, mm_blas_env_wanted; the re-exec is the
+# program's).
 for lib in "$@"; do
     [[ $lib == *.a ]] || continue
     while read -r member sym; do
@@ -214,11 +215,12 @@ for lib in "$@"; do
         o=${o##*:}
         o=${o%.o}
         for d in formats kernels autocast; do
-            if [ -f "$here/$d/$o.c" ] || [ -f "$here/$d/$o.cu" ]; then
+            if compgen -G "$here/$d/$o.c" >/dev/null || compgen -G "$here/$d/$o.cu" >/dev/null ||
+               compgen -G "$here/$d/*/$o.c" >/dev/null || compgen -G "$here/$d/*/$o.cu" >/dev/null; then
                 echo "check_symbols: $lib: $d/$o calls $sym: a library layer must return a status instead"
                 fail=1
             fi
         done
-    done < <(nm -A "$lib" 2>/dev/null | awk '$(NF-1) == "U" && $NF ~ /^(exit|_exit|_Exit|exec[lvpe]*|fork|vfork|system|setenv|putenv|unsetenv)$/ {print $1, $NF}')
+    done < <(nm -A "$lib" 2>/dev/null | awk '$(NF-1) == "U" && $NF ~ /^(exit|_exit|_Exit|abort|exec[lvpe]*|fork|vfork|system|setenv|putenv|unsetenv)$/ {print $1, $NF}')
 done
 exit $fail

@@ -1,4 +1,4 @@
-// cuda_shim.cpp: runs the own CUDA kernels of mm_cuda (kernels/scaled_mm_cuda_kernels.cuh, the
+// cuda_shim.cpp: runs the own CUDA kernels of mm_cuda (kernels/cuda/scaled_mm_cuda_kernels.cuh, the
 // same source nvcc compiles) on the CPU, so that their logic is tested on machines without a
 // GPU: tile and fragment indexing, K tails, block-scale segments, decoding, alpha and beta.
 // - A CUDA thread is a std::thread; blocks run one after another, so function-local statics
@@ -138,8 +138,8 @@ static void shim_mma16816(float c[4], const uint32_t a[4], const uint32_t b[2], 
     w.meet.arrive_and_wait();  // every lane has read the fragments before the next mma posts
 }
 
-#include "kernels/scaled_mm_cuda_kernels.cuh"
-#include "kernels/cast_cuda_kernels.cuh"
+#include "kernels/cuda/scaled_mm_cuda_kernels.cuh"
+#include "kernels/cuda/cast_cuda_kernels.cuh"
 
 // --- launching: every block in turn, one std::thread per CUDA thread
 

@@ -1,5 +1,5 @@
 // test_cast_cuda_shim.c: the CUDA casts (kernels/cast_cuda.h: element rounding and block
-// quantization, kernels/cast_cuda_kernels.cuh) against the CPU library, bit for bit, results and
+// quantization, kernels/cuda/cast_cuda_kernels.cuh) against the CPU library, bit for bit, results and
 // telemetry. Built twice: as this suite, the kernels run on the CPU through tests/cuda_shim.cpp
 // (the same source nvcc compiles; every machine, make test); as test_cast_cuda (tests/
 // test_cast_cuda.c defines CAST_ON_DEVICE), on device memory through mm_cuda_round_f32 and

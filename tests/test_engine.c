@@ -2,8 +2,9 @@
 // of tests/fixtures/engines/*.txt (written by tools/mmasim_fixtures.py, which runs MMA-Sim on
 // torch CPU) is one dot product of one instruction, or of four chained along K; the model must
 // give the same D bit for bit (AMD NaNs: NaN-ness only; MMA-Sim's AMD NaN bits are torch's).
-// Then each model with a fault injected (engine.h: MM_EFAULT_*) must disagree with the fixtures
-// somewhere: the fixtures can catch a wrong width or rounding.
+// Then each model with a fault injected (mm__engine_dot_fault, scaled_mm_internal.h:
+// MM__EFAULT_*) must disagree with the fixtures somewhere: the fixtures can catch a wrong width
+// or rounding.
 // FPLAB_ROOT locates tests/fixtures when not run from the repository root.
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "kernels/engine.h"
+#include "kernels/scaled_mm_internal.h"  // mm__engine_dot_fault
 
 // --- qualifiers (MMA-Sim's instruction strings)
 
@@ -212,8 +214,8 @@ static void run_file(tally *t, const char *file, int fault) {
                           hexlist(sb, 32, psb, false, 0) == K / row.block,
                       "%s: block-scaled line without K/%d scales: %.200s", file, row.block, line);
         }
-        const double d = mm_engine_dot(&row, q.f16_out, q.ta, q.tb, a, b, row.block ? sa : NULL,
-                                       row.block ? sb : NULL, c, (size_t)K, fault);
+        const double d = mm__engine_dot_fault(&row, q.f16_out, q.ta, q.tb, a, b, row.block ? sa : NULL,
+                                              row.block ? sb : NULL, c, (size_t)K, fault);
         const uint64_t got = to_bits(d, &q);
         const bool nan_want = isnan(from_bits(want, &q));
         t->lines++;
@@ -250,7 +252,7 @@ Test(engine, every_fixture_bit_for_bit) {
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
         tally t = {0};
-        run_file(&t, names[i], MM_EFAULT_NONE);
+        run_file(&t, names[i], MM__EFAULT_NONE);
         total += t.lines;
         for (size_t j = 0; j < t.mismatches && j < 6; j++) fprintf(stderr, "mismatch: %s\n", t.first[j]);
         cr_expect_eq(t.mismatches, 0, "%s: %zu of %zu dot products differ from MMA-Sim", names[i], t.mismatches,
@@ -265,7 +267,7 @@ Test(engine, faults_are_caught) {
     char names[32][64];
     const size_t n = list_fixtures(names, 32);
     for (size_t i = 0; i < n; i++)
-        for (int fault = MM_EFAULT_FRAC; fault <= MM_EFAULT_RNE; fault++) {
+        for (int fault = MM__EFAULT_FRAC; fault <= MM__EFAULT_RNE; fault++) {
             tally t = {0};
             run_file(&t, names[i], fault);
             cr_expect_gt(t.mismatches, 0, "%s with fault %d: no fixture line notices", names[i], fault);
@@ -318,6 +320,32 @@ static uint32_t bits_f32(double d) {
 // Issue 34: the cases MMA-Sim (commit c78513835c8b) was run on. A negative sum too small for D
 // gives +0 in MMA-Sim's NVIDIA fused model (every zero D is +0: docs/engines.md "Signs of
 // zero"); an AMD f32 instruction of k = 1 keeps C's -0 (no zero products padded in).
+// The operand types' facts come from the format table: each type's format, its smallest normal
+// exponent (a subnormal operand's exponent in the models), and the type each format maps back to.
+Test(engine, operand_types_from_the_format_table) {
+    static const struct {
+        unsigned t;
+        const char *name;
+        int emin;
+    } want[] = {{MM_ET_F64, "fp64", -1022},    {MM_ET_F32, "fp32", -126},     {MM_ET_TF32, "tf32", -126},
+                {MM_ET_F16, "fp16", -14},      {MM_ET_BF16, "bf16", -126},    {MM_ET_E4M3, "e4m3", -6},
+                {MM_ET_E5M2, "e5m2", -14},     {MM_ET_E3M2, "e3m2", -2},      {MM_ET_E2M3, "e2m3", 0},
+                {MM_ET_E2M1, "e2m1", 0},       {MM_ET_E4M3FNUZ, "e4m3fnuz", -7}, {MM_ET_E5M2FNUZ, "e5m2fnuz", -15}};
+    cr_assert_eq(sizeof want / sizeof want[0], (size_t)MM_ET_COUNT);
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const fmt_t *f = mm_engine_type_format(want[i].t);
+        cr_assert(f, "type %s has no format", want[i].name);
+        cr_assert_eq(f->emin, want[i].emin, "type %s: emin %d, expected %d", want[i].name, f->emin, want[i].emin);
+        fmt_t g;
+        cr_assert_eq(fmt_from_name(&g, want[i].name), FMT_OK);
+        const unsigned back = mm_engine_type_of(&g);
+        cr_assert_eq(back, want[i].t == MM_ET_F32 ? MM_ET_F32 | MM_ET_TF32 : want[i].t, "%s: type 0x%x", want[i].name,
+                     back);
+    }
+    cr_assert_null(mm_engine_type_format(0));
+    cr_assert_null(mm_engine_type_format(1u << MM_ET_COUNT));
+}
+
 Test(engine, signs_of_zero_as_mmasim) {
     double a[16] = {0}, b[16] = {0};
     // hopper:wgmma bf16 m64nNk16: a = 0x8080 (-2^-126), b = 0x3380 (2^-24), C = +0 -> D = +0.
@@ -325,22 +353,22 @@ Test(engine, signs_of_zero_as_mmasim) {
                                              0, false, NULL, 0);
     cr_assert_not_null(q);
     a[0] = bf16_bits(0x8080), b[0] = bf16_bits(0x3380);
-    cr_assert_eq(bits_f32(mm_engine_dot(q, false, MM_ET_BF16, MM_ET_BF16, a, b, NULL, NULL, 0.0, 16, 0)), 0u);
+    cr_assert_eq(bits_f32(mm_engine_dot(q, false, MM_ET_BF16, MM_ET_BF16, a, b, NULL, NULL, 0.0, 16)), 0u);
     // The same sum with C = -0: still +0.
-    cr_assert_eq(bits_f32(mm_engine_dot(q, false, MM_ET_BF16, MM_ET_BF16, a, b, NULL, NULL, -0.0, 16, 0)), 0u);
+    cr_assert_eq(bits_f32(mm_engine_dot(q, false, MM_ET_BF16, MM_ET_BF16, a, b, NULL, NULL, -0.0, 16)), 0u);
     // volta:mma m8n8k4 f16 D: a = 0x8400 (-2^-14), b = 0x0400 (2^-14), C = +0 -> D = +0 (f16 0x0000).
     q = mm_engine_find(mm_engine_index("volta:mma"), MM_ET_F16, MM_ET_F16, 4, true, 0, false, NULL, 0);
     cr_assert_not_null(q);
     memset(a, 0, sizeof a), memset(b, 0, sizeof b);
     a[0] = f16_bits(0x8400), b[0] = f16_bits(0x0400);
-    const double d16 = mm_engine_dot(q, true, MM_ET_F16, MM_ET_F16, a, b, NULL, NULL, 0.0, 4, 0);
+    const double d16 = mm_engine_dot(q, true, MM_ET_F16, MM_ET_F16, a, b, NULL, NULL, 0.0, 4);
     cr_assert(d16 == 0.0 && !signbit(d16), "volta f16 D: %a", d16);
     // cdna1:mfma f32 k = 1 (32x32x1): K = 1, a = -1, b = 0, C = -0 -> -0 (fma(-1, 0, -0)).
     q = mm_engine_find(mm_engine_index("cdna1:mfma"), MM_ET_F32, MM_ET_F32, 1, false, 0, false, NULL, 0);
     cr_assert_not_null(q);
     cr_assert_eq(q->k, 1);
     a[0] = -1.0, b[0] = 0.0;
-    const double dz = mm_engine_dot(q, false, MM_ET_F32, MM_ET_F32, a, b, NULL, NULL, -0.0, 1, 0);
+    const double dz = mm_engine_dot(q, false, MM_ET_F32, MM_ET_F32, a, b, NULL, NULL, -0.0, 1);
     cr_assert(dz == 0.0 && signbit(dz), "cdna1 k1: %a", dz);
 }
 
@@ -380,7 +408,7 @@ Test(engine, tf32_reads_the_top_19_bits) {
     cr_assert_not_null(q);
     double a[8] = {0}, b[8] = {0};
     a[0] = mm_engine_operand(f32_bits(0x7f800001), MM_ET_TF32), b[0] = 1.0;
-    cr_assert_eq(bits_f32(mm_engine_dot(q, false, MM_ET_TF32, MM_ET_TF32, a, b, NULL, NULL, 0.0, 8, 0)), 0x7f800000u);
+    cr_assert_eq(bits_f32(mm_engine_dot(q, false, MM_ET_TF32, MM_ET_TF32, a, b, NULL, NULL, 0.0, 8)), 0x7f800000u);
 }
 
 // --- engines as accumulators of scaled matmul (kernels/scaled_mm.h)
@@ -465,14 +493,14 @@ Test(engine, matmul_is_the_chained_instruction) {
                 for (int k = 0; k < K; k++) x[k] = a[i * K + k], y[k] = b[k * N + j];
                 float want;
                 if (pass == 2) {
-                    const float d0 = (float)mm_engine_dot(q, false, MM_ET_E4M3, MM_ET_E4M3, x, y, NULL, NULL, 0.0, 64, 0);
+                    const float d0 = (float)mm_engine_dot(q, false, MM_ET_E4M3, MM_ET_E4M3, x, y, NULL, NULL, 0.0, 64);
                     const float d1 = (float)mm_engine_dot(q, false, MM_ET_E4M3, MM_ET_E4M3, x + 64, y + 64, NULL, NULL,
-                                                          0.0, 64, 0);
+                                                          0.0, 64);
                     want = 0.0f + d0;
                     want = want + d1;
                 } else {
                     want = (float)mm_engine_dot(q, false, MM_ET_E4M3, MM_ET_E4M3, x, y, NULL, NULL,
-                                                pass == 1 ? c0[i * N + j] : 0.0, K, 0);
+                                                pass == 1 ? c0[i * N + j] : 0.0, K);
                 }
                 cr_assert(c[i * N + j] == want && r[i * N + j] == want, "pass %d (%d,%d): cpu %a ref %a model %a", pass,
                           i, j, c[i * N + j], r[i * N + j], want);

@@ -6,7 +6,7 @@
 // dimensions, alpha and beta; the fp32 accumulator stays within gamma_{K+2} * absdot plus the
 // output rounding for every table format of 16 bits or fewer; zeros, inf/NaN propagation and
 // saturating outputs.
-// The float32 tile kernel of the emulated path (kernels/scaled_mm_cpu_emu_f32.c) on its own:
+// The float32 tile kernel of the emulated path (kernels/cpu/scaled_mm_cpu_emu_f32.c) on its own:
 // each test asserts that its cases run it (mm__emu_f32_covers), then compares with mm_ref for
 // every accumulator kind it takes (mNN up to 21 fraction bits, e8m13, bf16, fp32) in every mode:
 // shapes spanning several tiles with ragged edges, partial sums in the accumulator's subnormal
@@ -123,6 +123,42 @@ Test(mm_cpu, emulated_m13_promote128) { emulated_random("emulated_m13_promote128
 Test(mm_cpu, emulated_m13_promote7) { emulated_random("emulated_m13_promote7", "m13:promote=7", 100); }
 Test(mm_cpu, emulated_bf16_rtz) { emulated_random("emulated_bf16_rtz", "bf16:rtz", 150); }
 Test(mm_cpu, emulated_fp16_rup) { emulated_random("emulated_fp16_rup", "fp16:rup", 80); }
+
+// The segments of K every path walks (mm__seg_end, mm__seg_block), against lists written out
+// from scaled_mm.h's definition: K-blocks of the scaled operands, each cut every promote_every
+// products from its own start.
+Test(mm_cpu, segments_of_k) {
+    static const struct {
+        size_t K, bk, pe;
+        size_t starts[12];  // segment starts, then K, then 0 padding
+    } cases[] = {
+        {10, 10, 0, {0, 10}},         {10, 4, 0, {0, 4, 8, 10}},          {10, 10, 3, {0, 3, 6, 9, 10}},
+        {10, 4, 3, {0, 3, 4, 7, 8, 10}}, {10, 4, 8, {0, 4, 8, 10}},        {1, 1, 1, {0, 1}},
+        {64, 32, 16, {0, 16, 32, 48, 64}}, {33, 32, 0, {0, 32, 33}},       {7, 7, 2, {0, 2, 4, 6, 7}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        size_t n = 0, s0 = 0;
+        while (s0 < cases[c].K) {
+            cr_assert_eq(s0, cases[c].starts[n], "K %zu bk %zu pe %zu: segment %zu starts at %zu, expected %zu",
+                         cases[c].K, cases[c].bk, cases[c].pe, n, s0, cases[c].starts[n]);
+            s0 = mm__seg_end(s0, cases[c].K, cases[c].bk, cases[c].pe);
+            n++;
+        }
+        cr_assert_eq(s0, cases[c].K);
+        cr_assert_eq(cases[c].starts[n], cases[c].K, "K %zu bk %zu pe %zu: %zu segments, expected more",
+                     cases[c].K, cases[c].bk, cases[c].pe, n);
+    }
+    // The block length: the scaled operands' block_k (A's, else B's), K without scales.
+    const float one = 1.0f;
+    mm_operand A = {.block_k = 32}, B = {.block_k = 16};
+    cr_assert_eq(mm__seg_block(&A, &B, 100), 100);  // block_k without scales is ignored
+    B.scales = &one;
+    cr_assert_eq(mm__seg_block(&A, &B, 100), 16);
+    A.scales = &one, A.block_k = 0;  // A's scales per row: no K-blocks of their own
+    cr_assert_eq(mm__seg_block(&A, &B, 100), 16);
+    A.block_k = 16;
+    cr_assert_eq(mm__seg_block(&A, &B, 100), 16);
+}
 
 // Inf and NaN in the operands: the emulated result (inf, NaN, or inf - inf = NaN in the float32
 // total) matches mm_ref.
@@ -378,7 +414,7 @@ Test(mm_cpu, emulated_accumulator_edges) {
     }
 }
 
-// --- the float32 kernel of the emulated path (kernels/scaled_mm_cpu_emu_f32.c)
+// --- the float32 kernel of the emulated path (kernels/cpu/scaled_mm_cpu_emu_f32.c)
 
 // Its accumulators: float32's binades with 1 to 21 fraction bits (every mode), and fp32 itself
 // (rne everywhere; rtz, rup, rdn where the build has AVX-512).
@@ -618,7 +654,7 @@ Test(mm_cpu, emulated_f32_caller_ftz_daz) {
 }
 #endif
 
-// --- fixed-order float32 accumulation (mm_opts.fixed_order, kernels/scaled_mm_cpu_fixed.c)
+// --- fixed-order float32 accumulation (mm_opts.fixed_order, kernels/cpu/scaled_mm_cpu_fixed.c)
 //
 // The definition, scalar: the scales folded into each element (x * s, rounded once, as the fold
 // of mm_cpu does), s = +0, s = fl32(s + fl32(a b)) for k = 0..K-1, y = fl32(alpha' s) with alpha'

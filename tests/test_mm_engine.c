@@ -1,6 +1,7 @@
-// test_mm_engine.c: the fast CPU kernel of the matrix engines (kernels/scaled_mm_cpu_engine.c,
-// mm_cpu's engine path) equals the scalar model (mm_ref, one dot product at a time through
-// engine_model.c) bit for bit, for every kind it covers: random operands of several
+// test_mm_engine.c: the fast CPU kernel of the matrix engines
+// (kernels/engine/scaled_mm_cpu_engine.c, mm_cpu's engine path) equals the scalar model
+// (mm_ref, one dot product at a time through engine_model.c) bit for bit, for every kind it
+// covers: random operands of several
 // distributions and shapes (K not a multiple of k, edges of the tiles), promote=N, block scales,
 // alpha/beta and C in the chain, and NaN, inf, subnormal and zero operands (the kernel hands
 // those outputs to the scalar model). The seed is printed; FPLAB_SEED replays.

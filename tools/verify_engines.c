@@ -1,6 +1,6 @@
 // verify_engines.c: the fast CPU kernel of the matrix engines (mm_cpu, kernels/
 // scaled_mm_cpu_engine.c) against the scalar model (mm_ref, one dot product at a time through
-// kernels/engine_model.c), bit for bit, on at least --dots dot products per model (default
+// kernels/engine/engine_model.c), bit for bit, on at least --dots dot products per model (default
 // 1,000,000): 512 x 512 outputs per batch, K = 64 (or --k), the batches cycling through four
 // operand distributions (normal, wide exponents, cancellation, specials: NaN, inf, zeros,
 // subnormals). `make verify-engines` runs it; not part of `make test` (minutes). NaN outputs

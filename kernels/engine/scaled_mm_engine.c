@@ -117,75 +117,61 @@ int mm__engine_plan_make(mm__engine_plan *p, const mm_operand *A, const mm_opera
 float mm__engine_out1(const mm__engine_plan *p, const mm_operand *A, const mm_operand *B, size_t N, size_t K,
                       const mm_opts *o, size_t i, size_t j, float cij, double *const L[4]) {
     const mm_engine_kind *q = p->q;
-    const size_t unit = (size_t)q->k, pe = o->acc.promote_every > 0 ? (size_t)o->acc.promote_every : 0;
+    const size_t unit = (size_t)q->k, pe = mm__seg_promote(o);
     const float ab = mm__fl32_prod3(o->alpha, mm__tscale(A), mm__tscale(B));
     size_t bka, bkb;
     const size_t nba = mm__nblocks(A, K, &bka);
     mm__nblocks(B, K, &bkb);
     double *La = L[0], *Lb = L[1], *Lsa = L[2], *Lsb = L[3];
-    float total = 0.0f, y;
+    float total = 0.0f;
     double d = 0.0;
-    // Segments: from each block edge (segmenting kinds), every pe products after it.
-    const size_t blk = p->scaled_kind ? K : p->bk;
-    for (size_t k0 = 0; k0 < K; k0 += blk) {
-        const size_t k1 = k0 + blk < K ? k0 + blk : K;
-        const size_t step = pe ? pe : k1 - k0;
-        for (size_t s0 = k0; s0 < k1; s0 += step) {
-            const size_t s1 = s0 + step < k1 ? s0 + step : k1, n = s1 - s0;
-            const size_t np = (n + unit - 1) / unit * unit;
-            for (size_t k = 0; k < np; k++) {
-                const size_t kk = s0 + k;
-                const bool in = k < n;
-                La[k] = in ? mm_engine_operand(A->trans ? A->x[kk * A->ld + i] : A->x[i * A->ld + kk], p->ta) : 0.0;
-                Lb[k] = in ? mm_engine_operand(B->trans ? B->x[j * B->ld + kk] : B->x[kk * B->ld + j], p->tb) : 0.0;
-            }
-            if (p->scaled_kind)
-                for (size_t g = 0; g < np / (size_t)q->block; g++) {
-                    const size_t kk = s0 + g * (size_t)q->block;
-                    const bool in = kk < s1;
-                    Lsa[g] = in ? A->scales[i * nba + kk / bka] : 1.0;
-                    Lsb[g] = in ? B->scales[(kk / bkb) * N + j] : 1.0;
-                }
-            double c0 = 0.0;
-            if (p->c_in_chain) {
-                if (o->acc.engine_f16) {
-                    fmt_t f16;
-                    fmt_from_name(&f16, "fp16");
-                    const fmt_round_opts rne = {.mode = FMT_RNE, .overflow = FMT_OVERFLOW_IEEE};
-                    c0 = fmt_round1(&f16, cij, &rne);
-                } else {
-                    c0 = cij;
-                }
-            }
-            d = mm_engine_dot(q, o->acc.engine_f16, p->ta, p->tb, La, Lb, p->scaled_kind ? Lsa : NULL,
-                              p->scaled_kind ? Lsb : NULL, c0, np, MM_EFAULT_NONE);
-            float sab = 1.0f;
-            if (!p->scaled_kind) {
-                const float xa = A->scales ? A->scales[i * nba + s0 / bka] : 1.0f;
-                const float xb = B->scales ? B->scales[(s0 / bkb) * N + j] : 1.0f;
-                sab = xa * xb;
-            }
-            const float part = (float)d * sab;
-            total = total + part;
+    // A block-scaled kind takes the scales itself: its segments are promote=N's alone.
+    const size_t bk = p->scaled_kind ? K : p->bk;
+    for (size_t s0 = 0, s1; s0 < K; s0 = s1) {
+        s1 = mm__seg_end(s0, K, bk, pe);
+        const size_t n = s1 - s0;
+        const size_t np = (n + unit - 1) / unit * unit;
+        for (size_t k = 0; k < np; k++) {
+            const size_t kk = s0 + k;
+            const bool in = k < n;
+            La[k] = in ? mm_engine_operand(A->trans ? A->x[kk * A->ld + i] : A->x[i * A->ld + kk], p->ta) : 0.0;
+            Lb[k] = in ? mm_engine_operand(B->trans ? B->x[j * B->ld + kk] : B->x[kk * B->ld + j], p->tb) : 0.0;
         }
-    }
-    if (p->c_in_chain) {
-        y = (float)d;  // D itself, its sign of zero included
-    } else {
-        y = ab * total;
-        if (o->beta != 0.0f) {
-            const float bc = o->beta * cij;
-            y = y + bc;
+        if (p->scaled_kind)
+            for (size_t g = 0; g < np / (size_t)q->block; g++) {
+                const size_t kk = s0 + g * (size_t)q->block;
+                const bool in = kk < s1;
+                Lsa[g] = in ? A->scales[i * nba + kk / bka] : 1.0;
+                Lsb[g] = in ? B->scales[(kk / bkb) * N + j] : 1.0;
+            }
+        double c0 = 0.0;
+        if (p->c_in_chain) {
+            if (o->acc.engine_f16) {
+                fmt_t f16;
+                fmt_from_name(&f16, "fp16");
+                const fmt_round_opts rne = {.mode = FMT_RNE, .overflow = FMT_OVERFLOW_IEEE};
+                c0 = fmt_round1(&f16, cij, &rne);
+            } else {
+                c0 = cij;
+            }
         }
+        d = mm_engine_dot(q, o->acc.engine_f16, p->ta, p->tb, La, Lb, p->scaled_kind ? Lsa : NULL,
+                          p->scaled_kind ? Lsb : NULL, c0, np);
+        float sab = 1.0f;
+        if (!p->scaled_kind) {
+            const float xa = A->scales ? A->scales[i * nba + s0 / bka] : 1.0f;
+            const float xb = B->scales ? B->scales[(s0 / bkb) * N + j] : 1.0f;
+            sab = xa * xb;
+        }
+        const float part = (float)d * sab;
+        total = total + part;
     }
-    return y;
+    return mm__engine_epilogue(p, ab, o->beta, total, (float)d, &cij);
 }
 
-int mm__engine_run(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
-                   size_t K, const mm_opts *o) {
-    mm__engine_plan p;
-    if (mm__engine_plan_make(&p, A, B, M, N, K, o, NULL, 0) != MM_OK) return MM_EINVAL;
-    const size_t unit = (size_t)p.q->k;
+int mm__engine_run_plan(const mm__engine_plan *p, float *C, size_t ldc, const mm_operand *A, const mm_operand *B,
+                        size_t M, size_t N, size_t K, const mm_opts *o, const unsigned char *only) {
+    const size_t unit = (size_t)p->q->k;
     const size_t cap = (K + unit) / unit * unit;  // a segment, padded to whole instructions
     int st = MM_OK;
 #pragma omp parallel
@@ -200,9 +186,17 @@ int mm__engine_run(float *C, size_t ldc, const mm_operand *A, const mm_operand *
 #pragma omp for schedule(dynamic, 1)
         for (size_t i = 0; i < M; i++) {
             if (!ok) continue;
-            for (size_t j = 0; j < N; j++) C[i * ldc + j] = mm__engine_out1(&p, A, B, N, K, o, i, j, C[i * ldc + j], L);
+            for (size_t j = 0; j < N; j++)
+                if (!only || only[i * N + j]) C[i * ldc + j] = mm__engine_out1(p, A, B, N, K, o, i, j, C[i * ldc + j], L);
         }
         free(L[0]), free(L[1]), free(L[2]), free(L[3]);
     }
     return st;
+}
+
+int mm__engine_run(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
+                   size_t K, const mm_opts *o) {
+    mm__engine_plan p;
+    if (mm__engine_plan_make(&p, A, B, M, N, K, o, NULL, 0) != MM_OK) return MM_EINVAL;
+    return mm__engine_run_plan(&p, C, ldc, A, B, M, N, K, o, NULL);
 }

@@ -1,5 +1,5 @@
 // scaled_mm_nocuda.c: the CUDA backend's entry points for a build without nvcc (the Makefile
-// uses this file instead of kernels/scaled_mm_cuda.cu when nvcc is not found or NO_CUDA=1).
+// uses this file instead of kernels/cuda/scaled_mm_cuda.cu when nvcc is not found or NO_CUDA=1).
 // mm_cuda, mm_cuda_choose and mm_cuda_time always answer MM_ENODEV and mm_cuda_available says why.
 // Constraints: pure C, no CUDA headers; the prototypes are the ones of scaled_mm.h.
 #include <stdio.h>

@@ -5,6 +5,7 @@
 // Constraints: constant data built by the compiler; no global state.
 #include "kernels/engine.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -160,17 +161,22 @@ const mm_engine_kind *mm_engine_kind_get(size_t i) {
 
 // --- operand types
 
-typedef struct {
-    unsigned type;
-    const char *name;  // the fplab format whose layout is this type
-} type_row;
+// One row per MM_ET_* bit, in bit order: the fplab format whose layout the type is. Every fact
+// about a type (its emin, its name in messages) is read from the format table through it.
+static const char *const type_formats[MM_ET_COUNT] = {"fp64", "fp32", "tf32", "fp16", "bf16", "e4m3",
+                                                      "e5m2", "e3m2", "e2m3", "e2m1", "e4m3fnuz", "e5m2fnuz"};
+static fmt_t type_fmt[MM_ET_COUNT];
+static pthread_once_t type_once = PTHREAD_ONCE_INIT;
 
-static const type_row type_rows[] = {
-    {MM_ET_F64, "fp64"},       {MM_ET_F32 | MM_ET_TF32, "fp32"}, {MM_ET_TF32, "tf32"},
-    {MM_ET_F16, "fp16"},       {MM_ET_BF16, "bf16"},             {MM_ET_E4M3, "e4m3"},
-    {MM_ET_E5M2, "e5m2"},      {MM_ET_E3M2, "e3m2"},             {MM_ET_E2M3, "e2m3"},
-    {MM_ET_E2M1, "e2m1"},      {MM_ET_E4M3FNUZ, "e4m3fnuz"},     {MM_ET_E5M2FNUZ, "e5m2fnuz"},
-};
+static void type_init(void) {
+    for (int t = 0; t < MM_ET_COUNT; t++) fmt_from_name(&type_fmt[t], type_formats[t]);  // table rows
+}
+
+const fmt_t *mm_engine_type_format(unsigned t) {
+    if (!t || t >= 1u << MM_ET_COUNT) return NULL;
+    pthread_once(&type_once, type_init);
+    return &type_fmt[__builtin_ctz(t)];
+}
 
 static bool same_layout(const fmt_t *a, const fmt_t *b) {
     return a->ebits == b->ebits && a->mbits == b->mbits && a->bias == b->bias && a->is_signed == b->is_signed &&
@@ -178,21 +184,18 @@ static bool same_layout(const fmt_t *a, const fmt_t *b) {
 }
 
 unsigned mm_engine_type_of(const fmt_t *f) {
-    for (size_t i = 0; i < sizeof type_rows / sizeof type_rows[0]; i++) {
-        fmt_t t;
-        if (fmt_from_name(&t, type_rows[i].name) == FMT_OK && same_layout(f, &t)) return type_rows[i].type;
-    }
+    for (int t = 0; t < MM_ET_COUNT; t++)
+        if (same_layout(f, mm_engine_type_format(1u << t)))  // fp32: either kind takes it
+            return 1u << t == MM_ET_F32 ? MM_ET_F32 | MM_ET_TF32 : 1u << t;
     return 0;
 }
 
 // The names of the types in set, for messages.
 static void type_names(char *out, size_t len, unsigned set) {
-    static const char *const names[MM_ET_COUNT] = {"fp64", "fp32", "tf32", "fp16", "bf16", "e4m3",
-                                                   "e5m2", "e3m2", "e2m3", "e2m1", "e4m3fnuz", "e5m2fnuz"};
     size_t n = 0;
     out[0] = 0;
     for (int t = 0; t < MM_ET_COUNT && n < len; t++)
-        if (set & (1u << t)) n += (size_t)snprintf(out + n, len - n, "%s%s", n ? " " : "", names[t]);
+        if (set & (1u << t)) n += (size_t)snprintf(out + n, len - n, "%s%s", n ? " " : "", type_formats[t]);
 }
 
 static bool row_takes(const mm_engine_kind *q, unsigned ta, unsigned tb) {

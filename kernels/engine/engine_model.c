@@ -11,23 +11,15 @@
 #include <string.h>
 
 #include "kernels/engine.h"
+#include "kernels/scaled_mm_internal.h"  // mm__engine_dot_fault
 
 // --- operands
 
-// The exponent of the smallest normal value of each type (a subnormal's exponent).
+// The exponent of the smallest normal value of type t (a subnormal's exponent), from the
+// format table (mm_engine_type_format).
 static int type_emin(unsigned t) {
-    switch (t) {
-    case MM_ET_F64: return -1022;
-    case MM_ET_F16: return -14;
-    case MM_ET_E4M3: return -6;
-    case MM_ET_E5M2: return -14;
-    case MM_ET_E3M2: return -2;
-    case MM_ET_E2M3: return 0;
-    case MM_ET_E2M1: return 0;
-    case MM_ET_E4M3FNUZ: return -7;
-    case MM_ET_E5M2FNUZ: return -15;
-    default: return -126;  // f32, tf32, bf16
-    }
+    const fmt_t *f = mm_engine_type_format(t);
+    return f ? f->emin : -126;
 }
 
 // x = *sig * 2^e with e = max(floor(log2 |x|), emin) (so |sig| < 1 for a subnormal); a zero has
@@ -109,7 +101,7 @@ static double nv_out_f32(double v, int out_frac, int fault) {
     int e = ilogb(v);
     if (e < -126) e = -126;
     const double q = ldexp(v, out_frac - e);
-    const double r = ldexp(fault == MM_EFAULT_RNE ? nearbyint(q) : trunc(q), e - out_frac);
+    const double r = ldexp(fault == MM__EFAULT_RNE ? nearbyint(q) : trunc(q), e - out_frac);
     return fabs(r) >= F32_BIG ? copysign(INFINITY, r) : nv_zero_plus(r);
 }
 
@@ -147,13 +139,14 @@ static double nv_fused(const mm_engine_kind *q, bool f16_out, unsigned ta, unsig
     add_term(&T, sg, e);
     double ssa = 1.0, ssb = 1.0;
     const int esa = sa ? sig_exp(s_a, -127, &ssa) : 0, esb = sb ? sig_exp(s_b, -127, &ssb) : 0;
+    const int mina = type_emin(ta), minb = type_emin(tb);
     for (size_t i = 0; i < n; i++) {
         double x, y;
-        const int ea = sig_exp(a[i], type_emin(ta), &x), eb = sig_exp(b[i], type_emin(tb), &y);
+        const int ea = sig_exp(a[i], mina, &x), eb = sig_exp(b[i], minb, &y);
         add_term(&T, x * y, ea + eb + esa + esb);
     }
     int maxe;
-    const int frac = q->frac - (fault == MM_EFAULT_FRAC);
+    const int frac = q->frac - (fault == MM__EFAULT_FRAC);
     const double S = fused_sum(&T, frac, &maxe), v = ldexp(S, maxe - frac);
     return f16_out ? nv_out_f16(v) : nv_out_f32(v, q->out_frac, fault);
 }
@@ -181,7 +174,7 @@ static double nv_fp4(const mm_engine_kind *q, const double *a, const double *b, 
         add_term(&T, s * s0 * s1, e0 + e1);
     }
     int maxe;
-    const int frac = q->frac - (fault == MM_EFAULT_FRAC);
+    const int frac = q->frac - (fault == MM__EFAULT_FRAC);
     const double S = fused_sum(&T, frac, &maxe);
     return nv_out_f32(ldexp(S, maxe - frac), 23, fault);
 }
@@ -218,11 +211,12 @@ static double amd_fused(const mm_engine_kind *q, unsigned ta, unsigned tb, const
     }
     if (pinf || ninf) return pinf && ninf ? NAN : pinf ? INFINITY : -INFINITY;
 
-    const int frac = q->frac - (fault == MM_EFAULT_FRAC);
+    const int frac = q->frac - (fault == MM__EFAULT_FRAC);
     terms T[2] = {{.n = 0}, {.n = 0}};
+    const int mina = type_emin(ta), minb = type_emin(tb);
     for (size_t i = 0; i < n; i++) {
         double x, y;
-        const int ea = sig_exp(a[i], type_emin(ta), &x), eb = sig_exp(b[i], type_emin(tb), &y);
+        const int ea = sig_exp(a[i], mina, &x), eb = sig_exp(b[i], minb, &y);
         add_term(&T[q->two_stage ? i % 2 : 0], x * y, ea + eb);
     }
     double sc;
@@ -243,24 +237,26 @@ static double amd_fused(const mm_engine_kind *q, unsigned ta, unsigned tb, const
     else sc = floor_at(sc, 24, maxe - ec);
     const double v = ldexp(s + sc, maxe);
     // The fault for AMD: D toward zero instead of to nearest.
-    return fault == MM_EFAULT_RNE ? nv_out_f32(v, 23, MM_EFAULT_NONE) : (double)(float)v;
+    return fault == MM__EFAULT_RNE ? nv_out_f32(v, 23, MM__EFAULT_NONE) : (double)(float)v;
 }
 
 // --- one instruction and the chain
 
-static double flush_in(double x, unsigned t) { return fabs(x) < ldexp(1.0, type_emin(t)) ? 0.0 : x; }
+// x flushed to +0 below the smallest normal min (2^emin of its type).
+static double flush_in(double x, double min) { return fabs(x) < min ? 0.0 : x; }
 
-double mm_engine_dot(const mm_engine_kind *q, bool f16_out, unsigned ta, unsigned tb, const double *a,
-                     const double *b, const double *sa, const double *sb, double c, size_t K, int fault) {
+double mm__engine_dot_fault(const mm_engine_kind *q, bool f16_out, unsigned ta, unsigned tb, const double *a,
+                            const double *b, const double *sa, const double *sb, double c, size_t K, int fault) {
     double ab[2][64];
     const size_t unit = (size_t)(q->k / q->split);  // products per fused step
     for (size_t k0 = 0; k0 < K; k0 += unit) {
         const size_t n = K - k0 < unit ? K - k0 : unit;
         const double *x = a + k0, *y = b + k0;
         if (is_tf32_kind(q) || q->flush) {
+            const double mina = ldexp(1.0, type_emin(ta)), minb = ldexp(1.0, type_emin(tb));
             for (size_t i = 0; i < n; i++) {
-                ab[0][i] = is_tf32_kind(q) ? tf32_trunc(x[i]) : flush_in(x[i], ta);
-                ab[1][i] = is_tf32_kind(q) ? tf32_trunc(y[i]) : flush_in(y[i], tb);
+                ab[0][i] = is_tf32_kind(q) ? tf32_trunc(x[i]) : flush_in(x[i], mina);
+                ab[1][i] = is_tf32_kind(q) ? tf32_trunc(y[i]) : flush_in(y[i], minb);
             }
             x = ab[0], y = ab[1];
         }
@@ -302,4 +298,9 @@ double mm_engine_dot(const mm_engine_kind *q, bool f16_out, unsigned ta, unsigne
         }
     }
     return c;
+}
+
+double mm_engine_dot(const mm_engine_kind *q, bool f16_out, unsigned ta, unsigned tb, const double *a,
+                     const double *b, const double *sa, const double *sb, double c, size_t K) {
+    return mm__engine_dot_fault(q, f16_out, ta, tb, a, b, sa, sb, c, K, MM__EFAULT_NONE);
 }

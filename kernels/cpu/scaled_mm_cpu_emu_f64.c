@@ -1,7 +1,7 @@
 // scaled_mm_cpu_emu_f64.c: the general tile kernel of the emulated accumulators (any
 // accumulator format mm_validate accepts, any operands, inf and NaN included), in double lanes:
 // MR x NR accumulators advance together over k, four or eight per vector register.
-// scaled_mm_cpu_emu_f32.c is the fast kernel for the common cases (about 8x faster); this one
+// scaled_mm_cpu_emu_f32.c is the fast kernel for the common cases; this one
 // runs the rest: accumulators narrower in range than float32 (fp16, fp8), 22 fraction bits,
 // fp32 rounding to nearest-away or to odd, and operands whose products leave float32.
 //
@@ -135,11 +135,12 @@ emu_tile(const mm__emu_job *J, const emu_grid *g, const fmt_round_mode mode, con
     const size_t K = J->K, i0 = ib * MR, j0 = jp * NR;
     const float *apan = ap + ib * K * MR, *bpan = bp + jp * K * NR;
     float tot[MR * NR] = {0};
-    for (size_t sg = 0; sg < J->nseg; sg++) {
+    for (size_t s0 = 0, s1; s0 < K; s0 = s1) {
+        s1 = mm__seg_end(s0, K, J->bk, J->pe);
         tile_acc s;
         for (int r = 0; r < MR; r++)
             for (int v = 0; v < NV; v++) s.v[r][v] = (vd){0};
-        for (size_t kk = J->seg[sg]; kk < J->seg[sg + 1]; kk++) {
+        for (size_t kk = s0; kk < s1; kk++) {
             vd b[NV];
             for (int v = 0; v < NV; v++) {
                 vfl bf;
@@ -157,7 +158,7 @@ emu_tile(const mm__emu_job *J, const emu_grid *g, const fmt_round_mode mode, con
         float sf[MR * NR];  // accumulator values: exact in float32
         for (int r = 0; r < MR; r++)
             for (int l = 0; l < NR; l++) sf[r * NR + l] = (float)s.v[r][l / VL][l % VL];
-        mm__emu_promote(J, sg, i0, j0, MR, NR, sf, tot);
+        mm__emu_promote(J, s0, i0, j0, MR, NR, sf, tot);
     }
     mm__emu_store(J, i0, j0, MR, NR, tot, C, ldc);
 }

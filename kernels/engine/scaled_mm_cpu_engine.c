@@ -3,12 +3,15 @@
 // ampere:mma and hopper:wgmma on bf16 and fp16), in vector lanes, bit for bit the scalar model
 // of engine_model.c (nv_fused, nv_out_f32), which mm__engine_run runs one dot product at a time.
 //
-// A tile is MR rows of op(A) x NR columns of op(B), one output per lane (columns along the
-// vector). Per fused step (k / split products) and per lane:
-// - the exponents: every operand's exponent is packed beside it as an int16 (max(ilogb, the
-//   type's emin), a zero -126: the model's sig_exp), so the largest term exponent E is an add
-//   and a max per product on NR lanes at once (A's exponent stored twice in 32 bits: one
-//   broadcast load), started from C's exponent (max(biased - 127, -126) from its float32 bits);
+// It is a third tile kernel of the emulated path (scaled_mm_internal.h): the same packed
+// panels, tile loop and floating-point environment (mm__emu_pack, mm__emu_tile_loop), the same
+// segments, promotion and epilogue. A tile is MR rows of op(A) x NR columns of op(B), one output
+// per lane (columns along the vector). Per fused step (k / split products) and per lane:
+// - the exponents: every operand's exponent is kept in a panel beside its own as an int16
+//   (max(ilogb, the type's emin), a zero -126: the model's sig_exp), so the largest term
+//   exponent E is an add and a max per product on NR lanes at once (A's exponent stored twice
+//   in 32 bits: one broadcast load), started from C's exponent (max(biased - 127, -126) from
+//   its float32 bits);
 // - the terms: a product a*b is exact in float32 (fp8, fp16, bf16 within 2^+-50), and so is
 //   a*b*2^(frac - E) (a power of two; the scale is built from bits); its truncation toward zero
 //   is the conversion to int32 (cvtt), and the products' sum is exact in int32 because
@@ -18,14 +21,14 @@
 //   went past S), its fraction masked to out_frac bits, times 2^(E - frac): exact where the
 //   result is a normal float32. Where it is not (below 2^-126: the model truncates on float32's
 //   subnormal grid; 2^128 and up: inf, after which C is special), the lane is marked and the
-//   output is computed again by the scalar model. All lanes are int32 or float32.
+//   output is left to the scalar model, which runs the marked outputs after the tiles
+//   (mm__engine_run_plan). All lanes are int32 or float32.
 // Operands outside the covered range (NaN, inf, bf16 beyond 2^+-50) mark their whole row or
 // column for the scalar model: special values stay the model's alone.
-// Segments (block scales of the non-scaling kinds, promote=N) and the epilogue (alpha, beta, C
-// in the chain) follow mm__engine_out1 lane by lane.
 //
 // Constraints: no MPFR, no global state; results do not depend on the number of threads; runs
-// under the default floating-point environment (no flush-to-zero, no denormals-are-zero).
+// in the default floating-point environment (no flush-to-zero, no denormals-are-zero), which
+// mm__emu_tile_loop sets.
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -48,15 +51,6 @@ typedef int32_t vi_u __attribute__((vector_size(VL * 4), aligned(4), may_alias))
 enum { MR = 4, NV = 2, NR = VL * NV };
 
 // --- operands
-
-static int type_emin(unsigned t) {
-    switch (t) {
-    case MM_ET_F16: return -14;
-    case MM_ET_E4M3: return -6;
-    case MM_ET_E5M2: return -14;
-    default: return -126;  // bf16
-    }
-}
 
 // The model's exponent of a value with float32 bits u (sig_exp in engine_model.c): a zero has
 // -126, a subnormal of its type the type's emin (>= -126, so a float32 subnormal gets it too).
@@ -88,63 +82,46 @@ bool mm__engine_fast_covers(const mm__engine_plan *p, const mm_opts *o) {
     return q->frac + 2 + log2_ceil(q->k / q->split) <= 31 && q->out_frac <= 23;
 }
 
-// --- packing
+// --- the exponent panels
 
+// What the kernel reads beside the float panels of mm__emu_pack (same layout, (ceil(n/w), K,
+// w)): each element's model exponent, and per line whether an operand is outside op_ok.
 typedef struct {
-    float *x;
-    int16_t *e;          // B: each element's model exponent
-    int32_t *e2;         // A: the same, twice (both int16 halves: one 32-bit broadcast per row)
-    unsigned char *bad;  // per line: an operand outside op_ok
-} panels;
+    const mm__engine_plan *p;
+    int32_t *ea;          // A: the exponent twice (both int16 halves: one 32-bit broadcast per row)
+    int16_t *eb;          // B: the exponent
+    unsigned char *abad;  // per row of op(A), per column of op(B): an operand outside op_ok
+    unsigned char *bbad;
+    unsigned char *redo;  // (M, N): the outputs left to the scalar model
+} eng_ctx;
 
-// Panels of w lines (rows of op(A) or columns of op(B)), (ceil(n/w), K, w): line t's element k
-// is at x[t * st + k * sk]; lines from n on are zero. Branch-free per element, with w a constant
-// at each call, so the compiler vectorizes the line loop.
-static inline __attribute__((always_inline)) void pack(panels *P, const float *x, size_t st, size_t sk, size_t n,
-                                                        size_t K, const size_t w, unsigned type) {
+// Exponents and flags of the panels x of n lines of type `type` (padding lines are zeros).
+// Branch-free per element, with w a constant at each call, so that the line loop vectorises.
+static inline __attribute__((always_inline)) void exps(int32_t *e2, int16_t *e, unsigned char *bad,
+                                                        const float *x, size_t n, size_t K, const size_t w,
+                                                        unsigned type) {
     const size_t np = (n + w - 1) / w;
-    const int emin = type_emin(type);
+    const int emin = mm_engine_type_format(type)->emin;  // type: one the kind takes
     const bool bf16 = type == MM_ET_BF16;
 #pragma omp parallel for schedule(static)
     for (size_t pp = 0; pp < np; pp++) {
-        unsigned char bad[NR] = {0};  // w <= NR; k outer: B's lines are contiguous in memory
-        const size_t nt = n - pp * w < w ? n - pp * w : w;
+        unsigned char b[NR] = {0};  // w <= NR
         for (size_t k = 0; k < K; k++) {
             const size_t at = (pp * K + k) * w;
             for (size_t t = 0; t < w; t++) {
-                const float v = t < nt ? x[(pp * w + t) * st + k * sk] : 0.0f;
                 uint32_t u;
-                memcpy(&u, &v, 4);
-                bad[t] |= !op_ok(u, bf16);
-                P->x[at + t] = v;
-                const int16_t e = op_exp(u, emin);
-                if (P->e2) P->e2[at + t] = (int32_t)((uint32_t)(uint16_t)e * 0x10001u);
-                else P->e[at + t] = e;
+                memcpy(&u, &x[at + t], 4);
+                b[t] |= !op_ok(u, bf16);
+                const int16_t ex = op_exp(u, emin);
+                if (e2) e2[at + t] = (int32_t)((uint32_t)(uint16_t)ex * 0x10001u);
+                else e[at + t] = ex;
             }
         }
-        for (size_t t = 0; t < nt; t++) P->bad[pp * w + t] = bad[t];
+        memcpy(bad + pp * w, b, w);
     }
-}
-static void pack_a(panels *P, const float *x, size_t st, size_t sk, size_t n, size_t K, unsigned type) {
-    pack(P, x, st, sk, n, K, MR, type);
-}
-static void pack_b(panels *P, const float *x, size_t st, size_t sk, size_t n, size_t K, unsigned type) {
-    pack(P, x, st, sk, n, K, NR, type);
 }
 
 // --- the tile
-
-typedef struct {
-    const mm__engine_plan *p;
-    const mm_operand *A, *B;
-    const mm_opts *o;
-    size_t M, N, K;
-    panels a, b;
-    const size_t *seg;  // segment starts, nseg + 1 (the last is K)
-    size_t nseg;
-    float ab;
-    size_t nba, bka, bkb;
-} job;
 
 typedef int16_t vh __attribute__((vector_size(NR * 2)));  // NR lanes of exponents
 typedef int16_t vh_u __attribute__((vector_size(NR * 2), aligned(2), may_alias));
@@ -202,10 +179,10 @@ static inline __attribute__((always_inline)) void step_exps(const int32_t *ea, c
 
 // One fused step on the tile, int32 path: products k0 .. k0 + n - 1 (n may be 0: C alone), c in
 // and out (float32 D values), bad: lanes that the scalar model must do.
-static inline __attribute__((always_inline)) void step(const job *J, const float *ap, const int32_t *ea,
+static inline __attribute__((always_inline)) void step(const mm_engine_kind *q, const float *ap, const int32_t *ea,
                                                         const float *bp, const int16_t *eb, size_t k0, size_t n,
                                                         vf c[MR][NV], vi bad[MR][NV]) {
-    const int frac = J->p->q->frac, out_frac = J->p->q->out_frac;
+    const int frac = q->frac, out_frac = q->out_frac;
     vi E[MR][NV];
     step_exps(ea, eb, k0, n, c, E);
     vf sc[MR][NV];
@@ -263,22 +240,25 @@ static inline __attribute__((always_inline)) void step(const job *J, const float
 }
 
 
-static void tile(const job *J, size_t ib, size_t jp, float *C, size_t ldc) {
-    const mm__engine_plan *p = J->p;
-    const mm_opts *o = J->o;
+// The MR x NR tile of C at (ib * MR, jp * NR) (mm__emu_tile_fn): its outputs in vectors, C
+// untouched and redo set where the scalar model must do one.
+static void engine_tile(const mm__emu_job *J, const void *ctx, const float *ap, const float *bp, float *C,
+                        size_t ldc, size_t ib, size_t jp) {
+    const eng_ctx *x = ctx;
+    const mm__engine_plan *p = x->p;
     const size_t K = J->K;
-    const float *ap = J->a.x + ib * K * MR, *bp = J->b.x + jp * K * NR;
-    const int32_t *ea = J->a.e2 + ib * K * MR;
-    const int16_t *eb = J->b.e + jp * K * NR;
+    ap += ib * K * MR, bp += jp * K * NR;
+    const int32_t *ea = x->ea + ib * K * MR;
+    const int16_t *eb = x->eb + jp * K * NR;
     const size_t i0 = ib * MR, j0 = jp * NR;
     const size_t mr = J->M - i0 < MR ? J->M - i0 : MR, nr = J->N - j0 < NR ? J->N - j0 : NR;
     const size_t unit = (size_t)(p->q->k / p->q->split), kq = (size_t)p->q->k, split = (size_t)p->q->split;
-    float total[MR][NR], d[MR][NR];
-    memset(total, 0, sizeof total);
+    float total[MR * NR] = {0}, d[MR][NR];
     vi bad[MR][NV];
     memset(bad, 0, sizeof bad);
-    for (size_t s = 0; s < J->nseg; s++) {
-        const size_t s0 = J->seg[s], s1 = J->seg[s + 1], n = s1 - s0;
+    for (size_t s0 = 0, s1; s0 < K; s0 = s1) {
+        s1 = mm__seg_end(s0, K, J->bk, J->pe);
+        const size_t n = s1 - s0;
         vf c[MR][NV];
         for (int r = 0; r < MR; r++)
             for (int v = 0; v < NV; v++) c[r][v] = (vf){0};
@@ -295,53 +275,23 @@ static void tile(const job *J, size_t ib, size_t jp, float *C, size_t ldc) {
         for (size_t t = 0; t < nsteps; t++) {
             const size_t a0 = s0 + t * unit;
             const size_t m = a0 >= s1 ? 0 : s1 - a0 < unit ? s1 - a0 : unit;
-            step(J, ap, ea, bp, eb, a0 < s1 ? a0 : s1, m, c, bad);
+            step(p->q, ap, ea, bp, eb, a0 < s1 ? a0 : s1, m, c, bad);
         }
         memcpy(d, c, sizeof d);
-        for (size_t r = 0; r < mr; r++) {
-            const size_t i = i0 + r;
-            for (size_t t = 0; t < nr; t++) {
-                const size_t j = j0 + t;
-                float sab = 1.0f;
-                const float xa = J->A->scales ? J->A->scales[i * J->nba + s0 / J->bka] : 1.0f;
-                const float xb = J->B->scales ? J->B->scales[(s0 / J->bkb) * J->N + j] : 1.0f;
-                sab = xa * xb;
-                const float part = d[r][t] * sab;
-                total[r][t] = total[r][t] + part;
-            }
-        }
+        mm__emu_promote(J, s0, i0, j0, MR, NR, &d[0][0], total);
     }
     int32_t badl[MR][NR];
     memcpy(badl, bad, sizeof badl);
-    double *L[4] = {NULL, NULL, NULL, NULL};
     for (size_t r = 0; r < mr; r++) {
         const size_t i = i0 + r;
         for (size_t t = 0; t < nr; t++) {
             const size_t j = j0 + t;
+            const bool redo = badl[r][t] || x->abad[i] || x->bbad[j];
+            x->redo[i * J->N + j] = redo;
             float *cij = &C[i * ldc + j];
-            if (badl[r][t] || J->a.bad[i] || J->b.bad[j]) {
-                if (!L[0]) {
-                    const size_t cap = (K + kq) / kq * kq;
-                    for (int b = 0; b < 4; b++) L[b] = malloc(cap * sizeof(double));
-                    if (!L[0] || !L[1] || !L[2] || !L[3]) abort();  // a few KiB; nothing to fall back to
-                }
-                *cij = mm__engine_out1(p, J->A, J->B, J->N, K, o, i, j, *cij, L);
-                continue;
-            }
-            float y;
-            if (p->c_in_chain) {
-                y = d[r][t];
-            } else {
-                y = J->ab * total[r][t];
-                if (o->beta != 0.0f) {
-                    const float bc = o->beta * *cij;
-                    y = y + bc;
-                }
-            }
-            *cij = y;
+            if (!redo) *cij = mm__engine_epilogue(p, J->ab, J->beta, total[r * NR + t], d[r][t], cij);
         }
     }
-    for (int b = 0; b < 4; b++) free(L[b]);
 }
 
 // --- entry
@@ -350,35 +300,25 @@ int mm__engine_fast_run(float *C, size_t ldc, const mm_operand *A, const mm_oper
                         size_t K, const mm_opts *o) {
     mm__engine_plan p;
     if (mm__engine_plan_make(&p, A, B, M, N, K, o, NULL, 0) != MM_OK) return MM_EINVAL;
-    if (!mm__engine_fast_covers(&p, o)) return mm__engine_run(C, ldc, A, B, M, N, K, o);
-    job J = {.p = &p, .A = A, .B = B, .o = o, .M = M, .N = N, .K = K};
+    if (!mm__engine_fast_covers(&p, o)) return mm__engine_run_plan(&p, C, ldc, A, B, M, N, K, o, NULL);
+    mm__emu_job J = {.M = M, .N = N, .K = K, .sa = A->scales, .sb = B->scales, .beta = o->beta};
     J.ab = mm__fl32_prod3(o->alpha, mm__tscale(A), mm__tscale(B));
     J.nba = mm__nblocks(A, K, &J.bka);
     mm__nblocks(B, K, &J.bkb);
-    // Segments, as mm__engine_out1 walks them: from each block edge, every pe products after it.
-    const size_t pe = o->acc.promote_every > 0 ? (size_t)o->acc.promote_every : 0;
-    size_t *seg = malloc((K + 1) * sizeof *seg);
-    const size_t nrb = (M + MR - 1) / MR, npan = (N + NR - 1) / NR;
-    J.a.x = malloc(nrb * MR * K * sizeof(float)), J.a.e2 = malloc(nrb * MR * K * sizeof(int32_t));
-    J.b.x = malloc(npan * NR * K * sizeof(float)), J.b.e = malloc(npan * NR * K * sizeof(int16_t));
-    J.a.bad = malloc(M), J.b.bad = malloc(N);
-    int st = MM_OK;
-    if (!seg || !J.a.x || !J.a.e2 || !J.b.x || !J.b.e || !J.a.bad || !J.b.bad) {
-        st = MM_ENOMEM;
-        goto done;
-    }
-    size_t ns = 0;
-    for (size_t k0 = 0; k0 < K; k0 += p.bk) {
-        const size_t k1 = k0 + p.bk < K ? k0 + p.bk : K, stp = pe ? pe : k1 - k0;
-        for (size_t s0 = k0; s0 < k1; s0 += stp) seg[ns++] = s0;
-    }
-    seg[ns] = K;
-    J.seg = seg, J.nseg = ns;
-    pack_a(&J.a, A->x, A->trans ? 1 : A->ld, A->trans ? A->ld : 1, M, K, p.ta);
-    pack_b(&J.b, B->x, B->trans ? B->ld : 1, B->trans ? 1 : B->ld, N, K, p.tb);
-#pragma omp parallel for schedule(dynamic)
-    for (size_t t = 0; t < nrb * npan; t++) tile(&J, t % nrb, t / nrb, C, ldc);
-done:
-    free(seg), free(J.a.x), free(J.a.e2), free(J.b.x), free(J.b.e), free(J.a.bad), free(J.b.bad);
+    J.bk = p.bk, J.pe = mm__seg_promote(o);  // not a block-scaled kind (mm__engine_fast_covers)
+    const float *ap, *bp;
+    int st = mm__emu_pack(&J, A, B, MR, NR, &ap, &bp);
+    if (st != MM_OK) return st;
+    // One block for the exponent panels and the flags: int32 A, then int16 B, then bytes.
+    const size_t na = (M + MR - 1) / MR * MR, nb = (N + NR - 1) / NR * NR;
+    char *mem = malloc(na * K * 4 + nb * K * 2 + na + nb + M * N);
+    if (!mem) return MM_ENOMEM;
+    eng_ctx x = {.p = &p, .ea = (int32_t *)mem, .eb = (int16_t *)(mem + na * K * 4)};
+    x.abad = (unsigned char *)mem + na * K * 4 + nb * K * 2, x.bbad = x.abad + na, x.redo = x.bbad + nb;
+    exps(x.ea, NULL, x.abad, ap, M, K, MR, p.ta);
+    exps(NULL, x.eb, x.bbad, bp, N, K, NR, p.tb);
+    mm__emu_tile_loop(&J, ap, bp, C, ldc, MR, NR, engine_tile, &x);
+    st = mm__engine_run_plan(&p, C, ldc, A, B, M, N, K, o, x.redo);
+    free(mem);
     return st;
 }

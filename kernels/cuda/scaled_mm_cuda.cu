@@ -30,7 +30,7 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/cublaslt_lazy.cuh"
+#include "kernels/cuda/cublaslt_lazy.cuh"
 
 extern "C" {
 #include "formats/codec.h"
@@ -141,11 +141,11 @@ static int run_launch(const F &launch, Timing *t) {
     return MM_OK;
 }
 
-#include "kernels/scaled_mm_cuda_kernels.cuh"
+#include "kernels/cuda/scaled_mm_cuda_kernels.cuh"
 
 namespace {
 
-// Launches the instance dispatch_own / dispatch_tc pick (kernels/scaled_mm_cuda_kernels.cuh).
+// Launches the instance dispatch_own / dispatch_tc pick (kernels/cuda/scaled_mm_cuda_kernels.cuh).
 struct Launch {
     dim3 grid;
     const OwnParams &P;

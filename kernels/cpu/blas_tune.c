@@ -1,6 +1,6 @@
 // blas_tune.c: OPENBLAS_CORETYPE for CPUs that Debian's OpenBLAS does not recognise, and
 // GOMP_SPINCOUNT: the decision only (see blas_tune.h); nothing here sets or re-executes.
-#include "blas_tune.h"
+#include "kernels/blas_tune.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,9 +53,9 @@ int mm_blas_env_wanted(mm_env_var vars[MM_BLAS_ENV_MAX]) {
         n++;
     }
     // libgomp's idle threads spin for 300000 iterations before they sleep. With another process
-    // on one of 2 cores, the spinning thread takes that core's time slices from the working
-    // one: a training step ran 16x slower (1000 against 15000 tokens/s); with a spin count of
-    // 1000 it ran 7100 tokens/s, and as fast as before on an idle machine.
+    // on one of the cores, the spinning thread takes that core's time slices from the working
+    // one; a spin count of 1000 gives most of them back and costs nothing on an idle machine
+    // (docs/benchmarks.md, "Measurements that were comments in kernels/").
     if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT")) {
         snprintf(vars[n].name, sizeof vars[n].name, "GOMP_SPINCOUNT");
         snprintf(vars[n].value, sizeof vars[n].value, "1000");

@@ -29,10 +29,10 @@
 //   fmt_ref_round(acc.fmt, s + a*b, mode, FMT_OVERFLOW_IEEE, false) on the exact sum.
 // - Segments: for each K-block [g*bk, min((g+1)*bk, K)) (bk: the block_k of the operands with
 //   scales; one block when none), chunks of promote_every products counted from the block's
-//   start (the last chunk of a block may be shorter).
+//   start (the last chunk of a block may be shorter): mm__seg_end, which every backend walks.
 // - fl32 steps are float arithmetic (FLT_EVAL_METHOD 0, no contraction); fl32(alpha ta tb)
 //   is the exact triple product rounded once to float32 (round-to-odd double, then float).
-#include "scaled_mm.h"
+#include "kernels/scaled_mm.h"
 
 #include <math.h>
 #include <mpfr.h>
@@ -241,24 +241,20 @@ static float mm__emulated1(mm__ws *w, const mm__call *c, const mm_opts *o, size_
     const fmt_t *acc = &o->acc.fmt;
     const mpfr_rnd_t zero_rnd = o->acc.mode == FMT_RDN ? MPFR_RNDD : MPFR_RNDN;  // sign of 0 only
     float total = 0.0f;
-    for (size_t k0 = 0; k0 < c->K; k0 += c->bk) {
-        const size_t k1 = k0 + c->bk < c->K ? k0 + c->bk : c->K;
-        const float sab = mm__sa(c, i, k0) * mm__sb(c, k0, j);  // fl32(sa * sb)
-        const size_t seg = o->acc.promote_every > 0 ? (size_t)o->acc.promote_every : k1 - k0;
-        for (size_t s0 = k0; s0 < k1; s0 += seg) {
-            const size_t s1 = s0 + seg < k1 ? s0 + seg : k1;
-            float s = 0.0f;
-            for (size_t k = s0; k < s1; k++) {
-                mpfr_set_flt(w->s, s, MPFR_RNDN);
-                mpfr_set_flt(w->a, mm__a(c, i, k), MPFR_RNDN);
-                mpfr_set_flt(w->b, mm__b(c, k, j), MPFR_RNDN);
-                w->inexact |= mpfr_mul(w->p, w->a, w->b, MPFR_RNDN);
-                w->inexact |= mpfr_add(w->x, w->s, w->p, zero_rnd);
-                s = mm__acc_round(w->x, acc, o->acc.mode);
-            }
-            const float t = s * sab;  // fl32(s * fl32(sa sb))
-            total = total + t;
+    for (size_t s0 = 0, s1; s0 < c->K; s0 = s1) {
+        s1 = mm__seg_end(s0, c->K, c->bk, mm__seg_promote(o));
+        const float sab = mm__sa(c, i, s0) * mm__sb(c, s0, j);  // fl32(sa * sb)
+        float s = 0.0f;
+        for (size_t k = s0; k < s1; k++) {
+            mpfr_set_flt(w->s, s, MPFR_RNDN);
+            mpfr_set_flt(w->a, mm__a(c, i, k), MPFR_RNDN);
+            mpfr_set_flt(w->b, mm__b(c, k, j), MPFR_RNDN);
+            w->inexact |= mpfr_mul(w->p, w->a, w->b, MPFR_RNDN);
+            w->inexact |= mpfr_add(w->x, w->s, w->p, zero_rnd);
+            s = mm__acc_round(w->x, acc, o->acc.mode);
         }
+        const float t = s * sab;  // fl32(s * fl32(sa sb))
+        total = total + t;
     }
     float y = abt32 * total;
     if (o->beta != 0) {

@@ -7,7 +7,7 @@
 
 #include <cstdio>
 
-#include "kernels/cast_cuda_kernels.cuh"
+#include "kernels/cuda/cast_cuda_kernels.cuh"
 
 namespace {
 

@@ -29,9 +29,7 @@
 //   kernel).
 // - elsewhere: p = ab (exact), TwoSum gives s + p = hi + lo, and hi is rounded to odd with lo;
 //   a fp32 accumulator is s + p in round-to-nearest only.
-// Vector instructions per step of 16 lanes (AVX-512), as compiled: rne 8 (2 FMA, test, blend;
-// test, add, masked subtract, and), rna 6, rto 8, rup and rdn 5, rtz 2, fp32 1; the two-FMA
-// modes add a register copy (an FMA overwrites an input both need).
+// The instruction count of each mode's step, as compiled, is in docs/benchmarks.md.
 //
 // Constraints: no global state (MXCSR is set to its default in each thread for the kernel's
 // duration and put back); results do not depend on the number of threads.
@@ -181,11 +179,12 @@ emu_tile(const mm__emu_job *J, const emu_kind kind, const grid32 g, const fmt_ro
     const size_t K = J->K, i0 = ib * MR, j0 = jp * NR;
     const float *apan = ap + ib * K * MR, *bpan = bp + jp * K * NR;
     float tot[MR * NR] = {0};
-    for (size_t sg = 0; sg < J->nseg; sg++) {
+    for (size_t s0 = 0, s1; s0 < K; s0 = s1) {
+        s1 = mm__seg_end(s0, K, J->bk, J->pe);
         vf s[MR][NV];
         for (int r = 0; r < MR; r++)
             for (int v = 0; v < NV; v++) s[r][v] = (vf){0};
-        for (size_t kk = J->seg[sg]; kk < J->seg[sg + 1]; kk++) {
+        for (size_t kk = s0; kk < s1; kk++) {
             vf b[NV];
             for (int v = 0; v < NV; v++) b[v] = ((const vf_u *)(bpan + kk * NR))[v];
 #pragma GCC unroll 16
@@ -197,7 +196,7 @@ emu_tile(const mm__emu_job *J, const emu_kind kind, const grid32 g, const fmt_ro
         }
         float sf[MR * NR];
         memcpy(sf, s, sizeof sf);
-        mm__emu_promote(J, sg, i0, j0, MR, NR, sf, tot);
+        mm__emu_promote(J, s0, i0, j0, MR, NR, sf, tot);
     }
     mm__emu_store(J, i0, j0, MR, NR, tot, C, ldc);
 }

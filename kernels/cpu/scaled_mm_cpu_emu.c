@@ -4,8 +4,6 @@
 // in scaled_mm.h bit for bit (checked against mm_ref by test_mm_cpu).
 // Constraints: no MPFR, no global state (the MXCSR a kernel sets is put back); results do not
 // depend on the number of threads (each accumulator is one lane, whatever the tile it is in).
-#include <stdlib.h>
-
 #if defined(__SSE__)
 #include <xmmintrin.h>  // _mm_getcsr, _mm_setcsr
 #endif
@@ -47,8 +45,8 @@ static void pack_panels(float *dst, const float *x, size_t st, size_t sk, size_t
     for (size_t p = 0; p < np; p++) {
         float *d = dst + p * K * w;
         const size_t t0 = p * w, cnt = n - t0 < w ? n - t0 : w;
-        if (st == 1) {  // rows of w (8 to 32) floats: a loop the compiler vectorises, where a
-                        // memcpy call per row was 4% of a training step
+        if (st == 1) {  // rows of w (8 to 32) floats: a loop the compiler vectorises costs
+                        // less than a memcpy call per row
             for (size_t k = 0; k < K; k++) {
                 const float *src = x + t0 + k * sk;
                 float *row = d + k * w;
@@ -68,15 +66,22 @@ static void pack_panels(float *dst, const float *x, size_t st, size_t sk, size_t
     }
 }
 
-int mm__emu_tiles(const mm__emu_job *J, const mm_operand *A, const mm_operand *B, float *C, size_t ldc,
-                  size_t mr, size_t nr, mm__emu_tile_fn *tile, const void *ctx) {
-    const size_t nrb = (J->M + mr - 1) / mr, npan = (J->N + nr - 1) / nr;
-    float *ap = mm__scratch_f32(MM__SCRATCH_A, nrb * mr * J->K), *bp = mm__scratch_f32(MM__SCRATCH_B, npan * nr * J->K);
-    if (!ap || !bp) return MM_ENOMEM;
+int mm__emu_pack(const mm__emu_job *J, const mm_operand *A, const mm_operand *B, size_t mr, size_t nr,
+                 const float **ap, const float **bp) {
+    float *a = mm__scratch_f32(MM__SCRATCH_A, (J->M + mr - 1) / mr * mr * J->K);
+    float *b = mm__scratch_f32(MM__SCRATCH_B, (J->N + nr - 1) / nr * nr * J->K);
+    if (!a || !b) return MM_ENOMEM;
     // op(A)'s row i has element k at x[i * ld + k], or x[k * ld + i] when stored transposed;
     // op(B)'s column j at x[k * ld + j], or x[j * ld + k].
-    pack_panels(ap, A->x, A->trans ? 1 : A->ld, A->trans ? A->ld : 1, J->M, J->K, mr);
-    pack_panels(bp, B->x, B->trans ? B->ld : 1, B->trans ? 1 : B->ld, J->N, J->K, nr);
+    pack_panels(a, A->x, A->trans ? 1 : A->ld, A->trans ? A->ld : 1, J->M, J->K, mr);
+    pack_panels(b, B->x, B->trans ? B->ld : 1, B->trans ? 1 : B->ld, J->N, J->K, nr);
+    *ap = a, *bp = b;
+    return MM_OK;
+}
+
+void mm__emu_tile_loop(const mm__emu_job *J, const float *ap, const float *bp, float *C, size_t ldc, size_t mr,
+                       size_t nr, mm__emu_tile_fn *tile, const void *ctx) {
+    const size_t nrb = (J->M + mr - 1) / mr, npan = (J->N + nr - 1) / nr;
 #pragma omp parallel
     {
         fpenv env;
@@ -88,7 +93,14 @@ int mm__emu_tiles(const mm__emu_job *J, const mm_operand *A, const mm_operand *B
         for (size_t t = 0; t < nrb * npan; t++) tile(J, ctx, ap, bp, C, ldc, t % nrb, t / nrb);
         fpenv_leave(&env);
     }
-    return MM_OK;
+}
+
+int mm__emu_tiles(const mm__emu_job *J, const mm_operand *A, const mm_operand *B, float *C, size_t ldc,
+                  size_t mr, size_t nr, mm__emu_tile_fn *tile, const void *ctx) {
+    const float *ap, *bp;
+    const int st = mm__emu_pack(J, A, B, mr, nr, &ap, &bp);
+    if (st == MM_OK) mm__emu_tile_loop(J, ap, bp, C, ldc, mr, nr, tile, ctx);
+    return st;
 }
 
 // --- entry
@@ -109,30 +121,11 @@ int mm__cpu_emulated(float *C, size_t ldc, const mm_operand *A, const mm_operand
     J.k = acc.k;
     J.mode = acc.mode;
 
-    // Segments: a segment starts at k = 0, at every multiple of a scaled operand's block_k, and
-    // every promote_every products after the last of those.
-    size_t bka, bkb;
-    J.nba = mm__nblocks(A, K, &bka);
-    mm__nblocks(B, K, &bkb);
-    const size_t pe = o->acc.promote_every > 0 ? (size_t)o->acc.promote_every : 0;
-    size_t *seg = malloc((K + 1) * sizeof *seg), *sga = malloc(K * sizeof *sga), *sgb = malloc(K * sizeof *sgb);
-    if (!seg || !sga || !sgb) {
-        free(seg), free(sga), free(sgb);
-        return MM_ENOMEM;
-    }
-    size_t ns = 0, start = 0;
-    for (size_t k = 0; k < K; k++) {
-        const bool edge = k == 0 || (A->scales && k % bka == 0) || (B->scales && k % bkb == 0);
-        if (edge) start = k;
-        if (edge || (pe && (k - start) % pe == 0)) {
-            seg[ns] = k, sga[ns] = k / bka, sgb[ns] = k / bkb, ns++;
-        }
-    }
-    seg[ns] = K;
-    J.seg = seg, J.sga = sga, J.sgb = sgb, J.nseg = ns;
+    J.nba = mm__nblocks(A, K, &J.bka);
+    mm__nblocks(B, K, &J.bkb);
+    J.bk = mm__seg_block(A, B, K), J.pe = mm__seg_promote(o);
 
     const int st = mm__emu_f32_covers(A, B, M, N, K, &J.k, J.mode) ? mm__emu_run_f32(&J, A, B, C, ldc)
                                                                      : mm__emu_run_f64(&J, A, B, C, ldc);
-    free(seg), free(sga), free(sgb);
     return st == MM_OK ? mm__round_output(C, ldc, M, N, o) : st;
 }

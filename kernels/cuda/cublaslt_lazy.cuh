@@ -1,7 +1,7 @@
-// cublaslt_lazy.cuh: cuBLASLt opened on its first use (dlopen), not linked. Linked, it costs every
-// start of every program that links fplab about 70 ms, GPU or not: the dynamic loader applies its
-// 358k relative relocations and faults in 25k pages (docs/benchmarks.md); fplab needs it only for
-// mm_cuda's cuBLASLt path. Included by scaled_mm_cuda.cu only.
+// cublaslt_lazy.cuh: cuBLASLt opened on its first use (dlopen), not linked. Linked, it slows every
+// start of every program that links fplab, GPU or not: the dynamic loader applies its
+// relocations and faults in its pages (docs/benchmarks.md); fplab needs it only for mm_cuda's
+// cuBLASLt path. Included by scaled_mm_cuda.cu only.
 // Constraints: the library of the headers' major version (libcublasLt.so.N, found as the linker
 // would: the caller's RUNPATH, LD_LIBRARY_PATH, the system's cache); opened once per process
 // (std::call_once), never closed; every function this backend calls is listed in LT_FUNCS and

@@ -7,7 +7,7 @@
 #include "formats/isa_targets.h"
 FMT_PRAGMA_TARGET(FMT_ISA_V4)
 #define MM_EMU_F32_V4_COPY 1
-#include "kernels/scaled_mm_cpu_emu_f32.c"
+#include "kernels/cpu/scaled_mm_cpu_emu_f32.c"
 #else
 typedef int mm__emu_f32_v4_empty;  // ISO C wants a declaration in every translation unit
 #endif

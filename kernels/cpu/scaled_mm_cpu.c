@@ -36,9 +36,8 @@ int mm__round_output(float *C, size_t ldc, size_t M, size_t N, const mm_opts *o)
 
 // A buffer of n floats (folded or packed operands; free with free). From 256 KiB on it is asked
 // for in transparent huge pages (rounded up to 2 MiB): fresh small pages cost a fault each, and
-// glibc hands such buffers back to the system on free, so every call faulted them in again.
-// Measured: the two folds of a 512^3 MX product took 1.5 ms (more than its 1.4 ms sgemm), a
-// 2048^3 one spent 15% of its time faulting.
+// glibc hands such buffers back to the system on free, so every call faulted them in again (the
+// cost: docs/benchmarks.md).
 float *mm__alloc_f32(size_t n) {
     const size_t bytes = n * sizeof(float), huge = (size_t)2 << 20;
     if (bytes < ((size_t)256 << 10)) return malloc(bytes ? bytes : 1);
@@ -53,7 +52,7 @@ float *mm__alloc_f32(size_t n) {
 // The calling thread's scratch buffers, one per slot (MM__SCRATCH_A, MM__SCRATCH_B): a
 // product's folded or packed operands live here between calls, grown when a product needs more
 // and never shrunk, so a trainer's thousands of products per step fault and clear their pages
-// once, not on every call (clear_page_erms was 27% of a step with an emulated accumulator).
+// once, not on every call.
 // Freed when the thread ends (a key destructor) or by mm_scratch_release.
 typedef struct {
     float *p;
@@ -91,11 +90,10 @@ float *mm__scratch_f32(int slot, size_t n) {
 // bound (gamma_{K+4} would cover it).
 //
 // The fold keeps the stored shape (a transposed operand stays transposed and sgemm is told so):
-// the copy then streams through memory in order. It is memory-bound (about 0.8 ns per element
-// on one thread: 6.6 ms of a 92 ms 2048^3 MX product) and runs on the OpenMP threads. An
-// earlier measurement had a parallel fold slow the following sgemm by 25%, because libgomp's
-// idle workers spun on the cores OpenBLAS needed; fplab now caps that spinning
-// (GOMP_SPINCOUNT, kernels/blas_tune.h), and the parallel fold no longer costs the sgemm.
+// the copy then streams through memory in order. It is memory-bound and runs on the OpenMP
+// threads. libgomp's idle workers once spun on the cores OpenBLAS needed after a parallel fold;
+// fplab caps that spinning (GOMP_SPINCOUNT, kernels/blas_tune.h), so the parallel fold does not
+// cost the sgemm (docs/benchmarks.md).
 // slot: the scratch buffer it goes to (the fixed-order kernel packs the result into _A and _B).
 static float *fold_a(const mm_operand *A, size_t M, size_t K, size_t *ld_out, int slot) {
     size_t bk, nb = mm__nblocks(A, K, &bk);
