@@ -172,15 +172,10 @@ static const type_row type_rows[] = {
     {MM_ET_E2M1, "e2m1"},      {MM_ET_E4M3FNUZ, "e4m3fnuz"},     {MM_ET_E5M2FNUZ, "e5m2fnuz"},
 };
 
-static bool same_layout(const fmt_t *a, const fmt_t *b) {
-    return a->ebits == b->ebits && a->mbits == b->mbits && a->bias == b->bias && a->is_signed == b->is_signed &&
-           a->special == b->special;
-}
-
 unsigned mm_engine_type_of(const fmt_t *f) {
     for (size_t i = 0; i < sizeof type_rows / sizeof type_rows[0]; i++) {
         fmt_t t;
-        if (fmt_from_name(&t, type_rows[i].name) == FMT_OK && same_layout(f, &t)) return type_rows[i].type;
+        if (fmt_from_name(&t, type_rows[i].name) == FMT_OK && fmt_same_layout(f, &t)) return type_rows[i].type;
     }
     return 0;
 }
