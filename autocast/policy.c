@@ -451,23 +451,10 @@ static int parse_site(ctx *c, ac_policy *p, int line, char **tok, int n) {
                 r.delayed = true;
                 continue;
             }
-            // RECIPE+tensor: the recipe's tiles under an fp32 tensor scale.
-            char spec[MAX_LINE];
-            snprintf(spec, sizeof spec, "%s", t);
-            const size_t len = strlen(spec);
-            const bool two = len > 7 && !strcasecmp(spec + len - 7, "+tensor");
-            if (two) spec[len - 7] = 0;
-            char m[384];
-            if (fmt_scaling_from_name(&r.scaling, spec, m, sizeof m) != FMT_OK)
+            char m[512];  // (RECIPE+tensor: the parser's, as every recipe)
+            if (fmt_scaling_from_name(&r.scaling, t, m, sizeof m) != FMT_OK)
                 return fail(c, line, "site %s: '%s' is not a rounding mode (rne rna rtz rup rdn rto sr), "
                             "an overflow policy (saturate|ieee), delayed, or a recipe: %s", tok[1], t, m);
-            if (two) {
-                if (r.scaling.none || r.scaling.tensor_scale || is_tensor_recipe(&r.scaling))
-                    return fail(c, line, "site %s: '%s': +tensor puts tile scales under a tensor scale; "
-                                "expected a recipe with tiles and one level (block:K:FMT+tensor, "
-                                "tile:RxC:FMT+tensor)", tok[1], t);
-                r.scaling.tensor_scale = true;
-            }
         }
     }
     for (int s = 0; s < AC_NSITES; s++)

@@ -1017,25 +1017,28 @@ bool fmt__round_f32_lean(const fmt__kparams *p, fmt_round_mode mode, float *out,
     return true;
 }
 
-bool fmt__scale_round_f32_lean(const fmt__kparams *p, fmt_round_mode mode, size_t tc, const float *mul,
-                               const float *deq, bool exact, float *out, float *elems, const float *in, size_t n,
-                               size_t rows, size_t ld, uint64_t base, ptrdiff_t ahead, fmt__counts *counts,
-                               uint64_t *zeroed) {
+bool fmt__block_lean_covers(const fmt__kparams *k, fmt_round_mode mode, size_t tc) {
+    return (tc == 1 || (tc && tc % 16 == 0)) && fmt__f32_lean_covers(k, mode);
+}
+
+bool fmt__scale_round_f32_lean(const fmt__block_req *r) {
+    const fmt__kparams *p = r->k;
+    const fmt_round_mode mode = r->mode;
+    const size_t tc = r->tc, n = r->n;
+    if (!fmt__block_lean_covers(p, mode, tc) || mxcsr_daz_ftz()) return false;
+    if (r->rows != 1 && (r->rows == 0 || r->ld < n || (r->rows - 1) * r->ld + n > LEAN_BLOCK)) return false;
     const lean_class cls = class_of(p);
-    // x * 1 must be x (no DAZ), and the multiplications must not flush (no FTZ), as in scale.c.
-    if (cls == LEAN_NONE || tc == 0 || (tc % 16 && tc != 1) || !cpu_v4() || mxcsr_daz_ftz()) return false;
-    if (rows != 1 && (rows == 0 || ld < n || (rows - 1) * ld + n > LEAN_BLOCK)) return false;
     // Pieces of whole tiles. The 64-bit divisions only where n is past one piece: this is called
     // per tile row of a unit, and two divisions cost as much as the rest of a short row's setup.
     for (size_t done = 0, t = 0; done < n;) {
         const size_t len = n - done <= LEAN_BLOCK ? n - done : LEAN_BLOCK / tc * tc;
-        const lk k = lk_make(p, cls, base + done);
+        const lk k = lk_make(p, cls, r->base + done);
         // near_exact's mask: the bits below the midpoint position (22 - m of them), where they exist.
         const uint32_t near_mask = mode != FMT_SR && p->m <= 20 ? (1u << (22 - p->m)) - 1 : 0;
-        const blk b = {.tc = tc, .mul = mul + t, .deq = deq + t, .exact = exact,
-                       .elems = elems ? elems + done : NULL,
-                       .ahead = ahead, .zeroed = zeroed, .near_mask = near_mask, .rows = rows, .ld = ld};
-        block_run_avx512(&k, cls, mode, &b, out + done, in + done, len, counts);
+        const blk b = {.tc = tc, .mul = r->mul + t, .deq = r->deq + t, .exact = r->exact,
+                       .elems = r->elems ? r->elems + done : NULL, .ahead = r->ahead, .zeroed = r->zeroed,
+                       .near_mask = near_mask, .rows = r->rows, .ld = r->ld};
+        block_run_avx512(&k, cls, mode, &b, r->out + done, r->in + done, len, r->counts);
         done += len;
         if (done < n) t += len / tc;
     }
@@ -1081,13 +1084,13 @@ bool fmt__round_f32_lean(const fmt__kparams *p, fmt_round_mode mode, float *out,
     return false;
 }
 
-bool fmt__scale_round_f32_lean(const fmt__kparams *p, fmt_round_mode mode, size_t tc, const float *mul,
-                               const float *deq, bool exact, float *out, float *elems, const float *in, size_t n,
-                               size_t rows, size_t ld, uint64_t base, ptrdiff_t ahead, fmt__counts *counts,
-                               uint64_t *zeroed) {
-    (void)p, (void)mode, (void)tc, (void)mul, (void)deq, (void)exact, (void)out, (void)elems, (void)in, (void)n;
-    (void)rows, (void)ld;
-    (void)base, (void)ahead, (void)counts, (void)zeroed;
+bool fmt__block_lean_covers(const fmt__kparams *k, fmt_round_mode mode, size_t tc) {
+    (void)k, (void)mode, (void)tc;
+    return false;
+}
+
+bool fmt__scale_round_f32_lean(const fmt__block_req *r) {
+    (void)r;
     return false;
 }
 
