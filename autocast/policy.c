@@ -451,7 +451,7 @@ static int parse_site(ctx *c, ac_policy *p, int line, char **tok, int n) {
                 r.delayed = true;
                 continue;
             }
-            char m[512];  // (RECIPE+tensor: the parser's, as every recipe)
+            char m[512];  // RECIPE+tensor too: the recipe parser has the grammar
             if (fmt_scaling_from_name(&r.scaling, t, m, sizeof m) != FMT_OK)
                 return fail(c, line, "site %s: '%s' is not a rounding mode (rne rna rtz rup rdn rto sr), "
                             "an overflow policy (saturate|ieee), delayed, or a recipe: %s", tok[1], t, m);

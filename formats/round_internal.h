@@ -145,7 +145,7 @@ typedef struct {
     bool exact;
     const float *mul, *deq; // per tile of the row: ceil(n / tc) entries
     float *out;             // (rows, ld): may equal in
-    float *elems;           // (rows, ld), optional: the rounded values before the multiplication back
+    float *elems;           // (rows, ld), optional: the rounded values, before the scaling back
     const float *in;        // (rows, ld)
     size_t n, rows, ld;     // (rows - 1) * ld + n at most 2^30 where rows > 1
     uint64_t base;

@@ -468,7 +468,7 @@ V4 __m512i values16(const fmt__codek *c, __m512i code) {
 
 // Sixteen codes of b bytes (b a constant where inlined), the lanes of live only. The narrowing
 // stays in a register (the empty asm): GCC would fold it into the store, and vpmovdb/vpmovdw
-// with a memory operand are microcoded on AMD Zen 4 and 5 (encoding took 0.85 ns per element).
+// with a memory operand are microcoded on AMD Zen 4 and 5 (docs/benchmarks.md has the cost).
 V4 void store_codes16(void *dst, __m512i code, int b, __mmask16 live) {
     if (b == 1) {
         __m128i v = _mm512_cvtepi32_epi8(code);
@@ -1033,7 +1033,8 @@ bool fmt__scale_round_f32_lean(const fmt__block_req *r) {
     for (size_t done = 0, t = 0; done < n;) {
         const size_t len = n - done <= LEAN_BLOCK ? n - done : LEAN_BLOCK / tc * tc;
         const lk k = lk_make(p, cls, r->base + done);
-        // near_exact's mask: the bits below the midpoint position (22 - m of them), where they exist.
+        // near_exact's mask: the bits below the midpoint position (22 - m of them), where they
+        // exist.
         const uint32_t near_mask = mode != FMT_SR && p->m <= 20 ? (1u << (22 - p->m)) - 1 : 0;
         const blk b = {.tc = tc, .mul = r->mul + t, .deq = r->deq + t, .exact = r->exact,
                        .elems = r->elems ? r->elems + done : NULL, .ahead = r->ahead, .zeroed = r->zeroed,

@@ -1,5 +1,7 @@
-// scale.c: scaling recipes (none, tensor, row, col, 1-D blocks, 2-D tiles, NVFP4 two-level):
-// recipe names, scale selection from a tile's amax, and the quantize-dequantize pass.
+// scale.c: the quantize-dequantize passes of the scaling recipes (none, tensor, row, col, 1-D
+// blocks, 2-D tiles, NVFP4 two-level): the tile grid, the work units, the tiles' amax, the one
+// choice of how a call scales and rounds (choose_pass), fmt_quantize_f32 and its codes. The
+// recipes' names are scale_recipe.c's, the scale of a tile from its amax scale_rules.c's.
 // Constraints: no MPFR; the element rounding is the internal float32 kernel (round_internal.h)
 // on contiguous runs of the flat array, each run drawing counters o->offset + (its flat index),
 // so results and statistics do not depend on how the work is cut or on the number of threads
@@ -13,7 +15,8 @@
 //   - tiles too large for that (tensor, column, big 2-D tiles): a pass for every tile's amax
 //     (slab maxima merge with an atomic integer max on the bits of |x|, which orders
 //     non-negative floats and makes any NaN the largest), their scales, then the units.
-// 4over6 runs the pass three times (run_four_over_six): both candidates, then the winners.
+// A by_error rule (4over6) runs the pass three times (run_four_over_six): both candidates, then
+// the winners.
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -287,10 +290,10 @@ typedef struct {
     size_t b0, t0, stride;
 } tile_view;
 
-// dst[c0..c1) = src[c0..c1) * m[k] for the k-th tile the row segment touches (tile width
-// tc > 1); dst may be src. Where the multiplier is 1 the element is kept as it is (x * 1 is
-// x, but for a float32 subnormal in a thread whose MXCSR has DAZ set). zeroed (optional) counts the nonzero elements that a zero multiplier sends to
-// zero: underflows the rounding cannot see.
+// dst[0..len) = src[0..len) * f, one tile's piece of a row; dst may be src. Where f is 1 the
+// element is kept as it is (x * 1 is x, but for a float32 subnormal in a thread whose MXCSR has
+// DAZ set). zeroed (optional) counts the nonzero elements that a zero f sends to zero:
+// underflows the rounding cannot see. ahead (elements; 0: none): a prefetch distance.
 ROW_INLINE void tile_mul(float *dst, const float *src, float f, const size_t len, ptrdiff_t ahead,
                          uint64_t *zeroed) {
     if (ahead)
@@ -301,6 +304,8 @@ ROW_INLINE void tile_mul(float *dst, const float *src, float f, const size_t len
     for (size_t i = 0; i < len; i++) dst[i] = one ? src[i] : src[i] * f;
 }
 
+// dst[c0..c1) = src[c0..c1) * m[k] for the k-th tile the row segment touches (tile width
+// tc > 1), by tile_mul; dst may be src.
 ROW_INLINE void row_mul(float *dst, const float *src, const float *m, size_t c0, size_t c1, const size_t tc,
                         ptrdiff_t ahead, uint64_t *zeroed) {
     size_t c = c0, k = 0;
@@ -366,7 +371,7 @@ static inline float div_rto(float x, float d) {
 
 // dst[0..len) = div_rto(src[i], d): kept out of line, so that GCC vectorises this one loop
 // instead of unrolling it into scalar code in the copies specialised for 16- and 32-wide tiles
-// (which made NVFP4's exact path 4.6x slower than the reciprocal multiply).
+// (scalar code there made NVFP4's exact path several times the reciprocal multiply).
 __attribute__((noinline)) static void div_rto_run(float *restrict dst, const float *restrict src, float d,
                                                   size_t len) {
     for (size_t i = 0; i < len; i++) dst[i] = div_rto(src[i], d);
@@ -398,9 +403,9 @@ ROW_INLINE void tile_div(float *dst, const float *src, float m, float d, const s
 }
 
 // Per column (tile width 1: every element its own divisor): dst[i] = div_rto(src[i], d[i]), or
-// src[i] * m[i] where d[i] == 0, src[i] where d[i] == 1 (as tile_div). One loop GCC vectorises (the divisors are loaded,
-// not broadcast); the transposed operands of a trainer's dgrad and wgrad take it, whose
-// element-at-a-time tile_div calls were a quarter of an NVFP4 training step.
+// src[i] * m[i] where d[i] == 0, src[i] where d[i] == 1 (as tile_div). One loop GCC vectorises
+// (the divisors are loaded, not broadcast): the transposed operands of a trainer's dgrad and
+// wgrad take it, and a tile_div call per element made them a large part of an NVFP4 step.
 __attribute__((noinline)) static void div_rto_cols(float *restrict dst, const float *restrict src,
                                                    const float *restrict m, const float *restrict d, size_t len) {
     for (size_t i = 0; i < len; i++) {
@@ -565,7 +570,8 @@ static void scale_round(const qrun *q, const tile_view *mul, const tile_view *de
     if (q->counts) count_dequant_overflow(q, deq, r0, r1, c0, c1, acc);
 }
 
-// Per-thread scratch of a fused unit: amax bits, 4over6 choices (with q->pick) and scales of its tiles.
+// Per-thread scratch of a fused unit: amax bits, 4over6 choices (with q->pick) and scales of its
+// tiles.
 typedef struct {
     uint32_t *bits;
     uint8_t *pick;
@@ -771,7 +777,7 @@ int fmt_quantize_f32(const fmt_t *elem, const fmt_scaling *sc, float *out, const
     if (!fmt_values_fit_f32(elem)) return FMT_EINVAL;
     if (sc->tile_rows < 0 || sc->tile_cols < 0 || (unsigned)sc->scale_round >= FMT_SCALE_NRULES)
         return FMT_EINVAL;
-    if (!sc->none && fmt__scaling_check(sc, "", NULL, 0) != FMT_OK) return FMT_EINVAL;  // as the parser
+    if (!sc->none && fmt__scaling_check(sc, "", NULL, 0) != FMT_OK) return FMT_EINVAL;
     if (cols && rows > SIZE_MAX / cols) return FMT_EINVAL;
     const size_t n = rows * cols;
     if (n && (!out || !in)) return FMT_EINVAL;

@@ -55,7 +55,7 @@ typedef struct {
     double enc_max;       // two levels: what s_enc maps the tensor amax to, over max_elem
     float alt_max;        // by_error: the second target of a block's amax, 2^emax_elem (4 for e2m1)
     int elem_emax;
-    float s_enc;          // two levels: the tensor's encoding scale (1 until the tensor amax is known)
+    float s_enc;          // two levels: the tensor's encoding scale (1 until its amax is known)
 } fmt__scale_ctx;
 
 void fmt__scale_ctx_make(fmt__scale_ctx *c, const fmt_t *elem, const fmt_scaling *sc);

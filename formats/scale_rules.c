@@ -138,8 +138,8 @@ static float round_scale(const fmt__scale_ctx *c, double need, bool *clipped) {
 static float nonfinite_tile_scale(bool nan_block) { return nan_block ? NAN : 1.0f; }
 
 // The hot recipes' scales are computed W tiles at a time (vec_internal.h's lanes): a scalar
-// chain per tile cost as much as rounding its 32 elements. Lane masks are all-ones or zero;
-// float magnitudes (never negative here) compare as their bits.
+// chain of dependent steps per tile costs about what rounding the tile's elements does. Lane
+// masks are all-ones or zero; float magnitudes (never negative here) compare as their bits.
 FMT__VEC vu load_u(const void *p) { vu v; memcpy(&v, p, sizeof v); return v; }
 FMT__VEC void store_u(void *p, vu v) { memcpy(p, &v, sizeof v); }
 FMT__VEC uint64_t lane_sum(vu v) {
