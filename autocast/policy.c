@@ -451,23 +451,10 @@ static int parse_site(ctx *c, ac_policy *p, int line, char **tok, int n) {
                 r.delayed = true;
                 continue;
             }
-            // RECIPE+tensor: the recipe's tiles under an fp32 tensor scale.
-            char spec[MAX_LINE];
-            snprintf(spec, sizeof spec, "%s", t);
-            const size_t len = strlen(spec);
-            const bool two = len > 7 && !strcasecmp(spec + len - 7, "+tensor");
-            if (two) spec[len - 7] = 0;
-            char m[384];
-            if (fmt_scaling_from_name(&r.scaling, spec, m, sizeof m) != FMT_OK)
+            char m[512];  // RECIPE+tensor too: the recipe parser has the grammar
+            if (fmt_scaling_from_name(&r.scaling, t, m, sizeof m) != FMT_OK)
                 return fail(c, line, "site %s: '%s' is not a rounding mode (rne rna rtz rup rdn rto sr), "
                             "an overflow policy (saturate|ieee), delayed, or a recipe: %s", tok[1], t, m);
-            if (two) {
-                if (r.scaling.none || r.scaling.tensor_scale || is_tensor_recipe(&r.scaling))
-                    return fail(c, line, "site %s: '%s': +tensor puts tile scales under a tensor scale; "
-                                "expected a recipe with tiles and one level (block:K:FMT+tensor, "
-                                "tile:RxC:FMT+tensor)", tok[1], t);
-                r.scaling.tensor_scale = true;
-            }
         }
     }
     for (int s = 0; s < AC_NSITES; s++)
@@ -781,14 +768,8 @@ size_t ac_policy_text(const ac_policy *p, char *buf, size_t cap) {
 // ---------------------------------------------------------------------------------------------
 // equality
 
-// The same values and codes (the name aside).
-static bool fmt_fields_same(const fmt_t *a, const fmt_t *b) {
-    return a->bits == b->bits && a->ebits == b->ebits && a->mbits == b->mbits && a->bias == b->bias &&
-           a->is_signed == b->is_signed && a->special == b->special;
-}
-
 // An element or accumulator format: the text writes its name, so the name is part of it.
-static bool fmt_same(const fmt_t *a, const fmt_t *b) { return !strcmp(a->name, b->name) && fmt_fields_same(a, b); }
+static bool fmt_same(const fmt_t *a, const fmt_t *b) { return !strcmp(a->name, b->name) && fmt_same_layout(a, b); }
 
 static bool acc_same(const mm_acc *a, const mm_acc *b) {
     return fmt_same(&a->fmt, &b->fmt) && a->mode == b->mode && a->promote_every == b->promote_every &&
@@ -809,7 +790,7 @@ static bool rule_same(const ac_rule *a, const ac_rule *b) {
     return a->active == b->active && fmt_same(&a->fmt, &b->fmt) && a->delayed == b->delayed &&
            x->none == y->none && x->tile_rows == y->tile_rows && x->tile_cols == y->tile_cols &&
            // (a recipe's text names its preset by the scale format's fields: fmt_scaling_name)
-           fmt_fields_same(&x->scale_fmt, &y->scale_fmt) && x->scale_round == y->scale_round &&
+           fmt_same_layout(&x->scale_fmt, &y->scale_fmt) && x->scale_round == y->scale_round &&
            x->tensor_scale == y->tensor_scale && x->nan_block == y->nan_block && x->recip == y->recip &&
            r->mode == t->mode && r->sr_variant == t->sr_variant &&
            r->overflow == t->overflow &&

@@ -316,22 +316,22 @@ int fmt_from_name(fmt_t *out, const char *name) {
     return parse_custom(out, name);
 }
 
-static bool same_fields(const fmt_t *a, const fmt_t *b) {
+bool fmt_same_layout(const fmt_t *a, const fmt_t *b) {
     return a->bits == b->bits && a->ebits == b->ebits && a->mbits == b->mbits && a->bias == b->bias &&
            a->is_signed == b->is_signed && a->special == b->special;
 }
 
 const char *fmt_kind(const fmt_t *f) {
     for (size_t i = 0; i < TABLE_N; i++)
-        if (same_fields(f, &table[i].f)) return "table";
+        if (fmt_same_layout(f, &table[i].f)) return "table";
     for (size_t i = 0; i < PEER_N; i++) {
         fmt_t p;
-        if (parse_custom(&p, peer_formats[i].spec) == FMT_OK && same_fields(f, &p)) return "peer";
+        if (parse_custom(&p, peer_formats[i].spec) == FMT_OK && fmt_same_layout(f, &p)) return "peer";
     }
     fmt_t p;
     bool wide;
     const int st = parse_p3109(&p, f->name, &wide);
-    if ((st == FMT_OK || wide) && same_fields(f, &p)) return "p3109";
+    if ((st == FMT_OK || wide) && fmt_same_layout(f, &p)) return "p3109";
     return "custom";
 }
 

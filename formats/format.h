@@ -92,6 +92,12 @@ const char *fmt_peer_get(size_t i, const char **spec, const char **peer);
 // IEEE P3109 names: "did you mean") and the list of names.
 void fmt_name_message(const char *name, int status, char *msg, size_t len);
 
+// True when a and b have the same layout: the six fields that define a format (bits, ebits,
+// mbits, bias, signedness, special), so the same values and the same codes; the name and the
+// derived fields are not compared. The one test of "the same format" (fp32, float and e8m23
+// are one layout under three names).
+bool fmt_same_layout(const fmt_t *a, const fmt_t *b);
+
 // "table" when f has the fields of a table row, "peer" of a peer-only format, "p3109" for an
 // IEEE P3109 name (binary8p3sf, ...), else "custom".
 const char *fmt_kind(const fmt_t *f);

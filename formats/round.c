@@ -281,9 +281,11 @@ static bool xfer_lean(const fmt__kparams *k, fmt_round_path path, fmt_round_mode
                       size_t lo, size_t len, fmt__counts *c) {
     if (path != FMT_PATH_LEAN) return false;
     if (t->pre == 1.0f && t->post == 1.0f) return fmt__round_f32_lean(k, mode, x + lo, t->src + lo, len, lo, c);
-    const size_t tc = (len + 15) / 16 * 16;  // the chunk as one tile: its multiplier and divisor
-    return fmt__scale_round_f32_lean(k, mode, tc, &t->pre, &t->post, false, x + lo, NULL, t->src + lo, len, 1, len, lo,
-                                     0, c, NULL);
+    // The chunk as one tile: its multiplier and divisor.
+    const fmt__block_req r = {.k = k, .mode = mode, .tc = (len + 15) / 16 * 16, .mul = &t->pre, .deq = &t->post,
+                              .out = x + lo, .in = t->src + lo, .n = len, .rows = 1, .ld = len, .base = lo,
+                              .counts = c};
+    return fmt__scale_round_f32_lean(&r);
 }
 
 // Splits [0, n) into CHUNK-sized tasks over the threads and merges their counts. t: float32

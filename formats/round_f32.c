@@ -14,7 +14,7 @@
 // Copies per instruction set (see round_internal.h): the kernel is one always-inline body,
 // compiled once for the build's -march and, in a portable build, again for x86-64-v3 and
 // x86-64-v4; round.c picks the widest the CPU runs. Without them, the per-lane variable shifts of
-// SSE code are scalarised and the kernel is 4x slower than with AVX2.
+// SSE code are scalarised (docs/benchmarks.md, "Comments' measurements", has the cost).
 #include <math.h>
 #include <string.h>
 

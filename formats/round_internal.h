@@ -130,20 +130,38 @@ bool fmt__round_f32_hw(const fmt__kparams *k, fmt_round_mode mode, float *x, siz
 bool fmt__f32_lean_covers(const fmt__kparams *k, fmt_round_mode mode);
 bool fmt__round_f32_lean(const fmt__kparams *k, fmt_round_mode mode, float *out, const float *in, size_t n,
                          uint64_t base, fmt__counts *counts);
-// Block scaling's unit (scale.c): out[i] = round(in[i] * mul[i / tc]) * deq[i / tc] for i in
-// [0, n), or with exact round(in[i] / deq[i / tc]) * deq[i / tc] (the quotient rounded to odd
-// into float32, as scale.c's exact path makes it; tiles with deq 0 multiply), with elems[i]
-// (optional) the rounded value, in one pass of the explicit AVX-512 kernels (tc a multiple of
-// 16, or 1: per column); element i draws counter k->offset + base + i; zeroed (optional) counts the nonzero inputs
-// of tiles whose multiplier is 0; ahead (elements, 0: none) is a prefetch distance. rows rows
-// of n elements, ld apart (in, out, elems and the counters alike), take the same mul and deq
-// (a tile row; (rows - 1) * ld + n at most 2^30 where rows > 1). Returns false, with
-// nothing written, where those kernels do not cover k (or tc, rows) on this CPU, or MXCSR has
-// DAZ or FTZ set in this thread.
-bool fmt__scale_round_f32_lean(const fmt__kparams *k, fmt_round_mode mode, size_t tc, const float *mul,
-                               const float *deq, bool exact, float *out, float *elems, const float *in, size_t n,
-                               size_t rows, size_t ld, uint64_t base, ptrdiff_t ahead, fmt__counts *counts,
-                               uint64_t *zeroed);
+// --- block scaling's one pass (scale.c's work units, round_lean.c's block kernel)
+
+// One call of the block kernel: rows rows of n elements, ld apart (in, out, elems and the
+// counters alike), take the same multipliers and divisors (a tile row): for i in [0, n)
+//   out[i] = round(in[i] * mul[i / tc]) * deq[i / tc]
+// or with exact round(in[i] / deq[i / tc]) * deq[i / tc] (the quotient rounded to odd into
+// float32, as scale.c's exact pass makes it; tiles with deq 0 multiply by mul), elems[i]
+// (optional) the rounded value. Element i of row r draws counter k->offset + base + r * ld + i.
+typedef struct {
+    const fmt__kparams *k;  // the element format and the caller's options
+    fmt_round_mode mode;
+    size_t tc;              // tile width: a multiple of 16, or 1 (a scale per column)
+    bool exact;
+    const float *mul, *deq; // per tile of the row: ceil(n / tc) entries
+    float *out;             // (rows, ld): may equal in
+    float *elems;           // (rows, ld), optional: the rounded values, before the scaling back
+    const float *in;        // (rows, ld)
+    size_t n, rows, ld;     // (rows - 1) * ld + n at most 2^30 where rows > 1
+    uint64_t base;
+    ptrdiff_t ahead;        // prefetch distance in elements (0: none); a hint, no result changes
+    fmt__counts *counts;    // optional: the rounding's statistics, added to
+    uint64_t *zeroed;       // optional: nonzero inputs of tiles whose multiplier is 0, added to
+} fmt__block_req;
+
+// Whether the block kernel covers (k, mode, tile width tc) on this CPU: the explicit AVX-512
+// kernels cover k and mode (fmt__f32_lean_covers) and tc is a multiple of 16 or 1.
+bool fmt__block_lean_covers(const fmt__kparams *k, fmt_round_mode mode, size_t tc);
+// The call r in one pass of the explicit AVX-512 kernels, for what fmt__block_lean_covers
+// accepts. Returns false, with nothing written, where it cannot be exact in this thread (MXCSR
+// has DAZ or FTZ set: x * 1 must be x and the products must not flush, as in scale.c's passes)
+// or where r is beyond the kernel (not covered, or rows > 1 spanning more than 2^30 elements).
+bool fmt__scale_round_f32_lean(const fmt__block_req *r);
 // Raises bits[t] to the max |x| bits (a NaN above inf) of the t-th tile of tc elements of
 // x[0..n) (tc a multiple of 16; the last tile may be short) and *finite (optional) to the NaN-free
 // max. Returns false, with nothing written, where the explicit AVX-512 kernels do not run.

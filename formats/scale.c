@@ -1,5 +1,7 @@
-// scale.c: scaling recipes (none, tensor, row, col, 1-D blocks, 2-D tiles, NVFP4 two-level):
-// recipe names, scale selection from a tile's amax, and the quantize-dequantize pass.
+// scale.c: the quantize-dequantize passes of the scaling recipes (none, tensor, row, col, 1-D
+// blocks, 2-D tiles, NVFP4 two-level): the tile grid, the work units, the tiles' amax, the one
+// choice of how a call scales and rounds (choose_pass), fmt_quantize_f32 and its codes. The
+// recipes' names are scale_recipe.c's, the scale of a tile from its amax scale_rules.c's.
 // Constraints: no MPFR; the element rounding is the internal float32 kernel (round_internal.h)
 // on contiguous runs of the flat array, each run drawing counters o->offset + (its flat index),
 // so results and statistics do not depend on how the work is cut or on the number of threads
@@ -13,9 +15,8 @@
 //   - tiles too large for that (tensor, column, big 2-D tiles): a pass for every tile's amax
 //     (slab maxima merge with an atomic integer max on the bits of |x|, which orders
 //     non-negative floats and makes any NaN the largest), their scales, then the units.
-// 4over6 runs the pass three times (run_four_over_six): both candidates, then the winners.
-#include "scale.h"
-
+// A by_error rule (4over6) runs the pass three times (run_four_over_six): both candidates, then
+// the winners.
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -24,308 +25,8 @@
 #include <strings.h>
 
 #include "codec.h"
-#include "round_scalar.h"
+#include "scale_internal.h"
 #include "vec_internal.h"
-
-// ---------------------------------------------------------------------------------------------
-// names
-
-// Indexed by fmt_scale_round.
-static const char *const round_names[FMT_SCALE_NRULES] = {"ocp", "up", "rne", "ceil", "even", "rceil", "4over6"};
-
-// The rules whose scale is a power of two read from amax's exponent (the others round a quotient).
-static bool rule_is_pow2(fmt_scale_round r) {
-    return r == FMT_SCALE_OCP || r == FMT_SCALE_CEIL || r == FMT_SCALE_EVEN;
-}
-
-// Presets: the names people type. "none" is handled on its own (it has no scale). A preset
-// with fixed_round names its rounding too (":pow2" is e8m0 with UP): it takes no rounding
-// suffix, and names a recipe only with that rounding.
-typedef struct {
-    const char *name;
-    int tile_rows, tile_cols;
-    const char *scale_fmt;
-    fmt_scale_round round;
-    bool tensor_scale, fixed_round;
-} preset;
-
-// Transformer Engine's Float8BlockScaling: 1x128 tiles for activations and gradients, 128x128
-// for weights, float32 scales amax / max_elem; with force_pow_2_scales (TE's default) the scale
-// is the power of two that nothing clips: 2^-floor(log2 fl(max_elem / amax)), which is UP into
-// e8m0 bit for bit (docs/formats.md, "Transformer Engine's block scaling").
-static const preset presets[] = {
-    {"tensor", 0, 0, "fp32", FMT_SCALE_RNE, false, false},
-    {"row", 1, 0, "fp32", FMT_SCALE_RNE, false, false},
-    {"col", 0, 1, "fp32", FMT_SCALE_RNE, false, false},
-    {"mx", 1, 32, "e8m0", FMT_SCALE_OCP, false, false},
-    {"nvfp4", 1, 16, "e4m3", FMT_SCALE_RNE, true, false},
-    {"fp8block1x128", 1, 128, "fp32", FMT_SCALE_RNE, false, false},
-    {"fp8block128x128", 128, 128, "fp32", FMT_SCALE_RNE, false, false},
-    {"fp8block1x128:pow2", 1, 128, "e8m0", FMT_SCALE_UP, false, true},
-    {"fp8block128x128:pow2", 128, 128, "e8m0", FMT_SCALE_UP, false, true},
-};
-enum { NPRESETS = sizeof presets / sizeof presets[0] };
-
-// Schemes: an element format with its recipe, as OCP MX v1.0 and NVIDIA name them. As a recipe
-// a scheme name means its recipe; where a format and a recipe are both wanted, both.
-static const struct {
-    const char *name, *elem, *recipe;
-} schemes[] = {
-    {"mxfp8", "e4m3", "mx"},      {"mxfp8_e4m3", "e4m3", "mx"}, {"mxfp8_e5m2", "e5m2", "mx"},
-    {"mxfp6_e3m2", "e3m2", "mx"}, {"mxfp6_e2m3", "e2m3", "mx"}, {"mxfp4", "e2m1", "mx"},
-    {"mxfp4_e2m1", "e2m1", "mx"}, {"nvfp4", "e2m1", "nvfp4"},
-    // OCP MX v1.0 INT8: two's complement k with an implicit 2^-6, i.e. k/64; its emax is 0, so
-    // the scale is 2^floor(log2 amax). e1m6 with one exponent bit of bias 1 and no specials has
-    // exactly the values k/64, |k| <= 127 (sign-magnitude: -128/64 is not one of them, as in
-    // microxcaling, which clamps int8 to +-127/64).
-    {"mxint8", "e1m6:finite:bias=1", "mx"},
-};
-enum { NSCHEMES = sizeof schemes / sizeof schemes[0] };
-
-size_t fmt_scheme_count(void) { return NSCHEMES; }
-
-const char *fmt_scheme_get(size_t i, const char **elem, const char **recipe) {
-    if (i >= NSCHEMES) return NULL;
-    if (elem) *elem = schemes[i].elem;
-    if (recipe) *recipe = schemes[i].recipe;
-    return schemes[i].name;
-}
-
-static int scheme_index(const char *name, size_t n) {
-    for (int i = 0; i < NSCHEMES; i++)
-        if (strlen(schemes[i].name) == n && !strncasecmp(name, schemes[i].name, n)) return i;
-    return -1;
-}
-
-int fmt_scheme_from_name(fmt_t *elem, fmt_scaling *sc, const char *name) {
-    const int i = name ? scheme_index(name, strlen(name)) : -1;
-    if (i < 0) return FMT_EUNKNOWN;
-    if (elem) fmt_from_name(elem, schemes[i].elem);
-    if (sc) fmt_scaling_from_name(sc, schemes[i].recipe, NULL, 0);
-    return FMT_OK;
-}
-
-#define EXPECTED_RULES ":ocp, :up, :rne, :ceil, :even, :rceil or :4over6"
-#define EXPECTED_RECIPES                                                                          \
-    "none, tensor, row, col, mx, nvfp4, fp8block1x128[:pow2], fp8block128x128[:pow2], "           \
-    "block:K:SCALEFMT or tile:RxC:SCALEFMT (or a scheme: mxfp8, mxfp8_e5m2, mxfp6_e3m2, "         \
-    "mxfp6_e2m3, mxfp4, mxint8), optionally followed by a scale rounding (" EXPECTED_RULES "), " \
-    ":nanblock and :recip"
-static const char nanblock_word[] = "nanblock", recip_word[] = "recip";
-
-static bool same_format(const fmt_t *a, const fmt_t *b) {
-    return a->bits == b->bits && a->ebits == b->ebits && a->mbits == b->mbits && a->bias == b->bias &&
-           a->is_signed == b->is_signed && a->special == b->special;
-}
-
-bool fmt_values_fit_f32(const fmt_t *f) { return fmt_embeds_in_f32(f) && f->max <= FLT_MAX; }
-
-// Scales are stored as float32 and scale 1 is the default of empty and non-finite tiles.
-static int check_scale_format(const fmt_t *f, const char *spec, char *msg, size_t len) {
-    if (!fmt_values_fit_f32(f)) {
-        if (msg) snprintf(msg, len, "scaling '%s': scale format %s does not fit in float32; expected "
-                          "a format of 32 bits or fewer (e8m0, e4m3, bf16, fp32, ...)", spec, f->name);
-        return FMT_EINVAL;
-    }
-    if (!(f->min_subnormal <= 1.0 && f->max >= 1.0)) {
-        if (msg) snprintf(msg, len, "scaling '%s': scale format %s cannot hold the scale 1", spec,
-                          f->name);
-        return FMT_EINVAL;
-    }
-    return FMT_OK;
-}
-
-// A whole decimal token [s, s+n) as a non-negative int.
-static bool parse_count(const char *s, size_t n, int *out) {
-    if (n == 0 || n > 9) return false;
-    int v = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9') return false;
-        v = v * 10 + (s[i] - '0');
-    }
-    return *out = v, true;
-}
-
-// The last step of parsing a recipe with a scale: ":nanblock" needs a NaN in the scale format,
-// ":4over6" a second level to choose under.
-static int finish(fmt_scaling *out, fmt_scaling *sc, bool nan_block, const char *spec, char *msg,
-                  size_t msg_len) {
-    if (sc->scale_round == FMT_SCALE_4OVER6 && !sc->tensor_scale) {
-        if (msg) snprintf(msg, msg_len, "scaling '%s': :4over6 chooses each block's scale under an fp32 "
-                          "tensor scale; expected the two-level recipe nvfp4 (nvfp4:4over6)", spec);
-        return FMT_EINVAL;
-    }
-    if (nan_block && !sc->scale_fmt.has_nan) {
-        if (msg) snprintf(msg, msg_len, "scaling '%s': :nanblock stores a NaN scale, but scale format %s has "
-                          "no NaN; expected a scale format with one (e8m0, e4m3, bf16, fp32, ...)", spec,
-                          sc->scale_fmt.name);
-        return FMT_EINVAL;
-    }
-    sc->nan_block = nan_block;
-    *out = *sc;
-    return FMT_OK;
-}
-
-fmt_round_opts fmt_scaling_default_opts(const fmt_scaling *sc) {
-    fmt_round_opts o = {0};
-    o.mode = FMT_RNE;
-    o.overflow = sc && !sc->none ? FMT_SATURATE : FMT_OVERFLOW_IEEE;
-    return o;
-}
-
-int fmt_scaling_from_name(fmt_scaling *out, const char *spec, char *msg, size_t msg_len) {
-    if (msg && msg_len) msg[0] = 0;
-    if (!spec || !*spec) {
-        if (msg) snprintf(msg, msg_len, "empty scaling recipe; expected " EXPECTED_RECIPES);
-        return FMT_EUNKNOWN;
-    }
-    char buf[256];
-    if (strlen(spec) >= sizeof buf) {
-        if (msg) snprintf(msg, msg_len, "scaling recipe is %zu characters long; expected at most %zu",
-                          strlen(spec), sizeof buf - 1);
-        return FMT_EINVAL;
-    }
-    // A scheme's name (mxfp4:up) stands for its recipe (mx:up).
-    const size_t head = strcspn(spec, ":");
-    const int si = scheme_index(spec, head);
-    if (si >= 0) snprintf(buf, sizeof buf, "%s%s", schemes[si].recipe, spec + head);
-    else strcpy(buf, spec);
-    if (si < 0 && head == 5 && !strncasecmp(spec, "mxfp6", 5)) {
-        if (msg) snprintf(msg, msg_len, "scaling '%s': mxfp6 is ambiguous: mxfp6_e3m2 or mxfp6_e2m3 (both the "
-                          "recipe mx); say which", spec);
-        return FMT_EUNKNOWN;
-    }
-
-    // A trailing scale rounding (round_names), ":nanblock" and ":recip", in any order (SCALEFMT
-    // may itself hold ':' flags, so strip from the end).
-    int rnd = -1;
-    bool nan_block = false, recip = false;
-    for (char *colon; (colon = strrchr(buf, ':'));) {
-        int r = -1;
-        for (int i = 0; i < FMT_SCALE_NRULES; i++)
-            if (!strcasecmp(colon + 1, round_names[i])) r = i;
-        const bool nb = !strcasecmp(colon + 1, nanblock_word), rc = !strcasecmp(colon + 1, recip_word);
-        if (r < 0 && !nb && !rc) break;
-        if ((r >= 0 && rnd >= 0) || (nb && nan_block) || (rc && recip)) {
-            if (msg) snprintf(msg, msg_len, "scaling '%s': %s is given twice; expected at most one of "
-                              EXPECTED_RULES ", one :nanblock and one :recip at the end", spec,
-                              r >= 0 ? "the scale rounding" : nb ? ":nanblock" : ":recip");
-            return FMT_EINVAL;
-        }
-        if (r >= 0) rnd = r;
-        else if (nb) nan_block = true;
-        else recip = true;
-        *colon = 0;
-    }
-
-    fmt_scaling sc;
-    memset(&sc, 0, sizeof sc);
-    if (!strcasecmp(buf, "none")) {
-        if (rnd >= 0 || nan_block || recip) {
-            if (msg) snprintf(msg, msg_len, "scaling '%s': 'none' has no scale to %s; expected "
-                              "plain 'none'", spec, nan_block ? "make NaN" : recip ? "divide by" : "round");
-            return FMT_EINVAL;
-        }
-        sc.none = true;
-        fmt_from_name(&sc.scale_fmt, "fp32");
-        sc.scale_round = FMT_SCALE_RNE;
-        return *out = sc, FMT_OK;
-    }
-    for (int i = 0; i < NPRESETS; i++) {
-        if (strcasecmp(buf, presets[i].name)) continue;
-        if (presets[i].fixed_round && rnd >= 0) {
-            if (msg) snprintf(msg, msg_len, "scaling '%s': %s fixes the scale rounding (%s); expected it "
-                              "without :%s, or the explicit form (block:K:SCALEFMT:RULE, tile:RxC:SCALEFMT:RULE)",
-                              spec, presets[i].name, round_names[presets[i].round], round_names[rnd]);
-            return FMT_EINVAL;
-        }
-        sc.tile_rows = presets[i].tile_rows, sc.tile_cols = presets[i].tile_cols;
-        fmt_from_name(&sc.scale_fmt, presets[i].scale_fmt);
-        sc.scale_round = rnd >= 0 ? (fmt_scale_round)rnd : presets[i].round;
-        sc.tensor_scale = presets[i].tensor_scale;
-        sc.recip = recip;
-        return finish(out, &sc, nan_block, spec, msg, msg_len);
-    }
-
-    const bool is_block = !strncasecmp(buf, "block:", 6), is_tile = !strncasecmp(buf, "tile:", 5);
-    if (!is_block && !is_tile) {
-        if (msg) snprintf(msg, msg_len, "unknown scaling recipe '%s'; expected " EXPECTED_RECIPES, spec);
-        return FMT_EUNKNOWN;
-    }
-    const char *shape = buf + (is_block ? 6 : 5);
-    const char *fmtname = strchr(shape, ':');
-    const size_t shape_len = fmtname ? (size_t)(fmtname - shape) : strlen(shape);
-    if (is_block) {
-        int k;
-        if (!parse_count(shape, shape_len, &k) || k < 1) {
-            if (msg) snprintf(msg, msg_len, "scaling '%s': block size '%.*s' is not a positive integer; "
-                              "expected block:K:SCALEFMT, e.g. block:32:e8m0", spec, (int)shape_len, shape);
-            return FMT_EINVAL;
-        }
-        sc.tile_rows = 1, sc.tile_cols = k;
-    } else {
-        const char *x = memchr(shape, 'x', shape_len);
-        if (!x) x = memchr(shape, 'X', shape_len);
-        int r, c;
-        if (!x || !parse_count(shape, (size_t)(x - shape), &r) ||
-            !parse_count(x + 1, shape_len - (size_t)(x - shape) - 1, &c)) {
-            if (msg) snprintf(msg, msg_len, "scaling '%s': tile shape '%.*s' is not RxC with non-negative "
-                              "integers (0 = whole dimension); expected tile:RxC:SCALEFMT, e.g. "
-                              "tile:128x128:fp32", spec, (int)shape_len, shape);
-            return FMT_EINVAL;
-        }
-        sc.tile_rows = r, sc.tile_cols = c;
-    }
-    if (!fmtname || !fmtname[1]) {
-        if (msg) snprintf(msg, msg_len, "scaling '%s': no scale format; expected %s:SCALEFMT with "
-                          "SCALEFMT a format name (e8m0, e4m3, bf16, fp32, ...)", spec,
-                          is_block ? "block:K" : "tile:RxC");
-        return FMT_EINVAL;
-    }
-    int st = fmt_from_name(&sc.scale_fmt, fmtname + 1);
-    if (st != FMT_OK) {
-        if (msg) snprintf(msg, msg_len, "scaling '%s': '%s' is not a format; expected a scale format "
-                          "name (e8m0, e4m3, bf16, fp32, ... or eXmY[:flags])", spec, fmtname + 1);
-        return st;
-    }
-    if ((st = check_scale_format(&sc.scale_fmt, spec, msg, msg_len)) != FMT_OK) return st;
-    // Exponent-only scale formats hold only powers of two: OCP's choice is the natural default.
-    sc.scale_round = rnd >= 0 ? (fmt_scale_round)rnd
-                              : sc.scale_fmt.mbits == 0 ? FMT_SCALE_OCP : FMT_SCALE_RNE;
-    sc.recip = recip;
-    return finish(out, &sc, nan_block, spec, msg, msg_len);
-}
-
-void fmt_scaling_name(const fmt_scaling *sc, char *buf, size_t len) {
-    if (!buf || !len) return;
-    if (sc->none) {
-        snprintf(buf, len, "none");
-        return;
-    }
-    const char *rn = (unsigned)sc->scale_round < FMT_SCALE_NRULES ? round_names[sc->scale_round] : "?";
-    char nb[24];
-    snprintf(nb, sizeof nb, "%s%s", sc->nan_block ? ":nanblock" : "", sc->recip ? ":recip" : "");
-    for (int i = 0; i < NPRESETS; i++) {
-        const preset *p = &presets[i];
-        fmt_t pf;
-        fmt_from_name(&pf, p->scale_fmt);
-        if (p->tile_rows != sc->tile_rows || p->tile_cols != sc->tile_cols ||
-            p->tensor_scale != sc->tensor_scale || !same_format(&pf, &sc->scale_fmt) ||
-            (p->fixed_round && sc->scale_round != p->round))
-            continue;
-        if (sc->scale_round == p->round) snprintf(buf, len, "%s%s", p->name, nb);
-        else snprintf(buf, len, "%s:%s%s", p->name, rn, nb);
-        return;
-    }
-    // A two-level struct of another shape has no spelling of its own; the explicit form says the
-    // rest and "+tensor" marks that it will not parse back.
-    const char *ts = sc->tensor_scale ? "+tensor" : "";
-    if (sc->tile_rows == 1 && sc->tile_cols > 0)
-        snprintf(buf, len, "block:%d:%s:%s%s%s", sc->tile_cols, sc->scale_fmt.name, rn, nb, ts);
-    else
-        snprintf(buf, len, "tile:%dx%d:%s:%s%s%s", sc->tile_rows, sc->tile_cols, sc->scale_fmt.name,
-                 rn, nb, ts);
-}
 
 // ---------------------------------------------------------------------------------------------
 // geometry
@@ -359,13 +60,10 @@ void fmt_scale_grid(const fmt_scaling *sc, size_t rows, size_t cols, size_t grid
     grid[0] = g.ntr, grid[1] = g.ntc;
 }
 
-static inline uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, sizeof u); return u; }
-static inline float u2f(uint32_t u) { float f; memcpy(&f, &u, sizeof f); return f; }
+#define f2u fmt__f2u
+#define u2f fmt__u2f
 
 static inline size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
-
-static inline uint64_t d2u(double d) { uint64_t u; memcpy(&u, &d, sizeof u); return u; }
-static inline double u2d(uint64_t u) { double d; memcpy(&d, &u, sizeof d); return d; }
 
 enum {
     UNIT_ELEMS = 1 << 12,  // a work unit's target size: 16 KiB, held in L1 between its steps
@@ -495,242 +193,6 @@ static uint32_t amax_tiles(uint32_t *bits, const float *in, const geom *g) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// scales
-
-typedef struct {
-    fmt__kparams k;       // the scale format, saturating, for the rounding of a needed scale
-    fmt_round_mode mode;  // FMT_RNE or FMT_RUP
-    fmt_round_path path;  // float32 path of (k, mode): two-level needs are float32 quotients
-    fmt_scale_round r;
-    bool nan_block, two_level;
-    double lo, hi;        // the scale range: smallest positive value whose reciprocal is a finite
-                          // float32 (>= 2^-127), and the format's max
-    uint32_t carry32;     // power-of-two rules: added to amax's normalised float32 bits (and
-    uint64_t carry64;     // carry64 to a double's) before its exponent is read (pow2_carry)
-    float elem_max;
-    double enc_max;       // two levels: what s_enc maps the tensor amax to, over max_elem (enc_scale_max)
-    float alt_max;        // 4over6: the second target of a block's amax, 2^emax_elem (4 for e2m1)
-    int elem_emax;
-    float s_enc;          // two levels: the tensor's encoding scale (1 until the tensor amax is known)
-} scale_ctx;
-
-// What the tensor scale maps the tensor amax to, over max_elem: the scale format's max, or for
-// 4over6 the largest power of two S with S * max_elem / 2^emax_elem <= that max, so that a block
-// holding the tensor amax can take the 4-candidate's scale without saturating (e4m3 with e2m1:
-// 448 * 4 / 6 = 298.7, S = 256, the paper's choice; the 4-candidate's largest block scale is 384).
-static double enc_scale_max(const fmt_t *elem, const fmt_scaling *sc) {
-    const double m = sc->scale_fmt.max;
-    return sc->scale_round == FMT_SCALE_4OVER6 ? ldexp(1.0, ilogb(m * ldexp(1.0, elem->emax) / elem->max)) : m;
-}
-
-// The power-of-two rules read the exponent of amax rounded three ways: down (OCP), up (CEIL), or
-// to the element's precision with ties away (EVEN). Each is an add to the significand of a
-// normalised amax (frac_bits fraction bits) that carries into the exponent exactly when that
-// rounding goes up a binade: all ones for CEIL, half an element ulp for EVEN (torchao's
-// 1 << (23 - mbits - 1) on the float32 bits), nothing for OCP.
-static uint64_t pow2_carry(fmt_scale_round r, int elem_mbits, int frac_bits) {
-    if (r == FMT_SCALE_CEIL) return ((uint64_t)1 << frac_bits) - 1;
-    if (r == FMT_SCALE_EVEN && elem_mbits < frac_bits) return (uint64_t)1 << (frac_bits - 1 - elem_mbits);
-    return 0;
-}
-
-static void scale_ctx_make(scale_ctx *c, const fmt_t *elem, const fmt_scaling *sc) {
-    fmt_round_opts so = {0};
-    so.overflow = FMT_SATURATE;
-    // Powers of two are exact in the scale format (RNE leaves them); quotients round up or to nearest.
-    so.mode = sc->scale_round == FMT_SCALE_UP || sc->scale_round == FMT_SCALE_RCEIL ? FMT_RUP : FMT_RNE;
-    fmt__kparams_make(&c->k, &sc->scale_fmt, &so);
-    c->mode = so.mode;
-    c->path = fmt__f32_path(&c->k, FMT_PATH_AUTO, c->mode, false);
-    c->r = sc->scale_round;
-    c->nan_block = sc->nan_block, c->two_level = sc->tensor_scale;
-    c->lo = fmax(sc->scale_fmt.min_subnormal, 0x1p-127);
-    c->hi = sc->scale_fmt.max;
-    c->carry32 = (uint32_t)pow2_carry(c->r, elem->mbits, 23);
-    c->carry64 = pow2_carry(c->r, elem->mbits, 52);
-    c->elem_max = (float)elem->max;
-    c->enc_max = enc_scale_max(elem, sc);
-    c->alt_max = ldexpf(1.0f, elem->emax);
-    c->elem_emax = elem->emax;
-    c->s_enc = 1.0f;
-}
-
-// NVFP4's encoding scale from the tensor amax A: s_enc = (max_scale * max_elem) / A in float32,
-// clamped to FLT_MAX as Transformer Engine does; 1 when A is 0, inf or NaN.
-static float tensor_enc(double scale_max, float elem_max, float A) {
-    float s_enc = (float)(scale_max * elem_max) / A;
-    if (s_enc > FLT_MAX) s_enc = FLT_MAX;
-    if (A == 0.0f || !(A <= FLT_MAX) || s_enc == 0.0f) s_enc = 1.0f;
-    return s_enc;
-}
-
-float fmt_scaling_tensor_enc(const fmt_t *elem, const fmt_scaling *sc, float amax) {
-    return tensor_enc(enc_scale_max(elem, sc), (float)elem->max, amax);
-}
-
-// abits: the max |x| bits of the tensor, a NaN pattern if any.
-static float encoding_scale(const scale_ctx *c, uint32_t abits) {
-    return tensor_enc(c->enc_max, c->elem_max, u2f(abits));
-}
-
-// The needed scale of a tile whose (scaled) amax is a, a finite and > 0: a power-of-two rule's
-// 2^(E - emax_elem), E the exponent of a rounded as pow2_carry says (a is a normal double: a
-// float, or a float times s_enc, exact), or the quotient a / max_elem: in double for UP and RNE
-// (exact enough that only its final rounding matters), in float32 for RCEIL (one level only:
-// two levels compute their float32 quotient themselves).
-static double needed_scale(const scale_ctx *c, double a) {
-    if (c->r == FMT_SCALE_RCEIL) return (float)a / c->elem_max;
-    if (!rule_is_pow2(c->r)) return a / c->elem_max;
-    const int e = (int)(((d2u(a) + c->carry64) >> 52) & 0x7ff) - 1023 - c->elem_emax;
-    return e >= -1022 && e <= 1023 ? u2d((uint64_t)(e + 1023) << 52) : ldexp(1.0, e);
-}
-
-// One need rounded into the scale format (what fmt__round_f64_kernel does to one element).
-static double round_need(const scale_ctx *c, double need) {
-    fmt__flags fl;
-    return c->mode == FMT_RUP ? fmt__round_one_f64(&c->k, FMT_RUP, need, 0, &fl)
-                              : fmt__round_one_f64(&c->k, FMT_RNE, need, 0, &fl);
-}
-
-// One level, a need in double (RNE and UP: a / max_elem), rounded into the scale format.
-// Clipped: the need lies outside [lo, hi] (the stored scale is then the nearer end), or
-// rounding it up saturated below it.
-static float round_scale(const scale_ctx *c, double need, bool *clipped) {
-    if (need > c->hi) return *clipped = true, (float)c->hi;
-    if (need < c->lo) return *clipped = true, (float)c->lo;
-    const double s = round_need(c, need);
-    if (c->mode == FMT_RUP && s < need) *clipped = true;
-    return (float)s;
-}
-
-// The scale of a tile whose amax is inf or NaN. OCP MX v1.0 (6.3) takes the scale from the
-// largest magnitude, which is not finite here, and clamps only normal numbers: the spec leaves
-// this tile open. fplab's default keeps scale 1, so the non-finite values meet the element
-// format's own rules (and are counted there) instead of poisoning their neighbours; nan_block
-// gives the scale NaN, as microxcaling and torchao do (every element of the tile becomes NaN).
-static float nonfinite_tile_scale(bool nan_block) { return nan_block ? NAN : 1.0f; }
-
-typedef struct {
-    uint64_t clipped;  // scales out of the scale format's range (fmt_quant_info.scales_clipped)
-    uint64_t nan;      // nan_block: tiles whose scale is NaN
-} tile_counts;
-
-// The hot recipes' scales are computed W tiles at a time (vec_internal.h's lanes): a scalar
-// chain per tile cost as much as rounding its 32 elements. Lane masks are all-ones or zero;
-// float magnitudes (never negative here) compare as their bits.
-FMT__VEC vu load_u(const void *p) { vu v; memcpy(&v, p, sizeof v); return v; }
-FMT__VEC void store_u(void *p, vu v) { memcpy(p, &v, sizeof v); }
-FMT__VEC uint64_t lane_sum(vu v) {
-    uint64_t k = 0;
-    for (int i = 0; i < W; i++) k += v[i];
-    return k;
-}
-
-// One level, power-of-two rules: s = 2^(E - emax_elem) with E the exponent of the tile amax
-// after the rule's carry (pow2_carry), read from the float32 bits normalised (a subnormal's
-// significand converted to float, whose exponent is 149 higher); a power of two, so a value of
-// the scale format where it lies in [lo, hi], else the nearer end (clipped). The carry cannot
-// wrap: the largest finite amax plus the largest carry is 0x7fffffff (E = 128).
-static void scales_pow2(const scale_ctx *c, const uint32_t *amax, size_t ntp, float *s, float *mul, float *deq,
-                        tile_counts *tc) {
-    const uint32_t nonfinite = f2u(nonfinite_tile_scale(c->nan_block));
-    const int e_hi = ilogb(c->hi), e_lo = ilogb(c->lo);  // lo is a power of two
-    vu clipped = {0};  // per lane: counts (masks are -1)
-    for (size_t t = 0; t < ntp; t += W) {
-        const vu b = load_u(amax + t), zero = b * 0, one = zero + 1;
-        const vu sub = lt(b, zero + 0x800000u);
-        const vu nb = sel(sub, bits(__builtin_convertvector((vi)b, vf)), b);
-        const vu eb = (nb + c->carry32) >> 23;
-        const vi E = (vi)(eb - sel(sub, zero + (127 + 149), zero + 127)) - c->elem_emax;
-        const vu over = lt_i((vi)zero + e_hi, E), under = lt_i(E, (vi)zero + e_lo);
-        vu st = sel(lt_i(E, (vi)zero - 126), zero + 0x400000u, (vu)(E + 127) << 23);  // E >= -127 here
-        st = sel(over, zero + f2u((float)c->hi), sel(under, zero + f2u((float)c->lo), st));
-        const vu empty = lt(b, one), special = ~lt(b, zero + 0x7f800000u);
-        st = sel(empty, zero + f2u(1.0f), sel(special, zero + nonfinite, st));
-        clipped -= (over | under) & ~empty & ~special;
-        store_u(s + t, st), store_u(deq + t, st);
-        store_u(mul + t, bits(1.0f / as_f(st)));
-    }
-    tc->clipped += lane_sum(clipped);
-}
-
-// Two levels: sf from the need (tq: the need as a float32; sf: it rounded into the scale
-// format, saturating), mul = s_enc / sf (at most FLT_MAX), deq = sf / s_enc; clipped where the
-// need is above the format's max, where rounding it up saturated below it, or where a nonzero
-// tile got sf = 0 (it becomes zero: counted in zeroed too).
-static void finish_two_level(const scale_ctx *c, const uint32_t *amax, size_t ntp, const float *tq, float *s,
-                             float *mul, float *deq, tile_counts *tc) {
-    const uint32_t nonfinite = f2u(nonfinite_tile_scale(c->nan_block)), hi = f2u((float)c->hi);
-    const vu up = (vu){0} + (c->mode == FMT_RUP ? ~0u : 0u);
-    vu clipped = {0};  // per lane: counts (masks are -1)
-    for (size_t t = 0; t < ntp; t += W) {
-        const vu b = load_u(amax + t), q = load_u(tq + t), zero = b * 0, one = zero + 1;
-        vu sf = load_u(s + t);
-        const vu special = ~lt(b, zero + 0x7f800000u);  // A is non-finite too, so s_enc == 1
-        const vu over = lt(zero + hi, q), zeroed = lt(zero, b) & lt(sf, one) & ~over & ~special;
-        clipped -= (over | (up & lt(sf, q)) | zeroed) & ~special;
-        sf = sel(special, zero + nonfinite, sel(over, zero + hi, sf));
-        const vu keep = lt(sf, one) | lt(zero + 0x7f800000u, sf);  // 0: the block becomes zero; NaN: NaN
-        vf m = c->s_enc / as_f(sf);
-        m = as_f(sel(lt(zero + f2u(FLT_MAX), bits(m)), zero + f2u(FLT_MAX), bits(m)));
-        const vf d = as_f(sf) / c->s_enc;
-        store_u(s + t, sf);
-        store_u(mul + t, sel(keep, sf, bits(m)));
-        store_u(deq + t, sel(keep, sf, bits(d)));
-    }
-    tc->clipped += lane_sum(clipped);
-}
-
-// The scales of nt tiles from their amax bits: s (the decoded scale, as fmt_quant_info.scales
-// reports it), mul (the elements' multiplier before rounding) and deq (the rounded values'
-// multiplier after it). Every array holds round_up(nt, W) entries, bits zero beyond nt.
-// One level: s = deq = the tile scale, mul = 1/s in float32.
-// Two levels (NVFP4): sf = round(amax / max_elem * s_enc) into the scale format without a lower
-// clamp (power-of-two rules: the power of two of amax * s_enc; RCEIL is UP, whose quotient is
-// already float32's here); mul = s_enc / sf, deq = sf / s_enc. sf == 0 (an
-// empty block, or one too small for the scale format) gives mul = deq = 0: the block becomes zero.
-// pick (4over6; NULL otherwise, as for every other rule): per tile, nonzero where the block's
-// amax maps to alt_max instead of max_elem (round_up(nt, W) entries, like bits).
-static void tile_scales(const scale_ctx *c, const uint32_t *bits, const uint8_t *pick, size_t nt, float *s,
-                        float *mul, float *deq, tile_counts *tc) {
-    const size_t ntp = (nt + W - 1) / W * W;
-    if (c->nan_block)
-        for (size_t t = 0; t < nt; t++) tc->nan += bits[t] >= 0x7f800000u;  // inf or NaN amax
-    const bool pow2 = rule_is_pow2(c->r);
-    if (!c->two_level && pow2) {
-        scales_pow2(c, bits, ntp, s, mul, deq, tc);
-    } else if (!c->two_level) {  // RNE, UP, RCEIL: the quotient (needed_scale), rounded on its own
-        for (size_t t = 0; t < nt; t++) {
-            const float a = u2f(bits[t]);
-            bool clip = false;
-            const float st = a == 0.0f         ? 1.0f
-                             : !(a <= FLT_MAX) ? nonfinite_tile_scale(c->nan_block)
-                                               : round_scale(c, needed_scale(c, a), &clip);
-            s[t] = deq[t] = st;
-            mul[t] = 1.0f / st;
-            tc->clipped += clip;
-        }
-    } else if (!pow2) {
-        // The need is the float32 quotient tq (kept in mul until finish_two_level): the float32
-        // kernel rounds all of them in one call, to what the float64 rounding of each gives.
-        for (size_t t = 0; t < ntp; t++)
-            s[t] = mul[t] = u2f(bits[t]) / (pick && pick[t] ? c->alt_max : c->elem_max) * c->s_enc;
-        fmt__round_f32_kernel(&c->k, c->path, c->mode, s, ntp, 0, NULL);
-        finish_two_level(c, bits, ntp, mul, s, mul, deq, tc);
-    } else {
-        // The power of two of amax * s_enc (exact in double); as a float32 it compares with
-        // the format's max as the double does (beyond float32's range it is inf or tiny).
-        for (size_t t = 0; t < ntp; t++) {
-            const float a = u2f(bits[t]);
-            const double need = a > 0.0f && a <= FLT_MAX ? needed_scale(c, (double)a * c->s_enc) : 0.0;
-            mul[t] = (float)need;
-            s[t] = (float)round_need(c, need);
-        }
-        finish_two_level(c, bits, ntp, mul, s, mul, deq, tc);
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
 // work units: scale, round, scale back
 
 // How the tensor is cut into work units: rows [i * rows_per, ...) x columns [j * width, ...).
@@ -781,21 +243,34 @@ static plan plan_make(const geom *g) {
     return p;
 }
 
+// How a call's units turn x into round(x / s) * s and round(x / s), chosen once per call by
+// choose_pass.
+typedef enum {
+    PASS_MUL,        // x * mul, the rounding by the internal kernel, * deq: three passes over a
+                     // unit while it is in cache
+    PASS_EXACT,      // the exact quotient x / deq rounded to odd into float32, the rounding by the
+                     // internal kernel, * deq
+    PASS_EXACT_F64,  // fl(x / deq) rounded by the float64 kernel, * deq (element formats beyond
+                     // exact_fits_f32)
+    PASS_LEAN,       // one pass of the block kernel (fmt__scale_round_f32_lean), with the multiply
+                     // or the exact quotient as qrun.req.exact says; the rows it declines (this
+                     // thread's MXCSR) take qrun.fallback
+} pass_kind;
+
 // Everything a unit needs, the same for all units of a call.
 typedef struct {
     const geom *g;
     const plan *p;
-    scale_ctx c;
+    fmt__scale_ctx c;
     fmt__kparams k;  // the element format and the caller's options
     fmt_round_path path;
     fmt_round_mode mode;
     float *out, *elems, *scales;  // elems, scales: optional outputs (fmt_quant_info)
     const float *in;
     bool counts, count_zeroed;
-    bool lean;  // the rounding path is the explicit AVX-512 kernels' (or auto chose the
-                // converters, whose results are theirs) and the tiles are whole vectors
-    bool exact;      // q = round(x / deq) (scale_round_exact), not round(x * mul)
-    bool exact_f64;  // ... through the float64 kernel (element formats beyond exact_fits_f32)
+    pass_kind pass;      // how the units scale and round (choose_pass)
+    pass_kind fallback;  // PASS_LEAN: what takes the rows the block kernel declines
+    fmt__block_req req;  // PASS_LEAN: the block kernel's request, its per-call fields set
     const uint8_t *pick;  // 4over6: per tile (row-major over the grid, whole vectors), the choice
                           // of alt_max (tile_scales); NULL otherwise
     float deq_big;  // FLT_MAX / max_elem: a tile whose deq is above it may dequantize to inf
@@ -806,7 +281,7 @@ typedef struct {
     fmt__counts counts;  // the element rounding's
     uint64_t zeroed;     // nonzero elements that a zero multiplier sends to zero
     uint32_t finite_max; // NaN-free max |x| bits of the input
-    tile_counts tiles;
+    fmt__tile_counts tiles;
 } qacc;
 
 // A unit's multipliers: tile (band b, tile column t) has m[(b - b0) * stride + t - t0].
@@ -815,10 +290,10 @@ typedef struct {
     size_t b0, t0, stride;
 } tile_view;
 
-// dst[c0..c1) = src[c0..c1) * m[k] for the k-th tile the row segment touches (tile width
-// tc > 1); dst may be src. Where the multiplier is 1 the element is kept as it is (x * 1 is
-// x, but for a float32 subnormal in a thread whose MXCSR has DAZ set). zeroed (optional) counts the nonzero elements that a zero multiplier sends to
-// zero: underflows the rounding cannot see.
+// dst[0..len) = src[0..len) * f, one tile's piece of a row; dst may be src. Where f is 1 the
+// element is kept as it is (x * 1 is x, but for a float32 subnormal in a thread whose MXCSR has
+// DAZ set). zeroed (optional) counts the nonzero elements that a zero f sends to zero:
+// underflows the rounding cannot see. ahead (elements; 0: none): a prefetch distance.
 ROW_INLINE void tile_mul(float *dst, const float *src, float f, const size_t len, ptrdiff_t ahead,
                          uint64_t *zeroed) {
     if (ahead)
@@ -829,6 +304,8 @@ ROW_INLINE void tile_mul(float *dst, const float *src, float f, const size_t len
     for (size_t i = 0; i < len; i++) dst[i] = one ? src[i] : src[i] * f;
 }
 
+// dst[c0..c1) = src[c0..c1) * m[k] for the k-th tile the row segment touches (tile width
+// tc > 1), by tile_mul; dst may be src.
 ROW_INLINE void row_mul(float *dst, const float *src, const float *m, size_t c0, size_t c1, const size_t tc,
                         ptrdiff_t ahead, uint64_t *zeroed) {
     size_t c = c0, k = 0;
@@ -894,7 +371,7 @@ static inline float div_rto(float x, float d) {
 
 // dst[0..len) = div_rto(src[i], d): kept out of line, so that GCC vectorises this one loop
 // instead of unrolling it into scalar code in the copies specialised for 16- and 32-wide tiles
-// (which made NVFP4's exact path 4.6x slower than the reciprocal multiply).
+// (scalar code there made NVFP4's exact path several times the reciprocal multiply).
 __attribute__((noinline)) static void div_rto_run(float *restrict dst, const float *restrict src, float d,
                                                   size_t len) {
     for (size_t i = 0; i < len; i++) dst[i] = div_rto(src[i], d);
@@ -926,9 +403,9 @@ ROW_INLINE void tile_div(float *dst, const float *src, float m, float d, const s
 }
 
 // Per column (tile width 1: every element its own divisor): dst[i] = div_rto(src[i], d[i]), or
-// src[i] * m[i] where d[i] == 0, src[i] where d[i] == 1 (as tile_div). One loop GCC vectorises (the divisors are loaded,
-// not broadcast); the transposed operands of a trainer's dgrad and wgrad take it, whose
-// element-at-a-time tile_div calls were a quarter of an NVFP4 training step.
+// src[i] * m[i] where d[i] == 0, src[i] where d[i] == 1 (as tile_div). One loop GCC vectorises
+// (the divisors are loaded, not broadcast): the transposed operands of a trainer's dgrad and
+// wgrad take it, and a tile_div call per element made them a large part of an NVFP4 step.
 __attribute__((noinline)) static void div_rto_cols(float *restrict dst, const float *restrict src,
                                                    const float *restrict m, const float *restrict d, size_t len) {
     for (size_t i = 0; i < len; i++) {
@@ -988,13 +465,14 @@ static void round_then_dequantize(const qrun *q, const tile_view *deq, size_t r0
 static void scale_round_exact(const qrun *q, const tile_view *mul, const tile_view *deq, size_t r0, size_t r1,
                               size_t c0, size_t c1, qacc *acc) {
     const geom *g = q->g;
+    const bool f64 = q->pass == PASS_EXACT_F64;
     const size_t cols = g->cols;
     fmt__counts *cnt = q->counts ? &acc->counts : NULL;
     uint64_t *zeroed = q->count_zeroed ? &acc->zeroed : NULL;
     for (size_t r = r0; r < r1; r++) {
         float *o = q->out + r * cols;
         const float *x = q->in + r * cols, *m = tile_row(mul, g, r, c0), *d = tile_row(deq, g, r, c0);
-        if (q->exact_f64) {
+        if (f64) {
             enum { CHUNK = 256 };
             double z[CHUNK];
             for (size_t c = c0; c < c1; c += CHUNK) {
@@ -1015,48 +493,55 @@ static void scale_round_exact(const qrun *q, const tile_view *mul, const tile_vi
 #undef ROW_DIV
         }
     }
-    round_then_dequantize(q, deq, r0, r1, c0, c1, !q->exact_f64, cnt);
+    round_then_dequantize(q, deq, r0, r1, c0, c1, !f64, cnt);
+}
+
+// The rows of [r0, r1) x [c0, c1) that the block kernel takes, from r0 on: a call per tile row
+// (its rows take the same scales; per-column ones prepare each divisor once for all of them),
+// or one for the whole unit where it is whole rows of one-row tiles (rows and scales both
+// contiguous), since a call's setup costs about as much as a short row. It declines (writing
+// nothing) for every row or for none, by the thread's MXCSR; a unit of the separate plan may
+// start inside a tile, which it does not take. Returns the first row not done (r1: all).
+static size_t lean_rows(const qrun *q, const tile_view *mul, const tile_view *deq, size_t r0, size_t r1, size_t c0,
+                        size_t c1, ptrdiff_t ahead, qacc *acc) {
+    const geom *g = q->g;
+    if (c0 % g->tc) return r0;
+    const size_t cols = g->cols, w = c1 - c0;
+    const bool flat = g->tr == 1 && w == cols && cols % g->tc == 0 && mul->stride * g->tc == cols &&
+                      deq->stride * g->tc == cols;
+    fmt__block_req r = q->req;
+    r.counts = q->counts ? &acc->counts : NULL;
+    r.zeroed = q->count_zeroed ? &acc->zeroed : NULL;
+    r.ahead = ahead;
+    while (r0 < r1) {
+        const size_t o = r0 * cols + c0, rows = flat ? r1 - r0 : min_sz(r1, (r0 / g->tr + 1) * g->tr) - r0;
+        r.mul = tile_row(mul, g, r0, c0), r.deq = tile_row(deq, g, r0, c0);
+        r.out = q->out + o, r.elems = q->elems ? q->elems + o : NULL, r.in = q->in + o;
+        r.n = flat ? rows * w : w, r.rows = flat ? 1 : rows, r.base = o;
+        if (!fmt__scale_round_f32_lean(&r)) break;
+        r0 += rows;
+    }
+    return r0;
 }
 
 // Rows [r0, r1) x columns [c0, c1): out = round(in * mul) * deq, elems = round(in * mul) (exact
-// quotients: in / deq). Where the explicit AVX-512 kernels round the elements, one pass per row
-// segment does all three (fmt__scale_round_f32_lean); else three passes over the unit while it
-// is in cache, the rounding by the internal kernel: one call where the unit is whole rows (one
-// contiguous range), else one per row. Element i draws counter offset + i either way.
+// quotients: in / deq), by the call's pass. Element i draws counter offset + i whichever it is.
 static void scale_round_body(const qrun *q, const tile_view *mul, const tile_view *deq, size_t r0, size_t r1,
                              size_t c0, size_t c1, ptrdiff_t ahead, qacc *acc) {
-    if (q->exact && !q->lean) {
+    pass_kind pass = q->pass;
+    if (pass == PASS_LEAN) {
+        r0 = lean_rows(q, mul, deq, r0, r1, c0, c1, ahead, acc);
+        if (r0 == r1) return;
+        pass = q->fallback;
+    }
+    if (pass != PASS_MUL) {
         scale_round_exact(q, mul, deq, r0, r1, c0, c1, acc);
         return;
     }
-    const size_t cols = q->g->cols, w = c1 - c0;
-    fmt__counts *cnt = q->counts ? &acc->counts : NULL;
-    uint64_t *zeroed = q->count_zeroed ? &acc->zeroed : NULL;
-    // One pass where the segments start on a tile boundary (the units of the separate plan may
-    // start inside one). The kernel declines (writing nothing) for every row or for none (it
-    // depends on the call and the thread only); the passes below take the rows it did not do.
-    // A call per tile row (its rows take the same scales; per-column ones prepare each divisor
-    // once for all of them), or one for the whole unit where it is whole rows of one-row tiles
-    // (rows and scales both contiguous): a call's setup costs about as much as a short row.
-    const geom *g = q->g;
-    const bool flat = g->tr == 1 && w == cols && cols % g->tc == 0 && mul->stride * g->tc == cols &&
-                      deq->stride * g->tc == cols;
-    while (q->lean && c0 % g->tc == 0 && r0 < r1) {
-        const size_t o = r0 * cols + c0, rows = flat ? r1 - r0 : min_sz(r1, (r0 / g->tr + 1) * g->tr) - r0;
-        if (!fmt__scale_round_f32_lean(&q->k, q->mode, g->tc, tile_row(mul, g, r0, c0), tile_row(deq, g, r0, c0),
-                                       q->exact, q->out + o, q->elems ? q->elems + o : NULL, q->in + o,
-                                       flat ? rows * w : w, flat ? 1 : rows, cols, o, ahead, cnt, zeroed))
-            break;
-        r0 += rows;
-    }
-    if (r0 == r1) return;
-    if (q->exact) {  // the rows the one pass did not take
-        scale_round_exact(q, mul, deq, r0, r1, c0, c1, acc);
-        return;
-    }
+    const size_t cols = q->g->cols;
     for (size_t r = r0; r < r1; r++)
-        mul_row(q->out + r * cols, q->in + r * cols, q->g, mul, r, c0, c1, ahead, zeroed);
-    round_then_dequantize(q, deq, r0, r1, c0, c1, true, cnt);
+        mul_row(q->out + r * cols, q->in + r * cols, q->g, mul, r, c0, c1, ahead, q->count_zeroed ? &acc->zeroed : NULL);
+    round_then_dequantize(q, deq, r0, r1, c0, c1, true, q->counts ? &acc->counts : NULL);
 }
 
 // The overflows of the dequantization: an element q that is finite but q * deq passes FLT_MAX.
@@ -1085,7 +570,8 @@ static void scale_round(const qrun *q, const tile_view *mul, const tile_view *de
     if (q->counts) count_dequant_overflow(q, deq, r0, r1, c0, c1, acc);
 }
 
-// Per-thread scratch of a fused unit: amax bits, 4over6 choices (with q->pick) and scales of its tiles.
+// Per-thread scratch of a fused unit: amax bits, 4over6 choices (with q->pick) and scales of its
+// tiles.
 typedef struct {
     uint32_t *bits;
     uint8_t *pick;
@@ -1109,7 +595,7 @@ static void fused_unit(const qrun *q, size_t u, const scratch *w, qacc *acc) {
         memset(w->pick, 0, (nt + W - 1) / W * W);
         for (size_t b = b0; b < b1; b++) memcpy(w->pick + (b - b0) * ntu, q->pick + b * g->ntc + t0, ntu);
     }
-    tile_scales(&q->c, w->bits, q->pick ? w->pick : NULL, nt, w->s, w->mul, w->deq, &acc->tiles);
+    fmt__tile_scales(&q->c, w->bits, q->pick ? w->pick : NULL, nt, w->s, w->mul, w->deq, &acc->tiles);
     if (q->scales)
         for (size_t b = b0; b < b1; b++)
             memcpy(q->scales + b * g->ntc + t0, w->s + (b - b0) * ntu, ntu * sizeof *w->s);
@@ -1140,7 +626,7 @@ static int run_fused(qrun *q, qacc *total) {
                 abits = m > abits ? m : abits;
             }
 #pragma omp single
-            q->c.s_enc = encoding_scale(&q->c, abits);  // (single's barrier: all threads see it)
+            q->c.s_enc = fmt__scale_encoding(&q->c, abits);  // (single's barrier: all threads see it)
         }
         qacc acc = {0};
         uint32_t *bits = malloc(mt * sizeof *bits);
@@ -1177,7 +663,7 @@ static int run_separate(qrun *q, qacc *total) {
     if (q->c.two_level) {
         uint32_t abits = 0;
         for (size_t t = 0; t < nt; t++) abits = bits[t] > abits ? bits[t] : abits;
-        q->c.s_enc = encoding_scale(&q->c, abits);
+        q->c.s_enc = fmt__scale_encoding(&q->c, abits);
     }
     const size_t nbatch = (nt + SCALE_BATCH - 1) / SCALE_BATCH;
     const tile_view vm = {mul, 0, 0, g->ntc}, vd = {deq, 0, 0, g->ntc};
@@ -1187,7 +673,7 @@ static int run_separate(qrun *q, qacc *total) {
 #pragma omp for schedule(static)
         for (size_t i = 0; i < nbatch; i++) {
             const size_t t = i * SCALE_BATCH, len = min_sz(nt - t, SCALE_BATCH);
-            tile_scales(&q->c, bits + t, q->pick ? q->pick + t : NULL, len, s + t, mul + t, deq + t, &acc.tiles);
+            fmt__tile_scales(&q->c, bits + t, q->pick ? q->pick + t : NULL, len, s + t, mul + t, deq + t, &acc.tiles);
         }
 #pragma omp for schedule(static)
         for (size_t u = 0; u < q->p->nu; u++) {
@@ -1255,6 +741,30 @@ static int run_four_over_six(qrun *q, qacc *total) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// the pass
+
+// The one decision of how a call scales and rounds; *fallback: what takes the rows the block
+// kernel declines. Exact quotients wherever a scale need not be a power of two: two levels
+// (sf / s_enc), and one level with a scale format that has fraction bits and a quotient rule.
+// The block kernel where its rounding is the path the call takes (the explicit AVX-512 kernels,
+// or auto chose the converters, whose results are theirs), it covers the element format, the
+// mode and the tile width, and for exact quotients the tiles are narrow (at most 32: there the
+// separate passes cost a call and a check per tile, while for wide tiles (rows) the separate
+// division loop overlaps with memory) or one column wide (each lane its own divisor).
+// Per-column multipliers take it too, since it does a tile row's rows in one call.
+// docs/benchmarks.md ("Block scaling's passes") has the measurements behind each choice.
+static pass_kind choose_pass(const fmt_t *elem, const fmt_scaling *sc, const geom *g, const fmt__kparams *k,
+                             fmt_round_mode mode, fmt_round_path asked, fmt_round_path path, pass_kind *fallback) {
+    const bool exact = !sc->recip && (sc->tensor_scale || (sc->scale_fmt.mbits > 0 &&
+                                                           !fmt__scale_rules[sc->scale_round].carry));
+    const bool f64 = exact && !exact_fits_f32(elem);
+    *fallback = !exact ? PASS_MUL : f64 ? PASS_EXACT_F64 : PASS_EXACT;
+    const bool lean = !f64 && (!exact || g->tc <= 32) && fmt__block_lean_covers(k, mode, g->tc) &&
+                      (path == FMT_PATH_LEAN || (asked == FMT_PATH_AUTO && path == FMT_PATH_HW));
+    return lean ? PASS_LEAN : *fallback;
+}
+
+// ---------------------------------------------------------------------------------------------
 // quantize
 
 int fmt_quantize_f32(const fmt_t *elem, const fmt_scaling *sc, float *out, const float *in,
@@ -1267,9 +777,7 @@ int fmt_quantize_f32(const fmt_t *elem, const fmt_scaling *sc, float *out, const
     if (!fmt_values_fit_f32(elem)) return FMT_EINVAL;
     if (sc->tile_rows < 0 || sc->tile_cols < 0 || (unsigned)sc->scale_round >= FMT_SCALE_NRULES)
         return FMT_EINVAL;
-    if (!sc->none && sc->scale_round == FMT_SCALE_4OVER6 && !sc->tensor_scale) return FMT_EINVAL;  // as the parser
-    if (!sc->none && check_scale_format(&sc->scale_fmt, "", NULL, 0) != FMT_OK) return FMT_EINVAL;
-    if (!sc->none && sc->nan_block && !sc->scale_fmt.has_nan) return FMT_EINVAL;  // as the parser says
+    if (!sc->none && fmt__scaling_check(sc, "", NULL, 0) != FMT_OK) return FMT_EINVAL;
     if (cols && rows > SIZE_MAX / cols) return FMT_EINVAL;
     const size_t n = rows * cols;
     if (n && (!out || !in)) return FMT_EINVAL;
@@ -1289,27 +797,15 @@ int fmt_quantize_f32(const fmt_t *elem, const fmt_scaling *sc, float *out, const
     q.elems = info ? info->elems : NULL;
     q.scales = info ? info->scales : NULL;
     q.deq_big = (float)(FLT_MAX / elem->max);
-    scale_ctx_make(&q.c, elem, sc);
+    fmt__scale_ctx_make(&q.c, elem, sc);
     fmt__kparams_make(&q.k, elem, o);
     q.path = fmt__f32_path(&q.k, o->path, o->mode, stats != NULL);
     if (q.path == FMT_NPATHS) return FMT_EINVAL;  // a path the caller named that cannot run this
-    // Exact quotients wherever a scale need not be a power of two: two levels (sf / s_enc), and
-    // one level with a scale format that has fraction bits and a rounding other than OCP's.
-    q.exact = !sc->recip && (sc->tensor_scale || (sc->scale_fmt.mbits > 0 && !rule_is_pow2(sc->scale_round)));
-    q.exact_f64 = q.exact && !exact_fits_f32(elem);
-    // Exact quotients take the one fused pass for narrow tiles (there the separate passes cost a
-    // call and a check per tile: NVFP4 2.5x the reciprocal multiply, fused 1.28x) and for
-    // per-column scales (tile width 1, each lane its own divisor: 23 -> 2.9 ns per element); for
-    // wide tiles (rows) the separate division loop overlaps with memory (1.08x). Per-column
-    // multipliers take it too since it does a tile row's rows in one call (768 x 384, e4m3 with
-    // MX's 32 x 1 tiles: 0.84 -> 0.63 ns per element against the separate passes).
-    const bool lean_width = g.tc % 16 == 0 || g.tc == 1;
-    q.lean = !q.exact_f64 && (!q.exact || g.tc <= 32) && lean_width && fmt__f32_lean_covers(&q.k, o->mode) &&
-             (q.path == FMT_PATH_LEAN || (o->path == FMT_PATH_AUTO && q.path == FMT_PATH_HW));
+    q.pass = choose_pass(elem, sc, &g, &q.k, o->mode, o->path, q.path, &q.fallback);
+    q.req = (fmt__block_req){.k = &q.k, .mode = q.mode, .tc = g.tc, .exact = q.fallback != PASS_MUL, .ld = cols};
 
     qacc total = {0};
-    const int status = sc->tensor_scale && sc->scale_round == FMT_SCALE_4OVER6 ? run_four_over_six(&q, &total)
-                                                                             : run_plan(&q, &total);
+    const int status = sc->tensor_scale && q.c.rule->by_error ? run_four_over_six(&q, &total) : run_plan(&q, &total);
     if (status != FMT_OK) return status;
     if (stats) {
         // The rounding's counts, the zeroed blocks' elements, and the amax of the input (not of

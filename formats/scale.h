@@ -31,9 +31,9 @@ typedef enum {
     FMT_SCALE_RCEIL, // fl32(amax / max_elem), the float32 quotient, rounded up into the scale
                      // format: cuBLAS's UE8M0 recipe, PTX cvt.rp.satfinite.ue8m0x2.f32, torchao's
                      // RCEIL (its eager path takes the ceiling of a float32 log2, which misses
-                     // a quotient a few ulps above 2^k: docs/formats.md). Differs from UP only where the float32 quotient rounds onto a
-                     // power of two from above (below 2^-126, e8m0's bottom: 2^-127 where UP
-                     // gives 2^-126)
+                     // a quotient a few ulps above 2^k: docs/formats.md). Differs from UP only
+                     // where the float32 quotient rounds onto a power of two from above (below
+                     // 2^-126, e8m0's bottom: 2^-127 where UP gives 2^-126)
     FMT_SCALE_4OVER6,// two levels only (nvfp4:4over6): "Four Over Six" (arXiv 2512.02010). Each
                      // block is quantized with its amax mapped to max_elem (RNE's scale) and to
                      // 2^emax_elem (4 for e2m1: scale amax / 4, RNE into the scale format) and
@@ -87,8 +87,10 @@ fmt_round_opts fmt_scaling_default_opts(const fmt_scaling *sc);
 // fp8block1x128:pow2 | fp8block128x128:pow2 | block:K:SCALEFMT | tile:RxC:SCALEFMT, with an
 // optional scale rounding suffix (":ocp", ":up", ":rne", ":ceil", ":even", ":rceil", or
 // ":4over6" for two-level recipes only), an optional ":nanblock" (the scale format must have a
-// NaN) and ":recip", in any order at the end. A ":pow2" name fixes its rounding and takes no
-// rounding suffix.
+// NaN) and ":recip", in any order at the end, then an optional "+tensor": a one-level recipe's
+// tiles (not "tensor"'s single one) under an fp32 tensor scale (fmt_scaling.tensor_scale), as
+// autocast's policies write NVFP4's weights (tile:16x16:e4m3+tensor). A ":pow2" name fixes its
+// rounding and takes no rounding suffix.
 // Keywords are case-insensitive; K >= 1; R, C >= 0 (0 = the whole dimension); SCALEFMT is any
 // name fmt_from_name accepts, custom ":flag"s included (block:32:e5m3:fn:up), that fits in
 // float32 and holds 1.
@@ -117,8 +119,9 @@ const char *fmt_scheme_get(size_t i, const char **elem, const char **recipe);
 // "nvfp4:4over6", "fp8block128x128"; a ":pow2" name only with its own rounding), otherwise the
 // explicit form with its rounding ("block:16:e4m3:rne", "tile:16x16:fp32:rne",
 // "block:128:e8m0:ocp"), then ":nanblock" and ":recip" when set ("mx:nanblock", "mx:up:nanblock").
-// It parses back to the same recipe; a hand-built two-level struct that is not nvfp4-shaped has
-// no spelling and gets a "+tensor" mark that does not parse.
+// It parses back to the same recipe; a two-level struct that is not nvfp4-shaped is spelled in
+// the explicit form followed by "+tensor" ("tile:16x16:e4m3:rne+tensor"), which parses back too
+// where it has tiles.
 void fmt_scaling_name(const fmt_scaling *sc, char *buf, size_t len);
 
 // The two-level recipe's (NVFP4's) encoding scale for a tensor whose largest |x| is amax, as

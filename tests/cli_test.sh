@@ -923,5 +923,16 @@ expect_err "matmul-check: an element off its format, with its nearest value" \
     "--a-values '$T/xa11.npy': element [0, 0] = 1.10000002 is not a value of e4m3 (nearest 1.125)" \
     "$F" matmul-check --a e4m3 --b e4m3 --a-values "$T/xa11.npy" --b-values "$T/xb.npy" --result "$T/xc.npy"
 
+# --- issue 35/36: formats (the recipe parser has autocast's "+tensor": quantize takes it too)
+expect_rc "quantize block:16:e4m3+tensor" 0 "$F" quantize "$T/b500.npy" "$T/bt.npy" --to e2m1 --scale block:16:e4m3+tensor
+expect_rc "quantize nvfp4" 0 "$F" quantize "$T/b500.npy" "$T/bn.npy" --to e2m1 --scale nvfp4
+expect_eq "block:16:e4m3+tensor is nvfp4, bit for bit" "" "$(cmp "$T/bt.npy" "$T/bn.npy" 2>&1)"
+expect_has "block:16:e4m3+tensor is spelled nvfp4" "scale=nvfp4" "$F" quantize "$T/b500.npy" "$T/bt.npy" --to e2m1 \
+    --scale block:16:e4m3+tensor
+expect_has "tile:16x16:e4m3+tensor spelled so it parses back" "scale=tile:16x16:e4m3:rne+tensor" "$F" quantize \
+    "$T/b500.npy" "$T/bt.npy" --to e2m1 --scale tile:16x16:e4m3+tensor
+expect_err "quantize +tensor on one tile" "+tensor puts tile scales under a tensor scale" "$F" quantize "$T/b500.npy" \
+    "$T/bt.npy" --to e2m1 --scale tensor+tensor
+
 echo "$pass passed, $fail failed"
 [[ $fail == 0 ]]

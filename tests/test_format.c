@@ -321,6 +321,35 @@ Test(format, peer_names) {
     cr_expect_str_eq(fmt_kind(&f), "peer");  // the fields of float8_e4m3
 }
 
+// fmt_same_layout: one layout under several names is the same; each of the six defining fields
+// alone makes a difference (hand-changed copies), and the name and derived fields do not.
+Test(format, same_layout) {
+    static const char *same[][2] = {{"fp32", "e8m23"}, {"fp32", "float"}, {"e4m3", "float8_e4m3fn"},
+                                    {"bf16", "e8m7"}, {"e4m3:ieee", "float8_e4m3"}};
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        fmt_t a, b;
+        cr_assert_eq(fmt_from_name(&a, same[i][0]), FMT_OK, "%s", same[i][0]);
+        cr_assert_eq(fmt_from_name(&b, same[i][1]), FMT_OK, "%s", same[i][1]);
+        cr_expect(fmt_same_layout(&a, &b) && fmt_same_layout(&b, &a), "%s and %s", same[i][0], same[i][1]);
+    }
+    static const char *differ[][2] = {{"e4m3", "e4m3fnuz"}, {"e4m3", "e4m3:ieee"}, {"e5m2", "e5m2fnuz"},
+                                      {"fp16", "bf16"}, {"e3m2", "e2m3"}, {"e4m3", "e4m3:bias=8"}};
+    for (size_t i = 0; i < sizeof differ / sizeof differ[0]; i++) {
+        fmt_t a, b;
+        cr_assert_eq(fmt_from_name(&a, differ[i][0]), FMT_OK, "%s", differ[i][0]);
+        cr_assert_eq(fmt_from_name(&b, differ[i][1]), FMT_OK, "%s", differ[i][1]);
+        cr_expect(!fmt_same_layout(&a, &b), "%s and %s", differ[i][0], differ[i][1]);
+    }
+    fmt_t a, b;
+    cr_assert_eq(fmt_from_name(&a, "e4m3"), FMT_OK);
+    b = a, snprintf(b.name, sizeof b.name, "other"), b.max = 0;
+    cr_expect(fmt_same_layout(&a, &b), "the name and the derived fields are not the layout");
+    b = a, b.bits++;
+    cr_expect(!fmt_same_layout(&a, &b), "bits");
+    b = a, b.is_signed = false;
+    cr_expect(!fmt_same_layout(&a, &b), "signedness");
+}
+
 // fp8 and fp6 name two formats: refused, and the message gives the choices; an unknown name
 // gets the nearest known one and the list.
 Test(format, ambiguous_and_unknown_names) {

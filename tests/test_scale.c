@@ -1416,3 +1416,52 @@ Test(scale, dequantized_overflow_is_counted) {
         }
     cr_assert_gt(ninf_total, 0);  // the case is reached
 }
+
+// Issue 35: "+tensor" (tiles under an fp32 tensor scale) is the recipe parser's grammar, as
+// autocast's policies write it, so every spelling fmt_scaling_name gives a two-level recipe with
+// tiles parses back; it is refused where there is no tile or already a second level. Every
+// rule of the table is a suffix the parser takes and the spelling gives back.
+Test(scale, plus_tensor_and_rule_names) {
+    static const struct { const char *spec, *name; int rows, cols; fmt_scale_round r; } ok[] = {
+        {"tile:16x16:e4m3+tensor", "tile:16x16:e4m3:rne+tensor", 16, 16, FMT_SCALE_RNE},
+        {"block:16:e4m3:up+tensor", "nvfp4:up", 1, 16, FMT_SCALE_UP},
+        {"block:16:e4m3+TENSOR", "nvfp4", 1, 16, FMT_SCALE_RNE},
+        {"mx:nanblock+tensor", "block:32:e8m0:ocp:nanblock+tensor", 1, 32, FMT_SCALE_OCP},
+        {"tile:16x16:e4m3:4over6+tensor", "tile:16x16:e4m3:4over6+tensor", 16, 16, FMT_SCALE_4OVER6},
+        {"row+tensor", "tile:1x0:fp32:rne+tensor", 1, 0, FMT_SCALE_RNE},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        fmt_scaling sc, back;
+        char name[64], msg[512];
+        cr_assert_eq(fmt_scaling_from_name(&sc, ok[i].spec, msg, sizeof msg), FMT_OK, "%s: %s", ok[i].spec, msg);
+        cr_expect(sc.tensor_scale && sc.tile_rows == ok[i].rows && sc.tile_cols == ok[i].cols &&
+                  sc.scale_round == ok[i].r, "%s", ok[i].spec);
+        fmt_scaling_name(&sc, name, sizeof name);
+        cr_expect_str_eq(name, ok[i].name, "%s", ok[i].spec);
+        cr_assert_eq(fmt_scaling_from_name(&back, name, msg, sizeof msg), FMT_OK, "%s: %s", name, msg);
+        cr_expect(back.tensor_scale == sc.tensor_scale && back.tile_rows == sc.tile_rows &&
+                  back.tile_cols == sc.tile_cols && back.scale_round == sc.scale_round &&
+                  back.nan_block == sc.nan_block && fmt_same_layout(&back.scale_fmt, &sc.scale_fmt), "%s", name);
+    }
+    static const char *bad[] = {"nvfp4+tensor", "none+tensor", "tensor+tensor", "tile:0x0:fp32+tensor",
+                                "block:16:e4m3:4over6", "+tensor"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        fmt_scaling sc;
+        char msg[512];
+        cr_expect_neq(fmt_scaling_from_name(&sc, bad[i], msg, sizeof msg), FMT_OK, "%s", bad[i]);
+        cr_expect(strstr(msg, bad[i]) != NULL, "%s: %s", bad[i], msg);
+    }
+    for (int r = 0; r < FMT_SCALE_NRULES; r++) {
+        fmt_scaling sc;
+        char name[64], msg[512];
+        fmt_scaling_from_name(&sc, "tile:16x16:e4m3+tensor", NULL, 0);
+        sc.scale_round = (fmt_scale_round)r;
+        fmt_scaling_name(&sc, name, sizeof name);
+        cr_assert_eq(fmt_scaling_from_name(&sc, name, msg, sizeof msg), FMT_OK, "%s: %s", name, msg);
+        cr_expect_eq(sc.scale_round, r, "%s", name);
+    }
+    char msg[512];
+    fmt_scaling sc;
+    cr_expect_eq(fmt_scaling_from_name(&sc, "blocky", msg, sizeof msg), FMT_EUNKNOWN);
+    cr_expect(strstr(msg, ":ocp, :up, :rne, :ceil, :even, :rceil or :4over6") && strstr(msg, "+tensor"), "%s", msg);
+}

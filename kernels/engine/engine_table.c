@@ -178,14 +178,9 @@ const fmt_t *mm_engine_type_format(unsigned t) {
     return &type_fmt[__builtin_ctz(t)];
 }
 
-static bool same_layout(const fmt_t *a, const fmt_t *b) {
-    return a->ebits == b->ebits && a->mbits == b->mbits && a->bias == b->bias && a->is_signed == b->is_signed &&
-           a->special == b->special;
-}
-
 unsigned mm_engine_type_of(const fmt_t *f) {
     for (int t = 0; t < MM_ET_COUNT; t++)
-        if (same_layout(f, mm_engine_type_format(1u << t)))  // fp32: either kind takes it
+        if (fmt_same_layout(f, mm_engine_type_format(1u << t)))  // fp32: either kind takes it
             return 1u << t == MM_ET_F32 ? MM_ET_F32 | MM_ET_TF32 : 1u << t;
     return 0;
 }
