@@ -128,11 +128,15 @@ def _(x, handle, site, layer, k_rows, count, micro):
     return torch.empty_like(x)
 
 
-def _ste(ctx, g):
-    return g
+def _no_setup(ctx, inputs, output):
+    pass
 
 
-cast.register_autograd(lambda ctx, g: (g, None, None, None, None, None, None), setup_context=lambda c, i, o: None)
+def _cast_grad(ctx, g):  # straight through
+    return g, None, None, None, None, None, None
+
+
+cast.register_autograd(_cast_grad, setup_context=_no_setup)
 
 
 # --- fplab::quantize: fplab.quantize without a policy, with its counts as a tensor
@@ -155,8 +159,11 @@ def _(x, fmt, scale, axis, mode, seed, offset):
     return torch.empty_like(x), x.new_empty((len(STATS),), dtype=torch.int64)
 
 
-quantize.register_autograd(lambda ctx, g, gs: (g, None, None, None, None, None, None),
-                           setup_context=lambda c, i, o: None)
+def _quantize_grad(ctx, g, gstats):  # straight through
+    return g, None, None, None, None, None, None
+
+
+quantize.register_autograd(_quantize_grad, setup_context=_no_setup)
 
 
 # --- fplab::matmul: the C trainer's float32 products

@@ -142,10 +142,11 @@ class _Group:
         self.orders = []           # per member: (order, inverse) of its output features, or None
         self.fwd = self.bwd = 0    # counted forwards and backwards of this step
         self.cache = None          # (x, outputs, consumed flags) of the last forward
+        self.snap = None           # delayed scaling: the autocast state before the last counted forward
 
     def __getstate__(self):
         d = dict(self.__dict__)
-        d["cache"] = None
+        d["cache"] = d["snap"] = None
         return d
 
 
@@ -292,6 +293,7 @@ class Policy:
         self.site_index = {n: i for i, n in enumerate(d["site_names"])}
         self.active = d["active"]
         self.emulated = d["emulated"]
+        self._delayed = bool(re.search(r"^site .* delayed", d["text"], re.M))
         self.handle = torch_ops.register_policy(self)
         self.ctx.begin_step(getattr(self, "step", 0))
 
@@ -467,6 +469,21 @@ class Policy:
         """out_i = x W_i^T (+ b_i) for the members of a group, cast and multiplied as the C
         trainer's projection (the kernel of torch.ops.fplab.linear)."""
         count, micro = self._micro(grp, train)
+        if self._delayed and train:
+            # Delayed scaling: a counted cast pushes its amax, so a recompute (checkpointing)
+            # casts with the history as the counted forward found it, then puts back the present
+            if count:
+                grp.snap = self.ctx.state()
+            elif getattr(grp, "snap", None) is not None:
+                now = self.ctx.state()
+                self.ctx.load_state(grp.snap)
+                try:
+                    return self._linear_forward_cast(grp, x, ws, bs, count, micro)
+                finally:
+                    self.ctx.load_state(now)
+        return self._linear_forward_cast(grp, x, ws, bs, count, micro)
+
+    def _linear_forward_cast(self, grp, x, ws, bs, count, micro):
         IC = x.shape[-1]
         dev = x.device
         x2 = x.detach().reshape(-1, IC).contiguous()
@@ -610,7 +627,7 @@ class Policy:
         self.ctx.begin_step(self.step)
         for g in self.groups:
             g.fwd = g.bwd = 0
-            g.cache = None
+            g.cache = g.snap = None
         return json.loads(line.replace(":nan", ':"nan"').replace(":inf", ':"inf"').replace(":-inf", ':"-inf"'))
 
 
