@@ -376,6 +376,35 @@ static PyObject *py_json_num(PyObject *mod, PyObject *args) {
     return r;
 }
 
+// step_line(step, loss, lr, grad_norm, tokens_per_s, elapsed_s, loss_scale, skipped, val_loss): the
+// C trainer's JSON-lines step line (trainer/train.c's log_step, less its comm member) with this
+// context's telemetry, written by the same jx_write_num and ac_write_json; val_loss NaN: left out.
+static PyObject *ctx_step_line(ContextObject *self, PyObject *args) {
+    long long step;
+    double loss, lr, gnorm, tps, el, scale, val;
+    int skipped;
+    if (!PyArg_ParseTuple(args, "Lddddddpd", &step, &loss, &lr, &gnorm, &tps, &el, &scale, &skipped, &val))
+        return NULL;
+    char *s = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&s, &len);
+    if (!f) return PyErr_NoMemory();
+    fprintf(f, "{\"step\":%lld,\"loss\":", step);
+    jx_write_num(f, loss, 9);
+    fputs(",\"lr\":", f), jx_write_num(f, lr, 9);
+    fputs(",\"grad_norm\":", f), jx_write_num(f, gnorm, 9);
+    fprintf(f, ",\"tokens_per_s\":%.1f,\"elapsed_s\":%.3f,\"loss_scale\":", tps, el);
+    jx_write_num(f, scale, 9);
+    fprintf(f, ",\"skipped\":%d", skipped);
+    if (val == val) fputs(",\"val_loss\":", f), jx_write_num(f, val, 9);
+    ac_write_json(&self->ac, f);
+    fputs("}", f);
+    fclose(f);
+    PyObject *r = PyUnicode_FromStringAndSize(s ? s : "", (Py_ssize_t)len);
+    free(s);
+    return r;
+}
+
 static PyObject *ctx_scaler_update(ContextObject *self, PyObject *args) {
     int finite;
     if (!PyArg_ParseTuple(args, "p", &finite)) return NULL;
@@ -420,6 +449,7 @@ static PyMethodDef ctx_methods[] = {
     {"matmul_emulated", (PyCFunction)ctx_matmul_emulated, METH_VARARGS, "a product with the emulated accumulator"},
     {"round_update", (PyCFunction)ctx_round_update, METH_VARARGS, "round_update(p, p_old, comp, n)"},
     {"json", (PyCFunction)ctx_json, METH_NOARGS, "the step's telemetry as JSON members"},
+    {"step_line", (PyCFunction)ctx_step_line, METH_VARARGS, "the trainer's JSON step line with this telemetry"},
     {"scaler_update", (PyCFunction)ctx_scaler_update, METH_VARARGS, "scaler_update(finite) -> skip"},
     {"scaler", (PyCFunction)ctx_scaler, METH_NOARGS, "the loss scaler's state (a dict)"},
     {"state", (PyCFunction)ctx_state, METH_NOARGS, "the checkpoint image (bytes)"},

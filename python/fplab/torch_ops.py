@@ -24,6 +24,7 @@ another device registers beside it, in one place: `register_device_kernels(devic
 below (e.g. fplab.torch_cuda's CUDA kernels: register_device_kernels("cuda", {"cast": f, ...})),
 which calls torch.library.register_kernel(op, device, f) for each.
 """
+import ctypes
 import itertools
 import warnings
 import weakref
@@ -59,7 +60,13 @@ def policy_of(handle):
 
 
 def _np(t):
-    return t.detach().numpy()
+    """A contiguous float32 CPU tensor's memory as a NumPy array (no copy). Not t.numpy(): that
+    marks the tensor's storage as not resizable, and FSDP2 frees its all-gathered weights by
+    resizing their storage to 0 after each forward."""
+    if t.numel() == 0 or not t.is_contiguous():
+        return t.detach().numpy()
+    p = ctypes.cast(t.data_ptr(), ctypes.POINTER(ctypes.c_float))
+    return np.ctypeslib.as_array(p, shape=(t.numel(),))
 
 
 def _cpu(t):

@@ -126,9 +126,7 @@ def _orders(placed, out_order):
     return res
 
 
-def _np(t):
-    """A float32 CPU tensor's memory as a NumPy array (no copy)."""
-    return t.detach().numpy()
+_np = torch_ops._np  # a float32 CPU tensor's memory as a NumPy array (no copy)
 
 
 class _Group:
@@ -256,6 +254,7 @@ class Policy:
         self.step = self.applied = 0
         self.last_skipped = False
         self.dp_group = dp_group
+        self._rank, self._world = _dp_rank(dp_group)
         self._last_telemetry = {}  # the last step end_step closed (telemetry())
         self._log = open(log, "a") if isinstance(log, str) else log
         self._own_log = isinstance(log, str)
@@ -431,10 +430,16 @@ class Policy:
         its backward (recompute) or without grad (evaluation) casts as the last one, uncounted."""
         if train and grp.fwd == grp.bwd:
             grp.fwd += 1
-            if grp.fwd == 65:
+            if grp.fwd * self._world > 64 and (grp.fwd - 1) * self._world <= 64:
                 torch_ops.warn_micro()
-            return True, (grp.fwd - 1) % 64
-        return False, max(grp.fwd - 1, 0) % 64
+            return True, self._micro_key(grp.fwd - 1)
+        return False, self._micro_key(max(grp.fwd - 1, 0))
+
+    def _micro_key(self, local):
+        """The stochastic-rounding key of local micro-batch `local` of this rank: a * ranks + rank,
+        as the C trainer's data-parallel runs (trainer/train.c), so that R ranks x A micro-batches
+        draw as 1 rank x R*A micro-batches."""
+        return (local * self._world + self._rank) % 64
 
     def cast(self, site, layer, x, rows, cols, k_rows, count):
         """x (a float32 CPU tensor of rows x cols) cast for site (an index) as ac_cast does; x
@@ -531,8 +536,7 @@ class Policy:
         # the micro-batch of the forward this backward belongs to (the last counted one)
         if grp.bwd < grp.fwd:
             grp.bwd += 1
-        micro = max(grp.fwd - 1, 0) % 64
-        c.begin_micro(micro)
+        c.begin_micro(self._micro_key(max(grp.fwd - 1, 0)))
         L, g = grp.layer, grp.proj
         s_in, s_w, s_g = self._site(grp, "in"), self._site(grp, "w"), self._site(grp, "grad")
         xc = _cpu(x2.detach()).contiguous()
@@ -585,6 +589,23 @@ class Policy:
 
     # --- steps and telemetry
 
+    def reduce_amax(self):
+        """Delayed scaling over data-parallel ranks (dp_group): every amax pushed this step becomes
+        the largest over the ranks (an all-reduce MAX of the histories, Transformer Engine's
+        convention), so that each rank starts the next step with the same scales. end_step calls
+        it; nothing without dp_group or delayed scaling."""
+        if self.dp_group is None or not self._delayed or self._world == 1:
+            return
+        import torch.distributed as dist
+        m = re.search(r"^amax_history (\d+)", self.text, re.M)
+        hl = int(m.group(1)) if m else 1
+        n = _autocast.NSITES * (self._ctx_args[2] + 1) * hl  # the state's tail: the histories
+        b = bytearray(self.ctx.state())
+        h = torch.frombuffer(b, dtype=torch.uint8)[len(b) - 4 * n:].view(torch.float32).clone()
+        dist.all_reduce(h, op=dist.ReduceOp.MAX, group=None if self.dp_group is True else self.dp_group)
+        b[len(b) - 4 * n:] = h.numpy().tobytes()
+        self.ctx.load_state(bytes(b))
+
     def telemetry(self):
         """The telemetry of the step in progress so far, as the C trainer's log members, with the
         step's number as the log line's: {"step": N, "sites": ..., "update": ...}. Right after
@@ -604,21 +625,18 @@ class Policy:
             loss = loss.detach().item()
         if skipped is None:
             skipped = self.last_skipped
+        self.reduce_amax()
         self.applied += 0 if skipped else 1
         self.last_skipped = False
-        num = _autocast.json_num
         self._tokens += tokens
         el = time.monotonic() - self._t0
-        scale = self.ctx.scaler()["scale"]
-        fields = [f'"step":{self.step + 1}', '"loss":' + num(float("nan") if loss is None else float(loss), 9),
-                  '"lr":' + num(float("nan") if lr is None else float(lr), 9),
-                  '"grad_norm":' + num(float("nan") if grad_norm is None else float(grad_norm), 9),
-                  f'"tokens_per_s":{self._tokens / el if el > 0 else 0.0:.1f}', f'"elapsed_s":{el:.3f}',
-                  '"loss_scale":' + num(scale, 9), f'"skipped":{int(bool(skipped))}']
-        if val_loss is not None:
-            fields.append('"val_loss":' + num(float(val_loss), 9))
+        nan = float("nan")
+        # the line as the C trainer writes it, by the C writer (fplab._autocast's step_line)
+        line = self.ctx.step_line(self.step + 1, nan if loss is None else float(loss), nan if lr is None else float(lr),
+                                  nan if grad_norm is None else float(grad_norm),
+                                  self._tokens / el if el > 0 else 0.0, el, float(self.ctx.scaler()["scale"]),
+                                  bool(skipped), nan if val_loss is None else float(val_loss))
         tel = self.ctx.json()
-        line = "{" + ",".join(fields) + tel + "}"
         self._last_telemetry = {"step": self.step + 1, **json.loads("{" + tel[1:] + "}")} if tel else {}
         if self._log is not None:
             self._log.write(line + "\n")
@@ -629,6 +647,16 @@ class Policy:
             g.fwd = g.bwd = 0
             g.cache = g.snap = None
         return json.loads(line.replace(":nan", ':"nan"').replace(":inf", ':"inf"').replace(":-inf", ':"-inf"'))
+
+
+def _dp_rank(dp_group):
+    """(rank, ranks) in the data-parallel group (True: torch.distributed's default group); (0, 1)
+    without one."""
+    if dp_group is None:
+        return 0, 1
+    import torch.distributed as dist
+    g = None if dp_group is True else dp_group
+    return dist.get_rank(g), dist.get_world_size(g)
 
 
 def _cpu(t):

@@ -120,3 +120,20 @@ def test_fp8_delayed_checkpoint_resumes_bit_for_bit():
     _train(m2, pol2, opt2, 2, first=2)
     for a, b in zip(m2.parameters(), want):
         same_bits(a.detach().numpy(), b.numpy())
+
+
+def test_step_line_written_by_the_c_writer(tmp_path):
+    """end_step's log line comes from the C writer (fplab._autocast's step_line, the trainer's
+    fields and ac_write_json's telemetry), not from Python."""
+    import json
+    m = Toy()
+    log = tmp_path / "log.jsonl"
+    with ft.apply_policy(m, "mxfp8", log=str(log)) as pol:
+        m(data()).square().mean().backward()
+        tel = pol.ctx.json()
+        want = pol.ctx.step_line(1, 0.5, 1e-3, float("nan"), 0.0, 0.0, 1.0, False, float("nan"))
+        line = pol.end_step(0.5, lr=1e-3)
+    assert want.startswith('{"step":1,"loss":0.5,"lr":0.001,"grad_norm":"nan",') and want.endswith(tel + "}")
+    written = log.read_text().splitlines()[1]
+    assert json.loads(written)["sites"] == line["sites"]
+    assert written.split('"tokens_per_s"')[0] == want.split('"tokens_per_s"')[0]
