@@ -1,8 +1,14 @@
 """fplab.torch_policy: a precision policy of the C trainer (fplab policy --show NAME) on the
 nn.Linear modules of any PyTorch model. Import it as fplab.torch (fplab.torch.apply_policy).
 
+Applying a policy transforms the model: each placed nn.Linear becomes a PolicyLinear (the same
+object, its class swapped; remove() swaps it back), whose forward calls the operator
+torch.ops.fplab.linear (fplab.torch_ops: fake implementation and autograd formula, so
+torch.compile traces it). The policy's state is the extra state of the first placed Linear
+(PolicyLinearState), so model.state_dict(), copy.deepcopy and torch.save carry it.
+
 Each nn.Linear runs as trainer/llama.c runs a projection, through fplab._autocast (the C
-library's autocast context), with a custom autograd Function:
+library's autocast context):
   forward  out = cast(x, .in) cast(W, .w)^T            (scales along K = in_features)
   dgrad    dx  = cast(dout, .grad) cast(W, .w)          (W re-quantized with scales along K =
                                                           out_features, uncounted)
