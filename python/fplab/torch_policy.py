@@ -299,6 +299,7 @@ class Policy:
         self.active = d["active"]
         self.emulated = d["emulated"]
         self._delayed = bool(re.search(r"^site .* delayed", d["text"], re.M))
+        self._replay = False  # a recompute replaying counted casts (records them as uncounted)
         self.handle = torch_ops.register_policy(self)
         self.ctx.begin_step(getattr(self, "step", 0))
 
@@ -455,7 +456,8 @@ class Policy:
         out = torch.empty((rows, cols), dtype=torch.float32)
         self.ctx.cast(_np(out), _np(x), site, layer, rows, cols, k_rows, count)
         if self.record is not None:
-            self.record.append((self.info["site_names"][site], layer, bool(k_rows), bool(count), x.clone(), out.clone()))
+            self.record.append((self.info["site_names"][site], layer, bool(k_rows), bool(count) and not self._replay,
+                                x.clone(), out.clone()))
         return out
 
     def _mm(self, pas, a, b, n, ic, oc, acc_into=None, device=None):
@@ -481,17 +483,22 @@ class Policy:
         trainer's projection (the kernel of torch.ops.fplab.linear)."""
         count, micro = self._micro(grp, train)
         if self._delayed and train:
-            # Delayed scaling: a counted cast pushes its amax, so a recompute (checkpointing)
-            # casts with the history as the counted forward found it, then puts back the present
+            # Delayed scaling: each counted cast pushes its amax, and the next cast of the site
+            # (a group's next weight) sees it. A recompute (checkpointing) replays the counted
+            # casts on the history its counted forward found, then puts back the present
+            # history and telemetry: it casts as the counted forward did, and counts nothing.
             if count:
                 grp.snap = self.ctx.state()
             elif getattr(grp, "snap", None) is not None:
-                now = self.ctx.state()
+                now, tel = self.ctx.state(), self.ctx.tel_state()
                 self.ctx.load_state(grp.snap)
+                self._replay = True
                 try:
-                    return self._linear_forward_cast(grp, x, ws, bs, count, micro)
+                    return self._linear_forward_cast(grp, x, ws, bs, True, micro)
                 finally:
+                    self._replay = False
                     self.ctx.load_state(now)
+                    self.ctx.load_tel_state(tel)
         return self._linear_forward_cast(grp, x, ws, bs, count, micro)
 
     def _linear_forward_cast(self, grp, x, ws, bs, count, micro):

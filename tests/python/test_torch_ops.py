@@ -88,7 +88,7 @@ def test_compile_inductor_equals_eager():
     _compare("mxfp8", "inductor", data())
 
 
-@pytest.mark.parametrize("preset", ["nvfp4", "pure-bf16-sr"])
+@pytest.mark.parametrize("preset", ["nvfp4", "pure-bf16-sr", "fp8-delayed"])
 def test_checkpoint_recomputes_the_same_casts(preset):
     """torch.utils.checkpoint (non-reentrant) recomputes each block's casts uncounted and with
     the same stochastic-rounding draws: the gradients and telemetry equal the run without it."""
