@@ -24,7 +24,6 @@ another device registers beside it, in one place: `register_device_kernels(devic
 below (e.g. fplab.torch_cuda's CUDA kernels: register_device_kernels("cuda", {"cast": f, ...})),
 which calls torch.library.register_kernel(op, device, f) for each.
 """
-import ctypes
 import itertools
 import warnings
 import weakref
@@ -65,8 +64,14 @@ def _np(t):
     resizing their storage to 0 after each forward."""
     if t.numel() == 0 or not t.is_contiguous():
         return t.detach().numpy()
-    p = ctypes.cast(t.data_ptr(), ctypes.POINTER(ctypes.c_float))
-    return np.ctypeslib.as_array(p, shape=(t.numel(),))
+    v = _View()
+    v.__array_interface__ = {"data": (t.data_ptr(), False), "shape": (t.numel(),), "typestr": "<f4", "version": 3}
+    return np.asarray(v)
+
+
+class _View:
+    """An array interface over a tensor's memory (what _np gives NumPy)."""
+    __slots__ = ("__array_interface__",)
 
 
 def _cpu(t):
