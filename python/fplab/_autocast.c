@@ -581,6 +581,35 @@ static PyObject *py_json_num(PyObject *mod, PyObject *args) {
     return r;
 }
 
+// step_line(step, loss, lr, grad_norm, tokens_per_s, elapsed_s, loss_scale, skipped, val_loss): the
+// C trainer's JSON-lines step line (trainer/train.c's log_step, less its comm member) with this
+// context's telemetry, written by the same jx_write_num and ac_write_json; val_loss NaN: left out.
+static PyObject *ctx_step_line(ContextObject *self, PyObject *args) {
+    long long step;
+    double loss, lr, gnorm, tps, el, scale, val;
+    int skipped;
+    if (!PyArg_ParseTuple(args, "Lddddddpd", &step, &loss, &lr, &gnorm, &tps, &el, &scale, &skipped, &val))
+        return NULL;
+    char *s = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&s, &len);
+    if (!f) return PyErr_NoMemory();
+    fprintf(f, "{\"step\":%lld,\"loss\":", step);
+    jx_write_num(f, loss, 9);
+    fputs(",\"lr\":", f), jx_write_num(f, lr, 9);
+    fputs(",\"grad_norm\":", f), jx_write_num(f, gnorm, 9);
+    fprintf(f, ",\"tokens_per_s\":%.1f,\"elapsed_s\":%.3f,\"loss_scale\":", tps, el);
+    jx_write_num(f, scale, 9);
+    fprintf(f, ",\"skipped\":%d", skipped);
+    if (val == val) fputs(",\"val_loss\":", f), jx_write_num(f, val, 9);
+    ac_write_json(&self->ac, f);
+    fputs("}", f);
+    fclose(f);
+    PyObject *r = PyUnicode_FromStringAndSize(s ? s : "", (Py_ssize_t)len);
+    free(s);
+    return r;
+}
+
 static PyObject *ctx_scaler_update(ContextObject *self, PyObject *args) {
     int finite;
     if (!PyArg_ParseTuple(args, "p", &finite)) return NULL;
@@ -615,6 +644,39 @@ static PyObject *ctx_load_state(ContextObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+// tel_state() / load_tel_state(bytes): the step's telemetry so far (the per-site counts and the
+// update counts), so that fplab.torch can replay counted casts (a recompute under delayed
+// scaling pushes its amaxes again on a restored history) and put the counts back.
+static size_t tel_bytes(const ContextObject *self) {
+    return (size_t)AC_NSITES * (size_t)(self->ac.n_layers + 1) * sizeof(ac_tel) + 3 * sizeof(uint64_t);
+}
+
+static PyObject *ctx_tel_state(ContextObject *self, PyObject *unused) {
+    (void)unused;
+    const size_t n = tel_bytes(self), nt = n - 3 * sizeof(uint64_t);
+    PyObject *b = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
+    if (!b) return NULL;
+    char *p = PyBytes_AS_STRING(b);
+    const uint64_t u[3] = {self->ac.upd_n, self->ac.upd_swamped, self->ac.upd_changed};
+    memcpy(p, self->ac.tel, nt), memcpy(p + nt, u, sizeof u);
+    return b;
+}
+
+static PyObject *ctx_load_tel_state(ContextObject *self, PyObject *args) {
+    Py_buffer v;
+    if (!PyArg_ParseTuple(args, "y*", &v)) return NULL;
+    const size_t n = tel_bytes(self), nt = n - 3 * sizeof(uint64_t);
+    if ((size_t)v.len != n) {
+        PyBuffer_Release(&v);
+        return PyErr_Format(PyExc_ValueError, "telemetry state: %zd bytes, expected %zu", v.len, n);
+    }
+    uint64_t u[3];
+    memcpy(self->ac.tel, v.buf, nt), memcpy(u, (const char *)v.buf + nt, sizeof u);
+    self->ac.upd_n = u[0], self->ac.upd_swamped = u[1], self->ac.upd_changed = u[2];
+    PyBuffer_Release(&v);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef ctx_methods[] = {
     {"describe", (PyCFunction)ctx_describe, METH_NOARGS, "the policy as fplab.torch needs it (a dict)"},
     {"begin_step", (PyCFunction)ctx_begin_step, METH_VARARGS, "ac_begin_step(step)"},
@@ -644,6 +706,9 @@ static PyMethodDef ctx_methods[] = {
     {"round_update", (PyCFunction)(void (*)(void))ctx_round_update, METH_VARARGS | METH_KEYWORDS,
      "round_update(p, p_old, comp, n)"},
     {"json", (PyCFunction)ctx_json, METH_NOARGS, "the step's telemetry as JSON members"},
+    {"tel_state", (PyCFunction)ctx_tel_state, METH_NOARGS, "the step's telemetry so far (bytes)"},
+    {"load_tel_state", (PyCFunction)ctx_load_tel_state, METH_VARARGS, "put back tel_state's telemetry"},
+    {"step_line", (PyCFunction)ctx_step_line, METH_VARARGS, "the trainer's JSON step line with this telemetry"},
     {"scaler_update", (PyCFunction)ctx_scaler_update, METH_VARARGS, "scaler_update(finite) -> skip"},
     {"scaler", (PyCFunction)ctx_scaler, METH_NOARGS, "the loss scaler's state (a dict)"},
     {"state", (PyCFunction)ctx_state, METH_NOARGS, "the checkpoint image (bytes)"},

@@ -62,9 +62,9 @@ class FakeQuantize(torch.nn.Module):
 # Policies on whole models (apply_policy), the loss scaler and the weight-update wrapper: their
 # own modules (docs/torch.md).
 from .torch_optim import PolicyOptimizer  # noqa: E402
-from .torch_policy import (NAMES, PROJECTIONS, Policy, applied_policies, apply_policy, llama_order,  # noqa: E402
-                           policy, policy_text, rope_pairs_order)
+from .torch_policy import (NAMES, PROJECTIONS, Policy, PolicyLinear, applied_policies, apply_policy,  # noqa: E402
+                           llama_order, policy, policy_text, remove_policy, rope_pairs_order)
 from .torch_scaler import GradScaler  # noqa: E402
 
-__all__ += ["GradScaler", "NAMES", "PROJECTIONS", "Policy", "PolicyOptimizer", "applied_policies", "apply_policy",
-            "llama_order", "policy", "policy_text", "rope_pairs_order"]
+__all__ += ["GradScaler", "NAMES", "PROJECTIONS", "Policy", "PolicyLinear", "PolicyOptimizer", "applied_policies",
+            "apply_policy", "llama_order", "policy", "policy_text", "remove_policy", "rope_pairs_order"]

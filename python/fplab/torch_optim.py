@@ -20,8 +20,7 @@ from .torch_policy import permutation
 __all__ = ["PolicyOptimizer"]
 
 
-def _np(t):
-    return t.detach().numpy()
+from .torch_ops import _np  # noqa: E402
 
 
 class PolicyOptimizer:

@@ -1,8 +1,14 @@
 """fplab.torch_policy: a precision policy of the C trainer (fplab policy --show NAME) on the
 nn.Linear modules of any PyTorch model. Import it as fplab.torch (fplab.torch.apply_policy).
 
+Applying a policy transforms the model: each placed nn.Linear becomes a PolicyLinear (the same
+object, its class swapped; remove() swaps it back), whose forward calls the operator
+torch.ops.fplab.linear (fplab.torch_ops: fake implementation and autograd formula, so
+torch.compile traces it). The policy's state is the extra state of the first placed Linear
+(PolicyLinearState), so model.state_dict(), copy.deepcopy and torch.save carry it.
+
 Each nn.Linear runs as trainer/llama.c runs a projection, through fplab._autocast (the C
-library's autocast context), with a custom autograd Function:
+library's autocast context):
   forward  out = cast(x, .in) cast(W, .w)^T            (scales along K = in_features)
   dgrad    dx  = cast(dout, .grad) cast(W, .w)          (W re-quantized with scales along K =
                                                           out_features, uncounted)
@@ -47,9 +53,9 @@ import warnings
 
 import torch
 
-from . import _autocast
+from . import _autocast, torch_ops
 
-__all__ = ["apply_policy", "applied_policies", "Policy", "NAMES", "PROJECTIONS", "policy_text", "rope_pairs_order",
+__all__ = ["apply_policy", "applied_policies", "remove_policy", "Policy", "PolicyLinear", "NAMES", "PROJECTIONS", "policy_text", "rope_pairs_order",
            "llama_order"]
 
 PROJECTIONS = ("attn.qkv", "attn.o", "mlp.gate_up", "mlp.down", "lm_head")  # ac_proj order
@@ -126,71 +132,90 @@ def _orders(placed, out_order):
     return res
 
 
-def _np(t):
-    """A float32 CPU tensor's memory as a NumPy array (no copy)."""
-    return t.detach().numpy()
+_np = torch_ops._np  # a float32 CPU tensor's memory as a NumPy array (no copy)
 
 
 class _Group:
-    """Linears of one projection and layer that share an input (q, k, v): one autograd node."""
+    """Linears of one projection and layer that share an input (q, k, v): one operator call and
+    one autograd node."""
 
-    def __init__(self, proj, layer):
-        self.proj, self.layer = proj, layer
-        self.members = []          # modules, in registration order (the C trainer's order)
+    def __init__(self, index, proj, layer):
+        self.index, self.proj, self.layer = index, proj, layer
+        self.members = []          # PolicyLinear modules, in registration order (the C trainer's order)
         self.paths = []            # their module paths
         self.orders = []           # per member: (order, inverse) of its output features, or None
         self.fwd = self.bwd = 0    # counted forwards and backwards of this step
         self.cache = None          # (x, outputs, consumed flags) of the last forward
+        self.snap = None           # delayed scaling: the autocast state before the last counted forward
+
+    def __getstate__(self):
+        d = dict(self.__dict__)
+        d["cache"] = d["snap"] = None
+        return d
 
 
-class _PolicyForward:
-    """A placed Linear's forward while a policy is applied (the module's own `forward` attribute).
-    It holds the Policy: the model owns its policy until Policy.remove(), whoever else keeps a
-    reference. Neither copied nor pickled: a copy would run the original's modules (their
-    weights) and share the policy's steps and amax histories."""
+class PolicyLinear(torch.nn.Linear):
+    """An nn.Linear under a policy: apply_policy swaps a placed nn.Linear's class to this one (the
+    same module object: its parameters, hooks and place in the model kept) and remove() swaps it
+    back. Its forward calls torch.ops.fplab.linear with the policy's handle; it holds a reference
+    to the Policy (not a submodule)."""
 
-    __slots__ = ("policy", "path", "grp", "i")
+    def forward(self, x):
+        return self._fplab_policy._forward(self._fplab_group, self._fplab_member, x)
 
-    def __init__(self, policy, path, grp, i):
-        self.policy, self.path, self.grp, self.i = policy, path, grp, i
+    def extra_repr(self):
+        return super().extra_repr() + f", policy={self._fplab_policy.name!r}"
 
-    def __call__(self, input):
-        return self.policy._forward(self.grp, self.i, input)
 
-    def _refuse(self, what):
-        raise TypeError(f"fplab.torch: cannot {what} module {self.path!r} while policy {self.policy.name!r} is "
-                        "applied to it (a copy would compute with the original's weights): save "
-                        "model.state_dict() and pol.state_dict(), or pol.remove() first and apply the policy "
-                        "again to the model and to its copy")
+class PolicyLinearState(PolicyLinear):
+    """The first Linear a policy places: it also holds the policy's state (amax histories, loss
+    scaler, step, micro-batch counters) as its extra state, so the state is in the model's
+    state_dict() under PATH._extra_state (Transformer Engine's modules keep theirs so too), and
+    the model's own containers (Sequential, ModuleList) see no module of fplab's."""
 
-    def __deepcopy__(self, memo):
-        self._refuse("copy")
+    def get_extra_state(self):
+        return self._fplab_policy.get_extra_state()
 
-    def __reduce_ex__(self, protocol):
-        self._refuse("pickle (torch.save)")
+    def set_extra_state(self, state):
+        self._fplab_policy.set_extra_state(state)
+
+
+_ATTRS = ("_fplab_policy", "_fplab_group", "_fplab_member", "_fplab_path")
 
 
 def applied_policies(model):
-    """The policies applied to model's modules (the Policy objects, each once, in module order;
+    """The policies applied to model's modules (the Policy modules, each once, in module order;
     [] where none is): how to reach, and remove, a policy whose apply_policy result was not kept."""
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"applied_policies: expected a torch.nn.Module, got {type(model).__name__}")
     found = {}
     for mod in model.modules():
-        fwd = mod.__dict__.get("forward")
-        if isinstance(fwd, _PolicyForward):
-            found.setdefault(id(fwd.policy), fwd.policy)
+        if isinstance(mod, PolicyLinear):
+            found.setdefault(id(mod._fplab_policy), mod._fplab_policy)
     return list(found.values())
 
 
+def remove_policy(model):
+    """Removes every policy applied to model's modules (their Linears become nn.Linear again).
+    Returns how many were removed."""
+    pols = applied_policies(model)
+    for p in pols:
+        p.remove()
+    return len(pols)
+
+
 class Policy:
-    """What apply_policy returns: the policy applied to a model (a context manager too: leaving
-    the `with` block restores the model). The model holds it until remove(). Attributes: name,
-    text (the policy's canonical text), ctx (the fplab._autocast.Context), sites ({module path:
-    (projection, layer)}), step."""
+    """What apply_policy returns: the policy applied to a model, held by the model's Linears (their
+    class is PolicyLinear) until remove() (a context manager too: leaving the `with` block removes
+    it). Its state (the autocast context's loss scaler and amax histories, the step, the
+    micro-batch counters, the count of applied steps) is the extra state of the first Linear it
+    places (PolicyLinearState), so it is in the model's state_dict(), and copy.deepcopy /
+    torch.save of the model carry it. Attributes: name, text (the policy's
+    canonical text), ctx (the fplab._autocast.Context), sites ({module path: (projection,
+    layer)}), step, handle (its name in the torch.ops.fplab operators)."""
 
     def __init__(self, model, policy, *, seed=0, telemetry="sites", sites=(), default="mlp.down",
-                 accumulator=None, log=None, n_layers=None, out_order=None, replace=False):
+                 accumulator=None, log=None, n_layers=None, out_order=None, replace=False, dp_group=None):
         if not isinstance(model, torch.nn.Module):
             raise TypeError(f"apply_policy: expected a torch.nn.Module, got {type(model).__name__}")
         if not isinstance(policy, str):
@@ -214,6 +239,9 @@ class Policy:
             if proj not in PROJECTIONS:
                 raise ValueError(f"apply_policy: module {path}: projection {proj!r}; expected one of "
                                  f"{', '.join(PROJECTIONS)} or None")
+            if type(mod) not in (torch.nn.Linear, PolicyLinear, PolicyLinearState):
+                raise TypeError(f"apply_policy: module {path} is a {type(mod).__name__}, a subclass of nn.Linear; "
+                                "a policy swaps plain nn.Linear modules only (sites=[(path, None)] leaves it alone)")
             m = _LAYER.search(path)
             placed[path] = (mod, PROJECTIONS.index(proj), int(m.group(1)) if m else -1)
         top = max([l for _, _, l in placed.values()], default=-1) + 1 if n_layers is None else n_layers
@@ -223,43 +251,57 @@ class Policy:
             raise ValueError(f"apply_policy: n_layers={top}, but a module path numbers layer "
                              f"{max(l for _, _, l in placed.values())}")
         orders = _orders(placed, out_order or {})
-        self.ctx = _autocast.Context(text, f"policy {policy}", top, seed, telemetry)
-        d = self.ctx.describe()
-        self.name, self.text, self.info = d["name"], d["text"], d
-        self.site_index = {n: i for i, n in enumerate(d["site_names"])}
-        self.active = d["active"]
-        self.emulated = d["emulated"]
+        self._ctx_args = (text, f"policy {policy}", top, seed, telemetry)
+        self._make_ctx()
         self.sites = {p: (PROJECTIONS[g], l) for p, (_, g, l) in placed.items()}
         # a list: every cast (site, layer, k_rows, count, input, values) is appended, as ac_cast
         # sees it (out_order's features in the cast order)
         self.record = None
         self.step = self.applied = 0
         self.last_skipped = False
+        self.dp_group = dp_group
+        self._rank, self._world = _dp_rank(dp_group)
         self._last_telemetry = {}  # the last step end_step closed (telemetry())
-        self.ctx.begin_step(0)
         self._log = open(log, "a") if isinstance(log, str) else log
         self._own_log = isinstance(log, str)
         self._t0 = time.monotonic()
         self._tokens = 0
+        self._seed = seed
         for old in previous:  # replace=True, and nothing above refused
             old.remove()
         # Groups: one per (projection, layer, parent module).
-        groups = {}
-        self._patched = []
+        groups, placed_done = {}, []
         for path, (mod, g, l) in placed.items():
             key = (g, l, path.rpartition(".")[0])
             grp = groups.get(key)
             if grp is None:
-                grp = groups[key] = _Group(g, l)
+                grp = groups[key] = _Group(len(groups), g, l)
             grp.members.append(mod)
             grp.paths.append(path)
             grp.orders.append(orders.get(path))
-            self._patch(mod, path, grp, len(grp.members) - 1)
+            mod.__class__ = PolicyLinear if placed_done else PolicyLinearState
+            placed_done.append(path)
+            for k, v in zip(_ATTRS, (self, grp, len(grp.members) - 1, path)):
+                object.__setattr__(mod, k, v)
         self.groups = list(groups.values())
+        self._applied = True
         if self._log is not None:
             self._log.write(json.dumps({"event": "start", "policy": self.name, "seed": seed, "model": "torch",
                                         "steps": 0, "tokens_per_step": 0, "resumed_from": 0, "ranks": 1},
                                        separators=(",", ":")) + "\n")
+
+    def _make_ctx(self):
+        text, origin, top, seed, telemetry = self._ctx_args
+        self.ctx = _autocast.Context(text, origin, top, seed, telemetry)
+        d = self.ctx.describe()
+        self.name, self.text, self.info = d["name"], d["text"], d
+        self.site_index = {n: i for i, n in enumerate(d["site_names"])}
+        self.active = d["active"]
+        self.emulated = d["emulated"]
+        self._delayed = bool(re.search(r"^site .* delayed", d["text"], re.M))
+        self._replay = False  # a recompute replaying counted casts (records them as uncounted)
+        self.handle = torch_ops.register_policy(self)
+        self.ctx.begin_step(getattr(self, "step", 0))
 
     @staticmethod
     def _place(path, sites, default):
@@ -268,25 +310,65 @@ class Policy:
                 return proj
         return NAMES.get(path.rpartition(".")[2], default)
 
-    # --- module patching
+    # --- the model's state: extra state, copies and pickles
 
-    def _patch(self, mod, path, grp, i):
-        fwd = _PolicyForward(self, path, grp, i)
-        self._patched.append((mod, fwd, mod.__dict__.get("forward")))
-        mod.forward = fwd
+    def get_extra_state(self):
+        """The policy's state as the model's state dict holds it (FIRST_LINEAR._extra_state)."""
+        return {"format": 1, "policy": self.text, "seed": self._seed, "n_layers": self._ctx_args[2],
+                "step": self.step, "applied": self.applied,
+                "micro": [[g.fwd, g.bwd] for g in self.groups],
+                "autocast": torch.frombuffer(bytearray(self.ctx.state()), dtype=torch.uint8)}
+
+    def set_extra_state(self, state):
+        if not isinstance(state, dict) or state.get("format") != 1:
+            raise ValueError("fplab.torch: the checkpoint's policy state is not one this version writes (format 1)")
+        if state["policy"] != self.text or state["n_layers"] != self._ctx_args[2]:
+            raise ValueError(f"fplab.torch: the checkpoint's policy state is for another policy or layer count "
+                             f"({state['n_layers']} layers) than {self.name!r} ({self._ctx_args[2]} layers): apply "
+                             "the checkpoint's policy before load_state_dict")
+        if len(state["micro"]) != len(self.groups):
+            raise ValueError(f"fplab.torch: the checkpoint's policy has {len(state['micro'])} Linear groups, this "
+                             f"model {len(self.groups)}")
+        if state["seed"] != self._seed:
+            self._seed = state["seed"]
+            self._ctx_args = self._ctx_args[:3] + (self._seed,) + self._ctx_args[4:]
+            self._make_ctx()
+        self.ctx.load_state(bytes(state["autocast"].numpy().tobytes()))
+        self.step, self.applied = int(state["step"]), int(state["applied"])
+        self.ctx.begin_step(self.step)
+        for g, (f, b) in zip(self.groups, state["micro"]):
+            g.fwd, g.bwd, g.cache = int(f), int(b), None
+        self._last_telemetry = {}
+
+    def __getstate__(self):
+        d = dict(self.__dict__)
+        d["ctx"] = self.ctx.state()
+        d.pop("handle", None)
+        d["_log"], d["_own_log"], d["record"] = None, False, None  # a copy writes no log of its own
+        return d
+
+    def __setstate__(self, d):
+        blob = d.pop("ctx")
+        self.__dict__.update(d)
+        self._make_ctx()
+        self.ctx.load_state(blob)
+        self.ctx.begin_step(self.step)
+
+    # --- removing
 
     def remove(self):
-        """Restores every patched module's own forward (and closes a log opened by path); a
-        module whose forward was set since by someone else keeps that one. Once removed, a
-        policy does nothing more (a second remove() is a no-op)."""
-        for mod, fwd, prev in self._patched:
-            if mod.__dict__.get("forward") is not fwd:
-                continue
-            if prev is None:
-                del mod.__dict__["forward"]
-            else:
-                mod.__dict__["forward"] = prev
-        self._patched = []
+        """Swaps the model's Linears back to nn.Linear and detaches the policy from the model (and
+        closes a log opened by path). Once removed, a policy does nothing more (a second remove()
+        is a no-op)."""
+        if not self.__dict__.get("_applied"):
+            return
+        for grp in self.groups:
+            for mod in grp.members:
+                if isinstance(mod, PolicyLinear) and mod.__dict__.get("_fplab_policy") is self:
+                    for k in _ATTRS:
+                        mod.__dict__.pop(k, None)
+                    mod.__class__ = torch.nn.Linear
+        self._applied = False
         self.close()
 
     def close(self, how="done"):
@@ -324,29 +406,19 @@ class Policy:
             # An empty product casts nothing (no step, micro-batch or count moves): nn.Linear's
             # own result, whose gradients are the exact zeros and empties.
             return torch.nn.functional.linear(x, mod.weight, mod.bias)
+        members = grp.members
+        if len(members) == 1:
+            bs = [mod.bias] if mod.bias is not None else []
+            return torch.ops.fplab.linear(x, [mod.weight], bs, self.handle, grp.index, torch.is_grad_enabled())[0]
         c = grp.cache
         if c is not None and c[0] is x and not c[2][i]:
             c[2][i] = True
             if all(c[2]):
                 grp.cache = None
             return c[1][i]
-        if c is not None and c[0] is not x:
-            grp.cache = None
-        members = grp.members if len(grp.members) > 1 else [mod]
-        grad = torch.is_grad_enabled()
-        if grad and grp.fwd == grp.bwd:
-            count, micro = True, grp.fwd % 64
-            grp.fwd += 1
-            if grp.fwd == 65:
-                warnings.warn("fplab.torch: 64 micro-batches in one step: the stochastic-rounding keys repeat "
-                              "from here; call Policy.end_step() after each optimizer step", stacklevel=3)
-        else:
-            count, micro = False, max(grp.fwd - 1, 0) % 64
-        ws = [m.weight for m in members]
-        bs = [m.bias for m in members]
-        outs = _LinearFn.apply((self, grp, members, count, micro), x, *ws, *bs)
-        if len(members) == 1:
-            return outs[0]
+        # the biases of the members that have one, in member order (the op adds them)
+        outs = torch.ops.fplab.linear(x, [m.weight for m in members], [m.bias for m in members if m.bias is not None],
+                                      self.handle, grp.index, torch.is_grad_enabled())
         flags = [False] * len(members)
         flags[i] = True
         grp.cache = (x, outs, flags)
@@ -359,6 +431,23 @@ class Policy:
     def _site(self, grp, which):
         return self.site_index[f"{PROJECTIONS[grp.proj]}.{which}"]
 
+    def _micro(self, grp, train):
+        """(count, micro) of a forward of grp, at run time: a forward with grad after the previous
+        forward's backward is counted and starts the next micro-batch; a forward repeated before
+        its backward (recompute) or without grad (evaluation) casts as the last one, uncounted."""
+        if train and grp.fwd == grp.bwd:
+            grp.fwd += 1
+            if grp.fwd * self._world > 64 and (grp.fwd - 1) * self._world <= 64:
+                torch_ops.warn_micro()
+            return True, self._micro_key(grp.fwd - 1)
+        return False, self._micro_key(max(grp.fwd - 1, 0))
+
+    def _micro_key(self, local):
+        """The stochastic-rounding key of local micro-batch `local` of this rank: a * ranks + rank,
+        as the C trainer's data-parallel runs (trainer/train.c), so that R ranks x A micro-batches
+        draw as 1 rank x R*A micro-batches."""
+        return (local * self._world + self._rank) % 64
+
     def cast(self, site, layer, x, rows, cols, k_rows, count):
         """x (a float32 CPU tensor of rows x cols) cast for site (an index) as ac_cast does; x
         itself where the site is inactive."""
@@ -367,7 +456,8 @@ class Policy:
         out = torch.empty((rows, cols), dtype=torch.float32)
         self.ctx.cast(_np(out), _np(x), site, layer, rows, cols, k_rows, count)
         if self.record is not None:
-            self.record.append((self.info["site_names"][site], layer, bool(k_rows), bool(count), x.clone(), out.clone()))
+            self.record.append((self.info["site_names"][site], layer, bool(k_rows), bool(count) and not self._replay,
+                                x.clone(), out.clone()))
         return out
 
     def _mm(self, pas, a, b, n, ic, oc, acc_into=None, device=None):
@@ -388,7 +478,146 @@ class Policy:
         self.ctx.matmul(pas, _np(out), _np(a), _np(b), n, ic, oc, pas == DGRAD and acc_into is not None)
         return out
 
+    def _linear_forward(self, grp, x, ws, bs, train):
+        """out_i = x W_i^T (+ b_i) for the members of a group, cast and multiplied as the C
+        trainer's projection (the kernel of torch.ops.fplab.linear)."""
+        count, micro = self._micro(grp, train)
+        if self._delayed and train:
+            # Delayed scaling: each counted cast pushes its amax, and the next cast of the site
+            # (a group's next weight) sees it. A recompute (checkpointing) replays the counted
+            # casts on the history its counted forward found, then puts back the present
+            # history and telemetry: it casts as the counted forward did, and counts nothing.
+            if count:
+                grp.snap = self.ctx.state()
+            elif getattr(grp, "snap", None) is not None:
+                now, tel = self.ctx.state(), self.ctx.tel_state()
+                self.ctx.load_state(grp.snap)
+                self._replay = True
+                try:
+                    return self._linear_forward_cast(grp, x, ws, bs, True, micro)
+                finally:
+                    self._replay = False
+                    self.ctx.load_state(now)
+                    self.ctx.load_tel_state(tel)
+        return self._linear_forward_cast(grp, x, ws, bs, count, micro)
+
+    def _linear_forward_cast(self, grp, x, ws, bs, count, micro):
+        IC = x.shape[-1]
+        dev = x.device
+        x2 = x.detach().reshape(-1, IC).contiguous()
+        N = x2.shape[0]
+        xc = x2 if dev.type == "cpu" else x2.cpu()
+        c = self.ctx
+        c.begin_micro(micro)
+        L, g = grp.layer, grp.proj
+        s_in, s_w = self._site(grp, "in"), self._site(grp, "w")
+        outs = []
+        # out_order: the weight's rows in the cast order, the output back in the module's
+        orders = grp.orders
+        wcs = [_cpu(_rows(w.detach(), o)).contiguous() for w, o in zip(ws, orders)]
+        if self.emulated[g][FPROP]:
+            for j, wc in enumerate(wcs):
+                OC = wc.shape[0]
+                out = torch.empty((N, OC), dtype=torch.float32)
+                c.matmul_emulated(g, FPROP, _np(out), _np(xc), s_in, N, IC, False, count and j == 0,
+                                  _np(wc), s_w, OC, IC, False, count, L, N, OC, IC, False)
+                outs.append(out.to(dev))
+        else:
+            xin = self.cast(s_in, L, xc, N, IC, False, count).to(dev)
+            for wc in wcs:
+                OC = wc.shape[0]
+                wc = self.cast(s_w, L, wc, OC, IC, False, count).to(dev)
+                outs.append(self._mm(FPROP, xin, wc, N, IC, OC, device=dev))
+        outs = [_cols(out, o, inverse=True) for out, o in zip(outs, orders)]
+        res, k = [], 0
+        for out, m in zip(outs, grp.members):
+            if m.bias is not None and k < len(bs):
+                out = out + bs[k].detach()
+                k += 1
+            res.append(out.reshape(*x.shape[:-1], out.shape[-1]))
+        return res
+
+    def _linear_backward(self, grp, grads, x, ws, n_bias, need_dx):
+        """proj_backward member by member in the group's order (the kernel of
+        torch.ops.fplab.linear_backward): (dx, [dW_i], [db_i of the first n_bias members])."""
+        dev = x.device
+        cpu = dev.type == "cpu"
+        IC = x.shape[-1]
+        x2 = x.detach().reshape(-1, IC)
+        N = x2.shape[0]
+        c = self.ctx
+        # the micro-batch of the forward this backward belongs to (the last counted one)
+        if grp.bwd < grp.fwd:
+            grp.bwd += 1
+        c.begin_micro(self._micro_key(max(grp.fwd - 1, 0)))
+        L, g = grp.layer, grp.proj
+        s_in, s_w, s_g = self._site(grp, "in"), self._site(grp, "w"), self._site(grp, "grad")
+        xc = _cpu(x2.detach()).contiguous()
+        emu_d, emu_w = self.emulated[g][DGRAD], self.emulated[g][WGRAD]
+        had = self.info["hadamard"]
+        xh = None
+        if had:
+            xh = torch.empty_like(xc)
+            c.hadamard(_np(xh), _np(xc), N, IC)
+        dx = None
+        gw, gb = [], []
+        for j, w in enumerate(ws):
+            OC = w.shape[0]
+            g2 = grads[j].detach().reshape(N, OC)
+            gb.append(g2.sum(0))
+            o = grp.orders[j]  # out_order: dout's columns and W's rows in the cast order
+            gc_ = _cpu(_cols(g2, o)).contiguous()
+            wc_ = _cpu(_rows(w.detach(), o)).contiguous()
+            # dgrad: dx (= or +=) cast(dout, .grad) cast(W, .w), scales along OC
+            if emu_d:
+                if dx is None:
+                    dx = torch.empty((N, IC), dtype=torch.float32)
+                c.matmul_emulated(g, DGRAD, _np(dx), _np(gc_), s_g, N, OC, False, True,
+                                  _np(wc_), s_w, OC, IC, True, False, L, N, IC, OC, j > 0)
+            else:
+                a = self.cast(s_g, L, gc_, N, OC, False, True)
+                b = self.cast(s_w, L, wc_, OC, IC, True, False)
+                if not cpu:
+                    a, b = a.to(dev), b.to(dev)
+                dx = self._mm(DGRAD, a, b, N, IC, OC, acc_into=dx, device=dev)
+            # wgrad: dW = cast(dout, .grad)^T cast(x, .in), both with scales along N
+            gh, xk = gc_, xc
+            if had:
+                gh = torch.empty_like(gc_)
+                c.hadamard(_np(gh), _np(gc_), N, OC)
+                xk = xh
+            if emu_w:
+                dw = torch.zeros((OC, IC), dtype=torch.float32)
+                c.matmul_emulated(g, WGRAD, _np(dw), _np(gh), s_g, N, OC, True, False,
+                                  _np(xk), s_in, N, IC, True, False, L, OC, IC, N, True)
+            else:
+                a = self.cast(s_g, L, gh, N, OC, True, False)
+                b = self.cast(s_in, L, xk, N, IC, True, False)
+                if not cpu:
+                    a, b = a.to(dev), b.to(dev)
+                dw = self._mm(WGRAD, a, b, N, IC, OC, device=dev)
+            gw.append(_rows(dw, o, inverse=True).to(dev))
+        dx = dx.to(dev).reshape(x.shape) if need_dx else x.new_empty((0,))
+        return dx, gw, [b for b, m in zip(gb, grp.members) if m.bias is not None][:n_bias]
+
     # --- steps and telemetry
+
+    def reduce_amax(self):
+        """Delayed scaling over data-parallel ranks (dp_group): every amax pushed this step becomes
+        the largest over the ranks (an all-reduce MAX of the histories, Transformer Engine's
+        convention), so that each rank starts the next step with the same scales. end_step calls
+        it; nothing without dp_group or delayed scaling."""
+        if self.dp_group is None or not self._delayed or self._world == 1:
+            return
+        import torch.distributed as dist
+        m = re.search(r"^amax_history (\d+)", self.text, re.M)
+        hl = int(m.group(1)) if m else 1
+        n = _autocast.NSITES * (self._ctx_args[2] + 1) * hl  # the state's tail: the histories
+        b = bytearray(self.ctx.state())
+        h = torch.frombuffer(b, dtype=torch.uint8)[len(b) - 4 * n:].view(torch.float32).clone()
+        dist.all_reduce(h, op=dist.ReduceOp.MAX, group=None if self.dp_group is True else self.dp_group)
+        b[len(b) - 4 * n:] = h.numpy().tobytes()
+        self.ctx.load_state(bytes(b))
 
     def telemetry(self):
         """The telemetry of the step in progress so far, as the C trainer's log members, with the
@@ -409,21 +638,18 @@ class Policy:
             loss = loss.detach().item()
         if skipped is None:
             skipped = self.last_skipped
+        self.reduce_amax()
         self.applied += 0 if skipped else 1
         self.last_skipped = False
-        num = _autocast.json_num
         self._tokens += tokens
         el = time.monotonic() - self._t0
-        scale = self.ctx.scaler()["scale"]
-        fields = [f'"step":{self.step + 1}', '"loss":' + num(float("nan") if loss is None else float(loss), 9),
-                  '"lr":' + num(float("nan") if lr is None else float(lr), 9),
-                  '"grad_norm":' + num(float("nan") if grad_norm is None else float(grad_norm), 9),
-                  f'"tokens_per_s":{self._tokens / el if el > 0 else 0.0:.1f}', f'"elapsed_s":{el:.3f}',
-                  '"loss_scale":' + num(scale, 9), f'"skipped":{int(bool(skipped))}']
-        if val_loss is not None:
-            fields.append('"val_loss":' + num(float(val_loss), 9))
+        nan = float("nan")
+        # the line as the C trainer writes it, by the C writer (fplab._autocast's step_line)
+        line = self.ctx.step_line(self.step + 1, nan if loss is None else float(loss), nan if lr is None else float(lr),
+                                  nan if grad_norm is None else float(grad_norm),
+                                  self._tokens / el if el > 0 else 0.0, el, float(self.ctx.scaler()["scale"]),
+                                  bool(skipped), nan if val_loss is None else float(val_loss))
         tel = self.ctx.json()
-        line = "{" + ",".join(fields) + tel + "}"
         self._last_telemetry = {"step": self.step + 1, **json.loads("{" + tel[1:] + "}")} if tel else {}
         if self._log is not None:
             self._log.write(line + "\n")
@@ -432,128 +658,18 @@ class Policy:
         self.ctx.begin_step(self.step)
         for g in self.groups:
             g.fwd = g.bwd = 0
-            g.cache = None
+            g.cache = g.snap = None
         return json.loads(line.replace(":nan", ':"nan"').replace(":inf", ':"inf"').replace(":-inf", ':"-inf"'))
 
-    def state_dict(self):
-        """The autocast state (loss scaler, amax histories) and the step, for a checkpoint."""
-        return {"step": self.step, "autocast": self.ctx.state()}
 
-    def load_state_dict(self, d):
-        self.ctx.load_state(d["autocast"])
-        self.step = int(d["step"])
-        self.ctx.begin_step(self.step)
-
-
-class _LinearFn(torch.autograd.Function):
-    """out_i = x W_i^T (+ b_i) for the members of a group, cast and multiplied as the C trainer's
-    projection; backward as its proj_backward, member by member in the group's order."""
-
-    @staticmethod
-    def forward(ctx, info, x, *wb):
-        pol, grp, members, count, micro = info
-        k = len(members)
-        ws, bs = wb[:k], wb[k:]
-        IC = x.shape[-1]
-        dev = x.device
-        x2 = x.detach().reshape(-1, IC).contiguous()
-        N = x2.shape[0]
-        xc = x2 if dev.type == "cpu" else x2.cpu()
-        c = pol.ctx
-        c.begin_micro(micro)
-        L, g = grp.layer, grp.proj
-        s_in, s_w = pol._site(grp, "in"), pol._site(grp, "w")
-        outs = []
-        # out_order: the weight's rows in the cast order, the output back in the module's
-        orders = grp.orders  # members is grp.members (a lone Linear is a group of one)
-        wcs = [_cpu(_rows(w.detach(), o)).contiguous() for w, o in zip(ws, orders)]
-        if pol.emulated[g][FPROP]:
-            for j, wc in enumerate(wcs):
-                OC = wc.shape[0]
-                out = torch.empty((N, OC), dtype=torch.float32)
-                c.matmul_emulated(g, FPROP, _np(out), _np(xc), s_in, N, IC, False, count and j == 0,
-                                  _np(wc), s_w, OC, IC, False, count, L, N, OC, IC, False)
-                outs.append(out.to(dev))
-        else:
-            xin = pol.cast(s_in, L, xc, N, IC, False, count).to(dev)
-            for wc in wcs:
-                OC = wc.shape[0]
-                wc = pol.cast(s_w, L, wc, OC, IC, False, count).to(dev)
-                outs.append(pol._mm(FPROP, xin, wc, N, IC, OC, device=dev))
-        outs = [_cols(out, o, inverse=True) for out, o in zip(outs, orders)]
-        res = []
-        for out, b in zip(outs, bs):
-            if b is not None:
-                out = out + b.detach()
-            res.append(out.reshape(*x.shape[:-1], out.shape[-1]))
-        ctx.info = info
-        ctx.orders = orders
-        ctx.has_bias = [b is not None for b in bs]
-        ctx.save_for_backward(x2, *ws)
-        return tuple(res)
-
-    @staticmethod
-    def backward(ctx, *grads):
-        pol, grp, members, count, micro = ctx.info
-        x2, *ws = ctx.saved_tensors
-        dev = x2.device
-        cpu = dev.type == "cpu"
-        N, IC = x2.shape
-        c = pol.ctx
-        c.begin_micro(micro)
-        if count:
-            grp.bwd += 1
-        L, g = grp.layer, grp.proj
-        s_in, s_w, s_g = pol._site(grp, "in"), pol._site(grp, "w"), pol._site(grp, "grad")
-        xc = x2.detach() if cpu else x2.detach().cpu()
-        emu_d, emu_w = pol.emulated[g][DGRAD], pol.emulated[g][WGRAD]
-        had = pol.info["hadamard"]
-        xh = None
-        if had:
-            xh = torch.empty_like(xc)
-            c.hadamard(_np(xh), _np(xc), N, IC)
-        dx = None
-        gw, gb = [], []
-        for j, w in enumerate(ws):
-            OC = w.shape[0]
-            gout = grads[j]
-            g2 = (torch.zeros((N, OC), dtype=torch.float32, device=dev) if gout is None
-                  else gout.detach().reshape(N, OC))
-            gb.append(g2.sum(0) if ctx.has_bias[j] else None)
-            o = ctx.orders[j]  # out_order: dout's columns and W's rows in the cast order
-            gc_ = _cpu(_cols(g2, o)).contiguous()
-            wc_ = _cpu(_rows(w.detach(), o)).contiguous()
-            # dgrad: dx (= or +=) cast(dout, .grad) cast(W, .w), scales along OC
-            if emu_d:
-                if dx is None:
-                    dx = torch.empty((N, IC), dtype=torch.float32)
-                c.matmul_emulated(g, DGRAD, _np(dx), _np(gc_), s_g, N, OC, False, True,
-                                  _np(wc_), s_w, OC, IC, True, False, L, N, IC, OC, j > 0)
-            else:
-                a = pol.cast(s_g, L, gc_, N, OC, False, True)
-                b = pol.cast(s_w, L, wc_, OC, IC, True, False)
-                if not cpu:
-                    a, b = a.to(dev), b.to(dev)
-                dx = pol._mm(DGRAD, a, b, N, IC, OC, acc_into=dx, device=dev)
-            # wgrad: dW = cast(dout, .grad)^T cast(x, .in), both with scales along N
-            gh, xk = gc_, xc
-            if had:
-                gh = torch.empty_like(gc_)
-                c.hadamard(_np(gh), _np(gc_), N, OC)
-                xk = xh
-            if emu_w:
-                dw = torch.zeros((OC, IC), dtype=torch.float32)
-                c.matmul_emulated(g, WGRAD, _np(dw), _np(gh), s_g, N, OC, True, False,
-                                  _np(xk), s_in, N, IC, True, False, L, OC, IC, N, True)
-            else:
-                a = pol.cast(s_g, L, gh, N, OC, True, False)
-                b = pol.cast(s_in, L, xk, N, IC, True, False)
-                if not cpu:
-                    a, b = a.to(dev), b.to(dev)
-                dw = pol._mm(WGRAD, a, b, N, IC, OC, device=dev)
-            gw.append(_rows(dw, o, inverse=True).to(dev))
-        dx = dx.to(dev).reshape(*grads_shape(ctx, grads, N, IC)) if ctx.needs_input_grad[1] else None
-        return (None, dx, *gw, *gb)
+def _dp_rank(dp_group):
+    """(rank, ranks) in the data-parallel group (True: torch.distributed's default group); (0, 1)
+    without one."""
+    if dp_group is None:
+        return 0, 1
+    import torch.distributed as dist
+    g = None if dp_group is True else dp_group
+    return dist.get_rank(g), dist.get_world_size(g)
 
 
 def _cpu(t):
@@ -569,15 +685,8 @@ def _cols(t, o, inverse=False):
     return t if o is None else t.index_select(1, o[1 if inverse else 0].to(t.device))
 
 
-def grads_shape(ctx, grads, N, IC):
-    for g in grads:
-        if g is not None:
-            return (*g.shape[:-1], IC)
-    return (N, IC)
-
-
 def apply_policy(model, policy, *, seed=0, telemetry="sites", sites=(), default="mlp.down", accumulator=None,
-                 log=None, n_layers=None, out_order=None, replace=False):
+                 log=None, n_layers=None, out_order=None, replace=False, dp_group=None):
     """Runs every nn.Linear of model under a precision policy of the C trainer and returns the
     Policy (also a context manager: `with apply_policy(model, "mxfp8") as pol:` restores the
     model on leaving).
@@ -598,7 +707,8 @@ def apply_policy(model, policy, *, seed=0, telemetry="sites", sites=(), default=
     While a policy is applied, copy.deepcopy(model) and torch.save(model) are refused (save
     model.state_dict() and pol.state_dict())."""
     return Policy(model, policy, seed=seed, telemetry=telemetry, sites=sites, default=default,
-                  accumulator=accumulator, log=log, n_layers=n_layers, out_order=out_order, replace=replace)
+                  accumulator=accumulator, log=log, n_layers=n_layers, out_order=out_order, replace=replace,
+                  dp_group=dp_group)
 
 
 @contextlib.contextmanager

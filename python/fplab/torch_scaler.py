@@ -75,7 +75,8 @@ class GradScaler:
         return dict(self.policy.ctx.scaler())
 
     def load_state_dict(self, d):
-        raise NotImplementedError("restore the scaler with Policy.load_state_dict (it holds the scaler's state)")
+        raise NotImplementedError("the scaler's state is the policy's, in the model's state dict: restore it with "
+                                  "model.load_state_dict")
 
 
 def _grads(optimizer):

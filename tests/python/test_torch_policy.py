@@ -84,7 +84,7 @@ def test_sites_follow_module_paths():
         assert pol.sites["layers.0.self_attn.k_proj"] == ("attn.qkv", 0)
         assert pol.sites["lm_head"] == ("lm_head", 2)  # model level: layer n_layers, as the C trainer's head
         assert pol.name == "mxfp8" and "site attn.qkv.in e4m3 mx" in pol.text
-    assert "forward" not in m.lm_head.__dict__  # restored
+    assert type(m.lm_head) is torch.nn.Linear  # restored
 
 
 def test_forward_and_backward_casts_along_k():
@@ -358,7 +358,7 @@ def test_policy_stays_until_removed():
     pols = ft.applied_policies(m)
     assert [p.name for p in pols] == ["mxfp4"]
     pols[0].remove()
-    assert ft.applied_policies(m) == [] and "forward" not in m.down_proj.__dict__
+    assert ft.applied_policies(m) == [] and type(m.down_proj) is torch.nn.Linear
     same_bits(m(x).detach().numpy(), plain.numpy())
 
 
@@ -380,35 +380,6 @@ def test_second_apply_refused_unless_replace():
     same_bits(m(x).detach().numpy(), want.numpy())
     p2.remove()
     same_bits(m(x).detach().numpy(), plain.numpy())
-
-
-def test_copy_and_save_refused_while_applied():
-    """copy.deepcopy and torch.save of a model under a policy are refused with what to do (a copy
-    would run the original's modules and weights); after remove() both work, and the copy under
-    a policy of its own computes with its own weights."""
-    import copy
-    import io
-    x = data()
-    m = _down()
-    pol = ft.apply_policy(m, "mxfp4")
-    with pytest.raises(TypeError, match="cannot copy module 'down_proj' while policy 'mxfp4'"):
-        copy.deepcopy(m)
-    with pytest.raises(TypeError, match=r"cannot pickle \(torch.save\).*state_dict"):
-        torch.save(m, io.BytesIO())
-    buf = io.BytesIO()
-    torch.save(m.state_dict(), buf)  # the weights save as ever
-    pol.remove()
-    c = copy.deepcopy(m)
-    torch.save(m, io.BytesIO())
-    with torch.no_grad():
-        c.down_proj.weight.mul_(2)
-    with ft.apply_policy(m, "mxfp4"), ft.apply_policy(c, "mxfp4"):
-        ym, yc = m(x).detach(), c(x).detach()
-    same_bits(ym.numpy(), _under("mxfp4", x).numpy())
-    m2 = _down()
-    with torch.no_grad():
-        m2.down_proj.weight.mul_(2)
-    same_bits(yc.numpy(), _under_model(m2, "mxfp4", x).numpy())
 
 
 def _under_model(m, preset, x):
