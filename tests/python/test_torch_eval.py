@@ -50,8 +50,9 @@ def test_fp32_exact_coarse_policy_positive_and_deterministic(model_chunks):
     # the fp32 policy's own forwards against the reference's: the same numbers
     assert fp32["kld"] == 0.0 and fp32["kld_max"] == 0.0 and fp32["top1"] == 1.0 and fp32["delta"] == 0.0
     assert fp32["tokens"] == 2 * (CTX - CTX // 2 - 1)
-    # plain PyTorch's products differ from the library's float32 ones in the last bits only
-    assert 0.0 <= by(rows, "floor")[0]["kld"] < 1e-9
+    # plain PyTorch's products differ from the library's float32 ones in the last bits only; the
+    # float64 sum of p (log p - log q) over near-equal distributions may round a little below 0
+    assert abs(by(rows, "floor")[0]["kld"]) < 1e-9
     mx = by(rows, "policy", "mxfp4")[0]
     assert mx["kld"] > 1e-6 and mx["kld_max"] >= mx["kld_p99"] >= 0 and mx["dp_rms"] > 0
     assert rows[0]["ppl"] == pytest.approx(2.718281828459045 ** rows[0]["val_loss"])
