@@ -68,3 +68,6 @@ from .torch_scaler import GradScaler  # noqa: E402
 
 __all__ += ["GradScaler", "NAMES", "PROJECTIONS", "Policy", "PolicyLinear", "PolicyOptimizer", "applied_policies",
             "apply_policy", "llama_order", "policy", "policy_text", "remove_policy", "rope_pairs_order"]
+from .torch_cuda import register_kernels as _register_cuda  # noqa: E402
+
+_register_cuda()  # the "cuda" kernels of torch.ops.fplab.*, where CUDA is available

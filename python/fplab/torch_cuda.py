@@ -20,7 +20,7 @@ import struct
 
 import torch
 
-__all__ = ["available", "round_cuda", "quantize_cuda", "read_counts", "NCOUNTS"]
+__all__ = ["available", "round_cuda", "quantize_cuda", "read_counts", "register_kernels", "NCOUNTS"]
 
 NCOUNTS = 10  # MM_CUDA_NCOUNTS; the order of kernels/cast_cuda.h's enum
 _COUNT_NAMES = ("n", "overflow", "underflow", "subnormal", "nan_in", "invalid", "amax", "scales_clipped",
@@ -131,3 +131,40 @@ def read_counts(counts):
     if c[9] == 0:
         d["tensor_scale"] = 1.0
     return d
+
+
+# --- the "cuda" kernels of torch.ops.fplab.*
+
+def quantize_kernel(x, fmt, scale, axis, mode, seed, offset):
+    """torch.ops.fplab.quantize on a CUDA tensor: fplab.quantize's arguments and result (values in
+    x's shape; stats, an int64 CUDA tensor of (n, overflow, underflow, subnormal, nan_in,
+    invalid)) through quantize_cuda, on the device. A library built without nvcc: the host
+    kernel (copies)."""
+    import fplab
+    from . import torch_ops
+    scheme = fplab._fplab.scheme(fmt)
+    elem, recipe = (scheme[0], scale or scheme[1]) if scheme else (fmt, scale or "none")
+    a = x.detach().reshape(1) if x.dim() == 0 else x.detach()
+    ax = axis % a.dim()  # fplab.quantize: blocks run along axis, moved last
+    try:
+        out, _, _, counts = quantize_cuda(a.movedim(ax, -1).contiguous(), elem, recipe, mode=mode, seed=seed,
+                                          offset=offset)
+    except RuntimeError as e:  # libfplab not found, or built without nvcc
+        if "without nvcc" not in str(e) and "cannot load libfplab" not in str(e):
+            raise
+        return torch_ops.quantize_host(x, fmt, scale, axis, mode, seed, offset)
+    return out.movedim(-1, ax).reshape(x.shape).contiguous(), counts[:6].clone()
+
+
+def register_kernels():
+    """Registers this module's kernels as the "cuda" kernels of torch.ops.fplab.* through
+    fplab.torch_ops.register_device_kernels, where torch.cuda.is_available() (import fplab.torch
+    calls it). Returns what it registered ({} without CUDA). Only quantize: fplab::cast applies a
+    policy's rule (autocast's context on the host: its delayed-scaling history, telemetry and
+    stochastic-rounding keys), which has no device kernel, so it keeps the host copy."""
+    if not torch.cuda.is_available():
+        return {}
+    from . import torch_ops
+    kernels = {"quantize": quantize_kernel}
+    torch_ops.register_device_kernels("cuda", kernels)
+    return kernels

@@ -21,8 +21,9 @@ The casts' gradients are straight-through (the identity); the products' are the 
 
 Devices. Each operator has one CPU kernel, registered here with the operator. A kernel for
 another device registers beside it, in one place: `register_device_kernels(device, kernels)`
-below (e.g. fplab.torch_cuda's CUDA kernels: register_device_kernels("cuda", {"cast": f, ...})),
-which calls torch.library.register_kernel(op, device, f) for each.
+below, which calls torch.library.register_kernel(op, device, f) for each; fplab.torch_cuda's
+register_kernels registers quantize's "cuda" kernel there (import fplab.torch, where CUDA is
+available).
 """
 import itertools
 import warnings
@@ -159,6 +160,12 @@ STATS = ("n", "overflow", "underflow", "subnormal", "nan_in", "invalid")
 @torch.library.custom_op("fplab::quantize", mutates_args=())
 def quantize(x: torch.Tensor, fmt: str, scale: str, axis: int, mode: str, seed: int,
              offset: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    return quantize_host(x, fmt, scale, axis, mode, seed, offset)
+
+
+def quantize_host(x, fmt, scale, axis, mode, seed, offset):
+    """fplab::quantize's CPU kernel: fplab.quantize on the host (a tensor on another device is
+    copied there and back)."""
     a = _cpu(x.detach()).contiguous().numpy()
     kw = {"mode": mode, "seed": seed, "offset": offset}
     q = fplab.quantize(a, fmt, scale=None if scale == "" else scale, axis=axis, **kw)

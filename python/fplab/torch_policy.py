@@ -15,6 +15,10 @@ library's autocast context):
   wgrad    dW  = cast(dout, .grad)^T cast(x, .in)       (both re-quantized along K = the tokens,
                                                           uncounted; NVFP4 rotates both first by
                                                           the random Hadamard transform)
+Which casts a group's products share (the input's, x's wgrad cast and rotation across members,
+dgrad's cast of dout in wgrad) is autocast's rule: the operands come from its ac_fprop_input,
+ac_dgrad_operands and ac_wgrad_operands (Context.fprop_input, dgrad_operands, wgrad, ...), as
+in the C trainer; under pol.record each cast is made by itself.
 Products accumulate in float32 through the library's op_matmul_* (CPU) or torch.mm (CUDA), or
 in the accumulator the policy emulates (`accumulator SPEC [GEMM]`: any spec the library's
 grammar takes, engines included) through mm_cpu. A bias is added in float32 after the product.
@@ -523,7 +527,7 @@ class Policy:
                                   _np(wc), s_w, OC, IC, False, count, L, N, OC, IC, False)
                 outs.append(out.to(dev))
         else:
-            xin = self.cast(s_in, L, xc, N, IC, False, count).to(dev)
+            xin = self._fprop_input(grp, xc, N, IC, count).to(dev)
             for wc in wcs:
                 OC = wc.shape[0]
                 wc = self.cast(s_w, L, wc, OC, IC, False, count).to(dev)
@@ -537,28 +541,36 @@ class Policy:
             res.append(out.reshape(*x.shape[:-1], out.shape[-1]))
         return res
 
+    def _fprop_input(self, grp, xc, N, IC, count):
+        """The group's input xc (N, IC) cast once for all its members: autocast's ac_fprop_input,
+        which also notes it for the members' wgrads; under pol.record, the cast as ac_cast makes
+        it (recorded)."""
+        s_in = self._site(grp, "in")
+        if self.record is not None:
+            return self.cast(s_in, grp.layer, xc, N, IC, False, count)
+        if not self.active[s_in]:
+            return xc
+        out = torch.empty((N, IC), dtype=torch.float32)
+        self.ctx.fprop_input(_np(out), _np(xc), grp.proj, grp.layer, N, IC, recompute=not count)
+        return out
+
     def _linear_backward(self, grp, grads, x, ws, n_bias, need_dx):
         """proj_backward member by member in the group's order (the kernel of
-        torch.ops.fplab.linear_backward): (dx, [dW_i], [db_i of the first n_bias members])."""
+        torch.ops.fplab.linear_backward): (dx, [dW_i], [db_i of the first n_bias members]).
+        Each member's dgrad and then wgrad run through autocast (ac_dgrad_operands,
+        ac_wgrad_operands), which decides which casts are made again and which are reused (x's
+        Hadamard rotation and wgrad cast across the group's members, dgrad's cast of dout in
+        wgrad), as in the C trainer's backward."""
         dev = x.device
-        cpu = dev.type == "cpu"
         IC = x.shape[-1]
         x2 = x.detach().reshape(-1, IC)
         N = x2.shape[0]
-        c = self.ctx
         # the micro-batch of the forward this backward belongs to (the last counted one)
         if grp.bwd < grp.fwd:
             grp.bwd += 1
-        c.begin_micro(self._micro_key(max(grp.fwd - 1, 0)))
-        L, g = grp.layer, grp.proj
-        s_in, s_w, s_g = self._site(grp, "in"), self._site(grp, "w"), self._site(grp, "grad")
+        self.ctx.begin_micro(self._micro_key(max(grp.fwd - 1, 0)))
         xc = _cpu(x2.detach()).contiguous()
-        emu_d, emu_w = self.emulated[g][DGRAD], self.emulated[g][WGRAD]
-        had = self.info["hadamard"]
-        xh = None
-        if had:
-            xh = torch.empty_like(xc)
-            c.hadamard(_np(xh), _np(xc), N, IC)
+        grad = self._grad_recorded if self.record is not None else self._grad
         dx = None
         gw, gb = [], []
         for j, w in enumerate(ws):
@@ -569,36 +581,67 @@ class Policy:
             gc_ = _cpu(_cols(g2, o)).contiguous()
             wc_ = _cpu(_rows(w.detach(), o)).contiguous()
             # dgrad: dx (= or +=) cast(dout, .grad) cast(W, .w), scales along OC
-            if emu_d:
-                if dx is None:
-                    dx = torch.empty((N, IC), dtype=torch.float32)
-                c.matmul_emulated(g, DGRAD, _np(dx), _np(gc_), s_g, N, OC, False, True,
-                                  _np(wc_), s_w, OC, IC, True, False, L, N, IC, OC, j > 0)
-            else:
-                a = self.cast(s_g, L, gc_, N, OC, False, True)
-                b = self.cast(s_w, L, wc_, OC, IC, True, False)
-                if not cpu:
-                    a, b = a.to(dev), b.to(dev)
-                dx = self._mm(DGRAD, a, b, N, IC, OC, acc_into=dx, device=dev)
+            dx = grad(grp, DGRAD, dx, gc_, wc_, N, IC, OC, dev)
             # wgrad: dW = cast(dout, .grad)^T cast(x, .in), both with scales along N
-            gh, xk = gc_, xc
-            if had:
-                gh = torch.empty_like(gc_)
-                c.hadamard(_np(gh), _np(gc_), N, OC)
-                xk = xh
-            if emu_w:
-                dw = torch.zeros((OC, IC), dtype=torch.float32)
-                c.matmul_emulated(g, WGRAD, _np(dw), _np(gh), s_g, N, OC, True, False,
-                                  _np(xk), s_in, N, IC, True, False, L, OC, IC, N, True)
-            else:
-                a = self.cast(s_g, L, gh, N, OC, True, False)
-                b = self.cast(s_in, L, xk, N, IC, True, False)
-                if not cpu:
-                    a, b = a.to(dev), b.to(dev)
-                dw = self._mm(WGRAD, a, b, N, IC, OC, device=dev)
+            dw = grad(grp, WGRAD, None, gc_, xc, N, IC, OC, dev)
             gw.append(_rows(dw, o, inverse=True).to(dev))
         dx = dx.to(dev).reshape(x.shape) if need_dx else x.new_empty((0,))
         return dx, gw, [b for b, m in zip(gb, grp.members) if m.bias is not None][:n_bias]
+
+    def _grad(self, grp, pas, acc, dout, other, N, IC, OC, dev):
+        """One product of a member's backward through autocast: dgrad (other = W; acc: the dx
+        so far, or None) or wgrad (other = x). autocast casts the operands (ac_dgrad_operands,
+        ac_wgrad_operands); the library multiplies wgrad on the CPU and for emulated
+        accumulators, torch.mm on another device and the float32 dgrad."""
+        c = self.ctx
+        if pas == DGRAD and self.emulated[grp.proj][DGRAD]:
+            return self._dgrad_emulated(grp, acc, dout, other, N, IC, OC)
+        req = {"proj": grp.proj, "layer": grp.layer, "N": N, "IC": IC, "OC": OC}
+        if pas == WGRAD and (dev.type == "cpu" or self.emulated[grp.proj][WGRAD]):
+            out = torch.zeros((OC, IC), dtype=torch.float32)
+            c.wgrad(out=_np(out), dout=_np(dout), x=_np(other), **req)
+            return out
+        # Not Context.dgrad: its keyword-only `accumulate` does not parse (_autocast.c's format).
+        a, b = torch.empty_like(dout), torch.empty_like(other)
+        if pas == DGRAD:
+            c.dgrad_operands(a=_np(a), b=_np(b), dout=_np(dout), w=_np(other), **req)
+        else:
+            c.wgrad_operands(a=_np(a), b=_np(b), dout=_np(dout), x=_np(other), **req)
+        return self._mm(pas, a.to(dev), b.to(dev), N, IC, OC, acc_into=acc, device=dev)
+
+    def _dgrad_emulated(self, grp, acc, dout, w, N, IC, OC):
+        """dgrad in the accumulator the policy emulates: both operands cast afresh (autocast
+        reuses no cast for an emulated product)."""
+        g, L = grp.proj, grp.layer
+        out = acc if acc is not None else torch.empty((N, IC), dtype=torch.float32)
+        self.ctx.matmul_emulated(g, DGRAD, _np(out), _np(dout), self._site(grp, "grad"), N, OC, False, True,
+                                 _np(w), self._site(grp, "w"), OC, IC, True, False, L, N, IC, OC, acc is not None)
+        return out
+
+    def _grad_recorded(self, grp, pas, acc, dout, other, N, IC, OC, dev):
+        """_grad under pol.record, which sees every cast with its input: each operand cast by
+        itself (ac_cast), as autocast does when a hook observes the casts (nothing reused)."""
+        c, L, g = self.ctx, grp.layer, grp.proj
+        s_in, s_w, s_g = self._site(grp, "in"), self._site(grp, "w"), self._site(grp, "grad")
+        if pas == DGRAD and self.emulated[g][DGRAD]:
+            return self._dgrad_emulated(grp, acc, dout, other, N, IC, OC)
+        if pas == WGRAD and self.info["hadamard"]:  # NVFP4: both rotated along N first
+            dh, xh = torch.empty_like(dout), torch.empty_like(other)
+            c.hadamard(_np(dh), _np(dout), N, OC)
+            c.hadamard(_np(xh), _np(other), N, IC)
+            dout, other = dh, xh
+        if pas == WGRAD and self.emulated[g][WGRAD]:
+            out = torch.zeros((OC, IC), dtype=torch.float32)
+            c.matmul_emulated(g, WGRAD, _np(out), _np(dout), s_g, N, OC, True, False,
+                              _np(other), s_in, N, IC, True, False, L, OC, IC, N, True)
+            return out
+        if pas == DGRAD:
+            a = self.cast(s_g, L, dout, N, OC, False, True)
+            b = self.cast(s_w, L, other, OC, IC, True, False)
+        else:
+            a = self.cast(s_g, L, dout, N, OC, True, False)
+            b = self.cast(s_in, L, other, N, IC, True, False)
+        return self._mm(pas, a.to(dev), b.to(dev), N, IC, OC, acc_into=acc, device=dev)
 
     # --- steps and telemetry
 

@@ -34,3 +34,19 @@ def test_quantize_matches_cpu(fmt, recipe):
     out, elems, scales, counts = tc.quantize_cuda(x.cuda(), fmt, recipe)
     want = fplab.quantize(x.numpy(), fmt, scale=recipe)
     assert (_bits(out.cpu().numpy()) == _bits(want.values)).all()
+
+
+@pytest.mark.parametrize("fmt,scale,axis", [("e4m3", "mx", -1), ("e4m3", "mx", 0), ("mxfp4", "", -1),
+                                            ("e5m2", "", -1), ("e2m1", "nvfp4", 1)])
+def test_quantize_operator_runs_on_the_device(fmt, scale, axis):
+    """torch.ops.fplab.quantize on a CUDA tensor: the "cuda" kernel (register_kernels), on the
+    device, with fplab.quantize's values and counts."""
+    import fplab.torch  # noqa: F401  (registers the kernels)
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(3, 64, 48, generator=g) * 10
+    vals, stats = torch.ops.fplab.quantize(x.cuda(), fmt, scale, axis, "rne", 0, 0)
+    assert vals.is_cuda and stats.is_cuda
+    want = fplab.quantize(x.numpy(), fmt, scale=scale or None, axis=axis)
+    assert (_bits(vals.cpu().numpy()) == _bits(want.values)).all()
+    assert stats.cpu().tolist() == [getattr(want.stats, f) for f in ("n", "overflow", "underflow", "subnormal",
+                                                                     "nan_in", "invalid")]

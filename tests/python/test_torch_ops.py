@@ -105,3 +105,41 @@ def test_checkpoint_recomputes_the_same_casts(preset):
         same_bits(a.numpy(), b.numpy())
     assert runs[0][1] == runs[1][1]
     assert len(runs[0][2]) == len(runs[1][2])  # the counted casts once each
+
+
+def test_cuda_kernels_registered_where_cuda_is(monkeypatch):
+    """fplab.torch_cuda.register_kernels: nothing without CUDA; with it, quantize's "cuda" kernel
+    through torch_ops.register_device_kernels (the one place), and not cast's (a policy's rule
+    runs on the host)."""
+    import fplab.torch_cuda as tc
+    import fplab.torch_ops as ops
+    seen = []
+    monkeypatch.setattr(ops, "register_device_kernels", lambda dev, k: seen.append((dev, sorted(k))))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert tc.register_kernels() == {} and not seen
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert tc.register_kernels() == {"quantize": tc.quantize_kernel}
+    assert seen == [("cuda", ["quantize"])]
+
+
+@pytest.mark.parametrize("fmt,scale,axis,mode", [("e4m3", "mx", -1, "rne"), ("e4m3", "mx", 0, "rne"),
+                                                 ("mxfp4", "", 1, "rne"), ("e5m2", "", -1, "sr"),
+                                                 ("e2m1", "nvfp4", -1, "sr")])
+def test_cuda_quantize_kernel_passes_fplab_quantize_arguments(monkeypatch, fmt, scale, axis, mode):
+    """The "cuda" kernel of fplab::quantize on the host, its device call (quantize_cuda, which
+    blocks along the last dim) replaced by fplab.quantize: the scheme names, the axis moved last
+    and back, and the counts give the CPU kernel's result bit for bit."""
+    import fplab.torch_cuda as tc
+    import fplab.torch_ops as ops
+
+    def host(a, elem, recipe, mode, seed, offset):
+        q = fplab.quantize(a.numpy(), elem, scale=recipe, mode=mode, seed=seed, offset=offset)
+        counts = torch.tensor([getattr(q.stats, f) for f in ops.STATS] + [0] * 4, dtype=torch.int64)
+        return torch.from_numpy(q.values), None, None, counts
+
+    monkeypatch.setattr(tc, "quantize_cuda", host)
+    x = torch.randn(3, 64, 48, generator=torch.Generator().manual_seed(5)) * 10
+    got = tc.quantize_kernel(x, fmt, scale, axis, mode, 7, 11)
+    want = ops.quantize_host(x, fmt, scale, axis, mode, 7, 11)
+    same_bits(got[0].numpy(), want[0].numpy())
+    assert got[0].shape == x.shape and got[1].tolist() == want[1].tolist()

@@ -436,3 +436,51 @@ def test_telemetry_after_end_step():
         m(x[:16]).square().mean().backward()
         nxt = pol.telemetry()
         assert nxt["step"] == 2 and nxt["sites"]["mlp.down.in"]["n"] == 2 * 16 * 96
+
+
+class _Reuse:
+    """A policy's autocast context that notes which casts its wgrads reused."""
+
+    def __init__(self, ctx):
+        self._ctx, self.reused = ctx, []
+
+    def __getattr__(self, name):
+        return getattr(self._ctx, name)
+
+    def wgrad(self, **kw):
+        r = self._ctx.wgrad(**kw)
+        self.reused.append(r)
+        return r
+
+
+@pytest.mark.parametrize("preset,dout", [("bf16-amp", True), ("nvfp4", False), ("mxfp8", False),
+                                         ("fp8-delayed", False), ("pure-bf16-sr", False)])
+def test_backward_shares_casts_through_autocast_bit_for_bit(preset, dout):
+    """The backward's casts come from autocast's ac_dgrad_operands / ac_wgrad_operands, which
+    reuse one wgrad cast of x (after NVFP4's rotation) for k and v after q (gate and up) and,
+    where a rule casts alike in both orientations (bf16-amp's gradients), dgrad's cast of dout; under pol.record every cast is made by itself. Both give the same
+    gradients and telemetry, bit for bit, over two steps."""
+    res = []
+    for record in (False, True):
+        m = Toy()
+        with ft.apply_policy(m, preset, seed=3) as pol:
+            spy = pol.ctx = _Reuse(pol.ctx)
+            grads, tel = [], []
+            for step in range(2):
+                pol.record = [] if record else None
+                m.zero_grad()
+                m(data(seed=step)).square().mean().backward()
+                grads.append([p.grad.clone() for p in m.parameters()])
+                tel.append(pol.telemetry())
+                pol.end_step()
+            pol.ctx = spy._ctx
+        res.append((grads, tel))
+        if not record:
+            seen = {k for r in spy.reused for k, v in r.items() if v}
+            assert seen == {"wgrad_x", "dgrad_dout"} if dout else {"wgrad_x"}, (preset, seen)
+        else:
+            assert not spy.reused  # the recorded backward makes every cast itself
+    for a, b in zip(res[0][0], res[1][0]):
+        for x, y in zip(a, b):
+            same_bits(x.numpy(), y.numpy())
+    assert res[0][1] == res[1][1]
