@@ -447,6 +447,20 @@ void ac_write_json(const ac_ctx *c, FILE *f) {
     }
 }
 
+void ac_write_step_line(FILE *f, const ac_step_fields *s, const ac_ctx *c) {
+    fprintf(f, "{\"step\":%lld,\"loss\":", s->step);
+    jx_write_num(f, s->loss, 9);
+    fputs(",\"lr\":", f), jx_write_num(f, s->lr, 9);
+    fputs(",\"grad_norm\":", f), jx_write_num(f, s->grad_norm, 9);
+    fprintf(f, ",\"tokens_per_s\":%.1f,\"elapsed_s\":%.3f,\"loss_scale\":", s->tokens_per_s, s->elapsed_s);
+    jx_write_num(f, s->loss_scale, 9);
+    fprintf(f, ",\"skipped\":%d", s->skipped ? 1 : 0);
+    if (!isnan(s->val_loss)) fputs(",\"val_loss\":", f), jx_write_num(f, s->val_loss, 9);
+    ac_write_json(c, f);
+    if (s->more) s->more(f, s->more_arg);
+    fputc('}', f);
+}
+
 float *ac_amax_histories(ac_ctx *c, size_t *n) {
     bool delayed = false;
     for (int s = 0; s < AC_NSITES; s++) delayed |= c->pol.site[s].active && c->pol.site[s].delayed;

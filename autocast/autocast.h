@@ -217,6 +217,27 @@ void ac_round_update(ac_ctx *c, float *p, const float *p_old, float *comp, size_
 // when telemetry is off or nothing was counted), through util/json.h's writers.
 void ac_write_json(const ac_ctx *c, FILE *f);
 
+// One optimizer step as its JSON log line reports it: the trainer's --log (trainer/train.c)
+// and fplab.torch's end_step write it through ac_write_step_line, so the two logs are one
+// schema, read back by experiments/runlog.h.
+typedef struct {
+    long long step;                 // steps done (1 after the first)
+    double loss, lr, grad_norm;     // NaN is written "nan" (jx_write_num), as the reader takes it
+    double tokens_per_s, elapsed_s; // timing, at %.1f and %.3f
+    double loss_scale;              // the scaler's scale the step ran with
+    bool skipped;                   // the loss scaler skipped the step
+    double val_loss;                // NaN: no validation this step, the member left out
+    // Members the caller adds after the telemetry (the trainer's "comm"), each written as
+    // ,"name":value; NULL: none. Autocast knows nothing of what they hold.
+    void (*more)(FILE *f, const void *arg);
+    const void *more_arg;
+} ac_step_fields;
+
+// Writes the step line: {"step","loss","lr","grad_norm","tokens_per_s","elapsed_s",
+// "loss_scale","skipped"[,"val_loss"]} with c's telemetry (ac_write_json; c NULL: none) and
+// the caller's members before the closing brace; no newline (a JSON-lines writer adds it).
+void ac_write_step_line(FILE *f, const ac_step_fields *s, const ac_ctx *c);
+
 
 // The delayed-scaling amax histories, [AC_NSITES][n_layers+1][amax_history] floats (*n of them),
 // for callers that keep several contexts alike (the ranks of a distributed run reduce them);

@@ -50,7 +50,8 @@ int main(int argc, char **argv) {
         for (int lg = 10; lg <= max_log2; lg += 2) {
             const size_t n = (size_t)1 << lg, seg[2] = {0, n};
             dist_reducer d;
-            if (dist_reducer_init(&d, &w, &wire, NULL, false, false, n, seg, 1, msg, sizeof msg) != DIST_OK)
+            const dist_reducer_opts o = {.wire = &wire, .n = n, .seg = seg, .nseg = 1};
+            if (dist_reducer_init(&d, &w, &o, msg, sizeof msg) != DIST_OK)
                 dist_abort(&w, msg);
             double best = 1e30, codec = 1e30, bytes = 0;
             for (int r = 0; r < REPS; r++) {
@@ -62,7 +63,8 @@ int main(int argc, char **argv) {
                 const double t = fio_now() - t0;
                 best = t < best ? t : best, bytes = d.tel.bytes;
                 const double t1 = fio_now();
-                dist_wire_round(&wire, y, x, 0, n, seg, 1, 1, (uint64_t)r, NULL);
+                dist_wire_round(&(dist_crossing){.w = &wire, .seg = seg, .nseg = 1, .seed = 1, .stream = (uint64_t)r}, y, x,
+                                0, n, NULL);
                 const double c = fio_now() - t1;
                 codec = c < codec ? c : codec;
             }

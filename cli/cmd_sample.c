@@ -116,8 +116,10 @@ int cmd_sample(int argc, char **argv) {
     llama_ops_threads(threads);
     // The policy's forward casts, uncounted (trainer/eval.h); fp32 casts nothing.
     ac_ctx ac;
-    CLI_CHECK(eval_attach_policy(&m, &ac, &pol, 1, m.cfg.seq_len, o.seed, AC_TEL_OFF, true, msg, sizeof msg) ==
-                  EVAL_OK, "sample: --policy '%s': %s", policy, msg);
+    const eval_attach_req req = {.p = &pol, .B = 1, .T = m.cfg.seq_len, .seed = o.seed, .tel = AC_TEL_OFF,
+                                 .uncounted = true};
+    CLI_CHECK(eval_attach_policy(&m, &ac, &req, msg, sizeof msg) == EVAL_OK, "sample: --policy '%s': %s", policy,
+              msg);
 
     // What is fed: the start token, then the prompt (trainer/sample.h).
     const long n = sample_prompt_tokens(&v, prompt, NULL, 0, msg, sizeof msg);
@@ -136,9 +138,9 @@ int cmd_sample(int argc, char **argv) {
     // The prompt as given (it is what its tokens decode to), without the start token.
     if (n > 1) fputs(prompt, stdout);
     printer pr = {&v, stdout, n == 1};
-    long done = 0;
-    const int st = sample_generate(&m, tok, (int)n, &o, print_token, &pr, NULL, &done, msg, sizeof msg);
-    if (st == SAMPLE_OK && done == o.n_tokens) fputc('\n', stdout);
+    sample_sink sink = {.emit = print_token, .ctx = &pr};
+    const int st = sample_generate(&m, tok, (int)n, &o, &sink, msg, sizeof msg);
+    if (st == SAMPLE_OK && sink.n_done == o.n_tokens) fputc('\n', stdout);
     fflush(stdout);
     free(tok);
     data_vocab_free(&v);
@@ -148,8 +150,8 @@ int cmd_sample(int argc, char **argv) {
         fprintf(stderr, "fplab: sample: %s (checkpoint '%s')\n", msg, ckpt);
         return 1;
     }
-    if (done < o.n_tokens) {
-        fprintf(stderr, "fplab: sample: output failed after %ld tokens\n", done);
+    if (sink.n_done < o.n_tokens) {
+        fprintf(stderr, "fplab: sample: output failed after %ld tokens\n", sink.n_done);
         return 1;
     }
     return 0;

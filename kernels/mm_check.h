@@ -1,8 +1,8 @@
 // mm_check.h: the front end of a matmul check, written once for `fplab matmul-check` (cli/),
 // fplab.check_matmul and fplab.scaled_matmul (python/): everything those need before
 // mm_verify_run (mm_verify.h) and around the backends.
-//   - a side's recipe: B (K x N) takes the recipe's tile transposed, so that a tile of either
-//     side spans one K-block (mm_operand.h);
+//   - a side's recipe (mm_side_scaling, mm_operand.h): B (K x N) takes the recipe's tile
+//     transposed, so that a tile of either side spans one K-block;
 //   - operands from values: A and B as a kernel's caller holds them (element values before
 //     scaling, the recipe's tile scales, a tensor scale), each value checked to be a value of its
 //     format, then expanded and validated;
@@ -20,10 +20,6 @@
 
 // "ok", "invalid argument", "out of memory", "no device", "unsupported", "unknown status".
 const char *mm_strerror(int st);
-
-// sc as the quantization of one side takes it: A's as is, B's with tile_rows and tile_cols
-// swapped (a 1 x 32 MX tile of A is a 32 x 1 tile of B).
-fmt_scaling mm_side_scaling(const fmt_scaling *sc, mm_side side);
 
 // The product a check is about, by formats: the operands are made from it.
 typedef struct {

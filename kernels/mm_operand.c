@@ -17,6 +17,12 @@
 
 static size_t resolve(int t, size_t n) { return t <= 0 || (size_t)t >= n ? n : (size_t)t; }
 
+fmt_scaling mm_side_scaling(const fmt_scaling *sc, mm_side side) {
+    fmt_scaling s = *sc;
+    if (side == MM_SIDE_B) s.tile_rows = sc->tile_cols, s.tile_cols = sc->tile_rows;
+    return s;
+}
+
 void mm_qmat_free(mm_qmat *m) {
     if (!m) return;
     free(m->q), free(m->scales), free(m->deq);
@@ -93,10 +99,7 @@ int mm_qmat_from_f32(mm_qmat *m, mm_side side, const float *x, size_t rows, size
     const bool is_a = side == MM_SIDE_A;
     const size_t K = is_a ? cols : rows, other = is_a ? rows : cols;  // other: M for A, N for B
 
-    // The recipe's tile is (rows along M, cols along K) for A; B, stored K x N, gets it
-    // transposed, so that in both cases a tile spans one K-block.
-    fmt_scaling s = *sc;
-    if (!is_a) s.tile_rows = sc->tile_cols, s.tile_cols = sc->tile_rows;
+    const fmt_scaling s = mm_side_scaling(sc, side);  // a tile of either side spans one K-block
     const size_t kt = resolve(sc->tile_cols, K), ntk = (K + kt - 1) / kt;
     const bool as_tensor = !sc->none && sc->tile_rows == 0 && sc->tile_cols == 0 && !sc->tensor_scale;
     const size_t nt = fmt_scale_count(&s, rows, cols);

@@ -23,6 +23,10 @@
 
 typedef enum { MM_SIDE_A, MM_SIDE_B } mm_side;
 
+// sc as the quantization of one side takes it: A's as is, B's with tile_rows and tile_cols
+// swapped (a 1 x 32 MX tile of A is a 32 x 1 tile of B).
+fmt_scaling mm_side_scaling(const fmt_scaling *sc, mm_side side);
+
 typedef struct {
     mm_operand op;           // ready for mm_ref/mm_cpu/mm_cuda; points into the buffers below
     float *q;                // (rows x cols) element values, row-major, ld = cols, not transposed

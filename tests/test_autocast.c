@@ -13,6 +13,7 @@
 #include "kernels/llama_ops.h"
 #include "tests/test_util.h"
 #include "trainer/llama.h"
+#include "util/json.h"
 
 static void setup(void) { llama_ops_threads(0); }
 TestSuite(autocast, .init = setup);
@@ -135,6 +136,75 @@ Test(autocast, telemetry_counts) {
     cr_assert(isinf(y[0]) && isinf(y[1]) && y[2] == 0 && y[3] == 0, "IEEE overflow to inf, underflow to 0");
     ac_cast(&c, &(ac_cast_req){.site = AC_O_GRAD, .layer = 0}, x, 1, 8);  // not counted
     cr_assert_eq(t->n, 8);
+    ac_free(&c);
+}
+
+// The step line (ac_write_step_line) is one JSON object that util/json.h's reader walks to its
+// end: the step's fields in order, val_loss only when there is one, the telemetry, then the
+// caller's members before the closing brace.
+static void more_comm(FILE *f, const void *arg) { fprintf(f, ",\"comm\":{\"ranks\":%d}", *(const int *)arg); }
+
+static char *step_line(const ac_step_fields *s, const ac_ctx *c) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cr_assert(f);
+    ac_write_step_line(f, s, c);
+    fclose(f);
+    cr_assert(!strchr(text, '\n'), "no newline: %s", text);
+    return text;
+}
+
+// Walks the line's members into keys (joined by ','), checking numbers against want.
+static void walk_step_line(const char *text, char *keys, size_t cap, const ac_step_fields *want) {
+    jx_cur cur;
+    jx_init(&cur, text);
+    keys[0] = 0;
+    cr_assert(jx_open(&cur, '{'), "%s", text);
+    do {
+        char key[32];
+        jx_key(&cur, key, sizeof key);
+        strncat(keys, keys[0] ? "," : "", cap - strlen(keys) - 1);
+        strncat(keys, key, cap - strlen(keys) - 1);
+        const struct { const char *k; double v; } nums[] = {
+            {"step", (double)want->step}, {"loss", want->loss}, {"lr", want->lr},
+            {"grad_norm", want->grad_norm}, {"loss_scale", want->loss_scale},
+            {"skipped", want->skipped}, {"val_loss", want->val_loss}};
+        bool done = false;
+        for (size_t i = 0; i < sizeof nums / sizeof *nums && !done; i++)
+            if (!strcmp(key, nums[i].k)) {
+                const double v = jx_num(&cur);
+                cr_assert(tu_samef((float)v, (float)nums[i].v), "%s: %g, want %g in %s", key, v, nums[i].v, text);
+                done = true;
+            }
+        if (!done) jx_skip(&cur);
+    } while (jx_more(&cur, '}'));
+    cr_assert(jx_end(&cur) && jx_ok(&cur), "%s: %s", cur.err, text);
+}
+
+Test(autocast, step_line_parses_with_its_fields) {
+    ac_step_fields s = {.step = 7, .loss = 2.5f, .lr = 3e-4f, .grad_norm = NAN, .tokens_per_s = 1234.56,
+                        .elapsed_s = 1.5, .loss_scale = 65536, .skipped = true, .val_loss = NAN};
+    char keys[512];
+    char *text = step_line(&s, NULL);
+    walk_step_line(text, keys, sizeof keys, &s);
+    cr_assert_str_eq(keys, "step,loss,lr,grad_norm,tokens_per_s,elapsed_s,loss_scale,skipped", "%s", text);
+    cr_assert(strstr(text, "\"grad_norm\":\"nan\"") || strstr(text, "\"grad_norm\":nan"), "%s", text);
+    free(text);
+
+    ac_policy p = policy("fp16-amp");
+    ac_ctx c;
+    init_ctx(&c, &p, 1, 16);
+    const float x[4] = {1e5f, 1.0f, 2.0f, 3.0f};
+    ac_cast(&c, &(ac_cast_req){.site = AC_O_GRAD, .layer = 0, .count = true}, x, 1, 4);
+    const int ranks = 4;
+    s.val_loss = 2.25f, s.grad_norm = 0.5f, s.skipped = false, s.more = more_comm, s.more_arg = &ranks;
+    text = step_line(&s, &c);
+    walk_step_line(text, keys, sizeof keys, &s);
+    cr_assert_str_eq(keys, "step,loss,lr,grad_norm,tokens_per_s,elapsed_s,loss_scale,skipped,val_loss,sites,comm",
+                     "%s", text);
+    cr_assert(strstr(text, "\"comm\":{\"ranks\":4}}"), "the caller's member closes the line: %s", text);
+    free(text);
     ac_free(&c);
 }
 

@@ -80,7 +80,8 @@ Test(dist, ring_hop_rounds_each_partial_sum) {
         own[i] = i % 8 ? bf16((float)(tu_splitmix64(&s) % 2000) / 1e6f) : 0.0f;
     }
     dist_comm_tel t = {0};
-    dist_ring_add(&w, NULL, acc, in, own, 0, 64, seg, 1, 1, 1, &t);
+    dist_ring_add(&(dist_crossing){.w = &w, .seg = seg, .nseg = 1, .seed = 1, .stream = 1}, NULL, acc, in, own, 0, 64,
+                  &t);
     uint64_t swamped = 0;
     for (int i = 0; i < 64; i++) {
         cr_assert_eq(acc[i], bf16(in[i] + own[i]), "element %d", i);
@@ -113,11 +114,12 @@ Test(dist, packed_transport_decodes_to_the_quantized_values) {
         dist_wire w;
         char msg[256];
         cr_assert_eq(dist_wire_parse(&w, "--comm", specs[k], msg, sizeof msg), DIST_OK, "%s: %s", specs[k], msg);
-        const size_t nb = dist_wire_span_bytes(&w, 0, N, seg, 3);
+        const dist_crossing cx = {.w = &w, .seg = seg, .nseg = 3, .seed = 5, .stream = 9};
+        const size_t nb = dist_wire_span_bytes(&cx, 0, N);
         uint8_t *bytes = malloc(nb + 16);
         memset(bytes, 0xA5, nb + 16);
         dist_comm_tel t = {0};
-        dist_wire_encode(&w, bytes, got, x, 0, N, seg, 3, 5, 9, &t);
+        dist_wire_encode(&cx, bytes, got, x, 0, N, &t);
         for (int i = 0; i < 16; i++) cr_assert_eq(bytes[nb + i], 0xA5, "%s: wrote past the span", specs[k]);
         size_t want_bytes = 0;
         for (int p = 0; p < 3; p++) {
@@ -132,7 +134,7 @@ Test(dist, packed_transport_decodes_to_the_quantized_values) {
         }
         cr_assert_eq(nb, want_bytes, "%s: %zu bytes, expected %zu", specs[k], nb, want_bytes);
         float dec[N];
-        dist_wire_decode(&w, dec, bytes, 0, N, seg, 3);
+        dist_wire_decode(&cx, dec, bytes, 0, N);
         for (int i = 0; i < N; i++) {
             cr_assert(memcmp(&got[i], &expect[i], 4) == 0 || (isnan(got[i]) && isnan(expect[i])),
                       "%s element %d (%a): sender holds %a, fmt_quantize_f32 %a", specs[k], i, x[i], got[i], expect[i]);
@@ -155,10 +157,11 @@ Test(dist, gather_format_rounds_the_sums) {
     const size_t seg[2] = {0, 64};
     for (int ring = 0; ring < 2; ring++) {
         dist_reducer d;
-        cr_assert_eq(dist_reducer_init(&d, &wd, &w, &g, ring, false, 64, seg, 1, msg, sizeof msg), DIST_OK, "%s", msg);
+        const dist_reducer_opts o = {.wire = &w, .gather = &g, .wire_accum = ring, .n = 64, .seg = seg, .nseg = 1};
+        cr_assert_eq(dist_reducer_init(&d, &wd, &o, msg, sizeof msg), DIST_OK, "%s", msg);
         float x[64], e[64];
         for (int i = 0; i < 64; i++) x[i] = 1.0f + (float)i * 0x1p-9f;
-        dist_wire_round(&w, e, x, 0, 64, seg, 1, 1, 0, NULL);
+        dist_wire_round(&(dist_crossing){.w = &w, .seg = seg, .nseg = 1, .seed = 1, .stream = 0}, e, x, 0, 64, NULL);
         bool differs = false;
         for (int i = 0; i < 64; i++) differs |= bf16(e[i]) != e[i];
         cr_assert(differs, "the example must tell the two roundings apart");
@@ -179,7 +182,8 @@ Test(dist, one_process_reduction) {
     dist_wire_parse(&w, "--comm", "bf16", msg, sizeof msg);
     const size_t seg[3] = {0, 5, 9};
     dist_reducer d;
-    cr_assert_eq(dist_reducer_init(&d, &wd, &w, NULL, false, true, 9, seg, 2, msg, sizeof msg), DIST_OK, "%s", msg);
+    const dist_reducer_opts o = {.wire = &w, .ef = true, .n = 9, .seg = seg, .nseg = 2};
+    cr_assert_eq(dist_reducer_init(&d, &wd, &o, msg, sizeof msg), DIST_OK, "%s", msg);
     float x[9], x0[9];
     for (int i = 0; i < 9; i++) x[i] = x0[i] = 1.0f + (float)i * 0x1p-12f;
     dist_allreduce_sum(&d, &wd, x, 1, 0);

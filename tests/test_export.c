@@ -959,7 +959,7 @@ Test(export, run_c_flow_space_after_bos) {
     int32_t first;
     const sample_opts one = {.n_tokens = 1, .temperature = 0, .top_p = 1, .seed = 0};
     char msg[256];
-    cr_assert_eq(sample_generate(&m, &start, 1, &one, NULL, NULL, &first, NULL, msg, sizeof msg), SAMPLE_OK, "%s", msg);
+    cr_assert_eq(sample_generate(&m, &start, 1, &one, &(sample_sink){.out = &first}, msg, sizeof msg), SAMPLE_OK, "%s", msg);
     const int sp = 1;  // ' ' in CP20
     if (first != sp)
         for (int k = 0; k < 2; k++) {
@@ -969,7 +969,7 @@ Test(export, run_c_flow_space_after_bos) {
             memcpy(r + sp * 32, tmp, sizeof tmp);
         }
     int32_t again;
-    cr_assert_eq(sample_generate(&m, &start, 1, &one, NULL, NULL, &again, NULL, msg, sizeof msg), SAMPLE_OK);
+    cr_assert_eq(sample_generate(&m, &start, 1, &one, &(sample_sink){.out = &again}, msg, sizeof msg), SAMPLE_OK);
     cr_assert_eq(again, sp, "the relabelled model starts with token %d", again);
     const char *ckpt = tmp_path("sp.ckpt"), *model = tmp_path("sp.bin"), *tokp = tmp_path("sp_tok.bin");
     write_ckpt(ckpt, &m, &CHAR20);

@@ -143,9 +143,9 @@ static int collect(void *ctx, int32_t t) {
 static void generate(llama_model *m, const int32_t *prompt, int np, const sample_opts *o, int32_t *out) {
     char msg[256];
     collected c = {.n = 0};
-    long done = -1;
-    cr_assert_eq(sample_generate(m, prompt, np, o, collect, &c, out, &done, msg, sizeof msg), SAMPLE_OK, "%s", msg);
-    cr_assert_eq(done, o->n_tokens);
+    sample_sink sink = {.emit = collect, .ctx = &c, .out = out, .n_done = -1};
+    cr_assert_eq(sample_generate(m, prompt, np, o, &sink, msg, sizeof msg), SAMPLE_OK, "%s", msg);
+    cr_assert_eq(sink.n_done, o->n_tokens);
     cr_assert_eq(c.n, o->n_tokens, "the callback saw %d tokens", c.n);
     cr_assert(!memcmp(c.tok, out, (size_t)c.n * sizeof *out), "callback and out disagree");
 }
@@ -288,12 +288,11 @@ Test(sample, callback_stops_early) {
     const int32_t prompt[1] = {0};
     const sample_opts o = {.n_tokens = 10, .temperature = 1, .top_p = 1, .seed = 2};
     int calls = 0;
-    long done = -1;
+    sample_sink sink = {.emit = stop_after_3, .ctx = &calls, .n_done = -1};
     char msg[256];
-    cr_assert_eq(sample_generate(&m, prompt, 1, &o, stop_after_3, &calls, NULL, &done, msg, sizeof msg),
-                 SAMPLE_OK, "%s", msg);
+    cr_assert_eq(sample_generate(&m, prompt, 1, &o, &sink, msg, sizeof msg), SAMPLE_OK, "%s", msg);
     cr_assert_eq(calls, 3);
-    cr_assert_eq(done, 3);
+    cr_assert_eq(sink.n_done, 3);
     llama_free(&m);
 }
 
@@ -319,9 +318,9 @@ Test(sample, validation) {
     o = sample_opts_default();
     o.n_tokens = 2;
     const int32_t p_bad[2] = {3, 20};
-    cr_assert_eq(sample_generate(&m, p_bad, 0, &o, NULL, NULL, NULL, NULL, msg, sizeof msg), SAMPLE_EINVAL);
+    cr_assert_eq(sample_generate(&m, p_bad, 0, &o, NULL, msg, sizeof msg), SAMPLE_EINVAL);
     cr_assert(strstr(msg, "empty"), "%s", msg);
-    cr_assert_eq(sample_generate(&m, p_bad, 2, &o, NULL, NULL, NULL, NULL, msg, sizeof msg), SAMPLE_EINVAL);
+    cr_assert_eq(sample_generate(&m, p_bad, 2, &o, NULL, msg, sizeof msg), SAMPLE_EINVAL);
     cr_assert(strstr(msg, "position 1"), "%s", msg);
     llama_free(&m);
 }
@@ -333,10 +332,10 @@ Test(sample, diverged_model_is_an_error) {
     const int32_t prompt[1] = {0};
     const sample_opts o = {.n_tokens = 3, .temperature = 0, .top_p = 1, .seed = 0};
     char msg[256];
-    long done = -1;
-    cr_assert_eq(sample_generate(&m, prompt, 1, &o, NULL, NULL, NULL, &done, msg, sizeof msg), SAMPLE_EMODEL);
+    sample_sink sink = {.n_done = -1};
+    cr_assert_eq(sample_generate(&m, prompt, 1, &o, &sink, msg, sizeof msg), SAMPLE_EMODEL);
     cr_assert(strstr(msg, "not finite"), "%s", msg);
-    cr_assert_eq(done, 0);
+    cr_assert_eq(sink.n_done, 0);
     llama_free(&m);
 }
 
@@ -426,16 +425,17 @@ static void kv_sampling(const char *policy, double temperature) {
     cr_assert_eq(policy[0] == '#' ? ac_policy_parse(&p, policy, "test", msg, sizeof msg)
                                   : ac_policy_load(&p, policy, msg, sizeof msg), AC_OK, "%s", msg);
     ac_ctx ac;
-    cr_assert_eq(eval_attach_policy(&m, &ac, &p, 1, m.cfg.seq_len, 5, AC_TEL_OFF, true, msg, sizeof msg), EVAL_OK,
-                 "%s", msg);
+    const eval_attach_req req = {.p = &p, .B = 1, .T = m.cfg.seq_len, .seed = 5, .tel = AC_TEL_OFF,
+                                 .uncounted = true};
+    cr_assert_eq(eval_attach_policy(&m, &ac, &req, msg, sizeof msg), EVAL_OK, "%s", msg);
     kv_check k = {.m = &m, .ac = &ac, .rule = &p.site[AC_KV]};
     enum { NP = 3 };
     random_prompt(k.seq, NP, 23);
     k.len = NP;
     const sample_opts o = {.n_tokens = m.cfg.seq_len - NP + 1, .temperature = temperature, .top_p = 1, .seed = 9};
-    long done = 0;
-    cr_assert_eq(sample_generate(&m, k.seq, NP, &o, check_kv, &k, NULL, &done, msg, sizeof msg), SAMPLE_OK, "%s", msg);
-    cr_assert_eq(done, o.n_tokens);
+    sample_sink sink = {.emit = check_kv, .ctx = &k};
+    cr_assert_eq(sample_generate(&m, k.seq, NP, &o, &sink, msg, sizeof msg), SAMPLE_OK, "%s", msg);
+    cr_assert_eq(sink.n_done, o.n_tokens);
     cr_assert_eq(k.steps, o.n_tokens);
     cr_assert(k.changed > 0, "%s: the KV cast changed nothing", p.name);
     eval_detach_policy(&m, &ac);

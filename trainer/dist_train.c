@@ -29,8 +29,11 @@ int train__dist_setup(train_run_state *r, char *msg, size_t msg_len) {
     const bool own_gather = r->o.comm_gather[0];
     if (own_gather && dist_wire_parse(&gather, "--comm-gather", r->o.comm_gather, msg, msg_len) != DIST_OK) return -1;
     if ((d->w.size > 1 || wire.active || (own_gather && gather.active)) &&
-        dist_reducer_init(&d->red, &d->w, &wire, own_gather ? &gather : NULL, !strcmp(r->o.comm_accum, "wire"),
-                          r->o.error_feedback == 1, n, d->seg, d->nseg, msg, msg_len) != DIST_OK)
+        dist_reducer_init(&d->red, &d->w,
+                          &(dist_reducer_opts){.wire = &wire, .gather = own_gather ? &gather : NULL,
+                                               .wire_accum = !strcmp(r->o.comm_accum, "wire"),
+                                               .ef = r->o.error_feedback == 1, .n = n, .seg = d->seg, .nseg = d->nseg},
+                          msg, msg_len) != DIST_OK)
         return -1;
     if (r->o.accum > 1 && !(d->micro = malloc(n * sizeof *d->micro))) goto oom;
     if (!(d->micro_loss = calloc((size_t)d->w.size * r->o.accum, sizeof *d->micro_loss))) goto oom;

@@ -84,9 +84,10 @@ static size_t piece_end(const size_t *seg, int nseg, size_t a, size_t hi) {
     return hi;
 }
 
-size_t dist_wire_span_bytes(const dist_wire *w, size_t lo, size_t hi, const size_t *seg, int nseg) {
+size_t dist_wire_span_bytes(const dist_crossing *cx, size_t lo, size_t hi) {
     size_t bytes = 0;
-    for (size_t a = lo, b; a < hi; a = b) b = piece_end(seg, nseg, a, hi), bytes += dist_wire_bytes(w, b - a);
+    for (size_t a = lo, b; a < hi; a = b)
+        b = piece_end(cx->seg, cx->nseg, a, hi), bytes += dist_wire_bytes(cx->w, b - a);
     return bytes;
 }
 
@@ -135,35 +136,36 @@ static void encode_piece(const dist_wire *w, uint8_t *bytes, float *out, const f
     fmt_encode_f32(&w->fmt, codes, q, len, &exact, NULL);
     fmt_pack(&w->fmt, p, codes, len);
     free(q), free(codes);
-    dist_wire_decode(w, out, bytes, 0, len, (const size_t[2]){0, len}, 1);
+    dist_wire_decode(&(dist_crossing){.w = w, .seg = (const size_t[2]){0, len}, .nseg = 1}, out, bytes, 0, len);
 }
 
-void dist_wire_encode(const dist_wire *w, uint8_t *bytes, float *out, const float *in, size_t lo, size_t hi,
-                      const size_t *seg, int nseg, uint64_t seed, uint64_t stream, dist_comm_tel *t) {
+void dist_wire_encode(const dist_crossing *cx, uint8_t *bytes, float *out, const float *in, size_t lo, size_t hi,
+                      dist_comm_tel *t) {
+    const dist_wire *w = cx->w;
     if (!w->active) {
         memcpy(bytes, in, (hi - lo) * sizeof *in);
         if (out != in) memcpy(out, in, (hi - lo) * sizeof *out);
         return;
     }
     fmt_round_opts ro = w->ro;
-    ro.seed = seed, ro.stream = stream;
+    ro.seed = cx->seed, ro.stream = cx->stream;
     fmt_stats st = {0};
     for (size_t a = lo, b; a < hi; a = b) {
-        b = piece_end(seg, nseg, a, hi), ro.offset = a;
+        b = piece_end(cx->seg, cx->nseg, a, hi), ro.offset = a;
         encode_piece(w, bytes, out + (a - lo), in + (a - lo), b - a, &ro, &st);
         bytes += dist_wire_bytes(w, b - a);
     }
     if (t) t->n += st.n, t->overflow += st.overflow, t->underflow += st.underflow, t->nan += st.nan_in;
 }
 
-void dist_wire_decode(const dist_wire *w, float *out, const uint8_t *bytes, size_t lo, size_t hi, const size_t *seg,
-                      int nseg) {
+void dist_wire_decode(const dist_crossing *cx, float *out, const uint8_t *bytes, size_t lo, size_t hi) {
+    const dist_wire *w = cx->w;
     if (!w->active) {
         memcpy(out, bytes, (hi - lo) * sizeof *out);
         return;
     }
     for (size_t a = lo, b; a < hi; a = b) {
-        b = piece_end(seg, nseg, a, hi);
+        b = piece_end(cx->seg, cx->nseg, a, hi);
         const size_t len = b - a, nt = piece_tiles(w, len);
         float *o = out + (a - lo);
         const uint8_t *p = bytes;
@@ -190,14 +192,13 @@ void dist_wire_decode(const dist_wire *w, float *out, const uint8_t *bytes, size
     }
 }
 
-void dist_wire_round(const dist_wire *w, float *out, const float *in, size_t lo, size_t hi, const size_t *seg,
-                     int nseg, uint64_t seed, uint64_t stream, dist_comm_tel *t) {
-    if (!w->active) {
+void dist_wire_round(const dist_crossing *cx, float *out, const float *in, size_t lo, size_t hi, dist_comm_tel *t) {
+    if (!cx->w->active) {
         if (out != in) memcpy(out, in, (hi - lo) * sizeof *out);
         return;
     }
-    uint8_t *bytes = xmalloc(dist_wire_span_bytes(w, lo, hi, seg, nseg));
-    dist_wire_encode(w, bytes, out, in, lo, hi, seg, nseg, seed, stream, t);
+    uint8_t *bytes = xmalloc(dist_wire_span_bytes(cx, lo, hi));
+    dist_wire_encode(cx, bytes, out, in, lo, hi, t);
     free(bytes);
 }
 
@@ -215,15 +216,15 @@ void dist_sum_in_rank_order(float *out, const float *recv, int nranks, size_t le
     }
 }
 
-void dist_ring_add(const dist_wire *w, uint8_t *bytes, float *acc, const float *in, const float *own, size_t lo,
-                   size_t hi, const size_t *seg, int nseg, uint64_t seed, uint64_t stream, dist_comm_tel *t) {
+void dist_ring_add(const dist_crossing *cx, uint8_t *bytes, float *acc, const float *in, const float *own, size_t lo,
+                   size_t hi, dist_comm_tel *t) {
     uint64_t swamped = 0;
     const size_t len = hi - lo;
     float *tmp = acc == in ? xmalloc(len * sizeof *tmp) : NULL;
     if (tmp) memcpy(tmp, in, len * sizeof *tmp), in = tmp;
     for (size_t i = 0; i < len; i++) acc[i] = in[i] + own[i];
-    if (bytes) dist_wire_encode(w, bytes, acc, acc, lo, hi, seg, nseg, seed, stream, t);
-    else dist_wire_round(w, acc, acc, lo, hi, seg, nseg, seed, stream, t);
+    if (bytes) dist_wire_encode(cx, bytes, acc, acc, lo, hi, t);
+    else dist_wire_round(cx, acc, acc, lo, hi, t);
     for (size_t i = 0; i < len; i++) swamped += own[i] != 0.0f && acc[i] == in[i];
     if (t) t->swamped += swamped;
     free(tmp);
@@ -237,16 +238,24 @@ void dist_reducer_free(dist_reducer *d) {
     memset(d, 0, sizeof *d);
 }
 
-static void byte_offsets(size_t *boff, const dist_wire *w, const size_t *off, int size, const size_t *seg, int nseg) {
+static void byte_offsets(size_t *boff, const dist_crossing *cx, const size_t *off, int size) {
     boff[0] = 0;
-    for (int c = 0; c < size; c++) boff[c + 1] = boff[c] + dist_wire_span_bytes(w, off[c], off[c + 1], seg, nseg);
+    for (int c = 0; c < size; c++) boff[c + 1] = boff[c] + dist_wire_span_bytes(cx, off[c], off[c + 1]);
 }
 
-int dist_reducer_init(dist_reducer *d, const dist_world *w, const dist_wire *wire, const dist_wire *gather,
-                      bool wire_accum, bool ef, size_t n, const size_t *seg, int nseg, char *msg, size_t msg_len) {
+// The crossing of the reducer's buffer in format f (d->wire or d->gather) with the draws of
+// stream.
+static dist_crossing crossing(const dist_reducer *d, const dist_wire *f, uint64_t seed, uint64_t stream) {
+    return (dist_crossing){.w = f, .seg = d->seg, .nseg = d->nseg, .seed = seed, .stream = stream};
+}
+
+int dist_reducer_init(dist_reducer *d, const dist_world *w, const dist_reducer_opts *o, char *msg, size_t msg_len) {
     memset(d, 0, sizeof *d);
-    d->wire = *wire, d->gather = gather ? *gather : *wire, d->wire_accum = wire_accum;
-    d->ef = ef && wire->active, d->n = n, d->nseg = nseg;
+    const size_t n = o->n, *seg = o->seg;
+    const int nseg = o->nseg;
+    const bool wire_accum = o->wire_accum;
+    d->wire = *o->wire, d->gather = o->gather ? *o->gather : *o->wire, d->wire_accum = wire_accum;
+    d->ef = o->ef && o->wire->active, d->n = n, d->nseg = nseg;
     const size_t N = (size_t)w->size;
     d->seg = malloc((size_t)(nseg + 1) * sizeof *d->seg);
     d->off = malloc((N + 1) * sizeof *d->off);
@@ -256,8 +265,8 @@ int dist_reducer_init(dist_reducer *d, const dist_world *w, const dist_wire *wir
     if (d->seg && d->off && d->boff && d->goff) {
         memcpy(d->seg, seg, (size_t)(nseg + 1) * sizeof *d->seg);
         dist_chunks(d->off, n, w->size);
-        byte_offsets(d->boff, &d->wire, d->off, w->size, seg, nseg);
-        byte_offsets(d->goff, &d->gather, d->off, w->size, seg, nseg);
+        byte_offsets(d->boff, &(dist_crossing){.w = &d->wire, .seg = seg, .nseg = nseg}, d->off, w->size);
+        byte_offsets(d->goff, &(dist_crossing){.w = &d->gather, .seg = seg, .nseg = nseg}, d->off, w->size);
         for (size_t c = 0; c < N; c++) {
             big = d->off[c + 1] - d->off[c] > big ? d->off[c + 1] - d->off[c] : big;
             bigb = d->boff[c + 1] - d->boff[c] > bigb ? d->boff[c + 1] - d->boff[c] : bigb;
@@ -311,15 +320,16 @@ static const uint8_t *ring_reduce(dist_reducer *d, const dist_world *w, float *x
         dist_sendrecv_bytes(w, send, boff[send_c + 1] - boff[send_c], next, d->rbuf, boff[recv_c + 1] - boff[recv_c],
                             prev);
         const size_t lo = off[recv_c], hi = off[recv_c + 1];
-        dist_wire_decode(&d->wire, d->recv, d->rbuf, lo, hi, d->seg, d->nseg);
-        dist_ring_add(&d->wire, d->hbuf, x + lo, d->recv, q + lo, lo, hi, d->seg, d->nseg, seed,
-                      key | (uint64_t)(STREAM_HOP + h), &d->tel);
+        const dist_crossing hop = crossing(d, &d->wire, seed, key | (uint64_t)(STREAM_HOP + h));
+        dist_wire_decode(&hop, d->recv, d->rbuf, lo, hi);
+        dist_ring_add(&hop, d->hbuf, x + lo, d->recv, q + lo, lo, hi, &d->tel);
         send = d->hbuf;
     }
     if (N == 1) return send;
     const int done = (me + 1) % N;
     dist_sendrecv_bytes(w, d->hbuf, boff[done + 1] - boff[done], next, d->rbuf, boff[me + 1] - boff[me], prev);
-    dist_wire_decode(&d->wire, x + off[me], d->rbuf, off[me], off[me + 1], d->seg, d->nseg);
+    dist_wire_decode(&(dist_crossing){.w = &d->wire, .seg = d->seg, .nseg = d->nseg}, x + off[me], d->rbuf, off[me],
+                     off[me + 1]);  // decoding draws nothing: no key
     return d->rbuf;
 }
 
@@ -335,9 +345,9 @@ void dist_allreduce_sum(dist_reducer *d, const dist_world *w, float *x, uint64_t
     if (d->ef)
         for (size_t i = 0; i < n; i++) q[i] = x[i] + d->resid[i];
     else memcpy(q, x, n * sizeof *q);
+    const dist_crossing contrib = crossing(d, &d->wire, seed, key | STREAM_CONTRIB);
     for (int c = 0; c < N; c++)  // chunk by chunk: each owner decodes its chunk's pieces alone
-        dist_wire_encode(&d->wire, d->wbuf + d->boff[c], q + off[c], q + off[c], off[c], off[c + 1], d->seg, d->nseg,
-                         seed, key | STREAM_CONTRIB, &d->tel);
+        dist_wire_encode(&contrib, d->wbuf + d->boff[c], q + off[c], q + off[c], off[c], off[c + 1], &d->tel);
     if (d->ef)
         for (size_t i = 0; i < n; i++) d->resid[i] = (x[i] + d->resid[i]) - q[i];
     uint8_t *mine_g = d->gbuf + d->goff[me];
@@ -347,20 +357,21 @@ void dist_allreduce_sum(dist_reducer *d, const dist_world *w, float *x, uint64_t
         for (int c = 0; c < N; c++)
             if (c != me) d->tel.bytes += (double)(d->boff[c + 1] - d->boff[c]);
         dist_alltoall_bytes(w, d->rbuf, rb, d->wbuf, d->boff);
-        for (int r = 0; r < N; r++)
-            dist_wire_decode(&d->wire, d->recv + (size_t)r * mine, d->rbuf + (size_t)r * rb, lo, hi, d->seg, d->nseg);
+        for (int r = 0; r < N; r++) dist_wire_decode(&contrib, d->recv + (size_t)r * mine, d->rbuf + (size_t)r * rb, lo, hi);
         dist_sum_in_rank_order(x + lo, d->recv, N, mine);
-        dist_wire_encode(&d->gather, mine_g, x + lo, x + lo, lo, hi, d->seg, d->nseg, seed, key | STREAM_SUM, &d->tel);
+        const dist_crossing sum = crossing(d, &d->gather, seed, key | STREAM_SUM);
+        dist_wire_encode(&sum, mine_g, x + lo, x + lo, lo, hi, &d->tel);
     } else {
         const uint8_t *fin = ring_reduce(d, w, x, seed, key);
+        const dist_crossing sum = crossing(d, &d->gather, seed, key | STREAM_GATHER);
         if (!memcmp(&d->gather, &d->wire, sizeof d->wire)) memcpy(mine_g, fin, d->goff[me + 1] - d->goff[me]);
-        else dist_wire_encode(&d->gather, mine_g, x + lo, x + lo, lo, hi, d->seg, d->nseg, seed,
-                              key | STREAM_GATHER, &d->tel);
+        else dist_wire_encode(&sum, mine_g, x + lo, x + lo, lo, hi, &d->tel);
     }
     d->tel.bytes += (double)(N - 1) * (double)(d->goff[me + 1] - d->goff[me]);
     dist_allgather_bytes(w, d->gbuf, d->goff);
+    const dist_crossing back = crossing(d, &d->gather, seed, key);
     for (int c = 0; c < N; c++)
-        if (c != me) dist_wire_decode(&d->gather, x + off[c], d->gbuf + d->goff[c], off[c], off[c + 1], d->seg, d->nseg);
+        if (c != me) dist_wire_decode(&back, x + off[c], d->gbuf + d->goff[c], off[c], off[c + 1]);
     d->tel.seconds += fio_now() - t0;
     if (d->dump[0]) dump(d, "out", x), d->dump[0] = 0;
 }

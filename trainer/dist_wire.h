@@ -54,21 +54,29 @@ typedef struct {
 
 // Bytes of one piece of len values on the wire: codes, scales, the tensor scale.
 size_t dist_wire_bytes(const dist_wire *w, size_t len);
-// Bytes of elements lo..hi of a buffer cut into pieces at seg[0..nseg] (ascending, seg[0] = 0,
-// seg[nseg] >= hi): the sum of dist_wire_bytes over the pieces that overlap [lo, hi).
-size_t dist_wire_span_bytes(const dist_wire *w, size_t lo, size_t hi, const size_t *seg, int nseg);
+
+// How a buffer crosses the wire: its format, the pieces it is cut into (the parameter tensors:
+// each piece is rounded and packed as one (1, len) row with its own scales) and the key of its
+// stochastic rounding draws. The functions below take elements lo..hi of the buffer.
+typedef struct {
+    const dist_wire *w;
+    const size_t *seg;      // piece boundaries seg[0..nseg]: ascending, seg[0] = 0, seg[nseg] >= hi
+    int nseg;
+    uint64_t seed, stream;  // the draws' key, with the element's index in the whole buffer
+                            // (encoding only)
+} dist_crossing;
+
+// Bytes of elements lo..hi: the sum of dist_wire_bytes over the pieces that overlap [lo, hi).
+size_t dist_wire_span_bytes(const dist_crossing *cx, size_t lo, size_t hi);
 // Q of in[0..hi-lo) (elements lo..hi of the buffer), piece by piece: the packed bytes
 // (dist_wire_span_bytes of them) into bytes, and the values a receiver decodes from them into out
-// (out may equal in). Stochastic rounding draws are keyed by (seed, stream) and the element's
-// index in the whole buffer. Counts into t (n and the stats; not bytes).
-void dist_wire_encode(const dist_wire *w, uint8_t *bytes, float *out, const float *in, size_t lo, size_t hi,
-                      const size_t *seg, int nseg, uint64_t seed, uint64_t stream, dist_comm_tel *t);
+// (out may equal in). Counts into t (n and the stats; not bytes; NULL: not counted).
+void dist_wire_encode(const dist_crossing *cx, uint8_t *bytes, float *out, const float *in, size_t lo, size_t hi,
+                      dist_comm_tel *t);
 // out[0..hi-lo) = the values of bytes as dist_wire_encode wrote them for elements lo..hi.
-void dist_wire_decode(const dist_wire *w, float *out, const uint8_t *bytes, size_t lo, size_t hi, const size_t *seg,
-                      int nseg);
+void dist_wire_decode(const dist_crossing *cx, float *out, const uint8_t *bytes, size_t lo, size_t hi);
 // out = decode(encode(in)): the values that cross the wire (out may equal in).
-void dist_wire_round(const dist_wire *w, float *out, const float *in, size_t lo, size_t hi, const size_t *seg,
-                     int nseg, uint64_t seed, uint64_t stream, dist_comm_tel *t);
+void dist_wire_round(const dist_crossing *cx, float *out, const float *in, size_t lo, size_t hi, dist_comm_tel *t);
 
 // --- the reducer: a buffer of n floats summed over the ranks in the fixed order above
 typedef struct {
@@ -93,9 +101,18 @@ typedef struct {
                          // go to PREFIX.rR.in and PREFIX.rR.out (float32), then "" again
 } dist_reducer;
 
-// gather: the format of the reduced sums (NULL: wire's).
-int dist_reducer_init(dist_reducer *d, const dist_world *w, const dist_wire *wire, const dist_wire *gather,
-                      bool wire_accum, bool ef, size_t n, const size_t *seg, int nseg, char *msg, size_t msg_len);
+// What a reducer sums, and how.
+typedef struct {
+    const dist_wire *wire;    // contributions and the ring's partial sums
+    const dist_wire *gather;  // the reduced sums, gathered back (NULL: wire's)
+    bool wire_accum;          // partial sums rounded to the wire format (ring); else f32 (all-to-all)
+    bool ef;                  // error feedback on the rank's contribution
+    size_t n;                 // floats in the buffer
+    const size_t *seg;        // nseg + 1 tensor boundaries (dist_crossing's pieces; copied)
+    int nseg;
+} dist_reducer_opts;
+
+int dist_reducer_init(dist_reducer *d, const dist_world *w, const dist_reducer_opts *o, char *msg, size_t msg_len);
 void dist_reducer_free(dist_reducer *d);
 // x = the sum over the ranks of every rank's x (in place, the same on every rank). seed and
 // stream key stochastic rounding (the caller passes the step). One process: x is unchanged
@@ -108,8 +125,8 @@ void dist_sum_in_rank_order(float *out, const float *recv, int nranks, size_t le
 // The ring hop for elements lo..hi: acc[0..hi-lo) = Q(in[i] + own[i]) (float32 sum, then
 // dist_wire_encode: the bytes to pass on into bytes, NULL: not kept), counting swamped additions
 // (own nonzero, result equal to in); acc may equal in.
-void dist_ring_add(const dist_wire *w, uint8_t *bytes, float *acc, const float *in, const float *own, size_t lo,
-                   size_t hi, const size_t *seg, int nseg, uint64_t seed, uint64_t stream, dist_comm_tel *t);
+void dist_ring_add(const dist_crossing *cx, uint8_t *bytes, float *acc, const float *in, const float *own, size_t lo,
+                   size_t hi, dist_comm_tel *t);
 // Chunk boundaries of n values over `size` ranks: off[c] = floor(c * n / size).
 void dist_chunks(size_t *off, size_t n, int size);
 

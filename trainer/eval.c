@@ -154,16 +154,16 @@ void eval_policy_only(ac_policy *out, const ac_policy *p, ac_site s) {
         }
 }
 
-int eval_attach_policy(llama_model *m, ac_ctx *ac, const ac_policy *p, int B, int T, uint64_t seed,
-                       ac_telemetry tel, bool uncounted, char *msg, size_t msg_len) {
+int eval_attach_policy(llama_model *m, ac_ctx *ac, const eval_attach_req *r, char *msg, size_t msg_len) {
     memset(ac, 0, sizeof *ac);
-    if (eval_policy_check(p, msg, msg_len) != EVAL_OK || ac_policy_validate(p, msg, msg_len) != AC_OK)
+    if (eval_policy_check(r->p, msg, msg_len) != EVAL_OK || ac_policy_validate(r->p, msg, msg_len) != AC_OK)
         return EVAL_EINVAL;
-    if (ac_init(ac, p, m->cfg.n_layers, seed, tel, llama_max_operand(&m->cfg, B, T), msg, msg_len) != AC_OK)
+    if (ac_init(ac, r->p, m->cfg.n_layers, r->seed, r->tel, llama_max_operand(&m->cfg, r->B, r->T), msg, msg_len) !=
+        AC_OK)
         return EVAL_EINVAL;
     ac_begin_step(ac, 0);
     m->ac = ac;
-    m->uncounted = uncounted;
+    m->uncounted = r->uncounted;
     return EVAL_OK;
 }
 
@@ -182,7 +182,8 @@ int eval_loss(eval_model *e, const ac_policy *p, ac_telemetry tel, ac_ctx *ac, e
     ac_policy f32;
     if (!p) ac_policy_fp32(&f32), p = &f32;
     memset(r, 0, sizeof *r);
-    if (eval_attach_policy(&e->m, c, p, e->B, e->T, e->seed, tel, false, msg, msg_len) != EVAL_OK) {
+    const eval_attach_req req = {.p = p, .B = e->B, .T = e->T, .seed = e->seed, .tel = tel};
+    if (eval_attach_policy(&e->m, c, &req, msg, msg_len) != EVAL_OK) {
         if (!ac) ac_free(c);
         return EVAL_EINVAL;
     }

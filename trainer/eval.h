@@ -75,12 +75,19 @@ bool eval_kv_per_token(const ac_policy *p);
 // must have).
 void eval_policy_only(ac_policy *out, const ac_policy *p, ac_site s);
 
-// Sets up ac for policy p on model m for batches up to (B, T) and attaches it (m->ac = ac);
-// casts are counted (telemetry) unless uncounted. The key of stochastic rounding is seed.
-// EVAL_EINVAL with a message (eval_policy_check, or out of memory for the cast buffers).
-// Detach and free with eval_detach_policy.
-int eval_attach_policy(llama_model *m, ac_ctx *ac, const ac_policy *p, int B, int T, uint64_t seed,
-                       ac_telemetry tel, bool uncounted, char *msg, size_t msg_len);
+// What eval_attach_policy sets up.
+typedef struct {
+    const ac_policy *p;
+    int B, T;           // the largest batch the model will run
+    uint64_t seed;      // the key of stochastic rounding
+    ac_telemetry tel;
+    bool uncounted;     // casts not counted (telemetry, amax history): sampling
+} eval_attach_req;
+
+// Sets up ac for r->p on model m and attaches it (m->ac = ac). EVAL_EINVAL with a message
+// (eval_policy_check, or out of memory for the cast buffers). Detach and free with
+// eval_detach_policy.
+int eval_attach_policy(llama_model *m, ac_ctx *ac, const eval_attach_req *r, char *msg, size_t msg_len);
 void eval_detach_policy(llama_model *m, ac_ctx *ac);
 
 typedef struct {

@@ -114,10 +114,11 @@ long sample_prompt_tokens(const data_vocab *v, const char *prompt, int32_t *toke
 
 // --- generation
 
-int sample_generate(llama_model *m, const int32_t *prompt, int n_prompt, const sample_opts *o,
-                    sample_emit_fn emit, void *ctx, int32_t *out, long *n_done, char *msg,
-                    size_t msg_len) {
-    if (n_done) *n_done = 0;
+int sample_generate(llama_model *m, const int32_t *prompt, int n_prompt, const sample_opts *o, sample_sink *sink,
+                    char *msg, size_t msg_len) {
+    sample_sink none = {0};
+    if (!sink) sink = &none;
+    sink->n_done = 0;
     int st = sample_opts_validate(o, msg, msg_len);
     if (st != SAMPLE_OK) return st;
     const int V = m->cfg.vocab_size, T = m->cfg.seq_len;
@@ -164,9 +165,9 @@ int sample_generate(llama_model *m, const int32_t *prompt, int n_prompt, const s
             st = SAMPLE_EMODEL;
             break;
         }
-        if (out) out[step] = next;
-        if (n_done) *n_done = step + 1;
-        if (emit && emit(ctx, next) != 0) break;
+        if (sink->out) sink->out[step] = next;
+        sink->n_done = step + 1;
+        if (sink->emit && sink->emit(sink->ctx, next) != 0) break;
         if (len == cap) {  // slide: keep the last T - 1 tokens, then append
             memmove(win, win + (cap - (size_t)T + 1), ((size_t)T - 1) * sizeof *win);
             len = (size_t)T - 1;

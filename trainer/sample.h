@@ -69,14 +69,20 @@ long sample_prompt_tokens(const data_vocab *v, const char *prompt, int32_t *toke
 // failed write), which is not an error.
 typedef int (*sample_emit_fn)(void *ctx, int32_t token);
 
+// Where sample_generate's tokens go.
+typedef struct {
+    sample_emit_fn emit;  // each token as it is drawn, with ctx (NULL: none)
+    void *ctx;
+    int32_t *out;         // every token (o->n_tokens entries; NULL: not kept)
+    long n_done;          // set: the number generated
+} sample_sink;
+
 // Generates up to o->n_tokens tokens after the prompt (n_prompt >= 1 tokens in [0, V); a prompt
-// longer than seq_len is fine: only its last seq_len tokens are seen). Each token goes to emit
-// (may be NULL) and, when out is non-NULL, to out (o->n_tokens entries). *n_done (may be NULL)
-// receives the number generated. Overwrites the model's activations. SAMPLE_EINVAL for bad
-// options or prompt, SAMPLE_ENOMEM, SAMPLE_EMODEL when the forward fails or gives non-finite
-// logits (a diverged model), each with a message.
-int sample_generate(llama_model *m, const int32_t *prompt, int n_prompt, const sample_opts *o,
-                    sample_emit_fn emit, void *ctx, int32_t *out, long *n_done, char *msg,
-                    size_t msg_len);
+// longer than seq_len is fine: only its last seq_len tokens are seen), into sink (may be NULL).
+// Overwrites the model's activations. SAMPLE_EINVAL for bad options or prompt, SAMPLE_ENOMEM,
+// SAMPLE_EMODEL when the forward fails or gives non-finite logits (a diverged model), each with
+// a message.
+int sample_generate(llama_model *m, const int32_t *prompt, int n_prompt, const sample_opts *o, sample_sink *sink,
+                    char *msg, size_t msg_len);
 
 #endif

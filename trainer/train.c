@@ -152,33 +152,31 @@ static const char *non_finite(const train_run_state *r, const train_step_out *s)
 
 // --- logging
 
+// The step line's "comm" member: what the reductions of this step put on the wire.
+static void log_comm(FILE *f, const void *arg) {
+    const train_run_state *r = arg;
+    const dist_comm_tel *c = &r->dist.comm;
+    fprintf(f, ",\"comm\":{\"ranks\":%d,\"wire\":", r->dist.w.size);
+    jx_write_str(f, r->dist.red.wire.name);
+    fputs(",\"gather\":", f), jx_write_str(f, r->dist.red.gather.name);
+    fprintf(f, ",\"n\":%llu,\"overflow\":%llu,\"underflow\":%llu,\"nan\":%llu,\"swamped\":%llu,"
+            "\"bytes\":%.0f,\"seconds\":%.6f}",
+            (unsigned long long)c->n, (unsigned long long)c->overflow, (unsigned long long)c->underflow,
+            (unsigned long long)c->nan, (unsigned long long)c->swamped, c->bytes, c->seconds);
+}
+
 static void log_step(train_run_state *r, long step, const train_step_out *s) {
     FILE *f = r->out.log;
     const double el = fio_now() - r->run.t_start;
     const double tps =
         (double)(step + 1 - r->run.first_step) * r->dist.w.size * r->o.accum * r->data.B * r->data.T / el;
     if (f) {
-        fprintf(f, "{\"step\":%ld,\"loss\":", step + 1);
-        jx_write_num(f, s->loss, 9);
-        fputs(",\"lr\":", f), jx_write_num(f, s->lr, 9);
-        fputs(",\"grad_norm\":", f), jx_write_num(f, s->gnorm, 9);
-        fprintf(f, ",\"tokens_per_s\":%.1f,\"elapsed_s\":%.3f,\"loss_scale\":", tps, el);
-        jx_write_num(f, s->scale, 9);
-        fprintf(f, ",\"skipped\":%d", s->skipped);
-        if (!isnan(s->val)) fputs(",\"val_loss\":", f), jx_write_num(f, s->val, 9);
-        ac_write_json(&r->prec.ac, f);
-        if (r->dist.red.n) {
-            const dist_comm_tel *c = &r->dist.comm;
-            fprintf(f, ",\"comm\":{\"ranks\":%d,\"wire\":", r->dist.w.size);
-            jx_write_str(f, r->dist.red.wire.name);
-            fputs(",\"gather\":", f), jx_write_str(f, r->dist.red.gather.name);
-            fprintf(f, ",\"n\":%llu,\"overflow\":%llu,"
-                    "\"underflow\":%llu,\"nan\":%llu,\"swamped\":%llu,\"bytes\":%.0f,\"seconds\":%.6f}",
-                    (unsigned long long)c->n, (unsigned long long)c->overflow,
-                    (unsigned long long)c->underflow, (unsigned long long)c->nan, (unsigned long long)c->swamped,
-                    c->bytes, c->seconds);
-        }
-        fprintf(f, "}\n");
+        const ac_step_fields line = {.step = step + 1, .loss = s->loss, .lr = s->lr, .grad_norm = s->gnorm,
+                                     .tokens_per_s = tps, .elapsed_s = el, .loss_scale = s->scale,
+                                     .skipped = s->skipped, .val_loss = s->val,
+                                     .more = r->dist.red.n ? log_comm : NULL, .more_arg = r};
+        ac_write_step_line(f, &line, &r->prec.ac);
+        fputc('\n', f);
     }
     if (r->dist.w.rank == 0 && (r->out.progress || !isnan(s->val))) {
         char eta[32], val[32] = "-";

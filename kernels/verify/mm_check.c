@@ -18,12 +18,6 @@ const char *mm_strerror(int st) {
     }
 }
 
-fmt_scaling mm_side_scaling(const fmt_scaling *sc, mm_side side) {
-    fmt_scaling s = *sc;
-    if (side == MM_SIDE_B) s.tile_rows = sc->tile_cols, s.tile_cols = sc->tile_rows;
-    return s;
-}
-
 // MM_OK when x holds values of f only; else msg names the first that is not, and what was
 // expected of it.
 static int values_check(const fmt_t *f, const float *x, size_t rows, size_t cols, const char *what,

@@ -204,7 +204,7 @@ static void eb_step(const eb_ctx *c, size_t i, size_t j, size_t k0, size_t k1, d
 static double engine_err1(const eb_ctx *c, const mm_opts *o, size_t K, size_t i, size_t j, float cij) {
     const mm__engine_plan *p = c->p;
     const mm_engine_kind *q = p->q;
-    const size_t pe = o->acc.promote_every > 0 ? (size_t)o->acc.promote_every : 0;
+    const size_t pe = mm__seg_promote(o);
     // The steps of one instruction: its split halves (NVIDIA), its groups (AMD pairwise and
     // fused), each product (FMA).
     const size_t unit = (size_t)q->k;
@@ -220,26 +220,23 @@ static double engine_err1(const eb_ctx *c, const mm_opts *o, size_t K, size_t i,
             E = fabs(fmt_round1(&f16, cij, &rne) - (double)cij);
         }
     }
+    // A scaled kind applies the scales inside the instruction: K is one block to it.
     const size_t blk = p->scaled_kind ? K : p->bk;
-    for (size_t k0 = 0; k0 < K; k0 += blk) {
-        const size_t k1 = k0 + blk < K ? k0 + blk : K;
-        const size_t step = pe ? pe : k1 - k0;
-        for (size_t s0 = k0; s0 < k1; s0 += step) {
-            const size_t s1 = s0 + step < k1 ? s0 + step : k1;
-            if (!p->c_in_chain) S = 0, E = 0;
-            for (size_t u0 = s0; u0 < s1; u0 += sub) eb_step(c, i, j, u0, u0 + sub < s1 ? u0 + sub : s1, &S, &E);
-            if (p->c_in_chain) continue;
-            // total = fl32(total + fl32(D * fl32(sa * sb))), each rounded to nearest.
-            const float xa = c->A->scales && !p->scaled_kind ? c->A->scales[i * c->nba + s0 / c->bka] : 1.0f;
-            const float xb = c->B->scales && !p->scaled_kind ? c->B->scales[(s0 / c->bkb) * c->N + j] : 1.0f;
-            const float sab = xa * xb;
-            const double sd = (double)xa * xb;
-            const double part = S * sd;
-            double e = E * fabs(sab) + up(S) * fabs(sab - sd);
-            e += round_err(up(S) * fabs(sab) + e, 23, -126, true);
-            T += part, Et += e;
-            Et += round_err(up(T) + Et, 23, -126, true);
-        }
+    for (size_t s0 = 0, s1; s0 < K; s0 = s1) {
+        s1 = mm__seg_end(s0, K, blk, pe);
+        if (!p->c_in_chain) S = 0, E = 0;
+        for (size_t u0 = s0; u0 < s1; u0 += sub) eb_step(c, i, j, u0, u0 + sub < s1 ? u0 + sub : s1, &S, &E);
+        if (p->c_in_chain) continue;
+        // total = fl32(total + fl32(D * fl32(sa * sb))), each rounded to nearest.
+        const float xa = c->A->scales && !p->scaled_kind ? c->A->scales[i * c->nba + s0 / c->bka] : 1.0f;
+        const float xb = c->B->scales && !p->scaled_kind ? c->B->scales[(s0 / c->bkb) * c->N + j] : 1.0f;
+        const float sab = xa * xb;
+        const double sd = (double)xa * xb;
+        const double part = S * sd;
+        double e = E * fabs(sab) + up(S) * fabs(sab - sd);
+        e += round_err(up(S) * fabs(sab) + e, 23, -126, true);
+        T += part, Et += e;
+        Et += round_err(up(T) + Et, 23, -126, true);
     }
     if (p->c_in_chain) return E;
     const float ab = mm__fl32_prod3(o->alpha, mm__tscale(c->A), mm__tscale(c->B));

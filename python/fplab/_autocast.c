@@ -582,28 +582,24 @@ static PyObject *py_json_num(PyObject *mod, PyObject *args) {
 }
 
 // step_line(step, loss, lr, grad_norm, tokens_per_s, elapsed_s, loss_scale, skipped, val_loss): the
-// C trainer's JSON-lines step line (trainer/train.c's log_step, less its comm member) with this
-// context's telemetry, written by the same jx_write_num and ac_write_json; val_loss NaN: left out.
-static PyObject *ctx_step_line(ContextObject *self, PyObject *args) {
-    long long step;
-    double loss, lr, gnorm, tps, el, scale, val;
+// C trainer's JSON-lines step line (less its "comm" member) with this context's telemetry,
+// written by the trainer's own writer, ac_write_step_line; val_loss NaN: left out. Arguments
+// by position or by these names.
+static PyObject *ctx_step_line(ContextObject *self, PyObject *args, PyObject *kw) {
+    static char *names[] = {"step", "loss", "lr", "grad_norm", "tokens_per_s", "elapsed_s", "loss_scale",
+                            "skipped", "val_loss", NULL};
+    ac_step_fields line = {0};
     int skipped;
-    if (!PyArg_ParseTuple(args, "Lddddddpd", &step, &loss, &lr, &gnorm, &tps, &el, &scale, &skipped, &val))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "Lddddddpd", names, &line.step, &line.loss, &line.lr,
+                                     &line.grad_norm, &line.tokens_per_s, &line.elapsed_s, &line.loss_scale,
+                                     &skipped, &line.val_loss))
         return NULL;
+    line.skipped = skipped;
     char *s = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&s, &len);
     if (!f) return PyErr_NoMemory();
-    fprintf(f, "{\"step\":%lld,\"loss\":", step);
-    jx_write_num(f, loss, 9);
-    fputs(",\"lr\":", f), jx_write_num(f, lr, 9);
-    fputs(",\"grad_norm\":", f), jx_write_num(f, gnorm, 9);
-    fprintf(f, ",\"tokens_per_s\":%.1f,\"elapsed_s\":%.3f,\"loss_scale\":", tps, el);
-    jx_write_num(f, scale, 9);
-    fprintf(f, ",\"skipped\":%d", skipped);
-    if (val == val) fputs(",\"val_loss\":", f), jx_write_num(f, val, 9);
-    ac_write_json(&self->ac, f);
-    fputs("}", f);
+    ac_write_step_line(f, &line, &self->ac);
     fclose(f);
     PyObject *r = PyUnicode_FromStringAndSize(s ? s : "", (Py_ssize_t)len);
     free(s);
@@ -708,7 +704,7 @@ static PyMethodDef ctx_methods[] = {
     {"json", (PyCFunction)ctx_json, METH_NOARGS, "the step's telemetry as JSON members"},
     {"tel_state", (PyCFunction)ctx_tel_state, METH_NOARGS, "the step's telemetry so far (bytes)"},
     {"load_tel_state", (PyCFunction)ctx_load_tel_state, METH_VARARGS, "put back tel_state's telemetry"},
-    {"step_line", (PyCFunction)ctx_step_line, METH_VARARGS, "the trainer's JSON step line with this telemetry"},
+    {"step_line", (PyCFunction)(void (*)(void))ctx_step_line, METH_VARARGS | METH_KEYWORDS, "the trainer's JSON step line with this telemetry"},
     {"scaler_update", (PyCFunction)ctx_scaler_update, METH_VARARGS, "scaler_update(finite) -> skip"},
     {"scaler", (PyCFunction)ctx_scaler, METH_NOARGS, "the loss scaler's state (a dict)"},
     {"state", (PyCFunction)ctx_state, METH_NOARGS, "the checkpoint image (bytes)"},
