@@ -156,8 +156,12 @@ def main(argv=None):
         os.makedirs(run)
     if a.checkpointing:
         hf.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    # dp_group: the ranks' stochastic-rounding keys continue the micro-batches' (a * ranks + rank)
+    # and delayed scaling's amax is the largest over the ranks, so R ranks x A micro-batches compute
+    # what 1 process x R*A micro-batches does
     pol = ft.apply_policy(hf, a.policy, seed=a.seed, telemetry=a.telemetry,
-                          log=os.path.join(run, "log.jsonl") if rank == 0 else None)
+                          log=os.path.join(run, "log.jsonl") if rank == 0 else None,
+                          dp_group=True if world > 1 else None)
     opt = ft.PolicyOptimizer(torch.optim.AdamW(hf.parameters(), lr=a.lr), pol)
     scaler = ft.GradScaler(pol)
     model = hf

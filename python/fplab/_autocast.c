@@ -465,16 +465,27 @@ static PyObject *ctx_wgrad_operands(ContextObject *self, PyObject *args, PyObjec
 // accumulator the policy emulates (mm_cpu). dgrad: out (N, IC) = (or +=) dout W; wgrad: out
 // (OC, IC) += dout^T x. Returns the reuse dict of dgrad_operands.
 static PyObject *grad_product(ContextObject *self, PyObject *args, PyObject *kw, ac_pass pass) {
-    static char *dkw[] = {"out", "dout", "w", "proj", "layer", "N", "IC", "OC", "accumulate", NULL};
+    static char *dkw[] = {"out", "dout", "w", "proj", "layer", "N", "IC", "OC", NULL};
     static char *wkw[] = {"out", "dout", "x", "proj", "layer", "N", "IC", "OC", NULL};
     PyObject *oo, *od, *ox;
     int proj, layer, accumulate = 0;
     Py_ssize_t N, IC, OC;
-    const int ok = pass == AC_DGRAD
-                       ? PyArg_ParseTupleAndKeywords(args, kw, "$OOOiinnn|p", dkw, &oo, &od, &ox, &proj, &layer, &N,
-                                                     &IC, &OC, &accumulate)
-                       : PyArg_ParseTupleAndKeywords(args, kw, "$OOOiinnn", wkw, &oo, &od, &ox, &proj, &layer, &N,
-                                                     &IC, &OC);
+    // dgrad's optional accumulate= is taken out first: a format cannot have required keyword-only
+    // arguments ("$") followed by optional ones ("|")
+    PyObject *kw_rest = kw;
+    if (pass == AC_DGRAD && kw) {
+        PyObject *acc = PyDict_GetItemString(kw, "accumulate");
+        if (acc) {
+            if ((accumulate = PyObject_IsTrue(acc)) < 0 || !(kw_rest = PyDict_Copy(kw))) return NULL;
+            if (PyDict_DelItemString(kw_rest, "accumulate") < 0) {
+                Py_DECREF(kw_rest);
+                return NULL;
+            }
+        }
+    }
+    const int ok = PyArg_ParseTupleAndKeywords(args, kw_rest, "$OOOiinnn", pass == AC_DGRAD ? dkw : wkw, &oo, &od,
+                                               &ox, &proj, &layer, &N, &IC, &OC);
+    if (kw_rest != kw) Py_DECREF(kw_rest);
     if (!ok) return NULL;
     ac_gemm_req g;
     if (gemm_req(self, &g, proj, layer, N, IC, OC, 0) < 0) return NULL;

@@ -78,7 +78,7 @@ def test_refusals():
         c.wgrad_operands(dout.copy(), x.copy(), dout, x, QKV, 0, N, IC, OC)  # keywords only
 
 
-WGRAD = 2
+DGRAD, WGRAD = 1, 2
 
 
 def test_wgrad_product_is_the_manual_one():
@@ -100,3 +100,22 @@ def test_wgrad_product_is_the_manual_one():
     m.matmul_emulated(QKV, WGRAD, ref, gh, 2, N, OC, True, False, xh, QKV_IN, N, IC, True, False, 0, OC, IC, N, True)
     assert np.array_equal(dw.view(np.uint32), ref.view(np.uint32))
     assert np.array_equal(dw2.view(np.uint32), ref.view(np.uint32))
+
+
+def test_dgrad_product_sets_or_adds_the_operands_product():
+    """ctx.dgrad: dgrad_operands' operands multiplied in float32 (out = dout W); accumulate=True
+    adds to what out holds; both bit for bit against dgrad_operands plus the library's matmul."""
+    x, dout, w = rand(N, IC, seed=20), rand(N, OC, seed=21), rand(OC, IC, seed=22)
+    c, m = ctx(), ctx()
+    dx = np.zeros((N, IC), np.float32)
+    c.dgrad(out=dx, dout=dout, w=w, proj=O, layer=0, N=N, IC=IC, OC=OC)
+    da, db = np.empty_like(dout), np.empty_like(w)
+    m.dgrad_operands(a=da, b=db, dout=dout, w=w, proj=O, layer=0, N=N, IC=IC, OC=OC)
+    ref = np.zeros((N, IC), np.float32)
+    m.matmul(pass_=DGRAD, out=ref, a=da, b=db, N=N, IC=IC, OC=OC, accumulate=False)
+    assert np.array_equal(dx.view(np.uint32), ref.view(np.uint32))
+    c.dgrad(out=dx, dout=dout, w=w, proj=O, layer=0, N=N, IC=IC, OC=OC, accumulate=True)
+    m.matmul(pass_=DGRAD, out=ref, a=da, b=db, N=N, IC=IC, OC=OC, accumulate=True)
+    assert np.array_equal(dx.view(np.uint32), ref.view(np.uint32))
+    with pytest.raises(TypeError):
+        c.dgrad(out=dx, dout=dout, w=w, proj=O, layer=0, N=N, IC=IC, OC=OC, accumulate=True, bogus=1)
