@@ -367,8 +367,8 @@ static int plot_grad_underflow(const rp_data *d, rp_plot *p, const char *pdir, c
         }
         free(v);
     }
-    int st = XP_OK, ncols = 0, nbars = 0;
-    for (int q = 0; q < d->npresets; q++) ncols += col[q] > 0, nbars += col[q] == 2;
+    int st = XP_OK, nbars = 0;
+    for (int q = 0; q < d->npresets; q++) nbars += col[q] == 2;
     if (!nbars) goto done;
     files_t ff;
     if ((st = open_files(&ff, pdir, p, msg, msg_len))) goto done;

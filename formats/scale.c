@@ -651,7 +651,7 @@ static int run_fused(qrun *q, qacc *total) {
 // the multipliers are looked up in the tensor's tables).
 static int run_separate(qrun *q, qacc *total) {
     const geom *g = q->g;
-    const size_t n = g->rows * g->cols, nt = g->ntr * g->ntc, ntp = (nt + W - 1) / W * W;
+    const size_t nt = g->ntr * g->ntc, ntp = (nt + W - 1) / W * W;
     uint32_t *bits = calloc(ntp, sizeof *bits);  // zero beyond nt, as tile_scales wants
     float *sbuf = malloc(3 * ntp * sizeof *sbuf);
     if (!bits || !sbuf) {
@@ -667,7 +667,7 @@ static int run_separate(qrun *q, qacc *total) {
     }
     const size_t nbatch = (nt + SCALE_BATCH - 1) / SCALE_BATCH;
     const tile_view vm = {mul, 0, 0, g->ntc}, vd = {deq, 0, 0, g->ntc};
-#pragma omp parallel if (n >= PAR_MIN_ELEMS)
+#pragma omp parallel if (g->rows * g->cols >= PAR_MIN_ELEMS)
     {
         qacc acc = {0};
 #pragma omp for schedule(static)
