@@ -300,7 +300,10 @@ int mm__engine_fast_run(float *C, size_t ldc, const mm_operand *A, const mm_oper
                         size_t K, const mm_opts *o) {
     mm__engine_plan p;
     if (mm__engine_plan_make(&p, A, B, M, N, K, o, NULL, 0) != MM_OK) return MM_EINVAL;
-    if (!mm__engine_fast_covers(&p, o)) return mm__engine_run_plan(&p, C, ldc, A, B, M, N, K, o, NULL);
+    if (!mm__engine_fast_covers(&p, o)) {
+        mm__path_note(o, "engine-model", M * N);
+        return mm__engine_run_plan(&p, C, ldc, A, B, M, N, K, o, NULL);
+    }
     mm__emu_job J = {.M = M, .N = N, .K = K, .sa = A->scales, .sb = B->scales, .beta = o->beta};
     J.ab = mm__fl32_prod3(o->alpha, mm__tscale(A), mm__tscale(B));
     J.nba = mm__nblocks(A, K, &J.bka);
@@ -318,7 +321,10 @@ int mm__engine_fast_run(float *C, size_t ldc, const mm_operand *A, const mm_oper
     exps(x.ea, NULL, x.abad, ap, M, K, MR, p.ta);
     exps(NULL, x.eb, x.bbad, bp, N, K, NR, p.tb);
     mm__emu_tile_loop(&J, ap, bp, C, ldc, MR, NR, engine_tile, &x);
-    st = mm__engine_run_plan(&p, C, ldc, A, B, M, N, K, o, x.redo);
+    size_t nredo = 0;
+    for (size_t t = 0; t < M * N; t++) nredo += x.redo[t];
+    mm__path_note(o, "engine-fast", nredo);
+    st = nredo ? mm__engine_run_plan(&p, C, ldc, A, B, M, N, K, o, x.redo) : MM_OK;
     free(mem);
     return st;
 }
