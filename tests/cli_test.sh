@@ -934,5 +934,18 @@ expect_has "tile:16x16:e4m3+tensor spelled so it parses back" "scale=tile:16x16:
 expect_err "quantize +tensor on one tile" "+tensor puts tile scales under a tensor scale" "$F" quantize "$T/b500.npy" \
     "$T/bt.npy" --to e2m1 --scale tensor+tensor
 
+# --- issue 36/37: entry points (the kernel mm_cpu ran is in matmul-check's json: the fast engine
+# kernel for the NVIDIA fused kinds, every output of normal operands done in vectors)
+for kc in "hopper:wgmma e4m3" "ampere:mma bf16"; do
+    set -- $kc
+    expect_has "matmul-check json: $1 on $2 names engine-fast, no output left to the model" \
+        '"kernel": "engine-fast", "model_outputs": 0,' "$F" matmul-check --a "$2" --b "$2" --acc "$1" --m 24 --n 40 \
+        --k 96 --format json
+done
+expect_has "matmul-check json: tf32 operands run the engine's scalar model" '"kernel": "engine-model", "model_outputs": 64,' \
+    "$F" matmul-check --a fp32 --b fp32 --acc hopper:wgmma --m 8 --n 8 --k 16 --format json
+expect_has "matmul-check json: m13:rtz names the float32-lane kernel" '"kernel": "emu-f32"' \
+    "$F" matmul-check --a e4m3 --b e4m3 --acc m13:rtz --m 8 --n 8 --k 16 --format json
+
 echo "$pass passed, $fail failed"
 [[ $fail == 0 ]]

@@ -553,6 +553,10 @@ class ScaledMatmul:
 
     c              the product, float32 (M, N), rounded to the output format
     emulated       True when the accumulator is emulated (rounded step by step)
+    kernel         the kernel backend 'cpu' ran (kernels/scaled_mm.h's mm_path: "blas", "fixed",
+                   "emu-f32", "emu-f64", "engine-fast", "engine-model", ...); None on 'ref'
+    model_outputs  how many outputs the engine's scalar model computed (engine-fast: the lanes
+                   its vectors could not do exactly; engine-model: all)
     stats_a/b      Stats of the operands' quantization; scales_clipped_a/b
     and, with error=True:
     ref            mm_ref's result with the same options (MPFR; bit-exact ground truth for
@@ -567,7 +571,7 @@ class ScaledMatmul:
 
     def __repr__(self):
         extra = "" if self.ref is None else f", max_err_ulp={self.max_err_ulp:g}, mismatches={self.mismatches}"
-        return f"fplab.ScaledMatmul(shape={self.c.shape}, emulated={self.emulated}{extra})"
+        return f"fplab.ScaledMatmul(shape={self.c.shape}, emulated={self.emulated}, kernel={self.kernel!r}{extra})"
 
 
 def scaled_matmul(a, b, a_fmt, b_fmt=None, *, out="fp32", scale="none", acc="fp32", backend="cpu", alpha=1.0,
@@ -611,7 +615,7 @@ def scaled_matmul(a, b, a_fmt, b_fmt=None, *, out="fp32", scale="none", acc="fp3
                       quant_overflow=quant_overflow, round_mode=round_mode, overflow=overflow, seed=int(seed),
                       ref=ref, exact=exact, absdot=absdot, err_ulp=err_ulp)
     r = ScaledMatmul()
-    r.c, r.emulated = C, d["emulated"]
+    r.c, r.emulated, r.kernel, r.model_outputs = C, d["emulated"], d["kernel"], d["model_outputs"]
     r.stats_a, r.stats_b = Stats()._add(d["stats_a"]), Stats()._add(d["stats_b"])
     r.scales_clipped_a, r.scales_clipped_b = d["scales_clipped_a"], d["scales_clipped_b"]
     r.ref, r.exact, r.absdot, r.err_ulp = ref, exact, absdot, err_ulp

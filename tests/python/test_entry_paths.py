@@ -1,0 +1,39 @@
+"""Issue 37: the path a product takes is observable from Python (ScaledMatmul.kernel and
+.model_outputs, filled from mm_cpu's mm_path, kernels/scaled_mm.h): the NVIDIA fused engine kinds
+take the fast vector kernel ("engine-fast") from every Python entry point, and every output of
+normal operands is done in its vectors; the result equals the MPFR-backed reference bit for bit."""
+import numpy as np
+import pytest
+
+import fplab
+from conftest import same_bits
+
+FAST = [("hopper:wgmma", "e4m3"), ("ampere:mma", "bf16")]
+
+
+@pytest.mark.parametrize("acc,fmt", FAST)
+def test_scaled_matmul_takes_the_fast_engine_kernel(acc, fmt, rng):
+    A = rng.standard_normal((24, 96)).astype(np.float32)
+    B = rng.standard_normal((96, 40)).astype(np.float32)
+    r = fplab.scaled_matmul(A, B, fmt, acc=acc, error=True)
+    assert (r.kernel, r.model_outputs) == ("engine-fast", 0)
+    assert r.mismatches == 0
+    same_bits(r.c, r.ref)
+
+
+def test_scaled_matmul_counts_the_outputs_left_to_the_model(rng):
+    A = rng.standard_normal((8, 64)).astype(np.float32)
+    B = rng.standard_normal((64, 5)).astype(np.float32)
+    A[3, 7] = np.nan  # row 3's outputs: the scalar model's
+    r = fplab.scaled_matmul(A, B, "bf16", acc="ampere:mma")
+    assert (r.kernel, r.model_outputs) == ("engine-fast", 5)
+
+
+def test_scaled_matmul_names_the_other_kernels(rng):
+    A = rng.standard_normal((8, 64)).astype(np.float32)
+    B = rng.standard_normal((64, 5)).astype(np.float32)
+    assert fplab.scaled_matmul(A, B, "fp32", acc="hopper:wgmma").kernel == "engine-model"  # tf32: no fast kernel
+    assert fplab.scaled_matmul(A, B, "e4m3", acc="m13:rtz").kernel == "emu-f32"
+    assert fplab.scaled_matmul(A, B, "bf16").kernel in ("blas", "fixed")
+    r = fplab.scaled_matmul(A, B, "bf16", acc="ampere:mma", backend="ref")
+    assert r.kernel is None and r.model_outputs == 0
