@@ -67,6 +67,8 @@ Test(mm_path, nvidia_fused_kinds_take_the_fast_kernel) {
     expect(&(pcase){"hopper:wgmma:promote=64", "e4m3", 9, 33, 200, false, 0}, "engine-fast", 0);
     expect(&(pcase){"ampere:mma", "bf16", 37, 70, 96, false, 0}, "engine-fast", 0);
     expect(&(pcase){"ada:mma", "e5m2", 8, 8, 40, false, 0}, "engine-fast", 0);
+    expect(&(pcase){"hopper:wgmma:f16", "e4m3", 37, 70, 96, false, 0}, "engine-fast", 0);
+    expect(&(pcase){"ampere:mma:f16", "fp16", 37, 70, 96, false, 0}, "engine-fast", 0);
 }
 
 Test(mm_path, special_operands_counted_as_model_outputs) {

@@ -37,3 +37,20 @@ def test_scaled_matmul_names_the_other_kernels(rng):
     assert fplab.scaled_matmul(A, B, "bf16").kernel in ("blas", "fixed")
     r = fplab.scaled_matmul(A, B, "bf16", acc="ampere:mma", backend="ref")
     assert r.kernel is None and r.model_outputs == 0
+
+
+@pytest.mark.parametrize("policy,acc", [("fp8-current", "hopper:wgmma"), ("bf16-amp", "ampere:mma")])
+def test_torch_policy_products_take_the_fast_engine_kernel(policy, acc):
+    """fplab.torch: a Linear under a policy whose accumulator is an engine runs its forward and
+    backward products on the fast kernel (Policy.mm_paths: the library's count per kernel)."""
+    torch = pytest.importorskip("torch")
+    ft = pytest.importorskip("fplab.torch")
+    torch.manual_seed(0)
+    mod = torch.nn.Sequential()
+    mod.add_module("fc1", torch.nn.Linear(64, 32, bias=False))
+    x = torch.randn(16, 64, requires_grad=True)
+    with ft.apply_policy(mod, policy, accumulator=acc) as pol:
+        mod(x).square().sum().backward()
+        paths = pol.mm_paths()
+    assert [p["kernel"] for p in paths] == ["engine-fast"], paths
+    assert paths[0]["products"] == 3 and paths[0]["model_outputs"] == 0  # fprop, dgrad, wgrad
