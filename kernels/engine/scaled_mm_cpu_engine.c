@@ -26,8 +26,10 @@
 //   (mm__engine_run_plan). All lanes are int32 or float32.
 // - an f16 D (o->acc.engine_f16): S rounded to odd at 24 bits (toward zero, its last bit set
 //   where bits were dropped), times 2^(E - frac) (exact, as above), then rounded to nearest-even
-//   fp16 in float32 lanes (round_f16: one rounding of the exact S, since 24 >= 11 + 2); fp16's
-//   inf (from 65520 up) goes to the scalar model as float32's does. C's exponent is at least
+//   fp16 in float32 lanes (round_f16: one rounding of the exact S, since 24 >= 11 + 2). fp16's
+//   inf (from 65520 up: sums of fp8 products overflow an f16 D often) stays in the lane: the
+//   model's later steps keep it (C = inf plus finite products), and so does the kernel (a lane
+//   whose C is inf keeps it, whatever its step computed). C's exponent is at least
 //   fp16's emin (-14), as the model places an fp16 subnormal C; C in the chain is first rounded
 //   to fp16, as the model's first C.
 // Operands outside the covered range (NaN, inf, bf16 beyond 2^+-50) mark their whole row or
@@ -269,12 +271,12 @@ static inline __attribute__((always_inline)) void step(const mm_engine_kind *q, 
             vf d = f * (vf)(-vmax(-vmax(de, ibcast(1)), ibcast(-254)) << 23);  // de in [1, 254]
             const vi mag = (vi)d & 0x7fffffff;
             out |= ~sz & ((mag < 0x00800000) | (mag >= 0x7f800000));
-            if (f16) {  // to fp16; an fp16 inf (from 65520 up) is the model's, as float32's inf
-                d = round_f16(d);
-                out |= ((vi)d & 0x7fffffff) == 0x7f800000;
-            }
-            bad[r][v] |= out;
-            c[r][v] = d;
+            // f16 D: to fp16. Its inf (from 65520 up: an f16 D's common overflow) stays in the lane:
+            // the model's later steps add finite products to it, so D stays that inf (cinf).
+            if (f16) d = round_f16(d);
+            const vi cinf = (cb & 0x7fffffff) == 0x7f800000;
+            bad[r][v] |= out & ~cinf;
+            c[r][v] = (vf)((cinf & cb) | (~cinf & (vi)d));
         }
 }
 
