@@ -16,11 +16,22 @@ library's message. The C calls release the GIL. See docs/python.md.
 """
 
 import math as _math
+import os as _os
 import warnings as _warnings
 
 import numpy as _np
 
-from . import _fplab
+# libgomp reads its spin count once, when it loads (with libfplab, just below). Its default
+# (300,000 spins) lets an idle OpenMP thread take a shared core's time slices from the working
+# one between the parallel regions of every product: on a loaded 2-core machine a product
+# through Python ran 3 to 4x slower than the same mm_cpu call from the fplab command, which
+# starts with GOMP_SPINCOUNT=1000 for this reason (kernels/blas_tune.h, mm_blas_env_wanted;
+# docs/benchmarks.md). The package takes the same value for its process where the user chose
+# neither GOMP_SPINCOUNT nor OMP_WAIT_POLICY (docs/python.md, "OpenBLAS and OpenMP").
+if "GOMP_SPINCOUNT" not in _os.environ and "OMP_WAIT_POLICY" not in _os.environ:
+    _os.environ["GOMP_SPINCOUNT"] = "1000"
+
+from . import _fplab  # noqa: E402  (after the environment libgomp reads)
 
 __version__ = _fplab.VERSION
 
@@ -759,5 +770,6 @@ def blas_env_wanted():
     """{variable: value} that OpenBLAS and libgomp should see when the process starts (an
     OPENBLAS_CORETYPE this CPU's OpenBLAS does not pick by itself, GOMP_SPINCOUNT=1000): the
     `fplab` command re-executes itself with them; a Python program cannot, so export them before
-    starting Python. Empty when nothing would help."""
+    starting Python (the package sets GOMP_SPINCOUNT itself, before libgomp loads, where neither
+    it nor OMP_WAIT_POLICY is set). Empty when nothing would help."""
     return _fplab.blas_env_wanted()

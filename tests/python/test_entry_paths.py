@@ -54,3 +54,18 @@ def test_torch_policy_products_take_the_fast_engine_kernel(policy, acc):
         paths = pol.mm_paths()
     assert [p["kernel"] for p in paths] == ["engine-fast"], paths
     assert paths[0]["products"] == 3 and paths[0]["model_outputs"] == 0  # fprop, dgrad, wgrad
+
+
+@pytest.mark.parametrize("given,want", [({}, "1000"), ({"GOMP_SPINCOUNT": "5"}, "5"), ({"OMP_WAIT_POLICY": "active"}, None)])
+def test_the_package_shortens_libgomp_spinning_unless_told(given, want):
+    """Issue 37: libgomp's default spinning made products through Python 3x slower than from the
+    command on a loaded machine; the package starts libgomp with GOMP_SPINCOUNT=1000, as the
+    command does, unless the user chose a spin count or a wait policy."""
+    import os
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    env.update(given)
+    out = subprocess.run([sys.executable, "-c", "import os, fplab; print(os.environ.get('GOMP_SPINCOUNT'))"],
+                         env=env, capture_output=True, text=True, check=True).stdout.strip()
+    assert out == str(want)
