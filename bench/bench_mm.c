@@ -190,6 +190,8 @@ int main(int argc, char **argv) {
         {"e4m3", "tensor", "ada:mma"},
         {"bf16", "none", "hopper:wgmma"},
         {"bf16", "none", "ampere:mma"},
+        {"e4m3", "tensor", "hopper:wgmma:f16"},
+        {"fp16", "none", "ampere:mma:f16"},
     };
     for (int s = 0; s < neng; s++) table(engines, sizeof engines / sizeof *engines, a, b, C, eng[s]);
     printf("vs_sgemm = sgemm time / mm_cpu time (1 = as fast as plain float32 sgemm)\n");

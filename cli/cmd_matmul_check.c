@@ -60,7 +60,9 @@ static void help(FILE *fp) {
             "  --scale RECIPE    none, tensor, row, mx, nvfp4, block:K:SCALEFMT, tile:RxC:SCALEFMT\n"
             "                    (see 'fplab quantize --help') [none]\n"
             "  --also SPEC       one more candidate accumulator, e.g. m13:rtz:promote=128 (repeatable)\n"
-            "  --format F        table or json (numbers: the shortest text that reads back) [table]\n"
+            "  --format F        table or json (numbers: the shortest text that reads back; the cpu\n"
+            "                    row names the kernel mm_cpu ran, e.g. engine-fast, and the outputs\n"
+            "                    it left to the engine's scalar model: kernel, model_outputs) [table]\n"
             "generated mode:\n"
             "  --m, --n, --k N   sizes, each [64]; all buffers of the check (operands, results, the\n"
             "                    verifier's arrays, each thread's reference buffers) within 4 GiB\n"
@@ -324,6 +326,8 @@ static void print_json(const mc_cfg *k, const mc_row *rows, int nrows, bool pass
         printf("    {\"backend\": \"%s\", ", rows[i].name);
         if (!isnan(rows[i].time_s)) json_num("time_s", rows[i].time_s, true);
         if (rows[i].gflops) json_num("gflops", flops / rows[i].time_s * 1e-9, true);
+        if (rows[i].path.kernel)
+            printf("\"kernel\": \"%s\", \"model_outputs\": %zu, ", rows[i].path.kernel, rows[i].path.model_outputs);
         json_num("max_err_ulp", p->max_ulp, true);
         json_num("median_err_ulp", p->med_ulp, true);
         json_num("max_bound_ulp", p->max_bound_ulp, true);

@@ -45,6 +45,7 @@ typedef struct {
     const char *name;
     double time_s;       // NaN: not timed (an external result)
     bool gflops;         // a kernel's speed is meaningful (not MPFR's, not a file's)
+    mm_path path;        // the cpu backend's kernel (mm_cpu fills it); kernel NULL elsewhere
     mm_verify_report rep;
 } mc_row;
 

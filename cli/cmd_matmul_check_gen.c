@@ -34,7 +34,9 @@ static bool run_backend(float *C, mc_row *r, double *u, char *path_name, size_t 
         t0 = fio_now();
         st = mm_cuda(C, k->p.N, &qa->op, &qb->op, k->p.M, k->p.N, k->p.K, &k->p.o);
     } else {
-        st = mm_cpu(C, k->p.N, &qa->op, &qb->op, k->p.M, k->p.N, k->p.K, &k->p.o);
+        mm_opts o = k->p.o;  // the path of this call alone (the verifier runs its own products)
+        o.path = &r->path;
+        st = mm_cpu(C, k->p.N, &qa->op, &qb->op, k->p.M, k->p.N, k->p.K, &o);
     }
     r->time_s = fio_now() - t0;
     CLI_CHECK(st != MM_EUNSUPPORTED, "matmul-check: backend %s does not support this configuration", k->backend);

@@ -72,6 +72,32 @@ typedef struct {
     bool engine_f16;      // the instruction's C/D is f16 (default f32)
 } mm_acc;
 
+// The path a product took through mm_cpu: which kernel ran it and how many of its outputs the
+// scalar engine model computed, so that a caller (the CLI's JSON, Python's result, the trainer's
+// log, a test) states the path instead of guessing it from timing. Asked for by pointing
+// mm_opts.path at one; mm_cpu fills it when it returns MM_OK (other backends leave it as it was).
+// kernel is a static string, one of:
+//   "none"          no kernel ran (mm_cpu sets it first; a kernel overwrites it);
+//   "blas"          fp32 accumulation through cblas_sgemm;
+//   "fixed"         fp32 accumulation in the fixed order (scaled_mm_cpu_fixed.c);
+//   "emu-f32"       an emulated accumulator in float32 lanes (scaled_mm_cpu_emu_f32.c);
+//   "emu-f64"       an emulated accumulator in double lanes (scaled_mm_cpu_emu_f64.c);
+//   "engine-fast"   an engine through its fast vector kernel (scaled_mm_cpu_engine.c: the NVIDIA
+//                   fused kinds, f32 and f16 D); the outputs it could not do exactly in vector
+//                   lanes (special operands, results outside the normal float32 range) are
+//                   counted in model_outputs;
+//   "engine-model"  an engine through the scalar model alone, one dot product at a time
+//                   (scaled_mm_engine.c): no fast kernel covers the kind; model_outputs = outputs.
+// A new fast kernel (one file per family, e.g. kernels/engine/scaled_mm_cpu_engine_amd.c) adds a
+// name of its own here ("engine-fast-<family>") and reports itself with one line in its run
+// function, after its tiles: mm__path_note(o, "engine-fast-<family>", outputs it left to the
+// model) (kernels/scaled_mm_internal.h). docs/kernels.md lists the names.
+typedef struct {
+    const char *kernel;
+    size_t outputs;        // M * N
+    size_t model_outputs;  // of those, computed by the scalar engine model (0 for a non-engine kernel)
+} mm_path;
+
 typedef struct {
     float alpha, beta;
     mm_acc acc;
@@ -83,6 +109,10 @@ typedef struct {
     // order is its kernel's (OpenBLAS picks one per CPU family). A build without a BLAS always
     // sums in the fixed order. Emulated and engine accumulators are fixed-order by definition.
     bool fixed_order;
+    // Optional output (NULL: not asked): mm_cpu records the path it took here (mm_path above).
+    // Copies of the options share the pointer: a caller that runs more than one product with
+    // them sees the last one's path.
+    mm_path *path;
 } mm_opts;
 
 // Fills o with alpha 1, beta 0, fp32 accumulation, fp32 output, rne, and fixed_order from the

@@ -65,6 +65,13 @@ static inline float mm__epilogue(float ab, float beta, float total, const float 
     return y;
 }
 
+// Records in o->path (when asked, scaled_mm.h's mm_path) that `kernel` ran the product and left
+// model_outputs of its outputs to the scalar engine model. Every kernel's run calls it once, from
+// the calling thread (outside its parallel regions), after mm_cpu has set outputs.
+static inline void mm__path_note(const mm_opts *o, const char *kernel, size_t model_outputs) {
+    if (o->path) o->path->kernel = kernel, o->path->model_outputs = model_outputs;
+}
+
 // C rows = round_out(C rows); element (i, j) draws stochastic counter offset + i*N + j
 // (defined in scaled_mm_cpu.c; the CUDA backend rounds its copied-back C with it too).
 int mm__round_output(float *C, size_t ldc, size_t M, size_t N, const mm_opts *o);

@@ -934,5 +934,31 @@ expect_has "tile:16x16:e4m3+tensor spelled so it parses back" "scale=tile:16x16:
 expect_err "quantize +tensor on one tile" "+tensor puts tile scales under a tensor scale" "$F" quantize "$T/b500.npy" \
     "$T/bt.npy" --to e2m1 --scale tensor+tensor
 
+# --- issue 36/37: entry points (the kernel mm_cpu ran is in matmul-check's json: the fast engine
+# kernel for the NVIDIA fused kinds, every output of normal operands done in vectors)
+for kc in "hopper:wgmma e4m3" "ampere:mma bf16" "hopper:wgmma:f16 e4m3" "ampere:mma:f16 fp16"; do
+    set -- $kc
+    expect_has "matmul-check json: $1 on $2 names engine-fast, no output left to the model" \
+        '"kernel": "engine-fast", "model_outputs": 0,' "$F" matmul-check --a "$2" --b "$2" --acc "$1" --m 24 --n 40 \
+        --k 96 --format json
+done
+expect_has "matmul-check json: tf32 operands run the engine's scalar model" '"kernel": "engine-model", "model_outputs": 64,' \
+    "$F" matmul-check --a fp32 --b fp32 --acc hopper:wgmma --m 8 --n 8 --k 16 --format json
+expect_has "matmul-check json: m13:rtz names the float32-lane kernel" '"kernel": "emu-f32"' \
+    "$F" matmul-check --a e4m3 --b e4m3 --acc m13:rtz --m 8 --n 8 --k 16 --format json
+
+# The trainer's log names the kernels of the policy's engine products (its mm_paths event).
+for kc in "hopper:wgmma e4m3 tensor" "ampere:mma bf16 none"; do
+    set -- $kc
+    printf 'name eng\nsite *.in %s %s\nsite *.w %s %s\nsite *.grad %s %s\naccumulator %s\n' "$2" "$3" "$2" "$3" \
+        "$2" "$3" "$1" >"$T/eng.policy"
+    rm -f "$T/eng.jsonl"
+    "$F" train --model tiny --data "$T/corpus.txt" --steps 1 --policy "$T/eng.policy" --ckpt-dir '' \
+        --log "$T/eng.jsonl" --progress 0 >/dev/null 2>&1
+    expect_has "train log: $1 on $2 takes the fast engine kernel" \
+        '{"event":"mm_paths","step":1,"paths":[{"kernel":"engine-fast","products":' cat "$T/eng.jsonl"
+    expect_eq "train log: $1 on $2 runs no product on the scalar model alone" "" \
+        "$(grep -o '"kernel":"engine-model"' "$T/eng.jsonl")"
+done
 echo "$pass passed, $fail failed"
 [[ $fail == 0 ]]

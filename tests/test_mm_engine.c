@@ -16,7 +16,7 @@
 #include "kernels/scaled_mm_internal.h"
 #include "test_util.h"
 
-typedef enum { D_NORMAL, D_POSITIVE, D_WIDE, D_CANCEL, D_SPECIAL } dist;
+typedef enum { D_NORMAL, D_POSITIVE, D_WIDE, D_CANCEL, D_SPECIAL, D_F16_TINY, D_F16_BIG } dist;
 
 // A value of format f drawn from d (rounded to f, saturating).
 static float draw(uint64_t *s, const fmt_t *f, dist d, size_t k) {
@@ -27,6 +27,10 @@ static float draw(uint64_t *s, const fmt_t *f, dist d, size_t k) {
     case D_POSITIVE: v = fabs(g) + 0.01; break;
     case D_WIDE: v = g * ldexp(1.0, tu_sm_int(s, -12, 8)); break;
     case D_CANCEL: v = (k % 2 ? -1.0 : 1.0) * (1.0 + 0.01 * g); break;
+    // An f16 D's edges: sums on fp16's subnormal grid (below 2^-14, products of the formats'
+    // smallest values), and sums past 65504 (fp16's largest) and 65520 (rounds to inf).
+    case D_F16_TINY: v = g * ldexp(1.0, tu_sm_int(s, -12, -6)); break;
+    case D_F16_BIG: v = g * ldexp(1.0, tu_sm_int(s, 3, 7)); break;
     case D_SPECIAL: {
         const int w = tu_sm_int(s, 0, 39);
         if (w == 0 && f->has_nan) return NAN;
@@ -51,6 +55,7 @@ typedef struct {
     int block_k;           // > 0: power-of-two block scales on both operands
     float alpha, beta;     // beta = 1, alpha = 1, no scales: C is the chain's first C
     bool c_special;        // C holds NaN, inf, subnormal values
+    bool c_f16_edges;      // C holds fp16's edges: its subnormals, 65504, 65519, 65520, ties
 } ecase;
 
 // mm_cpu against mm_ref on one case, bit for bit; also that the fast kernel takes the case.
@@ -82,6 +87,12 @@ static void check(const ecase *c, uint64_t *s) {
         if (c->c_special) {
             const int w = tu_sm_int(s, 0, 9);
             C0[i] = w == 0 ? NAN : w == 1 ? INFINITY : w == 2 ? 0x1p-140f : w == 3 ? -0.0f : w == 4 ? 0x1.8p120f : C0[i];
+        }
+        if (c->c_f16_edges) {  // fp16 subnormals (one of them a tie: 2.5 * 2^-24), and its top
+            static const float e[] = {0x1p-24f, -0x3p-24f, 0x2.8p-24f, 0x1.ff8p-15f, 65504.0f, -65519.0f, 65520.0f,
+                                      0x1.006p0f, -0x1.002p+3f};  // the last two: ties of fp16
+            const int w = tu_sm_int(s, 0, 2 * (int)(sizeof e / sizeof e[0]) - 1);
+            if (w < (int)(sizeof e / sizeof e[0])) C0[i] = e[w];
         }
     }
     memcpy(C1, C0, M * N * sizeof *C0), memcpy(C2, C0, M * N * sizeof *C0);
@@ -121,6 +132,10 @@ static const char *const kinds[][3] = {
     {"ada:mma", "e5m2", "e5m2"},      {"ada:mma:k16", "e4m3", "e5m2"},  {"hopper:wgmma", "bf16", "bf16"},
     {"ampere:mma", "bf16", "bf16"},   {"ampere:mma:k8", "bf16", "bf16"}, {"hopper:wgmma", "fp16", "fp16"},
     {"ampere:mma", "fp16", "fp16"},   {"blackwell:mma", "bf16", "bf16"}, {"volta:mma", "fp16", "fp16"},
+    // f16 C/D (issue 37)
+    {"hopper:wgmma:f16", "e4m3", "e4m3"}, {"hopper:wgmma:f16", "e5m2", "e4m3"}, {"ada:mma:f16", "e4m3", "e4m3"},
+    {"hopper:wgmma:f16", "fp16", "fp16"}, {"ampere:mma:f16", "fp16", "fp16"}, {"ampere:mma:k8:f16", "fp16", "fp16"},
+    {"volta:mma:f16", "fp16", "fp16"},    {"turing:mma:f16", "fp16", "fp16"}, {"blackwell:mma:f16", "fp16", "fp16"},
 };
 enum { NKINDS = sizeof kinds / sizeof kinds[0] };
 
@@ -131,7 +146,7 @@ Test(mm_engine, random_operands_every_kind) {
         for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
             for (int d = D_NORMAL; d <= D_CANCEL; d++) {
                 const ecase c = {kinds[q][0], kinds[q][1], kinds[q][2], shapes[sh][0], shapes[sh][1], shapes[sh][2],
-                                 (dist)d, sh % 2 == 1, sh % 3 == 1, 0, 1.0f, 0.0f, false};
+                                 (dist)d, sh % 2 == 1, sh % 3 == 1, 0, 1.0f, 0.0f, false, false};
                 check(&c, &s);
             }
 }
@@ -141,7 +156,7 @@ Test(mm_engine, special_operands) {
     for (int q = 0; q < NKINDS; q++)
         for (int rep = 0; rep < 3; rep++) {
             const ecase c = {kinds[q][0], kinds[q][1], kinds[q][2], 19, 37, 64 + 13 * (size_t)rep, D_SPECIAL,
-                             rep == 1, rep == 2, 0, 1.0f, 0.0f, false};
+                             rep == 1, rep == 2, 0, 1.0f, 0.0f, false, false};
             check(&c, &s);
         }
 }
@@ -154,13 +169,13 @@ Test(mm_engine, promote_block_scales_alpha_beta) {
         mm_acc acc;
         cr_assert_eq(mm_acc_from_name(&acc, kinds[q][0], NULL, 0), MM_OK);
         snprintf(spec, sizeof spec, "%s:promote=64", kinds[q][0]);
-        const ecase c1 = {spec, kinds[q][1], kinds[q][2], 9, 35, 200, D_WIDE, false, true, 0, 1.0f, 0.0f, false};
+        const ecase c1 = {spec, kinds[q][1], kinds[q][2], 9, 35, 200, D_WIDE, false, true, 0, 1.0f, 0.0f, false, false};
         check(&c1, &s);
         const ecase c2 = {kinds[q][0], kinds[q][1], kinds[q][2], 9, 35, 150, D_NORMAL, true, false, 32, 0.5f, 0.0f,
-                          false};
+                          false, false};
         check(&c2, &s);
         const ecase c3 = {kinds[q][0], kinds[q][1], kinds[q][2], 11, 20, 90, D_NORMAL, false, false, 0, 2.0f, 0.75f,
-                          false};
+                          false, false};
         check(&c3, &s);
     }
 }
@@ -170,9 +185,66 @@ Test(mm_engine, c_in_the_chain) {
     for (int q = 0; q < NKINDS; q++)
         for (int sp = 0; sp < 2; sp++) {
             const ecase c = {kinds[q][0], kinds[q][1], kinds[q][2], 13, 40, 70, sp ? D_SPECIAL : D_WIDE, false, false,
-                             0, 1.0f, 1.0f, sp == 1};
+                             0, 1.0f, 1.0f, sp == 1, false};
             check(&c, &s);
         }
+}
+
+// Issue 37: the f16-D kinds at fp16's edges, fast kernel against the model bit for bit (outputs
+// on fp16's subnormal grid, C terms that are fp16 subnormals, sums that round to 65504 or
+// overflow to inf, ties of the final rounding, C in the chain rounded to fp16 first), with K
+// spanning several instructions so that each step's D (an fp16 value) is the next step's C.
+// Breaking the f16 path by one bit (the sticky bit of the round to odd, fp16's emin for C's
+// exponent, the rounding's grid or its inf threshold, the first C's rounding) fails here.
+Test(mm_engine, f16_d_edges) {
+    uint64_t s = tu_seed("mm_engine", "f16_d_edges", 2105);
+    static const char *const f16k[][3] = {{"hopper:wgmma:f16", "e4m3", "e4m3"}, {"ada:mma:f16", "e5m2", "e4m3"},
+                                          {"hopper:wgmma:f16", "fp16", "fp16"}, {"ampere:mma:f16", "fp16", "fp16"},
+                                          {"volta:mma:f16", "fp16", "fp16"}};
+    for (size_t q = 0; q < sizeof f16k / sizeof f16k[0]; q++)
+        for (int d = D_F16_TINY; d <= D_F16_BIG; d++)
+            for (int chain = 0; chain < 2; chain++) {
+                const ecase c = {f16k[q][0], f16k[q][1], f16k[q][2], 21, 37, 160, (dist)d, chain == 1, false, 0, 1.0f,
+                                 chain ? 1.0f : 0.0f, false, chain == 1};
+                check(&c, &s);
+            }
+}
+
+// One D = A B + C (M = N = 1, C in the chain) by the fast kernel, the model and mm_ref; all three
+// must give want's bits.
+static void f16_case(const char *acc, const char *fmt, const float *a, const float *b, size_t K, float c, float want) {
+    mm_operand A = {.x = a, .ld = K}, B = {.x = b, .ld = 1};
+    cr_assert_eq(fmt_from_name(&A.fmt, fmt), FMT_OK);
+    B.fmt = A.fmt;
+    mm_opts o;
+    mm_opts_default(&o);
+    cr_assert_eq(mm_acc_from_name(&o.acc, acc, NULL, 0), MM_OK);
+    o.beta = 1.0f;
+    float d[3] = {c, c, c};
+    cr_assert_eq(mm__engine_fast_run(&d[0], 1, &A, &B, 1, 1, K, &o), MM_OK);
+    cr_assert_eq(mm__engine_run(&d[1], 1, &A, &B, 1, 1, K, &o), MM_OK);
+    cr_assert_eq(mm_ref(&d[2], 1, &A, &B, 1, 1, K, &o), MM_OK);
+    static const char *const who[3] = {"fast kernel", "model", "mm_ref"};
+    for (int i = 0; i < 3; i++)
+        cr_assert(!memcmp(&d[i], &want, 4), "%s on %s: %s gives %a, expected %a", acc, fmt, who[i], d[i], want);
+}
+
+// Cases the random ones rarely reach: C's exponent in an f16 chain is at least fp16's emin
+// (-14), which decides where small products are truncated (C = 2^-23, products 2^-25 and
+// 2^-48: at 2^-14's grid the second is dropped and the tie 2.5 * 2^-24 goes to even, 2^-23; at
+// C's own exponent it would survive and give 3 * 2^-24); a negative sum that rounds to zero in
+// fp16 gives +0; C rounded to fp16 before the chain (65519 -> 65504, a tie to even).
+Test(mm_engine, f16_d_cases) {
+    float a[16] = {0x1p-12f, 0x1p-24f}, b[16] = {0x1p-13f, 0x1p-24f};
+    f16_case("hopper:wgmma:f16", "fp16", a, b, 16, 0x1p-23f, 0x1p-23f);
+    f16_case("ampere:mma:f16", "fp16", a, b, 16, 0x1p-23f, 0x1p-23f);
+    float n[16] = {-0x1p-13f}, m[16] = {0x1p-13f};
+    f16_case("hopper:wgmma:f16", "fp16", n, m, 16, 0.0f, 0.0f);  // -2^-26: +0
+    f16_case("hopper:wgmma:f16", "fp16", n, m, 16, -0.0f, 0.0f);
+    float z[32] = {0};
+    f16_case("hopper:wgmma:f16", "e4m3", z, z, 32, 65519.0f, 65504.0f);
+    f16_case("hopper:wgmma:f16", "e4m3", z, z, 32, 0x1.006p0f, 0x1.008p0f);  // tie: up to even
+    f16_case("hopper:wgmma:f16", "e4m3", z, z, 32, 0x1.002p0f, 0x1p0f);      // tie: down to even
 }
 
 // Issue 34, through mm_cpu and mm_ref (D = A·B + C with C in the chain): an AMD f32 instruction

@@ -60,6 +60,9 @@ int main(int argc, char **argv) {
         {"hopper:wgmma", "e4m3", "e4m3"}, {"hopper:wgmma", "e5m2", "e4m3"}, {"ada:mma", "e4m3", "e4m3"},
         {"ada:mma", "e5m2", "e5m2"},      {"hopper:wgmma", "bf16", "bf16"}, {"ampere:mma", "bf16", "bf16"},
         {"hopper:wgmma", "fp16", "fp16"}, {"ampere:mma", "fp16", "fp16"},   {"blackwell:mma", "bf16", "bf16"},
+        // f16 C/D (issue 37)
+        {"hopper:wgmma:f16", "e4m3", "e4m3"}, {"ada:mma:f16", "e5m2", "e4m3"}, {"hopper:wgmma:f16", "fp16", "fp16"},
+        {"ampere:mma:f16", "fp16", "fp16"},
     };
     const size_t n = 512;
     float *a = malloc(n * K * sizeof *a), *b = malloc(K * n * sizeof *b);
@@ -78,7 +81,8 @@ int main(int argc, char **argv) {
             fprintf(stderr, "verify_engines: %s %s x %s: %s\n", models[m][0], models[m][1], models[m][2], msg);
             return 1;
         }
-        size_t done = 0, bad = 0;
+        size_t done = 0, bad = 0, model_outputs = 0;
+        mm_path path = {.kernel = "none"};
         double t_ref = 0, t_cpu = 0;
         for (int batch = 0; done < dots; batch++) {
             const int d = batch % 4;
@@ -87,8 +91,11 @@ int main(int argc, char **argv) {
             double t0 = fio_now();
             const int r1 = mm_ref(C1, n, &A, &B, n, n, K, &o);
             t_ref += fio_now() - t0, t0 = fio_now();
+            o.path = &path;  // which kernel mm_cpu ran, and what it left to the scalar model
             const int r2 = mm_cpu(C2, n, &A, &B, n, n, K, &o);
+            o.path = NULL;
             t_cpu += fio_now() - t0;
+            model_outputs += path.model_outputs;
             if (r1 || r2) {
                 fprintf(stderr, "verify_engines: %s: mm_ref %d, mm_cpu %d\n", models[m][0], r1, r2);
                 return 1;
@@ -104,6 +111,7 @@ int main(int argc, char **argv) {
         }
         printf("%-14s %-5s x %-5s %9zu dot products, %zu mismatches (scalar model %.2f s, mm_cpu %.2f s)\n",
                models[m][0], models[m][1], models[m][2], done, bad, t_ref, t_cpu);
+        printf("%-14s   kernel %s, %zu outputs left to the scalar model\n", "", path.kernel, model_outputs);
         fflush(stdout);
         fail |= bad != 0;
     }

@@ -340,6 +340,18 @@ static void cast_store(llama_model *m, ac_site s, size_t l, float *x, size_t row
     ac_cast_inplace(m->ac, s, (int)l, x, rows, cols, !m->uncounted);
 }
 
+// Adds one product's path to m->mm_paths (its kernel's row; a kernel past the table's rows is not
+// counted: there are fewer kernels than rows).
+static void count_path(llama_model *m, const mm_path *p) {
+    for (int i = 0; i < LLAMA_MM_PATHS; i++) {
+        if (m->mm_paths[i].kernel && strcmp(m->mm_paths[i].kernel, p->kernel)) continue;
+        m->mm_paths[i].kernel = p->kernel;
+        m->mm_paths[i].products++;
+        m->mm_paths[i].outputs += p->outputs, m->mm_paths[i].model_outputs += p->model_outputs;
+        return;
+    }
+}
+
 // A product with the accumulator the policy emulates (scaled_mm.h): C (M, N) = op(A) op(B) of
 // autocast's operands o, plus C when accumulate. The operands are valid (the policy's checks),
 // so the kernel fails only for want of memory; C is then NaN and m->fault says why, so that the
@@ -350,7 +362,10 @@ static void mm_emulated(llama_model *m, float *C, const ac_operands *o, size_t M
     mm_opts_default(&mo);
     mo.acc = *o->acc;
     mo.beta = accumulate ? 1.0f : 0.0f;
+    mm_path path = {.kernel = NULL};
+    mo.path = &path;
     const int st = mm_cpu(C, N, &o->A, &o->B, M, N, K, &mo);
+    if (st == MM_OK) count_path(m, &path);
     if (st != MM_OK && m->fault == LLAMA_OK) m->fault = st == MM_ENOMEM ? LLAMA_ENOMEM : LLAMA_EINVAL;
     if (st != MM_OK)
         for (size_t i = 0; i < M * N; i++) C[i] = NAN;

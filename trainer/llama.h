@@ -91,6 +91,8 @@ typedef enum { LLAMA_RECOMPUTE_NONE, LLAMA_RECOMPUTE_BLOCK } llama_recompute;
 
 typedef struct llama_acts llama_acts;  // opaque: trainer/llama.c
 
+enum { LLAMA_MM_PATHS = 8 };  // rows of llama_model.mm_paths (kernels of scaled_mm.h's mm_path)
+
 typedef struct {
     llama_config cfg;
     size_t n_params;
@@ -105,6 +107,14 @@ typedef struct {
                             // counted (telemetry, amax history), so they change nothing
     int fault;              // LLAMA_OK, or the first failure of an emulated product since init
                             // (LLAMA_ENOMEM): its result is NaN, which is then not the run's
+    // The kernels mm_cpu ran for the policy's emulated and engine products since init, one row per
+    // kernel (mm_path, kernels/scaled_mm.h): products, their outputs, and of those the outputs the
+    // engine's scalar model computed. The trainer logs them (its "mm_paths" event).
+    struct {
+        const char *kernel;  // NULL: an unused row
+        long long products;
+        unsigned long long outputs, model_outputs;
+    } mm_paths[LLAMA_MM_PATHS];
 } llama_model;
 
 // Allocates parameters (zeroed) and gradients (zeroed); activations come with the first

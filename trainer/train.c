@@ -189,6 +189,21 @@ static void log_step(train_run_state *r, long step, const train_step_out *s) {
     }
 }
 
+// After the run's first step, the kernels that ran the policy's emulated and engine products
+// (llama_model.mm_paths: e.g. "engine-fast" for hopper:wgmma on fp8, with the outputs left to the
+// engine's scalar model), so that the log says which path the run took. None: no line.
+static void log_mm_paths(const train_run_state *r, long step) {
+    FILE *f = r->out.log;
+    if (!f || !r->m.mm_paths[0].kernel) return;
+    fprintf(f, "{\"event\":\"mm_paths\",\"step\":%ld,\"paths\":[", step + 1);
+    for (int i = 0; i < LLAMA_MM_PATHS && r->m.mm_paths[i].kernel; i++) {
+        fputs(i ? ",{\"kernel\":" : "{\"kernel\":", f), jx_write_str(f, r->m.mm_paths[i].kernel);
+        fprintf(f, ",\"products\":%lld,\"outputs\":%llu,\"model_outputs\":%llu}", r->m.mm_paths[i].products,
+                r->m.mm_paths[i].outputs, r->m.mm_paths[i].model_outputs);
+    }
+    fputs("]}\n", f);
+}
+
 static void log_failed(const train_run_state *r, long step, int err, char *msg, size_t msg_len) {
     snprintf(msg, msg_len, "--log '%s': write failed at step %ld: %s; the run stopped there%s", r->out.log_path,
              step, strerror(err), r->out.ckpt_path[0] ? " (its checkpoint keeps the last state it saved: resume "
@@ -322,6 +337,7 @@ int train_run(const train_opts *o, const char *resume, const bool *given, train_
         const char *bad = non_finite(&r, &s);
         if (bad) {
             log_step(&r, step, &s);
+            if (step == r.run.first_step) log_mm_paths(&r, step);
             const char *hint = r.m.fault ? "Free memory or use a smaller --batch"
                                : r.out.ckpt_path[0] ? "The checkpoint holds the last good state; lower --lr or use a "
                                                       "policy with a loss scaler"
@@ -339,6 +355,7 @@ int train_run(const train_opts *o, const char *resume, const bool *given, train_
         if (last || (r.o.eval_every > 0 && (step + 1) % r.o.eval_every == 0))
             s.val = r.st.last_val_loss = eval_loss(&r, step);
         log_step(&r, step, &s);
+        if (step == r.run.first_step) log_mm_paths(&r, step);
         if (log_written(&r, step + 1, msg, msg_len) != 0 || maybe_checkpoint(&r, step, last, stop, msg, msg_len) != 0) {
             rc = TRAIN_EFAILED;
             break;

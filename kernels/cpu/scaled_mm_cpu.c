@@ -160,6 +160,7 @@ static int mm_cpu_fp32(float *C, size_t ldc, const mm_operand *A, const mm_opera
     float *fb = B->scales ? fold_b(B, N, K, &ldb, fixed ? MM__SCRATCH_FOLD_B : MM__SCRATCH_B) : NULL;
     if ((A->scales && !fa) || (B->scales && !fb)) return MM_ENOMEM;
     const float *a = fa ? fa : A->x, *b = fb ? fb : B->x;
+    mm__path_note(o, fixed ? "fixed" : "blas", 0);
     if (fixed) {
         const mm_operand fa_op = {.x = a, .ld = lda, .trans = A->trans}, fb_op = {.x = b, .ld = ldb, .trans = B->trans};
         const int st = mm__cpu_fp32_fixed(C, ldc, &fa_op, &fb_op, M, N, K, alpha, beta);
@@ -180,6 +181,7 @@ int mm_cpu(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_
     char msg[256];
     const int st = mm_validate(A, B, M, N, K, o, msg, sizeof msg);
     if (st != MM_OK) return st;
+    if (o->path) *o->path = (mm_path){.kernel = "none", .outputs = M * N};
     if (M == 0 || N == 0) return MM_OK;
     if (K == 0) {  // C = round_out(fl32(beta * C)), or 0 (C is not read when beta == 0)
         for (size_t i = 0; i < M; i++)

@@ -125,7 +125,8 @@ int mm__cpu_emulated(float *C, size_t ldc, const mm_operand *A, const mm_operand
     mm__nblocks(B, K, &J.bkb);
     J.bk = mm__seg_block(A, B, K), J.pe = mm__seg_promote(o);
 
-    const int st = mm__emu_f32_covers(A, B, M, N, K, &J.k, J.mode) ? mm__emu_run_f32(&J, A, B, C, ldc)
-                                                                     : mm__emu_run_f64(&J, A, B, C, ldc);
+    const bool f32 = mm__emu_f32_covers(A, B, M, N, K, &J.k, J.mode);
+    mm__path_note(o, f32 ? "emu-f32" : "emu-f64", 0);
+    const int st = f32 ? mm__emu_run_f32(&J, A, B, C, ldc) : mm__emu_run_f64(&J, A, B, C, ldc);
     return st == MM_OK ? mm__round_output(C, ldc, M, N, o) : st;
 }

@@ -1,7 +1,8 @@
 // scaled_mm_cpu_engine.c: the fast CPU kernel of the NVIDIA fused matrix-engine kinds
-// (MM_EOP_FUSED without block scaling, f32 C/D: e.g. hopper:wgmma and ada:mma on fp8,
-// ampere:mma and hopper:wgmma on bf16 and fp16), in vector lanes, bit for bit the scalar model
-// of engine_model.c (nv_fused, nv_out_f32), which mm__engine_run runs one dot product at a time.
+// (MM_EOP_FUSED without block scaling, f32 or f16 C/D: e.g. hopper:wgmma and ada:mma on fp8,
+// ampere:mma and hopper:wgmma on bf16 and fp16, and their :f16 forms), in vector lanes, bit for
+// bit the scalar model of engine_model.c (nv_fused, nv_out_f32, nv_out_f16), which
+// mm__engine_run runs one dot product at a time.
 //
 // It is a third tile kernel of the emulated path (scaled_mm_internal.h): the same packed
 // panels, tile loop and floating-point environment (mm__emu_pack, mm__emu_tile_loop), the same
@@ -23,6 +24,14 @@
 //   subnormal grid; 2^128 and up: inf, after which C is special), the lane is marked and the
 //   output is left to the scalar model, which runs the marked outputs after the tiles
 //   (mm__engine_run_plan). All lanes are int32 or float32.
+// - an f16 D (o->acc.engine_f16): S rounded to odd at 24 bits (toward zero, its last bit set
+//   where bits were dropped), times 2^(E - frac) (exact, as above), then rounded to nearest-even
+//   fp16 in float32 lanes (round_f16: one rounding of the exact S, since 24 >= 11 + 2). fp16's
+//   inf (from 65520 up: sums of fp8 products overflow an f16 D often) stays in the lane: the
+//   model's later steps keep it (C = inf plus finite products), and so does the kernel (a lane
+//   whose C is inf keeps it, whatever its step computed). C's exponent is at least
+//   fp16's emin (-14), as the model places an fp16 subnormal C; C in the chain is first rounded
+//   to fp16, as the model's first C.
 // Operands outside the covered range (NaN, inf, bf16 beyond 2^+-50) mark their whole row or
 // column for the scalar model: special values stay the model's alone.
 //
@@ -74,8 +83,9 @@ static int log2_ceil(int n) {
 }
 
 bool mm__engine_fast_covers(const mm__engine_plan *p, const mm_opts *o) {
+    (void)o;  // f32 and f16 D alike
     const mm_engine_kind *q = p->q;
-    if (q->op != MM_EOP_FUSED || q->block || q->group || o->acc.engine_f16 || p->scaled_kind) return false;
+    if (q->op != MM_EOP_FUSED || q->block || q->group || p->scaled_kind) return false;
     const unsigned ok = MM_ET_E4M3 | MM_ET_E5M2 | MM_ET_F16 | MM_ET_BF16;
     if (!(p->ta & ok) || !(p->tb & ok)) return false;
     // The products' sum in int32: each term is below 2^(frac + 2).
@@ -88,6 +98,7 @@ bool mm__engine_fast_covers(const mm__engine_plan *p, const mm_opts *o) {
 // w)): each element's model exponent, and per line whether an operand is outside op_ok.
 typedef struct {
     const mm__engine_plan *p;
+    bool f16;             // the instruction's C/D is f16 (o->acc.engine_f16)
     int32_t *ea;          // A: the exponent twice (both int16 halves: one 32-bit broadcast per row)
     int16_t *eb;          // B: the exponent
     unsigned char *abad;  // per row of op(A), per column of op(B): an operand outside op_ok
@@ -145,10 +156,12 @@ static inline vh hmax(vh a, vh b) {
     return (a & m) | (b & ~m);
 }
 
-// Per lane the step's largest exponent E: C's (max(biased - 127, -126) from its float32 bits)
-// and each product's (the operands' model exponents added), in int16 lanes, NR at a time.
+// Per lane the step's largest exponent E: C's (from its float32 bits: max(biased - 127, cmin),
+// a zero -126; cmin = -126 for an f32 D, -14 for an f16 D, whose subnormals the model places at
+// fp16's emin) and each product's (the operands' model exponents added), in int16 lanes, NR at a
+// time.
 static inline __attribute__((always_inline)) void step_exps(const int32_t *ea, const int16_t *eb, size_t k0, size_t n,
-                                                             vf c[MR][NV], vi E[MR][NV]) {
+                                                             vf c[MR][NV], vi E[MR][NV], const int cmin) {
     vh Eh[MR];
 #if defined(__AVX512BW__) && VL == 16
     __m512i H[MR];
@@ -172,19 +185,40 @@ static inline __attribute__((always_inline)) void step_exps(const int32_t *ea, c
         memcpy(wv, &w, sizeof wv);
         for (int v = 0; v < NV; v++) {
             const vi cb = (vi)c[r][v];
-            E[r][v] = vmax(vmax(((cb >> 23) & 0xff) - 127, ibcast(-126)), wv[v]);
+            const vi cz = (cb & 0x7fffffff) == 0;  // -1 where C is a zero
+            const vi lo = (cz & ibcast(-126)) | (~cz & ibcast(cmin));
+            E[r][v] = vmax(vmax(((cb >> 23) & 0xff) - 127, lo), wv[v]);
         }
     }
 }
 
+// v to nearest-even fp16 (10 fraction bits, exponents from -14, the model's nv_out_f16), as a
+// float32: +0 for a zero, inf from 65520 up (what rounds past 65504). v: float32 lanes, each a
+// zero, or a float32 that is the exact value rounded to odd at 24 bits (so that this second
+// rounding, to at most 11 bits, is the exact value's: 24 >= 11 + 2), or any finite float32 (one
+// rounding). Rounding is the float32 addition of 2^(e + 13), whose ulp is fp16's at v's exponent
+// e (at least -14), under round-to-nearest-even (mm__emu_tile_loop's environment), and its
+// subtraction (exact).
+static inline vf round_f16(vf v) {
+    const vi u = (vi)v, mag = u & 0x7fffffff;
+    vi e = mag >> 23;                                  // biased; at least fp16's emin, at most its emax
+    e = vmax(e, ibcast(127 - 14));
+    e = -vmax(-e, ibcast(-(127 + 15)));
+    const vf big = (vf)((e + 13) << 23);
+    vi r = (vi)(((vf)mag + big) - big);
+    const vi ovf = mag >= 0x477ff000;                  // 65520 and up (NaN too: the caller marks it)
+    r = (r & ~ovf) | (ovf & 0x7f800000);
+    return (vf)(r | (u & (int32_t)0x80000000 & (r != 0)));
+}
+
 // One fused step on the tile, int32 path: products k0 .. k0 + n - 1 (n may be 0: C alone), c in
-// and out (float32 D values), bad: lanes that the scalar model must do.
+// and out (D values: float32, or fp16 values when f16), bad: lanes that the scalar model must do.
 static inline __attribute__((always_inline)) void step(const mm_engine_kind *q, const float *ap, const int32_t *ea,
                                                         const float *bp, const int16_t *eb, size_t k0, size_t n,
-                                                        vf c[MR][NV], vi bad[MR][NV]) {
+                                                        vf c[MR][NV], vi bad[MR][NV], const bool f16) {
     const int frac = q->frac, out_frac = q->out_frac;
     vi E[MR][NV];
-    step_exps(ea, eb, k0, n, c, E);
+    step_exps(ea, eb, k0, n, c, E, f16 ? -14 : -126);
     vf sc[MR][NV];
     vu P[MR][NV];  // int32 sums kept in unsigned lanes: wrapping is defined (lanes of NaN/inf
                    // operands convert to INT_MIN and are redone by the scalar model anyway)
@@ -225,17 +259,24 @@ static inline __attribute__((always_inline)) void step(const mm_engine_kind *q, 
             const vi away = ((S > 0) & ((f >= 0x1p31f) | (back > S))) | ((S < 0) & (back < S));
             f = (vf)((vi)f + away);
 #endif
-            f = (vf)((vi)f & ~(int32_t)((1u << (23 - out_frac)) - 1));
+            // f32 D: f (S toward zero) with out_frac fraction bits. f16 D: S rounded to odd at 24
+            // bits (f, its last bit set where the truncation dropped bits), rounded to fp16 below.
+            if (f16) f = (vf)((vi)f | ((__builtin_convertvector(f, vi) != S) & 1));
+            else f = (vf)((vi)f & ~(int32_t)((1u << (23 - out_frac)) - 1));
             // D = f * 2^(E - frac), exact where a normal float32 (and inf past 2^128, as the
             // model; the next step would need the scalar model, so that lane goes there too).
             const vi de = 127 + E[r][v] - frac;
             const vi sz = S == 0;
             out |= ~sz & ((de < 1) | (de > 254));
-            const vf d = f * (vf)(-vmax(-vmax(de, ibcast(1)), ibcast(-254)) << 23);  // de in [1, 254]
+            vf d = f * (vf)(-vmax(-vmax(de, ibcast(1)), ibcast(-254)) << 23);  // de in [1, 254]
             const vi mag = (vi)d & 0x7fffffff;
             out |= ~sz & ((mag < 0x00800000) | (mag >= 0x7f800000));
-            bad[r][v] |= out;
-            c[r][v] = d;
+            // f16 D: to fp16. Its inf (from 65520 up: an f16 D's common overflow) stays in the lane:
+            // the model's later steps add finite products to it, so D stays that inf (cinf).
+            if (f16) d = round_f16(d);
+            const vi cinf = (cb & 0x7fffffff) == 0x7f800000;
+            bad[r][v] |= out & ~cinf;
+            c[r][v] = (vf)((cinf & cb) | (~cinf & (vi)d));
         }
 }
 
@@ -253,6 +294,7 @@ static void engine_tile(const mm__emu_job *J, const void *ctx, const float *ap, 
     const size_t i0 = ib * MR, j0 = jp * NR;
     const size_t mr = J->M - i0 < MR ? J->M - i0 : MR, nr = J->N - j0 < NR ? J->N - j0 : NR;
     const size_t unit = (size_t)(p->q->k / p->q->split), kq = (size_t)p->q->k, split = (size_t)p->q->split;
+    const bool f16 = x->f16;
     float total[MR * NR] = {0}, d[MR][NR];
     vi bad[MR][NV];
     memset(bad, 0, sizeof bad);
@@ -268,14 +310,22 @@ static void engine_tile(const mm__emu_job *J, const void *ctx, const float *ap, 
             for (size_t r = 0; r < mr; r++)
                 for (size_t t = 0; t < nr; t++) cin[r][t] = C[(i0 + r) * ldc + j0 + t];
             memcpy(c, cin, sizeof c);
-            for (int r = 0; r < MR; r++)  // a NaN or inf C: the model's
-                for (int v = 0; v < NV; v++) bad[r][v] |= ((vi)c[r][v] & 0x7f800000) == 0x7f800000;
+            for (int r = 0; r < MR; r++)  // a NaN or inf C (or, f16, one that rounds to inf): the model's
+                for (int v = 0; v < NV; v++) {
+                    bad[r][v] |= ((vi)c[r][v] & 0x7f800000) == 0x7f800000;
+                    if (f16) {  // the model's first C: C rounded to fp16 (nearest-even)
+                        c[r][v] = round_f16(c[r][v]);
+                        bad[r][v] |= ((vi)c[r][v] & 0x7fffffff) == 0x7f800000;
+                    }
+                }
         }
         const size_t nsteps = (n + kq - 1) / kq * split;
         for (size_t t = 0; t < nsteps; t++) {
             const size_t a0 = s0 + t * unit;
             const size_t m = a0 >= s1 ? 0 : s1 - a0 < unit ? s1 - a0 : unit;
-            step(p->q, ap, ea, bp, eb, a0 < s1 ? a0 : s1, m, c, bad);
+            // Two copies of the step, each with its D type a constant.
+            if (f16) step(p->q, ap, ea, bp, eb, a0 < s1 ? a0 : s1, m, c, bad, true);
+            else step(p->q, ap, ea, bp, eb, a0 < s1 ? a0 : s1, m, c, bad, false);
         }
         memcpy(d, c, sizeof d);
         mm__emu_promote(J, s0, i0, j0, MR, NR, &d[0][0], total);
@@ -300,7 +350,10 @@ int mm__engine_fast_run(float *C, size_t ldc, const mm_operand *A, const mm_oper
                         size_t K, const mm_opts *o) {
     mm__engine_plan p;
     if (mm__engine_plan_make(&p, A, B, M, N, K, o, NULL, 0) != MM_OK) return MM_EINVAL;
-    if (!mm__engine_fast_covers(&p, o)) return mm__engine_run_plan(&p, C, ldc, A, B, M, N, K, o, NULL);
+    if (!mm__engine_fast_covers(&p, o)) {
+        mm__path_note(o, "engine-model", M * N);
+        return mm__engine_run_plan(&p, C, ldc, A, B, M, N, K, o, NULL);
+    }
     mm__emu_job J = {.M = M, .N = N, .K = K, .sa = A->scales, .sb = B->scales, .beta = o->beta};
     J.ab = mm__fl32_prod3(o->alpha, mm__tscale(A), mm__tscale(B));
     J.nba = mm__nblocks(A, K, &J.bka);
@@ -313,12 +366,15 @@ int mm__engine_fast_run(float *C, size_t ldc, const mm_operand *A, const mm_oper
     const size_t na = (M + MR - 1) / MR * MR, nb = (N + NR - 1) / NR * NR;
     char *mem = malloc(na * K * 4 + nb * K * 2 + na + nb + M * N);
     if (!mem) return MM_ENOMEM;
-    eng_ctx x = {.p = &p, .ea = (int32_t *)mem, .eb = (int16_t *)(mem + na * K * 4)};
+    eng_ctx x = {.p = &p, .f16 = o->acc.engine_f16, .ea = (int32_t *)mem, .eb = (int16_t *)(mem + na * K * 4)};
     x.abad = (unsigned char *)mem + na * K * 4 + nb * K * 2, x.bbad = x.abad + na, x.redo = x.bbad + nb;
     exps(x.ea, NULL, x.abad, ap, M, K, MR, p.ta);
     exps(NULL, x.eb, x.bbad, bp, N, K, NR, p.tb);
     mm__emu_tile_loop(&J, ap, bp, C, ldc, MR, NR, engine_tile, &x);
-    st = mm__engine_run_plan(&p, C, ldc, A, B, M, N, K, o, x.redo);
+    size_t nredo = 0;
+    for (size_t t = 0; t < M * N; t++) nredo += x.redo[t];
+    mm__path_note(o, "engine-fast", nredo);
+    st = nredo ? mm__engine_run_plan(&p, C, ldc, A, B, M, N, K, o, x.redo) : MM_OK;
     free(mem);
     return st;
 }

@@ -16,11 +16,22 @@ library's message. The C calls release the GIL. See docs/python.md.
 """
 
 import math as _math
+import os as _os
 import warnings as _warnings
 
 import numpy as _np
 
-from . import _fplab
+# libgomp reads its spin count once, when it loads (with libfplab, just below). Its default
+# (300,000 spins) lets an idle OpenMP thread take a shared core's time slices from the working
+# one between the parallel regions of every product: on a loaded 2-core machine a product
+# through Python ran 3 to 4x slower than the same mm_cpu call from the fplab command, which
+# starts with GOMP_SPINCOUNT=1000 for this reason (kernels/blas_tune.h, mm_blas_env_wanted;
+# docs/benchmarks.md). The package takes the same value for its process where the user chose
+# neither GOMP_SPINCOUNT nor OMP_WAIT_POLICY (docs/python.md, "OpenBLAS and OpenMP").
+if "GOMP_SPINCOUNT" not in _os.environ and "OMP_WAIT_POLICY" not in _os.environ:
+    _os.environ["GOMP_SPINCOUNT"] = "1000"
+
+from . import _fplab  # noqa: E402  (after the environment libgomp reads)
 
 __version__ = _fplab.VERSION
 
@@ -553,6 +564,10 @@ class ScaledMatmul:
 
     c              the product, float32 (M, N), rounded to the output format
     emulated       True when the accumulator is emulated (rounded step by step)
+    kernel         the kernel backend 'cpu' ran (kernels/scaled_mm.h's mm_path: "blas", "fixed",
+                   "emu-f32", "emu-f64", "engine-fast", "engine-model", ...); None on 'ref'
+    model_outputs  how many outputs the engine's scalar model computed (engine-fast: the lanes
+                   its vectors could not do exactly; engine-model: all)
     stats_a/b      Stats of the operands' quantization; scales_clipped_a/b
     and, with error=True:
     ref            mm_ref's result with the same options (MPFR; bit-exact ground truth for
@@ -567,7 +582,7 @@ class ScaledMatmul:
 
     def __repr__(self):
         extra = "" if self.ref is None else f", max_err_ulp={self.max_err_ulp:g}, mismatches={self.mismatches}"
-        return f"fplab.ScaledMatmul(shape={self.c.shape}, emulated={self.emulated}{extra})"
+        return f"fplab.ScaledMatmul(shape={self.c.shape}, emulated={self.emulated}, kernel={self.kernel!r}{extra})"
 
 
 def scaled_matmul(a, b, a_fmt, b_fmt=None, *, out="fp32", scale="none", acc="fp32", backend="cpu", alpha=1.0,
@@ -611,7 +626,7 @@ def scaled_matmul(a, b, a_fmt, b_fmt=None, *, out="fp32", scale="none", acc="fp3
                       quant_overflow=quant_overflow, round_mode=round_mode, overflow=overflow, seed=int(seed),
                       ref=ref, exact=exact, absdot=absdot, err_ulp=err_ulp)
     r = ScaledMatmul()
-    r.c, r.emulated = C, d["emulated"]
+    r.c, r.emulated, r.kernel, r.model_outputs = C, d["emulated"], d["kernel"], d["model_outputs"]
     r.stats_a, r.stats_b = Stats()._add(d["stats_a"]), Stats()._add(d["stats_b"])
     r.scales_clipped_a, r.scales_clipped_b = d["scales_clipped_a"], d["scales_clipped_b"]
     r.ref, r.exact, r.absdot, r.err_ulp = ref, exact, absdot, err_ulp
@@ -755,5 +770,6 @@ def blas_env_wanted():
     """{variable: value} that OpenBLAS and libgomp should see when the process starts (an
     OPENBLAS_CORETYPE this CPU's OpenBLAS does not pick by itself, GOMP_SPINCOUNT=1000): the
     `fplab` command re-executes itself with them; a Python program cannot, so export them before
-    starting Python. Empty when nothing would help."""
+    starting Python (the package sets GOMP_SPINCOUNT itself, before libgomp loads, where neither
+    it nor OMP_WAIT_POLICY is set). Empty when nothing would help."""
     return _fplab.blas_env_wanted()

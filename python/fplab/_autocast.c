@@ -46,10 +46,37 @@ static int get_f32(Py_buffer *v, PyObject *obj, size_t n, bool writable, const c
 // ---------------------------------------------------------------------------------------------
 // Context
 
+enum { CTX_MM_PATHS = 8 };  // rows of mm_paths: more than mm_path's kernels
+
 typedef struct {
     PyObject_HEAD ac_ctx ac;
     bool ready;
+    // The kernels mm_cpu ran for the policy's emulated and engine products (mm_path,
+    // kernels/scaled_mm.h), one row per kernel, since the context was made: Context.mm_paths().
+    struct {
+        const char *kernel;  // NULL: an unused row
+        long long products;
+        unsigned long long outputs, model_outputs;
+    } paths[CTX_MM_PATHS];
 } ContextObject;
+
+// mm_cpu on the context's behalf, its path counted in self->paths (called without the GIL: the
+// context is used from one thread at a time).
+static int ctx_mm_cpu(ContextObject *self, float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M,
+                      size_t N, size_t K, mm_opts *mo) {
+    mm_path path = {.kernel = NULL};
+    mo->path = &path;
+    const int st = mm_cpu(C, ldc, A, B, M, N, K, mo);
+    mo->path = NULL;
+    for (int i = 0; st == MM_OK && i < CTX_MM_PATHS; i++) {
+        if (self->paths[i].kernel && strcmp(self->paths[i].kernel, path.kernel)) continue;
+        self->paths[i].kernel = path.kernel;
+        self->paths[i].products++;
+        self->paths[i].outputs += path.outputs, self->paths[i].model_outputs += path.model_outputs;
+        break;
+    }
+    return st;
+}
 
 static PyTypeObject ContextType;
 
@@ -105,6 +132,7 @@ static int context_init(ContextObject *self, PyObject *args, PyObject *kw) {
         return -1;
     }
     self->ready = true;
+    memset(self->paths, 0, sizeof self->paths);
     if (msg[0] && PyErr_WarnFormat(PyExc_UserWarning, 1, "%s", msg) < 0) return -1;
     return 0;
 }
@@ -326,7 +354,7 @@ static PyObject *ctx_matmul_emulated(ContextObject *self, PyObject *args, PyObje
     mm_opts_default(&mo);
     mo.acc = *acc;
     mo.beta = accumulate ? 1.0f : 0.0f;
-    st = mm_cpu(o.buf, (size_t)N, &A, &B, (size_t)M, (size_t)N, (size_t)K, &mo);
+    st = ctx_mm_cpu(self, o.buf, (size_t)N, &A, &B, (size_t)M, (size_t)N, (size_t)K, &mo);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&o), PyBuffer_Release(&a), PyBuffer_Release(&b);
     if (st != MM_OK) return PyErr_Format(PyExc_ValueError, "matmul_emulated: mm_cpu returned %d", st);
@@ -510,7 +538,7 @@ static PyObject *grad_product(ContextObject *self, PyObject *args, PyObject *kw,
         mm_opts_default(&mo);
         mo.acc = *o.acc;
         mo.beta = pass == AC_WGRAD || accumulate ? 1.0f : 0.0f;
-        st = mm_cpu(out, g.IC, &o.A, &o.B, M, g.IC, K, &mo);
+        st = ctx_mm_cpu(self, out, g.IC, &o.A, &o.B, M, g.IC, K, &mo);
     } else if (pass == AC_DGRAD) {
         st = op_matmul_dgrad(out, o.a, o.b, g.N, g.IC, g.OC, accumulate);
     } else {
@@ -684,7 +712,24 @@ static PyObject *ctx_load_tel_state(ContextObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+// [{kernel, products, outputs, model_outputs}]: the kernels of the emulated and engine products
+// so far (ContextObject.paths), in the order they first ran.
+static PyObject *ctx_mm_paths(ContextObject *self, PyObject *unused) {
+    (void)unused;
+    PyObject *l = PyList_New(0);
+    for (int i = 0; l && i < CTX_MM_PATHS && self->paths[i].kernel; i++) {
+        PyObject *d = Py_BuildValue("{s:s,s:L,s:K,s:K}", "kernel", self->paths[i].kernel, "products",
+                                    self->paths[i].products, "outputs", self->paths[i].outputs, "model_outputs",
+                                    self->paths[i].model_outputs);
+        if (!d || PyList_Append(l, d) < 0) Py_CLEAR(l);
+        Py_XDECREF(d);
+    }
+    return l;
+}
+
 static PyMethodDef ctx_methods[] = {
+    {"mm_paths", (PyCFunction)ctx_mm_paths, METH_NOARGS,
+     "the kernels mm_cpu ran for the emulated and engine products: [{kernel, products, outputs, model_outputs}]"},
     {"describe", (PyCFunction)ctx_describe, METH_NOARGS, "the policy as fplab.torch needs it (a dict)"},
     {"begin_step", (PyCFunction)ctx_begin_step, METH_VARARGS, "ac_begin_step(step)"},
     {"begin_micro", (PyCFunction)ctx_begin_micro, METH_VARARGS, "ac_begin_micro(micro)"},

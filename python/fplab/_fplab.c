@@ -830,14 +830,15 @@ static int problem_parse(mm_check_problem *p, const char *fn, Py_ssize_t M, Py_s
 
 // matmul(*, a, b, m, n, k, a_fmt, b_fmt, out_fmt, scale, acc, backend, c, c_in, alpha, beta,
 //        quant_mode, quant_overflow, round_mode, overflow, seed, ref, exact, absdot, err_ulp)
-//   -> {stats_a, stats_b, scales_clipped_a, scales_clipped_b, emulated, verify}
+//   -> {stats_a, stats_b, scales_clipped_a, scales_clipped_b, emulated, verify, kernel, model_outputs}
 // a (M x K), b (K x N) float32 are quantized to their formats with the recipe (mm_check_quantize:
 // tiles along K, elements rounded with quant_mode/quant_overflow); then C = the scaled product on
 // `backend` (cpu or ref), rounded to out_fmt with (round_mode, overflow, seed). c_in: the C read
 // when beta != 0. ref/exact/absdot/err_ulp (or None): mm_ref's result with the same options and,
 // through mm_verify_run with C held to mm_ref with acc, the exact value, sum|a b s| and the error
 // in ulps of out_fmt; verify is then the report (report_dict) with mismatches (outputs whose bits
-// differ from mm_ref with acc), else None.
+// differ from mm_ref with acc), else None. kernel, model_outputs: the kernel mm_cpu ran (mm_path,
+// scaled_mm.h) and the outputs it left to the engine's scalar model; None and 0 on backend ref.
 static PyObject *py_matmul(PyObject *m, PyObject *args, PyObject *kw) {
     (void)m;
     static char *kwlist[] = {"a", "b", "m", "n", "k", "a_fmt", "b_fmt", "out_fmt", "scale", "acc", "backend", "c",
@@ -891,6 +892,7 @@ static PyObject *py_matmul(PyObject *m, PyObject *args, PyObject *kw) {
     }
     mm_qmat qa, qb;
     mm_verify_report vrep;
+    mm_path path = {.kernel = NULL};
     const bool verify = bs[5].have || bs[6].have || bs[7].have;
     int stq, st = MM_OK;
     Py_BEGIN_ALLOW_THREADS;
@@ -899,8 +901,10 @@ static PyObject *py_matmul(PyObject *m, PyObject *args, PyObject *kw) {
         float *C = bs[2].v.buf;
         const float *cin = buf_ptr(&bs[3]);
         if (cin) memcpy(C, cin, mn * sizeof *C);
+        mm_opts po = p.o;  // the path of this product alone (the checks below run their own)
+        po.path = &path;
         st = use_ref ? mm_ref(C, p.N, &qa.op, &qb.op, p.M, p.N, p.K, &p.o)
-                     : mm_cpu(C, p.N, &qa.op, &qb.op, p.M, p.N, p.K, &p.o);
+                     : mm_cpu(C, p.N, &qa.op, &qb.op, p.M, p.N, p.K, &po);
         if (st == MM_OK && bs[4].have) {
             if (cin) memcpy(bs[4].v.buf, cin, mn * sizeof(float));
             st = mm_ref(bs[4].v.buf, p.N, &qa.op, &qb.op, p.M, p.N, p.K, &p.o);
@@ -933,10 +937,11 @@ static PyObject *py_matmul(PyObject *m, PyObject *args, PyObject *kw) {
             Py_XDECREF(mis);
         }
         if (v)
-            result = Py_BuildValue("{s:N,s:N,s:K,s:K,s:O,s:N}", "stats_a", stats_dict(&qa.stats), "stats_b",
+            result = Py_BuildValue("{s:N,s:N,s:K,s:K,s:O,s:N,s:z,s:n}", "stats_a", stats_dict(&qa.stats), "stats_b",
                                    stats_dict(&qb.stats), "scales_clipped_a", (unsigned long long)qa.scales_clipped,
                                    "scales_clipped_b", (unsigned long long)qb.scales_clipped, "emulated",
-                                   mm_acc_is_emulated(&p.o.acc) ? Py_True : Py_False, "verify", v);
+                                   mm_acc_is_emulated(&p.o.acc) ? Py_True : Py_False, "verify", v, "kernel",
+                                   path.kernel, "model_outputs", (Py_ssize_t)path.model_outputs);
     }
     if (stq == MM_OK) mm_qmat_free(&qa), mm_qmat_free(&qb);
     return result;

@@ -294,6 +294,12 @@ class Policy:
                                         "steps": 0, "tokens_per_step": 0, "resumed_from": 0, "ranks": 1},
                                        separators=(",", ":")) + "\n")
 
+    def mm_paths(self):
+        """The kernels the C library ran this policy's emulated and engine products on since it was
+        applied (or loaded): [{kernel, products, outputs, model_outputs}] (kernels/scaled_mm.h's
+        mm_path; e.g. "engine-fast" for hopper:wgmma on fp8)."""
+        return self.ctx.mm_paths()
+
     def _make_ctx(self):
         text, origin, top, seed, telemetry = self._ctx_args
         self.ctx = _autocast.Context(text, origin, top, seed, telemetry)
