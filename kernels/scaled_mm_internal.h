@@ -140,6 +140,16 @@ float mm__engine_out1(const mm__engine_plan *p, const mm_operand *A, const mm_op
 bool mm__engine_fast_covers(const mm__engine_plan *p, const mm_opts *o);
 int mm__engine_fast_run(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
                         size_t K, const mm_opts *o);
+// The fast kernels of the other engine kinds, same contract, MM_EUNSUPPORTED (C untouched) for a
+// product they do not cover: AMD's CDNA3 fused and CDNA1/2 pairwise kinds
+// (scaled_mm_cpu_engine_amd.c, "engine-amd"); the block-scaled mxf8f6f4 and mxf4nvf4 kinds of
+// the Blackwells (scaled_mm_cpu_engine_block.c, "engine-block").
+bool mm__engine_amd_covers(const mm__engine_plan *p, const mm_opts *o);
+int mm__engine_amd_run(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
+                       size_t K, const mm_opts *o);
+bool mm__engine_block_covers(const mm__engine_plan *p, const mm_opts *o);
+int mm__engine_block_run(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
+                         size_t K, const mm_opts *o);
 
 // --- the emulated path's pieces (scaled_mm_cpu_emu*.c)
 //

@@ -1,0 +1,430 @@
+// scaled_mm_cpu_engine_amd.c: the fast CPU kernel of the AMD matrix-engine kinds ("engine-amd"):
+// CDNA3's fused kinds (MM_EOP_AMD_FUSED: f16, bf16, and fp8/bf8 fnuz in two stages) and CDNA1/2's
+// pairwise kinds (MM_EOP_PAIRWISE: f16, bf16), in vector lanes, bit for bit the scalar model of
+// engine_model.c (amd_fused, pairwise), which mm__engine_run runs one dot product at a time.
+//
+// A tile kernel of the emulated path (scaled_mm_internal.h), as scaled_mm_cpu_engine.c: the same
+// packed panels, tile loop, segments, promotion and epilogue; a tile is MR rows of op(A) x NR
+// columns of op(B), one output per lane. A segment's last instruction, when K does not fill it,
+// runs on a zero-padded copy of its products, as the model pads them.
+// - Pairwise: the model's arithmetic is float32 already (leaves fmaf(a, b, 0), nodes and the
+//   accumulator rounded additions, CDNA2's flushes), so each lane does the same operations in
+//   the same order. Only a NaN output goes to the scalar model (its payload is the model's).
+// - CDNA3 fused, per group of products and per lane: the group's largest product exponent E
+//   (exponent panels beside the packed ones, the model's sig_exp: a zero -126, a subnormal its
+//   type's emin); each product a*b*2^(24 - E) (exact in float32) truncated to int32 and summed
+//   (below 2^29: 8 terms below 2^26; fp8: the even and the odd products apart, each to its own
+//   E, then floored to the larger one by an arithmetic shift); then the model's rounding with C
+//   in double lanes, where every step is exact: the group sum floored to 31 fractional bits and
+//   C to 24 at their common exponent, added (below 2^37 units), converted to float32 to nearest.
+//   Operands outside the exact range (NaN, bf16 beyond 2^+-50: products then could leave
+//   float32's normal range) mark their row or column for the scalar model; a D that is inf
+//   marks its lane (the model's special cases follow).
+//
+// Constraints: no MPFR, no global state; results do not depend on the number of threads; runs
+// in the default floating-point environment (round to nearest, no flush-to-zero, no
+// denormals-are-zero), which mm__emu_tile_loop sets.
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__AVX__) || defined(__FMA__) || defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+#include "kernels/scaled_mm_internal.h"
+
+#ifdef __AVX512F__
+#define VL 16
+#else
+#define VL 8
+#endif
+typedef float vf __attribute__((vector_size(VL * 4)));
+typedef int32_t vi __attribute__((vector_size(VL * 4)));
+typedef uint32_t vu __attribute__((vector_size(VL * 4)));
+typedef double vd __attribute__((vector_size(VL * 8)));
+typedef int64_t vl __attribute__((vector_size(VL * 8)));
+typedef float vf_u __attribute__((vector_size(VL * 4), aligned(4), may_alias));
+
+enum { MR = 4, NV = 2, NR = VL * NV, KMAX = 32 };
+
+// --- lanes
+
+static inline vi ibcast(int32_t x) { return (vi){0} + x; }
+static inline vf vbcast(float x) { return (vf){0} + x; }
+static inline vi vmax(vi a, vi b) {
+    const vi m = a > b;
+    return (a & m) | (b & ~m);
+}
+static inline vi vmin(vi a, vi b) {
+    const vi m = a < b;
+    return (a & m) | (b & ~m);
+}
+
+// fmaf(x, y, +0) per lane: one rounding (a product that rounds to -0 stays -0; an exact zero
+// product gives +0).
+static inline vf vfma0(vf x, vf y) {
+#if defined(__AVX512F__) && VL == 16
+    return (vf)_mm512_fmadd_ps((__m512)x, (__m512)y, _mm512_setzero_ps());
+#elif defined(__FMA__) && VL == 8
+    return (vf)_mm256_fmadd_ps((__m256)x, (__m256)y, _mm256_setzero_ps());
+#else
+    vf r;
+    for (int l = 0; l < VL; l++) r[l] = fmaf(x[l], y[l], 0.0f);
+    return r;
+#endif
+}
+
+// floor per double lane.
+static inline vd vfloor(vd x) {
+#if defined(__AVX512F__) && VL == 16
+    __m512d h[2];
+    memcpy(h, &x, sizeof h);
+    for (int i = 0; i < 2; i++) h[i] = _mm512_roundscale_pd(h[i], _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    memcpy(&x, h, sizeof h);
+    return x;
+#elif defined(__AVX__)
+    __m256d h[VL / 4];
+    memcpy(h, &x, sizeof h);
+    for (int i = 0; i < VL / 4; i++) h[i] = _mm256_floor_pd(h[i]);
+    memcpy(&x, h, sizeof h);
+    return x;
+#else
+    for (int l = 0; l < VL; l++) x[l] = floor(x[l]);
+    return x;
+#endif
+}
+
+// 2^e per double lane (e within double's normal exponents: built from bits).
+static inline vd p2d(vi e) { return (vd)((__builtin_convertvector(e, vl) + 1023) << 52); }
+
+// --- operands
+
+// The model's exponent of a value with float32 bits u (sig_exp): a zero -126, a subnormal of its
+// type the type's emin.
+static inline int16_t op_exp(uint32_t u, int emin) {
+    const int e = (int)((u >> 23) & 0xff) - 127;
+    return (int16_t)(!(u & 0x7fffffff) ? -126 : e < emin ? emin : e);
+}
+
+// Whether the CDNA3 fused arithmetic is exact in lanes for this operand: finite and, for bf16,
+// zero or within [2^-50, 2^50] (products normal float32s below 2^102).
+static inline bool op_ok(uint32_t u, bool bf16) {
+    const uint32_t m = u & 0x7fffffff;
+    return m < 0x7f800000 && (!bf16 || m == 0 || (m >= 0x26800000 && m <= 0x58800000));
+}
+
+bool mm__engine_amd_covers(const mm__engine_plan *p, const mm_opts *o) {
+    const mm_engine_kind *q = p->q;
+    if (o->acc.engine_f16 || p->scaled_kind || q->split != 1 || q->k > KMAX || q->k % q->group) return false;
+    if (q->op == MM_EOP_PAIRWISE) return q->group == 2 || q->group == 4;
+    if (q->op != MM_EOP_AMD_FUSED || q->frac != 24) return false;
+    const unsigned ok = MM_ET_F16 | MM_ET_BF16 | MM_ET_E4M3FNUZ | MM_ET_E5M2FNUZ;  // not xf32
+    if (!(p->ta & ok) || !(p->tb & ok)) return false;
+    // The int32 sums: each product term is below 2^26, a sum of 8 below 2^29.
+    return q->two_stage ? q->group == 16 : q->group <= 8;
+}
+
+// --- the exponent panels (CDNA3 fused)
+
+typedef struct {
+    const mm__engine_plan *p;
+    int32_t *ea;          // A: the exponent twice (both int16 halves: one 32-bit broadcast per row)
+    int16_t *eb;          // B: the exponent
+    unsigned char *abad;  // per row of op(A), per column of op(B): an operand outside op_ok
+    unsigned char *bbad;
+    unsigned char *redo;  // (M, N): the outputs left to the scalar model
+} amd_ctx;
+
+// Exponents and flags of the panels x of n lines (padding lines are zeros); w constant at each
+// call so that the line loop vectorises.
+static inline __attribute__((always_inline)) void exps(int32_t *e2, int16_t *e, unsigned char *bad,
+                                                        const float *x, size_t n, size_t K, const size_t w,
+                                                        unsigned type) {
+    const size_t np = (n + w - 1) / w;
+    const int emin = mm_engine_type_format(type)->emin;
+    const bool bf16 = type == MM_ET_BF16;
+#pragma omp parallel for schedule(static)
+    for (size_t pp = 0; pp < np; pp++) {
+        unsigned char b[NR] = {0};  // w <= NR
+        for (size_t k = 0; k < K; k++) {
+            const size_t at = (pp * K + k) * w;
+            for (size_t t = 0; t < w; t++) {
+                uint32_t u;
+                memcpy(&u, &x[at + t], 4);
+                b[t] |= !op_ok(u, bf16);
+                const int16_t ex = op_exp(u, emin);
+                if (e2) e2[at + t] = (int32_t)((uint32_t)(uint16_t)ex * 0x10001u);
+                else e[at + t] = ex;
+            }
+        }
+        memcpy(bad + pp * w, b, w);
+    }
+}
+
+// CDNA2's input flush: |x| below its type's smallest normal becomes +0, in the packed panel
+// (the calling thread's scratch copy, mm__emu_pack).
+static void flush_panel(float *x, size_t n, unsigned type) {
+    const uint32_t min = (uint32_t)(127 + mm_engine_type_format(type)->emin) << 23;
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &x[i], 4);
+        if ((u & 0x7fffffff) < min) x[i] = 0.0f;
+    }
+}
+
+// --- CDNA3 fused: one group
+
+typedef int16_t vh __attribute__((vector_size(NR * 2)));
+typedef int16_t vh_u __attribute__((vector_size(NR * 2), aligned(2), may_alias));
+typedef int32_t vi_nr __attribute__((vector_size(NR * 4)));
+
+static inline vh hmax(vh a, vh b) {
+    const vh m = a > b;
+    return (a & m) | (b & ~m);
+}
+
+// Over the products k0, k0 + st, ... (n of them) of the tile: the largest product exponent E
+// per lane (-252 when every product is zero) and the sum P of the products' terms
+// trunc(a*b*2^(24 - E)).
+static inline __attribute__((always_inline)) void group_sum(const float *ap, const int32_t *ea, const float *bp,
+                                                             const int16_t *eb, int k0, int n, int st,
+                                                             vi E[MR][NV], vi P[MR][NV]) {
+    vh Eh[MR];
+    for (int r = 0; r < MR; r++) Eh[r] = (vh){0} - 252;
+    for (int t = 0, k = k0; t < n; t++, k += st) {
+        const vh e = *(const vh_u *)(eb + k * NR);
+        for (int r = 0; r < MR; r++) Eh[r] = hmax(Eh[r], e + (int16_t)ea[k * MR + r]);
+    }
+    vf sc[MR][NV];
+    vu S[MR][NV];  // unsigned: wrapping is defined (lanes of marked operands only)
+    for (int r = 0; r < MR; r++) {
+        vi_nr w = __builtin_convertvector(Eh[r], vi_nr);
+        memcpy(E[r], &w, sizeof E[r]);
+        for (int v = 0; v < NV; v++) {
+            // 2^(24 - E) from bits; clamped only where every product is zero (E = -252) or on
+            // marked operands.
+            sc[r][v] = (vf)(vmax(vmin(127 + 24 - E[r][v], ibcast(254)), ibcast(1)) << 23);
+            S[r][v] = (vu){0};
+        }
+    }
+    for (int t = 0, k = k0; t < n; t++, k += st) {
+        vf y[NV];
+        for (int v = 0; v < NV; v++) y[v] = *(const vf_u *)(bp + k * NR + v * VL);
+        for (int r = 0; r < MR; r++) {
+            const vf x = vbcast(ap[k * MR + r]);
+            for (int v = 0; v < NV; v++) S[r][v] += (vu)__builtin_convertvector(x * y[v] * sc[r][v], vi);
+        }
+    }
+    memcpy(P, S, sizeof S);
+}
+
+// C's new value from the group sum S (units of 2^(E - 24)) and C (amd_fused after the sums):
+// the sum floored to 31 fractional bits and C to 24 below their common exponent maxe (fp8: C
+// dropped when more than 25 binades below), added exactly, and rounded to nearest float32.
+static inline vf amd_round(vi S, vi E, vf c, bool two, vi *bad) {
+    const vi ec = vmax((((vi)c >> 23) & 0xff) - 127, ibcast(-126));
+    const vi maxe = vmax(E, ec);
+    const vd f1 = vfloor(__builtin_convertvector(S, vd) * p2d(E - maxe + 7));
+    vd f2 = vfloor(__builtin_convertvector(c, vd) * p2d(24 - maxe));
+    if (two) f2 = (vd)((vl)f2 & ~__builtin_convertvector(ec < maxe - 25, vl));
+    const vd v = (f1 + f2 * 128.0) * p2d(maxe - 31);  // exact: below 2^37 units
+    const vf d = __builtin_convertvector(v, vf);
+    *bad |= ((vi)d & 0x7fffffff) >= 0x7f800000;  // inf: the model's special cases from here
+    return d;
+}
+
+// One CDNA3 instruction (q->k products from ap, bp; c in and out).
+static inline __attribute__((always_inline)) void amd_instr(const mm_engine_kind *q, const float *ap,
+                                                             const int32_t *ea, const float *bp, const int16_t *eb,
+                                                             vf c[MR][NV], vi bad[MR][NV]) {
+    const int g = q->group;
+    for (int g0 = 0; g0 < q->k; g0 += g) {
+        vi E[MR][NV], S[MR][NV];
+        if (q->two_stage) {
+            vi E1[MR][NV], S1[MR][NV];
+            group_sum(ap, ea, bp, eb, g0, g / 2, 2, E, S);
+            group_sum(ap, ea, bp, eb, g0 + 1, g / 2, 2, E1, S1);
+            for (int r = 0; r < MR; r++)
+                for (int v = 0; v < NV; v++) {
+                    const vi e = vmax(E[r][v], E1[r][v]);
+                    // floor_at of each half to 24 bits below e: arithmetic shifts (>= 31: 0 or -1)
+                    S[r][v] = (S[r][v] >> vmin(e - E[r][v], ibcast(31))) + (S1[r][v] >> vmin(e - E1[r][v], ibcast(31)));
+                    E[r][v] = e;
+                }
+        } else {
+            group_sum(ap, ea, bp, eb, g0, g, 1, E, S);
+        }
+        for (int r = 0; r < MR; r++)
+            for (int v = 0; v < NV; v++) c[r][v] = amd_round(S[r][v], E[r][v], c[r][v], q->two_stage, &bad[r][v]);
+    }
+}
+
+// --- CDNA1/2 pairwise: one instruction
+
+// s * 0 where |s| < 2^-126 (a signed zero; NaN kept).
+static inline vf flush_signed(vf s) {
+    const vi m = ((vi)s & 0x7fffffff) < 0x00800000;
+    return (vf)((vi)s & ~(m & 0x7fffffff));
+}
+
+// k products from ap, bp in groups of g (2 or 4) summed as the model's tree, each group's sum
+// added to c; fl: CDNA2's flushes (inputs are flushed in the panels already).
+static inline __attribute__((always_inline)) void pair_instr(const float *ap, const float *bp, const int k,
+                                                              const int g, const bool fl, vf c[MR][NV]) {
+    if (fl)  // the instruction's C: +0 below 2^-126
+        for (int r = 0; r < MR; r++)
+            for (int v = 0; v < NV; v++) {
+                const vi m = ((vi)c[r][v] & 0x7fffffff) < 0x00800000;
+                c[r][v] = (vf)((vi)c[r][v] & ~m);
+            }
+    for (int g0 = 0; g0 < k; g0 += g) {
+        vf y[4][NV];
+        for (int t = 0; t < g; t++)
+            for (int v = 0; v < NV; v++) y[t][v] = *(const vf_u *)(bp + (g0 + t) * NR + v * VL);
+        for (int r = 0; r < MR; r++) {
+            vf x[4];
+            for (int t = 0; t < g; t++) x[t] = vbcast(ap[(g0 + t) * MR + r]);
+            for (int v = 0; v < NV; v++) {
+                vf l[4];
+                for (int t = 0; t < g; t++) {
+                    l[t] = vfma0(x[t], y[t][v]);
+                    if (fl) l[t] = flush_signed(l[t]);
+                }
+                vf s = l[0] + l[1];
+                if (fl) s = flush_signed(s);
+                if (g == 4) {
+                    vf s2 = l[2] + l[3];
+                    if (fl) s2 = flush_signed(s2);
+                    s = s + s2;
+                    if (fl) s = flush_signed(s);
+                }
+                c[r][v] = c[r][v] + s;
+                if (fl) c[r][v] = flush_signed(c[r][v]);
+            }
+        }
+    }
+}
+
+static void instr(const mm_engine_kind *q, const float *ap, const int32_t *ea, const float *bp, const int16_t *eb,
+                  vf c[MR][NV], vi bad[MR][NV]) {
+    if (q->op == MM_EOP_AMD_FUSED) {
+        amd_instr(q, ap, ea, bp, eb, c, bad);
+        return;
+    }
+    // Constant group and flush in each call, so that the tree unrolls.
+    if (q->group == 4 && q->flush) pair_instr(ap, bp, q->k, 4, true, c);
+    else if (q->group == 4) pair_instr(ap, bp, q->k, 4, false, c);
+    else if (q->flush) pair_instr(ap, bp, q->k, 2, true, c);
+    else pair_instr(ap, bp, q->k, 2, false, c);
+}
+
+// --- the tile
+
+// The MR x NR tile of C at (ib * MR, jp * NR) (mm__emu_tile_fn): its outputs in vectors, C
+// untouched and redo set where the scalar model must do one.
+static void amd_tile(const mm__emu_job *J, const void *ctx, const float *ap, const float *bp, float *C, size_t ldc,
+                     size_t ib, size_t jp) {
+    const amd_ctx *x = ctx;
+    const mm__engine_plan *p = x->p;
+    const mm_engine_kind *q = p->q;
+    const bool fused = q->op == MM_EOP_AMD_FUSED;
+    const size_t K = J->K, kq = (size_t)q->k;
+    ap += ib * K * MR, bp += jp * K * NR;
+    const int32_t *ea = fused ? x->ea + ib * K * MR : NULL;
+    const int16_t *eb = fused ? x->eb + jp * K * NR : NULL;
+    const size_t i0 = ib * MR, j0 = jp * NR;
+    const size_t mr = J->M - i0 < MR ? J->M - i0 : MR, nr = J->N - j0 < NR ? J->N - j0 : NR;
+    float total[MR * NR] = {0}, d[MR][NR];
+    vi bad[MR][NV];
+    memset(bad, 0, sizeof bad);
+    for (size_t s0 = 0, s1; s0 < K; s0 = s1) {
+        s1 = mm__seg_end(s0, K, J->bk, J->pe);
+        vf c[MR][NV];
+        memset(c, 0, sizeof c);
+        if (p->c_in_chain) {  // one segment: C is the first C
+            float cin[MR][NR];
+            memset(cin, 0, sizeof cin);
+            for (size_t r = 0; r < mr; r++)
+                for (size_t t = 0; t < nr; t++) cin[r][t] = C[(i0 + r) * ldc + j0 + t];
+            memcpy(c, cin, sizeof c);
+            if (fused)  // a NaN or inf C: the model's
+                for (int r = 0; r < MR; r++)
+                    for (int v = 0; v < NV; v++) bad[r][v] |= ((vi)c[r][v] & 0x7f800000) == 0x7f800000;
+        }
+        for (size_t a0 = s0; a0 < s1; a0 += kq) {
+            if (s1 - a0 >= kq) {
+                instr(q, ap + a0 * MR, fused ? ea + a0 * MR : NULL, bp + a0 * NR, fused ? eb + a0 * NR : NULL, c, bad);
+                continue;
+            }
+            // The segment's last instruction, zero-padded as the model pads it.
+            const size_t m = s1 - a0;
+            float la[KMAX * MR] = {0}, lb[KMAX * NR] = {0};
+            int32_t lea[KMAX * MR];
+            int16_t leb[KMAX * NR];
+            const int32_t z2 = (int32_t)((uint32_t)(uint16_t)-126 * 0x10001u);  // a zero's exponent
+            for (size_t t = 0; t < KMAX * MR; t++) lea[t] = z2;
+            for (size_t t = 0; t < KMAX * NR; t++) leb[t] = -126;
+            memcpy(la, ap + a0 * MR, m * MR * sizeof *la);
+            memcpy(lb, bp + a0 * NR, m * NR * sizeof *lb);
+            if (fused) {
+                memcpy(lea, ea + a0 * MR, m * MR * sizeof *lea);
+                memcpy(leb, eb + a0 * NR, m * NR * sizeof *leb);
+            }
+            instr(q, la, lea, lb, leb, c, bad);
+        }
+        memcpy(d, c, sizeof d);
+        mm__emu_promote(J, s0, i0, j0, MR, NR, &d[0][0], total);
+    }
+    int32_t badl[MR][NR];
+    memcpy(badl, bad, sizeof badl);
+    for (size_t r = 0; r < mr; r++) {
+        const size_t i = i0 + r;
+        for (size_t t = 0; t < nr; t++) {
+            const size_t j = j0 + t;
+            float *cij = &C[i * ldc + j];
+            const float y = mm__engine_epilogue(p, J->ab, J->beta, total[r * NR + t], d[r][t], cij);
+            const bool redo = badl[r][t] || (fused && (x->abad[i] || x->bbad[j])) || isnan(y);
+            x->redo[i * J->N + j] = redo;
+            if (!redo) *cij = y;
+        }
+    }
+}
+
+// --- entry
+
+int mm__engine_amd_run(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
+                       size_t K, const mm_opts *o) {
+    mm__engine_plan p;
+    if (mm__engine_plan_make(&p, A, B, M, N, K, o, NULL, 0) != MM_OK) return MM_EINVAL;
+    if (!mm__engine_amd_covers(&p, o)) return MM_EUNSUPPORTED;
+    mm__emu_job J = {.M = M, .N = N, .K = K, .sa = A->scales, .sb = B->scales, .beta = o->beta};
+    J.ab = mm__fl32_prod3(o->alpha, mm__tscale(A), mm__tscale(B));
+    J.nba = mm__nblocks(A, K, &J.bka);
+    mm__nblocks(B, K, &J.bkb);
+    J.bk = p.bk, J.pe = mm__seg_promote(o);  // not a block-scaled kind (mm__engine_amd_covers)
+    const float *ap, *bp;
+    int st = mm__emu_pack(&J, A, B, MR, NR, &ap, &bp);
+    if (st != MM_OK) return st;
+    const size_t na = (M + MR - 1) / MR * MR, nb = (N + NR - 1) / NR * NR;
+    const bool fused = p.q->op == MM_EOP_AMD_FUSED;
+    if (p.q->flush) {
+        flush_panel((float *)ap, na * K, p.ta);
+        flush_panel((float *)bp, nb * K, p.tb);
+    }
+    // One block for the exponent panels and the flags: int32 A, then int16 B, then bytes.
+    const size_t ne = fused ? na * K * 4 + nb * K * 2 : 0;
+    char *mem = malloc(ne + na + nb + M * N);
+    if (!mem) return MM_ENOMEM;
+    amd_ctx x = {.p = &p, .ea = fused ? (int32_t *)mem : NULL, .eb = fused ? (int16_t *)(mem + na * K * 4) : NULL};
+    x.abad = (unsigned char *)mem + ne, x.bbad = x.abad + na, x.redo = x.bbad + nb;
+    if (fused) {
+        exps(x.ea, NULL, x.abad, ap, M, K, MR, p.ta);
+        exps(NULL, x.eb, x.bbad, bp, N, K, NR, p.tb);
+    }
+    mm__emu_tile_loop(&J, ap, bp, C, ldc, MR, NR, amd_tile, &x);
+    st = mm__engine_run_plan(&p, C, ldc, A, B, M, N, K, o, x.redo);
+    free(mem);
+    return st;
+}
