@@ -28,94 +28,29 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__AVX__) || defined(__FMA__) || defined(__AVX512F__)
-#include <immintrin.h>
-#endif
 
+#include "kernels/engine/engine_lanes.h"
 #include "kernels/scaled_mm_internal.h"
 
-#ifdef __AVX512F__
-#define VL 16
-#else
-#define VL 8
-#endif
-typedef float vf __attribute__((vector_size(VL * 4)));
-typedef int32_t vi __attribute__((vector_size(VL * 4)));
-typedef uint32_t vu __attribute__((vector_size(VL * 4)));
-typedef double vd __attribute__((vector_size(VL * 8)));
-typedef int64_t vl __attribute__((vector_size(VL * 8)));
-typedef float vf_u __attribute__((vector_size(VL * 4), aligned(4), may_alias));
-
-enum { MR = 4, NV = 2, NR = VL * NV, KMAX = 32 };
-
-// --- lanes
-
-static inline vi ibcast(int32_t x) { return (vi){0} + x; }
-static inline vf vbcast(float x) { return (vf){0} + x; }
-static inline vi vmax(vi a, vi b) {
-    const vi m = a > b;
-    return (a & m) | (b & ~m);
-}
-static inline vi vmin(vi a, vi b) {
-    const vi m = a < b;
-    return (a & m) | (b & ~m);
-}
+enum { MR = 4, NV = 2, NR = ENG_VL * NV, KMAX = 32 };
 
 // fmaf(x, y, +0) per lane: one rounding (a product that rounds to -0 stays -0; an exact zero
 // product gives +0).
-static inline vf vfma0(vf x, vf y) {
-#if defined(__AVX512F__) && VL == 16
-    return (vf)_mm512_fmadd_ps((__m512)x, (__m512)y, _mm512_setzero_ps());
-#elif defined(__FMA__) && VL == 8
-    return (vf)_mm256_fmadd_ps((__m256)x, (__m256)y, _mm256_setzero_ps());
+static inline eng_vf vfma0(eng_vf x, eng_vf y) {
+#if defined(__AVX512F__) && ENG_VL == 16
+    return (eng_vf)_mm512_fmadd_ps((__m512)x, (__m512)y, _mm512_setzero_ps());
+#elif defined(__FMA__) && ENG_VL == 8
+    return (eng_vf)_mm256_fmadd_ps((__m256)x, (__m256)y, _mm256_setzero_ps());
 #else
-    vf r;
-    for (int l = 0; l < VL; l++) r[l] = fmaf(x[l], y[l], 0.0f);
+    eng_vf r;
+    for (int l = 0; l < ENG_VL; l++) r[l] = fmaf(x[l], y[l], 0.0f);
     return r;
 #endif
 }
 
-// floor per double lane.
-static inline vd vfloor(vd x) {
-#if defined(__AVX512F__) && VL == 16
-    __m512d h[2];
-    memcpy(h, &x, sizeof h);
-    for (int i = 0; i < 2; i++) h[i] = _mm512_roundscale_pd(h[i], _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-    memcpy(&x, h, sizeof h);
-    return x;
-#elif defined(__AVX__)
-    __m256d h[VL / 4];
-    memcpy(h, &x, sizeof h);
-    for (int i = 0; i < VL / 4; i++) h[i] = _mm256_floor_pd(h[i]);
-    memcpy(&x, h, sizeof h);
-    return x;
-#else
-    for (int l = 0; l < VL; l++) x[l] = floor(x[l]);
-    return x;
-#endif
-}
-
-// 2^e per double lane (e within double's normal exponents: built from bits).
-static inline vd p2d(vi e) { return (vd)((__builtin_convertvector(e, vl) + 1023) << 52); }
-
-// --- operands
-
-// The model's exponent of a value with float32 bits u (sig_exp): a zero -126, a subnormal of its
-// type the type's emin.
-static inline int16_t op_exp(uint32_t u, int emin) {
-    const int e = (int)((u >> 23) & 0xff) - 127;
-    return (int16_t)(!(u & 0x7fffffff) ? -126 : e < emin ? emin : e);
-}
-
-// Whether the CDNA3 fused arithmetic is exact in lanes for this operand: finite and, for bf16,
-// zero or within [2^-50, 2^50] (products normal float32s below 2^102).
-static inline bool op_ok(uint32_t u, bool bf16) {
-    const uint32_t m = u & 0x7fffffff;
-    return m < 0x7f800000 && (!bf16 || m == 0 || (m >= 0x26800000 && m <= 0x58800000));
-}
-
 bool mm__engine_amd_covers(const mm__engine_plan *p, const mm_opts *o) {
     const mm_engine_kind *q = p->q;
+    if (q->op != MM_EOP_PAIRWISE && q->op != MM_EOP_AMD_FUSED) return false;
     if (o->acc.engine_f16 || p->scaled_kind || q->split != 1 || q->k > KMAX || q->k % q->group) return false;
     if (q->op == MM_EOP_PAIRWISE) return q->group == 2 || q->group == 4;
     if (q->op != MM_EOP_AMD_FUSED || q->frac != 24) return false;
@@ -131,36 +66,10 @@ typedef struct {
     const mm__engine_plan *p;
     int32_t *ea;          // A: the exponent twice (both int16 halves: one 32-bit broadcast per row)
     int16_t *eb;          // B: the exponent
-    unsigned char *abad;  // per row of op(A), per column of op(B): an operand outside op_ok
+    unsigned char *abad;  // per row of op(A), per column of op(B): an operand outside eng_op_ok
     unsigned char *bbad;
     unsigned char *redo;  // (M, N): the outputs left to the scalar model
 } amd_ctx;
-
-// Exponents and flags of the panels x of n lines (padding lines are zeros); w constant at each
-// call so that the line loop vectorises.
-static inline __attribute__((always_inline)) void exps(int32_t *e2, int16_t *e, unsigned char *bad,
-                                                        const float *x, size_t n, size_t K, const size_t w,
-                                                        unsigned type) {
-    const size_t np = (n + w - 1) / w;
-    const int emin = mm_engine_type_format(type)->emin;
-    const bool bf16 = type == MM_ET_BF16;
-#pragma omp parallel for schedule(static)
-    for (size_t pp = 0; pp < np; pp++) {
-        unsigned char b[NR] = {0};  // w <= NR
-        for (size_t k = 0; k < K; k++) {
-            const size_t at = (pp * K + k) * w;
-            for (size_t t = 0; t < w; t++) {
-                uint32_t u;
-                memcpy(&u, &x[at + t], 4);
-                b[t] |= !op_ok(u, bf16);
-                const int16_t ex = op_exp(u, emin);
-                if (e2) e2[at + t] = (int32_t)((uint32_t)(uint16_t)ex * 0x10001u);
-                else e[at + t] = ex;
-            }
-        }
-        memcpy(bad + pp * w, b, w);
-    }
-}
 
 // CDNA2's input flush: |x| below its type's smallest normal becomes +0, in the packed panel
 // (the calling thread's scratch copy, mm__emu_pack).
@@ -190,31 +99,31 @@ static inline vh hmax(vh a, vh b) {
 // trunc(a*b*2^(24 - E)).
 static inline __attribute__((always_inline)) void group_sum(const float *ap, const int32_t *ea, const float *bp,
                                                              const int16_t *eb, int k0, int n, int st,
-                                                             vi E[MR][NV], vi P[MR][NV]) {
+                                                             eng_vi E[MR][NV], eng_vi P[MR][NV]) {
     vh Eh[MR];
     for (int r = 0; r < MR; r++) Eh[r] = (vh){0} - 252;
     for (int t = 0, k = k0; t < n; t++, k += st) {
         const vh e = *(const vh_u *)(eb + k * NR);
         for (int r = 0; r < MR; r++) Eh[r] = hmax(Eh[r], e + (int16_t)ea[k * MR + r]);
     }
-    vf sc[MR][NV];
-    vu S[MR][NV];  // unsigned: wrapping is defined (lanes of marked operands only)
+    eng_vf sc[MR][NV];
+    eng_vu S[MR][NV];  // unsigned: wrapping is defined (lanes of marked operands only)
     for (int r = 0; r < MR; r++) {
         vi_nr w = __builtin_convertvector(Eh[r], vi_nr);
         memcpy(E[r], &w, sizeof E[r]);
         for (int v = 0; v < NV; v++) {
             // 2^(24 - E) from bits; clamped only where every product is zero (E = -252) or on
             // marked operands.
-            sc[r][v] = (vf)(vmax(vmin(127 + 24 - E[r][v], ibcast(254)), ibcast(1)) << 23);
-            S[r][v] = (vu){0};
+            sc[r][v] = (eng_vf)(eng_max(eng_min(127 + 24 - E[r][v], eng_ibcast(254)), eng_ibcast(1)) << 23);
+            S[r][v] = (eng_vu){0};
         }
     }
     for (int t = 0, k = k0; t < n; t++, k += st) {
-        vf y[NV];
-        for (int v = 0; v < NV; v++) y[v] = *(const vf_u *)(bp + k * NR + v * VL);
+        eng_vf y[NV];
+        for (int v = 0; v < NV; v++) y[v] = *(const eng_vf_u *)(bp + k * NR + v * ENG_VL);
         for (int r = 0; r < MR; r++) {
-            const vf x = vbcast(ap[k * MR + r]);
-            for (int v = 0; v < NV; v++) S[r][v] += (vu)__builtin_convertvector(x * y[v] * sc[r][v], vi);
+            const eng_vf x = eng_fbcast(ap[k * MR + r]);
+            for (int v = 0; v < NV; v++) S[r][v] += (eng_vu)__builtin_convertvector(x * y[v] * sc[r][v], eng_vi);
         }
     }
     memcpy(P, S, sizeof S);
@@ -223,34 +132,34 @@ static inline __attribute__((always_inline)) void group_sum(const float *ap, con
 // C's new value from the group sum S (units of 2^(E - 24)) and C (amd_fused after the sums):
 // the sum floored to 31 fractional bits and C to 24 below their common exponent maxe (fp8: C
 // dropped when more than 25 binades below), added exactly, and rounded to nearest float32.
-static inline vf amd_round(vi S, vi E, vf c, bool two, vi *bad) {
-    const vi ec = vmax((((vi)c >> 23) & 0xff) - 127, ibcast(-126));
-    const vi maxe = vmax(E, ec);
-    const vd f1 = vfloor(__builtin_convertvector(S, vd) * p2d(E - maxe + 7));
-    vd f2 = vfloor(__builtin_convertvector(c, vd) * p2d(24 - maxe));
-    if (two) f2 = (vd)((vl)f2 & ~__builtin_convertvector(ec < maxe - 25, vl));
-    const vd v = (f1 + f2 * 128.0) * p2d(maxe - 31);  // exact: below 2^37 units
-    const vf d = __builtin_convertvector(v, vf);
-    *bad |= ((vi)d & 0x7fffffff) >= 0x7f800000;  // inf: the model's special cases from here
+static inline eng_vf amd_round(eng_vi S, eng_vi E, eng_vf c, bool two, eng_vi *bad) {
+    const eng_vi ec = eng_max((((eng_vi)c >> 23) & 0xff) - 127, eng_ibcast(-126));
+    const eng_vi maxe = eng_max(E, ec);
+    const eng_vd f1 = eng_floor(__builtin_convertvector(S, eng_vd) * eng_p2d(E - maxe + 7));
+    eng_vd f2 = eng_floor(__builtin_convertvector(c, eng_vd) * eng_p2d(24 - maxe));
+    if (two) f2 = (eng_vd)((eng_vl)f2 & ~__builtin_convertvector(ec < maxe - 25, eng_vl));
+    const eng_vd v = (f1 + f2 * 128.0) * eng_p2d(maxe - 31);  // exact: below 2^37 units
+    const eng_vf d = __builtin_convertvector(v, eng_vf);
+    *bad |= ((eng_vi)d & 0x7fffffff) >= 0x7f800000;  // inf: the model's special cases from here
     return d;
 }
 
 // One CDNA3 instruction (q->k products from ap, bp; c in and out).
 static inline __attribute__((always_inline)) void amd_instr(const mm_engine_kind *q, const float *ap,
                                                              const int32_t *ea, const float *bp, const int16_t *eb,
-                                                             vf c[MR][NV], vi bad[MR][NV]) {
+                                                             eng_vf c[MR][NV], eng_vi bad[MR][NV]) {
     const int g = q->group;
     for (int g0 = 0; g0 < q->k; g0 += g) {
-        vi E[MR][NV], S[MR][NV];
+        eng_vi E[MR][NV], S[MR][NV];
         if (q->two_stage) {
-            vi E1[MR][NV], S1[MR][NV];
+            eng_vi E1[MR][NV], S1[MR][NV];
             group_sum(ap, ea, bp, eb, g0, g / 2, 2, E, S);
             group_sum(ap, ea, bp, eb, g0 + 1, g / 2, 2, E1, S1);
             for (int r = 0; r < MR; r++)
                 for (int v = 0; v < NV; v++) {
-                    const vi e = vmax(E[r][v], E1[r][v]);
+                    const eng_vi e = eng_max(E[r][v], E1[r][v]);
                     // floor_at of each half to 24 bits below e: arithmetic shifts (>= 31: 0 or -1)
-                    S[r][v] = (S[r][v] >> vmin(e - E[r][v], ibcast(31))) + (S1[r][v] >> vmin(e - E1[r][v], ibcast(31)));
+                    S[r][v] = (S[r][v] >> eng_min(e - E[r][v], eng_ibcast(31))) + (S1[r][v] >> eng_min(e - E1[r][v], eng_ibcast(31)));
                     E[r][v] = e;
                 }
         } else {
@@ -264,38 +173,38 @@ static inline __attribute__((always_inline)) void amd_instr(const mm_engine_kind
 // --- CDNA1/2 pairwise: one instruction
 
 // s * 0 where |s| < 2^-126 (a signed zero; NaN kept).
-static inline vf flush_signed(vf s) {
-    const vi m = ((vi)s & 0x7fffffff) < 0x00800000;
-    return (vf)((vi)s & ~(m & 0x7fffffff));
+static inline eng_vf flush_signed(eng_vf s) {
+    const eng_vi m = ((eng_vi)s & 0x7fffffff) < 0x00800000;
+    return (eng_vf)((eng_vi)s & ~(m & 0x7fffffff));
 }
 
 // k products from ap, bp in groups of g (2 or 4) summed as the model's tree, each group's sum
 // added to c; fl: CDNA2's flushes (inputs are flushed in the panels already).
 static inline __attribute__((always_inline)) void pair_instr(const float *ap, const float *bp, const int k,
-                                                              const int g, const bool fl, vf c[MR][NV]) {
+                                                              const int g, const bool fl, eng_vf c[MR][NV]) {
     if (fl)  // the instruction's C: +0 below 2^-126
         for (int r = 0; r < MR; r++)
             for (int v = 0; v < NV; v++) {
-                const vi m = ((vi)c[r][v] & 0x7fffffff) < 0x00800000;
-                c[r][v] = (vf)((vi)c[r][v] & ~m);
+                const eng_vi m = ((eng_vi)c[r][v] & 0x7fffffff) < 0x00800000;
+                c[r][v] = (eng_vf)((eng_vi)c[r][v] & ~m);
             }
     for (int g0 = 0; g0 < k; g0 += g) {
-        vf y[4][NV];
+        eng_vf y[4][NV];
         for (int t = 0; t < g; t++)
-            for (int v = 0; v < NV; v++) y[t][v] = *(const vf_u *)(bp + (g0 + t) * NR + v * VL);
+            for (int v = 0; v < NV; v++) y[t][v] = *(const eng_vf_u *)(bp + (g0 + t) * NR + v * ENG_VL);
         for (int r = 0; r < MR; r++) {
-            vf x[4];
-            for (int t = 0; t < g; t++) x[t] = vbcast(ap[(g0 + t) * MR + r]);
+            eng_vf x[4];
+            for (int t = 0; t < g; t++) x[t] = eng_fbcast(ap[(g0 + t) * MR + r]);
             for (int v = 0; v < NV; v++) {
-                vf l[4];
+                eng_vf l[4];
                 for (int t = 0; t < g; t++) {
                     l[t] = vfma0(x[t], y[t][v]);
                     if (fl) l[t] = flush_signed(l[t]);
                 }
-                vf s = l[0] + l[1];
+                eng_vf s = l[0] + l[1];
                 if (fl) s = flush_signed(s);
                 if (g == 4) {
-                    vf s2 = l[2] + l[3];
+                    eng_vf s2 = l[2] + l[3];
                     if (fl) s2 = flush_signed(s2);
                     s = s + s2;
                     if (fl) s = flush_signed(s);
@@ -308,7 +217,7 @@ static inline __attribute__((always_inline)) void pair_instr(const float *ap, co
 }
 
 static void instr(const mm_engine_kind *q, const float *ap, const int32_t *ea, const float *bp, const int16_t *eb,
-                  vf c[MR][NV], vi bad[MR][NV]) {
+                  eng_vf c[MR][NV], eng_vi bad[MR][NV]) {
     if (q->op == MM_EOP_AMD_FUSED) {
         amd_instr(q, ap, ea, bp, eb, c, bad);
         return;
@@ -337,11 +246,11 @@ static void amd_tile(const mm__emu_job *J, const void *ctx, const float *ap, con
     const size_t i0 = ib * MR, j0 = jp * NR;
     const size_t mr = J->M - i0 < MR ? J->M - i0 : MR, nr = J->N - j0 < NR ? J->N - j0 : NR;
     float total[MR * NR] = {0}, d[MR][NR];
-    vi bad[MR][NV];
+    eng_vi bad[MR][NV];
     memset(bad, 0, sizeof bad);
     for (size_t s0 = 0, s1; s0 < K; s0 = s1) {
         s1 = mm__seg_end(s0, K, J->bk, J->pe);
-        vf c[MR][NV];
+        eng_vf c[MR][NV];
         memset(c, 0, sizeof c);
         if (p->c_in_chain) {  // one segment: C is the first C
             float cin[MR][NR];
@@ -351,7 +260,7 @@ static void amd_tile(const mm__emu_job *J, const void *ctx, const float *ap, con
             memcpy(c, cin, sizeof c);
             if (fused)  // a NaN or inf C: the model's
                 for (int r = 0; r < MR; r++)
-                    for (int v = 0; v < NV; v++) bad[r][v] |= ((vi)c[r][v] & 0x7f800000) == 0x7f800000;
+                    for (int v = 0; v < NV; v++) bad[r][v] |= ((eng_vi)c[r][v] & 0x7f800000) == 0x7f800000;
         }
         for (size_t a0 = s0; a0 < s1; a0 += kq) {
             if (s1 - a0 >= kq) {
@@ -420,8 +329,8 @@ int mm__engine_amd_run(float *C, size_t ldc, const mm_operand *A, const mm_opera
     amd_ctx x = {.p = &p, .ea = fused ? (int32_t *)mem : NULL, .eb = fused ? (int16_t *)(mem + na * K * 4) : NULL};
     x.abad = (unsigned char *)mem + ne, x.bbad = x.abad + na, x.redo = x.bbad + nb;
     if (fused) {
-        exps(x.ea, NULL, x.abad, ap, M, K, MR, p.ta);
-        exps(NULL, x.eb, x.bbad, bp, N, K, NR, p.tb);
+        eng_exps(x.ea, NULL, x.abad, ap, M, K, MR, p.ta, p.ta == MM_ET_BF16);
+        eng_exps(NULL, x.eb, x.bbad, bp, N, K, NR, p.tb, p.tb == MM_ET_BF16);
     }
     mm__emu_tile_loop(&J, ap, bp, C, ldc, MR, NR, amd_tile, &x);
     st = mm__engine_run_plan(&p, C, ldc, A, B, M, N, K, o, x.redo);
