@@ -209,3 +209,66 @@ Test(engine_fast, amd_c_in_the_chain) {
             check(K_AMD, &c, &s);
         }
 }
+
+// --- block-scaled (the instruction takes the scales)
+
+typedef struct {
+    const char *acc, *fa, *fb;
+    int block;
+    scales sc;
+} bkind;
+
+static const bkind blk_kinds[] = {
+    {"blackwell:tcgen05", "e4m3", "e4m3", 32, SC_POW2},  {"blackwell:tcgen05", "e5m2", "e4m3", 32, SC_POW2},
+    {"blackwell:tcgen05", "e3m2", "e2m3", 32, SC_POW2},  {"blackwell:tcgen05", "e2m1", "e4m3", 32, SC_POW2},
+    {"rtx-blackwell:mma", "e4m3", "e5m2", 32, SC_POW2},  {"blackwell:tcgen05", "e2m1", "e2m1", 32, SC_POW2},
+    {"blackwell:tcgen05", "e2m1", "e2m1", 16, SC_POW2},  {"blackwell:tcgen05", "e2m1", "e2m1", 16, SC_UE4M3},
+    {"rtx-blackwell:mma", "e2m1", "e2m1", 32, SC_UE4M3}, {"rtx-blackwell:mma", "e2m1", "e2m1", 16, SC_POW2},
+};
+enum { NBLK = sizeof blk_kinds / sizeof blk_kinds[0] };
+
+Test(engine_fast, block_random_operands) {
+    uint64_t s = tu_seed("engine_fast", "block_random_operands", 3711);
+    const size_t shapes[][3] = {{5, 7, 32}, {17, 40, 100}, {33, 65, 96}, {8, 33, 7}, {64, 64, 256}};
+    for (int q = 0; q < NBLK; q++)
+        for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
+            for (int d = D_NORMAL; d <= D_CANCEL; d++) {
+                const bkind *b = &blk_kinds[q];
+                const ecase c = {b->acc, b->fa, b->fb, shapes[sh][0], shapes[sh][1], shapes[sh][2], (dist)d,
+                                 sh % 2 == 1, sh % 3 == 1, b->block, b->sc, 1.0f, 0.0f, false};
+                check(K_BLOCK, &c, &s);
+            }
+}
+
+Test(engine_fast, block_special_operands_and_scales) {
+    uint64_t s = tu_seed("engine_fast", "block_special_operands_and_scales", 3712);
+    for (int q = 0; q < NBLK; q++)
+        for (int rep = 0; rep < 4; rep++) {
+            const bkind *b = &blk_kinds[q];
+            // rep 3: ue8m0 scales over their whole range (D outside float32's normal range)
+            const ecase c = {b->acc, b->fa, b->fb, 19, 37, 64 + 13 * (size_t)rep, rep == 3 ? D_WIDE : D_SPECIAL,
+                             rep == 1, rep == 2, b->block, rep == 3 && b->sc == SC_POW2 ? SC_WIDE : b->sc, 1.0f,
+                             0.0f, false};
+            check(K_BLOCK, &c, &s);
+        }
+}
+
+Test(engine_fast, block_promote_alpha_beta_c_in_the_chain) {
+    uint64_t s = tu_seed("engine_fast", "block_promote_alpha_beta_c_in_the_chain", 3713);
+    char spec[64];
+    for (int q = 0; q < NBLK; q++) {
+        const bkind *b = &blk_kinds[q];
+        snprintf(spec, sizeof spec, "%s:promote=128", b->acc);
+        const ecase c1 = {spec, b->fa, b->fb, 9, 35, 300, D_WIDE, false, true, b->block, b->sc, 1.0f, 0.0f, false};
+        check(K_BLOCK, &c1, &s);
+        const ecase c2 = {b->acc, b->fa, b->fb, 11, 20, 90, D_NORMAL, false, false, b->block, b->sc, 2.0f, 0.75f,
+                          false};
+        check(K_BLOCK, &c2, &s);
+        for (int sp = 0; sp < 3; sp++) {
+            const dist d = sp == 0 ? D_WIDE : sp == 1 ? D_SPECIAL : D_CANCEL;
+            const ecase c3 = {b->acc, b->fa, b->fb, 13, 40, 70 + 40 * (size_t)sp, d, false, false, b->block, b->sc,
+                              1.0f, 1.0f, sp >= 1};
+            check(K_BLOCK, &c3, &s);
+        }
+    }
+}
