@@ -30,8 +30,17 @@ typedef int64_t eng_vl __attribute__((vector_size(ENG_VL * 8)));
 typedef float eng_vf_u __attribute__((vector_size(ENG_VL * 4), aligned(4), may_alias));
 typedef int32_t eng_vi_u __attribute__((vector_size(ENG_VL * 4), aligned(4), may_alias));
 
-static inline eng_vi eng_ibcast(int32_t x) { return (eng_vi){0} + x; }
-static inline eng_vf eng_fbcast(float x) { return (eng_vf){0} + x; }
+// Broadcasts (not 0 + x, which would make a -0 operand +0 and costs a scalar addition).
+static inline eng_vi eng_ibcast(int32_t x) {
+    eng_vi v;
+    for (int l = 0; l < ENG_VL; l++) v[l] = x;
+    return v;
+}
+static inline eng_vf eng_fbcast(float x) {
+    eng_vf v;
+    for (int l = 0; l < ENG_VL; l++) v[l] = x;
+    return v;
+}
 static inline eng_vi eng_max(eng_vi a, eng_vi b) {
     const eng_vi m = a > b;
     return (a & m) | (b & ~m);
