@@ -161,7 +161,8 @@ int mm__engine_block_run(float *C, size_t ldc, const mm_operand *A, const mm_ope
 //   exact in float32 (mm__emu_f32_covers);
 // - scaled_mm_cpu_emu_f64.c: double lanes, any accumulator (fp16, fp8, ...), any operands;
 // - scaled_mm_cpu_engine.c: the NVIDIA fused engine kinds (mm__engine_fast_covers), whose
-//   accumulator is the engine's D;
+//   accumulator is the engine's D; scaled_mm_cpu_engine_amd.c and _block.c the AMD and the
+//   block-scaled kinds (mm__engine_amd_covers, mm__engine_block_covers);
 // - scaled_mm_cpu_fixed.c (not emulated: fp32 in one fixed order) runs in the same frame.
 
 typedef struct {
