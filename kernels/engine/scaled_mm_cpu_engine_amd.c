@@ -15,8 +15,9 @@
 //   type's emin); each product a*b*2^(24 - E) (exact in float32) truncated to int32 and summed
 //   (below 2^29: 8 terms below 2^26; fp8: the even and the odd products apart, each to its own
 //   E, then floored to the larger one by an arithmetic shift); then the model's rounding with C
-//   in double lanes, where every step is exact: the group sum floored to 31 fractional bits and
-//   C to 24 at their common exponent, added (below 2^37 units), converted to float32 to nearest.
+//   with shifts of int32 lanes and double lanes, where every step is exact: the group sum floored
+//   to 31 fractional bits and C to 24 at their common exponent, added (below 2^37 units),
+//   converted to float32 to nearest.
 //   Operands outside the exact range (NaN, bf16 beyond 2^+-50: products then could leave
 //   float32's normal range) mark their row or column for the scalar model; a D that is inf
 //   marks its lane (the model's special cases follow).
@@ -131,14 +132,24 @@ static inline __attribute__((always_inline)) void group_sum(const float *ap, con
 
 // C's new value from the group sum S (units of 2^(E - 24)) and C (amd_fused after the sums):
 // the sum floored to 31 fractional bits and C to 24 below their common exponent maxe (fp8: C
-// dropped when more than 25 binades below), added exactly, and rounded to nearest float32.
+// dropped when more than 25 binades below), added exactly, and rounded to nearest float32. The
+// floors are arithmetic shifts of int32 lanes; the sum, below 2^37 units of 2^(maxe - 31), and
+// its scaling are exact in double lanes.
 static inline eng_vf amd_round(eng_vi S, eng_vi E, eng_vf c, bool two, eng_vi *bad) {
-    const eng_vi ec = eng_max((((eng_vi)c >> 23) & 0xff) - 127, eng_ibcast(-126));
+    const eng_vi cb = (eng_vi)c, be = (cb >> 23) & 0xff;
+    const eng_vi ec = eng_max(be - 127, eng_ibcast(-126));
     const eng_vi maxe = eng_max(E, ec);
-    const eng_vd f1 = eng_floor(__builtin_convertvector(S, eng_vd) * eng_p2d(E - maxe + 7));
-    eng_vd f2 = eng_floor(__builtin_convertvector(c, eng_vd) * eng_p2d(24 - maxe));
-    if (two) f2 = (eng_vd)((eng_vl)f2 & ~__builtin_convertvector(ec < maxe - 25, eng_vl));
-    const eng_vd v = (f1 + f2 * 128.0) * eng_p2d(maxe - 31);  // exact: below 2^37 units
+    // C = m * 2^(ec - 23) (m signed, below 2^24), floored to units of 2^(maxe - 24).
+    const eng_vi neg = cb >> 31, m = (((cb & 0x7fffff) | ((be != 0) & 0x800000)) ^ neg) - neg;
+    eng_vi f2 = (m << 1) >> eng_min(maxe - ec, eng_ibcast(31));
+    if (two) f2 &= ~(ec < maxe - 25);
+    // The sum in units of 2^(maxe - 31): floored by a shift where E is 8 or more below maxe, else
+    // times 2^(E - maxe + 7) <= 2^7.
+    const eng_vi sh = E - maxe + 7;
+    const eng_vi X = S >> eng_min(eng_max(-sh, eng_ibcast(0)), eng_ibcast(31));
+    const eng_vf up = (eng_vf)((eng_max(sh, eng_ibcast(0)) + 127) << 23);
+    const eng_vd v = (__builtin_convertvector(X, eng_vd) * __builtin_convertvector(up, eng_vd) +
+                      __builtin_convertvector(f2, eng_vd) * 128.0) * eng_p2d(maxe - 31);
     const eng_vf d = __builtin_convertvector(v, eng_vf);
     *bad |= ((eng_vi)d & 0x7fffffff) >= 0x7f800000;  // inf: the model's special cases from here
     return d;
