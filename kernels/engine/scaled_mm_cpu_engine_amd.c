@@ -141,7 +141,7 @@ static inline eng_vf amd_round(eng_vi S, eng_vi E, eng_vf c, bool two, eng_vi *b
     const eng_vi maxe = eng_max(E, ec);
     // C = m * 2^(ec - 23) (m signed, below 2^24), floored to units of 2^(maxe - 24).
     const eng_vi neg = cb >> 31, m = (((cb & 0x7fffff) | ((be != 0) & 0x800000)) ^ neg) - neg;
-    eng_vi f2 = (m << 1) >> eng_min(maxe - ec, eng_ibcast(31));
+    eng_vi f2 = (eng_vi)((eng_vu)m << 1) >> eng_min(maxe - ec, eng_ibcast(31));  // 2m: below 2^25
     if (two) f2 &= ~(ec < maxe - 25);
     // The sum in units of 2^(maxe - 31): floored by a shift where E is 8 or more below maxe, else
     // times 2^(E - maxe + 7) <= 2^7.
@@ -170,7 +170,9 @@ static inline __attribute__((always_inline)) void amd_instr(const mm_engine_kind
                 for (int v = 0; v < NV; v++) {
                     const eng_vi e = eng_max(E[r][v], E1[r][v]);
                     // floor_at of each half to 24 bits below e: arithmetic shifts (>= 31: 0 or -1)
-                    S[r][v] = (S[r][v] >> eng_min(e - E[r][v], eng_ibcast(31))) + (S1[r][v] >> eng_min(e - E1[r][v], eng_ibcast(31)));
+                    // (unsigned: marked lanes may wrap)
+                    S[r][v] = (eng_vi)((eng_vu)(S[r][v] >> eng_min(e - E[r][v], eng_ibcast(31))) +
+                                       (eng_vu)(S1[r][v] >> eng_min(e - E1[r][v], eng_ibcast(31))));
                     E[r][v] = e;
                 }
         } else {
