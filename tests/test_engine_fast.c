@@ -162,7 +162,7 @@ enum { NAMD = sizeof amd_kinds / sizeof amd_kinds[0] };
 
 Test(engine_fast, amd_random_operands) {
     uint64_t s = tu_seed("engine_fast", "amd_random_operands", 3701);
-    const size_t shapes[][3] = {{5, 7, 32}, {17, 40, 100}, {33, 65, 96}, {8, 33, 7}, {64, 64, 256}};
+    const size_t shapes[][3] = {{5, 7, 32}, {17, 40, 100}, {33, 65, 96}, {8, 33, 7}, {36, 40, 192}};
     for (int q = 0; q < NAMD; q++)
         for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
             for (int d = D_NORMAL; d <= D_CANCEL; d++) {
@@ -229,7 +229,7 @@ enum { NBLK = sizeof blk_kinds / sizeof blk_kinds[0] };
 
 Test(engine_fast, block_random_operands) {
     uint64_t s = tu_seed("engine_fast", "block_random_operands", 3711);
-    const size_t shapes[][3] = {{5, 7, 32}, {17, 40, 100}, {33, 65, 96}, {8, 33, 7}, {64, 64, 256}};
+    const size_t shapes[][3] = {{5, 7, 32}, {17, 40, 100}, {33, 65, 96}, {8, 33, 7}, {36, 40, 192}};
     for (int q = 0; q < NBLK; q++)
         for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
             for (int d = D_NORMAL; d <= D_CANCEL; d++) {
