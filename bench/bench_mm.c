@@ -8,7 +8,9 @@
 // as fit in 0.25 s (up to 50: a millisecond call is noise after three), sgemm's before and after
 // the configurations of a size. Square n x n x n, fp32 output, GFLOP/s = 2 n^3 /
 // time. Then the matrix-engine models (bit-exact with the scalar model; the fast kernel of
-// scaled_mm_cpu_engine.c): Hopper wgmma and Ada mma on e4m3, Hopper wgmma and Ampere mma on bf16.
+// scaled_mm_cpu_engine.c): Hopper wgmma and Ada mma on e4m3, Hopper wgmma and Ampere mma on bf16;
+// the AMD kinds (scaled_mm_cpu_engine_amd.c): CDNA3 on bf16 and e4m3fnuz, CDNA2 and CDNA1 on fp16
+// and bf16; the Blackwell block-scaled kinds (scaled_mm_cpu_engine_block.c): MXFP8, MXFP4, NVFP4.
 // Not a test: prints a table, never fails on a timing.
 // Usage: bench_mm [--sizes 512,1024,2048] [--emu-sizes 512,2048] [--engine-sizes 512] [--quick];
 // an empty list (--sizes '') skips that table.
@@ -192,6 +194,15 @@ int main(int argc, char **argv) {
         {"bf16", "none", "ampere:mma"},
         {"e4m3", "tensor", "hopper:wgmma:f16"},
         {"fp16", "none", "ampere:mma:f16"},
+        {"bf16", "none", "cdna3:mfma"},
+        {"e4m3fnuz", "tensor", "cdna3:mfma"},
+        {"fp16", "none", "cdna2:mfma"},
+        {"bf16", "none", "cdna2:mfma"},
+        {"fp16", "none", "cdna1:mfma"},
+        {"bf16", "none", "cdna1:mfma"},
+        {"e4m3", "mx", "blackwell:tcgen05"},
+        {"e2m1", "mx", "blackwell:tcgen05"},
+        {"e2m1", "nvfp4", "blackwell:tcgen05"},
     };
     for (int s = 0; s < neng; s++) table(engines, sizeof engines / sizeof *engines, a, b, C, eng[s]);
     printf("vs_sgemm = sgemm time / mm_cpu time (1 = as fast as plain float32 sgemm)\n");

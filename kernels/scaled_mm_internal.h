@@ -136,6 +136,10 @@ int mm__engine_run(float *C, size_t ldc, const mm_operand *A, const mm_operand *
 // The same for plan p, only at the outputs where only[i * N + j] is nonzero (NULL: all).
 int mm__engine_run_plan(const mm__engine_plan *p, float *C, size_t ldc, const mm_operand *A, const mm_operand *B,
                         size_t M, size_t N, size_t K, const mm_opts *o, const unsigned char *only);
+// The end of a fast engine kernel's run: the outputs it marked in redo (M x N) run through the
+// scalar model (none: the model is not entered), and o->path notes `kernel` with their count.
+int mm__engine_finish(const mm__engine_plan *p, float *C, size_t ldc, const mm_operand *A, const mm_operand *B,
+                      size_t M, size_t N, size_t K, const mm_opts *o, const unsigned char *redo, const char *kernel);
 // One output of mm__engine_run: y(i, j) before the output rounding, from cij (C's value there).
 // L: four buffers of at least (K + q->k) / q->k * q->k doubles each.
 float mm__engine_out1(const mm__engine_plan *p, const mm_operand *A, const mm_operand *B, size_t N, size_t K,
@@ -147,6 +151,16 @@ float mm__engine_out1(const mm__engine_plan *p, const mm_operand *A, const mm_op
 bool mm__engine_fast_covers(const mm__engine_plan *p, const mm_opts *o);
 int mm__engine_fast_run(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
                         size_t K, const mm_opts *o);
+// The fast kernels of the other engine kinds, same contract, MM_EUNSUPPORTED (C untouched) for a
+// product they do not cover: AMD's CDNA3 fused and CDNA1/2 pairwise kinds
+// (scaled_mm_cpu_engine_amd.c, "engine-amd"); the block-scaled mxf8f6f4 and mxf4nvf4 kinds of
+// the Blackwells (scaled_mm_cpu_engine_block.c, "engine-block").
+bool mm__engine_amd_covers(const mm__engine_plan *p, const mm_opts *o);
+int mm__engine_amd_run(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
+                       size_t K, const mm_opts *o);
+bool mm__engine_block_covers(const mm__engine_plan *p, const mm_opts *o);
+int mm__engine_block_run(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
+                         size_t K, const mm_opts *o);
 
 // --- the emulated path's pieces (scaled_mm_cpu_emu*.c)
 //
@@ -158,7 +172,8 @@ int mm__engine_fast_run(float *C, size_t ldc, const mm_operand *A, const mm_oper
 //   exact in float32 (mm__emu_f32_covers);
 // - scaled_mm_cpu_emu_f64.c: double lanes, any accumulator (fp16, fp8, ...), any operands;
 // - scaled_mm_cpu_engine.c: the NVIDIA fused engine kinds (mm__engine_fast_covers), whose
-//   accumulator is the engine's D;
+//   accumulator is the engine's D; scaled_mm_cpu_engine_amd.c and _block.c the AMD and the
+//   block-scaled kinds (mm__engine_amd_covers, mm__engine_block_covers);
 // - scaled_mm_cpu_fixed.c (not emulated: fp32 in one fixed order) runs in the same frame.
 
 typedef struct {

@@ -19,6 +19,7 @@ typedef struct {
     size_t M, N, K;
     bool fixed_order;
     int nan_rows;  // rows of A that hold a NaN (their outputs: the scalar model's)
+    int block;     // K-block of the operands' scales (all 1: a ue8m0 and a ue4m3 value); 0: none
 } pcase;
 
 // Runs mm_cpu on case c with normal operands; returns the path it reported, after holding the
@@ -39,6 +40,11 @@ static mm_path run(const pcase *c, uint64_t *s) {
     for (size_t i = 0; i < M * K; i++) a[i] = (float)fmt_round1(&A.fmt, tu_sm_unif(s) * 4 - 2, &ro);
     for (size_t i = 0; i < K * N; i++) b[i] = (float)fmt_round1(&B.fmt, tu_sm_unif(s) * 4 - 2, &ro);
     for (int r = 0; r < c->nan_rows; r++) a[(size_t)r * 3 % M * K] = NAN;
+    const size_t nb = c->block ? (K + (size_t)c->block - 1) / (size_t)c->block : 0;
+    float *sa = malloc((M * nb + 1) * sizeof *sa), *sb = malloc((N * nb + 1) * sizeof *sb);
+    for (size_t i = 0; i < M * nb; i++) sa[i] = 1.0f;
+    for (size_t i = 0; i < N * nb; i++) sb[i] = 1.0f;
+    if (c->block) A.scales = sa, B.scales = sb, A.block_k = B.block_k = c->block;
     mm_path path = {.kernel = "untouched", .outputs = 12345, .model_outputs = 12345};
     o.path = &path;
     cr_assert_eq(mm_cpu(C, N, &A, &B, M, N, K, &o), MM_OK, "%s %s", c->acc, c->fmt);
@@ -49,7 +55,7 @@ static mm_path run(const pcase *c, uint64_t *s) {
             cr_assert(!memcmp(&C[i], &R[i], 4) || (isnan(C[i]) && isnan(R[i])), "%s %s: output %zu: mm_cpu %a, mm_ref %a",
                       c->acc, c->fmt, i, C[i], R[i]);
     }
-    free(a), free(b), free(C), free(R);
+    free(a), free(b), free(C), free(R), free(sa), free(sb);
     cr_assert_eq(path.outputs, M * N, "%s %s: outputs %zu, expected %zu", c->acc, c->fmt, path.outputs, M * N);
     return path;
 }
@@ -63,33 +69,44 @@ static void expect(const pcase *c, const char *kernel, size_t model_outputs) {
 }
 
 Test(mm_path, nvidia_fused_kinds_take_the_fast_kernel) {
-    expect(&(pcase){"hopper:wgmma", "e4m3", 37, 70, 96, false, 0}, "engine-fast", 0);
-    expect(&(pcase){"hopper:wgmma:promote=64", "e4m3", 9, 33, 200, false, 0}, "engine-fast", 0);
-    expect(&(pcase){"ampere:mma", "bf16", 37, 70, 96, false, 0}, "engine-fast", 0);
-    expect(&(pcase){"ada:mma", "e5m2", 8, 8, 40, false, 0}, "engine-fast", 0);
-    expect(&(pcase){"hopper:wgmma:f16", "e4m3", 37, 70, 96, false, 0}, "engine-fast", 0);
-    expect(&(pcase){"ampere:mma:f16", "fp16", 37, 70, 96, false, 0}, "engine-fast", 0);
+    expect(&(pcase){"hopper:wgmma", "e4m3", 37, 70, 96, false, 0, 0}, "engine-fast", 0);
+    expect(&(pcase){"hopper:wgmma:promote=64", "e4m3", 9, 33, 200, false, 0, 0}, "engine-fast", 0);
+    expect(&(pcase){"ampere:mma", "bf16", 37, 70, 96, false, 0, 0}, "engine-fast", 0);
+    expect(&(pcase){"ada:mma", "e5m2", 8, 8, 40, false, 0, 0}, "engine-fast", 0);
+    expect(&(pcase){"hopper:wgmma:f16", "e4m3", 37, 70, 96, false, 0, 0}, "engine-fast", 0);
+    expect(&(pcase){"ampere:mma:f16", "fp16", 37, 70, 96, false, 0, 0}, "engine-fast", 0);
+}
+
+Test(mm_path, amd_and_block_scaled_kinds_take_their_fast_kernels) {
+    expect(&(pcase){"cdna3:mfma", "e4m3fnuz", 37, 70, 96, false, 0, 0}, "engine-amd", 0);
+    expect(&(pcase){"cdna3:mfma", "bf16", 37, 70, 96, false, 0, 0}, "engine-amd", 0);
+    expect(&(pcase){"cdna2:mfma", "fp16", 20, 30, 64, false, 0, 0}, "engine-amd", 0);
+    expect(&(pcase){"cdna1:mfma", "bf16", 20, 30, 64, false, 0, 0}, "engine-amd", 0);
+    expect(&(pcase){"blackwell:tcgen05", "e4m3", 37, 70, 96, false, 0, 32}, "engine-block", 0);
+    expect(&(pcase){"blackwell:tcgen05", "e2m1", 37, 70, 96, false, 0, 32}, "engine-block", 0);
+    expect(&(pcase){"blackwell:tcgen05", "e2m1", 20, 30, 64, false, 0, 16}, "engine-block", 0);
+    expect(&(pcase){"cdna3:mfma", "bf16", 20, 30, 64, false, 1, 0}, "engine-amd", 30);
 }
 
 Test(mm_path, special_operands_counted_as_model_outputs) {
     // A NaN in a row of A: that row's N outputs are the scalar model's.
-    expect(&(pcase){"hopper:wgmma", "e4m3", 20, 30, 64, false, 1}, "engine-fast", 30);
-    expect(&(pcase){"ampere:mma", "bf16", 20, 30, 64, false, 2}, "engine-fast", 60);
+    expect(&(pcase){"hopper:wgmma", "e4m3", 20, 30, 64, false, 1, 0}, "engine-fast", 30);
+    expect(&(pcase){"ampere:mma", "bf16", 20, 30, 64, false, 2, 0}, "engine-fast", 60);
 }
 
 Test(mm_path, uncovered_engine_kind_runs_the_model) {
     // tf32 operands (fp32 on hopper:wgmma): no fast kernel takes them.
-    expect(&(pcase){"hopper:wgmma", "fp32", 5, 6, 16, false, 0}, "engine-model", 30);
+    expect(&(pcase){"hopper:wgmma", "fp32", 5, 6, 16, false, 0, 0}, "engine-model", 30);
 }
 
 Test(mm_path, other_kernels) {
-    expect(&(pcase){"m13:rtz", "e4m3", 17, 20, 64, false, 0}, "emu-f32", 0);
-    expect(&(pcase){"fp16", "e4m3", 17, 20, 64, false, 0}, "emu-f64", 0);
-    expect(&(pcase){"fp32", "bf16", 17, 20, 64, true, 0}, "fixed", 0);
+    expect(&(pcase){"m13:rtz", "e4m3", 17, 20, 64, false, 0, 0}, "emu-f32", 0);
+    expect(&(pcase){"fp16", "e4m3", 17, 20, 64, false, 0, 0}, "emu-f64", 0);
+    expect(&(pcase){"fp32", "bf16", 17, 20, 64, true, 0, 0}, "fixed", 0);
 #ifdef FPLAB_HAVE_BLAS
-    expect(&(pcase){"fp32", "bf16", 17, 20, 64, false, 0}, "blas", 0);
+    expect(&(pcase){"fp32", "bf16", 17, 20, 64, false, 0, 0}, "blas", 0);
 #else
-    expect(&(pcase){"fp32", "bf16", 17, 20, 64, false, 0}, "fixed", 0);
+    expect(&(pcase){"fp32", "bf16", 17, 20, 64, false, 0, 0}, "fixed", 0);
 #endif
 }
 

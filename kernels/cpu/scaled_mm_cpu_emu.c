@@ -109,7 +109,11 @@ int mm__cpu_emulated(float *C, size_t ldc, const mm_operand *A, const mm_operand
                      size_t N, size_t K, const mm_opts *o) {
     if (o->acc.mode == FMT_SR) return MM_EUNSUPPORTED;  // no draw order is defined for it
     if (o->acc.engine) {
-        const int st = mm__engine_fast_run(C, ldc, A, B, M, N, K, o);  // the scalar model where it must
+        // The kernel that covers the product (the NVIDIA fused one last: it hands what none
+        // covers to the scalar model), each with the scalar model where it must.
+        int st = mm__engine_amd_run(C, ldc, A, B, M, N, K, o);
+        if (st == MM_EUNSUPPORTED) st = mm__engine_block_run(C, ldc, A, B, M, N, K, o);
+        if (st == MM_EUNSUPPORTED) st = mm__engine_fast_run(C, ldc, A, B, M, N, K, o);
         return st == MM_OK ? mm__round_output(C, ldc, M, N, o) : st;
     }
     mm__emu_job J = {.M = M, .N = N, .K = K, .sa = A->scales, .sb = B->scales, .beta = o->beta};

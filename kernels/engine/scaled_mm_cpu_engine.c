@@ -371,10 +371,7 @@ int mm__engine_fast_run(float *C, size_t ldc, const mm_operand *A, const mm_oper
     exps(x.ea, NULL, x.abad, ap, M, K, MR, p.ta);
     exps(NULL, x.eb, x.bbad, bp, N, K, NR, p.tb);
     mm__emu_tile_loop(&J, ap, bp, C, ldc, MR, NR, engine_tile, &x);
-    size_t nredo = 0;
-    for (size_t t = 0; t < M * N; t++) nredo += x.redo[t];
-    mm__path_note(o, "engine-fast", nredo);
-    st = nredo ? mm__engine_run_plan(&p, C, ldc, A, B, M, N, K, o, x.redo) : MM_OK;
+    st = mm__engine_finish(&p, C, ldc, A, B, M, N, K, o, x.redo, "engine-fast");
     free(mem);
     return st;
 }

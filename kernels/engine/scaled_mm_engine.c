@@ -200,3 +200,11 @@ int mm__engine_run(float *C, size_t ldc, const mm_operand *A, const mm_operand *
     if (mm__engine_plan_make(&p, A, B, M, N, K, o, NULL, 0) != MM_OK) return MM_EINVAL;
     return mm__engine_run_plan(&p, C, ldc, A, B, M, N, K, o, NULL);
 }
+
+int mm__engine_finish(const mm__engine_plan *p, float *C, size_t ldc, const mm_operand *A, const mm_operand *B,
+                      size_t M, size_t N, size_t K, const mm_opts *o, const unsigned char *redo, const char *kernel) {
+    size_t nredo = 0;
+    for (size_t t = 0; t < M * N; t++) nredo += redo[t];
+    mm__path_note(o, kernel, nredo);
+    return nredo ? mm__engine_run_plan(p, C, ldc, A, B, M, N, K, o, redo) : MM_OK;
+}

@@ -1,0 +1,352 @@
+// scaled_mm_cpu_engine_amd.c: the fast CPU kernel of the AMD matrix-engine kinds ("engine-amd"):
+// CDNA3's fused kinds (MM_EOP_AMD_FUSED: f16, bf16, and fp8/bf8 fnuz in two stages) and CDNA1/2's
+// pairwise kinds (MM_EOP_PAIRWISE: f16, bf16), in vector lanes, bit for bit the scalar model of
+// engine_model.c (amd_fused, pairwise), which mm__engine_run runs one dot product at a time.
+//
+// A tile kernel of the emulated path (scaled_mm_internal.h), as scaled_mm_cpu_engine.c: the same
+// packed panels, tile loop, segments, promotion and epilogue; a tile is MR rows of op(A) x NR
+// columns of op(B), one output per lane. A segment's last instruction, when K does not fill it,
+// runs on a zero-padded copy of its products, as the model pads them.
+// - Pairwise: the model's arithmetic is float32 already (leaves fmaf(a, b, 0), nodes and the
+//   accumulator rounded additions, CDNA2's flushes), so each lane does the same operations in
+//   the same order. Only a NaN output goes to the scalar model (its payload is the model's).
+// - CDNA3 fused, per group of products and per lane: the group's largest product exponent E
+//   (exponent panels beside the packed ones, the model's sig_exp: a zero -126, a subnormal its
+//   type's emin); each product a*b*2^(24 - E) (exact in float32) truncated to int32 and summed
+//   (below 2^29: 8 terms below 2^26; fp8: the even and the odd products apart, each to its own
+//   E, then floored to the larger one by an arithmetic shift); then the model's rounding with C
+//   with shifts of int32 lanes and double lanes, where every step is exact: the group sum floored
+//   to 31 fractional bits and C to 24 at their common exponent, added (below 2^37 units),
+//   converted to float32 to nearest.
+//   Operands outside the exact range (NaN, bf16 beyond 2^+-50: products then could leave
+//   float32's normal range) mark their row or column for the scalar model; a D that is inf
+//   marks its lane (the model's special cases follow).
+//
+// Constraints: no MPFR, no global state; results do not depend on the number of threads; runs
+// in the default floating-point environment (round to nearest, no flush-to-zero, no
+// denormals-are-zero), which mm__emu_tile_loop sets.
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/engine/engine_lanes.h"
+#include "kernels/scaled_mm_internal.h"
+
+enum { MR = 4, NV = 2, NR = ENG_VL * NV, KMAX = 32 };
+
+// fmaf(x, y, +0) per lane: one rounding (a product that rounds to -0 stays -0; an exact zero
+// product gives +0).
+static inline eng_vf vfma0(eng_vf x, eng_vf y) {
+#if defined(__AVX512F__) && ENG_VL == 16
+    return (eng_vf)_mm512_fmadd_ps((__m512)x, (__m512)y, _mm512_setzero_ps());
+#elif defined(__FMA__) && ENG_VL == 8
+    return (eng_vf)_mm256_fmadd_ps((__m256)x, (__m256)y, _mm256_setzero_ps());
+#else
+    eng_vf r;
+    for (int l = 0; l < ENG_VL; l++) r[l] = fmaf(x[l], y[l], 0.0f);
+    return r;
+#endif
+}
+
+bool mm__engine_amd_covers(const mm__engine_plan *p, const mm_opts *o) {
+    const mm_engine_kind *q = p->q;
+    if (q->op != MM_EOP_PAIRWISE && q->op != MM_EOP_AMD_FUSED) return false;
+    if (o->acc.engine_f16 || p->scaled_kind || q->split != 1 || q->k > KMAX || q->k % q->group) return false;
+    if (q->op == MM_EOP_PAIRWISE) return q->group == 2 || q->group == 4;
+    if (q->op != MM_EOP_AMD_FUSED || q->frac != 24) return false;
+    const unsigned ok = MM_ET_F16 | MM_ET_BF16 | MM_ET_E4M3FNUZ | MM_ET_E5M2FNUZ;  // not xf32
+    if (!(p->ta & ok) || !(p->tb & ok)) return false;
+    // The int32 sums: each product term is below 2^26, a sum of 8 below 2^29.
+    return q->two_stage ? q->group == 16 : q->group <= 8;
+}
+
+// --- the exponent panels (CDNA3 fused)
+
+typedef struct {
+    const mm__engine_plan *p;
+    int32_t *ea;          // A: the exponent twice (both int16 halves: one 32-bit broadcast per row)
+    int16_t *eb;          // B: the exponent
+    unsigned char *abad;  // per row of op(A), per column of op(B): an operand outside eng_op_ok
+    unsigned char *bbad;
+    unsigned char *redo;  // (M, N): the outputs left to the scalar model
+} amd_ctx;
+
+// CDNA2's input flush: |x| below its type's smallest normal becomes +0, in the packed panel
+// (the calling thread's scratch copy, mm__emu_pack).
+static void flush_panel(float *x, size_t n, unsigned type) {
+    const uint32_t min = (uint32_t)(127 + mm_engine_type_format(type)->emin) << 23;
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &x[i], 4);
+        if ((u & 0x7fffffff) < min) x[i] = 0.0f;
+    }
+}
+
+// --- CDNA3 fused: one group
+
+typedef int16_t vh __attribute__((vector_size(NR * 2)));
+typedef int16_t vh_u __attribute__((vector_size(NR * 2), aligned(2), may_alias));
+typedef int32_t vi_nr __attribute__((vector_size(NR * 4)));
+
+static inline vh hmax(vh a, vh b) {
+    const vh m = a > b;
+    return (a & m) | (b & ~m);
+}
+
+// Over the products k0, k0 + st, ... (n of them) of the tile: the largest product exponent E
+// per lane (-252 when every product is zero) and the sum P of the products' terms
+// trunc(a*b*2^(24 - E)).
+static inline __attribute__((always_inline)) void group_sum(const float *ap, const int32_t *ea, const float *bp,
+                                                             const int16_t *eb, int k0, int n, int st,
+                                                             eng_vi E[MR][NV], eng_vi P[MR][NV]) {
+    vh Eh[MR];
+    for (int r = 0; r < MR; r++) Eh[r] = (vh){0} - 252;
+    for (int t = 0, k = k0; t < n; t++, k += st) {
+        const vh e = *(const vh_u *)(eb + k * NR);
+        for (int r = 0; r < MR; r++) Eh[r] = hmax(Eh[r], e + (int16_t)ea[k * MR + r]);
+    }
+    eng_vf sc[MR][NV];
+    eng_vu S[MR][NV];  // unsigned: wrapping is defined (lanes of marked operands only)
+    for (int r = 0; r < MR; r++) {
+        vi_nr w = __builtin_convertvector(Eh[r], vi_nr);
+        memcpy(E[r], &w, sizeof E[r]);
+        for (int v = 0; v < NV; v++) {
+            // 2^(24 - E) from bits; clamped only where every product is zero (E = -252) or on
+            // marked operands.
+            sc[r][v] = (eng_vf)(eng_max(eng_min(127 + 24 - E[r][v], eng_ibcast(254)), eng_ibcast(1)) << 23);
+            S[r][v] = (eng_vu){0};
+        }
+    }
+    for (int t = 0, k = k0; t < n; t++, k += st) {
+        eng_vf y[NV];
+        for (int v = 0; v < NV; v++) y[v] = *(const eng_vf_u *)(bp + k * NR + v * ENG_VL);
+        for (int r = 0; r < MR; r++) {
+            const eng_vf x = eng_fbcast(ap[k * MR + r]);
+            for (int v = 0; v < NV; v++) S[r][v] += (eng_vu)__builtin_convertvector(x * y[v] * sc[r][v], eng_vi);
+        }
+    }
+    memcpy(P, S, sizeof S);
+}
+
+// C's new value from the group sum S (units of 2^(E - 24)) and C (amd_fused after the sums):
+// the sum floored to 31 fractional bits and C to 24 below their common exponent maxe (fp8: C
+// dropped when more than 25 binades below), added exactly, and rounded to nearest float32. The
+// floors are arithmetic shifts of int32 lanes; the sum, below 2^37 units of 2^(maxe - 31), and
+// its scaling are exact in double lanes.
+static inline eng_vf amd_round(eng_vi S, eng_vi E, eng_vf c, bool two, eng_vi *bad) {
+    const eng_vi cb = (eng_vi)c, be = (cb >> 23) & 0xff;
+    const eng_vi ec = eng_max(be - 127, eng_ibcast(-126));
+    const eng_vi maxe = eng_max(E, ec);
+    // C = m * 2^(ec - 23) (m signed, below 2^24), floored to units of 2^(maxe - 24).
+    const eng_vi neg = cb >> 31, m = (((cb & 0x7fffff) | ((be != 0) & 0x800000)) ^ neg) - neg;
+    eng_vi f2 = (eng_vi)((eng_vu)m << 1) >> eng_min(maxe - ec, eng_ibcast(31));  // 2m: below 2^25
+    if (two) f2 &= ~(ec < maxe - 25);
+    // The sum in units of 2^(maxe - 31): floored by a shift where E is 8 or more below maxe, else
+    // times 2^(E - maxe + 7) <= 2^7.
+    const eng_vi sh = E - maxe + 7;
+    const eng_vi X = S >> eng_min(eng_max(-sh, eng_ibcast(0)), eng_ibcast(31));
+    const eng_vf up = (eng_vf)((eng_max(sh, eng_ibcast(0)) + 127) << 23);
+    const eng_vd v = (__builtin_convertvector(X, eng_vd) * __builtin_convertvector(up, eng_vd) +
+                      __builtin_convertvector(f2, eng_vd) * 128.0) * eng_p2d(maxe - 31);
+    const eng_vf d = __builtin_convertvector(v, eng_vf);
+    *bad |= ((eng_vi)d & 0x7fffffff) >= 0x7f800000;  // inf: the model's special cases from here
+    return d;
+}
+
+// One CDNA3 instruction (q->k products from ap, bp; c in and out).
+static inline __attribute__((always_inline)) void amd_instr(const mm_engine_kind *q, const float *ap,
+                                                             const int32_t *ea, const float *bp, const int16_t *eb,
+                                                             eng_vf c[MR][NV], eng_vi bad[MR][NV]) {
+    const int g = q->group;
+    for (int g0 = 0; g0 < q->k; g0 += g) {
+        eng_vi E[MR][NV], S[MR][NV];
+        if (q->two_stage) {
+            eng_vi E1[MR][NV], S1[MR][NV];
+            group_sum(ap, ea, bp, eb, g0, g / 2, 2, E, S);
+            group_sum(ap, ea, bp, eb, g0 + 1, g / 2, 2, E1, S1);
+            for (int r = 0; r < MR; r++)
+                for (int v = 0; v < NV; v++) {
+                    const eng_vi e = eng_max(E[r][v], E1[r][v]);
+                    // floor_at of each half to 24 bits below e: arithmetic shifts (>= 31: 0 or -1)
+                    // (unsigned: marked lanes may wrap)
+                    S[r][v] = (eng_vi)((eng_vu)(S[r][v] >> eng_min(e - E[r][v], eng_ibcast(31))) +
+                                       (eng_vu)(S1[r][v] >> eng_min(e - E1[r][v], eng_ibcast(31))));
+                    E[r][v] = e;
+                }
+        } else {
+            group_sum(ap, ea, bp, eb, g0, g, 1, E, S);
+        }
+        for (int r = 0; r < MR; r++)
+            for (int v = 0; v < NV; v++) c[r][v] = amd_round(S[r][v], E[r][v], c[r][v], q->two_stage, &bad[r][v]);
+    }
+}
+
+// --- CDNA1/2 pairwise: one instruction
+
+// s * 0 where |s| < 2^-126 (a signed zero; NaN kept).
+static inline eng_vf flush_signed(eng_vf s) {
+    const eng_vi m = ((eng_vi)s & 0x7fffffff) < 0x00800000;
+    return (eng_vf)((eng_vi)s & ~(m & 0x7fffffff));
+}
+
+// k products from ap, bp in groups of g (2 or 4) summed as the model's tree, each group's sum
+// added to c; fl: CDNA2's flushes (inputs are flushed in the panels already).
+static inline __attribute__((always_inline)) void pair_instr(const float *ap, const float *bp, const int k,
+                                                              const int g, const bool fl, eng_vf c[MR][NV]) {
+    if (fl)  // the instruction's C: +0 below 2^-126
+        for (int r = 0; r < MR; r++)
+            for (int v = 0; v < NV; v++) {
+                const eng_vi m = ((eng_vi)c[r][v] & 0x7fffffff) < 0x00800000;
+                c[r][v] = (eng_vf)((eng_vi)c[r][v] & ~m);
+            }
+    for (int g0 = 0; g0 < k; g0 += g) {
+        eng_vf y[4][NV];
+        for (int t = 0; t < g; t++)
+            for (int v = 0; v < NV; v++) y[t][v] = *(const eng_vf_u *)(bp + (g0 + t) * NR + v * ENG_VL);
+        for (int r = 0; r < MR; r++) {
+            eng_vf x[4];
+            for (int t = 0; t < g; t++) x[t] = eng_fbcast(ap[(g0 + t) * MR + r]);
+            for (int v = 0; v < NV; v++) {
+                eng_vf l[4];
+                for (int t = 0; t < g; t++) {
+                    l[t] = vfma0(x[t], y[t][v]);
+                    if (fl) l[t] = flush_signed(l[t]);
+                }
+                eng_vf s = l[0] + l[1];
+                if (fl) s = flush_signed(s);
+                if (g == 4) {
+                    eng_vf s2 = l[2] + l[3];
+                    if (fl) s2 = flush_signed(s2);
+                    s = s + s2;
+                    if (fl) s = flush_signed(s);
+                }
+                c[r][v] = c[r][v] + s;
+                if (fl) c[r][v] = flush_signed(c[r][v]);
+            }
+        }
+    }
+}
+
+static void instr(const mm_engine_kind *q, const float *ap, const int32_t *ea, const float *bp, const int16_t *eb,
+                  eng_vf c[MR][NV], eng_vi bad[MR][NV]) {
+    if (q->op == MM_EOP_AMD_FUSED) {
+        amd_instr(q, ap, ea, bp, eb, c, bad);
+        return;
+    }
+    // Constant group and flush in each call, so that the tree unrolls.
+    if (q->group == 4 && q->flush) pair_instr(ap, bp, q->k, 4, true, c);
+    else if (q->group == 4) pair_instr(ap, bp, q->k, 4, false, c);
+    else if (q->flush) pair_instr(ap, bp, q->k, 2, true, c);
+    else pair_instr(ap, bp, q->k, 2, false, c);
+}
+
+// --- the tile
+
+// The MR x NR tile of C at (ib * MR, jp * NR) (mm__emu_tile_fn): its outputs in vectors, C
+// untouched and redo set where the scalar model must do one.
+static void amd_tile(const mm__emu_job *J, const void *ctx, const float *ap, const float *bp, float *C, size_t ldc,
+                     size_t ib, size_t jp) {
+    const amd_ctx *x = ctx;
+    const mm__engine_plan *p = x->p;
+    const mm_engine_kind *q = p->q;
+    const bool fused = q->op == MM_EOP_AMD_FUSED;
+    const size_t K = J->K, kq = (size_t)q->k;
+    ap += ib * K * MR, bp += jp * K * NR;
+    const int32_t *ea = fused ? x->ea + ib * K * MR : NULL;
+    const int16_t *eb = fused ? x->eb + jp * K * NR : NULL;
+    const size_t i0 = ib * MR, j0 = jp * NR;
+    const size_t mr = J->M - i0 < MR ? J->M - i0 : MR, nr = J->N - j0 < NR ? J->N - j0 : NR;
+    float total[MR * NR] = {0}, d[MR][NR];
+    eng_vi bad[MR][NV];
+    memset(bad, 0, sizeof bad);
+    for (size_t s0 = 0, s1; s0 < K; s0 = s1) {
+        s1 = mm__seg_end(s0, K, J->bk, J->pe);
+        eng_vf c[MR][NV];
+        memset(c, 0, sizeof c);
+        if (p->c_in_chain) {  // one segment: C is the first C
+            float cin[MR][NR];
+            memset(cin, 0, sizeof cin);
+            for (size_t r = 0; r < mr; r++)
+                for (size_t t = 0; t < nr; t++) cin[r][t] = C[(i0 + r) * ldc + j0 + t];
+            memcpy(c, cin, sizeof c);
+            if (fused)  // a NaN or inf C: the model's
+                for (int r = 0; r < MR; r++)
+                    for (int v = 0; v < NV; v++) bad[r][v] |= ((eng_vi)c[r][v] & 0x7f800000) == 0x7f800000;
+        }
+        for (size_t a0 = s0; a0 < s1; a0 += kq) {
+            if (s1 - a0 >= kq) {
+                instr(q, ap + a0 * MR, fused ? ea + a0 * MR : NULL, bp + a0 * NR, fused ? eb + a0 * NR : NULL, c, bad);
+                continue;
+            }
+            // The segment's last instruction, zero-padded as the model pads it.
+            const size_t m = s1 - a0;
+            float la[KMAX * MR] = {0}, lb[KMAX * NR] = {0};
+            int32_t lea[KMAX * MR];
+            int16_t leb[KMAX * NR];
+            const int32_t z2 = (int32_t)((uint32_t)(uint16_t)-126 * 0x10001u);  // a zero's exponent
+            for (size_t t = 0; t < KMAX * MR; t++) lea[t] = z2;
+            for (size_t t = 0; t < KMAX * NR; t++) leb[t] = -126;
+            memcpy(la, ap + a0 * MR, m * MR * sizeof *la);
+            memcpy(lb, bp + a0 * NR, m * NR * sizeof *lb);
+            if (fused) {
+                memcpy(lea, ea + a0 * MR, m * MR * sizeof *lea);
+                memcpy(leb, eb + a0 * NR, m * NR * sizeof *leb);
+            }
+            instr(q, la, lea, lb, leb, c, bad);
+        }
+        memcpy(d, c, sizeof d);
+        mm__emu_promote(J, s0, i0, j0, MR, NR, &d[0][0], total);
+    }
+    int32_t badl[MR][NR];
+    memcpy(badl, bad, sizeof badl);
+    for (size_t r = 0; r < mr; r++) {
+        const size_t i = i0 + r;
+        for (size_t t = 0; t < nr; t++) {
+            const size_t j = j0 + t;
+            float *cij = &C[i * ldc + j];
+            const float y = mm__engine_epilogue(p, J->ab, J->beta, total[r * NR + t], d[r][t], cij);
+            const bool redo = badl[r][t] || (fused && (x->abad[i] || x->bbad[j])) || isnan(y);
+            x->redo[i * J->N + j] = redo;
+            if (!redo) *cij = y;
+        }
+    }
+}
+
+// --- entry
+
+int mm__engine_amd_run(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
+                       size_t K, const mm_opts *o) {
+    mm__engine_plan p;
+    if (mm__engine_plan_make(&p, A, B, M, N, K, o, NULL, 0) != MM_OK) return MM_EINVAL;
+    if (!mm__engine_amd_covers(&p, o)) return MM_EUNSUPPORTED;
+    mm__emu_job J = {.M = M, .N = N, .K = K, .sa = A->scales, .sb = B->scales, .beta = o->beta};
+    J.ab = mm__fl32_prod3(o->alpha, mm__tscale(A), mm__tscale(B));
+    J.nba = mm__nblocks(A, K, &J.bka);
+    mm__nblocks(B, K, &J.bkb);
+    J.bk = p.bk, J.pe = mm__seg_promote(o);  // not a block-scaled kind (mm__engine_amd_covers)
+    const float *ap, *bp;
+    int st = mm__emu_pack(&J, A, B, MR, NR, &ap, &bp);
+    if (st != MM_OK) return st;
+    const size_t na = (M + MR - 1) / MR * MR, nb = (N + NR - 1) / NR * NR;
+    const bool fused = p.q->op == MM_EOP_AMD_FUSED;
+    if (p.q->flush) {
+        flush_panel((float *)ap, na * K, p.ta);
+        flush_panel((float *)bp, nb * K, p.tb);
+    }
+    // One block for the exponent panels and the flags: int32 A, then int16 B, then bytes.
+    const size_t ne = fused ? na * K * 4 + nb * K * 2 : 0;
+    char *mem = malloc(ne + na + nb + M * N);
+    if (!mem) return MM_ENOMEM;
+    amd_ctx x = {.p = &p, .ea = fused ? (int32_t *)mem : NULL, .eb = fused ? (int16_t *)(mem + na * K * 4) : NULL};
+    x.abad = (unsigned char *)mem + ne, x.bbad = x.abad + na, x.redo = x.bbad + nb;
+    if (fused) {
+        eng_exps(x.ea, NULL, x.abad, ap, M, K, MR, p.ta, p.ta == MM_ET_BF16);
+        eng_exps(NULL, x.eb, x.bbad, bp, N, K, NR, p.tb, p.tb == MM_ET_BF16);
+    }
+    mm__emu_tile_loop(&J, ap, bp, C, ldc, MR, NR, amd_tile, &x);
+    st = mm__engine_finish(&p, C, ldc, A, B, M, N, K, o, x.redo, "engine-amd");
+    free(mem);
+    return st;
+}

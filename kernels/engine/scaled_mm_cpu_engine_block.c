@@ -1,0 +1,328 @@
+// scaled_mm_cpu_engine_block.c: the fast CPU kernel of the block-scaled matrix-engine kinds
+// ("engine-block"): mxf8f6f4 (MXFP8/MXFP6 and mixed fp4, ue8m0 scales per 32) and mxf4nvf4
+// (MXFP4 with ue8m0 scales per 32 or 16, NVFP4 with ue4m3 scales per 16) of blackwell:tcgen05
+// and rtx-blackwell:mma, in vector lanes, bit for bit the scalar model of engine_model.c
+// (nv_fused with scales, nv_fp4, nv_out_f32), which mm__engine_run runs one dot product at a time.
+//
+// A tile kernel of the emulated path (scaled_mm_internal.h), as scaled_mm_cpu_engine.c: the same
+// packed panels, tile loop, segments (promote=N's alone: the instruction takes the scales),
+// promotion and epilogue; a tile is MR rows of op(A) x NR columns of op(B), one output per lane;
+// a segment's last instruction, when K does not fill it, runs on a zero-padded copy, and its
+// blocks past the segment take scale 1 (exponent 0, which joins the alignment) as the model's do.
+// The scales' exponents and significands (the model's sig_exp: ue8m0 from 2^-127, ue4m3 from
+// 2^-6, a zero -126) are tabled once per product beside the panels.
+// - mxf8f6f4 (k = 32, one block, frac 25), per lane: the products' largest exponent P (exponent
+//   panels, as scaled_mm_cpu_engine.c) and the block's scale exponent esab give the alignment
+//   E = max(ec, P + esab); each product a*b*2^(25 + esab - E) is exact in float32, truncated to
+//   int32 and summed in two halves of 16 (each below 2^31); C's term and the total in double
+//   (exact: below 2^34).
+// - mxf4nvf4 (k = 64, groups of 16, frac 35), per lane: each group's sum of fp4 products is exact
+//   in float32 (multiples of 1/4 below 2^10), times the scales' significands (exact: at most 20
+//   bits); the groups and C are aligned to the largest of the scales' exponents and C's and
+//   truncated in double (terms below 2^49, their sum below 2^51).
+// - D: the sum toward zero to float32 (the low 29 bits of the double cleared), exact where D is
+//   zero or a normal float32. Otherwise (below 2^-126: the model truncates on float32's
+//   subnormal grid; 2^128 and up: inf) the lane is marked for the scalar model, as are outputs
+//   whose row or column has a NaN or inf operand or a NaN scale, or whose C is NaN or inf.
+//
+// Constraints: no MPFR, no global state; results do not depend on the number of threads; runs
+// in the default floating-point environment, which mm__emu_tile_loop sets.
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/engine/engine_lanes.h"
+#include "kernels/scaled_mm_internal.h"
+
+enum { MR = 4, NV = 2, NR = ENG_VL * NV, KMAX = 64 };
+
+typedef int16_t vh __attribute__((vector_size(NR * 2)));
+typedef int16_t vh_u __attribute__((vector_size(NR * 2), aligned(2), may_alias));
+typedef int32_t vi_nr __attribute__((vector_size(NR * 4)));
+
+static inline vh hmax(vh a, vh b) {
+    const vh m = a > b;
+    return (a & m) | (b & ~m);
+}
+
+static bool is_fp4(const mm_engine_kind *q) { return q->group > 0; }
+
+bool mm__engine_block_covers(const mm__engine_plan *p, const mm_opts *o) {
+    const mm_engine_kind *q = p->q;
+    if (q->op != MM_EOP_FUSED || !q->block || !p->scaled_kind || o->acc.engine_f16 || q->split != 1 ||
+        q->out_frac != 23)
+        return false;
+    if (is_fp4(q))  // group sums exact in float32, terms below 2^(frac + 14) in double
+        return q->group == 16 && q->k == 64 && q->k % q->block == 0 && q->block % q->group == 0 && q->frac <= 36;
+    // Two int32 halves of 16 terms below 2^(frac + 2).
+    return q->k == 32 && q->block == 32 && q->frac + 2 + 4 <= 31;
+}
+
+// --- the tables
+
+typedef struct {
+    const mm__engine_plan *p;
+    int32_t *ea;            // mxf8f6f4: A's exponents twice (int16 halves), B's (as scaled_mm_cpu_engine.c)
+    int16_t *eb;
+    int32_t *sae, *sbe;     // the scales' exponents: A (nblk, mp), B (nblk, np); padding lines 0
+    float *sas, *sbs;       // their significands (ue8m0: 1); padding lines 1
+    size_t mp, np, nblk;
+    unsigned char *abad;    // per row of op(A), per column of op(B): a NaN/inf operand or a NaN scale
+    unsigned char *bbad;
+    unsigned char *redo;    // (M, N): the outputs left to the scalar model
+} blk_ctx;
+
+// The scales of `lines` lines (line t's block g at sc[t * ld_line + g * ld_blk]) as exponents
+// and significands (sig_exp with the scale type's emin semin) into e, s ((nblk, pad)); a NaN
+// scale sets bad[t].
+static void scale_tab(int32_t *e, float *s, unsigned char *bad, const float *sc, size_t lines, size_t pad,
+                      size_t nblk, size_t ld_line, size_t ld_blk, int semin) {
+#pragma omp parallel for schedule(static)
+    for (size_t t = 0; t < pad; t++)
+        for (size_t g = 0; g < nblk; g++) {
+            double x = t < lines ? fabs((double)sc[t * ld_line + g * ld_blk]) : 1.0;
+            int ex = 0;
+            double sg = 1.0;
+            if (isnan(x)) {
+                bad[t] = 1;
+            } else if (x == 0.0) {
+                ex = -126, sg = 0.0;
+            } else {
+                ex = ilogb(x) < semin ? semin : ilogb(x);
+                sg = ldexp(x, -ex);
+            }
+            e[g * pad + t] = ex, s[g * pad + t] = (float)sg;
+        }
+}
+
+// --- D
+
+// D from the exact sum S * 2^e (S an integer in double): toward zero to float32's 23 fraction
+// bits; out marks a lane whose D is not zero or a normal float32.
+static inline eng_vf out_f32(eng_vd S, eng_vi e, eng_vi *out) {
+    const eng_vd v = S * eng_p2d(e);  // exact: S below 2^53, 2^e within double's range
+    const eng_vl mag = (eng_vl)v & 0x7fffffffffffffffll;
+    const eng_vl ok = (mag == 0) | ((mag >= 0x3810000000000000ll) & (mag < 0x47f0000000000000ll));
+    *out |= ~__builtin_convertvector(ok, eng_vi);
+    return __builtin_convertvector((eng_vd)((eng_vl)v & ~0x1fffffffll), eng_vf);  // exact
+}
+
+// C's exponent as the model's sig_exp(c, -126) from its float32 bits (a zero: -126).
+static inline eng_vi c_exp(eng_vf c) { return eng_max((((eng_vi)c >> 23) & 0xff) - 127, eng_ibcast(-126)); }
+
+// --- mxf8f6f4: one instruction of 32 products, block g
+
+static inline __attribute__((always_inline)) void mx_instr(const blk_ctx *x, const float *ap, const int32_t *ea,
+                                                            const float *bp, const int16_t *eb, size_t g, size_t i0,
+                                                            size_t j0, eng_vf c[MR][NV], eng_vi bad[MR][NV]) {
+    const int frac = x->p->q->frac;
+    vh Ph[MR];
+    for (int r = 0; r < MR; r++) Ph[r] = (vh){0} - 252;  // below any product exponent
+    for (int k = 0; k < 32; k++) {
+        const vh e = *(const vh_u *)(eb + k * NR);
+        for (int r = 0; r < MR; r++) Ph[r] = hmax(Ph[r], e + (int16_t)ea[k * MR + r]);
+    }
+    eng_vi esb[NV];
+    for (int v = 0; v < NV; v++) esb[v] = *(const eng_vi_u *)(x->sbe + g * x->np + j0 + (size_t)v * ENG_VL);
+    eng_vi E[MR][NV];
+    eng_vf sc[MR][NV];
+    for (int r = 0; r < MR; r++) {
+        const int32_t esa = x->sae[g * x->mp + i0 + (size_t)r];
+        vi_nr w = __builtin_convertvector(Ph[r], vi_nr);
+        eng_vi P[NV];
+        memcpy(P, &w, sizeof P);
+        for (int v = 0; v < NV; v++) {
+            const eng_vi esab = esa + esb[v];
+            E[r][v] = eng_max(c_exp(c[r][v]), P[v] + esab);
+            // 2^(frac + esab - E) from bits; clamped only where every product is zero, or where
+            // every product term is below 1 anyway (C far above them).
+            sc[r][v] = (eng_vf)(eng_max(eng_min(127 + frac + esab - E[r][v], eng_ibcast(254)), eng_ibcast(1)) << 23);
+        }
+    }
+    eng_vu S[2][MR][NV];  // unsigned: wrapping is defined (lanes of marked operands only)
+    memset(S, 0, sizeof S);
+    for (int h = 0; h < 2; h++)
+        for (int k = 16 * h; k < 16 * h + 16; k++) {
+            eng_vf y[NV];
+            for (int v = 0; v < NV; v++) y[v] = *(const eng_vf_u *)(bp + k * NR + v * ENG_VL);
+            for (int r = 0; r < MR; r++) {
+                const eng_vf xa = eng_fbcast(ap[k * MR + r]);
+                for (int v = 0; v < NV; v++)
+                    S[h][r][v] += (eng_vu)__builtin_convertvector(xa * y[v] * sc[r][v], eng_vi);
+            }
+        }
+    for (int r = 0; r < MR; r++)
+        for (int v = 0; v < NV; v++) {
+            const eng_vd ct = eng_trunc(__builtin_convertvector(c[r][v], eng_vd) * eng_p2d(frac - E[r][v]));
+            const eng_vd s = __builtin_convertvector((eng_vi)S[0][r][v], eng_vd) +
+                             __builtin_convertvector((eng_vi)S[1][r][v], eng_vd) + ct;  // +0 first: a zero is +0
+            c[r][v] = out_f32(s, E[r][v] - frac, &bad[r][v]);
+        }
+}
+
+// --- mxf4nvf4: one instruction of 64 products from a0 (segment end s1: blocks from there take
+// scale 1)
+
+static inline __attribute__((always_inline)) void fp4_instr(const blk_ctx *x, const float *ap, const float *bp,
+                                                             size_t a0, size_t s1, size_t i0, size_t j0,
+                                                             eng_vf c[MR][NV], eng_vi bad[MR][NV]) {
+    const mm_engine_kind *q = x->p->q;
+    const int frac = q->frac;
+    const size_t blk = (size_t)q->block;
+    eng_vf term[4][MR][NV];
+    eng_vi ee[4][MR][NV], maxe[MR][NV];
+    for (int r = 0; r < MR; r++)
+        for (int v = 0; v < NV; v++) maxe[r][v] = c_exp(c[r][v]);
+    for (int t = 0; t < 4; t++) {
+        eng_vf s[MR][NV];
+        memset(s, 0, sizeof s);
+        for (int k = 16 * t; k < 16 * t + 16; k++) {
+            eng_vf y[NV];
+            for (int v = 0; v < NV; v++) y[v] = *(const eng_vf_u *)(bp + k * NR + v * ENG_VL);
+            for (int r = 0; r < MR; r++) {
+                const eng_vf xa = eng_fbcast(ap[k * MR + r]);
+                for (int v = 0; v < NV; v++) s[r][v] = s[r][v] + xa * y[v];  // exact
+            }
+        }
+        const size_t kb = a0 + (size_t)(16 * t) / blk * blk;  // the group's block starts here
+        const bool real = kb < s1;
+        const size_t g = kb / blk;
+        eng_vi esb[NV];
+        eng_vf sgb[NV];
+        for (int v = 0; v < NV; v++) {
+            esb[v] = real ? (eng_vi)(*(const eng_vi_u *)(x->sbe + g * x->np + j0 + (size_t)v * ENG_VL)) : eng_ibcast(0);
+            sgb[v] = real ? (eng_vf)(*(const eng_vf_u *)(x->sbs + g * x->np + j0 + (size_t)v * ENG_VL)) : eng_fbcast(1.0f);
+        }
+        for (int r = 0; r < MR; r++) {
+            const int32_t esa = real ? x->sae[g * x->mp + i0 + (size_t)r] : 0;
+            const float sga = real ? x->sas[g * x->mp + i0 + (size_t)r] : 1.0f;
+            for (int v = 0; v < NV; v++) {
+                term[t][r][v] = s[r][v] * (sga * sgb[v]);  // exact: at most 20 significant bits
+                ee[t][r][v] = esa + esb[v];
+                maxe[r][v] = eng_max(maxe[r][v], ee[t][r][v]);
+            }
+        }
+    }
+    for (int r = 0; r < MR; r++)
+        for (int v = 0; v < NV; v++) {
+            const eng_vi m = maxe[r][v];
+            eng_vd S = eng_trunc(__builtin_convertvector(c[r][v], eng_vd) * eng_p2d(frac - m));
+            S = (eng_vd){0} + S;  // a zero sum is +0
+            for (int t = 0; t < 4; t++)
+                S += eng_trunc(__builtin_convertvector(term[t][r][v], eng_vd) * eng_p2d(frac + ee[t][r][v] - m));
+            c[r][v] = out_f32(S, m - frac, &bad[r][v]);
+        }
+}
+
+// --- the tile
+
+// The MR x NR tile of C at (ib * MR, jp * NR) (mm__emu_tile_fn): its outputs in vectors, C
+// untouched and redo set where the scalar model must do one.
+static void blk_tile(const mm__emu_job *J, const void *ctx, const float *ap, const float *bp, float *C, size_t ldc,
+                     size_t ib, size_t jp) {
+    const blk_ctx *x = ctx;
+    const mm__engine_plan *p = x->p;
+    const mm_engine_kind *q = p->q;
+    const bool fp4 = is_fp4(q);
+    const size_t K = J->K, kq = (size_t)q->k;
+    ap += ib * K * MR, bp += jp * K * NR;
+    const int32_t *ea = fp4 ? NULL : x->ea + ib * K * MR;
+    const int16_t *eb = fp4 ? NULL : x->eb + jp * K * NR;
+    const size_t i0 = ib * MR, j0 = jp * NR;
+    const size_t mr = J->M - i0 < MR ? J->M - i0 : MR, nr = J->N - j0 < NR ? J->N - j0 : NR;
+    float total[MR * NR] = {0}, d[MR][NR];
+    eng_vi bad[MR][NV];
+    memset(bad, 0, sizeof bad);
+    for (size_t s0 = 0, s1; s0 < K; s0 = s1) {
+        s1 = mm__seg_end(s0, K, J->bk, J->pe);
+        eng_vf c[MR][NV];
+        memset(c, 0, sizeof c);
+        if (p->c_in_chain) {  // one segment: C is the first C
+            float cin[MR][NR];
+            memset(cin, 0, sizeof cin);
+            for (size_t r = 0; r < mr; r++)
+                for (size_t t = 0; t < nr; t++) cin[r][t] = C[(i0 + r) * ldc + j0 + t];
+            memcpy(c, cin, sizeof c);
+            for (int r = 0; r < MR; r++)  // a NaN or inf C: the model's
+                for (int v = 0; v < NV; v++) bad[r][v] |= ((eng_vi)c[r][v] & 0x7f800000) == 0x7f800000;
+        }
+        for (size_t a0 = s0; a0 < s1; a0 += kq) {
+            const float *pa = ap + a0 * MR, *pb = bp + a0 * NR;
+            const int32_t *pea = fp4 ? NULL : ea + a0 * MR;
+            const int16_t *peb = fp4 ? NULL : eb + a0 * NR;
+            float la[KMAX * MR], lb[KMAX * NR];
+            int32_t lea[32 * MR];
+            int16_t leb[32 * NR];
+            if (s1 - a0 < kq) {  // the segment's last instruction, zero-padded as the model pads it
+                const size_t m = s1 - a0;
+                memset(la, 0, sizeof la), memset(lb, 0, sizeof lb);
+                memcpy(la, pa, m * MR * sizeof *la), memcpy(lb, pb, m * NR * sizeof *lb);
+                pa = la, pb = lb;
+                if (!fp4) {
+                    const int32_t z2 = (int32_t)((uint32_t)(uint16_t)-126 * 0x10001u);  // a zero's exponent
+                    for (size_t t = 0; t < 32 * MR; t++) lea[t] = t < m * MR ? pea[t] : z2;
+                    for (size_t t = 0; t < 32 * NR; t++) leb[t] = t < m * NR ? peb[t] : -126;
+                    pea = lea, peb = leb;
+                }
+            }
+            if (fp4) fp4_instr(x, pa, pb, a0, s1, i0, j0, c, bad);
+            else mx_instr(x, pa, pea, pb, peb, a0 / (size_t)q->block, i0, j0, c, bad);
+        }
+        memcpy(d, c, sizeof d);
+        mm__emu_promote(J, s0, i0, j0, MR, NR, &d[0][0], total);  // J: no scales (the instruction's)
+    }
+    int32_t badl[MR][NR];
+    memcpy(badl, bad, sizeof badl);
+    for (size_t r = 0; r < mr; r++) {
+        const size_t i = i0 + r;
+        for (size_t t = 0; t < nr; t++) {
+            const size_t j = j0 + t;
+            const bool redo = badl[r][t] || x->abad[i] || x->bbad[j];
+            x->redo[i * J->N + j] = redo;
+            float *cij = &C[i * ldc + j];
+            if (!redo) *cij = mm__engine_epilogue(p, J->ab, J->beta, total[r * NR + t], d[r][t], cij);
+        }
+    }
+}
+
+// --- entry
+
+int mm__engine_block_run(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
+                         size_t K, const mm_opts *o) {
+    mm__engine_plan p;
+    if (mm__engine_plan_make(&p, A, B, M, N, K, o, NULL, 0) != MM_OK) return MM_EINVAL;
+    if (!mm__engine_block_covers(&p, o)) return MM_EUNSUPPORTED;
+    const mm_engine_kind *q = p.q;
+    // The instruction applies the scales: the job has none, and its segments are promote=N's.
+    mm__emu_job J = {.M = M, .N = N, .K = K, .beta = o->beta, .bka = K, .bkb = K, .nba = 1};
+    J.ab = mm__fl32_prod3(o->alpha, mm__tscale(A), mm__tscale(B));
+    J.bk = K, J.pe = mm__seg_promote(o);
+    const float *ap, *bp;
+    int st = mm__emu_pack(&J, A, B, MR, NR, &ap, &bp);
+    if (st != MM_OK) return st;
+    size_t bka, bkb;
+    const size_t nba = mm__nblocks(A, K, &bka);
+    mm__nblocks(B, K, &bkb);
+    const size_t mp = (M + MR - 1) / MR * MR, np = (N + NR - 1) / NR * NR, nblk = nba;
+    const bool fp4 = is_fp4(q);
+    // One block: exponent panels (mxf8f6f4), the scale tables, then the flags.
+    const size_t ne = fp4 ? 0 : mp * K * 4 + np * K * 2, ns = nblk * (mp + np) * 8;
+    char *mem = malloc(ne + ns + mp + np + M * N);
+    if (!mem) return MM_ENOMEM;
+    blk_ctx x = {.p = &p, .mp = mp, .np = np, .nblk = nblk};
+    x.ea = fp4 ? NULL : (int32_t *)mem, x.eb = fp4 ? NULL : (int16_t *)(mem + mp * K * 4);
+    x.sae = (int32_t *)(mem + ne), x.sas = (float *)(x.sae + nblk * mp);
+    x.sbe = (int32_t *)(x.sas + nblk * mp), x.sbs = (float *)(x.sbe + nblk * np);
+    x.abad = (unsigned char *)mem + ne + ns, x.bbad = x.abad + mp, x.redo = x.bbad + np;
+    // Operands: flags (finite), and the exponents for mxf8f6f4.
+    eng_exps(x.ea, NULL, x.abad, ap, M, K, MR, p.ta, false);
+    eng_exps(NULL, x.eb, x.bbad, bp, N, K, NR, p.tb, false);
+    const int semin = q->ue4m3_scales ? -6 : -127;
+    scale_tab(x.sae, x.sas, x.abad, A->scales, M, mp, nblk, nba, 1, semin);
+    scale_tab(x.sbe, x.sbs, x.bbad, B->scales, N, np, nblk, 1, N, semin);
+    mm__emu_tile_loop(&J, ap, bp, C, ldc, MR, NR, blk_tile, &x);
+    st = mm__engine_finish(&p, C, ldc, A, B, M, N, K, o, x.redo, "engine-block");
+    free(mem);
+    return st;
+}

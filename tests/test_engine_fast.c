@@ -1,0 +1,273 @@
+// test_engine_fast.c: the fast CPU kernels of the AMD and the block-scaled matrix-engine kinds
+// (kernels/engine/scaled_mm_cpu_engine_amd.c, scaled_mm_cpu_engine_block.c) equal the scalar
+// model (one dot product at a time through engine_model.c) bit for bit, for every kind they
+// cover: random operands of several distributions and shapes (K not a multiple of k, edges of
+// the tiles), promote=N, block scales (segments, or the instruction's own scales), alpha/beta
+// and C in the chain, subnormal, zero, largest, NaN and inf operands and C values (the kernels
+// hand what they cannot do exactly to the scalar model). The raw y of each kernel (before the
+// output rounding) is compared with the model's NaN payloads included; then mm_cpu with mm_ref.
+// The seed is printed; FPLAB_SEED replays.
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/round.h"
+#include "kernels/scaled_mm.h"
+#include "kernels/scaled_mm_internal.h"
+#include "test_util.h"
+
+typedef enum { D_NORMAL, D_POSITIVE, D_WIDE, D_CANCEL, D_SPECIAL, D_TINY } dist;
+
+// A value of format f drawn from d (rounded to f, saturating).
+static float draw(uint64_t *s, const fmt_t *f, dist d, size_t k) {
+    const fmt_round_opts ro = {.mode = FMT_RNE, .overflow = FMT_SATURATE};
+    double u = tu_sm_unif(s), v;
+    const double g = sqrt(-2.0 * log(tu_sm_unif(s) + 0x1p-60)) * cos(6.283185307179586 * u);
+    switch (d) {
+    case D_POSITIVE: v = fabs(g) + 0.01; break;
+    case D_WIDE: v = g * ldexp(1.0, tu_sm_int(s, -12, 8)); break;
+    case D_CANCEL: v = (k % 2 ? -1.0 : 1.0) * (1.0 + 0.01 * g); break;
+    case D_TINY: v = g * ldexp(f->min_normal, tu_sm_int(s, -3, 3)); break;  // flushes, subnormal sums
+    case D_SPECIAL: {
+        const int w = tu_sm_int(s, 0, 39);
+        if (w == 0 && f->has_nan) return NAN;
+        if (w == 1 && f->has_inf) return tu_sm_int(s, 0, 1) ? INFINITY : -INFINITY;
+        if (w <= 5) return tu_sm_int(s, 0, 1) ? 0.0f : -0.0f;
+        if (w <= 9) v = g * f->min_subnormal * 4;  // subnormals of the format
+        else if (w <= 11) v = g * f->max;          // near the largest
+        else v = g;
+        break;
+    }
+    default: v = g;
+    }
+    return (float)fmt_round1(f, v, &ro);
+}
+
+typedef enum { SC_NONE, SC_POW2, SC_UE4M3, SC_WIDE } scales;
+
+typedef struct {
+    const char *acc;       // engine spec
+    const char *fa, *fb;   // operand formats
+    size_t M, N, K;
+    dist d;
+    bool trans_a, trans_b;
+    int block_k;           // > 0: block scales on both operands, of the kind sc
+    scales sc;
+    float alpha, beta;     // beta = 1, alpha = 1, no scales: C is the chain's first C
+    bool c_special;        // C holds NaN, inf, subnormal values
+} ecase;
+
+typedef enum { K_AMD, K_BLOCK } kernel;
+
+static float scale_draw(uint64_t *s, scales sc) {
+    switch (sc) {
+    case SC_POW2: return ldexpf(1.0f, tu_sm_int(s, -4, 4));
+    case SC_WIDE: return ldexpf(1.0f, tu_sm_int(s, -127, 127));
+    case SC_UE4M3: {  // an e4m3 value >= 0: subnormals, zero and the largest too
+        const int w = tu_sm_int(s, 0, 19);
+        if (w == 0) return 0.0f;
+        if (w == 1) return 448.0f;
+        if (w == 2) return ldexpf((float)tu_sm_int(s, 1, 7), -9);
+        return ldexpf(1.0f + (float)tu_sm_int(s, 0, 7) / 8.0f, tu_sm_int(s, -6, 5));
+    }
+    default: return 1.0f;
+    }
+}
+
+// The kernel's y against the scalar model's, bit for bit, and mm_cpu against mm_ref; also that
+// the kernel takes the case.
+static void check(kernel kn, const ecase *c, uint64_t *s) {
+    mm_opts o;
+    mm_opts_default(&o);
+    char msg[300];
+    cr_assert_eq(mm_acc_from_name(&o.acc, c->acc, msg, sizeof msg), MM_OK, "%s: %s", c->acc, msg);
+    o.alpha = c->alpha, o.beta = c->beta;
+    const size_t M = c->M, N = c->N, K = c->K;
+    float *a = malloc(M * K * sizeof *a), *b = malloc(K * N * sizeof *b);
+    float *C0 = malloc(M * N * sizeof *C0), *C1 = malloc(M * N * sizeof *C1), *C2 = malloc(M * N * sizeof *C2);
+    mm_operand A = {.x = a, .ld = c->trans_a ? M : K, .trans = c->trans_a};
+    mm_operand B = {.x = b, .ld = c->trans_b ? K : N, .trans = c->trans_b};
+    cr_assert_eq(fmt_from_name(&A.fmt, c->fa), FMT_OK);
+    cr_assert_eq(fmt_from_name(&B.fmt, c->fb), FMT_OK);
+    for (size_t i = 0; i < M * K; i++) a[i] = draw(s, &A.fmt, c->d, i % K);
+    // D_CANCEL: A's signs alternate along K, B's do not: the products cancel.
+    for (size_t i = 0; i < K * N; i++) b[i] = draw(s, &B.fmt, c->d, c->d == D_CANCEL ? 0 : i / N);
+    float *sa = NULL, *sb = NULL;
+    if (c->block_k) {
+        const size_t nb = (K + (size_t)c->block_k - 1) / (size_t)c->block_k;
+        sa = malloc(M * nb * sizeof *sa), sb = malloc(nb * N * sizeof *sb);
+        for (size_t i = 0; i < M * nb; i++) sa[i] = scale_draw(s, c->sc);
+        for (size_t i = 0; i < nb * N; i++) sb[i] = scale_draw(s, c->sc);
+        if (c->d == D_SPECIAL) sa[M * nb / 2] = NAN;  // a NaN scale: the model's canonical NaN
+        A.scales = sa, B.scales = sb, A.block_k = B.block_k = c->block_k;
+    }
+    for (size_t i = 0; i < M * N; i++) {
+        C0[i] = (float)(tu_sm_unif(s) * 8 - 4);
+        if (c->c_special) {
+            const int w = tu_sm_int(s, 0, 9);
+            // ... and a C some 20 to 30 binades below the products (CDNA3 fp8 drops one more
+            // than 25 below; a negative one floored to 24 bits is -1 unit), either sign
+            const float small = ldexpf((float)(1.0 + tu_sm_unif(s)), -tu_sm_int(s, 20, 30)) * (w % 2 ? -1.0f : 1.0f);
+            C0[i] = w == 0 ? NAN : w == 1 ? INFINITY : w == 2 ? 0x1p-140f : w == 3 ? -0.0f : w == 4 ? 0x1.8p120f
+                  : w == 5 ? 0x1p-126f : w <= 7 ? small : C0[i];
+        }
+    }
+    memcpy(C1, C0, M * N * sizeof *C0), memcpy(C2, C0, M * N * sizeof *C0);
+    mm__engine_plan p;
+    cr_assert_eq(mm__engine_plan_make(&p, &A, &B, M, N, K, &o, msg, sizeof msg), MM_OK, "%s", msg);
+    const bool covers = kn == K_AMD ? mm__engine_amd_covers(&p, &o) : mm__engine_block_covers(&p, &o);
+    cr_assert(covers, "%s %s x %s: not taken by the fast kernel", c->acc, c->fa, c->fb);
+    float *C3 = malloc(M * N * sizeof *C3), *C4 = malloc(M * N * sizeof *C4);
+    memcpy(C3, C0, M * N * sizeof *C0), memcpy(C4, C0, M * N * sizeof *C0);
+    cr_assert_eq(mm__engine_run(C3, N, &A, &B, M, N, K, &o), MM_OK);
+    const int rk = kn == K_AMD ? mm__engine_amd_run(C4, N, &A, &B, M, N, K, &o)
+                               : mm__engine_block_run(C4, N, &A, &B, M, N, K, &o);
+    cr_assert_eq(rk, MM_OK);
+    const int r1 = mm_ref(C1, N, &A, &B, M, N, K, &o), r2 = mm_cpu(C2, N, &A, &B, M, N, K, &o);
+    cr_assert_eq(r1, MM_OK);
+    cr_assert_eq(r2, MM_OK);
+    size_t bad = 0, first = 0, bad2 = 0, first2 = 0;
+    for (size_t i = 0; i < M * N; i++) {
+        uint32_t u1, u2;
+        memcpy(&u1, &C3[i], 4), memcpy(&u2, &C4[i], 4);
+        if (u1 != u2 && !bad++) first = i;
+        memcpy(&u1, &C1[i], 4), memcpy(&u2, &C2[i], 4);
+        if (u1 != u2 && !(isnan(C1[i]) && isnan(C2[i])) && !bad2++) first2 = i;
+    }
+    cr_assert_eq(bad, 0, "%s %s x %s M %zu N %zu K %zu dist %d: %zu of %zu outputs differ, first (%zu, %zu): "
+                 "model %a (%08x), fast %a (%08x)", c->acc, c->fa, c->fb, M, N, K, (int)c->d, bad, M * N, first / N,
+                 first % N, C3[first], ((uint32_t *)C3)[first], C4[first], ((uint32_t *)C4)[first]);
+    cr_assert_eq(bad2, 0, "%s %s x %s: mm_cpu and mm_ref differ at %zu outputs, first (%zu, %zu): %a, %a", c->acc,
+                 c->fa, c->fb, bad2, first2 / N, first2 % N, C1[first2], C2[first2]);
+    free(C3), free(C4);
+    free(a), free(b), free(C0), free(C1), free(C2), free(sa), free(sb);
+}
+
+// --- AMD
+
+static const char *const amd_kinds[][3] = {
+    {"cdna3:mfma", "bf16", "bf16"},         {"cdna3:mfma:k8", "bf16", "bf16"},
+    {"cdna3:mfma:k4", "bf16", "bf16"},      {"cdna3:mfma", "fp16", "fp16"},
+    {"cdna3:mfma:k4", "fp16", "fp16"},      {"cdna3:mfma", "e4m3fnuz", "e4m3fnuz"},
+    {"cdna3:mfma", "e5m2fnuz", "e4m3fnuz"}, {"cdna3:mfma:k16", "e5m2fnuz", "e5m2fnuz"},
+    {"cdna2:mfma", "fp16", "fp16"},         {"cdna2:mfma", "bf16", "bf16"},
+    {"cdna2:mfma:k2", "bf16", "bf16"},      {"cdna2:mfma:k4", "fp16", "fp16"},
+    {"cdna1:mfma", "fp16", "fp16"},         {"cdna1:mfma", "bf16", "bf16"},
+    {"cdna1:mfma:k2", "bf16", "bf16"},
+};
+enum { NAMD = sizeof amd_kinds / sizeof amd_kinds[0] };
+
+Test(engine_fast, amd_random_operands) {
+    uint64_t s = tu_seed("engine_fast", "amd_random_operands", 3701);
+    const size_t shapes[][3] = {{5, 7, 32}, {17, 40, 100}, {33, 65, 96}, {8, 33, 7}, {36, 40, 192}};
+    for (int q = 0; q < NAMD; q++)
+        for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
+            for (int d = D_NORMAL; d <= D_CANCEL; d++) {
+                const ecase c = {amd_kinds[q][0], amd_kinds[q][1], amd_kinds[q][2], shapes[sh][0], shapes[sh][1],
+                                 shapes[sh][2], (dist)d, sh % 2 == 1, sh % 3 == 1, 0, SC_NONE, 1.0f, 0.0f, false};
+                check(K_AMD, &c, &s);
+            }
+}
+
+Test(engine_fast, amd_special_and_tiny_operands) {
+    uint64_t s = tu_seed("engine_fast", "amd_special_and_tiny_operands", 3702);
+    for (int q = 0; q < NAMD; q++)
+        for (int rep = 0; rep < 4; rep++) {
+            const ecase c = {amd_kinds[q][0], amd_kinds[q][1], amd_kinds[q][2], 19, 37, 64 + 13 * (size_t)rep,
+                             rep == 3 ? D_TINY : D_SPECIAL, rep == 1, rep == 2, 0, SC_NONE, 1.0f, 0.0f, false};
+            check(K_AMD, &c, &s);
+        }
+}
+
+Test(engine_fast, amd_promote_block_scales_alpha_beta) {
+    uint64_t s = tu_seed("engine_fast", "amd_promote_block_scales_alpha_beta", 3703);
+    char spec[64];
+    for (int q = 0; q < NAMD; q++) {
+        snprintf(spec, sizeof spec, "%s:promote=64", amd_kinds[q][0]);
+        const ecase c1 = {spec, amd_kinds[q][1], amd_kinds[q][2], 9, 35, 200, D_WIDE, false, true, 0, SC_NONE,
+                          1.0f, 0.0f, false};
+        check(K_AMD, &c1, &s);
+        const ecase c2 = {amd_kinds[q][0], amd_kinds[q][1], amd_kinds[q][2], 9, 35, 150, D_NORMAL, true, false, 32,
+                          SC_POW2, 0.5f, 0.0f, false};
+        check(K_AMD, &c2, &s);
+        const ecase c3 = {amd_kinds[q][0], amd_kinds[q][1], amd_kinds[q][2], 11, 20, 90, D_NORMAL, false, false, 0,
+                          SC_NONE, 2.0f, 0.75f, false};
+        check(K_AMD, &c3, &s);
+    }
+}
+
+Test(engine_fast, amd_c_in_the_chain) {
+    uint64_t s = tu_seed("engine_fast", "amd_c_in_the_chain", 3704);
+    for (int q = 0; q < NAMD; q++)
+        for (int sp = 0; sp < 4; sp++) {
+            const dist d = sp == 0 ? D_WIDE : sp == 1 ? D_SPECIAL : sp == 2 ? D_TINY : D_CANCEL;
+            const ecase c = {amd_kinds[q][0], amd_kinds[q][1], amd_kinds[q][2], 13, 40, 70, d, false, false, 0,
+                             SC_NONE, 1.0f, 1.0f, sp >= 1};
+            check(K_AMD, &c, &s);
+        }
+}
+
+// --- block-scaled (the instruction takes the scales)
+
+typedef struct {
+    const char *acc, *fa, *fb;
+    int block;
+    scales sc;
+} bkind;
+
+static const bkind blk_kinds[] = {
+    {"blackwell:tcgen05", "e4m3", "e4m3", 32, SC_POW2},  {"blackwell:tcgen05", "e5m2", "e4m3", 32, SC_POW2},
+    {"blackwell:tcgen05", "e3m2", "e2m3", 32, SC_POW2},  {"blackwell:tcgen05", "e2m1", "e4m3", 32, SC_POW2},
+    {"rtx-blackwell:mma", "e4m3", "e5m2", 32, SC_POW2},  {"blackwell:tcgen05", "e2m1", "e2m1", 32, SC_POW2},
+    {"blackwell:tcgen05", "e2m1", "e2m1", 16, SC_POW2},  {"blackwell:tcgen05", "e2m1", "e2m1", 16, SC_UE4M3},
+    {"rtx-blackwell:mma", "e2m1", "e2m1", 32, SC_UE4M3}, {"rtx-blackwell:mma", "e2m1", "e2m1", 16, SC_POW2},
+};
+enum { NBLK = sizeof blk_kinds / sizeof blk_kinds[0] };
+
+Test(engine_fast, block_random_operands) {
+    uint64_t s = tu_seed("engine_fast", "block_random_operands", 3711);
+    const size_t shapes[][3] = {{5, 7, 32}, {17, 40, 100}, {33, 65, 96}, {8, 33, 7}, {36, 40, 192}};
+    for (int q = 0; q < NBLK; q++)
+        for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
+            for (int d = D_NORMAL; d <= D_CANCEL; d++) {
+                const bkind *b = &blk_kinds[q];
+                const ecase c = {b->acc, b->fa, b->fb, shapes[sh][0], shapes[sh][1], shapes[sh][2], (dist)d,
+                                 sh % 2 == 1, sh % 3 == 1, b->block, b->sc, 1.0f, 0.0f, false};
+                check(K_BLOCK, &c, &s);
+            }
+}
+
+Test(engine_fast, block_special_operands_and_scales) {
+    uint64_t s = tu_seed("engine_fast", "block_special_operands_and_scales", 3712);
+    for (int q = 0; q < NBLK; q++)
+        for (int rep = 0; rep < 4; rep++) {
+            const bkind *b = &blk_kinds[q];
+            // rep 3: ue8m0 scales over their whole range (D outside float32's normal range)
+            const ecase c = {b->acc, b->fa, b->fb, 19, 37, 64 + 13 * (size_t)rep, rep == 3 ? D_WIDE : D_SPECIAL,
+                             rep == 1, rep == 2, b->block, rep == 3 && b->sc == SC_POW2 ? SC_WIDE : b->sc, 1.0f,
+                             0.0f, false};
+            check(K_BLOCK, &c, &s);
+        }
+}
+
+Test(engine_fast, block_promote_alpha_beta_c_in_the_chain) {
+    uint64_t s = tu_seed("engine_fast", "block_promote_alpha_beta_c_in_the_chain", 3713);
+    char spec[64];
+    for (int q = 0; q < NBLK; q++) {
+        const bkind *b = &blk_kinds[q];
+        snprintf(spec, sizeof spec, "%s:promote=128", b->acc);
+        const ecase c1 = {spec, b->fa, b->fb, 9, 35, 300, D_WIDE, false, true, b->block, b->sc, 1.0f, 0.0f, false};
+        check(K_BLOCK, &c1, &s);
+        const ecase c2 = {b->acc, b->fa, b->fb, 11, 20, 90, D_NORMAL, false, false, b->block, b->sc, 2.0f, 0.75f,
+                          false};
+        check(K_BLOCK, &c2, &s);
+        for (int sp = 0; sp < 3; sp++) {
+            const dist d = sp == 0 ? D_WIDE : sp == 1 ? D_SPECIAL : D_CANCEL;
+            const ecase c3 = {b->acc, b->fa, b->fb, 13, 40, 70 + 40 * (size_t)sp, d, false, false, b->block, b->sc,
+                              1.0f, 1.0f, sp >= 1};
+            check(K_BLOCK, &c3, &s);
+        }
+    }
+}
