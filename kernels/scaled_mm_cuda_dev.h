@@ -42,9 +42,9 @@ int mm_cuda_dev_tscales(float *C, size_t ldc, const mm_operand *A, const mm_oper
 // The same call by name, for bindings that hold no descriptors (python/fplab/torch_cuda.py through
 // ctypes). a (lda, trans_a: as mm_operand's x, ld, trans) holds values of format fmt_a; sa its
 // block scales (NULL: none) over K-blocks of block_a (0: one per row); ta its tensor scale (0 or
-// 1: none), or ta_dev a device pointer to it (NULL: ta); likewise b. acc: mm_acc_from_name's spec; out_fmt: C's format (NULL or "": fp32);
-// out_mode: fmt_mode_spec_from_name's ("rne", "sr", ...; NULL: rne), with seed, stream_id and
-// offset for a stochastic one. MM_EINVAL for an unknown name (msg says which).
+// 1: none), or ta_dev a device pointer to it (NULL: ta); likewise b. acc: mm_acc_from_name's
+// spec; out_fmt: C's format (NULL or "": fp32); out_mode: fmt_mode_spec_from_name's ("rne",
+// "sr", ...; NULL: rne), with seed, stream_id and offset for a stochastic one. MM_EINVAL for an unknown name (msg says which).
 int mm_cuda_dev_named(float *C, size_t ldc, const float *a, size_t lda, int trans_a, const char *fmt_a,
                       const float *sa, int block_a, float ta, const float *ta_dev, const float *b, size_t ldb,
                       int trans_b, const char *fmt_b, const float *sb, int block_b, float tb, const float *tb_dev,

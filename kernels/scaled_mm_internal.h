@@ -60,8 +60,8 @@ FMT_HD static inline float mm__fl32_prod3(float a, float b, float c) {
 // CPU's vector steps (scaled_mm_cpu_emu_f64.c) and the step of the CUDA kernel
 // (kernels/cuda/scaled_mm_dev_kernels.cuh): FMT_HD, compiled for both. Needs every double
 // operation rounded on its own (-ffp-contract=off, nvcc -fmad=false).
-FMT_HD static inline __attribute__((always_inline)) double mm__acc_step(const fmt__kparams *k, const fmt_round_mode mode,
-                                                                        const double s, const double p) {
+FMT_HD static inline __attribute__((always_inline)) double
+mm__acc_step(const fmt__kparams *k, const fmt_round_mode mode, const double s, const double p) {
     const double hi = s + p, bb = hi - s, lo = (s - (hi - bb)) + (p - bb);
     uint64_t u = fmt__d2u(hi);
     const uint64_t lu = fmt__d2u(lo);

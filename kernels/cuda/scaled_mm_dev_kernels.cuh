@@ -147,8 +147,10 @@ static __global__ void mmd_emu_kernel(const MmdArgs p) {
         for (uint64_t s0 = 0, s1; s0 < p.K; s0 = s1) {
             s1 = mm__seg_end(s0, p.K, p.bk, p.pe);
             double s = 0.0;
-            for (uint64_t k = s0; k < s1; k++)
-                s = mm__acc_step(&p.acc, (fmt_round_mode)p.acc_mode, s, (double)mmd_a(p, i, k) * (double)mmd_b(p, k, j));
+            for (uint64_t k = s0; k < s1; k++) {
+                const double prod = (double)mmd_a(p, i, k) * (double)mmd_b(p, k, j);  // exact
+                s = mm__acc_step(&p.acc, (fmt_round_mode)p.acc_mode, s, prod);
+            }
             total = mmd_promote(p, i, j, s0, cc_d2f(s), total);  // s is a value of the accumulator: exact
         }
         mmd_store(p, i, j, mm__epilogue(ab, p.beta, total, &p.C[i * p.ldc + j]));

@@ -1,6 +1,7 @@
-// scaled_mm_dev_nocuda.c: kernels/scaled_mm_cuda_dev.h's mm_cuda_dev and mm_cuda_dev_tscales for a build without nvcc (the
-// Makefile takes this file instead of kernels/cuda/scaled_mm_dev.cu when nvcc is not found or
-// NO_CUDA=1): MM_ENODEV with the reason, as kernels/cuda/cast_nocuda.c's calls answer.
+// scaled_mm_dev_nocuda.c: kernels/scaled_mm_cuda_dev.h's mm_cuda_dev and mm_cuda_dev_tscales for a
+// build without nvcc (the Makefile takes this file instead of kernels/cuda/scaled_mm_dev.cu when
+// nvcc is not found or NO_CUDA=1): MM_ENODEV with the reason, as kernels/cuda/cast_nocuda.c's
+// calls answer.
 // Constraints: pure C, no CUDA headers; the prototype is the header's.
 #include <stdio.h>
 
