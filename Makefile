@@ -191,7 +191,7 @@ $(BUILD)/tests/%: tests/%.c $(CLI_UNITS) $(BUILD)/libfplab.a $(wildcard tests/*.
 # so that their logic is tested on every machine; g++ builds the shim from the same source.
 SHIM_CXXFLAGS := -std=c++20 $(OPT) $(SAN) $(if $(ARCH),-march=$(ARCH)) -g -Wall -Wextra -Wno-psabi -fno-math-errno \
                  -fno-trapping-math -ffp-contract=off -I. -pthread
-$(BUILD)/tests/cuda_shim.o: tests/cuda_shim.cpp $(wildcard kernels/*/*.cuh */*.h)
+$(BUILD)/tests/cuda_shim.o: tests/cuda_shim.cpp $(wildcard kernels/*/*.cuh */*.h) kernels/engine/engine_model.c
 	@mkdir -p $(dir $@)
 	$(CXX) $(SHIM_CXXFLAGS) -c $< -o $@
 # Every suite named test_*_cuda_shim.c links the shim (the matmul's kernels and the casts').
@@ -204,8 +204,15 @@ $(BUILD)/tests/test_%_cuda_shim: tests/test_%_cuda_shim.c $(BUILD)/tests/cuda_sh
 # with nvcc it needs the runtime's headers, without it every test skips.
 $(BUILD)/tests/test_cast_cuda: tests/test_cast_cuda_shim.c
 $(BUILD)/tests/test_cast_cuda: CFLAGS += $(if $(NVCC),-I$(CUDA_HOME)/include)
+# The device GEMM likewise (test_mm_dev_cuda_shim.c on device memory).
+$(BUILD)/tests/test_mm_dev_cuda: tests/test_mm_dev_cuda_shim.c
+$(BUILD)/tests/test_mm_dev_cuda: CFLAGS += $(if $(NVCC),-I$(CUDA_HOME)/include)
 # The casts keep every product and sum a rounding of its own, as the CPU's -ffp-contract=off does.
 $(BUILD)/kernels/cuda/cast_cuda.o: NVCCFLAGS += -fmad=false
+# The device GEMM too; and it #includes kernels/engine/engine_model.c (a copy of the one model),
+# whose C designated initializers want C++20.
+$(BUILD)/kernels/cuda/scaled_mm_dev.o: NVCCFLAGS := $(filter-out -std=%,$(NVCCFLAGS)) -fmad=false -std=c++20
+$(BUILD)/kernels/cuda/scaled_mm_dev.o: kernels/engine/engine_model.c
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libfplab.a
 	@mkdir -p $(dir $@)
@@ -251,10 +258,11 @@ bench-gpu: all $(BUILD)/bench/bench_mm_cuda
 	$(BUILD)/bench/bench_mm_cuda
 	python3 tools/bench_torch_mm.py
 
-test-gpu: all $(BUILD)/tests/test_mm_cuda $(BUILD)/tests/test_cast_cuda
+test-gpu: all $(BUILD)/tests/test_mm_cuda $(BUILD)/tests/test_cast_cuda $(BUILD)/tests/test_mm_dev_cuda
 	@command -v nvidia-smi >/dev/null && nvidia-smi -L || { echo "test-gpu: no GPU found (nvidia-smi)"; exit 1; }
 	FPLAB_REQUIRE_GPU=1 $(BUILD)/tests/test_mm_cuda --jobs 1
 	FPLAB_REQUIRE_GPU=1 $(BUILD)/tests/test_cast_cuda --jobs 1
+	FPLAB_REQUIRE_GPU=1 $(BUILD)/tests/test_mm_dev_cuda --jobs 1
 
 bench: all $(BENCH_BIN)
 	@for b in $(BENCH_BIN); do $$b; done

@@ -22,7 +22,7 @@ static inline size_t mm__nblocks(const mm_operand *X, size_t K, size_t *bk) {
 // its start (pe 0: not cut; the last segment of a block may be shorter). The one statement of
 // the rule: every path walks them as
 //     for (size_t s0 = 0, s1; s0 < K; s0 = s1) { s1 = mm__seg_end(s0, K, bk, pe); ... }
-static inline size_t mm__seg_end(size_t s0, size_t K, size_t bk, size_t pe) {
+FMT_HD static inline size_t mm__seg_end(size_t s0, size_t K, size_t bk, size_t pe) {
     size_t end = (s0 / bk + 1) * bk;  // the end of s0's K-block
     if (end > K) end = K;
     return pe && s0 + pe < end ? s0 + pe : end;
@@ -46,17 +46,39 @@ static inline float mm__tscale(const mm_operand *X) {
 // fl32(a * b * c), rounded once: a*b is exact in double, the product with c is rounded to odd
 // at 53 bits (hi plus the exact error from an fma), so the final cast to float is the correctly
 // rounded result (53 >= 24 + 2).
-static inline float mm__fl32_prod3(float a, float b, float c) {
-    const double ab = (double)a * b, hi = ab * c, lo = fma(ab, c, -hi);
+FMT_HD static inline float mm__fl32_prod3(float a, float b, float c) {
+    const double ab = (double)a * b, hi = ab * c, lo = fma(ab, (double)c, -hi);  // (double): the device's fma
     uint64_t u = fmt__d2u(hi);
     if (lo != 0.0 && isfinite(hi) && !(u & 1)) u += (signbit(lo) == signbit(hi)) ? 1 : -1;
     return (float)fmt__u2d(u);
 }
 
+// One step of an emulated accumulator, s = round_acc(s + p) (s an accumulator value, p an exact
+// product, both doubles; any format, any mode but stochastic): TwoSum gives s + p = hi + lo
+// exactly, hi is rounded to odd with lo (53 >= p + 2 bits: Boldo & Melquiond, IEEE TC 2008), and
+// that value rounded to the accumulator is the correctly rounded sum. The scalar reference of the
+// CPU's vector steps (scaled_mm_cpu_emu_f64.c) and the step of the CUDA kernel
+// (kernels/cuda/scaled_mm_dev_kernels.cuh): FMT_HD, compiled for both. Needs every double
+// operation rounded on its own (-ffp-contract=off, nvcc -fmad=false).
+FMT_HD static inline __attribute__((always_inline)) double
+mm__acc_step(const fmt__kparams *k, const fmt_round_mode mode, const double s, const double p) {
+    const double hi = s + p, bb = hi - s, lo = (s - (hi - bb)) + (p - bb);
+    uint64_t u = fmt__d2u(hi);
+    const uint64_t lu = fmt__d2u(lo);
+    // An exact zero sum is +0 except when rounding down (IEEE 754 6.3): -0 if either term is
+    // negative. The double sum ran in round-to-nearest, so set that sign here.
+    if (mode == FMT_RDN && hi == 0.0) u |= (fmt__d2u(s) | fmt__d2u(p)) & 0x8000000000000000ULL;
+    // hi == 0 implies lo == 0; a non-finite hi (inf, NaN input) is left alone.
+    const uint64_t fix = (lo != 0.0) & ((u & 1) == 0) & ((u & 0x7ff0000000000000ULL) != 0x7ff0000000000000ULL);
+    const uint64_t odd = u + ((((u ^ lu) >> 63) == 0) ? 1 : (uint64_t)-1);
+    fmt__flags fl;
+    return fmt__round_one_f64(k, mode, fmt__u2d(fix ? odd : u), 0, &fl);
+}
+
 // The definition's epilogue (scaled_mm.h) for one output from its float32 total:
 // y = fl32(ab * total), then fl32(y + fl32(beta * C)) when beta != 0 (C is not read otherwise).
 // ab = fl32(alpha * ta * tb). Every emulated and engine path ends in it.
-static inline float mm__epilogue(float ab, float beta, float total, const float *c) {
+FMT_HD static inline float mm__epilogue(float ab, float beta, float total, const float *c) {
     float y = ab * total;
     if (beta != 0.0f) {
         const float bc = beta * *c;

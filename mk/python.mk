@@ -77,9 +77,10 @@ $(TORCH_VENV)/.fplab: $(TORCH_VENV)/.deps $(BUILD)/libfplab.so $(PY_SRC)
 	@touch $@
 
 test-torch: $(TORCH_VENV)/.fplab cli
-	cd tests/python && FPLAB_CLI=$(abspath $(BUILD)/fplab) $(abspath $(TORCH_VENV_PY)) -m pytest -q -p no:cacheprovider \
+	cd tests/python && FPLAB_CLI=$(abspath $(BUILD)/fplab) FPLAB_LIB=$(abspath $(BUILD)/libfplab.so) \
+	  $(abspath $(TORCH_VENV_PY)) -m pytest -q -p no:cacheprovider \
 	  test_torch.py test_torch_policy.py test_torch_model.py test_torch_ops.py test_torch_dist.py \
-	  test_torch_eval.py test_torch_loop.py test_torch_cuda.py
+	  test_torch_eval.py test_torch_loop.py test_torch_cuda.py test_torch_cuda_args.py
 
 # check-torch-policy: tools/check_torch_policy.py, the parity of fplab.torch with the C trainer
 # (50 steps of the eight presets, about 25 seconds), in test-torch's venv with transformers added;

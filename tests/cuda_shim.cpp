@@ -10,7 +10,9 @@
 //   once to float: tighter than a tensor core, which the bound allows).
 // What the shim cannot check: the device compile itself, real tensor-core rounding, races
 // that need real parallel hardware, performance. `make test-gpu` checks those.
-// Interface: shim_mm_own (C), the host side of mm_cuda's own path without device memory.
+// Interface: shim_mm_own (C), the host side of mm_cuda's own path without device memory; the
+// device-pointer kernels on host memory: shim_cast_round_f32, shim_cast_quantize_f32 (the casts)
+// and shim_mm_dev (the emulated-accumulator and engine GEMM).
 #include <barrier>
 #include <cmath>
 #include <cstdint>
@@ -140,6 +142,7 @@ static void shim_mma16816(float c[4], const uint32_t a[4], const uint32_t b[2], 
 
 #include "kernels/cuda/scaled_mm_cuda_kernels.cuh"
 #include "kernels/cuda/cast_cuda_kernels.cuh"
+#include "kernels/cuda/scaled_mm_dev_kernels.cuh"
 
 // --- launching: every block in turn, one std::thread per CUDA thread
 
@@ -243,4 +246,14 @@ extern "C" int shim_cast_quantize_f32(const fmt_t *elem, const fmt_scaling *sc, 
                                       const fmt_round_opts *o, uint64_t *counts) {
     ShimCastLaunch l;
     return cc_quantize_run(l, elem, sc, out, elems, scales, in, rows, cols, o, counts);
+}
+
+// mm_cuda_dev (kernels/scaled_mm_cuda_dev.h, scaled_mm_dev_kernels.cuh) with host pointers: the same
+// checks, plans and launches, on the shim's grids of up to three blocks of 32 threads.
+// ta_dev, tb_dev: mm_cuda_dev_tscales' (host memory here).
+extern "C" int shim_mm_dev(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N,
+                           size_t K, const mm_opts *o, const float *ta_dev, const float *tb_dev, char *msg,
+                           size_t msg_len) {
+    ShimCastLaunch l;
+    return mmd_run(l, C, ldc, A, B, M, N, K, o, ta_dev, tb_dev, msg, msg_len);
 }

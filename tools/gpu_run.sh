@@ -5,9 +5,11 @@
 # Stages, each with its own timeout and its status recorded (no pipe hides one):
 #   1. what is there: GPU, nvcc, the headers the build needs (stops here, saying what is missing);
 #   2. the build; 3. make test-gpu (mm_cuda's suite and the casts', test_cast_cuda: element
-#   rounding and block quantization on device memory against the CPU library, bit for bit);
+#   rounding and block quantization on device memory against the CPU library, bit for bit; and
+#   test_mm_dev_cuda: the emulated-accumulator and engine GEMM on device pointers against mm_cpu,
+#   bit for bit);
 #   4. the torch suites: tests/python/test_torch_cuda.py (fplab.torch_cuda on CUDA tensors against
-#   the CPU) and the fplab.torch suites, with the machine's own PyTorch (the extension built in
+#   the CPU: casts, quantize, matmul_cuda and torch.ops.fplab.scaled_mm's "cuda" kernel) and the fplab.torch suites, with the machine's own PyTorch (the extension built in
 #   place; skipped, and said, where that python has no torch or pytest); 5. matmul-check of each
 #   CUDA path against MPFR, and which engine model (fplab engines) reproduces cuBLASLt's and the
 #   own kernels' results bit for bit (matmul-check's candidate table); 6. make bench-gpu (time
@@ -46,7 +48,7 @@ done
 { nvidia-smi; nvcc --version; } > "$out/device.txt" 2>&1
 
 # 2. build (16 cores: about a minute)
-stage build 240 make -j"$(nproc)" all build/libfplab.so build/tests/test_mm_cuda build/tests/test_cast_cuda \
+stage build 240 make -j"$(nproc)" all build/libfplab.so build/tests/test_mm_cuda build/tests/test_cast_cuda build/tests/test_mm_dev_cuda \
     build/bench/bench_mm_cuda ||
     { tail -40 "$out/build.log"; exit 1; }
 # 3. the GPU suites

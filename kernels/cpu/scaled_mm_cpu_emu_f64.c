@@ -63,17 +63,7 @@ static inline bool any_lane(const vi m) {
 // The scalar step (any format, any lane): the reference for the vector step below.
 static inline __attribute__((always_inline)) double
 acc_step(const fmt__kparams *k, const fmt_round_mode mode, const double s, const double p) {
-    const double hi = s + p, bb = hi - s, lo = (s - (hi - bb)) + (p - bb);
-    uint64_t u = fmt__d2u(hi);
-    const uint64_t lu = fmt__d2u(lo);
-    // An exact zero sum is +0 except when rounding down (IEEE 754 6.3): -0 if either term is
-    // negative. Our double sum ran in round-to-nearest, so set that sign here.
-    if (mode == FMT_RDN && hi == 0.0) u |= (fmt__d2u(s) | fmt__d2u(p)) & 0x8000000000000000ULL;
-    // hi == 0 implies lo == 0; a non-finite hi (inf, NaN input) is left alone.
-    const uint64_t fix = (lo != 0.0) & ((u & 1) == 0) & ((u & 0x7ff0000000000000ULL) != 0x7ff0000000000000ULL);
-    const uint64_t odd = u + ((((u ^ lu) >> 63) == 0) ? 1 : (uint64_t)-1);
-    fmt__flags fl;
-    return fmt__round_one_f64(k, mode, fmt__u2d(fix ? odd : u), 0, &fl);
+    return mm__acc_step(k, mode, s, p);
 }
 
 // VL steps at once; lanes whose result is not a normal number or zero are flagged in *bad

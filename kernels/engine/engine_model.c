@@ -6,6 +6,10 @@
 // so terms and their sums are exact integers in an int64 (and in a double's 53 bits).
 // Constraints: no MPFR, no global state; runs under the default rounding mode (the C casts
 // double -> float below round to nearest-even, as the engines' final conversions do).
+// Compiled twice from this one source: for the library, and for the CUDA device by
+// kernels/cuda/scaled_mm_dev_kernels.cuh (one dot product per thread), which #includes this file
+// with MM_ENGINE_MODEL_COPY defined: every function is FMT_HD (empty in C), the entry points are
+// MM_ENGINE_API (the copy makes them static and renames them) and the copy supplies type_emin.
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -13,18 +17,24 @@
 #include "kernels/engine.h"
 #include "kernels/scaled_mm_internal.h"  // mm__engine_dot_fault
 
+#ifndef MM_ENGINE_API
+#define MM_ENGINE_API
+#endif
+
 // --- operands
 
 // The exponent of the smallest normal value of type t (a subnormal's exponent), from the
 // format table (mm_engine_type_format).
+#ifndef MM_ENGINE_MODEL_COPY
 static int type_emin(unsigned t) {
     const fmt_t *f = mm_engine_type_format(t);
     return f ? f->emin : -126;
 }
+#endif
 
 // x = *sig * 2^e with e = max(floor(log2 |x|), emin) (so |sig| < 1 for a subnormal); a zero has
 // e = -126 whatever its type, as the hardware's models place it.
-static int sig_exp(double x, int emin, double *sig) {
+FMT_HD static int sig_exp(double x, int emin, double *sig) {
     if (x == 0.0) {
         *sig = 0.0;
         return -126;
@@ -36,7 +46,7 @@ static int sig_exp(double x, int emin, double *sig) {
 }
 
 // float32 with its 13 low fraction bits cleared (tf32 inputs: truncated, not rounded).
-static double tf32_trunc(double x) {
+FMT_HD static double tf32_trunc(double x) {
     float f = (float)x;
     uint32_t u;
     memcpy(&u, &f, 4);
@@ -45,9 +55,9 @@ static double tf32_trunc(double x) {
     return f;
 }
 
-static bool is_tf32_kind(const mm_engine_kind *q) { return (q->types & MM_ET_TF32) && !(q->types & MM_ET_F32); }
+FMT_HD static bool is_tf32_kind(const mm_engine_kind *q) { return (q->types & MM_ET_TF32) && !(q->types & MM_ET_F32); }
 
-double mm_engine_operand(float x, unsigned t) {
+MM_ENGINE_API FMT_HD double mm_engine_operand(float x, unsigned t) {
     if (t != MM_ET_TF32) return x;
     // The register's top 19 bits, before any conversion: a float -> double conversion would
     // quiet a signalling NaN and keep its payload, which truncation then could not tell apart.
@@ -67,14 +77,14 @@ typedef struct {
     int n;
 } terms;
 
-static void add_term(terms *t, double sig, int e) {
+FMT_HD static void add_term(terms *t, double sig, int e) {
     t->sig[t->n] = sig, t->exp[t->n] = e, t->n++;
 }
 
 // Sum of the terms, each truncated toward zero to frac fractional bits below 2^maxe, where maxe
 // is their largest exponent: *maxe_out = maxe, the result is S * 2^(maxe - frac) for the
 // integer S returned (exact in double).
-static double fused_sum(const terms *t, int frac, int *maxe_out) {
+FMT_HD static double fused_sum(const terms *t, int frac, int *maxe_out) {
     int maxe = t->exp[0];
     for (int i = 1; i < t->n; i++)
         if (t->exp[i] > maxe) maxe = t->exp[i];
@@ -92,11 +102,11 @@ static const double F32_BIG = 0x1p128, F16_BIG = 65504.0;
 // too) that rounds to zero in D. What the hardware gives for a negative sum too small for D is
 // not documented (PTX ISA, MMA-Sim's paper); this is MMA-Sim's model, whose rounding steps
 // yield integers without a sign of zero (docs/engines.md, "Signs of zero").
-static double nv_zero_plus(double r) { return r == 0.0 ? 0.0 : r; }
+FMT_HD static double nv_zero_plus(double r) { return r == 0.0 ? 0.0 : r; }
 
 // v toward zero to float32's exponent range with out_frac fraction bits (or to nearest-even
 // under the RNE fault); overflow (|v| >= 2^128) gives inf.
-static double nv_out_f32(double v, int out_frac, int fault) {
+FMT_HD static double nv_out_f32(double v, int out_frac, int fault) {
     if (v == 0.0) return 0.0;
     int e = ilogb(v);
     if (e < -126) e = -126;
@@ -106,7 +116,7 @@ static double nv_out_f32(double v, int out_frac, int fault) {
 }
 
 // v to nearest-even fp16 (10 fraction bits, exponents from -14), inf above the largest.
-static double nv_out_f16(double v) {
+FMT_HD static double nv_out_f16(double v) {
     if (v == 0.0) return 0.0;
     int e = ilogb(v);
     if (e < -14) e = -14;
@@ -116,7 +126,7 @@ static double nv_out_f16(double v) {
 
 // The canonical NaN of an NVIDIA D: float32 0x7fffffff or fp16 0x7fff, as a double whose
 // conversion keeps those bits (the payload's top bits all ones).
-static double nv_nan(void) {
+FMT_HD static double nv_nan(void) {
     const uint64_t u = 0x7fffffffe0000000ull;
     double d;
     memcpy(&d, &u, 8);
@@ -124,7 +134,7 @@ static double nv_nan(void) {
 }
 
 // One NVIDIA fused instruction over n products (sa, sb: the scales of mxf8f6f4, or NULL).
-static double nv_fused(const mm_engine_kind *q, bool f16_out, unsigned ta, unsigned tb, const double *a,
+FMT_HD static double nv_fused(const mm_engine_kind *q, bool f16_out, unsigned ta, unsigned tb, const double *a,
                        const double *b, const double *sa, const double *sb, double c, size_t n, int fault) {
     const double s_a = sa ? sa[0] : 1.0, s_b = sb ? sb[0] : 1.0;
     // Special values: the exact sum in double (no finite product overflows it) says NaN or inf.
@@ -153,7 +163,7 @@ static double nv_fused(const mm_engine_kind *q, bool f16_out, unsigned ta, unsig
 
 // One mxf4nvf4 instruction: exact sums of groups of q->group products, each times its two
 // scales, aligned by the scales' exponents (ue4m3 scales by their absolute values).
-static double nv_fp4(const mm_engine_kind *q, const double *a, const double *b, const double *sa,
+FMT_HD static double nv_fp4(const mm_engine_kind *q, const double *a, const double *b, const double *sa,
                      const double *sb, double c, size_t n, int fault) {
     const size_t nsc = n / (size_t)q->block;
     for (size_t g = 0; g < nsc; g++)
@@ -183,7 +193,7 @@ static double nv_fp4(const mm_engine_kind *q, const double *a, const double *b, 
 
 // Balanced binary tree of float32 products (leaves fmaf(a, b, 0), nodes rounded additions),
 // each node flushed to a signed zero below 2^-126 when flush.
-static float pairwise(const double *a, const double *b, size_t n, bool flush) {
+FMT_HD static float pairwise(const double *a, const double *b, size_t n, bool flush) {
     float s;
     if (n == 1) {
         s = fmaf((float)a[0], (float)b[0], 0.0f);
@@ -196,10 +206,10 @@ static float pairwise(const double *a, const double *b, size_t n, bool flush) {
 }
 
 // s * 2^-drop rounded down to bits fractional bits: s at an exponent drop binades higher.
-static double floor_at(double s, int bits, int drop) { return ldexp(floor(ldexp(s, bits - drop)), -bits); }
+FMT_HD static double floor_at(double s, int bits, int drop) { return ldexp(floor(ldexp(s, bits - drop)), -bits); }
 
 // One CDNA3-style fused group with accumulator c (float32): see engine.h.
-static double amd_fused(const mm_engine_kind *q, unsigned ta, unsigned tb, const double *a, const double *b,
+FMT_HD static double amd_fused(const mm_engine_kind *q, unsigned ta, unsigned tb, const double *a, const double *b,
                         double c, size_t n, int fault) {
     double t = c;
     for (size_t i = 0; i < n; i++) t += a[i] * b[i];
@@ -243,10 +253,11 @@ static double amd_fused(const mm_engine_kind *q, unsigned ta, unsigned tb, const
 // --- one instruction and the chain
 
 // x flushed to +0 below the smallest normal min (2^emin of its type).
-static double flush_in(double x, double min) { return fabs(x) < min ? 0.0 : x; }
+FMT_HD static double flush_in(double x, double min) { return fabs(x) < min ? 0.0 : x; }
 
-double mm__engine_dot_fault(const mm_engine_kind *q, bool f16_out, unsigned ta, unsigned tb, const double *a,
-                            const double *b, const double *sa, const double *sb, double c, size_t K, int fault) {
+MM_ENGINE_API FMT_HD double mm__engine_dot_fault(const mm_engine_kind *q, bool f16_out, unsigned ta,
+                                                 unsigned tb, const double *a, const double *b, const double *sa,
+                                                 const double *sb, double c, size_t K, int fault) {
     double ab[2][64];
     const size_t unit = (size_t)(q->k / q->split);  // products per fused step
     for (size_t k0 = 0; k0 < K; k0 += unit) {
@@ -300,7 +311,8 @@ double mm__engine_dot_fault(const mm_engine_kind *q, bool f16_out, unsigned ta, 
     return c;
 }
 
-double mm_engine_dot(const mm_engine_kind *q, bool f16_out, unsigned ta, unsigned tb, const double *a,
-                     const double *b, const double *sa, const double *sb, double c, size_t K) {
+MM_ENGINE_API FMT_HD double mm_engine_dot(const mm_engine_kind *q, bool f16_out, unsigned ta, unsigned tb,
+                                         const double *a, const double *b, const double *sa, const double *sb,
+                                         double c, size_t K) {
     return mm__engine_dot_fault(q, f16_out, ta, tb, a, b, sa, sb, c, K, MM__EFAULT_NONE);
 }

@@ -13,6 +13,12 @@ the kernels' logic is tested on the CPU by tests/test_cast_cuda_shim.c.
     out, counts = round_cuda(x, "e4m3", mode="sr", seed=1, offset=step * x.numel())
     out, elems, scales, counts = quantize_cuda(w, "e2m1", "nvfp4")
     stats = read_counts(counts)   # synchronises: a dict of the fmt_stats / fmt_quant_info counts
+    c = matmul_cuda(a_elems, b_elems, "e4m3", acc="hopper:wgmma", a_scales=sa, b_scales=sb, block_k=32)
+
+matmul_cuda is the emulated-accumulator and engine GEMM of kernels/scaled_mm_cuda_dev.h (one thread
+per output, bit for bit mm_cpu; the kernels' logic is tested on the CPU by
+tests/test_mm_dev_cuda_shim.c). torch.ops.fplab.scaled_mm's "cuda" kernel quantizes with
+quantize_cuda and multiplies with matmul_cuda, all on the device.
 """
 import ctypes
 import os
@@ -20,7 +26,7 @@ import struct
 
 import torch
 
-__all__ = ["available", "round_cuda", "quantize_cuda", "read_counts", "register_kernels", "NCOUNTS"]
+__all__ = ["available", "round_cuda", "quantize_cuda", "read_counts", "matmul_cuda", "register_kernels", "NCOUNTS"]
 
 NCOUNTS = 10  # MM_CUDA_NCOUNTS; the order of kernels/cast_cuda.h's enum
 _COUNT_NAMES = ("n", "overflow", "underflow", "subnormal", "nan_in", "invalid", "amax", "scales_clipped",
@@ -53,6 +59,14 @@ def _load():
     lib.mm_cuda_quantize_f32_named.argtypes = [P, P, P, P, S, S, C, C, C, C, I, I, U64, U64, U64, P, P]
     lib.mm_cuda_quantize_f32_named.restype = I
     lib.fmt_scale_count.restype = S
+    F = ctypes.c_float
+    lib.mm_cuda_dev_named.argtypes = [P, S, P, S, I, C, P, I, F, P, P, S, I, C, P, I, F, P, S, S, S, C, C, C, F, F,
+                                      U64, U64, U64, P, C, S]
+    lib.mm_cuda_dev_named.restype = I
+    lib.mm_acc_from_name.argtypes = [P, C, P, S]
+    lib.mm_acc_from_name.restype = I
+    lib.mm_acc_is_emulated.argtypes = [P]
+    lib.mm_acc_is_emulated.restype = ctypes.c_bool
     _lib = lib
     return lib
 
@@ -133,6 +147,147 @@ def read_counts(counts):
     return d
 
 
+# --- the emulated-accumulator and engine GEMM
+
+_TSCALE_BYTE = 8 * 9  # MM_CUDA_TSCALE's counter: the float32 bits in its low 4 bytes (little-endian)
+
+
+def _operand(x, what, rows, cols):
+    """(pointer, ld, trans) of a float32 CUDA matrix viewed as (rows, cols): one of its strides
+    must be 1 (row-major with ld, or stored transposed); anything else is copied contiguous."""
+    if x.dim() != 2 or tuple(x.shape) != (rows, cols):
+        raise ValueError(f"matmul_cuda: {what} has shape {tuple(x.shape)}, expected {(rows, cols)}")
+    if rows and cols and x.stride(1) == 1 and x.stride(0) >= max(cols, 1):
+        return x, x.stride(0), False
+    if rows and cols and x.stride(0) == 1 and x.stride(1) >= max(rows, 1):
+        return x, x.stride(1), True
+    x = x.contiguous()
+    return x, max(cols, 1), False
+
+
+def _tscale(t, what, device):
+    """A tensor scale: (host float, device pointer or None, tensor kept alive)."""
+    if t is None:
+        return 1.0, None, None
+    if isinstance(t, torch.Tensor):
+        if not t.is_cuda or t.dtype != torch.float32 or t.numel() != 1 or t.device != device:
+            raise TypeError(f"matmul_cuda: {what}: expected a float, or a float32 CUDA tensor of one element on "
+                            f"{device}, got {t.dtype} {tuple(t.shape)} on {t.device}")
+        t = t.contiguous()
+        return 0.0, t.data_ptr(), t
+    return float(t), None, None
+
+
+def check_matmul_args(a, b, a_scales=None, b_scales=None, block_k=0, c=None, beta=0.0):
+    """matmul_cuda's checks of its tensors (no library call, no device needed): a (M, K) and b
+    (K, N), scales A's (M, nblocks) and B's (nblocks, N), nblocks = ceil(K / block_k) (1 for
+    block_k 0), c (M, N) where beta != 0; then every one a float32 CUDA tensor on a's device.
+    ValueError (shapes) or TypeError (type, device) naming the argument; returns (M, N, K)."""
+    for x, what in ((a, "a"), (b, "b"), (a_scales, "a_scales"), (b_scales, "b_scales"), (c, "c")):
+        if x is not None and not isinstance(x, torch.Tensor):
+            raise TypeError(f"matmul_cuda: {what}: expected a torch.Tensor, got {type(x).__name__}")
+    if a is None or b is None or a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
+        raise ValueError(f"matmul_cuda: shapes {tuple(getattr(a, 'shape', ()))} @ {tuple(getattr(b, 'shape', ()))}; "
+                         "expected (M, K) @ (K, N)")
+    M, K = a.shape
+    N = b.shape[1]
+    if not isinstance(block_k, int) or block_k < 0:
+        raise ValueError(f"matmul_cuda: block_k {block_k!r}: expected an int >= 0 (0: one block spanning K)")
+    nb = -(-K // block_k) if block_k else 1
+    for x, what, shape in ((a_scales, "a_scales", (M, nb)), (b_scales, "b_scales", (nb, N))):
+        if x is not None and tuple(x.shape) != shape:
+            raise ValueError(f"matmul_cuda: {what} has shape {tuple(x.shape)}, expected {shape} (block_k {block_k})")
+    if beta != 0.0 and c is None:
+        raise ValueError("matmul_cuda: beta != 0 needs c (the matrix C to add)")
+    if c is not None and beta != 0.0 and tuple(c.shape) != (M, N):
+        raise ValueError(f"matmul_cuda: c has shape {tuple(c.shape)}, expected {(M, N)}")
+    for x, what in ((a, "a"), (b, "b"), (a_scales, "a_scales"), (b_scales, "b_scales"), (c if beta else None, "c")):
+        if x is not None and (not x.is_cuda or x.dtype != torch.float32 or x.device != a.device):
+            raise TypeError(f"matmul_cuda: {what}: expected a float32 CUDA tensor on a's device, got {x.dtype} on "
+                            f"{x.device}")
+    return M, N, K
+
+
+def matmul_cuda(a, b, a_fmt, b_fmt=None, *, acc, a_scales=None, b_scales=None, block_k=0, a_tscale=None,
+                b_tscale=None, out="fp32", round_mode="rne", alpha=1.0, beta=0.0, c=None, seed=0, stream=0,
+                offset=0):
+    """C (M, N) = round_out(alpha * ta * tb * sum_g sa sb P_g + beta * c), the definition of
+    kernels/scaled_mm.h, on the device (mm_cuda_dev: no copy to the host, torch's current stream).
+    a (M, K), b (K, N): float32 CUDA tensors of element values of a_fmt, b_fmt (already quantized;
+    a transposed view, such as w.t(), is read in place); a_scales (M, nblocks), b_scales (nblocks,
+    N): their block scales over K-blocks of block_k (0: one per row / column); a_tscale,
+    b_tscale: tensor scales, a float or a one-element CUDA tensor (read on the device). acc: an
+    emulated accumulator ("m13:rtz:promote=128", "bf16", "fp16") or an engine ("hopper:wgmma");
+    plain fp32 is refused (torch's own matmul does it). out / round_mode / seed / offset: C's
+    rounding (stochastic: element (i, j) draws counter offset + i * N + j). Bit for bit mm_cpu's
+    result (fplab.scaled_matmul with the same operands)."""
+    M, N, K = check_matmul_args(a, b, a_scales, b_scales, block_k, c, beta)
+    dev = a.device
+    A, lda, ta_ = _operand(a, "a", M, K)
+    B, ldb, tb_ = _operand(b, "b", K, N)
+    sa = a_scales.contiguous() if a_scales is not None else None
+    sb = b_scales.contiguous() if b_scales is not None else None
+    ta, ta_dev, keep_a = _tscale(a_tscale, "a_tscale", dev)
+    tb, tb_dev, keep_b = _tscale(b_tscale, "b_tscale", dev)
+    C = c.detach().clone().contiguous() if beta != 0.0 else torch.empty((M, N), dtype=torch.float32, device=dev)
+    msg = ctypes.create_string_buffer(512)
+    st = _load().mm_cuda_dev_named(
+        C.data_ptr(), max(N, 1), A.data_ptr(), lda, int(ta_), a_fmt.encode(), sa.data_ptr() if sa is not None else None,
+        block_k, ta, ta_dev, B.data_ptr(), ldb, int(tb_), (b_fmt or a_fmt).encode(),
+        sb.data_ptr() if sb is not None else None, block_k, tb, tb_dev, M, N, K, acc.encode(), out.encode(),
+        round_mode.encode(), alpha, beta, seed, stream, offset, torch.cuda.current_stream(dev).cuda_stream, msg, 512)
+    # The launch is queued on torch's current stream: the caching allocator hands freed memory out
+    # again only in that stream's order, after the kernels, so the copies may go now.
+    del keep_a, keep_b
+    if st != 0:
+        raise (ValueError if st in (1, 4) else RuntimeError)(
+            f"matmul_cuda({a_fmt} x {b_fmt or a_fmt}, acc {acc}): {_ERRORS.get(st, f'status {st}')}"
+            f"{': ' + msg.value.decode() if msg.value else ''}")
+    return C
+
+
+def _side_cuda(x, fmt, scale, side, sg):
+    """One operand of fplab.scaled_matmul quantized on the device as kernels/mm_operand.c's
+    mm_qmat_from_f32 does (rne, saturating): (elements (rows, cols) view, scales or None, block_k,
+    tensor scale (float or one-element CUDA tensor), tensors to keep). B is quantized as B^T (N, K)
+    with A's tile, which makes the same tiles as B with the transposed tile."""
+    xs = x if side == "a" else x.t()
+    out, elems, scales, counts = quantize_cuda(xs.contiguous(), fmt, scale, overflow="saturate")
+    el = elems if side == "a" else elems.t()
+    if sg["scale_format"] is None:  # "none"
+        return el, None, 0, 1.0, (elems,)
+    tr, tcl = sg["tile_rows"], sg["tile_cols"]
+    if tr == 0 and tcl == 0 and not sg["two_level"]:  # "tensor": the one tile scale is the tensor scale
+        return el, None, 0, scales.reshape(1), (elems, scales)
+    s = scales if side == "a" else scales.t().contiguous()
+    ts = counts.view(torch.uint8)[_TSCALE_BYTE:_TSCALE_BYTE + 4].view(torch.float32) if sg["two_level"] else 1.0
+    return el, s, tcl if tcl > 0 else 0, ts, (elems, s, counts)
+
+
+def acc_on_device(acc):
+    """Whether mm_cuda_dev takes accumulator spec acc: an emulated one or an engine (the library's
+    mm_acc_from_name and mm_acc_is_emulated); False for plain fp32 and for a spec it cannot read
+    (the host path then says why)."""
+    lib = _load()
+    buf = ctypes.create_string_buffer(4096)  # an mm_acc (an fmt_t and a few ints), with room to spare
+    if lib.mm_acc_from_name(buf, acc.encode(), None, 0) != 0:
+        return False
+    return bool(lib.mm_acc_is_emulated(buf))
+
+
+def scaled_mm_device_ok(acc, sg):
+    """Whether torch.ops.fplab.scaled_mm's "cuda" kernel runs on the device: an emulated or engine
+    accumulator (acc_on_device) and a recipe (sg: fplab._fplab.scaling's dict) whose tiles are one
+    row along K (block:k, mx, nvfp4, row), one tile ("tensor") or none. Other recipes (2-D tiles,
+    whose B tiles the transposed quantization would visit in another order) and plain fp32 take
+    the host path."""
+    if not acc_on_device(acc):
+        return False
+    if sg["scale_format"] is None:
+        return True
+    return sg["tile_rows"] == 1 or (sg["tile_rows"] == 0 and sg["tile_cols"] == 0 and not sg["two_level"])
+
+
 # --- the "cuda" kernels of torch.ops.fplab.*
 
 def quantize_kernel(x, fmt, scale, axis, mode, seed, offset):
@@ -156,15 +311,48 @@ def quantize_kernel(x, fmt, scale, axis, mode, seed, offset):
     return out.movedim(-1, ax).reshape(x.shape).contiguous(), counts[:6].clone()
 
 
+def scaled_mm_kernel(a, b, a_fmt, b_fmt, scale, acc):
+    """torch.ops.fplab.scaled_mm on CUDA tensors: fplab.scaled_matmul's result (quantization rne
+    with saturation, fp32 output) computed on the device: both operands quantized by quantize_cuda
+    (B as B^T), multiplied by matmul_cuda, tensor scales read on the device. Where the device path
+    does not apply (scaled_mm_device_ok; a library built without nvcc), the host library, with
+    copies."""
+    import fplab
+    M, K = a.shape
+    N = b.shape[1]
+    bf = b_fmt or a_fmt
+    try:
+        sg = fplab._fplab.scaling(scale, M, K)
+        on_device = M and N and K and scaled_mm_device_ok(acc, sg)
+    except (RuntimeError, ValueError):
+        on_device = False
+    if on_device:
+        try:
+            ea, sa, bka, ta, keep_a = _side_cuda(a.detach().float(), a_fmt, scale, "a", sg)
+            eb, sb, _, tb, keep_b = _side_cuda(b.detach().float(), bf, scale, "b", sg)
+            c = matmul_cuda(ea, eb, a_fmt, bf, acc=acc, a_scales=sa, b_scales=sb, block_k=bka, a_tscale=ta,
+                            b_tscale=tb)
+            del keep_a, keep_b
+            return c
+        except RuntimeError as e:  # libfplab not found, or built without nvcc
+            if "without nvcc" not in str(e) and "cannot load libfplab" not in str(e):
+                raise
+    r = fplab.scaled_matmul(a.detach().cpu().numpy(), b.detach().cpu().numpy(), a_fmt, b_fmt or None, scale=scale,
+                            acc=acc)
+    return torch.from_numpy(r.c.copy()).to(a.device)
+
+
 def register_kernels():
     """Registers this module's kernels as the "cuda" kernels of torch.ops.fplab.* through
     fplab.torch_ops.register_device_kernels, where torch.cuda.is_available() (import fplab.torch
-    calls it). Returns what it registered ({} without CUDA). Only quantize: fplab::cast applies a
-    policy's rule (autocast's context on the host: its delayed-scaling history, telemetry and
-    stochastic-rounding keys), which has no device kernel, so it keeps the host copy."""
+    calls it). Returns what it registered ({} without CUDA): quantize and scaled_mm. Not
+    fplab::cast: it applies a policy's rule (autocast's context on the host: its delayed-scaling
+    history, telemetry and stochastic-rounding keys), which has no device kernel, so it keeps the
+    host copy; nor fplab::matmul: the C trainer's plain float32 products, whose order is the
+    host's (the device GEMM is for emulated accumulators and engines)."""
     if not torch.cuda.is_available():
         return {}
     from . import torch_ops
-    kernels = {"quantize": quantize_kernel}
+    kernels = {"quantize": quantize_kernel, "scaled_mm": scaled_mm_kernel}
     torch_ops.register_device_kernels("cuda", kernels)
     return kernels

@@ -50,3 +50,47 @@ def test_quantize_operator_runs_on_the_device(fmt, scale, axis):
     assert (_bits(vals.cpu().numpy()) == _bits(want.values)).all()
     assert stats.cpu().tolist() == [getattr(want.stats, f) for f in ("n", "overflow", "underflow", "subnormal",
                                                                      "nan_in", "invalid")]
+
+
+# --- the emulated-accumulator and engine GEMM (matmul_cuda, torch.ops.fplab.scaled_mm)
+
+@pytest.mark.parametrize("fmt,acc", [("e4m3", "m13:rtz:promote=32"), ("e4m3", "bf16"), ("e5m2", "fp16"),
+                                     ("e2m1", "m10:rup"), ("e4m3", "hopper:wgmma:promote=128"),
+                                     ("bf16", "ampere:mma"), ("fp16", "cdna3:mfma"), ("e2m1", "blackwell:tcgen05")])
+def test_matmul_cuda_matches_cpu(fmt, acc):
+    """matmul_cuda on element values (already of fmt) against fplab.scaled_matmul of the same
+    values (recipe none: quantizing them again is the identity), K ragged against every block and
+    promotion interval, B read transposed in place."""
+    g = torch.Generator().manual_seed(5)
+    a = torch.from_numpy(fplab.round(torch.randn(37, 301, generator=g).numpy(), fmt))
+    w = torch.from_numpy(fplab.round(torch.randn(29, 301, generator=g).numpy(), fmt))  # (N, K)
+    c = tc.matmul_cuda(a.cuda(), w.cuda().t(), fmt, acc=acc)
+    want = fplab.scaled_matmul(a.numpy(), w.t().numpy(), fmt, scale="none", acc=acc)
+    assert (_bits(c.cpu().numpy()) == _bits(want.c)).all()
+
+
+@pytest.mark.parametrize("fmt,scale,acc", [("e4m3", "mx", "m13:rtz:promote=32"), ("e2m1", "nvfp4", "bf16"),
+                                           ("e4m3", "tensor", "hopper:wgmma"), ("e4m3", "row", "ada:mma"),
+                                           ("e2m1", "nvfp4", "blackwell:tcgen05"), ("e4m3", "mx", "blackwell:tcgen05"),
+                                           ("e5m2", "block:64:e8m0", "fp16:promote=16")])
+def test_scaled_mm_operator_runs_on_the_device(fmt, scale, acc):
+    """torch.ops.fplab.scaled_mm on CUDA tensors: quantized and multiplied on the device
+    (scaled_mm_kernel), bit for bit the CPU operator's result."""
+    import fplab.torch  # noqa: F401  (registers the kernels)
+    g = torch.Generator().manual_seed(6)
+    a, b = torch.randn(33, 200, generator=g), torch.randn(200, 21, generator=g)
+    got = torch.ops.fplab.scaled_mm(a.cuda(), b.cuda(), fmt, "", scale, acc)
+    want = torch.ops.fplab.scaled_mm(a, b, fmt, "", scale, acc)
+    assert got.is_cuda
+    assert (_bits(got.cpu().numpy()) == _bits(want.numpy())).all()
+
+
+def test_matmul_cuda_tensor_scales_on_the_device():
+    """Tensor scales as one-element CUDA tensors (read on the device) give the host floats' bits."""
+    g = torch.Generator().manual_seed(7)
+    a = torch.from_numpy(fplab.round(torch.randn(8, 100, generator=g).numpy(), "e4m3")).cuda()
+    b = torch.from_numpy(fplab.round(torch.randn(100, 8, generator=g).numpy(), "e4m3")).cuda()
+    ts = torch.tensor([0.75], device="cuda")
+    c1 = tc.matmul_cuda(a, b, "e4m3", acc="m13:rtz", a_tscale=ts, b_tscale=3.0)
+    c2 = tc.matmul_cuda(a, b, "e4m3", acc="m13:rtz", a_tscale=0.75, b_tscale=3.0)
+    assert (_bits(c1.cpu().numpy()) == _bits(c2.cpu().numpy())).all()

@@ -108,9 +108,9 @@ def test_checkpoint_recomputes_the_same_casts(preset):
 
 
 def test_cuda_kernels_registered_where_cuda_is(monkeypatch):
-    """fplab.torch_cuda.register_kernels: nothing without CUDA; with it, quantize's "cuda" kernel
-    through torch_ops.register_device_kernels (the one place), and not cast's (a policy's rule
-    runs on the host)."""
+    """fplab.torch_cuda.register_kernels: nothing without CUDA; with it, quantize's and
+    scaled_mm's "cuda" kernels through torch_ops.register_device_kernels (the one place), and not
+    cast's (a policy's rule runs on the host)."""
     import fplab.torch_cuda as tc
     import fplab.torch_ops as ops
     seen = []
@@ -118,8 +118,8 @@ def test_cuda_kernels_registered_where_cuda_is(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert tc.register_kernels() == {} and not seen
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    assert tc.register_kernels() == {"quantize": tc.quantize_kernel}
-    assert seen == [("cuda", ["quantize"])]
+    assert tc.register_kernels() == {"quantize": tc.quantize_kernel, "scaled_mm": tc.scaled_mm_kernel}
+    assert seen == [("cuda", ["quantize", "scaled_mm"])]
 
 
 @pytest.mark.parametrize("fmt,scale,axis,mode", [("e4m3", "mx", -1, "rne"), ("e4m3", "mx", 0, "rne"),
