@@ -552,11 +552,15 @@ static void scale_round_body(const qrun *q, const tile_view *mul, const tile_vie
 static void count_dequant_overflow(const qrun *q, const tile_view *deq, size_t r0, size_t r1, size_t c0,
                                    size_t c1, qacc *acc) {
     const geom *g = q->g;
+    const size_t nt = (c1 - 1) / g->tc - c0 / g->tc + 1;
+    size_t band = SIZE_MAX;  // the tile band whose scales `big` describes: its rows share them
+    bool big = false;
     for (size_t r = r0; r < r1; r++) {
         const float *d = tile_row(deq, g, r, c0), *o = q->out + r * g->cols;
-        const size_t nt = (c1 - 1) / g->tc - c0 / g->tc + 1;
-        bool big = false;
-        for (size_t k = 0; k < nt; k++) big |= d[k] > q->deq_big;
+        if (r / g->tr != band) {  // once per band, not per row (per-column scales: 16 rows)
+            band = r / g->tr, big = false;
+            for (size_t k = 0; k < nt; k++) big |= d[k] > q->deq_big;
+        }
         if (!big) continue;
         for (size_t c = c0; c < c1; c++)
             acc->counts.overflow += d[c / g->tc - c0 / g->tc] > q->deq_big && isinf(o[c]);
