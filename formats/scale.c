@@ -369,12 +369,31 @@ static inline float div_rto(float x, float d) {
     return u2f(u | inexact);
 }
 
+// div_rto(x, d) from rd = fl64(1 / d) (d > 0), without a division: p = x rd is within 2^-52
+// relative of z = x / d (two roundings), and z is a float32 value or at least 2^-49 relative
+// from every one (the argument above), so y = float32(p) is z's float32 floor or ceiling (z
+// itself where z is a float32 value). The remainder e = y d - x is exact (the product has 48
+// bits; the difference, of numbers within 2^-22 of each other or below 2^-126 d, has at most 47),
+// and its sign says on which side of z y lies: y steps back toward zero where it is past z, and
+// its last bit is set where inexact, as div_rto does. inf and NaN inputs give e NaN: exact, as
+// in div_rto (the NaN keeps its payload); a quotient past float32 gives inf, then FLT_MAX. The
+// same method as round_lean_block.c's div_rto16, in plain C that GCC vectorises.
+static inline float div_rto_rcp(float x, double d, double rd) {
+    const double xd = x;
+    const float y = (float)(xd * rd);
+    const double e = (double)y * d - xd;
+    const uint32_t u = f2u(y), inexact = (e < 0.0) | (e > 0.0), below = e < 0.0;
+    return u2f((u - (inexact & ((u >> 31) == below))) | inexact);
+}
+
 // dst[0..len) = div_rto(src[i], d): kept out of line, so that GCC vectorises this one loop
 // instead of unrolling it into scalar code in the copies specialised for 16- and 32-wide tiles
-// (scalar code there made NVFP4's exact path several times the reciprocal multiply).
+// (scalar code there made NVFP4's exact path several times the reciprocal multiply). One
+// division for the run (div_rto_rcp).
 __attribute__((noinline)) static void div_rto_run(float *restrict dst, const float *restrict src, float d,
                                                   size_t len) {
-    for (size_t i = 0; i < len; i++) dst[i] = div_rto(src[i], d);
+    const double dd = d, rd = 1.0 / dd;
+    for (size_t i = 0; i < len; i++) dst[i] = div_rto_rcp(src[i], dd, rd);
 }
 
 // dst[0..len) = src / d, rounded to odd (d == 0: the multiply path's src * m, as :recip gives:
@@ -406,26 +425,32 @@ ROW_INLINE void tile_div(float *dst, const float *src, float m, float d, const s
 // src[i] * m[i] where d[i] == 0, src[i] where d[i] == 1 (as tile_div). One loop GCC vectorises
 // (the divisors are loaded, not broadcast): the transposed operands of a trainer's dgrad and
 // wgrad take it, and a tile_div call per element made them a large part of an NVFP4 step.
+// rd[i] = 1 / d[i] (1 where d[i] is 0), made once for the rows of a tile band (cols_rcp).
 __attribute__((noinline)) static void div_rto_cols(float *restrict dst, const float *restrict src,
-                                                   const float *restrict m, const float *restrict d, size_t len) {
+                                                   const float *restrict m, const float *restrict d,
+                                                   const double *restrict rd, size_t len) {
     for (size_t i = 0; i < len; i++) {
-        const float di = d[i], q = div_rto(src[i], di == 0.0f ? 1.0f : di);
+        const float di = d[i], q = div_rto_rcp(src[i], di == 0.0f ? 1.0 : (double)di, rd[i]);
         dst[i] = di == 0.0f ? src[i] * m[i] : di == 1.0f ? src[i] : q;  // 1: x itself, DAZ or not
     }
 }
 
-static void row_div_cols(float *dst, const float *src, const float *m, const float *d, size_t len,
-                         uint64_t *zeroed) {
+static void cols_rcp(double *rd, const float *d, size_t len) {
+    for (size_t i = 0; i < len; i++) rd[i] = 1.0 / (d[i] == 0.0f ? 1.0 : (double)d[i]);
+}
+
+static void row_div_cols(float *dst, const float *src, const float *m, const float *d, const double *rd,
+                         size_t len, uint64_t *zeroed) {
     if (zeroed) {
         uint64_t z = 0;
         for (size_t i = 0; i < len; i++) z += (m[i] == 0.0f) & (src[i] != 0.0f);
         *zeroed += z;
     }
-    if (dst != src) return div_rto_cols(dst, src, m, d, len);
+    if (dst != src) return div_rto_cols(dst, src, m, d, rd, len);
     float t[64];  // in place: through a block on the stack (the pointers are restrict)
     for (size_t i = 0; i < len; i += 64) {
         const size_t k = len - i < 64 ? len - i : 64;
-        div_rto_cols(t, src + i, m + i, d + i, k);
+        div_rto_cols(t, src + i, m + i, d + i, rd + i, k);
         memcpy(dst + i, t, k * sizeof *t);
     }
 }
@@ -486,11 +511,24 @@ static void scale_round_exact(const qrun *q, const tile_view *mul, const tile_vi
                 for (size_t i = 0; i < len; i++) o[c + i] = (float)z[i];
             }
         } else if (g->tc == 1) {
-            row_div_cols(o + c0, x + c0, m, d, c1 - c0, zeroed);
+            continue;  // below, by column chunks, each with its reciprocals once per tile band
         } else {
 #define ROW_DIV(wd) row_div(o, x, m, d, c0, c1, wd, zeroed)
             BY_TILE_WIDTH(g->tc, ROW_DIV)
 #undef ROW_DIV
+        }
+    }
+    if (!f64 && g->tc == 1) {
+        enum { CHUNK = 512 };
+        double rd[CHUNK];
+        for (size_t c = c0; c < c1; c += CHUNK) {
+            const size_t len = min_sz(CHUNK, c1 - c);
+            size_t band = SIZE_MAX;
+            for (size_t r = r0; r < r1; r++) {
+                const float *m = tile_row(mul, g, r, c0) + (c - c0), *d = tile_row(deq, g, r, c0) + (c - c0);
+                if (r / g->tr != band) band = r / g->tr, cols_rcp(rd, d, len);
+                row_div_cols(q->out + r * cols + c, q->in + r * cols + c, m, d, rd, len, zeroed);
+            }
         }
     }
     round_then_dequantize(q, deq, r0, r1, c0, c1, !f64, cnt);
@@ -552,11 +590,15 @@ static void scale_round_body(const qrun *q, const tile_view *mul, const tile_vie
 static void count_dequant_overflow(const qrun *q, const tile_view *deq, size_t r0, size_t r1, size_t c0,
                                    size_t c1, qacc *acc) {
     const geom *g = q->g;
+    const size_t nt = (c1 - 1) / g->tc - c0 / g->tc + 1;
+    size_t band = SIZE_MAX;  // the tile band whose scales `big` describes: its rows share them
+    bool big = false;
     for (size_t r = r0; r < r1; r++) {
         const float *d = tile_row(deq, g, r, c0), *o = q->out + r * g->cols;
-        const size_t nt = (c1 - 1) / g->tc - c0 / g->tc + 1;
-        bool big = false;
-        for (size_t k = 0; k < nt; k++) big |= d[k] > q->deq_big;
+        if (r / g->tr != band) {  // once per band, not per row (per-column scales: 16 rows)
+            band = r / g->tr, big = false;
+            for (size_t k = 0; k < nt; k++) big |= d[k] > q->deq_big;
+        }
         if (!big) continue;
         for (size_t c = c0; c < c1; c++)
             acc->counts.overflow += d[c / g->tc - c0 / g->tc] > q->deq_big && isinf(o[c]);

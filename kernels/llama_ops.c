@@ -38,23 +38,51 @@ void op_encoder_backward(float *dwte, const float *dout, const int *tokens, size
 
 // --- RMSNorm
 
+// Rows per group in the forward's sums: each row's sum stays one sequential chain in c, as before,
+// and a group's chains are interleaved, so that the adds of RMS_RB rows overlap instead of each
+// add waiting on the one before it (a double add's latency, not its throughput, bound these
+// loops). Scalar on purpose: vectorised across rows, GCC gathers the strided elements with a
+// shuffle each, slower than the interleaved chains.
+#define RMS_RB 8
+
+// ss[r] = sum_c x[r,c]^2 in double, c in order, for RMS_RB rows of x (stride C).
+__attribute__((noinline, optimize("no-tree-vectorize"))) static void rms_sumsq(double *ss, const float *x, size_t C) {
+    double acc[RMS_RB] = {0};
+    for (size_t c = 0; c < C; c++)
+        for (size_t r = 0; r < RMS_RB; r++) acc[r] += (double)x[r * C + c] * x[r * C + c];
+    for (size_t r = 0; r < RMS_RB; r++) ss[r] = acc[r];
+}
+
 void op_rmsnorm_forward(float *out, float *rstd, const float *inp, const float *weight, size_t N,
                      size_t C, float eps) {
+    const size_t groups = (N + RMS_RB - 1) / RMS_RB;
 #pragma omp parallel for schedule(static)
-    for (size_t n = 0; n < N; n++) {
-        const float *x = inp + n * C;
-        double ss = 0.0;
-        for (size_t c = 0; c < C; c++) ss += (double)x[c] * x[c];
-        const float r = (float)(1.0 / sqrt(ss / (double)C + (double)eps));
-        rstd[n] = r;
-        float *o = out + n * C;
-        for (size_t c = 0; c < C; c++) o[c] = x[c] * r * weight[c];
+    for (size_t gi = 0; gi < groups; gi++) {
+        const size_t n0 = gi * RMS_RB, nr = N - n0 < RMS_RB ? N - n0 : RMS_RB;
+        const float *x = inp + n0 * C;
+        double ss[RMS_RB] = {0};
+        if (nr == RMS_RB) {
+            rms_sumsq(ss, x, C);
+        } else {
+            for (size_t r = 0; r < nr; r++)
+                for (size_t c = 0; c < C; c++) ss[r] += (double)x[r * C + c] * x[r * C + c];
+        }
+        for (size_t r = 0; r < nr; r++) {
+            const float rs = (float)(1.0 / sqrt(ss[r] / (double)C + (double)eps));
+            rstd[n0 + r] = rs;
+            const float *xr = x + r * C;
+            float *o = out + (n0 + r) * C;
+            for (size_t c = 0; c < C; c++) o[c] = xr[c] * rs * weight[c];
+        }
     }
 }
 
 // y = x r w with r = (mean x^2 + eps)^-1/2:  dx = r (w dy) - x r^3 / C * sum_c (w dy x)
 void op_rmsnorm_backward(float *dinp, float *dweight, const float *dout, const float *inp,
                       const float *weight, const float *rstd, size_t N, size_t C) {
+    // Per row: interleaving the rows' chains as the forward does measured slower in the
+    // trainer's profile (each element takes two loads, a multiply and two conversions before
+    // its add, so the chain was not what bound this loop).
 #pragma omp parallel for schedule(static)
     for (size_t n = 0; n < N; n++) {
         const float *x = inp + n * C, *dy = dout + n * C;
@@ -165,15 +193,72 @@ static mm_operand operand(const float *x, size_t ld, bool trans) {
     return o;
 }
 
+// The options and operand format every attention product shares, made once per op call: the
+// products are small (T x T x hs), and building them by name in each call (mm_opts_default and
+// operand look "fp32" up in the format table) cost as much as a tenth of the products' own time.
+typedef struct {
+    mm_opts o;   // float32 accumulation, alpha 1, beta 0
+    mm_operand x;  // a float32 operand with x, ld and trans to fill in
+} attn_mm_base;
+
+static attn_mm_base attn_base(void) {
+    attn_mm_base b;
+    mm_opts_default(&b.o);
+    b.x = operand(NULL, 1, false);
+    return b;
+}
+
 // C (M x N, ldc) = alpha op(A) op(B) (+ C when accumulate): float32 operands, one sgemm.
-static void attn_mm(float *C, size_t ldc, const float *A, size_t lda, bool ta, const float *B,
-                    size_t ldb, bool tb, size_t M, size_t N, size_t K, float alpha, bool accumulate) {
-    mm_opts o;
-    mm_opts_default(&o);
+static void attn_mm(const attn_mm_base *base, float *C, size_t ldc, const float *A, size_t lda, bool ta,
+                    const float *B, size_t ldb, bool tb, size_t M, size_t N, size_t K, float alpha,
+                    bool accumulate) {
+    mm_opts o = base->o;
     o.alpha = alpha;
     o.beta = accumulate ? 1.0f : 0.0f;
-    const mm_operand a = operand(A, lda, ta), b = operand(B, ldb, tb);
+    mm_operand a = base->x, b = base->x;
+    a.x = A, a.ld = lda, a.trans = ta;
+    b.x = B, b.ld = ldb, b.trans = tb;
     mm_cpu(C, ldc, &a, &b, M, N, K, &o);  // valid shapes and float32: cannot fail
+}
+
+// max(x[0..n)) as `x > m ? x : m` from -inf (not fmaxf: a libm call here), in 8 lanes and then
+// across them: a NaN never wins in either order, and where -0 and +0 tie, the one returned is
+// only subtracted from the row (x - mx is the same for either zero but at x = -0, where exp
+// gives 1 for both), so the probabilities are those of the sequential loop, bit for bit.
+static inline float row_max(const float *x, size_t n) {
+    float m[8];
+    for (int l = 0; l < 8; l++) m[l] = -INFINITY;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int l = 0; l < 8; l++) m[l] = x[i + l] > m[l] ? x[i + l] : m[l];
+    float mx = -INFINITY;
+    for (int l = 0; l < 8; l++) mx = m[l] > mx ? m[l] : mx;
+    for (; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    return mx;
+}
+
+// The softmax's row sums: nr (<= ATT_RB) consecutive causal rows t0 .. t0+nr-1 of a (T, T)
+// block, row t summing its keys 0..t in key order from +0, one float add at a time: the order
+// the per-row loop had. The rows' chains run interleaved over the keys they share (0..t0), then
+// row by row over the rest, so that ATT_RB adds are in flight where each waited on the one
+// before it. Scalar on purpose: vectorised across rows, GCC shuffles the strided loads into
+// lanes, slower than the chains; the accumulators are local because sum may alias p.
+#define ATT_RB 8
+
+__attribute__((noinline, optimize("no-tree-vectorize"))) static void row_sums(float *sum, const float *p, size_t T,
+                                                                              size_t t0, size_t nr) {
+    float acc[ATT_RB] = {0};
+    if (nr == ATT_RB) {
+        for (size_t t2 = 0; t2 <= t0; t2++)
+            for (size_t r = 0; r < ATT_RB; r++) acc[r] += p[r * T + t2];
+    } else {
+        for (size_t r = 0; r < nr; r++)
+            for (size_t t2 = 0; t2 <= t0; t2++) acc[r] += p[r * T + t2];
+    }
+    for (size_t r = 0; r < nr; r++) {
+        for (size_t t2 = t0 + 1; t2 <= t0 + r; t2++) acc[r] += p[r * T + t2];
+        sum[r] = acc[r];
+    }
 }
 
 void op_attention_forward(float *y, float *att, const float *q, const float *k, const float *v,
@@ -181,6 +266,7 @@ void op_attention_forward(float *y, float *att, const float *q, const float *k, 
                        const attn_cast *scores, const attn_cast *probs) {
     const size_t qw = NH * hs, kw = NKV * hs, group = NH / NKV;
     const float scale = 1.0f / sqrtf((float)hs);
+    const attn_mm_base base = attn_base();
 #pragma omp parallel
     {
         fmt_stats st_s = {0}, st_p = {0};  // per thread, merged below
@@ -191,21 +277,28 @@ void op_attention_forward(float *y, float *att, const float *q, const float *k, 
                 const float *qb = q + b * T * qw + h * hs, *kb = k + b * T * kw + kh * hs,
                             *vb = v + b * T * kw + kh * hs;
                 float *s = att + head;
-                attn_mm(s, T, qb, qw, false, kb, kw, true, T, T, hs, scale, false);  // Q K^T
-                for (size_t t = 0; t < T; t++) {
-                    float *p = s + t * T;
-                    if (scores) attn_round(scores, p, t + 1, head + t * T, &st_s);
-                    float mx = -INFINITY;
-                    for (size_t t2 = 0; t2 <= t; t2++) mx = p[t2] > mx ? p[t2] : mx;  // not fmaxf: a libm call here
-                    for (size_t t2 = 0; t2 <= t; t2++) p[t2] = op_expf(p[t2] - mx);  // vectorised
-                    float sum = 0.0f;
-                    for (size_t t2 = 0; t2 <= t; t2++) sum += p[t2];  // in key order, as before
-                    const float inv = 1.0f / sum;
-                    for (size_t t2 = 0; t2 <= t; t2++) p[t2] *= inv;
-                    if (probs) attn_round(probs, p, t + 1, head + t * T, &st_p);
-                    for (size_t t2 = t + 1; t2 < T; t2++) p[t2] = 0.0f;
+                attn_mm(&base, s, T, qb, qw, false, kb, kw, true, T, T, hs, scale, false);  // Q K^T
+                for (size_t t0 = 0; t0 < T; t0 += ATT_RB) {
+                    const size_t nr = T - t0 < ATT_RB ? T - t0 : ATT_RB;
+                    float sum[ATT_RB];
+                    for (size_t r = 0; r < nr; r++) {
+                        const size_t t = t0 + r;
+                        float *p = s + t * T;
+                        if (scores) attn_round(scores, p, t + 1, head + t * T, &st_s);
+                        const float mx = row_max(p, t + 1);
+                        for (size_t t2 = 0; t2 <= t; t2++) p[t2] = op_expf(p[t2] - mx);  // vectorised
+                    }
+                    row_sums(sum, s + t0 * T, T, t0, nr);  // each row in key order, as before
+                    for (size_t r = 0; r < nr; r++) {
+                        const size_t t = t0 + r;
+                        float *p = s + t * T;
+                        const float inv = 1.0f / sum[r];
+                        for (size_t t2 = 0; t2 <= t; t2++) p[t2] *= inv;
+                        if (probs) attn_round(probs, p, t + 1, head + t * T, &st_p);
+                        for (size_t t2 = t + 1; t2 < T; t2++) p[t2] = 0.0f;
+                    }
                 }
-                attn_mm(y + b * T * qw + h * hs, qw, s, T, false, vb, kw, false, T, hs, T, 1.0f, false);  // P V
+                attn_mm(&base, y + b * T * qw + h * hs, qw, s, T, false, vb, kw, false, T, hs, T, 1.0f, false);  // P V
             }
 #pragma omp critical(op_attention_stats)  // counts and a max: the order does not matter
         {
@@ -222,6 +315,7 @@ void op_attention_backward(float *dq, float *dk, float *dv, float *datt, const f
                         size_t B, size_t T, size_t NH, size_t NKV, size_t hs) {
     const size_t qw = NH * hs, kw = NKV * hs, group = NH / NKV;
     const float scale = 1.0f / sqrtf((float)hs);
+    const attn_mm_base base = attn_base();
 #pragma omp parallel for collapse(2) schedule(static)
     for (size_t b = 0; b < B; b++)
         for (size_t kh = 0; kh < NKV; kh++) {
@@ -232,7 +326,7 @@ void op_attention_backward(float *dq, float *dk, float *dv, float *datt, const f
                 const float *p = att + head, *dyb = dy + b * T * qw + h * hs, *qb = q + b * T * qw + h * hs;
                 float *ds = datt + head;
                 const bool more = h > kh * group;  // dk, dv: = for the group's first head, then +=
-                attn_mm(ds, T, dyb, qw, false, vb, kw, true, T, T, hs, 1.0f, false);  // dP = dY V^T
+                attn_mm(&base, ds, T, dyb, qw, false, vb, kw, true, T, T, hs, 1.0f, false);  // dP = dY V^T
                 // the softmax Jacobian: ds = p (dp - sum p dp), row by row, masked
                 for (size_t t = 0; t < T; t++) {
                     const float *pt = p + t * T;
@@ -241,9 +335,9 @@ void op_attention_backward(float *dq, float *dk, float *dv, float *datt, const f
                     for (size_t t2 = 0; t2 <= t; t2++) d[t2] = pt[t2] * (d[t2] - pdp) * scale;
                     for (size_t t2 = t + 1; t2 < T; t2++) d[t2] = 0.0f;
                 }
-                attn_mm(dq + b * T * qw + h * hs, qw, ds, T, false, kb, kw, false, T, hs, T, 1.0f, false);  // dS K
-                attn_mm(dkb, kw, ds, T, true, qb, qw, false, T, hs, T, 1.0f, more);  // dS^T Q
-                attn_mm(dvb, kw, p, T, true, dyb, qw, false, T, hs, T, 1.0f, more);  // P^T dY
+                attn_mm(&base, dq + b * T * qw + h * hs, qw, ds, T, false, kb, kw, false, T, hs, T, 1.0f, false);  // dS K
+                attn_mm(&base, dkb, kw, ds, T, true, qb, qw, false, T, hs, T, 1.0f, more);  // dS^T Q
+                attn_mm(&base, dvb, kw, p, T, true, dyb, qw, false, T, hs, T, 1.0f, more);  // P^T dY
             }
         }
 }

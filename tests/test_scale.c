@@ -1417,6 +1417,31 @@ Test(scale, dequantized_overflow_is_counted) {
     cr_assert_gt(ninf_total, 0);  // the case is reached
 }
 
+// Issue 37: the dequantization's overflows are checked once per band of tile rows (the rows of
+// a band share their scales), not once per row. Tiles several rows high whose bands alternate
+// between scales that can overflow (amax near FLT_MAX, rounded up) and ordinary ones: every
+// count equals the reference's, and overflows do occur.
+Test(scale, dequantized_overflow_by_band) {
+    enum { ROWS = 20, COLS = 12 };
+    static const char *specs[] = {"tile:4x1:e8m0:up", "tile:4x8:e8m0:up", "tile:2x3:e8m0:up", "tile:8x1:e8m0:up", "mx:up"};
+    float in[ROWS * COLS];
+    for (int r = 0; r < ROWS; r++)
+        for (int c = 0; c < COLS; c++)  // bands of 4 rows: odd bands near FLT_MAX in every third column
+            in[r * COLS + c] = (r / 4) % 2 && c % 3 == 0 ? (r % 2 ? 3.4e38f : -3.39e38f) : 1.0f + (float)(r + c) / 64;
+    const fmt_t e = tu_fmt("e4m3");
+    for (size_t j = 0; j < sizeof specs / sizeof *specs; j++)
+        for (int p = 0; p < 2; p++) {
+            const fmt_round_opts o = opts(FMT_RNE, p ? FMT_OVERFLOW_IEEE : FMT_SATURATE);
+            check_against_ref(&e, specs[j], in, ROWS, COLS, &o);
+            float out[ROWS * COLS];
+            fmt_stats st = {0};
+            quant("e4m3", specs[j], out, in, ROWS, COLS, o, &st, NULL);
+            uint64_t ninf = 0;
+            for (int i = 0; i < ROWS * COLS; i++) ninf += isinf(out[i]) != 0;
+            cr_assert_gt(ninf, 0, "%s: the case is reached", specs[j]);
+        }
+}
+
 // Issue 35: "+tensor" (tiles under an fp32 tensor scale) is the recipe parser's grammar, as
 // autocast's policies write it, so every spelling fmt_scaling_name gives a two-level recipe with
 // tiles parses back; it is refused where there is no tile or already a second level. Every

@@ -401,6 +401,12 @@ static void attention_cast(llama_model *m, const dims *d, size_t l, layer_acts *
     if (on[1]) ac_add_stats(m->ac, AC_ATT_PROBS, (int)l, &st[1], !m->uncounted);
 }
 
+// x += r, elementwise over the OpenMP threads (the residual stream, (N, C)).
+static void residual_add(float *x, const float *r, size_t n) {
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) x[i] += r[i];
+}
+
 static void layer_forward(llama_model *m, const dims *d, size_t l, layer_acts *a, const float *x,
                           float *x_out) {
     const layer_w w = LAYER_VIEWS(layer_w, m->p, l, *d);
@@ -431,7 +437,7 @@ static void layer_forward(llama_model *m, const dims *d, size_t l, layer_acts *a
     cast_store(m, AC_SAVED, l, a->y, N, d->qd);
     ac_fprop_input(m->ac, &o, a->y, &in);
     proj(m, &o, a->x_mid, &in, w.wo);
-    for (size_t i = 0; i < N * d->C; i++) a->x_mid[i] += x[i];
+    residual_add(a->x_mid, x, N * d->C);
     cast_store(m, AC_RESIDUAL, l, a->x_mid, N, d->C);
     op_rmsnorm_forward(a->h2, a->rstd2, a->x_mid, w.mlp_norm, N, d->C, eps);
     cast_store(m, AC_SAVED, l, a->h2, N, d->C);
@@ -444,7 +450,7 @@ static void layer_forward(llama_model *m, const dims *d, size_t l, layer_acts *a
     cast_store(m, AC_SAVED, l, a->act, N, d->H);
     ac_fprop_input(m->ac, &down, a->act, &in);
     proj(m, &down, x_out, &in, w.w_down);
-    for (size_t i = 0; i < N * d->C; i++) x_out[i] += a->x_mid[i];
+    residual_add(x_out, a->x_mid, N * d->C);
     cast_store(m, AC_RESIDUAL, l, x_out, N, d->C);
 }
 

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,7 +77,9 @@ static float forward_backward(train_run_state *r, float S) {
         llama_backward(&r->m, d->x, d->y, scale);
         if (a > 0) {
             grads_into(&r->m, grads);
-            for (size_t i = 0; i < r->m.n_params; i++) grads[i] += r->dist.micro[i];
+            const float *micro = r->dist.micro;
+#pragma omp parallel for schedule(static)
+            for (size_t i = 0; i < r->m.n_params; i++) grads[i] += micro[i];
         }
         ac_cast_inplace(&r->prec.ac, AC_GRADS, -1, r->m.grads, r->m.n_params, 1, true);
         r->run.fwd_s += t1 - t0, r->run.bwd_s += fio_now() - t1;
@@ -108,7 +111,9 @@ static void update(train_run_state *r, train_step_out *out) {
     const double t0 = fio_now();
     if (out->scale != 1.0f) {
         const float inv = 1.0f / out->scale;
-        for (size_t i = 0; i < r->m.n_params; i++) r->m.grads[i] *= inv;
+        float *g = r->m.grads;
+#pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < r->m.n_params; i++) g[i] *= inv;
     }
     out->gnorm = clip_grad_norm(r->m.grads, r->m.n_params, r->o.grad_clip);
     // Data parallel: every rank holds the same gradients. Local SGD: each its own, and the
@@ -129,10 +134,16 @@ static void update(train_run_state *r, train_step_out *out) {
     r->run.opt_s += fio_now() - t0;
 }
 
+// Whether no x[i] is inf or NaN (an all-ones exponent field): one branch-free pass of integer
+// ors the compiler vectorises (a float sum of x * 0 was one add's latency per element).
 static bool all_finite(const float *x, size_t n) {
-    float acc = 0.0f;  // x * 0 is NaN exactly for inf and NaN; one branch-free pass
-    for (size_t i = 0; i < n; i++) acc += x[i] * 0.0f;
-    return acc == 0.0f;
+    uint32_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, x + i, sizeof u);
+        bad |= (u & 0x7f800000u) == 0x7f800000u;
+    }
+    return !bad;
 }
 
 // Why the step cannot go on (NULL: it can). A step the scaler skipped changed nothing. Every
