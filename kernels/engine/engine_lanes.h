@@ -1,7 +1,8 @@
-// engine_lanes.h: what the engine tile kernels of scaled_mm_cpu_engine_amd.c and
-// scaled_mm_cpu_engine_block.c share (internal to kernels/engine/): the vector lanes (VL float32
-// or int32 lanes, the same count of double lanes), the model's operand exponents (sig_exp of
-// engine_model.c) from float32 bits, and the exponent panels built beside the packed operands.
+// engine_lanes.h: what the engine tile kernels share (internal to kernels/engine/): the vector
+// lanes (VL float32 or int32 lanes, the same count of double lanes) of scaled_mm_cpu_engine_amd.c
+// and scaled_mm_cpu_engine_block.c, and, for those two and scaled_mm_cpu_engine.c, the model's
+// operand exponents (sig_exp of engine_model.c) from float32 bits and the exponent panels built
+// beside the packed operands.
 // Constraints: static inline only; no global state; exact lane operations (no contraction:
 // the build's -ffp-contract=off).
 #ifndef FPLAB_ENGINE_LANES_H

@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/engine/engine_lanes.h"  // the exponent panels (eng_exps)
 #include "kernels/scaled_mm_internal.h"
 
 #ifdef __AVX512F__
@@ -60,21 +61,6 @@ typedef int32_t vi_u __attribute__((vector_size(VL * 4), aligned(4), may_alias))
 enum { MR = 4, NV = 2, NR = VL * NV };
 
 // --- operands
-
-// The model's exponent of a value with float32 bits u (sig_exp in engine_model.c): a zero has
-// -126, a subnormal of its type the type's emin (>= -126, so a float32 subnormal gets it too).
-static inline int16_t op_exp(uint32_t u, int emin) {
-    const int e = (int)((u >> 23) & 0xff) - 127;
-    return (int16_t)(!(u & 0x7fffffff) ? -126 : e < emin ? emin : e);
-}
-
-// Whether the value is in the range where the kernel is exact: finite and, for bf16, zero or
-// within [2^-50, 2^50] (products then normal float32s, E at least -100 where a product is not
-// zero).
-static inline bool op_ok(uint32_t u, bool bf16) {
-    const uint32_t m = u & 0x7fffffff;
-    return m < 0x7f800000 && (!bf16 || m == 0 || (m >= 0x26800000 && m <= 0x58800000));
-}
 
 static int log2_ceil(int n) {
     int lg = 0;
@@ -95,42 +81,16 @@ bool mm__engine_fast_covers(const mm__engine_plan *p, const mm_opts *o) {
 // --- the exponent panels
 
 // What the kernel reads beside the float panels of mm__emu_pack (same layout, (ceil(n/w), K,
-// w)): each element's model exponent, and per line whether an operand is outside op_ok.
+// w)): each element's model exponent, and per line whether an operand is outside eng_op_ok (engine_lanes.h).
 typedef struct {
     const mm__engine_plan *p;
     bool f16;             // the instruction's C/D is f16 (o->acc.engine_f16)
     int32_t *ea;          // A: the exponent twice (both int16 halves: one 32-bit broadcast per row)
     int16_t *eb;          // B: the exponent
-    unsigned char *abad;  // per row of op(A), per column of op(B): an operand outside op_ok
+    unsigned char *abad;  // per row of op(A), per column of op(B): an operand outside eng_op_ok
     unsigned char *bbad;
     unsigned char *redo;  // (M, N): the outputs left to the scalar model
 } eng_ctx;
-
-// Exponents and flags of the panels x of n lines of type `type` (padding lines are zeros).
-// Branch-free per element, with w a constant at each call, so that the line loop vectorises.
-static inline __attribute__((always_inline)) void exps(int32_t *e2, int16_t *e, unsigned char *bad,
-                                                        const float *x, size_t n, size_t K, const size_t w,
-                                                        unsigned type) {
-    const size_t np = (n + w - 1) / w;
-    const int emin = mm_engine_type_format(type)->emin;  // type: one the kind takes
-    const bool bf16 = type == MM_ET_BF16;
-#pragma omp parallel for schedule(static)
-    for (size_t pp = 0; pp < np; pp++) {
-        unsigned char b[NR] = {0};  // w <= NR
-        for (size_t k = 0; k < K; k++) {
-            const size_t at = (pp * K + k) * w;
-            for (size_t t = 0; t < w; t++) {
-                uint32_t u;
-                memcpy(&u, &x[at + t], 4);
-                b[t] |= !op_ok(u, bf16);
-                const int16_t ex = op_exp(u, emin);
-                if (e2) e2[at + t] = (int32_t)((uint32_t)(uint16_t)ex * 0x10001u);
-                else e[at + t] = ex;
-            }
-        }
-        memcpy(bad + pp * w, b, w);
-    }
-}
 
 // --- the tile
 
@@ -368,8 +328,8 @@ int mm__engine_fast_run(float *C, size_t ldc, const mm_operand *A, const mm_oper
     if (!mem) return MM_ENOMEM;
     eng_ctx x = {.p = &p, .f16 = o->acc.engine_f16, .ea = (int32_t *)mem, .eb = (int16_t *)(mem + na * K * 4)};
     x.abad = (unsigned char *)mem + na * K * 4 + nb * K * 2, x.bbad = x.abad + na, x.redo = x.bbad + nb;
-    exps(x.ea, NULL, x.abad, ap, M, K, MR, p.ta);
-    exps(NULL, x.eb, x.bbad, bp, N, K, NR, p.tb);
+    eng_exps(x.ea, NULL, x.abad, ap, M, K, MR, p.ta, p.ta == MM_ET_BF16);
+    eng_exps(NULL, x.eb, x.bbad, bp, N, K, NR, p.tb, p.tb == MM_ET_BF16);
     mm__emu_tile_loop(&J, ap, bp, C, ldc, MR, NR, engine_tile, &x);
     st = mm__engine_finish(&p, C, ldc, A, B, M, N, K, o, x.redo, "engine-fast");
     free(mem);
