@@ -16,7 +16,9 @@ torch fp32 and of --compile-presets), its warm-up step (compilation included) ti
 each round times --steps more steps of every configuration in turn.
 
 Usage: python3 tools/bench_torch_policy.py [--rounds 3] [--steps 3] [--presets fp32,bf16-amp,...] [--products]
-       [--compile inductor [--compile-presets fp32,mxfp8]] [--no-torchao]
+       [--fplab-products fp32,mxfp8] [--compile inductor [--compile-presets fp32,mxfp8]] [--no-torchao]
+(--fplab-products: these presets also with apply_policy(..., products="fplab"), the C trainer's
+float32 GEMMs, beside the default products="torch")
 (default: the eight presets of tools/check_torch_policy.py)
 Needs torch, transformers, the fplab package; torchao optional.
 """
@@ -123,11 +125,11 @@ class Config:
 
 def products(n=512, shapes=((256, 768), (256, 1408), (704, 256), (256, 512))):
     """The float32 products alone at this model's shapes (K, outputs): a Linear's three (forward,
-    dgrad, wgrad) through the library, as apply_policy runs them on CPU (Policy._mm: the C
+    dgrad, wgrad) through the library, as apply_policy runs them on CPU under products="fplab" (Policy._mm: the C
     trainer's op_matmul_*), against torch.mm's; best of 5 times 5 calls."""
     m = torch.nn.Sequential()
     m.add_module("down_proj", torch.nn.Linear(8, 8, bias=False))
-    pol = ft.apply_policy(m, "fp32")
+    pol = ft.apply_policy(m, "fp32", products="fplab")
     g = torch.Generator().manual_seed(0)
     for ic, oc in shapes:
         a, w, dy = (torch.randn(r, c, generator=g) for r, c in ((n, ic), (oc, ic), (n, oc)))
@@ -159,6 +161,8 @@ def main():
                     "and of --compile-presets (inductor; aot_eager)")
     ap.add_argument("--compile-presets", default="fp32,mxfp8", help="presets timed compiled too [%(default)s]")
     ap.add_argument("--no-torchao", action="store_true", help="leave torchao's MX emulation out")
+    ap.add_argument("--fplab-products", default="", help="presets timed with products=\"fplab\" too (the C "
+                    "trainer's float32 GEMMs) [none]")
     a = ap.parse_args()
     if a.products:
         products()
@@ -166,6 +170,8 @@ def main():
     configs = {"torch fp32": lambda m: None}
     for p in a.presets.split(","):
         configs[f"fplab {p}"] = (lambda name: (lambda m: ft.apply_policy(m, name)))(p)
+    for p in [q for q in a.fplab_products.split(",") if q]:
+        configs[f"fplab {p} products=fplab"] = (lambda name: (lambda m: ft.apply_policy(m, name, products="fplab")))(p)
     if MXTensor is not None and not a.no_torchao:
         configs["torchao mxfp8"] = lambda m: torchao_patch(m, torch.float8_e4m3fn)
         configs["torchao mxfp4"] = lambda m: torchao_patch(m, torch.float4_e2m1fn_x2)

@@ -113,9 +113,10 @@ def run_torch(man, arrays, policy):
     c = man["config"]
     model = clt.hf_model(man, arrays).float().train()
     # q and k cast in the C trainer's interleaved RoPE layout (HF holds them in rotate_half's), so
-    # that block scales and stochastic-rounding draws fall on the same elements on both sides
+    # that block scales and stochastic-rounding draws fall on the same elements on both sides;
+    # products="fplab": the float32 products in the C trainer's order of summation
     pol = ft.apply_policy(model, policy, seed=man["seed"], n_layers=c["n_layers"],
-                          out_order=ft.llama_order(model.config))
+                          out_order=ft.llama_order(model.config), products="fplab")
     a = man["adamw"]
     # the update's stochastic rounding (pure-bf16-sr) in the C trainer's buffer order too
     opt = ft.PolicyOptimizer(torch.optim.AdamW(model.parameters(), lr=man["lr"], betas=(a["beta1"], a["beta2"]),

@@ -19,9 +19,11 @@ Which casts a group's products share (the input's, x's wgrad cast and rotation a
 dgrad's cast of dout in wgrad) is autocast's rule: the operands come from its ac_fprop_input,
 ac_dgrad_operands and ac_wgrad_operands (Context.fprop_input, dgrad_operands, wgrad, ...), as
 in the C trainer; under pol.record each cast is made by itself.
-Products accumulate in float32 through the library's op_matmul_* (CPU) or torch.mm (CUDA), or
-in the accumulator the policy emulates (`accumulator SPEC [GEMM]`: any spec the library's
-grammar takes, engines included) through mm_cpu. A bias is added in float32 after the product.
+Products accumulate in float32 through PyTorch's own matmul (products="torch", the default), or
+through the C trainer's op_matmul_* on the CPU (products="fplab": the C trainer's order of
+summation, which tools/check_torch_policy.py needs for bitwise parity), or in the accumulator
+the policy emulates (`accumulator SPEC [GEMM]`: any spec the library's grammar takes, engines
+included) through mm_cpu. A bias is added in float32 after the product.
 
 Sites. A Linear is placed at a projection of the C trainer (attn.qkv, attn.o, mlp.gate_up,
 mlp.down, lm_head) by its name (q_proj -> attn.qkv, ...; NAMES below) or by `sites=`, a list
@@ -64,6 +66,7 @@ __all__ = ["apply_policy", "applied_policies", "remove_policy", "Policy", "Polic
 
 PROJECTIONS = ("attn.qkv", "attn.o", "mlp.gate_up", "mlp.down", "lm_head")  # ac_proj order
 FPROP, DGRAD, WGRAD = 0, 1, 2
+PRODUCTS = ("torch", "fplab")  # who computes the float32 products (apply_policy's products=)
 
 # The last component of a module path -> the C trainer's projection (Llama, Mistral, Qwen, Gemma,
 # OPT/BERT-style names). Anything else falls to `default` (or `sites=`).
@@ -219,11 +222,14 @@ class Policy:
     layer)}), step, handle (its name in the torch.ops.fplab operators)."""
 
     def __init__(self, model, policy, *, seed=0, telemetry="sites", sites=(), default="mlp.down",
-                 accumulator=None, log=None, n_layers=None, out_order=None, replace=False, dp_group=None):
+                 accumulator=None, log=None, n_layers=None, out_order=None, replace=False, dp_group=None,
+                 products="torch"):
         if not isinstance(model, torch.nn.Module):
             raise TypeError(f"apply_policy: expected a torch.nn.Module, got {type(model).__name__}")
         if not isinstance(policy, str):
             raise TypeError(f"apply_policy: policy is a preset name or a policy file path, got {type(policy).__name__}")
+        if products not in PRODUCTS:
+            raise ValueError(f"apply_policy: products={products!r}; expected one of {', '.join(PRODUCTS)}")
         previous = applied_policies(model)
         if previous and not replace:
             raise ValueError(f"apply_policy: the model already runs under policy {previous[0].name!r}; remove it "
@@ -271,6 +277,7 @@ class Policy:
         self._t0 = time.monotonic()
         self._tokens = 0
         self._seed = seed
+        self.products = products
         for old in previous:  # replace=True, and nothing above refused
             old.remove()
         # Groups: one per (projection, layer, parent module).
@@ -471,9 +478,9 @@ class Policy:
         return out
 
     def _mm(self, pas, a, b, n, ic, oc, acc_into=None, device=None):
-        """The float32 product of the C trainer (llama_ops.h's op_matmul_*) on CPU, torch.mm on
-        another device (a and b already there)."""
-        if device is not None and device.type != "cpu":
+        """The float32 product: torch's matmul (products="torch", or a tensor on another device:
+        a and b already there), or the C trainer's (llama_ops.h's op_matmul_*) on the CPU."""
+        if self.products == "torch" or (device is not None and device.type != "cpu"):
             if pas == FPROP:
                 return a @ b.t()
             if pas == DGRAD:
@@ -582,7 +589,7 @@ class Policy:
         for j, w in enumerate(ws):
             OC = w.shape[0]
             g2 = grads[j].detach().reshape(N, OC)
-            gb.append(g2.sum(0))
+            gb.append(g2.sum(0) if grp.members[j].bias is not None else None)
             o = grp.orders[j]  # out_order: dout's columns and W's rows in the cast order
             gc_ = _cpu(_cols(g2, o)).contiguous()
             wc_ = _cpu(_rows(w.detach(), o)).contiguous()
@@ -597,13 +604,18 @@ class Policy:
     def _grad(self, grp, pas, acc, dout, other, N, IC, OC, dev):
         """One product of a member's backward through autocast: dgrad (other = W; acc: the dx
         so far, or None) or wgrad (other = x). autocast casts the operands (ac_dgrad_operands,
-        ac_wgrad_operands); the library multiplies wgrad on the CPU and for emulated
-        accumulators, torch.mm on another device and the float32 dgrad."""
+        ac_wgrad_operands); the library multiplies emulated accumulators, and wgrad on the CPU
+        under products="fplab"; _mm the rest. A product none of whose sites casts skips autocast
+        (whose operands would be copies of its inputs)."""
         c = self.ctx
         if pas == DGRAD and self.emulated[grp.proj][DGRAD]:
             return self._dgrad_emulated(grp, acc, dout, other, N, IC, OC)
+        if not self.emulated[grp.proj][pas] and not self.info["hadamard"] and \
+                not self.active[self._site(grp, "grad")] and not self.active[self._site(grp, "w" if pas == DGRAD else "in")] \
+                and (pas == DGRAD or self.products == "torch" or dev.type != "cpu"):
+            return self._mm(pas, dout.to(dev), other.to(dev), N, IC, OC, acc_into=acc, device=dev)
         req = {"proj": grp.proj, "layer": grp.layer, "N": N, "IC": IC, "OC": OC}
-        if pas == WGRAD and (dev.type == "cpu" or self.emulated[grp.proj][WGRAD]):
+        if pas == WGRAD and ((dev.type == "cpu" and self.products == "fplab") or self.emulated[grp.proj][WGRAD]):
             out = torch.zeros((OC, IC), dtype=torch.float32)
             c.wgrad(out=_np(out), dout=_np(dout), x=_np(other), **req)
             return out
@@ -735,7 +747,7 @@ def _cols(t, o, inverse=False):
 
 
 def apply_policy(model, policy, *, seed=0, telemetry="sites", sites=(), default="mlp.down", accumulator=None,
-                 log=None, n_layers=None, out_order=None, replace=False, dp_group=None):
+                 log=None, n_layers=None, out_order=None, replace=False, dp_group=None, products="torch"):
     """Runs every nn.Linear of model under a precision policy of the C trainer and returns the
     Policy (also a context manager: `with apply_policy(model, "mxfp8") as pol:` restores the
     model on leaving).
@@ -749,15 +761,19 @@ def apply_policy(model, policy, *, seed=0, telemetry="sites", sites=(), default=
     (default: one more than the largest layer number of a placed Linear). out_order: {glob over
     module paths: a permutation of that Linear's out_features}, the order in which its output
     features are cast (block scales and stochastic-rounding draws follow positions);
-    llama_order(model.config) makes a Hugging Face Llama's casts the C trainer's.
+    llama_order(model.config) makes a Hugging Face Llama's casts the C trainer's. products: who
+    multiplies the cast operands where the policy accumulates in float32: "torch" (PyTorch's own
+    matmul, as plain PyTorch would; the default) or "fplab" (on the CPU, the C trainer's
+    op_matmul_*, whose order of summation is the C trainer's: bitwise parity with it, at the
+    library's GEMM speed). Emulated accumulators and engines always run in the library.
 
     The model holds the policy until pol.remove() (or the end of the `with` block). A model that
     already runs under a policy is refused, unless replace=True, which removes that one first.
-    While a policy is applied, copy.deepcopy(model) and torch.save(model) are refused (save
-    model.state_dict() and pol.state_dict())."""
+    copy.deepcopy(model) gives a model under its own copy of the policy; the policy's state is in
+    model.state_dict() (the first placed Linear's extra state), so torch.save works either way."""
     return Policy(model, policy, seed=seed, telemetry=telemetry, sites=sites, default=default,
                   accumulator=accumulator, log=log, n_layers=n_layers, out_order=out_order, replace=replace,
-                  dp_group=dp_group)
+                  dp_group=dp_group, products=products)
 
 
 @contextlib.contextmanager

@@ -4,6 +4,7 @@ q/k/v groups, telemetry counts, recompute, out_order (casts in another feature o
 accumulators against fplab.scaled_matmul, the loss scaler, the weight-update wrapper, and the
 log that `fplab report` reads."""
 import json
+import math
 import os
 
 import numpy as np
@@ -14,6 +15,7 @@ from conftest import same_bits
 
 torch = pytest.importorskip("torch")
 ft = pytest.importorskip("fplab.torch")
+LM_HEAD = 4  # fplab.torch_policy.PROJECTIONS.index("lm_head")
 
 
 class Attn(torch.nn.Module):
@@ -261,6 +263,45 @@ def test_fp32_is_plain_float32():
     assert torch.allclose(y, ref, rtol=1e-5, atol=1e-5)
 
 
+def test_products_torch_is_plain_pytorch_and_fplab_the_c_trainers():
+    """fp32 under products="torch" (the default) is plain PyTorch bit for bit, forward and
+    gradients: nothing is cast and torch multiplies. Under products="fplab" the products are the
+    C trainer's (torch.ops.fplab.matmul: op_matmul_*), bit for bit, forward and gradients. (One
+    Linear per group: a group's dx sums its members' products in the C trainer's order, which
+    autograd's sum over the input's uses need not follow.)"""
+    x = data()
+
+    def Toy():
+        torch.manual_seed(0)
+        return torch.nn.Sequential(torch.nn.Linear(64, 96), torch.nn.ReLU(), torch.nn.Linear(96, 64, bias=False),
+                                   torch.nn.Tanh(), torch.nn.Linear(64, 40))
+
+    def run(m):
+        xi = x.clone().requires_grad_()
+        y = m(xi)
+        y.square().mean().backward()
+        return [y.detach(), xi.grad] + [p.grad for p in m.parameters()]
+
+    def fplab_linear(mod, inp):  # nn.Linear's products as torch.ops.fplab.matmul computes them
+        out = torch.ops.fplab.matmul(inp.reshape(-1, inp.shape[-1]), mod.weight, 0)
+        return (out + mod.bias if mod.bias is not None else out).reshape(*inp.shape[:-1], -1)
+
+    want_torch = run(Toy())
+    m = Toy()
+    for mod in m.modules():
+        if isinstance(mod, torch.nn.Linear):
+            mod.forward = (lambda mod: (lambda inp: fplab_linear(mod, inp)))(mod)
+    want_fplab = run(m)
+    for products, want in (("torch", want_torch), ("fplab", want_fplab)):
+        m = Toy()
+        with ft.apply_policy(m, "fp32", products=products):
+            got = run(m)
+        for a, b in zip(got, want):
+            same_bits(a.numpy(), b.numpy())
+    with pytest.raises(ValueError, match="products"):
+        ft.apply_policy(Toy(), "fp32", products="blas")
+
+
 def test_refusals():
     m = Toy()
     with pytest.raises(ValueError):
@@ -287,6 +328,28 @@ def test_loss_scaler_skips_and_backs_off():
         sc.step(opt)
         sc.update()
         assert not sc.last_skipped and sc.get_scale() == 32768.0
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("-inf"), None])
+def test_scaler_sees_one_non_finite_element(bad):
+    """One NaN or inf element in one gradient (the last parameter's, at its last element) skips
+    the step and leaves every weight as it was; the largest finite float32 does not."""
+    m = Toy()
+    opt = torch.optim.SGD(m.parameters(), lr=1.0)
+    with ft.apply_policy(m, "fp32") as pol:
+        sc = ft.GradScaler(pol)
+        sc.scale(m(data()).square().mean()).backward()
+        last = list(m.parameters())[-1]
+        big = torch.finfo(torch.float32).max
+        last.grad.view(-1)[-1] = big if bad is None else bad
+        before = [p.detach().clone() for p in m.parameters()]
+        sc.step(opt)
+        sc.update()
+        assert sc.last_finite == (bad is None)
+        g = last.grad.view(-1)[-1].item()
+        assert g == big if bad is None else not math.isfinite(g)  # the check changed no value
+        moved = [not torch.equal(a, p.detach()) for a, p in zip(before, m.parameters())]
+        assert all(moved) if bad is None else not any(moved)
 
 
 def test_pure_bf16_sr_optimizer():
@@ -447,23 +510,31 @@ class _Reuse:
     def __getattr__(self, name):
         return getattr(self._ctx, name)
 
-    def wgrad(self, **kw):
+    def wgrad(self, **kw):  # products="fplab": the library's wgrad product
         r = self._ctx.wgrad(**kw)
-        self.reused.append(r)
+        self.reused.append((kw["proj"], r))
+        return r
+
+    def wgrad_operands(self, **kw):  # products="torch": the operands, multiplied by torch
+        r = self._ctx.wgrad_operands(**kw)
+        self.reused.append((kw["proj"], r))
         return r
 
 
+@pytest.mark.parametrize("products", ["torch", "fplab"])
 @pytest.mark.parametrize("preset,dout", [("bf16-amp", True), ("nvfp4", False), ("mxfp8", False),
-                                         ("fp8-delayed", False), ("pure-bf16-sr", False)])
-def test_backward_shares_casts_through_autocast_bit_for_bit(preset, dout):
+                                         ("fp8-delayed", False), ("pure-bf16-sr", True)])
+def test_backward_shares_casts_through_autocast_bit_for_bit(preset, dout, products):
     """The backward's casts come from autocast's ac_dgrad_operands / ac_wgrad_operands, which
     reuse one wgrad cast of x (after NVFP4's rotation) for k and v after q (gate and up) and,
-    where a rule casts alike in both orientations (bf16-amp's gradients), dgrad's cast of dout; under pol.record every cast is made by itself. Both give the same
-    gradients and telemetry, bit for bit, over two steps."""
+    where a rule casts alike in both orientations (bf16-amp's gradients; the bf16 LM head of the
+    others but NVFP4, whose rotation changes wgrad's dout), dgrad's cast of dout; under
+    pol.record every cast is made by itself. Both give the same gradients and telemetry, bit for
+    bit, over two steps. dout: whether the body's projections reuse dgrad's dout."""
     res = []
     for record in (False, True):
         m = Toy()
-        with ft.apply_policy(m, preset, seed=3) as pol:
+        with ft.apply_policy(m, preset, seed=3, products=products) as pol:
             spy = pol.ctx = _Reuse(pol.ctx)
             grads, tel = [], []
             for step in range(2):
@@ -476,8 +547,10 @@ def test_backward_shares_casts_through_autocast_bit_for_bit(preset, dout):
             pol.ctx = spy._ctx
         res.append((grads, tel))
         if not record:
-            seen = {k for r in spy.reused for k, v in r.items() if v}
-            assert seen == {"wgrad_x", "dgrad_dout"} if dout else {"wgrad_x"}, (preset, seen)
+            body = {k for p, r in spy.reused if p != LM_HEAD for k, v in r.items() if v}
+            head = {k for p, r in spy.reused if p == LM_HEAD for k, v in r.items() if v}
+            assert body == ({"wgrad_x", "dgrad_dout"} if dout else {"wgrad_x"}), (preset, products, body)
+            assert head == (set() if preset == "nvfp4" else {"dgrad_dout"}), (preset, products, head)
         else:
             assert not spy.reused  # the recorded backward makes every cast itself
     for a, b in zip(res[0][0], res[1][0]):
