@@ -449,6 +449,14 @@ static PyObject *reused_dict(unsigned r) {
 // first under the policy's transform) as ac_dgrad_operands / ac_wgrad_operands give them, so
 // that wgrad reuses dgrad's cast of dout and an earlier wgrad's cast of the same x where
 // autocast's rules allow. Returns {"input", "wgrad_x", "dgrad_dout"}: which casts were reused.
+// With a=None and b=None nothing is copied: returns (reused, a, b), each a writable memoryview of
+// autocast's own buffer, valid only until the context's next call (multiply at once), or None
+// where that operand is the input itself (not cast).
+static PyObject *operand_view(const float *v, const void *input, size_t n) {
+    if ((const void *)v == input) Py_RETURN_NONE;
+    return PyMemoryView_FromMemory((char *)v, (Py_ssize_t)(n * sizeof(float)), PyBUF_WRITE);
+}
+
 static PyObject *grad_operands(ContextObject *self, PyObject *args, PyObject *kw, ac_pass pass) {
     static char *dkw[] = {"a", "b", "dout", "w", "proj", "layer", "N", "IC", "OC", NULL};
     static char *wkw[] = {"a", "b", "dout", "x", "proj", "layer", "N", "IC", "OC", NULL};
@@ -461,21 +469,34 @@ static PyObject *grad_operands(ContextObject *self, PyObject *args, PyObject *kw
     ac_gemm_req g;
     if (gemm_req(self, &g, proj, layer, N, IC, OC, 0) < 0 || refuse_emulated(self, g.proj, pass) < 0) return NULL;
     const size_t nd = g.N * g.OC, nx = pass == AC_DGRAD ? g.OC * g.IC : g.N * g.IC;
+    const bool views = oa == Py_None && ob == Py_None;
     buf_set b = {.n = 0};
-    if (take(&b, oa, nd, true, "a") < 0 || take(&b, ob, nx, true, "b") < 0 || take(&b, od, nd, false, "dout") < 0 ||
-        take(&b, ox, nx, false, pass == AC_DGRAD ? "w" : "x") < 0) {
+    if ((!views && (take(&b, oa, nd, true, "a") < 0 || take(&b, ob, nx, true, "b") < 0)) ||
+        take(&b, od, nd, false, "dout") < 0 || take(&b, ox, nx, false, pass == AC_DGRAD ? "w" : "x") < 0) {
         release(&b);
         return NULL;
     }
+    const int in = views ? 0 : 2;  // where dout and w (x) are in b
     ac_operands o;
     Py_BEGIN_ALLOW_THREADS
-    if (pass == AC_DGRAD) ac_dgrad_operands(&self->ac, &g, b.v[2].buf, b.v[3].buf, &o);
-    else ac_wgrad_operands(&self->ac, &g, b.v[2].buf, b.v[3].buf, &o);
-    copy_out(b.v[0].buf, o.a, nd);
-    copy_out(b.v[1].buf, o.b, nx);
+    if (pass == AC_DGRAD) ac_dgrad_operands(&self->ac, &g, b.v[in].buf, b.v[in + 1].buf, &o);
+    else ac_wgrad_operands(&self->ac, &g, b.v[in].buf, b.v[in + 1].buf, &o);
+    if (!views) {
+        copy_out(b.v[0].buf, o.a, nd);
+        copy_out(b.v[1].buf, o.b, nx);
+    }
     Py_END_ALLOW_THREADS
+    PyObject *r = reused_dict(o.reused);
+    if (views && r) {
+        PyObject *va = operand_view(o.a, b.v[0].buf, nd), *vb = operand_view(o.b, b.v[1].buf, nx);
+        PyObject *t = va && vb ? PyTuple_Pack(3, r, va, vb) : NULL;
+        Py_XDECREF(va);
+        Py_XDECREF(vb);
+        Py_DECREF(r);
+        r = t;
+    }
     release(&b);
-    return reused_dict(o.reused);
+    return r;
 }
 
 static PyObject *ctx_dgrad_operands(ContextObject *self, PyObject *args, PyObject *kw) {
@@ -745,10 +766,11 @@ static PyMethodDef ctx_methods[] = {
     {"fprop_input", (PyCFunction)(void (*)(void))ctx_fprop_input, METH_VARARGS | METH_KEYWORDS,
      "fprop_input(out, x, proj, layer, N, IC, *, recompute=False): a projection's input cast once for its products"},
     {"dgrad_operands", (PyCFunction)(void (*)(void))ctx_dgrad_operands, METH_VARARGS | METH_KEYWORDS,
-     "dgrad_operands(*, a, b, dout, w, proj, layer, N, IC, OC) -> {input, wgrad_x, dgrad_dout}"},
+     "dgrad_operands(*, a, b, dout, w, proj, layer, N, IC, OC) -> {input, wgrad_x, dgrad_dout}; with a=b=None: "
+     "(reused, a view or None, b view or None), views of autocast's buffers valid until its next call"},
     {"wgrad_operands", (PyCFunction)(void (*)(void))ctx_wgrad_operands, METH_VARARGS | METH_KEYWORDS,
      "wgrad_operands(*, a, b, dout, x, proj, layer, N, IC, OC) -> {input, wgrad_x, dgrad_dout}: which casts "
-     "were reused"},
+     "were reused; with a=b=None: (reused, a view or None, b view or None), as dgrad_operands"},
     {"dgrad", (PyCFunction)(void (*)(void))ctx_dgrad, METH_VARARGS | METH_KEYWORDS,
      "dgrad(*, out, dout, w, proj, layer, N, IC, OC, accumulate=False): out (N, IC) (=|+=) dout W, on the CPU, "
      "with autocast's operands -> {input, wgrad_x, dgrad_dout}"},

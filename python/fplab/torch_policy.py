@@ -620,11 +620,12 @@ class Policy:
             c.wgrad(out=_np(out), dout=_np(dout), x=_np(other), **req)
             return out
         # Not Context.dgrad: its keyword-only `accumulate` does not parse (_autocast.c's format).
-        a, b = torch.empty_like(dout), torch.empty_like(other)
-        if pas == DGRAD:
-            c.dgrad_operands(a=_np(a), b=_np(b), dout=_np(dout), w=_np(other), **req)
-        else:
-            c.wgrad_operands(a=_np(a), b=_np(b), dout=_np(dout), x=_np(other), **req)
+        # The operands are views of autocast's buffers (or the inputs themselves), valid until its
+        # next call: multiplied (or copied to the device) at once.
+        ops = c.dgrad_operands if pas == DGRAD else c.wgrad_operands
+        _, va, vb = ops(a=None, b=None, dout=_np(dout), **{"w" if pas == DGRAD else "x": _np(other)}, **req)
+        a = dout if va is None else torch.frombuffer(va, dtype=torch.float32).view(dout.shape)
+        b = other if vb is None else torch.frombuffer(vb, dtype=torch.float32).view(other.shape)
         return self._mm(pas, a.to(dev), b.to(dev), N, IC, OC, acc_into=acc, device=dev)
 
     def _dgrad_emulated(self, grp, acc, dout, w, N, IC, OC):

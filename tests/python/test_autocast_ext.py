@@ -67,6 +67,32 @@ def test_wgrad_takes_dgrad_cast_of_dout_where_orientations_agree():
     assert np.array_equal(a.view(np.uint32), fresh(O_GRAD, 0, dout, True).view(np.uint32))
 
 
+def test_operand_views_are_the_copies_without_copying():
+    """a=b=None: the operands as views of autocast's buffers, bit for bit the copies a=, b= get,
+    and None for an operand the policy does not cast (here W: no .w rule), which is the input."""
+    x, dout, w = rand(N, IC, seed=6), rand(N, OC, seed=7), rand(OC, IC, seed=8)
+    got = []
+    for views in (False, True):
+        c = ctx()
+        if views:
+            r, va, vb = c.dgrad_operands(a=None, b=None, dout=dout, w=w, proj=O, layer=0, N=N, IC=IC, OC=OC)
+            assert vb is None  # W is not cast: the caller's own input
+            got.append((r, np.frombuffer(va, dtype=np.float32).reshape(N, OC).copy(), w))
+            r, va, vb = c.wgrad_operands(a=None, b=None, dout=dout, x=x, proj=O, layer=0, N=N, IC=IC, OC=OC)
+            got.append((r, np.frombuffer(va, dtype=np.float32).reshape(N, OC).copy(),
+                        np.frombuffer(vb, dtype=np.float32).reshape(N, IC).copy()))
+        else:
+            da, db = np.empty_like(dout), np.empty_like(w)
+            got.append((c.dgrad_operands(a=da, b=db, dout=dout, w=w, proj=O, layer=0, N=N, IC=IC, OC=OC), da, db))
+            a, b = np.empty_like(dout), np.empty_like(x)
+            got.append((c.wgrad_operands(a=a, b=b, dout=dout, x=x, proj=O, layer=0, N=N, IC=IC, OC=OC), a, b))
+    for (r1, a1, b1), (r2, a2, b2) in zip(got[:2], got[2:]):
+        assert r1 == r2
+        assert np.array_equal(a1.view(np.uint32), a2.view(np.uint32))
+        assert np.array_equal(b1.view(np.uint32), b2.view(np.uint32))
+    assert not np.array_equal(got[0][1], dout)  # dout was cast (bf16)
+
+
 def test_refusals():
     c = ctx("name t\nsite *.in e4m3\nsite *.grad e5m2\naccumulator m13 *.wgrad\n")
     x, dout = rand(N, IC), rand(N, OC)

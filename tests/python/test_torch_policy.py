@@ -516,8 +516,8 @@ class _Reuse:
         return r
 
     def wgrad_operands(self, **kw):  # products="torch": the operands, multiplied by torch
-        r = self._ctx.wgrad_operands(**kw)
-        self.reused.append((kw["proj"], r))
+        r = self._ctx.wgrad_operands(**kw)  # (reused, a view, b view) when a=b=None
+        self.reused.append((kw["proj"], r[0] if isinstance(r, tuple) else r))
         return r
 
 
