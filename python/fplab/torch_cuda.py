@@ -26,7 +26,8 @@ import struct
 
 import torch
 
-__all__ = ["available", "round_cuda", "quantize_cuda", "read_counts", "matmul_cuda", "register_kernels", "NCOUNTS"]
+__all__ = ["available", "round_cuda", "quantize_cuda", "read_counts", "matmul_cuda", "register_kernels", "NCOUNTS",
+           "run_plan", "policy_cast", "plans_on_device", "PlanRefused"]
 
 NCOUNTS = 10  # MM_CUDA_NCOUNTS; the order of kernels/cast_cuda.h's enum
 _COUNT_NAMES = ("n", "overflow", "underflow", "subnormal", "nan_in", "invalid", "amax", "scales_clipped",
@@ -67,6 +68,8 @@ def _load():
     lib.mm_acc_from_name.restype = I
     lib.mm_acc_is_emulated.argtypes = [P]
     lib.mm_acc_is_emulated.restype = ctypes.c_bool
+    lib.ac_cast_plan_run.argtypes = [C, I, P, P, P, P, P]
+    lib.ac_cast_plan_run.restype = I
     _lib = lib
     return lib
 
@@ -145,6 +148,78 @@ def read_counts(counts):
     if c[9] == 0:
         d["tensor_scale"] = 1.0
     return d
+
+
+# --- a policy's casts: autocast's plans (autocast.h) run on the device
+
+AC_EXEC = {"host": 0, "cuda": 1}  # ac_exec
+PLAN_COPY, PLAN_ROUND, PLAN_QUANTIZE = 0, 1, 2  # ac_plan_kind
+
+
+class PlanRefused(RuntimeError):
+    """The executor cannot run a plan (a library built without nvcc, no device): the caller keeps
+    the host copy."""
+
+
+_PLANS_ON_DEVICE = []
+
+
+def plans_on_device():
+    """Whether a policy's casts of CUDA tensors run on the device (autocast's plans on
+    kernels/cast_cuda.h): CUDA available to torch, and libfplab loads and was built with nvcc
+    (an empty cast answers MM_OK, not MM_ENODEV). Otherwise the policy keeps the host copy.
+    Asked once per process."""
+    if not _PLANS_ON_DEVICE:
+        ok = False
+        if torch.cuda.is_available():
+            try:
+                ok = _load().mm_cuda_round_f32_named(None, None, 0, b"e4m3", b"rne", None, 0, 0, 0, 0, 0, None,
+                                                     None) == 0
+            except RuntimeError:
+                ok = False
+        _PLANS_ON_DEVICE.append(ok)
+    return _PLANS_ON_DEVICE[0]
+
+
+def run_plan(plan, out, x, counts=None, one_scale=None, where="cuda"):
+    """ac_cast_plan_run: out = the cast of x that plan (bytes from Context.cast_plan) describes,
+    on executor where: "cuda" (kernels/cast_cuda.h on x's device and torch's current stream;
+    asynchronous, nothing copied to the host) or "host" (the library's CPU casts on CPU tensors:
+    what the tests run without a GPU). out and x: contiguous float32 tensors of the plan's shape
+    on that executor's device; counts: int64 of NCOUNTS or more, zeroed (None: nothing counted);
+    one_scale: a pointer (int) to one float32 in that memory for the tensor's single scale.
+    PlanRefused for MM_ENODEV (the host path then casts), RuntimeError for other statuses."""
+    stream = torch.cuda.current_stream(x.device).cuda_stream if where == "cuda" else None
+    st = _load().ac_cast_plan_run(plan, AC_EXEC[where], out.data_ptr(), one_scale, x.data_ptr(),
+                                  counts.data_ptr() if counts is not None else None, stream)
+    if st == 3:
+        raise PlanRefused(f"run_plan: {_ERRORS[3]}")
+    _status(st, "run_plan")
+
+
+def policy_cast(ctx, site, layer, x, k_rows, count, where="cuda", finish=True):
+    """One cast of a policy (ctx: its fplab._autocast.Context) on x (rows, cols), a contiguous
+    float32 tensor on the executor's device, as ac_cast makes it: the plan made on the host
+    (Context.cast_plan: format, rounding, stochastic-rounding key, delayed scale), run on the
+    device (run_plan), and, where count and finish, finished (Context.cast_finish: the amax joins
+    the delayed-scaling history, the counts the telemetry). Finishing reads the counters back:
+    one copy of 88 bytes to the host, which synchronises with the stream. Returns x itself for an
+    inactive site, else a new tensor. PlanRefused where the executor cannot run (nothing was
+    counted; the caller casts on the host instead)."""
+    rows, cols = x.shape
+    kind, plan, one = ctx.cast_plan(site, layer, rows, cols, k_rows, count)
+    if kind == PLAN_COPY:
+        return x
+    out = torch.empty_like(x)
+    done = count and finish
+    # the counters and, in the slot after them, the single scale: one read-back for both
+    counts = torch.zeros(NCOUNTS + 1, dtype=torch.int64, device=x.device) if done else None
+    scale_ptr = counts.data_ptr() + 8 * NCOUNTS if done and one else None
+    run_plan(plan, out, x, counts, scale_ptr, where)
+    if done:
+        c = counts.cpu().numpy().tobytes()  # synchronises
+        ctx.cast_finish(plan, c[:8 * NCOUNTS], struct.unpack("<f", c[8 * NCOUNTS:8 * NCOUNTS + 4])[0])
+    return out
 
 
 # --- the emulated-accumulator and engine GEMM
