@@ -19,6 +19,12 @@ matmul_cuda is the emulated-accumulator and engine GEMM of kernels/scaled_mm_cud
 per output, bit for bit mm_cpu; the kernels' logic is tested on the CPU by
 tests/test_mm_dev_cuda_shim.c). torch.ops.fplab.scaled_mm's "cuda" kernel quantizes with
 quantize_cuda and multiplies with matmul_cuda, all on the device.
+
+policy_cast is a policy's cast (autocast's rule: format, mode, recipe, delayed scale, keyed
+stochastic rounding, telemetry) on a CUDA tensor: the plan made on the host (Context.cast_plan),
+run on the device (run_plan: ac_cast_plan_run), its counts fed back (Context.cast_finish; a
+read-back of 88 bytes that synchronises). torch.ops.fplab.cast and fplab.torch's Linears call it
+(tests/test_cast_plan_cuda_shim.c holds the kernels' plans to ac_cast bit for bit).
 """
 import ctypes
 import os
@@ -420,11 +426,12 @@ def scaled_mm_kernel(a, b, a_fmt, b_fmt, scale, acc):
 def register_kernels():
     """Registers this module's kernels as the "cuda" kernels of torch.ops.fplab.* through
     fplab.torch_ops.register_device_kernels, where torch.cuda.is_available() (import fplab.torch
-    calls it). Returns what it registered ({} without CUDA): quantize and scaled_mm. Not
-    fplab::cast: it applies a policy's rule (autocast's context on the host: its delayed-scaling
-    history, telemetry and stochastic-rounding keys), which has no device kernel, so it keeps the
-    host copy; nor fplab::matmul: the C trainer's plain float32 products, whose order is the
-    host's (the device GEMM is for emulated accumulators and engines)."""
+    calls it). Returns what it registered ({} without CUDA): quantize and scaled_mm. fplab::cast
+    and fplab::linear need no kernel of their own here: their one implementation casts a CUDA
+    tensor on its device through autocast's plans (policy_cast; the policy's rule decided on the
+    host) where plans_on_device() and a plan applies, else through host memory. Not
+    fplab::matmul: the C trainer's plain float32 products, whose order is the host's (the device
+    GEMM is for emulated accumulators and engines)."""
     if not torch.cuda.is_available():
         return {}
     from . import torch_ops

@@ -19,6 +19,9 @@ Which casts a group's products share (the input's, x's wgrad cast and rotation a
 dgrad's cast of dout in wgrad) is autocast's rule: the operands come from its ac_fprop_input,
 ac_dgrad_operands and ac_wgrad_operands (Context.fprop_input, dgrad_operands, wgrad, ...), as
 in the C trainer; under pol.record each cast is made by itself.
+On CUDA tensors the casts run on the device as autocast's plans (fplab.torch_cuda.policy_cast:
+the same casts in the same order and counts; no host copy) where a plan applies: products in
+float32, not NVFP4's wgrad (Hadamard), not under pol.record; the rest copies through the host.
 Products accumulate in float32 through the library's op_matmul_* (CPU) or torch.mm (CUDA), or
 in the accumulator the policy emulates (`accumulator SPEC [GEMM]`: any spec the library's
 grammar takes, engines included) through mm_cpu. A bias is added in float32 after the product.
