@@ -152,7 +152,7 @@ static void plan_make(const ac_ctx *c, const ac_cast_req *q, size_t rows, size_t
 }
 
 int ac_cast_plan_make(const ac_ctx *c, const ac_cast_req *r, size_t rows, size_t cols, ac_cast_plan *p) {
-    if (!c || !p || (unsigned)r->site >= AC_NSITES || r->layer < -1 || r->layer > c->n_layers) return AC_EINVAL;
+    if (!c || !r || !p || (unsigned)r->site >= AC_NSITES || r->layer < -1 || r->layer > c->n_layers) return AC_EINVAL;
     if (cols && rows > SIZE_MAX / cols) return AC_EINVAL;
     plan_make(c, r, rows, cols, p);
     return AC_OK;
