@@ -159,7 +159,7 @@ int ac_cast_plan_make(const ac_ctx *c, const ac_cast_req *r, size_t rows, size_t
 }
 
 void ac_cast_plan_finish(ac_ctx *c, const ac_cast_plan *p, const fmt_stats *st, float one_scale, float tensor_scale) {
-    if (!c || p->kind == AC_PLAN_COPY || !p->count) return;
+    if (!c || !p || p->kind == AC_PLAN_COPY || !p->count) return;
     float scale;
     double amax;
     if (p->kind == AC_PLAN_ROUND) {  // the counts are of x * scale
