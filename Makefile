@@ -207,6 +207,9 @@ $(BUILD)/tests/test_cast_cuda: CFLAGS += $(if $(NVCC),-I$(CUDA_HOME)/include)
 # The device GEMM likewise (test_mm_dev_cuda_shim.c on device memory).
 $(BUILD)/tests/test_mm_dev_cuda: tests/test_mm_dev_cuda_shim.c
 $(BUILD)/tests/test_mm_dev_cuda: CFLAGS += $(if $(NVCC),-I$(CUDA_HOME)/include)
+# autocast's cast plans likewise (test_cast_plan_cuda_shim.c on device memory).
+$(BUILD)/tests/test_cast_plan_cuda: tests/test_cast_plan_cuda_shim.c
+$(BUILD)/tests/test_cast_plan_cuda: CFLAGS += $(if $(NVCC),-I$(CUDA_HOME)/include)
 # The casts keep every product and sum a rounding of its own, as the CPU's -ffp-contract=off does.
 $(BUILD)/kernels/cuda/cast_cuda.o: NVCCFLAGS += -fmad=false
 # The device GEMM too; and it #includes kernels/engine/engine_model.c (a copy of the one model),
@@ -258,11 +261,13 @@ bench-gpu: all $(BUILD)/bench/bench_mm_cuda
 	$(BUILD)/bench/bench_mm_cuda
 	python3 tools/bench_torch_mm.py
 
-test-gpu: all $(BUILD)/tests/test_mm_cuda $(BUILD)/tests/test_cast_cuda $(BUILD)/tests/test_mm_dev_cuda
+test-gpu: all $(BUILD)/tests/test_mm_cuda $(BUILD)/tests/test_cast_cuda $(BUILD)/tests/test_mm_dev_cuda \
+          $(BUILD)/tests/test_cast_plan_cuda
 	@command -v nvidia-smi >/dev/null && nvidia-smi -L || { echo "test-gpu: no GPU found (nvidia-smi)"; exit 1; }
 	FPLAB_REQUIRE_GPU=1 $(BUILD)/tests/test_mm_cuda --jobs 1
 	FPLAB_REQUIRE_GPU=1 $(BUILD)/tests/test_cast_cuda --jobs 1
 	FPLAB_REQUIRE_GPU=1 $(BUILD)/tests/test_mm_dev_cuda --jobs 1
+	FPLAB_REQUIRE_GPU=1 $(BUILD)/tests/test_cast_plan_cuda --jobs 1
 
 bench: all $(BENCH_BIN)
 	@for b in $(BENCH_BIN); do $$b; done

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "formats/rng.h"
+#include "kernels/cast_cuda.h"
 #include "util/json.h"
 
 
@@ -95,7 +96,7 @@ static void add_tel(ac_ctx *c, ac_site s, int layer, const fmt_stats *st, double
 // Delayed scaling (Transformer Engine): scale = max_elem / (2^margin * max(history)), from the
 // amaxes of earlier casts of this site; 1 while the history is empty. Then the current amax
 // joins the history (when counted).
-static float delayed_scale(ac_ctx *c, ac_site s, int layer, const ac_rule *r) {
+static float delayed_scale(const ac_ctx *c, ac_site s, int layer, const ac_rule *r) {
     const size_t k = slot_index(c, s, layer), hl = (size_t)c->pol.amax_history;
     const int64_t cnt = c->hist_count[k];
     if (cnt == 0) return 1.0f;
@@ -121,59 +122,103 @@ typedef struct {
     mm_operand *op;
 } operand_out;
 
-// The cast of x as q says into out (q->slot is not read). With to (an operand of an emulated
-// product), out gets the element values and *to->op describes them with their scales.
+// --- plans (autocast.h): the rule of a cast, made once here for the host path and executors
+
+static void plan_make(const ac_ctx *c, const ac_cast_req *q, size_t rows, size_t cols, ac_cast_plan *p) {
+    const ac_site s = q->site;
+    const ac_rule *r = &c->pol.site[s];
+    memset(p, 0, sizeof *p);
+    p->site = s, p->layer = q->layer, p->rows = rows, p->cols = cols, p->k_rows = q->k_rows, p->count = q->count;
+    p->pre = p->post = 1.0f;
+    if (!r->active) {
+        p->kind = AC_PLAN_COPY;
+        return;
+    }
+    p->fmt = r->fmt;
+    p->round = cast_opts(c, r, s, q->layer, q->k_rows);
+    if (r->delayed) {
+        p->kind = AC_PLAN_ROUND;
+        p->pre = delayed_scale(c, s, q->layer, r);
+        p->post = 1.0f / p->pre;
+        return;
+    }
+    p->kind = AC_PLAN_QUANTIZE;
+    p->scaling = r->scaling;
+    if (q->k_rows) {  // scales run along K: down the columns of this operand
+        const int t = p->scaling.tile_rows;
+        p->scaling.tile_rows = p->scaling.tile_cols, p->scaling.tile_cols = t;
+    }
+    p->one_scale = !p->scaling.none && fmt_scale_count(&p->scaling, rows, cols) == 1;
+}
+
+int ac_cast_plan_make(const ac_ctx *c, const ac_cast_req *r, size_t rows, size_t cols, ac_cast_plan *p) {
+    if (!c || !r || !p || (unsigned)r->site >= AC_NSITES || r->layer < -1 || r->layer > c->n_layers) return AC_EINVAL;
+    if (cols && rows > SIZE_MAX / cols) return AC_EINVAL;
+    plan_make(c, r, rows, cols, p);
+    return AC_OK;
+}
+
+void ac_cast_plan_finish(ac_ctx *c, const ac_cast_plan *p, const fmt_stats *st, float one_scale, float tensor_scale) {
+    if (!c || !p || p->kind == AC_PLAN_COPY || !p->count) return;
+    float scale;
+    double amax;
+    if (p->kind == AC_PLAN_ROUND) {  // the counts are of x * scale
+        scale = p->pre;
+        amax = st->amax / scale;
+        push_amax(c, p->site, p->layer, (float)amax);
+    } else {
+        scale = p->scaling.none ? 1.0f : p->one_scale ? 1.0f / (one_scale * tensor_scale) : 0.0f;
+        amax = st->amax;
+    }
+    if (c->telemetry != AC_TEL_OFF) add_tel(c, p->site, p->layer, st, amax, scale);
+}
+
+void ac_cast_plan_finish_counts(ac_ctx *c, const ac_cast_plan *p, const uint64_t *counts, float one_scale) {
+    fmt_stats st = {0};
+    fmt_quant_info info = {0};
+    mm_cuda_counts_read(counts, &st, &info);
+    ac_cast_plan_finish(c, p, &st, one_scale, info.tensor_scale);
+}
+
+// The cast of x as q says into out (q->slot is not read): its plan run on the host, then
+// finished. With to (an operand of an emulated product), out gets the element values and
+// *to->op describes them with their scales.
 static void cast_into(ac_ctx *c, const ac_cast_req *q, float *out, const float *x, size_t rows, size_t cols,
                       const operand_out *to) {
-    const ac_site s = q->site;
-    const int layer = q->layer;
-    const bool k_rows = q->k_rows, count = q->count;
+    ac_cast_plan p;
+    plan_make(c, q, rows, cols, &p);
     mm_operand *op = to ? to->op : NULL;
     const mm_side side = to ? to->side : MM_SIDE_A;
     float *op_scales = to ? to->scales : NULL;
-    const ac_rule *r = &c->pol.site[s];
     const size_t n = rows * cols;
-    const fmt_round_opts o = cast_opts(c, r, s, layer, k_rows);
     fmt_stats st = {0};
-    float scale = 1.0f;
-    double amax;
-    if (r->delayed) {
-        scale = delayed_scale(c, s, layer, r);
-        const float inv = 1.0f / scale;
+    float one_scale = 0.0f, tensor_scale = 1.0f;
+    if (p.kind == AC_PLAN_ROUND) {
         // out = round(x * scale), and back to x's scale unless an emulated product takes the
         // scale beside the elements
-        fmt_round_f32_scaled(&r->fmt, out, x, n, scale, op ? 1.0f : inv, &o, &st);
+        fmt_round_f32_scaled(&p.fmt, out, x, n, p.pre, op ? 1.0f : p.post, &p.round, &st);
         if (op) {
             fmt_scaling sc;
             fmt_scaling_from_name(&sc, "none", NULL, 0);  // cannot fail
-            mm_operand_from_tiles(op, NULL, side, k_rows, out, rows, cols, &r->fmt, &sc, NULL, inv);
+            mm_operand_from_tiles(op, NULL, side, p.k_rows, out, rows, cols, &p.fmt, &sc, NULL, p.post);
         }
-        amax = st.amax / scale;
-        if (count) push_amax(c, s, layer, (float)amax);
     } else {
-        fmt_scaling sc = r->scaling;
-        if (k_rows) {  // scales run along K: down the columns of this operand
-            const int t = sc.tile_rows;
-            sc.tile_rows = sc.tile_cols, sc.tile_cols = t;
-        }
-        float one_scale = 0.0f;
+        const fmt_scaling *sc = &p.scaling;
         fmt_quant_info info = {0};
-        const bool single = !sc.none && fmt_scale_count(&sc, rows, cols) == 1;
-        if (single) info.scales = &one_scale;
-        if (op && !sc.none) {
-            if (!single) info.scales = c->op_tiles;
+        if (p.one_scale) info.scales = &one_scale;
+        if (op && !sc->none) {
+            if (!p.one_scale) info.scales = c->op_tiles;
             info.elems = out;
-            fmt_quantize_f32(&r->fmt, &sc, c->op_deq, x, rows, cols, &o, &st, &info);
-            mm_operand_from_tiles(op, op_scales, side, k_rows, out, rows, cols, &r->fmt, &sc,
-                                  info.scales, info.tensor_scale);
+            fmt_quantize_f32(&p.fmt, sc, c->op_deq, x, rows, cols, &p.round, &st, &info);
+            mm_operand_from_tiles(op, op_scales, side, p.k_rows, out, rows, cols, &p.fmt, sc, info.scales,
+                                  info.tensor_scale);
         } else {
-            fmt_quantize_f32(&r->fmt, &sc, out, x, rows, cols, &o, &st, &info);
-            if (op) mm_operand_from_tiles(op, NULL, side, k_rows, out, rows, cols, &r->fmt, &sc, NULL, 1.0f);
+            fmt_quantize_f32(&p.fmt, sc, out, x, rows, cols, &p.round, &st, &info);
+            if (op) mm_operand_from_tiles(op, NULL, side, p.k_rows, out, rows, cols, &p.fmt, sc, NULL, 1.0f);
         }
-        scale = sc.none ? 1.0f : single ? 1.0f / (one_scale * info.tensor_scale) : 0.0f;
-        amax = st.amax;
+        tensor_scale = info.tensor_scale;
     }
-    if (count && c->telemetry != AC_TEL_OFF) add_tel(c, s, layer, &st, amax, scale);
+    ac_cast_plan_finish(c, &p, &st, one_scale, tensor_scale);
 }
 
 const float *ac_cast(ac_ctx *c, const ac_cast_req *r, const float *x, size_t rows, size_t cols) {

@@ -117,6 +117,69 @@ const float *ac_cast(ac_ctx *c, const ac_cast_req *r, const float *x, size_t row
 // gradients, AdamW moments).
 void ac_cast_inplace(ac_ctx *c, ac_site s, int layer, float *x, size_t rows, size_t cols, bool count);
 
+// --- a cast as a plan: the host decides, an executor computes
+//
+// ac_cast's rule for one cast without its data, so that an executor elsewhere (the CUDA kernels
+// of kernels/cast_cuda.h, on device pointers) computes the cast and hands back what it counted:
+//   ac_cast_plan_make    what the cast does for (site, layer, rows, cols, orientation, count) in
+//                        the current step and micro-batch: the format, rounding options with the
+//                        stochastic-rounding key (seed, stream, offset 0: element i draws counter
+//                        i, row-major), the oriented recipe, and for delayed scaling the scale
+//                        from the amax history (pre = scale, post = 1/scale);
+//   ac_cast_plan_run     the cast on an executor (the host library, or the CUDA kernels);
+//   ac_cast_plan_finish  what the cast counted, fed back as ac_cast records it: the amax joins the
+//                        delayed-scaling history and the counts the telemetry (count only).
+// ac_cast and ac_cast_inplace are these three steps on the host (cast_into), so the rule exists
+// once. Make, run and finish one cast before the next plan of the same site and layer is made:
+// a counted delayed cast moves the history that the next one reads. Not covered: the operands of
+// emulated accumulators (ac_cast_operand: element values and scales apart) and the Hadamard
+// rotation of wgrad's operands (ac_hadamard16); the cast hook is not called.
+typedef enum {
+    AC_PLAN_COPY,      // inactive site: out = x (nothing to run or finish)
+    AC_PLAN_ROUND,     // out = round(x * pre) * post, fmt_round_f32_scaled (delayed scaling)
+    AC_PLAN_QUANTIZE,  // out = fmt_quantize_f32(x) under scaling (recipe none: element rounding)
+} ac_plan_kind;
+
+typedef struct {
+    ac_plan_kind kind;
+    ac_site site;
+    int layer;
+    size_t rows, cols;
+    bool k_rows, count;
+    fmt_t fmt;             // the site's element format
+    fmt_round_opts round;  // mode, overflow, sr bits; seed, stream and offset of this cast
+    fmt_scaling scaling;   // QUANTIZE: the recipe, tiles swapped for k_rows
+    float pre, post;       // ROUND: the delayed scale and its reciprocal (1 while no history)
+    bool one_scale;        // QUANTIZE with a single scale for the tensor: finish wants its value
+                           // (the telemetry's scale), so run writes it
+} ac_cast_plan;
+
+// The plan of cast r (r->slot is not read) of a rows x cols tensor. AC_EINVAL for a site or layer
+// out of range (-1..n_layers) or c NULL; else AC_OK. Reads c; changes nothing.
+int ac_cast_plan_make(const ac_ctx *c, const ac_cast_req *r, size_t rows, size_t cols, ac_cast_plan *p);
+// What the run counted, as ac_cast records it (nothing unless p->count; COPY: nothing): st the
+// counts of the values rounded (fmt_stats: for ROUND those of x * pre), one_scale the tensor's
+// tile scale (p->one_scale; else not read), tensor_scale fmt_quant_info's (QUANTIZE).
+void ac_cast_plan_finish(ac_ctx *c, const ac_cast_plan *p, const fmt_stats *st, float one_scale, float tensor_scale);
+// The same from a host copy of kernels/cast_cuda.h's counters (MM_CUDA_NCOUNTS, as the run
+// filled them from zero).
+void ac_cast_plan_finish_counts(ac_ctx *c, const ac_cast_plan *p, const uint64_t *counts, float one_scale);
+
+// Executors of a plan.
+typedef enum {
+    AC_EXEC_HOST,  // the host library (fmt_round_f32_scaled, fmt_quantize_f32): what ac_cast computes
+    AC_EXEC_CUDA,  // kernels/cast_cuda.h on device pointers and stream (a cudaStream_t; NULL: default)
+} ac_exec;
+// out (rows x cols; out == in allowed) = the cast of in as p says, on executor e. counts (may be
+// NULL: nothing counted; else MM_CUDA_NCOUNTS uint64 zeroed by the caller, in the executor's
+// memory) receive kernels/cast_cuda.h's counters; one_scale (1 float, the executor's memory)
+// the single tile scale where p->one_scale (may be NULL when nothing is counted). CUDA: asynchronous
+// on stream, nothing copied to the host. Returns kernels/cast_cuda.h's statuses: MM_OK, MM_EINVAL
+// (a plan the executor refuses, an unknown executor; COPY, which is not run: the caller keeps in),
+// MM_ENODEV (CUDA: no device, or a build without nvcc), MM_ENOMEM.
+int ac_cast_plan_run(const ac_cast_plan *p, ac_exec e, float *out, float *one_scale, const float *in,
+                     uint64_t *counts, void *stream);
+
 // Whether x's cast for site s has the same bits along rows as along columns (k_rows), so that
 // one cast serves both products: an active site without delayed scaling (whose history the
 // first cast moves) or stochastic rounding (whose draws are keyed by the orientation), and

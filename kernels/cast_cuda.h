@@ -44,6 +44,12 @@ void mm_cuda_counts_read(const uint64_t *counts, fmt_stats *st, fmt_quant_info *
 int mm_cuda_round_f32(const fmt_t *f, float *out, const float *in, size_t n, const fmt_round_opts *o,
                       uint64_t *counts, void *stream);
 
+// fmt_round_f32_scaled on the device: out[i] = round_F(in[i] * pre) * post in float32 arithmetic
+// (no multiply where pre or post is 1), the counts of the values rounded (before post), as the
+// CPU counts them; mm_cuda_round_f32 is pre = post = 1. Delayed scaling's casts (autocast).
+int mm_cuda_round_f32_scaled(const fmt_t *f, float *out, const float *in, size_t n, float pre, float post,
+                             const fmt_round_opts *o, uint64_t *counts, void *stream);
+
 // fmt_quantize_f32 on the device: out (rows x cols, row-major) = dequantize(quantize(in)); elems
 // (optional, rows x cols) the element values q; scales (optional, fmt_scale_count floats) the
 // decoded tile scales (fmt_quant_info.scales); o NULL: fmt_scaling_default_opts(sc). Every

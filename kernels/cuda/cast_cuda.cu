@@ -9,7 +9,13 @@
 extern "C" int mm_cuda_round_f32(const fmt_t *f, float *out, const float *in, size_t n, const fmt_round_opts *o,
                                  uint64_t *counts, void *stream) {
     CudaLaunch l{(cudaStream_t)stream};
-    return cc_round_run(l, f, out, in, n, o, counts);
+    return cc_round_run(l, f, out, in, n, 1.0f, 1.0f, o, counts);
+}
+
+extern "C" int mm_cuda_round_f32_scaled(const fmt_t *f, float *out, const float *in, size_t n, float pre,
+                                        float post, const fmt_round_opts *o, uint64_t *counts, void *stream) {
+    CudaLaunch l{(cudaStream_t)stream};
+    return cc_round_run(l, f, out, in, n, pre, post, o, counts);
 }
 
 extern "C" int mm_cuda_quantize_f32(const fmt_t *elem, const fmt_scaling *sc, float *out, float *elems,

@@ -32,6 +32,7 @@ struct CastArgs {
     fmt__kparams k;
     int mode;   // fmt_round_mode
     int copy;   // a format that holds every float32 and does not embed in it (fp64): nothing rounds
+    float pre, post;  // out = round(in * pre) * post (fmt_round_f32_scaled; no multiply where 1)
     const float *in;
     float *out;
     uint64_t n;
@@ -137,15 +138,19 @@ struct CcCounts {
 static __global__ void cast_round_kernel(const CastArgs a) {
     CcCounts c;
     CC_LOOP(i, a.n, a) {
-        const float x = a.in[i];
+        // fmt_round_f32_scaled's xfer: a copy where pre is 1 (NaN payloads pass), else x * pre;
+        // the counts are of the values rounded (before post)
+        const float x = a.pre == 1.0f ? a.in[i] : cc_mul(a.in[i], a.pre);
+        float q;
         if (a.copy) {  // fmt_round_f32 of fp64 and wider: nothing changes, NaN inputs are counted
-            a.out[i] = x;
+            q = x;
             c.nan += cc_isnan(x);
         } else {
             fmt__flags fl;
-            a.out[i] = cc_round_elem(a.k, a.mode, x, i, &fl);
+            q = cc_round_elem(a.k, a.mode, x, i, &fl);
             c.add(fl);
         }
+        a.out[i] = a.post == 1.0f ? q : cc_mul(q, a.post);
         c.see(x);
     }
     if (!a.counts) return;
@@ -372,8 +377,8 @@ struct CcScratch {
 };
 
 template <class L>
-static int cc_round_run(L &l, const fmt_t *f, float *out, const float *in, size_t n, const fmt_round_opts *o,
-                        uint64_t *counts) {
+static int cc_round_run(L &l, const fmt_t *f, float *out, const float *in, size_t n, float pre, float post,
+                        const fmt_round_opts *o, uint64_t *counts) {
     if (!f || !o || fmt_is_wide(f) || fmt_validate_round_opts(f, o, NULL, 0) != FMT_OK) return MM_EINVAL;
     if (n == 0) return MM_OK;
     if (!out || !in) return MM_EINVAL;
@@ -382,6 +387,7 @@ static int cc_round_run(L &l, const fmt_t *f, float *out, const float *in, size_
     fmt__kparams_make(&a.k, f, o);
     a.mode = o->mode;
     a.copy = !fmt_embeds_in_f32(f) && fmt_contains_f32(f);
+    a.pre = pre, a.post = post;
     a.in = in, a.out = out, a.n = n, a.counts = (cc_ull *)counts;
     return l.launch(cast_round_kernel, a, n);
 }
@@ -432,7 +438,7 @@ static int cc_quantize_run(L &l, const fmt_t *elem, const fmt_scaling *sc, float
     if (n == 0) return MM_OK;
     if (!out || !in) return MM_EINVAL;
     if (sc->none) {
-        int st = cc_round_run(l, elem, out, in, n, o, counts);
+        int st = cc_round_run(l, elem, out, in, n, 1.0f, 1.0f, o, counts);
         if (st == MM_OK && elems) st = l.copy(elems, out, n * sizeof *out);
         return st;
     }

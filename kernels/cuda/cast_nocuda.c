@@ -9,6 +9,12 @@ int mm_cuda_round_f32(const fmt_t *f, float *out, const float *in, size_t n, con
     return MM_ENODEV;
 }
 
+int mm_cuda_round_f32_scaled(const fmt_t *f, float *out, const float *in, size_t n, float pre, float post,
+                             const fmt_round_opts *o, uint64_t *counts, void *stream) {
+    (void)f, (void)out, (void)in, (void)n, (void)pre, (void)post, (void)o, (void)counts, (void)stream;
+    return MM_ENODEV;
+}
+
 int mm_cuda_quantize_f32(const fmt_t *elem, const fmt_scaling *sc, float *out, float *elems, float *scales,
                          const float *in, size_t rows, size_t cols, const fmt_round_opts *o, uint64_t *counts,
                          void *stream) {

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "autocast/autocast.h"
+#include "kernels/cast_cuda.h"
 #include "kernels/llama_ops.h"
 #include "kernels/scaled_mm.h"
 #include "util/json.h"
@@ -242,6 +243,53 @@ static PyObject *ctx_cast(ContextObject *self, PyObject *args, PyObject *kw) {
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&o), PyBuffer_Release(&x);
     Py_RETURN_NONE;
+}
+
+// cast_plan(site, layer, rows, cols, k_rows, count) -> (kind, plan, one_scale): ac_cast_plan_make
+// for the context's step and micro-batch: kind 0 (an inactive site: nothing to run), 1 (round,
+// delayed scaling) or 2 (quantize); plan the ac_cast_plan as bytes, which fplab.torch_cuda hands
+// to ac_cast_plan_run unchanged; one_scale: the run writes the tensor's single scale, which
+// cast_finish wants. Make, run and finish one plan before the next (autocast.h).
+static PyObject *ctx_cast_plan(ContextObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"site", "layer", "rows", "cols", "k_rows", "count", NULL};
+    int site, layer, k_rows, count;
+    Py_ssize_t rows, cols;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iinnpp", kwlist, &site, &layer, &rows, &cols, &k_rows, &count))
+        return NULL;
+    if (check_site(site) < 0 || check_layer(self, layer) < 0) return NULL;
+    if (rows < 0 || cols < 0) return PyErr_Format(PyExc_ValueError, "shape (%zd, %zd)", rows, cols);
+    ac_cast_plan p;
+    const ac_cast_req r = {.site = (ac_site)site, .layer = layer, .k_rows = k_rows, .count = count};
+    if (ac_cast_plan_make(&self->ac, &r, (size_t)rows, (size_t)cols, &p) != AC_OK)
+        return PyErr_Format(PyExc_ValueError, "cast_plan: site %d layer %d shape (%zd, %zd)", site, layer, rows, cols);
+    return Py_BuildValue("(iy#O)", (int)p.kind, (const char *)&p, (Py_ssize_t)sizeof p, p.one_scale ? Py_True : Py_False);
+}
+
+// cast_finish(plan, counts, one_scale): ac_cast_plan_finish_counts: counts the host copy of the
+// run's counters (kernels/cast_cuda.h: MM_CUDA_NCOUNTS uint64, bytes), one_scale the scale the
+// run wrote (where cast_plan said so).
+static PyObject *ctx_cast_finish(ContextObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"plan", "counts", "one_scale", NULL};
+    Py_buffer pb, cb;
+    float one;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "y*y*f", kwlist, &pb, &cb, &one)) return NULL;
+    PyObject *res = NULL;
+    if ((size_t)pb.len != sizeof(ac_cast_plan) || (size_t)cb.len != MM_CUDA_NCOUNTS * sizeof(uint64_t)) {
+        PyErr_Format(PyExc_ValueError, "cast_finish: a plan of %zd bytes and counters of %zd; expected %zu and %zu",
+                     pb.len, cb.len, sizeof(ac_cast_plan), (size_t)MM_CUDA_NCOUNTS * sizeof(uint64_t));
+    } else {
+        ac_cast_plan p;
+        uint64_t c[MM_CUDA_NCOUNTS];
+        memcpy(&p, pb.buf, sizeof p), memcpy(c, cb.buf, sizeof c);
+        if ((unsigned)p.site >= AC_NSITES || p.layer < -1 || p.layer > self->ac.n_layers) {
+            PyErr_SetString(PyExc_ValueError, "cast_finish: not a plan of this context");
+        } else {
+            ac_cast_plan_finish_counts(&self->ac, &p, c, one);
+            res = Py_None, Py_INCREF(res);
+        }
+    }
+    PyBuffer_Release(&pb), PyBuffer_Release(&cb);
+    return res;
 }
 
 // hadamard(out, x, rows, cols): ac_hadamard16 (the NVFP4 recipe's wgrad rotation).
@@ -756,6 +804,10 @@ static PyMethodDef ctx_methods[] = {
     {"begin_micro", (PyCFunction)ctx_begin_micro, METH_VARARGS, "ac_begin_micro(micro)"},
     {"cast", (PyCFunction)(void (*)(void))ctx_cast, METH_VARARGS | METH_KEYWORDS,
      "cast(out, x, site, layer, rows, cols, k_rows, count)"},
+    {"cast_plan", (PyCFunction)(void (*)(void))ctx_cast_plan, METH_VARARGS | METH_KEYWORDS,
+     "cast_plan(site, layer, rows, cols, k_rows, count) -> (kind, plan bytes, one_scale): ac_cast_plan_make"},
+    {"cast_finish", (PyCFunction)(void (*)(void))ctx_cast_finish, METH_VARARGS | METH_KEYWORDS,
+     "cast_finish(plan, counts, one_scale): ac_cast_plan_finish_counts (counts: 10 uint64 as bytes)"},
     {"hadamard", (PyCFunction)(void (*)(void))ctx_hadamard, METH_VARARGS | METH_KEYWORDS,
      "hadamard(out, x, rows, cols)"},
     {"matmul", (PyCFunction)(void (*)(void))ctx_matmul, METH_VARARGS | METH_KEYWORDS,

@@ -19,6 +19,12 @@ matmul_cuda is the emulated-accumulator and engine GEMM of kernels/scaled_mm_cud
 per output, bit for bit mm_cpu; the kernels' logic is tested on the CPU by
 tests/test_mm_dev_cuda_shim.c). torch.ops.fplab.scaled_mm's "cuda" kernel quantizes with
 quantize_cuda and multiplies with matmul_cuda, all on the device.
+
+policy_cast is a policy's cast (autocast's rule: format, mode, recipe, delayed scale, keyed
+stochastic rounding, telemetry) on a CUDA tensor: the plan made on the host (Context.cast_plan),
+run on the device (run_plan: ac_cast_plan_run), its counts fed back (Context.cast_finish; a
+read-back of 88 bytes that synchronises). torch.ops.fplab.cast and fplab.torch's Linears call it
+(tests/test_cast_plan_cuda_shim.c holds the kernels' plans to ac_cast bit for bit).
 """
 import ctypes
 import os
@@ -26,7 +32,8 @@ import struct
 
 import torch
 
-__all__ = ["available", "round_cuda", "quantize_cuda", "read_counts", "matmul_cuda", "register_kernels", "NCOUNTS"]
+__all__ = ["available", "round_cuda", "quantize_cuda", "read_counts", "matmul_cuda", "register_kernels", "NCOUNTS",
+           "run_plan", "policy_cast", "plans_on_device", "PlanRefused"]
 
 NCOUNTS = 10  # MM_CUDA_NCOUNTS; the order of kernels/cast_cuda.h's enum
 _COUNT_NAMES = ("n", "overflow", "underflow", "subnormal", "nan_in", "invalid", "amax", "scales_clipped",
@@ -67,6 +74,8 @@ def _load():
     lib.mm_acc_from_name.restype = I
     lib.mm_acc_is_emulated.argtypes = [P]
     lib.mm_acc_is_emulated.restype = ctypes.c_bool
+    lib.ac_cast_plan_run.argtypes = [C, I, P, P, P, P, P]
+    lib.ac_cast_plan_run.restype = I
     _lib = lib
     return lib
 
@@ -145,6 +154,78 @@ def read_counts(counts):
     if c[9] == 0:
         d["tensor_scale"] = 1.0
     return d
+
+
+# --- a policy's casts: autocast's plans (autocast.h) run on the device
+
+AC_EXEC = {"host": 0, "cuda": 1}  # ac_exec
+PLAN_COPY, PLAN_ROUND, PLAN_QUANTIZE = 0, 1, 2  # ac_plan_kind
+
+
+class PlanRefused(RuntimeError):
+    """The executor cannot run a plan (a library built without nvcc, no device): the caller keeps
+    the host copy."""
+
+
+_PLANS_ON_DEVICE = []
+
+
+def plans_on_device():
+    """Whether a policy's casts of CUDA tensors run on the device (autocast's plans on
+    kernels/cast_cuda.h): CUDA available to torch, and libfplab loads and was built with nvcc
+    (an empty cast answers MM_OK, not MM_ENODEV). Otherwise the policy keeps the host copy.
+    Asked once per process."""
+    if not _PLANS_ON_DEVICE:
+        ok = False
+        if torch.cuda.is_available():
+            try:
+                ok = _load().mm_cuda_round_f32_named(None, None, 0, b"e4m3", b"rne", None, 0, 0, 0, 0, 0, None,
+                                                     None) == 0
+            except RuntimeError:
+                ok = False
+        _PLANS_ON_DEVICE.append(ok)
+    return _PLANS_ON_DEVICE[0]
+
+
+def run_plan(plan, out, x, counts=None, one_scale=None, where="cuda"):
+    """ac_cast_plan_run: out = the cast of x that plan (bytes from Context.cast_plan) describes,
+    on executor where: "cuda" (kernels/cast_cuda.h on x's device and torch's current stream;
+    asynchronous, nothing copied to the host) or "host" (the library's CPU casts on CPU tensors:
+    what the tests run without a GPU). out and x: contiguous float32 tensors of the plan's shape
+    on that executor's device; counts: int64 of NCOUNTS or more, zeroed (None: nothing counted);
+    one_scale: a pointer (int) to one float32 in that memory for the tensor's single scale.
+    PlanRefused for MM_ENODEV (the host path then casts), RuntimeError for other statuses."""
+    stream = torch.cuda.current_stream(x.device).cuda_stream if where == "cuda" else None
+    st = _load().ac_cast_plan_run(plan, AC_EXEC[where], out.data_ptr(), one_scale, x.data_ptr(),
+                                  counts.data_ptr() if counts is not None else None, stream)
+    if st == 3:
+        raise PlanRefused(f"run_plan: {_ERRORS[3]}")
+    _status(st, "run_plan")
+
+
+def policy_cast(ctx, site, layer, x, k_rows, count, where="cuda", finish=True):
+    """One cast of a policy (ctx: its fplab._autocast.Context) on x (rows, cols), a contiguous
+    float32 tensor on the executor's device, as ac_cast makes it: the plan made on the host
+    (Context.cast_plan: format, rounding, stochastic-rounding key, delayed scale), run on the
+    device (run_plan), and, where count and finish, finished (Context.cast_finish: the amax joins
+    the delayed-scaling history, the counts the telemetry). Finishing reads the counters back:
+    one copy of 88 bytes to the host, which synchronises with the stream. Returns x itself for an
+    inactive site, else a new tensor. PlanRefused where the executor cannot run (nothing was
+    counted; the caller casts on the host instead)."""
+    rows, cols = x.shape
+    kind, plan, one = ctx.cast_plan(site, layer, rows, cols, k_rows, count)
+    if kind == PLAN_COPY:
+        return x
+    out = torch.empty_like(x)
+    done = count and finish
+    # the counters and, in the slot after them, the single scale: one read-back for both
+    counts = torch.zeros(NCOUNTS + 1, dtype=torch.int64, device=x.device) if done else None
+    scale_ptr = counts.data_ptr() + 8 * NCOUNTS if done and one else None
+    run_plan(plan, out, x, counts, scale_ptr, where)
+    if done:
+        c = counts.cpu().numpy().tobytes()  # synchronises
+        ctx.cast_finish(plan, c[:8 * NCOUNTS], struct.unpack("<f", c[8 * NCOUNTS:8 * NCOUNTS + 4])[0])
+    return out
 
 
 # --- the emulated-accumulator and engine GEMM
@@ -345,11 +426,12 @@ def scaled_mm_kernel(a, b, a_fmt, b_fmt, scale, acc):
 def register_kernels():
     """Registers this module's kernels as the "cuda" kernels of torch.ops.fplab.* through
     fplab.torch_ops.register_device_kernels, where torch.cuda.is_available() (import fplab.torch
-    calls it). Returns what it registered ({} without CUDA): quantize and scaled_mm. Not
-    fplab::cast: it applies a policy's rule (autocast's context on the host: its delayed-scaling
-    history, telemetry and stochastic-rounding keys), which has no device kernel, so it keeps the
-    host copy; nor fplab::matmul: the C trainer's plain float32 products, whose order is the
-    host's (the device GEMM is for emulated accumulators and engines)."""
+    calls it). Returns what it registered ({} without CUDA): quantize and scaled_mm. fplab::cast
+    and fplab::linear need no kernel of their own here: their one implementation casts a CUDA
+    tensor on its device through autocast's plans (policy_cast; the policy's rule decided on the
+    host) where plans_on_device() and a plan applies, else through host memory. Not
+    fplab::matmul: the C trainer's plain float32 products, whose order is the host's (the device
+    GEMM is for emulated accumulators and engines)."""
     if not torch.cuda.is_available():
         return {}
     from . import torch_ops

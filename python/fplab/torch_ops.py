@@ -9,7 +9,8 @@ eager mode):
   fplab::linear(x, weights, biases, handle, group, train) -> outputs   a group of Linears as the
         C trainer's projection (forward casts, products, emulated accumulators); its backward is
   fplab::linear_backward(grads, x, weights, n_bias, handle, group, need_dx) -> (dx, dws, dbs)
-  fplab::cast(x, handle, site, layer, k_rows, count, micro) -> values   one site's cast (ac_cast)
+  fplab::cast(x, handle, site, layer, k_rows, count, micro) -> values   one site's cast (ac_cast; on
+        a CUDA tensor autocast's plan run on the device, fplab.torch_cuda.policy_cast)
 Operators without a policy:
   fplab::quantize(x, fmt, scale, axis, mode, seed, offset) -> (values, stats)   fplab.quantize
         (element rounding in every mode, stochastic rounding included, every scaling recipe),
@@ -130,6 +131,12 @@ linear.register_autograd(_linear_grad, setup_context=_linear_setup)
 def cast(x: torch.Tensor, handle: int, site: int, layer: int, k_rows: bool, count: bool,
          micro: int) -> torch.Tensor:
     pol = policy_of(handle)
+    where = pol._plan_where(x.device)
+    if where is not None:  # autocast's plan, run where x is (a CUDA tensor stays on its device)
+        x2 = x.detach().reshape(-1, x.shape[-1] if x.dim() else 1).contiguous()
+        pol.ctx.begin_micro(micro)
+        out = pol._pcast(where, site, layer, x2, k_rows, count)
+        return (out.clone() if out is x2 else out).reshape(x.shape)
     x2 = _cpu(x.detach()).reshape(-1, x.shape[-1] if x.dim() else 1).contiguous()
     pol.ctx.begin_micro(micro)
     out = pol.cast(site, layer, x2, x2.shape[0], x2.shape[1], k_rows, count)

@@ -19,6 +19,9 @@ Which casts a group's products share (the input's, x's wgrad cast and rotation a
 dgrad's cast of dout in wgrad) is autocast's rule: the operands come from its ac_fprop_input,
 ac_dgrad_operands and ac_wgrad_operands (Context.fprop_input, dgrad_operands, wgrad, ...), as
 in the C trainer; under pol.record each cast is made by itself.
+On CUDA tensors the casts run on the device as autocast's plans (fplab.torch_cuda.policy_cast:
+the same casts in the same order and counts; no host copy) where a plan applies: products in
+float32, not NVFP4's wgrad (Hadamard), not under pol.record; the rest copies through the host.
 Products accumulate in float32 through PyTorch's own matmul (products="torch", the default), or
 through the C trainer's op_matmul_* on the CPU (products="fplab": the C trainer's order of
 summation, which tools/check_torch_policy.py needs for bitwise parity), or in the accumulator
@@ -267,6 +270,10 @@ class Policy:
         # a list: every cast (site, layer, k_rows, count, input, values) is appended, as ac_cast
         # sees it (out_order's features in the cast order)
         self.record = None
+        # Where casts of tensors on the CPU run: None (ac_cast and autocast's operand sharing)
+        # or "host" (autocast's plans on the host executor: the device path's dispatch, for
+        # tests without a GPU). CUDA tensors take the plans on the device where they apply.
+        self.plan_executor = None
         self.step = self.applied = 0
         self.last_skipped = False
         self.dp_group = dp_group
@@ -523,7 +530,6 @@ class Policy:
         dev = x.device
         x2 = x.detach().reshape(-1, IC).contiguous()
         N = x2.shape[0]
-        xc = x2 if dev.type == "cpu" else x2.cpu()
         c = self.ctx
         c.begin_micro(micro)
         L, g = grp.layer, grp.proj
@@ -531,6 +537,17 @@ class Policy:
         outs = []
         # out_order: the weight's rows in the cast order, the output back in the module's
         orders = grp.orders
+        where = self._plan_where(dev)
+        if where is not None and not self.emulated[g][FPROP]:
+            # autocast's plans on the tensors where they are (no host copy): the input once for
+            # the group, then each weight, in ac_fprop_input's and the members' order
+            xin = self._pcast(where, s_in, L, x2, False, count)
+            for w, o in zip(ws, orders):
+                wr = _rows(w.detach(), o).contiguous()
+                wc = self._pcast(where, s_w, L, wr, False, count)
+                outs.append(self._mm(FPROP, xin, wc, N, IC, wr.shape[0], device=dev))
+            return self._finish_forward(grp, x, bs, outs)
+        xc = _cpu(x2)
         wcs = [_cpu(_rows(w.detach(), o)).contiguous() for w, o in zip(ws, orders)]
         if self.emulated[g][FPROP]:
             for j, wc in enumerate(wcs):
@@ -545,7 +562,11 @@ class Policy:
                 OC = wc.shape[0]
                 wc = self.cast(s_w, L, wc, OC, IC, False, count).to(dev)
                 outs.append(self._mm(FPROP, xin, wc, N, IC, OC, device=dev))
-        outs = [_cols(out, o, inverse=True) for out, o in zip(outs, orders)]
+        return self._finish_forward(grp, x, bs, outs)
+
+    def _finish_forward(self, grp, x, bs, outs):
+        """The members' outputs back in the module's feature order, plus their biases."""
+        outs = [_cols(out, o, inverse=True) for out, o in zip(outs, grp.orders)]
         res, k = [], 0
         for out, m in zip(outs, grp.members):
             if m.bias is not None and k < len(bs):
@@ -582,7 +603,13 @@ class Policy:
         if grp.bwd < grp.fwd:
             grp.bwd += 1
         self.ctx.begin_micro(self._micro_key(max(grp.fwd - 1, 0)))
-        xc = _cpu(x2.detach()).contiguous()
+        # autocast's plans where they apply (products in float32: an emulated accumulator's
+        # operands and NVFP4's Hadamard rotation of wgrad's have no plan and cast on the host)
+        where = self._plan_where(dev)
+        plan_d = where is not None and not self.emulated[grp.proj][DGRAD]
+        plan_w = where is not None and not self.emulated[grp.proj][WGRAD] and not self.info["hadamard"]
+        xd = x2.detach().contiguous()
+        xc = None if plan_w else _cpu(xd)
         grad = self._grad_recorded if self.record is not None else self._grad
         dx = None
         gw, gb = [], []
@@ -591,12 +618,18 @@ class Policy:
             g2 = grads[j].detach().reshape(N, OC)
             gb.append(g2.sum(0) if grp.members[j].bias is not None else None)
             o = grp.orders[j]  # out_order: dout's columns and W's rows in the cast order
-            gc_ = _cpu(_cols(g2, o)).contiguous()
-            wc_ = _cpu(_rows(w.detach(), o)).contiguous()
+            gd, wd = _cols(g2, o).contiguous(), _rows(w.detach(), o).contiguous()
+            gc_ = None if plan_d and plan_w else _cpu(gd)
             # dgrad: dx (= or +=) cast(dout, .grad) cast(W, .w), scales along OC
-            dx = grad(grp, DGRAD, dx, gc_, wc_, N, IC, OC, dev)
+            if plan_d:
+                dx = self._grad_plan(grp, DGRAD, dx, gd, wd, N, IC, OC, dev, where)
+            else:
+                dx = grad(grp, DGRAD, dx, gc_, _cpu(wd), N, IC, OC, dev)
             # wgrad: dW = cast(dout, .grad)^T cast(x, .in), both with scales along N
-            dw = grad(grp, WGRAD, None, gc_, xc, N, IC, OC, dev)
+            if plan_w:
+                dw = self._grad_plan(grp, WGRAD, None, gd, xd, N, IC, OC, dev, where)
+            else:
+                dw = grad(grp, WGRAD, None, gc_, xc, N, IC, OC, dev)
             gw.append(_rows(dw, o, inverse=True).to(dev))
         dx = dx.to(dev).reshape(x.shape) if need_dx else x.new_empty((0,))
         return dx, gw, [b for b, m in zip(gb, grp.members) if m.bias is not None][:n_bias]
@@ -627,6 +660,45 @@ class Policy:
         a = dout if va is None else torch.frombuffer(va, dtype=torch.float32).view(dout.shape)
         b = other if vb is None else torch.frombuffer(vb, dtype=torch.float32).view(other.shape)
         return self._mm(pas, a.to(dev), b.to(dev), N, IC, OC, acc_into=acc, device=dev)
+
+    def _grad_plan(self, grp, pas, acc, dout, other, N, IC, OC, dev, where):
+        """One product of a member's backward with its operands cast by autocast's plans where the
+        tensors are (ac_dgrad_operands' and ac_wgrad_operands' casts, each made by itself: the
+        same bits, as autocast's sharing changes no bit): dgrad cast(dout, .grad) counted and
+        cast(W, .w) along OC; wgrad both along N, uncounted."""
+        L = grp.layer
+        s_g = self._site(grp, "grad")
+        if pas == DGRAD:
+            a = self._pcast(where, s_g, L, dout, False, True)
+            b = self._pcast(where, self._site(grp, "w"), L, other, True, False)
+        else:
+            a = self._pcast(where, s_g, L, dout, True, False)
+            b = self._pcast(where, self._site(grp, "in"), L, other, True, False)
+        return self._mm(pas, a, b, N, IC, OC, acc_into=acc, device=dev)
+
+    # --- casts as autocast's plans (fplab.torch_cuda.policy_cast)
+
+    def _plan_where(self, dev):
+        """Where this policy's casts of a tensor on dev run as autocast's plans: "cuda" for a CUDA
+        tensor when libfplab has the CUDA casts (torch_cuda.plans_on_device), "host" for a CPU
+        tensor under plan_executor="host" (tests); None: the host path (ac_cast, autocast's
+        operand sharing; a CUDA tensor is copied to the host and back). Under pol.record every
+        cast takes the host path, which records its input."""
+        if self.record is not None:
+            return None
+        if dev.type == "cuda":
+            from . import torch_cuda
+            return "cuda" if torch_cuda.plans_on_device() else None
+        return "host" if dev.type == "cpu" and getattr(self, "plan_executor", None) == "host" else None
+
+    def _pcast(self, where, site, layer, x, k_rows, count):
+        """x (rows, cols), contiguous float32 where `where` runs, cast for site by its plan; x itself
+        where the site is inactive. Finishing a counted cast (its amax, its telemetry) reads the
+        counters back, which synchronises with the stream; nothing to finish when telemetry is
+        off and the policy has no delayed scaling."""
+        from . import torch_cuda
+        finish = self._delayed or self._ctx_args[4] != "off"
+        return torch_cuda.policy_cast(self.ctx, site, layer, x, k_rows, count, where, finish=finish)
 
     def _dgrad_emulated(self, grp, acc, dout, w, N, IC, OC):
         """dgrad in the accumulator the policy emulates: both operands cast afresh (autocast

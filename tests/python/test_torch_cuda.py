@@ -94,3 +94,65 @@ def test_matmul_cuda_tensor_scales_on_the_device():
     c1 = tc.matmul_cuda(a, b, "e4m3", acc="m13:rtz", a_tscale=ts, b_tscale=3.0)
     c2 = tc.matmul_cuda(a, b, "e4m3", acc="m13:rtz", a_tscale=0.75, b_tscale=3.0)
     assert (_bits(c1.cpu().numpy()) == _bits(c2.cpu().numpy())).all()
+
+
+# --- a policy's casts on the device (autocast's plans: fplab.torch_cuda.policy_cast)
+
+import copy  # noqa: E402
+
+ft = pytest.importorskip("fplab.torch")
+from fplab import _autocast  # noqa: E402
+
+ALL_PRESETS = [p.strip() for p in _autocast.presets().split(",")]
+
+
+@pytest.mark.parametrize("preset", ALL_PRESETS)
+def test_policy_cast_op_on_the_device_is_the_hosts(preset):
+    """torch.ops.fplab.cast on CUDA tensors (a plan run by the CUDA kernels, no host copy of the
+    tensor) against the same policy on the CPU: every matmul site, both orientations, counted
+    and not, over steps whose inputs move (delayed scaling's history): values bit for bit, the
+    autocast state and telemetry equal."""
+    assert tc.plans_on_device()
+    lin = torch.nn.Linear(32, 16, bias=False)
+    model = torch.nn.ModuleDict({"q_proj": lin})
+    pc = ft.apply_policy(model, preset, telemetry="layers", n_layers=1)
+    mg = copy.deepcopy(model).cuda()
+    (pg,) = ft.applied_policies(mg)
+    g = torch.Generator().manual_seed(9)
+    for step in range(3):
+        for site in [n for n in pc.site_index if n.split(".")[-1] in ("in", "w", "grad")]:
+            i = pc.site_index[site]
+            for k_rows, count in ((False, True), (True, False)):
+                x = torch.randn(7, 48, generator=g) * float(4 ** step)
+                yc = torch.ops.fplab.cast(x, pc.handle, i, 0, k_rows, count, 0)
+                yg = torch.ops.fplab.cast(x.cuda(), pg.handle, i, 0, k_rows, count, 0)
+                assert yg.is_cuda
+                assert (_bits(yg.cpu().numpy()) == _bits(yc.numpy())).all(), (site, step, k_rows)
+        assert pg.ctx.state() == pc.ctx.state() and pg.ctx.tel_state() == pc.ctx.tel_state()
+        pc.end_step(), pg.end_step()
+
+
+@pytest.mark.parametrize("preset", ["fp32", "bf16-amp", "fp8-current", "fp8-delayed", "mxfp8", "mxfp4", "nvfp4"])
+def test_policy_linear_on_the_device(preset):
+    """One Linear under a policy on CUDA: its forward casts and dgrad's cast of dout (inputs the
+    CPU sees alike: x, W, and dout = 1 from y.sum()) count the telemetry and move the history as
+    on the CPU, bit for bit; the products are torch's (cuBLAS), so outputs and gradients agree
+    to float32 accuracy only."""
+    torch.backends.cuda.matmul.allow_tf32 = False  # float32 products, as the CPU's
+    lin = torch.nn.Linear(64, 32, bias=False)
+    model = torch.nn.ModuleDict({"q_proj": lin})
+    pc = ft.apply_policy(model, preset, telemetry="layers", n_layers=1)
+    mg = copy.deepcopy(model).cuda()
+    (pg,) = ft.applied_policies(mg)
+    g = torch.Generator().manual_seed(4)
+    for step in range(3):
+        x = torch.randn(16, 64, generator=g) * float(2 ** step)
+        xg = x.cuda().requires_grad_()
+        x.requires_grad_()
+        yc, yg = model["q_proj"](x), mg["q_proj"](xg)
+        yc.sum().backward(), yg.sum().backward()
+        torch.testing.assert_close(yg.detach().cpu(), yc.detach(), rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(xg.grad.cpu(), x.grad, rtol=1e-5, atol=1e-5)
+        assert pg.ctx.tel_state() == pc.ctx.tel_state()
+        assert pg.ctx.state() == pc.ctx.state()
+        pc.end_step(), pg.end_step()

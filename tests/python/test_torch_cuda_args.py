@@ -121,3 +121,155 @@ def test_scaled_mm_kernel_builds_the_cpu_operands(monkeypatch, fmt, scale, acc):
                            a_tensor_scale=ta, b_tensor_scale=tb, expect=acc, candidates=False)
     assert r.passed, (scale, acc, r.candidates)
     assert seen["bk"] == {"mx": 32, "nvfp4": 16, "block:64:e8m0": 64}.get(scale, 0)
+
+
+# --- a policy's casts as autocast's plans (fplab.torch_cuda.policy_cast): the device path's
+# dispatch run on CPU tensors with the host executor (Policy.plan_executor = "host"), which
+# computes what the CUDA kernels compute (tests/test_cast_plan_cuda_shim.c holds the two equal)
+
+import copy  # noqa: E402
+
+from conftest import same_bits  # noqa: E402
+from test_torch_policy import Toy, data  # noqa: E402
+
+ft = pytest.importorskip("fplab.torch")
+from fplab import _autocast  # noqa: E402
+
+ALL_PRESETS = [p.strip() for p in _autocast.presets().split(",")]
+
+
+def _train(m, pol, x, steps=3):
+    """Three steps, two micro-batches in the second, inputs whose magnitude moves (delayed
+    scaling's history then moves): the outputs, gradients and each step's telemetry."""
+    got = []
+    for s in range(steps):
+        for micro in range(2 if s == 1 else 1):
+            y = m(x * float(2 ** (2 * s + micro)))
+            y.square().mean().backward()
+            got.append(y.detach().clone())
+        got += [p.grad.clone() for p in m.parameters()]
+        for p in m.parameters():
+            p.grad = None
+        pol.end_step()
+        got.append(pol.telemetry())
+    return got
+
+
+def _spy(monkeypatch):
+    """The casts that run as plans: (site name, layer, k_rows, count) per policy_cast call of an
+    active site."""
+    seen = []
+    real = tc.policy_cast
+
+    def spy(ctx, site, layer, x, k_rows, count, where="cuda", finish=True):
+        assert where == "host" and x.device.type == "cpu"
+        d = ctx.describe()
+        if d["active"][site]:  # an inactive site's plan is a copy: nothing runs
+            seen.append((d["site_names"][site], layer, bool(k_rows), bool(count)))
+        return real(ctx, site, layer, x, k_rows, count, where, finish)
+
+    monkeypatch.setattr(tc, "policy_cast", spy)
+    return seen
+
+
+@pytest.mark.parametrize("preset", ALL_PRESETS)
+def test_plans_give_the_host_paths_bits(preset, monkeypatch):
+    """Every preset: a model whose casts run as plans (the device path's dispatch and argument
+    mapping, on the host executor) trains to the host path's bits (outputs, gradients), the same
+    telemetry every step and the same autocast state (delayed-scaling histories)."""
+    _lib_or_skip()
+    seen = _spy(monkeypatch)
+    a = Toy(layers=1)
+    pa = ft.apply_policy(a, preset, telemetry="layers")
+    b = copy.deepcopy(a)
+    (pb,) = ft.applied_policies(b)
+    x = data()
+    want = _train(a, pa, x)
+    assert not seen  # the host path makes no plan
+    pb.plan_executor = "host"
+    got = _train(b, pb, x)
+    for u, v in zip(got, want):
+        if isinstance(u, torch.Tensor):
+            same_bits(u.numpy(), v.numpy())
+        else:
+            assert u == v
+    assert pb.ctx.state() == pa.ctx.state()
+    matmul_sites = any(pa.active[pa.site_index[f"{p}.{w}"]] for p in ft.PROJECTIONS for w in ("in", "w", "grad"))
+    assert bool(seen) == matmul_sites, (preset, len(seen))
+
+
+def test_what_takes_the_host_path(monkeypatch):
+    """Plans where they apply: not for an emulated accumulator's product (its operands are
+    element values and scales apart), not for NVFP4's wgrad (the Hadamard rotation), not under
+    pol.record (which keeps each cast's input); a plan's counted casts are fprop's and dgrad's
+    dout, as autocast counts them."""
+    _lib_or_skip()
+    seen = _spy(monkeypatch)
+    x = data()
+    m = Toy(layers=1)
+    pol = ft.apply_policy(m, "mxfp8", accumulator="bf16 *.fprop")
+    pol.plan_executor = "host"
+    m(x).square().mean().backward()
+    assert seen and not any(not k and s.endswith((".in", ".w")) and c for s, _, k, c in seen)  # no fprop plan
+    assert any(s.endswith(".grad") and not k and c for s, _, k, c in seen)   # dgrad's dout, counted
+    assert any(s.endswith(".in") and k and not c for s, _, k, c in seen)     # wgrad's x, uncounted
+    seen.clear()
+    m = Toy(layers=1)
+    pol = ft.apply_policy(m, "nvfp4")
+    pol.plan_executor = "host"
+    m(x).square().mean().backward()
+    assert any(s.endswith(".in") and not k for s, _, k, _ in seen)           # fprop
+    assert not any(s.endswith(".in") and k for s, _, k, _ in seen)           # wgrad: host (Hadamard)
+    assert any(s.endswith(".w") and k for s, _, k, _ in seen)                # dgrad's W
+    seen.clear()
+    m = Toy(layers=1)
+    pol = ft.apply_policy(m, "mxfp8")
+    pol.plan_executor = "host"
+    pol.record = []
+    m(x).square().mean().backward()
+    assert not seen and pol.record
+
+
+@pytest.mark.parametrize("preset", ["fp8-delayed", "nvfp4", "mxfp8", "fp8-current"])
+def test_cast_op_plans_give_the_host_paths_bits(preset):
+    """torch.ops.fplab.cast through a plan (the "cuda" kernel's path) equals the host cast, values
+    and state, counted and not, both orientations."""
+    _lib_or_skip()
+    a = Toy(layers=1)
+    pa = ft.apply_policy(a, preset, telemetry="layers")
+    b = copy.deepcopy(a)
+    (pb,) = ft.applied_policies(b)
+    pb.plan_executor = "host"
+    g = torch.Generator().manual_seed(5)
+    for site in ("attn.qkv.in", "mlp.down.grad", "lm_head.w"):
+        for k, (k_rows, count) in enumerate(((False, True), (True, False), (False, True))):
+            x = torch.randn(3, 5, 32, generator=g) * (10.0 ** k)
+            i = pa.site_index[site]
+            ya = torch.ops.fplab.cast(x, pa.handle, i, 0, k_rows, count, 0)
+            yb = torch.ops.fplab.cast(x, pb.handle, i, 0, k_rows, count, 0)
+            same_bits(yb.numpy(), ya.numpy())
+            assert yb.shape == x.shape and yb.data_ptr() != x.data_ptr()
+    assert pb.ctx.state() == pa.ctx.state() and pb.ctx.tel_state() == pa.ctx.tel_state()
+
+
+def test_plan_bytes_and_refusals():
+    """Context.cast_plan's kinds (0 copy, 1 round: delayed, 2 quantize), run_plan's refusal of a
+    copy plan, cast_finish's checks."""
+    lib = _lib_or_skip()
+    assert lib
+    ctx = _autocast.Context(_autocast.policy_text("fp8-delayed"), "test", 2, 0, "sites")
+    names = ctx.describe()["site_names"]
+    kind, plan, one = ctx.cast_plan(names.index("attn.qkv.in"), 0, 4, 8, False, True)
+    assert kind == tc.PLAN_ROUND and not one
+    kind, plan2, one = ctx.cast_plan(names.index("master"), -1, 4, 8, False, True)
+    assert kind == tc.PLAN_COPY
+    x = torch.ones(4, 8)
+    with pytest.raises(RuntimeError, match="invalid argument"):
+        tc.run_plan(plan2, torch.empty_like(x), x, where="host")
+    with pytest.raises(ValueError, match="cast_finish"):
+        ctx.cast_finish(plan[:-1], bytes(80), 0.0)
+    with pytest.raises(ValueError):
+        ctx.cast_plan(names.index("attn.qkv.in"), 5, 4, 8, False, True)  # layer out of range
+    ctx = _autocast.Context(_autocast.policy_text("fp8-current"), "test", 2, 0, "sites")
+    kind, plan, one = ctx.cast_plan(names.index("attn.qkv.in"), 0, 4, 8, False, True)
+    assert kind == tc.PLAN_QUANTIZE and one
