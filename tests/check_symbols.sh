@@ -125,6 +125,8 @@ for lib in "$@"; do
                 name=${sym#.gomp_critical_user_}
                 has_prefix "$name" internal || [[ $name == fplab_* ]] || warn+=("$sym") ;;
             DW.ref.__gxx_personality_v0) ;;
+            # AddressSanitizer's one-definition-rule marker of a global: judged by its global
+            __odr_asan.*) has_prefix "${sym#__odr_asan.}" internal || bad+=("$sym") ;;
             _Z*) cxx_ok "$sym" || bad+=("$sym") ;;
             *) has_prefix "$sym" internal || bad+=("$sym") ;;
             esac
