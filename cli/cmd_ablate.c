@@ -19,13 +19,15 @@ enum { MAX_PRESETS = 256, MAX_EXTRA = 256 };
 static void help(FILE *fp, const train_opts *t) {
     fprintf(fp,
             "usage: fplab ablate --presets LIST --data FILE --out DIR [--seeds N] [--model NAME]\n"
-            "                    [--steps S] [--jobs J] [--eval-every N] [--threads T] [--extra \"ARGS\"]\n\n"
+            "                    [--steps S] [--jobs J] [--eval-every N] [--threads T] [--ckpt-every C]\n"
+            "                    [--extra \"ARGS\"]\n\n"
             "Trains one model per (preset, seed) of the grid with 'fplab train --policy P --seed S', one at a\n"
             "time or J at a time, keeps every run's log, checkpoint and stderr under DIR/runs/P/seed-S/,\n"
             "records the command in DIR/ablate.json and writes DIR/report.md with plots (see 'fplab report').\n"
             "Running the same command again skips the runs whose log reaches the last step, so an\n"
-            "interrupted ablation resumes; a run that did not finish starts again from step 0. A failed\n"
-            "run is reported (with the end of its stderr) and marked, the others go on.\n\n"
+            "interrupted ablation resumes; a run that did not finish resumes from its last checkpoint\n"
+            "(--ckpt-every; bit for bit, as 'fplab train --resume') or else starts again from step 0. A\n"
+            "failed run is reported (with the end of its stderr) and marked, the others go on.\n\n"
             "options (default in brackets):\n"
             "  --presets LIST    comma-separated policies: preset names (fp32, bf16-amp, fp16-amp, ...)\n"
             "                    or policy files; a file x.policy runs as 'x' (required)\n"
@@ -40,6 +42,8 @@ static void help(FILE *fp, const train_opts *t) {
             "  --threads T       train --threads per run [with --jobs 1: the trainer's default;\n"
             "                    with J > 1: the processors available divided by J]\n"
             "  --telemetry T     train --telemetry: off, sites or layers [sites]\n"
+            "  --ckpt-every C    train --ckpt-every: a checkpoint every C steps, from which a run cut short\n"
+            "                    (a session's end, a job's time limit) resumes [0: only at the end]\n"
             "  --extra \"ARGS\"    further train options for every run, e.g. \"--batch 8 --lr 3e-4\"\n"
             "                    (quotes group; not the options above, which ablate sets). Every run\n"
             "                    gets --reproducible 1 (one order of summation on every CPU) unless\n"
@@ -104,6 +108,7 @@ int cmd_ablate(int argc, char **argv) {
         {"dry-run", no_argument, 0, 'D'},          {"no-report", no_argument, 0, 'R'},
         {"gnuplot", required_argument, 0, 'g'},    {"no-plots", no_argument, 0, 'P'},
         {"shard", required_argument, 0, 'S'},      {"ptq", required_argument, 0, 'Q'},
+        {"ckpt-every", required_argument, 0, 'C'},
         {"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
     // The command as typed, for ablate.json (getopt permutes argv).
     const char *cmdv[argc + 1];
@@ -136,6 +141,7 @@ int cmd_ablate(int argc, char **argv) {
         case 'j': o.jobs = (int)cli_parse_long(optarg, "--jobs", 1, 1024); break;
         case 'e': o.eval_every = cli_parse_long(optarg, "--eval-every", 0, 1000000000L); break;
         case 't': o.threads = (int)cli_parse_long(optarg, "--threads", 0, 4096); break;
+        case 'C': o.ckpt_every = cli_parse_long(optarg, "--ckpt-every", 0, 1000000000L); break;
         case 'T':
             CLI_CHECK(!strcmp(optarg, "off") || !strcmp(optarg, "sites") || !strcmp(optarg, "layers"),
                       "--telemetry '%s': expected off, sites or layers", optarg);

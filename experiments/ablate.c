@@ -25,7 +25,8 @@ enum { NAME_MAX_ = 64, PATH_MAX_ = 4096 };
 
 // The options the runner sets itself; --extra may not repeat them.
 static const char *const reserved[] = {"policy", "seed", "ckpt-dir", "progress", "telemetry", "model", "data",
-                                       "steps", "log", "resume", "eval-every", "threads", "stop-at", "overwrite"};
+                                       "steps", "log", "resume", "eval-every", "threads", "stop-at", "overwrite",
+                                       "ckpt-every"};
 
 // The directory name of a preset: a policy file "dir/x.policy" runs as "x".
 static void run_name(char *buf, size_t cap, const char *preset) {
@@ -364,8 +365,20 @@ static bool run_complete(const run_t *r, long steps, double *val, long *last, ch
     return done;
 }
 
-// The child's argv: EXE train --model M ... extra..., in store (freed by the caller).
-static char **child_argv(const ablate_opts *o, const run_t *r, char nums[4][32]) {
+// Whether an unfinished run resumes: it checkpointed (ckpt.bin) and its log stops short of the
+// last step. The manifest check has made sure that its settings are this ablation's.
+static bool run_resumes(const ablate_opts *o, const run_t *r) {
+    char path[PATH_MAX_ + 16];
+    run_file(path, sizeof path, r, "ckpt.bin");
+    if (o->ckpt_every <= 0 || access(path, R_OK) != 0) return false;
+    double val;
+    long last;
+    return !run_complete(r, o->steps, &val, &last, NULL, 0) && last > 0;
+}
+
+// The child's argv: EXE train --model M ... extra..., or, for a run that resumes (run_resumes),
+// EXE train --resume DIR/ckpt.bin with the options a resume takes; in store (freed by the caller).
+static char **child_argv(const ablate_opts *o, const run_t *r, char nums[5][32], char *ckpt, size_t ckpt_cap) {
     const int max = 32 + o->nextra;
     char **v = calloc((size_t)max, sizeof *v);
     if (!v) return NULL;
@@ -374,6 +387,20 @@ static char **child_argv(const ablate_opts *o, const run_t *r, char nums[4][32])
     snprintf(nums[1], 32, "%llu", (unsigned long long)r->seed);
     snprintf(nums[2], 32, "%ld", o->eval_every);
     snprintf(nums[3], 32, "%d", o->threads);
+    snprintf(nums[4], 32, "%ld", o->ckpt_every);
+    if (run_resumes(o, r)) {
+        // the model, data, policy, seed, schedule and thread count come from the checkpoint (no
+        // --threads: a changed --threads would not continue it bit for bit)
+        run_file(ckpt, ckpt_cap, r, "ckpt.bin");
+        v[n++] = "fplab", v[n++] = "train";
+        v[n++] = "--resume", v[n++] = ckpt;
+        v[n++] = "--ckpt-dir", v[n++] = (char *)r->dir;
+        v[n++] = "--progress", v[n++] = "0";
+        v[n++] = "--telemetry", v[n++] = (char *)o->telemetry;
+        v[n++] = "--ckpt-every", v[n++] = nums[4];
+        v[n] = NULL;
+        return v;
+    }
     v[n++] = "fplab", v[n++] = "train";
     v[n++] = "--model", v[n++] = (char *)o->model;
     v[n++] = "--data", v[n++] = (char *)o->data;
@@ -386,6 +413,7 @@ static char **child_argv(const ablate_opts *o, const run_t *r, char nums[4][32])
     v[n++] = "--telemetry", v[n++] = (char *)o->telemetry;
     if (o->eval_every >= 0) v[n++] = "--eval-every", v[n++] = nums[2];
     if (o->threads > 0) v[n++] = "--threads", v[n++] = nums[3];
+    if (o->ckpt_every > 0) v[n++] = "--ckpt-every", v[n++] = nums[4];
     // A study compares runs that may come from different machines: every float32 matmul in one
     // fixed order unless --extra says otherwise (docs/benchmarks.md has its cost).
     if (!extra_sets(o, "reproducible")) v[n++] = "--reproducible", v[n++] = "1";
@@ -504,8 +532,8 @@ static void grid_survey(grid_t *g) {
                 o->threads > 0 ? thr : "the trainer's default", o->out);
         for (size_t i = 0; i < g->nruns; i++) {
             if (!g->todo[i]) continue;
-            char nums[4][32];
-            char **v = child_argv(o, &g->runs[i], nums);
+            char nums[5][32], ckpt[PATH_MAX_ + 16];
+            char **v = child_argv(o, &g->runs[i], nums, ckpt, sizeof ckpt);
             if (v) {
                 int n = 0;
                 while (v[n]) n++;
@@ -530,13 +558,13 @@ static void grid_start(grid_t *g) {
     while (g->running < g->o->jobs && g->next < g->nruns) {
         run_t *r = &g->runs[g->next];
         if (!g->todo[g->next++]) continue;
-        char nums[4][32], err[PATH_MAX_ + 32], why[PATH_MAX_ + 64] = "";
+        char nums[5][32], ckpt[PATH_MAX_ + 16], err[PATH_MAX_ + 32], why[PATH_MAX_ + 64] = "";
         run_file(path, sizeof path, r, "FAILED");
         unlink(path);
         run_file(err, sizeof err, r, "train.err");
         char **v = NULL;
         r->pid = -1;
-        if (fio_mkdir_p(r->dir, why, sizeof why) == FIO_OK && (v = child_argv(g->o, r, nums)))
+        if (fio_mkdir_p(r->dir, why, sizeof why) == FIO_OK && (v = child_argv(g->o, r, nums, ckpt, sizeof ckpt)))
             r->pid = xp_spawn(g->exe, v, NULL, err, why, sizeof why);
         else if (!v && !why[0]) snprintf(why, sizeof why, "out of memory");
         free(v);

@@ -42,6 +42,8 @@ typedef struct {
     int jobs;                  // runs at a time (1)
     long eval_every;           // passed as --eval-every when >= 0
     int threads;               // passed as --threads when > 0
+    long ckpt_every;           // passed as --ckpt-every when > 0: a run cut short (a session's end, a
+                               // scheduler's time limit) then resumes from its last checkpoint
     const char *telemetry;     // passed as --telemetry ("sites")
     const char *const *extra;  // further train arguments, nextra of them, passed last
     int nextra;

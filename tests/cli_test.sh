@@ -960,5 +960,23 @@ for kc in "hopper:wgmma e4m3 tensor" "ampere:mma bf16 none"; do
     expect_eq "train log: $1 on $2 runs no product on the scalar model alone" "" \
         "$(grep -o '"kernel":"engine-model"' "$T/eng.jsonl")"
 done
+# --- issue 38: an ablation cut short resumes its unfinished run from the last checkpoint
+# (--ckpt-every), bit for bit: the run is stopped at step 6 of 12 (the child's own command plus
+# --stop-at 6), then the same ablate command resumes it; its last step equals a whole run's.
+ARS=(ablate --presets bf16-amp --model tiny --steps 12 --eval-every 6 --threads 1 --ckpt-every 3 --data "$T/corpus.txt"
+     --no-report)
+"$F" "${ARS[@]}" --out "$T/ars-whole" >/dev/null 2>&1
+child=$("$F" "${ARS[@]}" --out "$T/ars-cut" --dry-run 2>&1 | sed -n 's/^  fplab train /train /p')
+eval "\"\$F\" $child --stop-at 6" >/dev/null 2>&1
+expect_has "ablate --ckpt-every: a cut run stops at step 6" '"step":6,' cat "$T/ars-cut/runs/bf16-amp/seed-1/log.jsonl"
+expect_has "ablate --ckpt-every: the cut run resumes" "first run: fplab train --resume" "$F" "${ARS[@]}" --out "$T/ars-cut"
+expect_has "ablate --ckpt-every: the resumed run reaches step 12" '"step":12,' \
+    cat "$T/ars-cut/runs/bf16-amp/seed-1/log.jsonl"
+expect_eq "ablate --ckpt-every: the resumed run's last step is the whole run's" \
+    "$(grep '"step":12,' "$T/ars-whole/runs/bf16-amp/seed-1/log.jsonl" | sed 's/"tokens_per_s":[^,]*,"elapsed_s":[^,]*,//')" \
+    "$(grep '"step":12,' "$T/ars-cut/runs/bf16-amp/seed-1/log.jsonl" | sed 's/"tokens_per_s":[^,]*,"elapsed_s":[^,]*,//')"
+expect_err "ablate: --ckpt-every is ablate's own" "is set by ablate" "$F" ablate --presets fp32 --data "$T/corpus.txt" \
+    --out "$T/ars-x" --extra "--ckpt-every 5"
+
 echo "$pass passed, $fail failed"
 [[ $fail == 0 ]]
