@@ -1,8 +1,10 @@
 // engine_lanes.h: what the engine tile kernels share (internal to kernels/engine/): the vector
 // lanes (VL float32 or int32 lanes, the same count of double lanes) of scaled_mm_cpu_engine_amd.c
 // and scaled_mm_cpu_engine_block.c, and, for those two and scaled_mm_cpu_engine.c, the model's
-// operand exponents (sig_exp of engine_model.c) from float32 bits and the exponent panels built
-// beside the packed operands.
+// operand exponents (sig_exp of engine_model.c) from float32 bits, the exponent panels built
+// beside the packed operands, and the tile's frame (eng_tile_frame: the panels' offsets, the
+// tile's edges, the segments with C as the first addend, promotion and the epilogue), so that
+// each kernel keeps only its arithmetic.
 // Constraints: static inline only; no global state; exact lane operations (no contraction:
 // the build's -ffp-contract=off).
 #ifndef FPLAB_ENGINE_LANES_H
@@ -10,12 +12,14 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #if defined(__AVX__) || defined(__FMA__) || defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
 #include "kernels/engine.h"
+#include "kernels/scaled_mm_internal.h"
 
 #ifdef __AVX512F__
 #define ENG_VL 16
@@ -30,6 +34,10 @@ typedef int64_t eng_vl __attribute__((vector_size(ENG_VL * 8)));
 // Panel loads (one vector load each).
 typedef float eng_vf_u __attribute__((vector_size(ENG_VL * 4), aligned(4), may_alias));
 typedef int32_t eng_vi_u __attribute__((vector_size(ENG_VL * 4), aligned(4), may_alias));
+
+// The tile of every engine kernel: MR rows of op(A) x NR columns of op(B), one output per lane
+// (columns along the vector, NV vectors a row).
+enum { ENG_MR = 4, ENG_NV = 2, ENG_NR = ENG_VL * ENG_NV };
 
 // Broadcasts (not 0 + x, which would make a -0 operand +0 and costs a scalar addition).
 static inline eng_vi eng_ibcast(int32_t x) {
@@ -124,6 +132,130 @@ static inline __attribute__((always_inline)) void eng_exps(int32_t *e2, int16_t 
             }
         }
         memcpy(bad + pp * w, b, w);
+    }
+}
+
+// --- the tile's frame
+
+// A tile's panels from its first product, and where it stands in C.
+typedef struct {
+    const float *ap, *bp;  // (K, MR), (K, NR)
+    const int32_t *ea;     // their exponent panels (NULL where the kernel keeps none)
+    const int16_t *eb;
+    size_t i0, j0;
+} eng_tile;
+
+// A kernel's arithmetic over one segment (products s0 .. s1 - 1) of the tile: c in (the
+// segment's first C: zeros, or C in the chain) and out (its D); bad: lanes for the scalar model.
+typedef void eng_seg_fn(const void *ctx, const eng_tile *t, size_t s0, size_t s1, eng_vf c[ENG_MR][ENG_NV],
+                        eng_vi bad[ENG_MR][ENG_NV]);
+
+// What the frame reads of a kernel's context (its first member): the exponent panels of eng_exps
+// beside mm__emu_pack's panels (NULL where the kernel keeps none) and the flags.
+typedef struct {
+    const mm__engine_plan *p;
+    int32_t *ea;          // A: the exponent twice (both int16 halves: one 32-bit broadcast per row)
+    int16_t *eb;          // B: the exponent
+    unsigned char *abad;  // per row of op(A), per column of op(B): the scalar model's (all lines set)
+    unsigned char *bbad;
+    unsigned char *redo;  // (M, N): the outputs left to the scalar model
+    bool mark_c;          // a NaN or inf first C (C in the chain) is the scalar model's
+    bool redo_nan;        // an output whose y is NaN is the scalar model's (its payload is the model's)
+    eng_seg_fn *seg;      // the kernel's arithmetic
+} eng_base;
+
+// One block for the flags and, with exps, the exponent panels of M x K and K x N operands:
+// int32 A, then int16 B, then `extra` bytes for the kernel (*extra_at; a multiple of 8), then
+// the flags, abad and bbad zeroed. Sets x's pointers (p, mark_c, redo_nan are the caller's).
+// Returns the block to free, or NULL (MM_ENOMEM).
+static inline char *eng_base_alloc(eng_base *x, size_t M, size_t N, size_t K, bool exps, size_t extra,
+                                   void **extra_at) {
+    const size_t na = (M + ENG_MR - 1) / ENG_MR * ENG_MR, nb = (N + ENG_NR - 1) / ENG_NR * ENG_NR;
+    const size_t ne = exps ? na * K * 4 + nb * K * 2 : 0;
+    char *mem = malloc(ne + extra + na + nb + M * N);
+    if (!mem) return NULL;
+    x->ea = exps ? (int32_t *)mem : NULL, x->eb = exps ? (int16_t *)(mem + na * K * 4) : NULL;
+    if (extra_at) *extra_at = mem + ne;
+    x->abad = (unsigned char *)mem + ne + extra, x->bbad = x->abad + na, x->redo = x->bbad + nb;
+    memset(x->abad, 0, na + nb);
+    return mem;
+}
+
+// The emulated path's job of a kernel whose segments are the plan's (scales per K-block applied
+// at promotion by mm__emu_promote): every kind but the block-scaled ones.
+static inline void eng_job(mm__emu_job *J, const mm__engine_plan *p, const mm_operand *A, const mm_operand *B,
+                           size_t M, size_t N, size_t K, const mm_opts *o) {
+    *J = (mm__emu_job){.M = M, .N = N, .K = K, .sa = A->scales, .sb = B->scales, .beta = o->beta};
+    J->ab = mm__fl32_prod3(o->alpha, mm__tscale(A), mm__tscale(B));
+    J->nba = mm__nblocks(A, K, &J->bka);
+    mm__nblocks(B, K, &J->bkb);
+    J->bk = p->bk, J->pe = mm__seg_promote(o);
+}
+
+// A segment's last instruction when only m < kq of its kq products are left: the panels' m
+// products copied into la (kq, MR), lb (kq, NR), zeros after them, and with pea the exponent
+// panels into lea, leb, a zero's exponent (-126) after them, as the model pads the instruction.
+static inline void eng_pad(float *la, float *lb, int32_t *lea, int16_t *leb, size_t kq, const float *pa,
+                           const float *pb, const int32_t *pea, const int16_t *peb, size_t m) {
+    memset(la, 0, kq * ENG_MR * sizeof *la), memset(lb, 0, kq * ENG_NR * sizeof *lb);
+    memcpy(la, pa, m * ENG_MR * sizeof *la), memcpy(lb, pb, m * ENG_NR * sizeof *lb);
+    if (!pea) return;
+    const int32_t z2 = (int32_t)((uint32_t)(uint16_t)-126 * 0x10001u);  // twice, as in the panels
+    for (size_t u = 0; u < kq * ENG_MR; u++) lea[u] = u < m * ENG_MR ? pea[u] : z2;
+    for (size_t u = 0; u < kq * ENG_NR; u++) leb[u] = u < m * ENG_NR ? peb[u] : -126;
+}
+
+// The MR x NR tile of C at (ib * MR, jp * NR) (mm__emu_tile_fn; ctx's first member an eng_base):
+// per segment of the job (mm__seg_end) the first C, the kernel's arithmetic (seg) and the
+// promotion of its D; then each output through the epilogue, C untouched and redo set where the
+// scalar model must do one.
+static inline void eng_tile_frame(const mm__emu_job *J, const void *ctx, const float *ap, const float *bp, float *C,
+                                  size_t ldc, size_t ib, size_t jp) {
+    enum { MR = ENG_MR, NV = ENG_NV, NR = ENG_NR };
+    const eng_base *x = ctx;
+    const mm__engine_plan *p = x->p;
+    const size_t K = J->K;
+    const eng_tile t = {.ap = ap + ib * K * MR, .bp = bp + jp * K * NR, .ea = x->ea ? x->ea + ib * K * MR : NULL,
+                        .eb = x->eb ? x->eb + jp * K * NR : NULL, .i0 = ib * MR, .j0 = jp * NR};
+    const size_t i0 = t.i0, j0 = t.j0;
+    const size_t mr = J->M - i0 < MR ? J->M - i0 : MR, nr = J->N - j0 < NR ? J->N - j0 : NR;
+    float total[MR * NR] = {0}, d[MR][NR];
+    eng_vi bad[MR][NV];
+    memset(bad, 0, sizeof bad);
+    for (size_t s0 = 0, s1; s0 < K; s0 = s1) {
+        s1 = mm__seg_end(s0, K, J->bk, J->pe);
+        eng_vf c[MR][NV];
+        memset(c, 0, sizeof c);
+        if (p->c_in_chain) {  // one segment: C is the first C
+            float cin[MR][NR];
+            memset(cin, 0, sizeof cin);
+            for (size_t r = 0; r < mr; r++)
+                for (size_t u = 0; u < nr; u++) cin[r][u] = C[(i0 + r) * ldc + j0 + u];
+            memcpy(c, cin, sizeof c);
+            if (x->mark_c)
+                for (int r = 0; r < MR; r++)
+                    for (int v = 0; v < NV; v++) bad[r][v] |= ((eng_vi)c[r][v] & 0x7f800000) == 0x7f800000;
+        }
+        x->seg(ctx, &t, s0, s1, c, bad);
+        memcpy(d, c, sizeof d);
+        mm__emu_promote(J, s0, i0, j0, MR, NR, &d[0][0], total);
+    }
+    int32_t badl[MR][NR];
+    memcpy(badl, bad, sizeof badl);
+    for (size_t r = 0; r < mr; r++) {
+        const size_t i = i0 + r;
+        for (size_t u = 0; u < nr; u++) {
+            const size_t j = j0 + u;
+            float *cij = &C[i * ldc + j];
+            bool redo = badl[r][u] || x->abad[i] || x->bbad[j];
+            float y = 0.0f;
+            if (!redo) {
+                y = mm__engine_epilogue(p, J->ab, J->beta, total[r * NR + u], d[r][u], cij);
+                redo = x->redo_nan && isnan(y);
+            }
+            x->redo[i * J->N + j] = redo;
+            if (!redo) *cij = y;
+        }
     }
 }
 
