@@ -38,25 +38,81 @@ typedef int32_t eng_vi_u __attribute__((vector_size(ENG_VL * 4), aligned(4), may
 // The tile of every engine kernel: MR rows of op(A) x NR columns of op(B), one output per lane
 // (columns along the vector, NV vectors a row).
 enum { ENG_MR = 4, ENG_NV = 2, ENG_NR = ENG_VL * ENG_NV };
+// NR lanes of int16 exponents (a row of the tile in one vector) and their panel loads.
+typedef int16_t eng_vh __attribute__((vector_size(ENG_NR * 2)));
+typedef int16_t eng_vh_u __attribute__((vector_size(ENG_NR * 2), aligned(2), may_alias));
 
-// Broadcasts (not 0 + x, which would make a -0 operand +0 and costs a scalar addition).
+// Broadcasts (not 0 + x, which would make a -0 operand +0 and costs an addition), by the
+// instruction where there is one: gcc builds the lane loop's vector with an insert per lane.
 static inline eng_vi eng_ibcast(int32_t x) {
+#if defined(__AVX512F__) && ENG_VL == 16
+    return (eng_vi)_mm512_set1_epi32(x);
+#elif defined(__AVX__) && ENG_VL == 8
+    return (eng_vi)_mm256_set1_epi32(x);
+#else
     eng_vi v;
     for (int l = 0; l < ENG_VL; l++) v[l] = x;
     return v;
+#endif
 }
 static inline eng_vf eng_fbcast(float x) {
+#if defined(__AVX512F__) && ENG_VL == 16
+    return (eng_vf)_mm512_set1_ps(x);
+#elif defined(__AVX__) && ENG_VL == 8
+    return (eng_vf)_mm256_set1_ps(x);
+#else
     eng_vf v;
     for (int l = 0; l < ENG_VL; l++) v[l] = x;
     return v;
+#endif
 }
+// Signed max and min per lane, by the instruction where there is one (gcc keeps the mask form
+// as a compare and a blend).
 static inline eng_vi eng_max(eng_vi a, eng_vi b) {
+#if defined(__AVX512F__) && ENG_VL == 16
+    return (eng_vi)_mm512_max_epi32((__m512i)a, (__m512i)b);
+#elif defined(__AVX2__) && ENG_VL == 8
+    return (eng_vi)_mm256_max_epi32((__m256i)a, (__m256i)b);
+#else
     const eng_vi m = a > b;
     return (a & m) | (b & ~m);
+#endif
 }
 static inline eng_vi eng_min(eng_vi a, eng_vi b) {
+#if defined(__AVX512F__) && ENG_VL == 16
+    return (eng_vi)_mm512_min_epi32((__m512i)a, (__m512i)b);
+#elif defined(__AVX2__) && ENG_VL == 8
+    return (eng_vi)_mm256_min_epi32((__m256i)a, (__m256i)b);
+#else
     const eng_vi m = a < b;
     return (a & m) | (b & ~m);
+#endif
+}
+
+static inline eng_vh eng_hmax(eng_vh a, eng_vh b) {
+#if defined(__AVX512BW__) && ENG_VL == 16
+    return (eng_vh)_mm512_max_epi16((__m512i)a, (__m512i)b);
+#elif defined(__AVX2__) && ENG_VL == 8
+    return (eng_vh)_mm256_max_epi16((__m256i)a, (__m256i)b);
+#else
+    const eng_vh m = a > b;
+    return (a & m) | (b & ~m);
+#endif
+}
+
+// h's NR int16 lanes widened to int32 in NV vectors (lanes 0 .. VL - 1 first), by the
+// instruction where there is one (gcc's generic conversion goes through memory).
+static inline void eng_widen(eng_vi out[ENG_NV], eng_vh h) {
+#if defined(__AVX512BW__) && ENG_VL == 16
+    out[0] = (eng_vi)_mm512_cvtepi16_epi32(_mm512_castsi512_si256((__m512i)h));
+    out[1] = (eng_vi)_mm512_cvtepi16_epi32(_mm512_extracti64x4_epi64((__m512i)h, 1));
+#elif defined(__AVX2__) && ENG_VL == 8
+    out[0] = (eng_vi)_mm256_cvtepi16_epi32(_mm256_castsi256_si128((__m256i)h));
+    out[1] = (eng_vi)_mm256_cvtepi16_epi32(_mm256_extracti128_si256((__m256i)h, 1));
+#else
+    for (int v = 0; v < ENG_NV; v++)
+        for (int l = 0; l < ENG_VL; l++) out[v][l] = h[v * ENG_VL + l];
+#endif
 }
 
 // floor (mode _MM_FROUND_TO_NEG_INF) or trunc (_MM_FROUND_TO_ZERO) per double lane.
@@ -91,8 +147,41 @@ static inline eng_vd eng_trunc(eng_vd x) {
     return x;
 }
 
+// VL int32 or float32 lanes to VL double lanes (exact) and back to float32 (to nearest), by the
+// instructions where there are some (gcc's generic conversions of the double vector, twice the
+// width of a register, go through memory).
+#if defined(__AVX2__) && ENG_VL == 8
+static inline eng_vd eng_pair_d(__m256d lo, __m256d hi) {
+    eng_vd r;
+    memcpy(&r, &lo, 32), memcpy((char *)&r + 32, &hi, 32);
+    return r;
+}
+static inline eng_vd eng_i2d(eng_vi x) {
+    const __m256i v = (__m256i)x;
+    return eng_pair_d(_mm256_cvtepi32_pd(_mm256_castsi256_si128(v)), _mm256_cvtepi32_pd(_mm256_extracti128_si256(v, 1)));
+}
+static inline eng_vd eng_f2d(eng_vf x) {
+    const __m256 v = (__m256)x;
+    return eng_pair_d(_mm256_cvtps_pd(_mm256_castps256_ps128(v)), _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+}
+static inline eng_vf eng_d2f(eng_vd x) {
+    __m256d h[2];
+    memcpy(h, &x, sizeof h);
+    return (eng_vf)_mm256_set_m128(_mm256_cvtpd_ps(h[1]), _mm256_cvtpd_ps(h[0]));
+}
+// 2^e per double lane (e within double's normal exponents: built from bits).
+static inline eng_vd eng_p2d(eng_vi e) {
+    const __m256i v = (__m256i)e, b = _mm256_set1_epi64x(1023);
+    const __m256i lo = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(v)), hi = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(v, 1));
+    return eng_pair_d((__m256d)_mm256_slli_epi64(_mm256_add_epi64(lo, b), 52), (__m256d)_mm256_slli_epi64(_mm256_add_epi64(hi, b), 52));
+}
+#else
+static inline eng_vd eng_i2d(eng_vi x) { return __builtin_convertvector(x, eng_vd); }
+static inline eng_vd eng_f2d(eng_vf x) { return __builtin_convertvector(x, eng_vd); }
+static inline eng_vf eng_d2f(eng_vd x) { return __builtin_convertvector(x, eng_vf); }
 // 2^e per double lane (e within double's normal exponents: built from bits).
 static inline eng_vd eng_p2d(eng_vi e) { return (eng_vd)((__builtin_convertvector(e, eng_vl) + 1023) << 52); }
+#endif
 
 // The model's exponent of a value with float32 bits u (sig_exp): a zero -126, a subnormal of its
 // type the type's emin (>= -126).

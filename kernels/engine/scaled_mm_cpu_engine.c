@@ -46,17 +46,12 @@
 #include "kernels/engine/engine_lanes.h"  // the exponent panels (eng_exps), the tile's frame
 #include "kernels/scaled_mm_internal.h"
 
-#ifdef __AVX512F__
-#define VL 16
-#else
-#define VL 8
-#endif
-typedef float vf __attribute__((vector_size(VL * 4)));
-typedef int32_t vi __attribute__((vector_size(VL * 4)));
-typedef uint32_t vu __attribute__((vector_size(VL * 4)));
-// Panel loads (one vector load each; a copy through memcpy could go through narrower registers).
-typedef float vf_u __attribute__((vector_size(VL * 4), aligned(4), may_alias));
-typedef int32_t vi_u __attribute__((vector_size(VL * 4), aligned(4), may_alias));
+// The lanes of engine_lanes.h under this kernel's short names.
+#define VL ENG_VL
+typedef eng_vf vf;
+typedef eng_vi vi;
+typedef eng_vu vu;
+typedef eng_vf_u vf_u;
 
 enum { MR = ENG_MR, NV = ENG_NV, NR = ENG_NR };
 
@@ -89,35 +84,13 @@ typedef struct {
 
 // --- the tile
 
-typedef int16_t vh __attribute__((vector_size(NR * 2)));  // NR lanes of exponents
-typedef int16_t vh_u __attribute__((vector_size(NR * 2), aligned(2), may_alias));
-typedef int32_t vi_nr __attribute__((vector_size(NR * 4)));
-
-#ifdef __AVX512F__
-#include <immintrin.h>
-static inline vf vbcast(float x) { return (vf)_mm512_set1_ps(x); }
-static inline vi ibcast(int32_t x) { return (vi)_mm512_set1_epi32(x); }
-static inline vi vmax(vi a, vi b) { return (vi)_mm512_max_epi32((__m512i)a, (__m512i)b); }
-#else
-static inline vf vbcast(float x) { return (vf){0} + x; }
-static inline vi ibcast(int32_t x) { return (vi){0} + x; }
-static inline vi vmax(vi a, vi b) {
-    const vi m = a > b;
-    return (a & m) | (b & ~m);
-}
-#endif
-static inline vh hmax(vh a, vh b) {
-    const vh m = a > b;
-    return (a & m) | (b & ~m);
-}
-
 // Per lane the step's largest exponent E: C's (from its float32 bits: max(biased - 127, cmin),
 // a zero -126; cmin = -126 for an f32 D, -14 for an f16 D, whose subnormals the model places at
 // fp16's emin) and each product's (the operands' model exponents added), in int16 lanes, NR at a
 // time.
 static inline __attribute__((always_inline)) void step_exps(const int32_t *ea, const int16_t *eb, size_t k0, size_t n,
                                                              vf c[MR][NV], vi E[MR][NV], const int cmin) {
-    vh Eh[MR];
+    eng_vh Eh[MR];
 #if defined(__AVX512BW__) && VL == 16
     __m512i H[MR];
     for (int r = 0; r < MR; r++) H[r] = _mm512_set1_epi16(-252);  // below any exponent (two zeros)
@@ -128,21 +101,20 @@ static inline __attribute__((always_inline)) void step_exps(const int32_t *ea, c
     }
     memcpy(Eh, H, sizeof Eh);
 #else
-    for (int r = 0; r < MR; r++) Eh[r] = (vh){0} - 252;  // below any exponent (two zeros: -252)
+    for (int r = 0; r < MR; r++) Eh[r] = (eng_vh){0} - 252;  // below any exponent (two zeros: -252)
     for (size_t k = k0; k < k0 + n; k++) {
-        const vh e = *(const vh_u *)(eb + k * NR);
-        for (int r = 0; r < MR; r++) Eh[r] = hmax(Eh[r], e + (int16_t)ea[k * MR + r]);
+        const eng_vh e = *(const eng_vh_u *)(eb + k * NR);
+        for (int r = 0; r < MR; r++) Eh[r] = eng_hmax(Eh[r], e + (int16_t)ea[k * MR + r]);
     }
 #endif
     for (int r = 0; r < MR; r++) {
-        vi_nr w = __builtin_convertvector(Eh[r], vi_nr);
         vi wv[NV];
-        memcpy(wv, &w, sizeof wv);
+        eng_widen(wv, Eh[r]);
         for (int v = 0; v < NV; v++) {
             const vi cb = (vi)c[r][v];
             const vi cz = (cb & 0x7fffffff) == 0;  // -1 where C is a zero
-            const vi lo = (cz & ibcast(-126)) | (~cz & ibcast(cmin));
-            E[r][v] = vmax(vmax(((cb >> 23) & 0xff) - 127, lo), wv[v]);
+            const vi lo = (cz & eng_ibcast(-126)) | (~cz & eng_ibcast(cmin));
+            E[r][v] = eng_max(eng_max(((cb >> 23) & 0xff) - 127, lo), wv[v]);
         }
     }
 }
@@ -157,8 +129,8 @@ static inline __attribute__((always_inline)) void step_exps(const int32_t *ea, c
 static inline vf round_f16(vf v) {
     const vi u = (vi)v, mag = u & 0x7fffffff;
     vi e = mag >> 23;                                  // biased; at least fp16's emin, at most its emax
-    e = vmax(e, ibcast(127 - 14));
-    e = -vmax(-e, ibcast(-(127 + 15)));
+    e = eng_max(e, eng_ibcast(127 - 14));
+    e = -eng_max(-e, eng_ibcast(-(127 + 15)));
     const vf big = (vf)((e + 13) << 23);
     vi r = (vi)(((vf)mag + big) - big);
     const vi ovf = mag >= 0x477ff000;                  // 65520 and up (NaN too: the caller marks it)
@@ -180,8 +152,8 @@ static inline __attribute__((always_inline)) void step(const mm_engine_kind *q, 
     for (int r = 0; r < MR; r++)
         for (int v = 0; v < NV; v++) {
             vi be = 127 + frac - E[r][v];
-            be = -vmax(-be, ibcast(-254));  // min(be, 254): only where every product is zero
-            be = vmax(be, ibcast(0));        // E past 127 + frac: NaN/inf operands, the scalar model's
+            be = -eng_max(-be, eng_ibcast(-254));  // min(be, 254): only where every product is zero
+            be = eng_max(be, eng_ibcast(0));        // E past 127 + frac: NaN/inf operands, the scalar model's
             be <<= 23;
             sc[r][v] = (vf)be;
             P[r][v] = (vu){0};
@@ -190,7 +162,7 @@ static inline __attribute__((always_inline)) void step(const mm_engine_kind *q, 
         vf y[NV];
         for (int v = 0; v < NV; v++) y[v] = *(const vf_u *)(bp + k * NR + v * VL);
         for (int r = 0; r < MR; r++) {
-            const vf x = vbcast(ap[k * MR + r]);
+            const vf x = eng_fbcast(ap[k * MR + r]);
             for (int v = 0; v < NV; v++) P[r][v] += (vu)__builtin_convertvector(x * y[v] * sc[r][v], vi);
         }
     }
@@ -223,7 +195,7 @@ static inline __attribute__((always_inline)) void step(const mm_engine_kind *q, 
             const vi de = 127 + E[r][v] - frac;
             const vi sz = S == 0;
             out |= ~sz & ((de < 1) | (de > 254));
-            vf d = f * (vf)(-vmax(-vmax(de, ibcast(1)), ibcast(-254)) << 23);  // de in [1, 254]
+            vf d = f * (vf)(-eng_max(-eng_max(de, eng_ibcast(1)), eng_ibcast(-254)) << 23);  // de in [1, 254]
             const vi mag = (vi)d & 0x7fffffff;
             out |= ~sz & ((mag < 0x00800000) | (mag >= 0x7f800000));
             // f16 D: to fp16. Its inf (from 65520 up: an f16 D's common overflow) stays in the lane:

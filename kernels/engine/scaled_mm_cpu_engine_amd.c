@@ -76,14 +76,6 @@ static void flush_panel(float *x, size_t n, unsigned type) {
 
 // --- CDNA3 fused: one group
 
-typedef int16_t vh __attribute__((vector_size(NR * 2)));
-typedef int16_t vh_u __attribute__((vector_size(NR * 2), aligned(2), may_alias));
-typedef int32_t vi_nr __attribute__((vector_size(NR * 4)));
-
-static inline vh hmax(vh a, vh b) {
-    const vh m = a > b;
-    return (a & m) | (b & ~m);
-}
 
 // Over the products k0, k0 + st, ... (n of them) of the tile: the largest product exponent E
 // per lane (-252 when every product is zero) and the sum P of the products' terms
@@ -91,17 +83,16 @@ static inline vh hmax(vh a, vh b) {
 static inline __attribute__((always_inline)) void group_sum(const float *ap, const int32_t *ea, const float *bp,
                                                              const int16_t *eb, int k0, int n, int st,
                                                              eng_vi E[MR][NV], eng_vi P[MR][NV]) {
-    vh Eh[MR];
-    for (int r = 0; r < MR; r++) Eh[r] = (vh){0} - 252;
+    eng_vh Eh[MR];
+    for (int r = 0; r < MR; r++) Eh[r] = (eng_vh){0} - 252;
     for (int t = 0, k = k0; t < n; t++, k += st) {
-        const vh e = *(const vh_u *)(eb + k * NR);
-        for (int r = 0; r < MR; r++) Eh[r] = hmax(Eh[r], e + (int16_t)ea[k * MR + r]);
+        const eng_vh e = *(const eng_vh_u *)(eb + k * NR);
+        for (int r = 0; r < MR; r++) Eh[r] = eng_hmax(Eh[r], e + (int16_t)ea[k * MR + r]);
     }
     eng_vf sc[MR][NV];
     eng_vu S[MR][NV];  // unsigned: wrapping is defined (lanes of marked operands only)
     for (int r = 0; r < MR; r++) {
-        vi_nr w = __builtin_convertvector(Eh[r], vi_nr);
-        memcpy(E[r], &w, sizeof E[r]);
+        eng_widen(E[r], Eh[r]);
         for (int v = 0; v < NV; v++) {
             // 2^(24 - E) from bits; clamped only where every product is zero (E = -252) or on
             // marked operands.
@@ -138,9 +129,8 @@ static inline eng_vf amd_round(eng_vi S, eng_vi E, eng_vf c, bool two, eng_vi *b
     const eng_vi sh = E - maxe + 7;
     const eng_vi X = S >> eng_min(eng_max(-sh, eng_ibcast(0)), eng_ibcast(31));
     const eng_vf up = (eng_vf)((eng_max(sh, eng_ibcast(0)) + 127) << 23);
-    const eng_vd v = (__builtin_convertvector(X, eng_vd) * __builtin_convertvector(up, eng_vd) +
-                      __builtin_convertvector(f2, eng_vd) * 128.0) * eng_p2d(maxe - 31);
-    const eng_vf d = __builtin_convertvector(v, eng_vf);
+    const eng_vd v = (eng_i2d(X) * eng_f2d(up) + eng_i2d(f2) * 128.0) * eng_p2d(maxe - 31);
+    const eng_vf d = eng_d2f(v);
     *bad |= ((eng_vi)d & 0x7fffffff) >= 0x7f800000;  // inf: the model's special cases from here
     return d;
 }

@@ -37,14 +37,6 @@
 
 enum { MR = ENG_MR, NV = ENG_NV, NR = ENG_NR, KMAX = 64 };
 
-typedef int16_t vh __attribute__((vector_size(NR * 2)));
-typedef int16_t vh_u __attribute__((vector_size(NR * 2), aligned(2), may_alias));
-typedef int32_t vi_nr __attribute__((vector_size(NR * 4)));
-
-static inline vh hmax(vh a, vh b) {
-    const vh m = a > b;
-    return (a & m) | (b & ~m);
-}
 
 static bool is_fp4(const mm_engine_kind *q) { return q->group > 0; }
 
@@ -94,13 +86,16 @@ static void scale_tab(int32_t *e, float *s, unsigned char *bad, const float *sc,
 // --- D
 
 // D from the exact sum S * 2^e (S an integer in double): toward zero to float32's 23 fraction
-// bits; out marks a lane whose D is not zero or a normal float32.
+// bits; out marks a lane whose D is not zero or a normal float32. The check is on the float32
+// D: the truncated double converts exactly where it is a normal float32, to inf from 2^128 up,
+// and to a subnormal or zero below 2^-126, which S (an integer: a float32 zero only when zero)
+// tells apart from a zero D.
 static inline eng_vf out_f32(eng_vd S, eng_vi e, eng_vi *out) {
     const eng_vd v = S * eng_p2d(e);  // exact: S below 2^53, 2^e within double's range
-    const eng_vl mag = (eng_vl)v & 0x7fffffffffffffffll;
-    const eng_vl ok = (mag == 0) | ((mag >= 0x3810000000000000ll) & (mag < 0x47f0000000000000ll));
-    *out |= ~__builtin_convertvector(ok, eng_vi);
-    return __builtin_convertvector((eng_vd)((eng_vl)v & ~0x1fffffffll), eng_vf);  // exact
+    const eng_vf d = eng_d2f((eng_vd)((eng_vl)v & ~0x1fffffffll));  // exact where normal
+    const eng_vi mag = (eng_vi)d & 0x7fffffff;
+    *out |= ~((mag >= 0x00800000) & (mag < 0x7f800000)) & ~(eng_d2f(S) == 0);
+    return d;
 }
 
 // C's exponent as the model's sig_exp(c, -126) from its float32 bits (a zero: -126).
@@ -112,11 +107,11 @@ static inline __attribute__((always_inline)) void mx_instr(const blk_ctx *x, con
                                                             const float *bp, const int16_t *eb, size_t g, size_t i0,
                                                             size_t j0, eng_vf c[MR][NV], eng_vi bad[MR][NV]) {
     const int frac = x->b.p->q->frac;
-    vh Ph[MR];
-    for (int r = 0; r < MR; r++) Ph[r] = (vh){0} - 252;  // below any product exponent
+    eng_vh Ph[MR];
+    for (int r = 0; r < MR; r++) Ph[r] = (eng_vh){0} - 252;  // below any product exponent
     for (int k = 0; k < 32; k++) {
-        const vh e = *(const vh_u *)(eb + k * NR);
-        for (int r = 0; r < MR; r++) Ph[r] = hmax(Ph[r], e + (int16_t)ea[k * MR + r]);
+        const eng_vh e = *(const eng_vh_u *)(eb + k * NR);
+        for (int r = 0; r < MR; r++) Ph[r] = eng_hmax(Ph[r], e + (int16_t)ea[k * MR + r]);
     }
     eng_vi esb[NV];
     for (int v = 0; v < NV; v++) esb[v] = *(const eng_vi_u *)(x->sbe + g * x->np + j0 + (size_t)v * ENG_VL);
@@ -124,9 +119,8 @@ static inline __attribute__((always_inline)) void mx_instr(const blk_ctx *x, con
     eng_vf sc[MR][NV];
     for (int r = 0; r < MR; r++) {
         const int32_t esa = x->sae[g * x->mp + i0 + (size_t)r];
-        vi_nr w = __builtin_convertvector(Ph[r], vi_nr);
         eng_vi P[NV];
-        memcpy(P, &w, sizeof P);
+        eng_widen(P, Ph[r]);
         for (int v = 0; v < NV; v++) {
             const eng_vi esab = esa + esb[v];
             E[r][v] = eng_max(c_exp(c[r][v]), P[v] + esab);
@@ -149,9 +143,8 @@ static inline __attribute__((always_inline)) void mx_instr(const blk_ctx *x, con
         }
     for (int r = 0; r < MR; r++)
         for (int v = 0; v < NV; v++) {
-            const eng_vd ct = eng_trunc(__builtin_convertvector(c[r][v], eng_vd) * eng_p2d(frac - E[r][v]));
-            const eng_vd s = __builtin_convertvector((eng_vi)S[0][r][v], eng_vd) +
-                             __builtin_convertvector((eng_vi)S[1][r][v], eng_vd) + ct;  // +0 first: a zero is +0
+            const eng_vd ct = eng_trunc(eng_f2d(c[r][v]) * eng_p2d(frac - E[r][v]));
+            const eng_vd s = eng_i2d((eng_vi)S[0][r][v]) + eng_i2d((eng_vi)S[1][r][v]) + ct;  // +0 first: a zero is +0
             c[r][v] = out_f32(s, E[r][v] - frac, &bad[r][v]);
         }
 }
@@ -202,10 +195,10 @@ static inline __attribute__((always_inline)) void fp4_instr(const blk_ctx *x, co
     for (int r = 0; r < MR; r++)
         for (int v = 0; v < NV; v++) {
             const eng_vi m = maxe[r][v];
-            eng_vd S = eng_trunc(__builtin_convertvector(c[r][v], eng_vd) * eng_p2d(frac - m));
+            eng_vd S = eng_trunc(eng_f2d(c[r][v]) * eng_p2d(frac - m));
             S = (eng_vd){0} + S;  // a zero sum is +0
             for (int t = 0; t < 4; t++)
-                S += eng_trunc(__builtin_convertvector(term[t][r][v], eng_vd) * eng_p2d(frac + ee[t][r][v] - m));
+                S += eng_trunc(eng_f2d(term[t][r][v]) * eng_p2d(frac + ee[t][r][v] - m));
             c[r][v] = out_f32(S, m - frac, &bad[r][v]);
         }
 }
