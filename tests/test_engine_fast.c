@@ -87,6 +87,8 @@ static void check(kernel kn, const ecase *c, uint64_t *s) {
             C0[i] = w == 0 ? NAN : w == 1 ? INFINITY : w == 2 ? 0x1p-140f : w == 3 ? -0.0f : w == 4 ? 0x1.8p120f
                   : w == 5 ? 0x1p-126f : w <= 7 ? small : C0[i];
         }
+        if (c->d == D_FLUSH && i % 2)  // C in [2^-127, 2^-126), either sign: CDNA2 flushes it
+            C0[i] = ldexpf((float)(1.0 + tu_sm_unif(s)), -127) * (i % 4 == 1 ? -1.0f : 1.0f);
     }
     mm__engine_plan p;
     cr_assert_eq(mm__engine_plan_make(&p, &A, &B, M, N, K, &o, msg, sizeof msg), MM_OK, "%s", msg);
@@ -158,6 +160,20 @@ Test(engine_fast, amd_c_in_the_chain) {
             const dist d = sp == 0 ? D_WIDE : sp == 1 ? D_SPECIAL : sp == 2 ? D_TINY : D_CANCEL;
             const ecase c = {amd_kinds[q][0], amd_kinds[q][1], amd_kinds[q][2], 13, 40, 70, d, false, false, 0,
                              SC_NONE, 1.0f, 1.0f, sp >= 1};
+            check(K_AMD, &c, &s);
+        }
+}
+
+// CDNA2's flushes at 2^-126 (the leaves, the tree's nodes, the accumulator, the first C): bf16
+// products and sums near 2^-126, C starting at zero or (in the chain) just below 2^-126, where a
+// threshold one bit off (2^-127) changes the outputs. CDNA1 (no flushes) alongside.
+Test(engine_fast, amd_flush_threshold) {
+    uint64_t s = tu_seed("engine_fast", "amd_flush_threshold", 3705);
+    static const char *const fk[] = {"cdna2:mfma", "cdna2:mfma:k2", "cdna1:mfma"};
+    for (size_t q = 0; q < sizeof fk / sizeof fk[0]; q++)
+        for (int sh = 0; sh < 2; sh++) {
+            const ecase c = {fk[q], "bf16", "bf16", 13 + 8 * (size_t)sh, 40, 70 + 64 * (size_t)sh, D_FLUSH, sh == 1,
+                             false, 0, SC_NONE, 1.0f, sh ? 1.0f : 0.0f, false};
             check(K_AMD, &c, &s);
         }
 }

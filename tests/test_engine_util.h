@@ -19,7 +19,7 @@
 #include "test_util.h"
 
 // The distributions of the operands (draw): D_NORMAL .. D_CANCEL random ones, then the edges.
-typedef enum { D_NORMAL, D_POSITIVE, D_WIDE, D_CANCEL, D_SPECIAL, D_TINY, D_F16_TINY, D_F16_BIG } dist;
+typedef enum { D_NORMAL, D_POSITIVE, D_WIDE, D_CANCEL, D_SPECIAL, D_TINY, D_F16_TINY, D_F16_BIG, D_FLUSH } dist;
 
 // A value of format f drawn from d (rounded to f, saturating).
 static inline float draw(uint64_t *s, const fmt_t *f, dist d, size_t k) {
@@ -35,6 +35,9 @@ static inline float draw(uint64_t *s, const fmt_t *f, dist d, size_t k) {
     // smallest values), and sums past 65504 (fp16's largest) and 65520 (rounds to inf).
     case D_F16_TINY: v = g * ldexp(1.0, tu_sm_int(s, -12, -6)); break;
     case D_F16_BIG: v = g * ldexp(1.0, tu_sm_int(s, 3, 7)); break;
+    // Products of two such bf16 values, and their sums, straddle float32's smallest normal 2^-126
+    // (CDNA2 flushes what falls below it).
+    case D_FLUSH: v = g * ldexp(1.0, tu_sm_int(s, -64, -62)); break;
     case D_SPECIAL: {
         const int w = tu_sm_int(s, 0, 39);
         if (w == 0 && f->has_nan) return NAN;
