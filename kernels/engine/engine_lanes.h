@@ -42,13 +42,22 @@ enum { ENG_MR = 4, ENG_NV = 2, ENG_NR = ENG_VL * ENG_NV };
 typedef int16_t eng_vh __attribute__((vector_size(ENG_NR * 2)));
 typedef int16_t eng_vh_u __attribute__((vector_size(ENG_NR * 2), aligned(2), may_alias));
 
-// Broadcasts (not 0 + x, which would make a -0 operand +0 and costs an addition), by the
-// instruction where there is one: gcc builds the lane loop's vector with an insert per lane.
-static inline eng_vi eng_ibcast(int32_t x) {
+// The lanes' operations by the instruction where the CPU has one (gcc builds a broadcast from
+// the generic lane loop with an insert per lane, and keeps max and min as a compare and a blend):
+// ENG_X(f) is the intrinsic _mm256_f (AVX2, 8 lanes) or _mm512_f (AVX-512, 16 lanes), eng_xi its
+// integer register; elsewhere the generic forms.
 #if defined(__AVX512F__) && ENG_VL == 16
-    return (eng_vi)_mm512_set1_epi32(x);
-#elif defined(__AVX__) && ENG_VL == 8
-    return (eng_vi)_mm256_set1_epi32(x);
+#define ENG_X(f) _mm512_##f
+typedef __m512i eng_xi;
+#elif defined(__AVX2__) && ENG_VL == 8
+#define ENG_X(f) _mm256_##f
+typedef __m256i eng_xi;
+#endif
+
+// Broadcasts (not 0 + x, which would make a -0 operand +0 and costs an addition).
+static inline eng_vi eng_ibcast(int32_t x) {
+#ifdef ENG_X
+    return (eng_vi)ENG_X(set1_epi32)(x);
 #else
     eng_vi v;
     for (int l = 0; l < ENG_VL; l++) v[l] = x;
@@ -56,44 +65,35 @@ static inline eng_vi eng_ibcast(int32_t x) {
 #endif
 }
 static inline eng_vf eng_fbcast(float x) {
-#if defined(__AVX512F__) && ENG_VL == 16
-    return (eng_vf)_mm512_set1_ps(x);
-#elif defined(__AVX__) && ENG_VL == 8
-    return (eng_vf)_mm256_set1_ps(x);
+#ifdef ENG_X
+    return (eng_vf)ENG_X(set1_ps)(x);
 #else
     eng_vf v;
     for (int l = 0; l < ENG_VL; l++) v[l] = x;
     return v;
 #endif
 }
-// Signed max and min per lane, by the instruction where there is one (gcc keeps the mask form
-// as a compare and a blend).
+// Signed max and min per lane.
 static inline eng_vi eng_max(eng_vi a, eng_vi b) {
-#if defined(__AVX512F__) && ENG_VL == 16
-    return (eng_vi)_mm512_max_epi32((__m512i)a, (__m512i)b);
-#elif defined(__AVX2__) && ENG_VL == 8
-    return (eng_vi)_mm256_max_epi32((__m256i)a, (__m256i)b);
+#ifdef ENG_X
+    return (eng_vi)ENG_X(max_epi32)((eng_xi)a, (eng_xi)b);
 #else
     const eng_vi m = a > b;
     return (a & m) | (b & ~m);
 #endif
 }
 static inline eng_vi eng_min(eng_vi a, eng_vi b) {
-#if defined(__AVX512F__) && ENG_VL == 16
-    return (eng_vi)_mm512_min_epi32((__m512i)a, (__m512i)b);
-#elif defined(__AVX2__) && ENG_VL == 8
-    return (eng_vi)_mm256_min_epi32((__m256i)a, (__m256i)b);
+#ifdef ENG_X
+    return (eng_vi)ENG_X(min_epi32)((eng_xi)a, (eng_xi)b);
 #else
     const eng_vi m = a < b;
     return (a & m) | (b & ~m);
 #endif
 }
-
+// The same on NR int16 lanes (AVX-512: with its BW part).
 static inline eng_vh eng_hmax(eng_vh a, eng_vh b) {
-#if defined(__AVX512BW__) && ENG_VL == 16
-    return (eng_vh)_mm512_max_epi16((__m512i)a, (__m512i)b);
-#elif defined(__AVX2__) && ENG_VL == 8
-    return (eng_vh)_mm256_max_epi16((__m256i)a, (__m256i)b);
+#if defined(ENG_X) && (ENG_VL == 8 || defined(__AVX512BW__))
+    return (eng_vh)ENG_X(max_epi16)((eng_xi)a, (eng_xi)b);
 #else
     const eng_vh m = a > b;
     return (a & m) | (b & ~m);
