@@ -14,37 +14,8 @@
 #include "formats/round.h"
 #include "kernels/scaled_mm.h"
 #include "kernels/scaled_mm_internal.h"
+#include "test_engine_util.h"
 #include "test_util.h"
-
-typedef enum { D_NORMAL, D_POSITIVE, D_WIDE, D_CANCEL, D_SPECIAL, D_F16_TINY, D_F16_BIG } dist;
-
-// A value of format f drawn from d (rounded to f, saturating).
-static float draw(uint64_t *s, const fmt_t *f, dist d, size_t k) {
-    const fmt_round_opts ro = {.mode = FMT_RNE, .overflow = FMT_SATURATE};
-    double u = tu_sm_unif(s), v;
-    const double g = sqrt(-2.0 * log(tu_sm_unif(s) + 0x1p-60)) * cos(6.283185307179586 * u);
-    switch (d) {
-    case D_POSITIVE: v = fabs(g) + 0.01; break;
-    case D_WIDE: v = g * ldexp(1.0, tu_sm_int(s, -12, 8)); break;
-    case D_CANCEL: v = (k % 2 ? -1.0 : 1.0) * (1.0 + 0.01 * g); break;
-    // An f16 D's edges: sums on fp16's subnormal grid (below 2^-14, products of the formats'
-    // smallest values), and sums past 65504 (fp16's largest) and 65520 (rounds to inf).
-    case D_F16_TINY: v = g * ldexp(1.0, tu_sm_int(s, -12, -6)); break;
-    case D_F16_BIG: v = g * ldexp(1.0, tu_sm_int(s, 3, 7)); break;
-    case D_SPECIAL: {
-        const int w = tu_sm_int(s, 0, 39);
-        if (w == 0 && f->has_nan) return NAN;
-        if (w == 1 && f->has_inf) return tu_sm_int(s, 0, 1) ? INFINITY : -INFINITY;
-        if (w <= 5) return tu_sm_int(s, 0, 1) ? 0.0f : -0.0f;
-        if (w <= 9) v = g * f->min_subnormal * 4;  // subnormals of the format
-        else if (w <= 11) v = g * f->max;     // near the largest
-        else v = g;
-        break;
-    }
-    default: v = g;
-    }
-    return (float)fmt_round1(f, v, &ro);
-}
 
 typedef struct {
     const char *acc;       // engine spec
@@ -67,7 +38,7 @@ static void check(const ecase *c, uint64_t *s) {
     o.alpha = c->alpha, o.beta = c->beta;
     const size_t M = c->M, N = c->N, K = c->K;
     float *a = malloc(M * K * sizeof *a), *b = malloc(K * N * sizeof *b);
-    float *C0 = malloc(M * N * sizeof *C0), *C1 = malloc(M * N * sizeof *C1), *C2 = malloc(M * N * sizeof *C2);
+    float *C0 = malloc(M * N * sizeof *C0);
     mm_operand A = {.x = a, .ld = c->trans_a ? M : K, .trans = c->trans_a};
     mm_operand B = {.x = b, .ld = c->trans_b ? K : N, .trans = c->trans_b};
     cr_assert_eq(fmt_from_name(&A.fmt, c->fa), FMT_OK);
@@ -95,35 +66,13 @@ static void check(const ecase *c, uint64_t *s) {
             if (w < (int)(sizeof e / sizeof e[0])) C0[i] = e[w];
         }
     }
-    memcpy(C1, C0, M * N * sizeof *C0), memcpy(C2, C0, M * N * sizeof *C0);
     mm__engine_plan p;
     cr_assert_eq(mm__engine_plan_make(&p, &A, &B, M, N, K, &o, msg, sizeof msg), MM_OK, "%s", msg);
     cr_assert(mm__engine_fast_covers(&p, &o), "%s %s x %s: not taken by the fast kernel", c->acc, c->fa, c->fb);
-    // The kernel's raw y (before the output rounding) against the scalar model's, NaN payloads
-    // included (the engines' canonical NaN); then mm_cpu against mm_ref, NaN as NaN (mm_ref's
-    // output rounding writes its own NaN).
-    float *C3 = malloc(M * N * sizeof *C3), *C4 = malloc(M * N * sizeof *C4);
-    memcpy(C3, C0, M * N * sizeof *C0), memcpy(C4, C0, M * N * sizeof *C0);
-    cr_assert_eq(mm__engine_run(C3, N, &A, &B, M, N, K, &o), MM_OK);
-    cr_assert_eq(mm__engine_fast_run(C4, N, &A, &B, M, N, K, &o), MM_OK);
-    const int r1 = mm_ref(C1, N, &A, &B, M, N, K, &o), r2 = mm_cpu(C2, N, &A, &B, M, N, K, &o);
-    cr_assert_eq(r1, MM_OK);
-    cr_assert_eq(r2, MM_OK);
-    size_t bad = 0, first = 0, bad2 = 0, first2 = 0;
-    for (size_t i = 0; i < M * N; i++) {
-        uint32_t u1, u2;
-        memcpy(&u1, &C3[i], 4), memcpy(&u2, &C4[i], 4);
-        if (u1 != u2 && !bad++) first = i;
-        memcpy(&u1, &C1[i], 4), memcpy(&u2, &C2[i], 4);
-        if (u1 != u2 && !(isnan(C1[i]) && isnan(C2[i])) && !bad2++) first2 = i;
-    }
-    cr_assert_eq(bad, 0, "%s %s x %s M %zu N %zu K %zu dist %d: %zu of %zu outputs differ, first (%zu, %zu): "
-                 "model %a (%08x), fast %a (%08x)", c->acc, c->fa, c->fb, M, N, K, (int)c->d, bad, M * N, first / N,
-                 first % N, C3[first], ((uint32_t *)C3)[first], C4[first], ((uint32_t *)C4)[first]);
-    cr_assert_eq(bad2, 0, "%s %s x %s: mm_cpu and mm_ref differ at %zu outputs, first (%zu, %zu): %a, %a", c->acc,
-                 c->fa, c->fb, bad2, first2 / N, first2 % N, C1[first2], C2[first2]);
-    free(C3), free(C4);
-    free(a), free(b), free(C0), free(C1), free(C2), free(sa), free(sb);
+    char what[200];
+    snprintf(what, sizeof what, "%s %s x %s dist %d", c->acc, c->fa, c->fb, (int)c->d);
+    tu_engine_fast_vs_model(mm__engine_fast_run, &A, &B, M, N, K, &o, C0, what);
+    free(a), free(b), free(C0), free(sa), free(sb);
 }
 
 // The kinds the kernel covers, as (engine spec, A format, B format).

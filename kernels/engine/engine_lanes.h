@@ -1,8 +1,10 @@
 // engine_lanes.h: what the engine tile kernels share (internal to kernels/engine/): the vector
 // lanes (VL float32 or int32 lanes, the same count of double lanes) of scaled_mm_cpu_engine_amd.c
 // and scaled_mm_cpu_engine_block.c, and, for those two and scaled_mm_cpu_engine.c, the model's
-// operand exponents (sig_exp of engine_model.c) from float32 bits and the exponent panels built
-// beside the packed operands.
+// operand exponents (sig_exp of engine_model.c) from float32 bits, the exponent panels built
+// beside the packed operands, and the tile's frame (eng_tile_frame: the panels' offsets, the
+// tile's edges, the segments with C as the first addend, promotion and the epilogue), so that
+// each kernel keeps only its arithmetic.
 // Constraints: static inline only; no global state; exact lane operations (no contraction:
 // the build's -ffp-contract=off).
 #ifndef FPLAB_ENGINE_LANES_H
@@ -10,12 +12,14 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #if defined(__AVX__) || defined(__FMA__) || defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
 #include "kernels/engine.h"
+#include "kernels/scaled_mm_internal.h"
 
 #ifdef __AVX512F__
 #define ENG_VL 16
@@ -31,24 +35,84 @@ typedef int64_t eng_vl __attribute__((vector_size(ENG_VL * 8)));
 typedef float eng_vf_u __attribute__((vector_size(ENG_VL * 4), aligned(4), may_alias));
 typedef int32_t eng_vi_u __attribute__((vector_size(ENG_VL * 4), aligned(4), may_alias));
 
-// Broadcasts (not 0 + x, which would make a -0 operand +0 and costs a scalar addition).
+// The tile of every engine kernel: MR rows of op(A) x NR columns of op(B), one output per lane
+// (columns along the vector, NV vectors a row).
+enum { ENG_MR = 4, ENG_NV = 2, ENG_NR = ENG_VL * ENG_NV };
+// NR lanes of int16 exponents (a row of the tile in one vector) and their panel loads.
+typedef int16_t eng_vh __attribute__((vector_size(ENG_NR * 2)));
+typedef int16_t eng_vh_u __attribute__((vector_size(ENG_NR * 2), aligned(2), may_alias));
+
+// The lanes' operations by the instruction where the CPU has one (gcc builds a broadcast from
+// the generic lane loop with an insert per lane, and keeps max and min as a compare and a blend):
+// ENG_X(f) is the intrinsic _mm256_f (AVX2, 8 lanes) or _mm512_f (AVX-512, 16 lanes), eng_xi its
+// integer register; elsewhere the generic forms.
+#if defined(__AVX512F__) && ENG_VL == 16
+#define ENG_X(f) _mm512_##f
+typedef __m512i eng_xi;
+#elif defined(__AVX2__) && ENG_VL == 8
+#define ENG_X(f) _mm256_##f
+typedef __m256i eng_xi;
+#endif
+
+// Broadcasts (not 0 + x, which would make a -0 operand +0 and costs an addition).
 static inline eng_vi eng_ibcast(int32_t x) {
+#ifdef ENG_X
+    return (eng_vi)ENG_X(set1_epi32)(x);
+#else
     eng_vi v;
     for (int l = 0; l < ENG_VL; l++) v[l] = x;
     return v;
+#endif
 }
 static inline eng_vf eng_fbcast(float x) {
+#ifdef ENG_X
+    return (eng_vf)ENG_X(set1_ps)(x);
+#else
     eng_vf v;
     for (int l = 0; l < ENG_VL; l++) v[l] = x;
     return v;
+#endif
 }
+// Signed max and min per lane.
 static inline eng_vi eng_max(eng_vi a, eng_vi b) {
+#ifdef ENG_X
+    return (eng_vi)ENG_X(max_epi32)((eng_xi)a, (eng_xi)b);
+#else
     const eng_vi m = a > b;
     return (a & m) | (b & ~m);
+#endif
 }
 static inline eng_vi eng_min(eng_vi a, eng_vi b) {
+#ifdef ENG_X
+    return (eng_vi)ENG_X(min_epi32)((eng_xi)a, (eng_xi)b);
+#else
     const eng_vi m = a < b;
     return (a & m) | (b & ~m);
+#endif
+}
+// The same on NR int16 lanes (AVX-512: with its BW part).
+static inline eng_vh eng_hmax(eng_vh a, eng_vh b) {
+#if defined(ENG_X) && (ENG_VL == 8 || defined(__AVX512BW__))
+    return (eng_vh)ENG_X(max_epi16)((eng_xi)a, (eng_xi)b);
+#else
+    const eng_vh m = a > b;
+    return (a & m) | (b & ~m);
+#endif
+}
+
+// h's NR int16 lanes widened to int32 in NV vectors (lanes 0 .. VL - 1 first), by the
+// instruction where there is one (gcc's generic conversion goes through memory).
+static inline void eng_widen(eng_vi out[ENG_NV], eng_vh h) {
+#if defined(__AVX512BW__) && ENG_VL == 16
+    out[0] = (eng_vi)_mm512_cvtepi16_epi32(_mm512_castsi512_si256((__m512i)h));
+    out[1] = (eng_vi)_mm512_cvtepi16_epi32(_mm512_extracti64x4_epi64((__m512i)h, 1));
+#elif defined(__AVX2__) && ENG_VL == 8
+    out[0] = (eng_vi)_mm256_cvtepi16_epi32(_mm256_castsi256_si128((__m256i)h));
+    out[1] = (eng_vi)_mm256_cvtepi16_epi32(_mm256_extracti128_si256((__m256i)h, 1));
+#else
+    for (int v = 0; v < ENG_NV; v++)
+        for (int l = 0; l < ENG_VL; l++) out[v][l] = h[v * ENG_VL + l];
+#endif
 }
 
 // floor (mode _MM_FROUND_TO_NEG_INF) or trunc (_MM_FROUND_TO_ZERO) per double lane.
@@ -83,8 +147,41 @@ static inline eng_vd eng_trunc(eng_vd x) {
     return x;
 }
 
+// VL int32 or float32 lanes to VL double lanes (exact) and back to float32 (to nearest), by the
+// instructions where there are some (gcc's generic conversions of the double vector, twice the
+// width of a register, go through memory).
+#if defined(__AVX2__) && ENG_VL == 8
+static inline eng_vd eng_pair_d(__m256d lo, __m256d hi) {
+    eng_vd r;
+    memcpy(&r, &lo, 32), memcpy((char *)&r + 32, &hi, 32);
+    return r;
+}
+static inline eng_vd eng_i2d(eng_vi x) {
+    const __m256i v = (__m256i)x;
+    return eng_pair_d(_mm256_cvtepi32_pd(_mm256_castsi256_si128(v)), _mm256_cvtepi32_pd(_mm256_extracti128_si256(v, 1)));
+}
+static inline eng_vd eng_f2d(eng_vf x) {
+    const __m256 v = (__m256)x;
+    return eng_pair_d(_mm256_cvtps_pd(_mm256_castps256_ps128(v)), _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+}
+static inline eng_vf eng_d2f(eng_vd x) {
+    __m256d h[2];
+    memcpy(h, &x, sizeof h);
+    return (eng_vf)_mm256_set_m128(_mm256_cvtpd_ps(h[1]), _mm256_cvtpd_ps(h[0]));
+}
+// 2^e per double lane (e within double's normal exponents: built from bits).
+static inline eng_vd eng_p2d(eng_vi e) {
+    const __m256i v = (__m256i)e, b = _mm256_set1_epi64x(1023);
+    const __m256i lo = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(v)), hi = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(v, 1));
+    return eng_pair_d((__m256d)_mm256_slli_epi64(_mm256_add_epi64(lo, b), 52), (__m256d)_mm256_slli_epi64(_mm256_add_epi64(hi, b), 52));
+}
+#else
+static inline eng_vd eng_i2d(eng_vi x) { return __builtin_convertvector(x, eng_vd); }
+static inline eng_vd eng_f2d(eng_vf x) { return __builtin_convertvector(x, eng_vd); }
+static inline eng_vf eng_d2f(eng_vd x) { return __builtin_convertvector(x, eng_vf); }
 // 2^e per double lane (e within double's normal exponents: built from bits).
 static inline eng_vd eng_p2d(eng_vi e) { return (eng_vd)((__builtin_convertvector(e, eng_vl) + 1023) << 52); }
+#endif
 
 // The model's exponent of a value with float32 bits u (sig_exp): a zero -126, a subnormal of its
 // type the type's emin (>= -126).
@@ -124,6 +221,130 @@ static inline __attribute__((always_inline)) void eng_exps(int32_t *e2, int16_t 
             }
         }
         memcpy(bad + pp * w, b, w);
+    }
+}
+
+// --- the tile's frame
+
+// A tile's panels from its first product, and where it stands in C.
+typedef struct {
+    const float *ap, *bp;  // (K, MR), (K, NR)
+    const int32_t *ea;     // their exponent panels (NULL where the kernel keeps none)
+    const int16_t *eb;
+    size_t i0, j0;
+} eng_tile;
+
+// A kernel's arithmetic over one segment (products s0 .. s1 - 1) of the tile: c in (the
+// segment's first C: zeros, or C in the chain) and out (its D); bad: lanes for the scalar model.
+typedef void eng_seg_fn(const void *ctx, const eng_tile *t, size_t s0, size_t s1, eng_vf c[ENG_MR][ENG_NV],
+                        eng_vi bad[ENG_MR][ENG_NV]);
+
+// What the frame reads of a kernel's context (its first member): the exponent panels of eng_exps
+// beside mm__emu_pack's panels (NULL where the kernel keeps none) and the flags.
+typedef struct {
+    const mm__engine_plan *p;
+    int32_t *ea;          // A: the exponent twice (both int16 halves: one 32-bit broadcast per row)
+    int16_t *eb;          // B: the exponent
+    unsigned char *abad;  // per row of op(A), per column of op(B): the scalar model's (all lines set)
+    unsigned char *bbad;
+    unsigned char *redo;  // (M, N): the outputs left to the scalar model
+    bool mark_c;          // a NaN or inf first C (C in the chain) is the scalar model's
+    bool redo_nan;        // an output whose y is NaN is the scalar model's (its payload is the model's)
+    eng_seg_fn *seg;      // the kernel's arithmetic
+} eng_base;
+
+// One block for the flags and, with exps, the exponent panels of M x K and K x N operands:
+// int32 A, then int16 B, then `extra` bytes for the kernel (*extra_at; a multiple of 8), then
+// the flags, abad and bbad zeroed. Sets x's pointers (p, mark_c, redo_nan are the caller's).
+// Returns the block to free, or NULL (MM_ENOMEM).
+static inline char *eng_base_alloc(eng_base *x, size_t M, size_t N, size_t K, bool exps, size_t extra,
+                                   void **extra_at) {
+    const size_t na = (M + ENG_MR - 1) / ENG_MR * ENG_MR, nb = (N + ENG_NR - 1) / ENG_NR * ENG_NR;
+    const size_t ne = exps ? na * K * 4 + nb * K * 2 : 0;
+    char *mem = malloc(ne + extra + na + nb + M * N);
+    if (!mem) return NULL;
+    x->ea = exps ? (int32_t *)mem : NULL, x->eb = exps ? (int16_t *)(mem + na * K * 4) : NULL;
+    if (extra_at) *extra_at = mem + ne;
+    x->abad = (unsigned char *)mem + ne + extra, x->bbad = x->abad + na, x->redo = x->bbad + nb;
+    memset(x->abad, 0, na + nb);
+    return mem;
+}
+
+// The emulated path's job of a kernel whose segments are the plan's (scales per K-block applied
+// at promotion by mm__emu_promote): every kind but the block-scaled ones.
+static inline void eng_job(mm__emu_job *J, const mm__engine_plan *p, const mm_operand *A, const mm_operand *B,
+                           size_t M, size_t N, size_t K, const mm_opts *o) {
+    *J = (mm__emu_job){.M = M, .N = N, .K = K, .sa = A->scales, .sb = B->scales, .beta = o->beta};
+    J->ab = mm__fl32_prod3(o->alpha, mm__tscale(A), mm__tscale(B));
+    J->nba = mm__nblocks(A, K, &J->bka);
+    mm__nblocks(B, K, &J->bkb);
+    J->bk = p->bk, J->pe = mm__seg_promote(o);
+}
+
+// A segment's last instruction when only m < kq of its kq products are left: the panels' m
+// products copied into la (kq, MR), lb (kq, NR), zeros after them, and with pea the exponent
+// panels into lea, leb, a zero's exponent (-126) after them, as the model pads the instruction.
+static inline void eng_pad(float *la, float *lb, int32_t *lea, int16_t *leb, size_t kq, const float *pa,
+                           const float *pb, const int32_t *pea, const int16_t *peb, size_t m) {
+    memset(la, 0, kq * ENG_MR * sizeof *la), memset(lb, 0, kq * ENG_NR * sizeof *lb);
+    memcpy(la, pa, m * ENG_MR * sizeof *la), memcpy(lb, pb, m * ENG_NR * sizeof *lb);
+    if (!pea) return;
+    const int32_t z2 = (int32_t)((uint32_t)(uint16_t)-126 * 0x10001u);  // twice, as in the panels
+    for (size_t u = 0; u < kq * ENG_MR; u++) lea[u] = u < m * ENG_MR ? pea[u] : z2;
+    for (size_t u = 0; u < kq * ENG_NR; u++) leb[u] = u < m * ENG_NR ? peb[u] : -126;
+}
+
+// The MR x NR tile of C at (ib * MR, jp * NR) (mm__emu_tile_fn; ctx's first member an eng_base):
+// per segment of the job (mm__seg_end) the first C, the kernel's arithmetic (seg) and the
+// promotion of its D; then each output through the epilogue, C untouched and redo set where the
+// scalar model must do one.
+static inline void eng_tile_frame(const mm__emu_job *J, const void *ctx, const float *ap, const float *bp, float *C,
+                                  size_t ldc, size_t ib, size_t jp) {
+    enum { MR = ENG_MR, NV = ENG_NV, NR = ENG_NR };
+    const eng_base *x = ctx;
+    const mm__engine_plan *p = x->p;
+    const size_t K = J->K;
+    const eng_tile t = {.ap = ap + ib * K * MR, .bp = bp + jp * K * NR, .ea = x->ea ? x->ea + ib * K * MR : NULL,
+                        .eb = x->eb ? x->eb + jp * K * NR : NULL, .i0 = ib * MR, .j0 = jp * NR};
+    const size_t i0 = t.i0, j0 = t.j0;
+    const size_t mr = J->M - i0 < MR ? J->M - i0 : MR, nr = J->N - j0 < NR ? J->N - j0 : NR;
+    float total[MR * NR] = {0}, d[MR][NR];
+    eng_vi bad[MR][NV];
+    memset(bad, 0, sizeof bad);
+    for (size_t s0 = 0, s1; s0 < K; s0 = s1) {
+        s1 = mm__seg_end(s0, K, J->bk, J->pe);
+        eng_vf c[MR][NV];
+        memset(c, 0, sizeof c);
+        if (p->c_in_chain) {  // one segment: C is the first C
+            float cin[MR][NR];
+            memset(cin, 0, sizeof cin);
+            for (size_t r = 0; r < mr; r++)
+                for (size_t u = 0; u < nr; u++) cin[r][u] = C[(i0 + r) * ldc + j0 + u];
+            memcpy(c, cin, sizeof c);
+            if (x->mark_c)
+                for (int r = 0; r < MR; r++)
+                    for (int v = 0; v < NV; v++) bad[r][v] |= ((eng_vi)c[r][v] & 0x7f800000) == 0x7f800000;
+        }
+        x->seg(ctx, &t, s0, s1, c, bad);
+        memcpy(d, c, sizeof d);
+        mm__emu_promote(J, s0, i0, j0, MR, NR, &d[0][0], total);
+    }
+    int32_t badl[MR][NR];
+    memcpy(badl, bad, sizeof badl);
+    for (size_t r = 0; r < mr; r++) {
+        const size_t i = i0 + r;
+        for (size_t u = 0; u < nr; u++) {
+            const size_t j = j0 + u;
+            float *cij = &C[i * ldc + j];
+            bool redo = badl[r][u] || x->abad[i] || x->bbad[j];
+            float y = 0.0f;
+            if (!redo) {
+                y = mm__engine_epilogue(p, J->ab, J->beta, total[r * NR + u], d[r][u], cij);
+                redo = x->redo_nan && isnan(y);
+            }
+            x->redo[i * J->N + j] = redo;
+            if (!redo) *cij = y;
+        }
     }
 }
 

@@ -43,22 +43,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/engine/engine_lanes.h"  // the exponent panels (eng_exps)
+#include "kernels/engine/engine_lanes.h"  // the exponent panels (eng_exps), the tile's frame
 #include "kernels/scaled_mm_internal.h"
 
-#ifdef __AVX512F__
-#define VL 16
-#else
-#define VL 8
-#endif
-typedef float vf __attribute__((vector_size(VL * 4)));
-typedef int32_t vi __attribute__((vector_size(VL * 4)));
-typedef uint32_t vu __attribute__((vector_size(VL * 4)));
-// Panel loads (one vector load each; a copy through memcpy could go through narrower registers).
-typedef float vf_u __attribute__((vector_size(VL * 4), aligned(4), may_alias));
-typedef int32_t vi_u __attribute__((vector_size(VL * 4), aligned(4), may_alias));
+// The lanes of engine_lanes.h under this kernel's short names.
+#define VL ENG_VL
+typedef eng_vf vf;
+typedef eng_vi vi;
+typedef eng_vu vu;
+typedef eng_vf_u vf_u;
 
-enum { MR = 4, NV = 2, NR = VL * NV };
+enum { MR = ENG_MR, NV = ENG_NV, NR = ENG_NR };
 
 // --- operands
 
@@ -83,38 +78,11 @@ bool mm__engine_fast_covers(const mm__engine_plan *p, const mm_opts *o) {
 // What the kernel reads beside the float panels of mm__emu_pack (same layout, (ceil(n/w), K,
 // w)): each element's model exponent, and per line whether an operand is outside eng_op_ok (engine_lanes.h).
 typedef struct {
-    const mm__engine_plan *p;
-    bool f16;             // the instruction's C/D is f16 (o->acc.engine_f16)
-    int32_t *ea;          // A: the exponent twice (both int16 halves: one 32-bit broadcast per row)
-    int16_t *eb;          // B: the exponent
-    unsigned char *abad;  // per row of op(A), per column of op(B): an operand outside eng_op_ok
-    unsigned char *bbad;
-    unsigned char *redo;  // (M, N): the outputs left to the scalar model
+    eng_base b;  // flags: an operand outside eng_op_ok
+    bool f16;    // the instruction's C/D is f16 (o->acc.engine_f16)
 } eng_ctx;
 
 // --- the tile
-
-typedef int16_t vh __attribute__((vector_size(NR * 2)));  // NR lanes of exponents
-typedef int16_t vh_u __attribute__((vector_size(NR * 2), aligned(2), may_alias));
-typedef int32_t vi_nr __attribute__((vector_size(NR * 4)));
-
-#ifdef __AVX512F__
-#include <immintrin.h>
-static inline vf vbcast(float x) { return (vf)_mm512_set1_ps(x); }
-static inline vi ibcast(int32_t x) { return (vi)_mm512_set1_epi32(x); }
-static inline vi vmax(vi a, vi b) { return (vi)_mm512_max_epi32((__m512i)a, (__m512i)b); }
-#else
-static inline vf vbcast(float x) { return (vf){0} + x; }
-static inline vi ibcast(int32_t x) { return (vi){0} + x; }
-static inline vi vmax(vi a, vi b) {
-    const vi m = a > b;
-    return (a & m) | (b & ~m);
-}
-#endif
-static inline vh hmax(vh a, vh b) {
-    const vh m = a > b;
-    return (a & m) | (b & ~m);
-}
 
 // Per lane the step's largest exponent E: C's (from its float32 bits: max(biased - 127, cmin),
 // a zero -126; cmin = -126 for an f32 D, -14 for an f16 D, whose subnormals the model places at
@@ -122,7 +90,7 @@ static inline vh hmax(vh a, vh b) {
 // time.
 static inline __attribute__((always_inline)) void step_exps(const int32_t *ea, const int16_t *eb, size_t k0, size_t n,
                                                              vf c[MR][NV], vi E[MR][NV], const int cmin) {
-    vh Eh[MR];
+    eng_vh Eh[MR];
 #if defined(__AVX512BW__) && VL == 16
     __m512i H[MR];
     for (int r = 0; r < MR; r++) H[r] = _mm512_set1_epi16(-252);  // below any exponent (two zeros)
@@ -133,21 +101,20 @@ static inline __attribute__((always_inline)) void step_exps(const int32_t *ea, c
     }
     memcpy(Eh, H, sizeof Eh);
 #else
-    for (int r = 0; r < MR; r++) Eh[r] = (vh){0} - 252;  // below any exponent (two zeros: -252)
+    for (int r = 0; r < MR; r++) Eh[r] = (eng_vh){0} - 252;  // below any exponent (two zeros: -252)
     for (size_t k = k0; k < k0 + n; k++) {
-        const vh e = *(const vh_u *)(eb + k * NR);
-        for (int r = 0; r < MR; r++) Eh[r] = hmax(Eh[r], e + (int16_t)ea[k * MR + r]);
+        const eng_vh e = *(const eng_vh_u *)(eb + k * NR);
+        for (int r = 0; r < MR; r++) Eh[r] = eng_hmax(Eh[r], e + (int16_t)ea[k * MR + r]);
     }
 #endif
     for (int r = 0; r < MR; r++) {
-        vi_nr w = __builtin_convertvector(Eh[r], vi_nr);
         vi wv[NV];
-        memcpy(wv, &w, sizeof wv);
+        eng_widen(wv, Eh[r]);
         for (int v = 0; v < NV; v++) {
             const vi cb = (vi)c[r][v];
             const vi cz = (cb & 0x7fffffff) == 0;  // -1 where C is a zero
-            const vi lo = (cz & ibcast(-126)) | (~cz & ibcast(cmin));
-            E[r][v] = vmax(vmax(((cb >> 23) & 0xff) - 127, lo), wv[v]);
+            const vi lo = (cz & eng_ibcast(-126)) | (~cz & eng_ibcast(cmin));
+            E[r][v] = eng_max(eng_max(((cb >> 23) & 0xff) - 127, lo), wv[v]);
         }
     }
 }
@@ -162,8 +129,8 @@ static inline __attribute__((always_inline)) void step_exps(const int32_t *ea, c
 static inline vf round_f16(vf v) {
     const vi u = (vi)v, mag = u & 0x7fffffff;
     vi e = mag >> 23;                                  // biased; at least fp16's emin, at most its emax
-    e = vmax(e, ibcast(127 - 14));
-    e = -vmax(-e, ibcast(-(127 + 15)));
+    e = eng_max(e, eng_ibcast(127 - 14));
+    e = -eng_max(-e, eng_ibcast(-(127 + 15)));
     const vf big = (vf)((e + 13) << 23);
     vi r = (vi)(((vf)mag + big) - big);
     const vi ovf = mag >= 0x477ff000;                  // 65520 and up (NaN too: the caller marks it)
@@ -185,8 +152,8 @@ static inline __attribute__((always_inline)) void step(const mm_engine_kind *q, 
     for (int r = 0; r < MR; r++)
         for (int v = 0; v < NV; v++) {
             vi be = 127 + frac - E[r][v];
-            be = -vmax(-be, ibcast(-254));  // min(be, 254): only where every product is zero
-            be = vmax(be, ibcast(0));        // E past 127 + frac: NaN/inf operands, the scalar model's
+            be = -eng_max(-be, eng_ibcast(-254));  // min(be, 254): only where every product is zero
+            be = eng_max(be, eng_ibcast(0));        // E past 127 + frac: NaN/inf operands, the scalar model's
             be <<= 23;
             sc[r][v] = (vf)be;
             P[r][v] = (vu){0};
@@ -195,7 +162,7 @@ static inline __attribute__((always_inline)) void step(const mm_engine_kind *q, 
         vf y[NV];
         for (int v = 0; v < NV; v++) y[v] = *(const vf_u *)(bp + k * NR + v * VL);
         for (int r = 0; r < MR; r++) {
-            const vf x = vbcast(ap[k * MR + r]);
+            const vf x = eng_fbcast(ap[k * MR + r]);
             for (int v = 0; v < NV; v++) P[r][v] += (vu)__builtin_convertvector(x * y[v] * sc[r][v], vi);
         }
     }
@@ -228,7 +195,7 @@ static inline __attribute__((always_inline)) void step(const mm_engine_kind *q, 
             const vi de = 127 + E[r][v] - frac;
             const vi sz = S == 0;
             out |= ~sz & ((de < 1) | (de > 254));
-            vf d = f * (vf)(-vmax(-vmax(de, ibcast(1)), ibcast(-254)) << 23);  // de in [1, 254]
+            vf d = f * (vf)(-eng_max(-eng_max(de, eng_ibcast(1)), eng_ibcast(-254)) << 23);  // de in [1, 254]
             const vi mag = (vi)d & 0x7fffffff;
             out |= ~sz & ((mag < 0x00800000) | (mag >= 0x7f800000));
             // f16 D: to fp16. Its inf (from 65520 up: an f16 D's common overflow) stays in the lane:
@@ -241,66 +208,25 @@ static inline __attribute__((always_inline)) void step(const mm_engine_kind *q, 
 }
 
 
-// The MR x NR tile of C at (ib * MR, jp * NR) (mm__emu_tile_fn): its outputs in vectors, C
-// untouched and redo set where the scalar model must do one.
-static void engine_tile(const mm__emu_job *J, const void *ctx, const float *ap, const float *bp, float *C,
-                        size_t ldc, size_t ib, size_t jp) {
+// One segment of the tile (eng_seg_fn): its fused steps (k / split products each).
+static void engine_seg(const void *ctx, const eng_tile *t, size_t s0, size_t s1, vf c[MR][NV], vi bad[MR][NV]) {
     const eng_ctx *x = ctx;
-    const mm__engine_plan *p = x->p;
-    const size_t K = J->K;
-    ap += ib * K * MR, bp += jp * K * NR;
-    const int32_t *ea = x->ea + ib * K * MR;
-    const int16_t *eb = x->eb + jp * K * NR;
-    const size_t i0 = ib * MR, j0 = jp * NR;
-    const size_t mr = J->M - i0 < MR ? J->M - i0 : MR, nr = J->N - j0 < NR ? J->N - j0 : NR;
-    const size_t unit = (size_t)(p->q->k / p->q->split), kq = (size_t)p->q->k, split = (size_t)p->q->split;
+    const mm_engine_kind *q = x->b.p->q;
+    const size_t unit = (size_t)(q->k / q->split), kq = (size_t)q->k, split = (size_t)q->split;
     const bool f16 = x->f16;
-    float total[MR * NR] = {0}, d[MR][NR];
-    vi bad[MR][NV];
-    memset(bad, 0, sizeof bad);
-    for (size_t s0 = 0, s1; s0 < K; s0 = s1) {
-        s1 = mm__seg_end(s0, K, J->bk, J->pe);
-        const size_t n = s1 - s0;
-        vf c[MR][NV];
+    if (f16 && x->b.p->c_in_chain)  // the model's first C: C rounded to fp16 (nearest-even)
         for (int r = 0; r < MR; r++)
-            for (int v = 0; v < NV; v++) c[r][v] = (vf){0};
-        if (p->c_in_chain) {  // one segment: C is the first C
-            float cin[MR][NR];
-            memset(cin, 0, sizeof cin);
-            for (size_t r = 0; r < mr; r++)
-                for (size_t t = 0; t < nr; t++) cin[r][t] = C[(i0 + r) * ldc + j0 + t];
-            memcpy(c, cin, sizeof c);
-            for (int r = 0; r < MR; r++)  // a NaN or inf C (or, f16, one that rounds to inf): the model's
-                for (int v = 0; v < NV; v++) {
-                    bad[r][v] |= ((vi)c[r][v] & 0x7f800000) == 0x7f800000;
-                    if (f16) {  // the model's first C: C rounded to fp16 (nearest-even)
-                        c[r][v] = round_f16(c[r][v]);
-                        bad[r][v] |= ((vi)c[r][v] & 0x7fffffff) == 0x7f800000;
-                    }
-                }
-        }
-        const size_t nsteps = (n + kq - 1) / kq * split;
-        for (size_t t = 0; t < nsteps; t++) {
-            const size_t a0 = s0 + t * unit;
-            const size_t m = a0 >= s1 ? 0 : s1 - a0 < unit ? s1 - a0 : unit;
-            // Two copies of the step, each with its D type a constant.
-            if (f16) step(p->q, ap, ea, bp, eb, a0 < s1 ? a0 : s1, m, c, bad, true);
-            else step(p->q, ap, ea, bp, eb, a0 < s1 ? a0 : s1, m, c, bad, false);
-        }
-        memcpy(d, c, sizeof d);
-        mm__emu_promote(J, s0, i0, j0, MR, NR, &d[0][0], total);
-    }
-    int32_t badl[MR][NR];
-    memcpy(badl, bad, sizeof badl);
-    for (size_t r = 0; r < mr; r++) {
-        const size_t i = i0 + r;
-        for (size_t t = 0; t < nr; t++) {
-            const size_t j = j0 + t;
-            const bool redo = badl[r][t] || x->abad[i] || x->bbad[j];
-            x->redo[i * J->N + j] = redo;
-            float *cij = &C[i * ldc + j];
-            if (!redo) *cij = mm__engine_epilogue(p, J->ab, J->beta, total[r * NR + t], d[r][t], cij);
-        }
+            for (int v = 0; v < NV; v++) {
+                c[r][v] = round_f16(c[r][v]);
+                bad[r][v] |= ((vi)c[r][v] & 0x7fffffff) == 0x7f800000;  // it rounds to inf: the model's
+            }
+    const size_t nsteps = (s1 - s0 + kq - 1) / kq * split;
+    for (size_t u = 0; u < nsteps; u++) {
+        const size_t a0 = s0 + u * unit;
+        const size_t m = a0 >= s1 ? 0 : s1 - a0 < unit ? s1 - a0 : unit;
+        // Two copies of the step, each with its D type a constant.
+        if (f16) step(q, t->ap, t->ea, t->bp, t->eb, a0 < s1 ? a0 : s1, m, c, bad, true);
+        else step(q, t->ap, t->ea, t->bp, t->eb, a0 < s1 ? a0 : s1, m, c, bad, false);
     }
 }
 
@@ -314,24 +240,18 @@ int mm__engine_fast_run(float *C, size_t ldc, const mm_operand *A, const mm_oper
         mm__path_note(o, "engine-model", M * N);
         return mm__engine_run_plan(&p, C, ldc, A, B, M, N, K, o, NULL);
     }
-    mm__emu_job J = {.M = M, .N = N, .K = K, .sa = A->scales, .sb = B->scales, .beta = o->beta};
-    J.ab = mm__fl32_prod3(o->alpha, mm__tscale(A), mm__tscale(B));
-    J.nba = mm__nblocks(A, K, &J.bka);
-    mm__nblocks(B, K, &J.bkb);
-    J.bk = p.bk, J.pe = mm__seg_promote(o);  // not a block-scaled kind (mm__engine_fast_covers)
+    mm__emu_job J;
+    eng_job(&J, &p, A, B, M, N, K, o);  // not a block-scaled kind (mm__engine_fast_covers)
     const float *ap, *bp;
     int st = mm__emu_pack(&J, A, B, MR, NR, &ap, &bp);
     if (st != MM_OK) return st;
-    // One block for the exponent panels and the flags: int32 A, then int16 B, then bytes.
-    const size_t na = (M + MR - 1) / MR * MR, nb = (N + NR - 1) / NR * NR;
-    char *mem = malloc(na * K * 4 + nb * K * 2 + na + nb + M * N);
+    eng_ctx x = {.b = {.p = &p, .mark_c = true, .seg = engine_seg}, .f16 = o->acc.engine_f16};
+    char *mem = eng_base_alloc(&x.b, M, N, K, true, 0, NULL);
     if (!mem) return MM_ENOMEM;
-    eng_ctx x = {.p = &p, .f16 = o->acc.engine_f16, .ea = (int32_t *)mem, .eb = (int16_t *)(mem + na * K * 4)};
-    x.abad = (unsigned char *)mem + na * K * 4 + nb * K * 2, x.bbad = x.abad + na, x.redo = x.bbad + nb;
-    eng_exps(x.ea, NULL, x.abad, ap, M, K, MR, p.ta, p.ta == MM_ET_BF16);
-    eng_exps(NULL, x.eb, x.bbad, bp, N, K, NR, p.tb, p.tb == MM_ET_BF16);
-    mm__emu_tile_loop(&J, ap, bp, C, ldc, MR, NR, engine_tile, &x);
-    st = mm__engine_finish(&p, C, ldc, A, B, M, N, K, o, x.redo, "engine-fast");
+    eng_exps(x.b.ea, NULL, x.b.abad, ap, M, K, MR, p.ta, p.ta == MM_ET_BF16);
+    eng_exps(NULL, x.b.eb, x.b.bbad, bp, N, K, NR, p.tb, p.tb == MM_ET_BF16);
+    mm__emu_tile_loop(&J, ap, bp, C, ldc, MR, NR, eng_tile_frame, &x);
+    st = mm__engine_finish(&p, C, ldc, A, B, M, N, K, o, x.b.redo, "engine-fast");
     free(mem);
     return st;
 }

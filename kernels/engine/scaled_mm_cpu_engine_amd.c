@@ -33,7 +33,7 @@
 #include "kernels/engine/engine_lanes.h"
 #include "kernels/scaled_mm_internal.h"
 
-enum { MR = 4, NV = 2, NR = ENG_VL * NV, KMAX = 32 };
+enum { MR = ENG_MR, NV = ENG_NV, NR = ENG_NR, KMAX = 32 };
 
 // fmaf(x, y, +0) per lane: one rounding (a product that rounds to -0 stays -0; an exact zero
 // product gives +0).
@@ -61,16 +61,6 @@ bool mm__engine_amd_covers(const mm__engine_plan *p, const mm_opts *o) {
     return q->two_stage ? q->group == 16 : q->group <= 8;
 }
 
-// --- the exponent panels (CDNA3 fused)
-
-typedef struct {
-    const mm__engine_plan *p;
-    int32_t *ea;          // A: the exponent twice (both int16 halves: one 32-bit broadcast per row)
-    int16_t *eb;          // B: the exponent
-    unsigned char *abad;  // per row of op(A), per column of op(B): an operand outside eng_op_ok
-    unsigned char *bbad;
-    unsigned char *redo;  // (M, N): the outputs left to the scalar model
-} amd_ctx;
 
 // CDNA2's input flush: |x| below its type's smallest normal becomes +0, in the packed panel
 // (the calling thread's scratch copy, mm__emu_pack).
@@ -86,14 +76,6 @@ static void flush_panel(float *x, size_t n, unsigned type) {
 
 // --- CDNA3 fused: one group
 
-typedef int16_t vh __attribute__((vector_size(NR * 2)));
-typedef int16_t vh_u __attribute__((vector_size(NR * 2), aligned(2), may_alias));
-typedef int32_t vi_nr __attribute__((vector_size(NR * 4)));
-
-static inline vh hmax(vh a, vh b) {
-    const vh m = a > b;
-    return (a & m) | (b & ~m);
-}
 
 // Over the products k0, k0 + st, ... (n of them) of the tile: the largest product exponent E
 // per lane (-252 when every product is zero) and the sum P of the products' terms
@@ -101,17 +83,16 @@ static inline vh hmax(vh a, vh b) {
 static inline __attribute__((always_inline)) void group_sum(const float *ap, const int32_t *ea, const float *bp,
                                                              const int16_t *eb, int k0, int n, int st,
                                                              eng_vi E[MR][NV], eng_vi P[MR][NV]) {
-    vh Eh[MR];
-    for (int r = 0; r < MR; r++) Eh[r] = (vh){0} - 252;
+    eng_vh Eh[MR];
+    for (int r = 0; r < MR; r++) Eh[r] = (eng_vh){0} - 252;
     for (int t = 0, k = k0; t < n; t++, k += st) {
-        const vh e = *(const vh_u *)(eb + k * NR);
-        for (int r = 0; r < MR; r++) Eh[r] = hmax(Eh[r], e + (int16_t)ea[k * MR + r]);
+        const eng_vh e = *(const eng_vh_u *)(eb + k * NR);
+        for (int r = 0; r < MR; r++) Eh[r] = eng_hmax(Eh[r], e + (int16_t)ea[k * MR + r]);
     }
     eng_vf sc[MR][NV];
     eng_vu S[MR][NV];  // unsigned: wrapping is defined (lanes of marked operands only)
     for (int r = 0; r < MR; r++) {
-        vi_nr w = __builtin_convertvector(Eh[r], vi_nr);
-        memcpy(E[r], &w, sizeof E[r]);
+        eng_widen(E[r], Eh[r]);
         for (int v = 0; v < NV; v++) {
             // 2^(24 - E) from bits; clamped only where every product is zero (E = -252) or on
             // marked operands.
@@ -148,9 +129,8 @@ static inline eng_vf amd_round(eng_vi S, eng_vi E, eng_vf c, bool two, eng_vi *b
     const eng_vi sh = E - maxe + 7;
     const eng_vi X = S >> eng_min(eng_max(-sh, eng_ibcast(0)), eng_ibcast(31));
     const eng_vf up = (eng_vf)((eng_max(sh, eng_ibcast(0)) + 127) << 23);
-    const eng_vd v = (__builtin_convertvector(X, eng_vd) * __builtin_convertvector(up, eng_vd) +
-                      __builtin_convertvector(f2, eng_vd) * 128.0) * eng_p2d(maxe - 31);
-    const eng_vf d = __builtin_convertvector(v, eng_vf);
+    const eng_vd v = (eng_i2d(X) * eng_f2d(up) + eng_i2d(f2) * 128.0) * eng_p2d(maxe - 31);
+    const eng_vf d = eng_d2f(v);
     *bad |= ((eng_vi)d & 0x7fffffff) >= 0x7f800000;  // inf: the model's special cases from here
     return d;
 }
@@ -244,73 +224,27 @@ static void instr(const mm_engine_kind *q, const float *ap, const int32_t *ea, c
 
 // --- the tile
 
-// The MR x NR tile of C at (ib * MR, jp * NR) (mm__emu_tile_fn): its outputs in vectors, C
-// untouched and redo set where the scalar model must do one.
-static void amd_tile(const mm__emu_job *J, const void *ctx, const float *ap, const float *bp, float *C, size_t ldc,
-                     size_t ib, size_t jp) {
-    const amd_ctx *x = ctx;
-    const mm__engine_plan *p = x->p;
-    const mm_engine_kind *q = p->q;
+// One segment of the tile (eng_seg_fn): its instructions.
+static void amd_seg(const void *ctx, const eng_tile *t, size_t s0, size_t s1, eng_vf c[MR][NV],
+                    eng_vi bad[MR][NV]) {
+    const mm_engine_kind *q = ((const eng_base *)ctx)->p->q;
     const bool fused = q->op == MM_EOP_AMD_FUSED;
-    const size_t K = J->K, kq = (size_t)q->k;
-    ap += ib * K * MR, bp += jp * K * NR;
-    const int32_t *ea = fused ? x->ea + ib * K * MR : NULL;
-    const int16_t *eb = fused ? x->eb + jp * K * NR : NULL;
-    const size_t i0 = ib * MR, j0 = jp * NR;
-    const size_t mr = J->M - i0 < MR ? J->M - i0 : MR, nr = J->N - j0 < NR ? J->N - j0 : NR;
-    float total[MR * NR] = {0}, d[MR][NR];
-    eng_vi bad[MR][NV];
-    memset(bad, 0, sizeof bad);
-    for (size_t s0 = 0, s1; s0 < K; s0 = s1) {
-        s1 = mm__seg_end(s0, K, J->bk, J->pe);
-        eng_vf c[MR][NV];
-        memset(c, 0, sizeof c);
-        if (p->c_in_chain) {  // one segment: C is the first C
-            float cin[MR][NR];
-            memset(cin, 0, sizeof cin);
-            for (size_t r = 0; r < mr; r++)
-                for (size_t t = 0; t < nr; t++) cin[r][t] = C[(i0 + r) * ldc + j0 + t];
-            memcpy(c, cin, sizeof c);
-            if (fused)  // a NaN or inf C: the model's
-                for (int r = 0; r < MR; r++)
-                    for (int v = 0; v < NV; v++) bad[r][v] |= ((eng_vi)c[r][v] & 0x7f800000) == 0x7f800000;
+    const size_t kq = (size_t)q->k;
+    const float *ap = t->ap, *bp = t->bp;
+    const int32_t *ea = t->ea;
+    const int16_t *eb = t->eb;
+    for (size_t a0 = s0; a0 < s1; a0 += kq) {
+        if (s1 - a0 >= kq) {
+            instr(q, ap + a0 * MR, fused ? ea + a0 * MR : NULL, bp + a0 * NR, fused ? eb + a0 * NR : NULL, c, bad);
+            continue;
         }
-        for (size_t a0 = s0; a0 < s1; a0 += kq) {
-            if (s1 - a0 >= kq) {
-                instr(q, ap + a0 * MR, fused ? ea + a0 * MR : NULL, bp + a0 * NR, fused ? eb + a0 * NR : NULL, c, bad);
-                continue;
-            }
-            // The segment's last instruction, zero-padded as the model pads it.
-            const size_t m = s1 - a0;
-            float la[KMAX * MR] = {0}, lb[KMAX * NR] = {0};
-            int32_t lea[KMAX * MR];
-            int16_t leb[KMAX * NR];
-            const int32_t z2 = (int32_t)((uint32_t)(uint16_t)-126 * 0x10001u);  // a zero's exponent
-            for (size_t t = 0; t < KMAX * MR; t++) lea[t] = z2;
-            for (size_t t = 0; t < KMAX * NR; t++) leb[t] = -126;
-            memcpy(la, ap + a0 * MR, m * MR * sizeof *la);
-            memcpy(lb, bp + a0 * NR, m * NR * sizeof *lb);
-            if (fused) {
-                memcpy(lea, ea + a0 * MR, m * MR * sizeof *lea);
-                memcpy(leb, eb + a0 * NR, m * NR * sizeof *leb);
-            }
-            instr(q, la, lea, lb, leb, c, bad);
-        }
-        memcpy(d, c, sizeof d);
-        mm__emu_promote(J, s0, i0, j0, MR, NR, &d[0][0], total);
-    }
-    int32_t badl[MR][NR];
-    memcpy(badl, bad, sizeof badl);
-    for (size_t r = 0; r < mr; r++) {
-        const size_t i = i0 + r;
-        for (size_t t = 0; t < nr; t++) {
-            const size_t j = j0 + t;
-            float *cij = &C[i * ldc + j];
-            const float y = mm__engine_epilogue(p, J->ab, J->beta, total[r * NR + t], d[r][t], cij);
-            const bool redo = badl[r][t] || (fused && (x->abad[i] || x->bbad[j])) || isnan(y);
-            x->redo[i * J->N + j] = redo;
-            if (!redo) *cij = y;
-        }
+        // The segment's last instruction, zero-padded as the model pads it.
+        float la[KMAX * MR], lb[KMAX * NR];
+        int32_t lea[KMAX * MR];
+        int16_t leb[KMAX * NR];
+        eng_pad(la, lb, lea, leb, kq, ap + a0 * MR, bp + a0 * NR, fused ? ea + a0 * MR : NULL,
+                fused ? eb + a0 * NR : NULL, s1 - a0);
+        instr(q, la, lea, lb, leb, c, bad);
     }
 }
 
@@ -321,11 +255,8 @@ int mm__engine_amd_run(float *C, size_t ldc, const mm_operand *A, const mm_opera
     mm__engine_plan p;
     if (mm__engine_plan_make(&p, A, B, M, N, K, o, NULL, 0) != MM_OK) return MM_EINVAL;
     if (!mm__engine_amd_covers(&p, o)) return MM_EUNSUPPORTED;
-    mm__emu_job J = {.M = M, .N = N, .K = K, .sa = A->scales, .sb = B->scales, .beta = o->beta};
-    J.ab = mm__fl32_prod3(o->alpha, mm__tscale(A), mm__tscale(B));
-    J.nba = mm__nblocks(A, K, &J.bka);
-    mm__nblocks(B, K, &J.bkb);
-    J.bk = p.bk, J.pe = mm__seg_promote(o);  // not a block-scaled kind (mm__engine_amd_covers)
+    mm__emu_job J;
+    eng_job(&J, &p, A, B, M, N, K, o);  // not a block-scaled kind (mm__engine_amd_covers)
     const float *ap, *bp;
     int st = mm__emu_pack(&J, A, B, MR, NR, &ap, &bp);
     if (st != MM_OK) return st;
@@ -335,17 +266,15 @@ int mm__engine_amd_run(float *C, size_t ldc, const mm_operand *A, const mm_opera
         flush_panel((float *)ap, na * K, p.ta);
         flush_panel((float *)bp, nb * K, p.tb);
     }
-    // One block for the exponent panels and the flags: int32 A, then int16 B, then bytes.
-    const size_t ne = fused ? na * K * 4 + nb * K * 2 : 0;
-    char *mem = malloc(ne + na + nb + M * N);
+    // Pairwise: C and the operands as they are (no flags), only a NaN output is the model's.
+    eng_base x = {.p = &p, .mark_c = fused, .redo_nan = true, .seg = amd_seg};
+    char *mem = eng_base_alloc(&x, M, N, K, fused, 0, NULL);
     if (!mem) return MM_ENOMEM;
-    amd_ctx x = {.p = &p, .ea = fused ? (int32_t *)mem : NULL, .eb = fused ? (int16_t *)(mem + na * K * 4) : NULL};
-    x.abad = (unsigned char *)mem + ne, x.bbad = x.abad + na, x.redo = x.bbad + nb;
     if (fused) {
         eng_exps(x.ea, NULL, x.abad, ap, M, K, MR, p.ta, p.ta == MM_ET_BF16);
         eng_exps(NULL, x.eb, x.bbad, bp, N, K, NR, p.tb, p.tb == MM_ET_BF16);
     }
-    mm__emu_tile_loop(&J, ap, bp, C, ldc, MR, NR, amd_tile, &x);
+    mm__emu_tile_loop(&J, ap, bp, C, ldc, MR, NR, eng_tile_frame, &x);
     st = mm__engine_finish(&p, C, ldc, A, B, M, N, K, o, x.redo, "engine-amd");
     free(mem);
     return st;

@@ -35,16 +35,8 @@
 #include "kernels/engine/engine_lanes.h"
 #include "kernels/scaled_mm_internal.h"
 
-enum { MR = 4, NV = 2, NR = ENG_VL * NV, KMAX = 64 };
+enum { MR = ENG_MR, NV = ENG_NV, NR = ENG_NR, KMAX = 64 };
 
-typedef int16_t vh __attribute__((vector_size(NR * 2)));
-typedef int16_t vh_u __attribute__((vector_size(NR * 2), aligned(2), may_alias));
-typedef int32_t vi_nr __attribute__((vector_size(NR * 4)));
-
-static inline vh hmax(vh a, vh b) {
-    const vh m = a > b;
-    return (a & m) | (b & ~m);
-}
 
 static bool is_fp4(const mm_engine_kind *q) { return q->group > 0; }
 
@@ -62,15 +54,10 @@ bool mm__engine_block_covers(const mm__engine_plan *p, const mm_opts *o) {
 // --- the tables
 
 typedef struct {
-    const mm__engine_plan *p;
-    int32_t *ea;            // mxf8f6f4: A's exponents twice (int16 halves), B's (as scaled_mm_cpu_engine.c)
-    int16_t *eb;
+    eng_base b;             // exponent panels for mxf8f6f4 only; flags: a NaN/inf operand or a NaN scale
     int32_t *sae, *sbe;     // the scales' exponents: A (nblk, mp), B (nblk, np); padding lines 0
     float *sas, *sbs;       // their significands (ue8m0: 1); padding lines 1
     size_t mp, np, nblk;
-    unsigned char *abad;    // per row of op(A), per column of op(B): a NaN/inf operand or a NaN scale
-    unsigned char *bbad;
-    unsigned char *redo;    // (M, N): the outputs left to the scalar model
 } blk_ctx;
 
 // The scales of `lines` lines (line t's block g at sc[t * ld_line + g * ld_blk]) as exponents
@@ -99,13 +86,16 @@ static void scale_tab(int32_t *e, float *s, unsigned char *bad, const float *sc,
 // --- D
 
 // D from the exact sum S * 2^e (S an integer in double): toward zero to float32's 23 fraction
-// bits; out marks a lane whose D is not zero or a normal float32.
+// bits; out marks a lane whose D is not zero or a normal float32. The check is on the float32
+// D: the truncated double converts exactly where it is a normal float32, to inf from 2^128 up,
+// and to a subnormal or zero below 2^-126, which S (an integer: a float32 zero only when zero)
+// tells apart from a zero D.
 static inline eng_vf out_f32(eng_vd S, eng_vi e, eng_vi *out) {
     const eng_vd v = S * eng_p2d(e);  // exact: S below 2^53, 2^e within double's range
-    const eng_vl mag = (eng_vl)v & 0x7fffffffffffffffll;
-    const eng_vl ok = (mag == 0) | ((mag >= 0x3810000000000000ll) & (mag < 0x47f0000000000000ll));
-    *out |= ~__builtin_convertvector(ok, eng_vi);
-    return __builtin_convertvector((eng_vd)((eng_vl)v & ~0x1fffffffll), eng_vf);  // exact
+    const eng_vf d = eng_d2f((eng_vd)((eng_vl)v & ~0x1fffffffll));  // exact where normal
+    const eng_vi mag = (eng_vi)d & 0x7fffffff;
+    *out |= ~((mag >= 0x00800000) & (mag < 0x7f800000)) & ~(eng_d2f(S) == 0);
+    return d;
 }
 
 // C's exponent as the model's sig_exp(c, -126) from its float32 bits (a zero: -126).
@@ -116,12 +106,12 @@ static inline eng_vi c_exp(eng_vf c) { return eng_max((((eng_vi)c >> 23) & 0xff)
 static inline __attribute__((always_inline)) void mx_instr(const blk_ctx *x, const float *ap, const int32_t *ea,
                                                             const float *bp, const int16_t *eb, size_t g, size_t i0,
                                                             size_t j0, eng_vf c[MR][NV], eng_vi bad[MR][NV]) {
-    const int frac = x->p->q->frac;
-    vh Ph[MR];
-    for (int r = 0; r < MR; r++) Ph[r] = (vh){0} - 252;  // below any product exponent
+    const int frac = x->b.p->q->frac;
+    eng_vh Ph[MR];
+    for (int r = 0; r < MR; r++) Ph[r] = (eng_vh){0} - 252;  // below any product exponent
     for (int k = 0; k < 32; k++) {
-        const vh e = *(const vh_u *)(eb + k * NR);
-        for (int r = 0; r < MR; r++) Ph[r] = hmax(Ph[r], e + (int16_t)ea[k * MR + r]);
+        const eng_vh e = *(const eng_vh_u *)(eb + k * NR);
+        for (int r = 0; r < MR; r++) Ph[r] = eng_hmax(Ph[r], e + (int16_t)ea[k * MR + r]);
     }
     eng_vi esb[NV];
     for (int v = 0; v < NV; v++) esb[v] = *(const eng_vi_u *)(x->sbe + g * x->np + j0 + (size_t)v * ENG_VL);
@@ -129,9 +119,8 @@ static inline __attribute__((always_inline)) void mx_instr(const blk_ctx *x, con
     eng_vf sc[MR][NV];
     for (int r = 0; r < MR; r++) {
         const int32_t esa = x->sae[g * x->mp + i0 + (size_t)r];
-        vi_nr w = __builtin_convertvector(Ph[r], vi_nr);
         eng_vi P[NV];
-        memcpy(P, &w, sizeof P);
+        eng_widen(P, Ph[r]);
         for (int v = 0; v < NV; v++) {
             const eng_vi esab = esa + esb[v];
             E[r][v] = eng_max(c_exp(c[r][v]), P[v] + esab);
@@ -154,9 +143,8 @@ static inline __attribute__((always_inline)) void mx_instr(const blk_ctx *x, con
         }
     for (int r = 0; r < MR; r++)
         for (int v = 0; v < NV; v++) {
-            const eng_vd ct = eng_trunc(__builtin_convertvector(c[r][v], eng_vd) * eng_p2d(frac - E[r][v]));
-            const eng_vd s = __builtin_convertvector((eng_vi)S[0][r][v], eng_vd) +
-                             __builtin_convertvector((eng_vi)S[1][r][v], eng_vd) + ct;  // +0 first: a zero is +0
+            const eng_vd ct = eng_trunc(eng_f2d(c[r][v]) * eng_p2d(frac - E[r][v]));
+            const eng_vd s = eng_i2d((eng_vi)S[0][r][v]) + eng_i2d((eng_vi)S[1][r][v]) + ct;  // +0 first: a zero is +0
             c[r][v] = out_f32(s, E[r][v] - frac, &bad[r][v]);
         }
 }
@@ -167,7 +155,7 @@ static inline __attribute__((always_inline)) void mx_instr(const blk_ctx *x, con
 static inline __attribute__((always_inline)) void fp4_instr(const blk_ctx *x, const float *ap, const float *bp,
                                                              size_t a0, size_t s1, size_t i0, size_t j0,
                                                              eng_vf c[MR][NV], eng_vi bad[MR][NV]) {
-    const mm_engine_kind *q = x->p->q;
+    const mm_engine_kind *q = x->b.p->q;
     const int frac = q->frac;
     const size_t blk = (size_t)q->block;
     eng_vf term[4][MR][NV];
@@ -207,82 +195,37 @@ static inline __attribute__((always_inline)) void fp4_instr(const blk_ctx *x, co
     for (int r = 0; r < MR; r++)
         for (int v = 0; v < NV; v++) {
             const eng_vi m = maxe[r][v];
-            eng_vd S = eng_trunc(__builtin_convertvector(c[r][v], eng_vd) * eng_p2d(frac - m));
+            eng_vd S = eng_trunc(eng_f2d(c[r][v]) * eng_p2d(frac - m));
             S = (eng_vd){0} + S;  // a zero sum is +0
             for (int t = 0; t < 4; t++)
-                S += eng_trunc(__builtin_convertvector(term[t][r][v], eng_vd) * eng_p2d(frac + ee[t][r][v] - m));
+                S += eng_trunc(eng_f2d(term[t][r][v]) * eng_p2d(frac + ee[t][r][v] - m));
             c[r][v] = out_f32(S, m - frac, &bad[r][v]);
         }
 }
 
 // --- the tile
 
-// The MR x NR tile of C at (ib * MR, jp * NR) (mm__emu_tile_fn): its outputs in vectors, C
-// untouched and redo set where the scalar model must do one.
-static void blk_tile(const mm__emu_job *J, const void *ctx, const float *ap, const float *bp, float *C, size_t ldc,
-                     size_t ib, size_t jp) {
+// One segment of the tile (eng_seg_fn): its instructions.
+static void blk_seg(const void *ctx, const eng_tile *t, size_t s0, size_t s1, eng_vf c[MR][NV],
+                    eng_vi bad[MR][NV]) {
     const blk_ctx *x = ctx;
-    const mm__engine_plan *p = x->p;
-    const mm_engine_kind *q = p->q;
+    const mm_engine_kind *q = x->b.p->q;
     const bool fp4 = is_fp4(q);
-    const size_t K = J->K, kq = (size_t)q->k;
-    ap += ib * K * MR, bp += jp * K * NR;
-    const int32_t *ea = fp4 ? NULL : x->ea + ib * K * MR;
-    const int16_t *eb = fp4 ? NULL : x->eb + jp * K * NR;
-    const size_t i0 = ib * MR, j0 = jp * NR;
-    const size_t mr = J->M - i0 < MR ? J->M - i0 : MR, nr = J->N - j0 < NR ? J->N - j0 : NR;
-    float total[MR * NR] = {0}, d[MR][NR];
-    eng_vi bad[MR][NV];
-    memset(bad, 0, sizeof bad);
-    for (size_t s0 = 0, s1; s0 < K; s0 = s1) {
-        s1 = mm__seg_end(s0, K, J->bk, J->pe);
-        eng_vf c[MR][NV];
-        memset(c, 0, sizeof c);
-        if (p->c_in_chain) {  // one segment: C is the first C
-            float cin[MR][NR];
-            memset(cin, 0, sizeof cin);
-            for (size_t r = 0; r < mr; r++)
-                for (size_t t = 0; t < nr; t++) cin[r][t] = C[(i0 + r) * ldc + j0 + t];
-            memcpy(c, cin, sizeof c);
-            for (int r = 0; r < MR; r++)  // a NaN or inf C: the model's
-                for (int v = 0; v < NV; v++) bad[r][v] |= ((eng_vi)c[r][v] & 0x7f800000) == 0x7f800000;
+    const size_t kq = (size_t)q->k;
+    for (size_t a0 = s0; a0 < s1; a0 += kq) {
+        const float *pa = t->ap + a0 * MR, *pb = t->bp + a0 * NR;
+        const int32_t *pea = fp4 ? NULL : t->ea + a0 * MR;
+        const int16_t *peb = fp4 ? NULL : t->eb + a0 * NR;
+        float la[KMAX * MR], lb[KMAX * NR];
+        int32_t lea[32 * MR];
+        int16_t leb[32 * NR];
+        if (s1 - a0 < kq) {  // the segment's last instruction, zero-padded as the model pads it
+            eng_pad(la, lb, lea, leb, kq, pa, pb, pea, peb, s1 - a0);
+            pa = la, pb = lb;
+            if (!fp4) pea = lea, peb = leb;
         }
-        for (size_t a0 = s0; a0 < s1; a0 += kq) {
-            const float *pa = ap + a0 * MR, *pb = bp + a0 * NR;
-            const int32_t *pea = fp4 ? NULL : ea + a0 * MR;
-            const int16_t *peb = fp4 ? NULL : eb + a0 * NR;
-            float la[KMAX * MR], lb[KMAX * NR];
-            int32_t lea[32 * MR];
-            int16_t leb[32 * NR];
-            if (s1 - a0 < kq) {  // the segment's last instruction, zero-padded as the model pads it
-                const size_t m = s1 - a0;
-                memset(la, 0, sizeof la), memset(lb, 0, sizeof lb);
-                memcpy(la, pa, m * MR * sizeof *la), memcpy(lb, pb, m * NR * sizeof *lb);
-                pa = la, pb = lb;
-                if (!fp4) {
-                    const int32_t z2 = (int32_t)((uint32_t)(uint16_t)-126 * 0x10001u);  // a zero's exponent
-                    for (size_t t = 0; t < 32 * MR; t++) lea[t] = t < m * MR ? pea[t] : z2;
-                    for (size_t t = 0; t < 32 * NR; t++) leb[t] = t < m * NR ? peb[t] : -126;
-                    pea = lea, peb = leb;
-                }
-            }
-            if (fp4) fp4_instr(x, pa, pb, a0, s1, i0, j0, c, bad);
-            else mx_instr(x, pa, pea, pb, peb, a0 / (size_t)q->block, i0, j0, c, bad);
-        }
-        memcpy(d, c, sizeof d);
-        mm__emu_promote(J, s0, i0, j0, MR, NR, &d[0][0], total);  // J: no scales (the instruction's)
-    }
-    int32_t badl[MR][NR];
-    memcpy(badl, bad, sizeof badl);
-    for (size_t r = 0; r < mr; r++) {
-        const size_t i = i0 + r;
-        for (size_t t = 0; t < nr; t++) {
-            const size_t j = j0 + t;
-            const bool redo = badl[r][t] || x->abad[i] || x->bbad[j];
-            x->redo[i * J->N + j] = redo;
-            float *cij = &C[i * ldc + j];
-            if (!redo) *cij = mm__engine_epilogue(p, J->ab, J->beta, total[r * NR + t], d[r][t], cij);
-        }
+        if (fp4) fp4_instr(x, pa, pb, a0, s1, t->i0, t->j0, c, bad);
+        else mx_instr(x, pa, pea, pb, peb, a0 / (size_t)q->block, t->i0, t->j0, c, bad);
     }
 }
 
@@ -307,22 +250,20 @@ int mm__engine_block_run(float *C, size_t ldc, const mm_operand *A, const mm_ope
     const size_t mp = (M + MR - 1) / MR * MR, np = (N + NR - 1) / NR * NR, nblk = nba;
     const bool fp4 = is_fp4(q);
     // One block: exponent panels (mxf8f6f4), the scale tables, then the flags.
-    const size_t ne = fp4 ? 0 : mp * K * 4 + np * K * 2, ns = nblk * (mp + np) * 8;
-    char *mem = malloc(ne + ns + mp + np + M * N);
+    blk_ctx x = {.b = {.p = &p, .mark_c = true, .seg = blk_seg}, .mp = mp, .np = np, .nblk = nblk};
+    void *tabs;
+    char *mem = eng_base_alloc(&x.b, M, N, K, !fp4, nblk * (mp + np) * 8, &tabs);
     if (!mem) return MM_ENOMEM;
-    blk_ctx x = {.p = &p, .mp = mp, .np = np, .nblk = nblk};
-    x.ea = fp4 ? NULL : (int32_t *)mem, x.eb = fp4 ? NULL : (int16_t *)(mem + mp * K * 4);
-    x.sae = (int32_t *)(mem + ne), x.sas = (float *)(x.sae + nblk * mp);
+    x.sae = tabs, x.sas = (float *)(x.sae + nblk * mp);
     x.sbe = (int32_t *)(x.sas + nblk * mp), x.sbs = (float *)(x.sbe + nblk * np);
-    x.abad = (unsigned char *)mem + ne + ns, x.bbad = x.abad + mp, x.redo = x.bbad + np;
     // Operands: flags (finite), and the exponents for mxf8f6f4.
-    eng_exps(x.ea, NULL, x.abad, ap, M, K, MR, p.ta, false);
-    eng_exps(NULL, x.eb, x.bbad, bp, N, K, NR, p.tb, false);
+    eng_exps(x.b.ea, NULL, x.b.abad, ap, M, K, MR, p.ta, false);
+    eng_exps(NULL, x.b.eb, x.b.bbad, bp, N, K, NR, p.tb, false);
     const int semin = q->ue4m3_scales ? -6 : -127;
-    scale_tab(x.sae, x.sas, x.abad, A->scales, M, mp, nblk, nba, 1, semin);
-    scale_tab(x.sbe, x.sbs, x.bbad, B->scales, N, np, nblk, 1, N, semin);
-    mm__emu_tile_loop(&J, ap, bp, C, ldc, MR, NR, blk_tile, &x);
-    st = mm__engine_finish(&p, C, ldc, A, B, M, N, K, o, x.redo, "engine-block");
+    scale_tab(x.sae, x.sas, x.b.abad, A->scales, M, mp, nblk, nba, 1, semin);
+    scale_tab(x.sbe, x.sbs, x.b.bbad, B->scales, N, np, nblk, 1, N, semin);
+    mm__emu_tile_loop(&J, ap, bp, C, ldc, MR, NR, eng_tile_frame, &x);
+    st = mm__engine_finish(&p, C, ldc, A, B, M, N, K, o, x.b.redo, "engine-block");
     free(mem);
     return st;
 }
