@@ -93,21 +93,10 @@ static int backend_ts(float *C, size_t ldc, const mm_operand *A, const mm_operan
 }
 #endif
 
-static void need_backend(void) {
-    char msg[256];
-    if (device_ok(msg, sizeof msg)) return;
-    const char *req = getenv("FPLAB_REQUIRE_GPU");
-    if (req && *req && strcmp(req, "0")) cr_assert_fail("FPLAB_REQUIRE_GPU is set, but: %s", msg);
-    cr_skip_test("%s", msg);
-}
+#include "cuda_suite.h"
 
-// make test's summary repeats "[SKIP] WHAT: why" lines (Makefile run-tests).
 ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
-    char msg[256];
-    if (stats->tests_skipped && !device_ok(msg, sizeof msg))
-        printf("[SKIP] CUDA GEMM: %zu of %zu tests of test_mm_dev_cuda (%s); make test-gpu on a machine with one\n",
-               stats->tests_skipped, stats->nb_tests, msg);
-    fflush(stdout);
+    cuda_suite_report(stats, "CUDA GEMM", "test_mm_dev_cuda");
 }
 #else
 #define SUITE "test_mm_dev_cuda_shim"
