@@ -7,7 +7,8 @@
 #   2. the build; 3. make test-gpu (mm_cuda's suite and the casts', test_cast_cuda: element
 #   rounding and block quantization on device memory against the CPU library, bit for bit; and
 #   test_mm_dev_cuda: the emulated-accumulator and engine GEMM on device pointers against mm_cpu,
-#   bit for bit);
+#   bit for bit; test_cast_plan_cuda: every preset's casts as autocast's plans on the device
+#   against ac_cast, values, telemetry and amax histories);
 #   4. the torch suites: tests/python/test_torch_cuda.py (fplab.torch_cuda on CUDA tensors against
 #   the CPU: casts, quantize, matmul_cuda and torch.ops.fplab.scaled_mm's "cuda" kernel) and the fplab.torch suites, with the machine's own PyTorch (the extension built in
 #   place; skipped, and said, where that python has no torch or pytest); 5. matmul-check of each
@@ -49,10 +50,11 @@ done
 
 # 2. build (16 cores: about a minute)
 stage build 240 make -j"$(nproc)" all build/libfplab.so build/tests/test_mm_cuda build/tests/test_cast_cuda build/tests/test_mm_dev_cuda \
-    build/bench/bench_mm_cuda ||
+    build/tests/test_cast_plan_cuda build/bench/bench_mm_cuda ||
     { tail -40 "$out/build.log"; exit 1; }
 # 3. the GPU suites
-stage test-gpu 120 make test-gpu
+# (test_cast_plan_cuda: about 2,600 device casts, each with its own allocations and a synchronisation)
+stage test-gpu 180 make test-gpu
 grep -E "Synthesis|FAIL" "$out/test-gpu.log" | tail -20
 # 4. the torch suites on the machine's PyTorch (CUDA build), the extension built in place
 if python3 -c 'import torch, pytest, numpy; assert torch.cuda.is_available()' > "$out/torch-env.log" 2>&1; then
