@@ -1,4 +1,4 @@
-// test_engine_fast.c: the fast CPU kernels of the AMD and the block-scaled matrix-engine kinds
+// test_engine_fast.c: the fast CPU kernels of the AMD, the block-scaled and the f8f6f4 matrix-engine kinds
 // (kernels/engine/scaled_mm_cpu_engine_amd.c, scaled_mm_cpu_engine_block.c) equal the scalar
 // model (one dot product at a time through engine_model.c) bit for bit, for every kind they
 // cover: random operands of several distributions and shapes (K not a multiple of k, edges of
@@ -237,6 +237,58 @@ Test(engine_fast, block_promote_alpha_beta_c_in_the_chain) {
             const ecase c3 = {b->acc, b->fa, b->fb, 13, 40, 70 + 40 * (size_t)sp, d, false, false, b->block, b->sc,
                               1.0f, 1.0f, sp >= 1};
             check(K_BLOCK, &c3, &s);
+        }
+    }
+}
+
+// --- f8f6f4 without scales (the block kernel with unit scales): fp8, fp6 and fp4 operands, an
+// f32 or an f16 D, operand scales per block applied at promotion (not ue8m0: the kind without
+// scales), promote=N, alpha/beta, C in the chain, and the edges (special, tiny, an f16 D's
+// subnormals and overflow).
+
+static const char *const f8f6f4_kinds[][3] = {
+    {"blackwell:tcgen05", "e4m3", "e4m3"},     {"blackwell:tcgen05", "e5m2", "e4m3"},
+    {"blackwell:tcgen05", "e3m2", "e2m3"},     {"blackwell:tcgen05", "e2m1", "e4m3"},
+    {"blackwell:tcgen05", "e2m1", "e2m1"},     {"rtx-blackwell:mma", "e4m3", "e5m2"},
+    {"rtx-blackwell:mma", "e2m3", "e2m1"},     {"blackwell:tcgen05:f16", "e4m3", "e4m3"},
+    {"blackwell:tcgen05:f16", "e5m2", "e3m2"}, {"rtx-blackwell:mma:f16", "e2m1", "e5m2"},
+};
+enum { NF864 = sizeof f8f6f4_kinds / sizeof f8f6f4_kinds[0] };
+
+Test(engine_fast, f8f6f4_random_and_edge_operands) {
+    uint64_t s = tu_seed("engine_fast", "f8f6f4_random_and_edge_operands", 3721);
+    const size_t shapes[][3] = {{5, 7, 32}, {17, 40, 100}, {33, 65, 96}, {8, 33, 7}, {36, 40, 192}};
+    for (int q = 0; q < NF864; q++) {
+        const char *const *f = f8f6f4_kinds[q];
+        for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
+            for (int d = D_NORMAL; d <= D_F16_BIG; d++) {
+                const ecase c = {f[0], f[1], f[2], shapes[sh][0], shapes[sh][1], shapes[sh][2], (dist)d,
+                                 sh % 2 == 1, sh % 3 == 1, 0, SC_NONE, 1.0f, 0.0f, false};
+                check(K_BLOCK, &c, &s);
+            }
+    }
+}
+
+Test(engine_fast, f8f6f4_promote_scales_alpha_beta_c_in_the_chain) {
+    uint64_t s = tu_seed("engine_fast", "f8f6f4_promote_scales_alpha_beta_c_in_the_chain", 3722);
+    char spec[64];
+    for (int q = 0; q < NF864; q++) {
+        const char *const *f = f8f6f4_kinds[q];
+        snprintf(spec, sizeof spec, "%s:promote=64", f[0]);
+        const ecase c1 = {spec, f[1], f[2], 9, 35, 200, D_WIDE, false, true, 0, SC_NONE, 1.0f, 0.0f, false};
+        check(K_BLOCK, &c1, &s);
+        // ue4m3 values as operand scales per 32 (segments of 32, scales at promotion); fp4 x fp4
+        // would take mxf4nvf4 on rtx-blackwell:mma, so fp8 A.
+        const ecase c2 = {f[0], "e4m3", f[2], 9, 35, 150, D_NORMAL, true, false, 32, SC_UE4M3, 0.5f, 0.0f, false};
+        check(K_BLOCK, &c2, &s);
+        const ecase c3 = {f[0], f[1], f[2], 11, 20, 90, D_NORMAL, false, false, 0, SC_NONE, 2.0f, 0.75f, false};
+        check(K_BLOCK, &c3, &s);
+        for (int sp = 0; sp < 5; sp++) {
+            const dist d = sp == 0 ? D_WIDE : sp == 1 ? D_SPECIAL : sp == 2 ? D_CANCEL : sp == 3 ? D_F16_TINY
+                                                                                             : D_F16_BIG;
+            const ecase c4 = {f[0], f[1], f[2], 13, 40, 70 + 40 * (size_t)sp, d, false, false, 0, SC_NONE, 1.0f,
+                              1.0f, sp == 1 || sp == 3};
+            check(K_BLOCK, &c4, &s);
         }
     }
 }
