@@ -292,3 +292,32 @@ Test(engine_fast, f8f6f4_promote_scales_alpha_beta_c_in_the_chain) {
         }
     }
 }
+
+// An f16 D at fp16's largest value: C in the chain from 65440 to 65564 (the first C rounds to
+// fp16: ties to even, inf from 65520) plus products that land on 65504, round to it from below
+// 65520 or to inf from 65520; a second instruction subtracts (inf stays inf); both signs.
+Test(engine_fast, f8f6f4_f16_d_at_fp16_max) {
+    enum { M = 8, N = 32, K = 64 };
+    static const char *const accs[] = {"blackwell:tcgen05:f16", "rtx-blackwell:mma:f16"};
+    for (size_t q = 0; q < sizeof accs / sizeof accs[0]; q++) {
+        mm_opts o;
+        mm_opts_default(&o);
+        char msg[300];
+        cr_assert_eq(mm_acc_from_name(&o.acc, accs[q], msg, sizeof msg), MM_OK, "%s", msg);
+        o.beta = 1.0f;
+        float a[M * K] = {0}, b[K * N] = {0}, C0[M * N];
+        for (int r = 0; r < M; r++) {
+            const float sg = r < 4 ? 1.0f : -1.0f;
+            a[r * K] = sg * 8.0f * (float)(r % 4), a[r * K + 32] = -sg * 16.0f * (float)(r % 4);
+            for (int j = 0; j < N; j++) C0[r * N + j] = sg * (65440.0f + 4.0f * (float)j);
+        }
+        for (int j = 0; j < N; j++) b[j] = 1.0f, b[32 * N + j] = (float)(j % 2);
+        mm_operand A = {.x = a, .ld = K}, B = {.x = b, .ld = N};
+        cr_assert_eq(fmt_from_name(&A.fmt, "e4m3"), FMT_OK);
+        cr_assert_eq(fmt_from_name(&B.fmt, "e4m3"), FMT_OK);
+        mm__engine_plan p;
+        cr_assert_eq(mm__engine_plan_make(&p, &A, &B, M, N, K, &o, msg, sizeof msg), MM_OK, "%s", msg);
+        cr_assert(p.c_in_chain && mm__engine_block_covers(&p, &o), "%s: not taken by the block kernel", accs[q]);
+        tu_engine_fast_vs_model(mm__engine_block_run, &A, &B, M, N, K, &o, C0, accs[q]);
+    }
+}
