@@ -32,7 +32,7 @@
 #include "kernels/scaled_mm.h"
 #include "util/fileio.h"
 
-enum { MAX_SIZES = 16, MAX_CONFIGS = 16, REPS = 3, MAX_REPS = 50 };
+enum { MAX_SIZES = 16, MAX_CONFIGS = 24, REPS = 3, MAX_REPS = 50 };
 
 // Whether another timed call is due: at least REPS, then while the calls so far took under
 // 0.25 s.
