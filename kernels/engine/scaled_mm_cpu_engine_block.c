@@ -3,6 +3,9 @@
 // (MXFP4 with ue8m0 scales per 32 or 16, NVFP4 with ue4m3 scales per 16) of blackwell:tcgen05
 // and rtx-blackwell:mma, in vector lanes, bit for bit the scalar model of engine_model.c
 // (nv_fused with scales, nv_fp4, nv_out_f32), which mm__engine_run runs one dot product at a time.
+// Also their f8f6f4 kind without scales (unscaled_covered: the mxf8f6f4 arithmetic with every
+// scale 1, the plan's own segments with operand scales at promotion, f32 or f16 D: nv_fused
+// without scales, nv_out_f16), which the NVIDIA fused kernel cannot sum in one int32.
 //
 // A tile kernel of the emulated path (scaled_mm_internal.h), as scaled_mm_cpu_engine.c: the same
 // packed panels, tile loop, segments (promote=N's alone: the instruction takes the scales),
@@ -20,7 +23,11 @@
 //   in float32 (multiples of 1/4 below 2^10), times the scales' significands (exact: at most 20
 //   bits); the groups and C are aligned to the largest of the scales' exponents and C's and
 //   truncated in double (terms below 2^49, their sum below 2^51).
-// - D: the sum toward zero to float32 (the low 29 bits of the double cleared), exact where D is
+// - f8f6f4's f16 D: C's exponent from fp16's emin (-14), the exact sum (double lanes) rounded to
+//   nearest-even fp16 by one double addition and subtraction; inf past 65504 stays in the lane
+//   (later instructions add finite products to it), and a first C that rounds to inf is the
+//   scalar model's.
+// - an f32 D: the sum toward zero to float32 (the low 29 bits of the double cleared), exact where D is
 //   zero or a normal float32. Otherwise (below 2^-126: the model truncates on float32's
 //   subnormal grid; 2^128 and up: inf) the lane is marked for the scalar model, as are outputs
 //   whose row or column has a NaN or inf operand or a NaN scale, or whose C is NaN or inf.
