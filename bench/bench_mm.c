@@ -10,7 +10,8 @@
 // time. Then the matrix-engine models (bit-exact with the scalar model; the fast kernel of
 // scaled_mm_cpu_engine.c): Hopper wgmma and Ada mma on e4m3, Hopper wgmma and Ampere mma on bf16;
 // the AMD kinds (scaled_mm_cpu_engine_amd.c): CDNA3 on bf16 and e4m3fnuz, CDNA2 and CDNA1 on fp16
-// and bf16; the Blackwell block-scaled kinds (scaled_mm_cpu_engine_block.c): MXFP8, MXFP4, NVFP4.
+// and bf16; the Blackwell block-scaled kinds (scaled_mm_cpu_engine_block.c): MXFP8, MXFP4, NVFP4,
+// and f8f6f4 without scales (e4m3 with a tensor scale; f32 and f16 D) on the same kernel.
 // Not a test: prints a table, never fails on a timing.
 // Usage: bench_mm [--sizes 512,1024,2048] [--emu-sizes 512,2048] [--engine-sizes 512] [--quick];
 // an empty list (--sizes '') skips that table.
@@ -31,7 +32,7 @@
 #include "kernels/scaled_mm.h"
 #include "util/fileio.h"
 
-enum { MAX_SIZES = 16, MAX_CONFIGS = 16, REPS = 3, MAX_REPS = 50 };
+enum { MAX_SIZES = 16, MAX_CONFIGS = 24, REPS = 3, MAX_REPS = 50 };
 
 // Whether another timed call is due: at least REPS, then while the calls so far took under
 // 0.25 s.
@@ -203,6 +204,8 @@ int main(int argc, char **argv) {
         {"e4m3", "mx", "blackwell:tcgen05"},
         {"e2m1", "mx", "blackwell:tcgen05"},
         {"e2m1", "nvfp4", "blackwell:tcgen05"},
+        {"e4m3", "tensor", "blackwell:tcgen05"},
+        {"e4m3", "tensor", "blackwell:tcgen05:f16"},
     };
     for (int s = 0; s < neng; s++) table(engines, sizeof engines / sizeof *engines, a, b, C, eng[s]);
     printf("vs_sgemm = sgemm time / mm_cpu time (1 = as fast as plain float32 sgemm)\n");

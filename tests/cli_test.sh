@@ -978,5 +978,23 @@ expect_eq "ablate --ckpt-every: the resumed run's last step is the whole run's" 
 expect_err "ablate: --ckpt-every is ablate's own" "is set by ablate" "$F" ablate --presets fp32 --data "$T/corpus.txt" \
     --out "$T/ars-x" --extra "--ckpt-every 5"
 
+# --- issue 36/37: f8f6f4 without scales (both Blackwells' fp8/fp6/fp4 kind runs on the block
+# kernel with unit scales: engine-block, no output of finite operands left to the scalar model)
+for kc in "blackwell:tcgen05 e4m3 e4m3" "blackwell:tcgen05:f16 e4m3 e5m2" "rtx-blackwell:mma e2m1 e3m2"; do
+    set -- $kc
+    expect_has "matmul-check json: $1 on $2 x $3, tensor scales, names engine-block, no output left to the model" \
+        '"kernel": "engine-block", "model_outputs": 0,' "$F" matmul-check --a "$2" --b "$3" --scale tensor --acc "$1" \
+        --m 24 --n 40 --k 96 --format json
+done
+printf 'name eng\nsite *.in e4m3 tensor\nsite *.w e4m3 tensor\nsite *.grad e4m3 tensor\naccumulator blackwell:tcgen05\n' \
+    >"$T/engb.policy"
+rm -f "$T/engb.jsonl"
+"$F" train --model tiny --data "$T/corpus.txt" --steps 1 --policy "$T/engb.policy" --ckpt-dir '' --log "$T/engb.jsonl" \
+    --progress 0 >/dev/null 2>&1
+expect_has "train log: blackwell:tcgen05 on e4m3 takes the block kernel" \
+    '{"event":"mm_paths","step":1,"paths":[{"kernel":"engine-block","products":' cat "$T/engb.jsonl"
+expect_eq "train log: blackwell:tcgen05 on e4m3 runs no product on the scalar model alone" "" \
+    "$(grep -o '"kernel":"engine-model"' "$T/engb.jsonl")"
+
 echo "$pass passed, $fail failed"
 [[ $fail == 0 ]]

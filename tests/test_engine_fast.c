@@ -1,4 +1,4 @@
-// test_engine_fast.c: the fast CPU kernels of the AMD and the block-scaled matrix-engine kinds
+// test_engine_fast.c: the fast CPU kernels of the AMD, the block-scaled and the f8f6f4 matrix-engine kinds
 // (kernels/engine/scaled_mm_cpu_engine_amd.c, scaled_mm_cpu_engine_block.c) equal the scalar
 // model (one dot product at a time through engine_model.c) bit for bit, for every kind they
 // cover: random operands of several distributions and shapes (K not a multiple of k, edges of
@@ -238,5 +238,86 @@ Test(engine_fast, block_promote_alpha_beta_c_in_the_chain) {
                               1.0f, 1.0f, sp >= 1};
             check(K_BLOCK, &c3, &s);
         }
+    }
+}
+
+// --- f8f6f4 without scales (the block kernel with unit scales): fp8, fp6 and fp4 operands, an
+// f32 or an f16 D, operand scales per block applied at promotion (not ue8m0: the kind without
+// scales), promote=N, alpha/beta, C in the chain, and the edges (special, tiny, an f16 D's
+// subnormals and overflow).
+
+static const char *const f8f6f4_kinds[][3] = {
+    {"blackwell:tcgen05", "e4m3", "e4m3"},     {"blackwell:tcgen05", "e5m2", "e4m3"},
+    {"blackwell:tcgen05", "e3m2", "e2m3"},     {"blackwell:tcgen05", "e2m1", "e4m3"},
+    {"blackwell:tcgen05", "e2m1", "e2m1"},     {"rtx-blackwell:mma", "e4m3", "e5m2"},
+    {"rtx-blackwell:mma", "e2m3", "e2m1"},     {"blackwell:tcgen05:f16", "e4m3", "e4m3"},
+    {"blackwell:tcgen05:f16", "e5m2", "e3m2"}, {"rtx-blackwell:mma:f16", "e2m1", "e5m2"},
+};
+enum { NF864 = sizeof f8f6f4_kinds / sizeof f8f6f4_kinds[0] };
+
+Test(engine_fast, f8f6f4_random_and_edge_operands) {
+    uint64_t s = tu_seed("engine_fast", "f8f6f4_random_and_edge_operands", 3721);
+    const size_t shapes[][3] = {{5, 7, 32}, {17, 40, 100}, {33, 65, 96}, {8, 33, 7}, {36, 40, 192}};
+    for (int q = 0; q < NF864; q++) {
+        const char *const *f = f8f6f4_kinds[q];
+        for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
+            for (int d = D_NORMAL; d <= D_F16_BIG; d++) {
+                const ecase c = {f[0], f[1], f[2], shapes[sh][0], shapes[sh][1], shapes[sh][2], (dist)d,
+                                 sh % 2 == 1, sh % 3 == 1, 0, SC_NONE, 1.0f, 0.0f, false};
+                check(K_BLOCK, &c, &s);
+            }
+    }
+}
+
+Test(engine_fast, f8f6f4_promote_scales_alpha_beta_c_in_the_chain) {
+    uint64_t s = tu_seed("engine_fast", "f8f6f4_promote_scales_alpha_beta_c_in_the_chain", 3722);
+    char spec[64];
+    for (int q = 0; q < NF864; q++) {
+        const char *const *f = f8f6f4_kinds[q];
+        snprintf(spec, sizeof spec, "%s:promote=64", f[0]);
+        const ecase c1 = {spec, f[1], f[2], 9, 35, 200, D_WIDE, false, true, 0, SC_NONE, 1.0f, 0.0f, false};
+        check(K_BLOCK, &c1, &s);
+        // ue4m3 values as operand scales per 32 (segments of 32, scales at promotion); fp4 x fp4
+        // would take mxf4nvf4 on rtx-blackwell:mma, so fp8 A.
+        const ecase c2 = {f[0], "e4m3", f[2], 9, 35, 150, D_NORMAL, true, false, 32, SC_UE4M3, 0.5f, 0.0f, false};
+        check(K_BLOCK, &c2, &s);
+        const ecase c3 = {f[0], f[1], f[2], 11, 20, 90, D_NORMAL, false, false, 0, SC_NONE, 2.0f, 0.75f, false};
+        check(K_BLOCK, &c3, &s);
+        for (int sp = 0; sp < 5; sp++) {
+            const dist d = sp == 0 ? D_WIDE : sp == 1 ? D_SPECIAL : sp == 2 ? D_CANCEL : sp == 3 ? D_F16_TINY
+                                                                                             : D_F16_BIG;
+            const ecase c4 = {f[0], f[1], f[2], 13, 40, 70 + 40 * (size_t)sp, d, false, false, 0, SC_NONE, 1.0f,
+                              1.0f, sp == 1 || sp == 3};
+            check(K_BLOCK, &c4, &s);
+        }
+    }
+}
+
+// An f16 D at fp16's largest value: C in the chain from 65440 to 65564 (the first C rounds to
+// fp16: ties to even, inf from 65520) plus products that land on 65504, round to it from below
+// 65520 or to inf from 65520; a second instruction subtracts (inf stays inf); both signs.
+Test(engine_fast, f8f6f4_f16_d_at_fp16_max) {
+    enum { M = 8, N = 32, K = 64 };
+    static const char *const accs[] = {"blackwell:tcgen05:f16", "rtx-blackwell:mma:f16"};
+    for (size_t q = 0; q < sizeof accs / sizeof accs[0]; q++) {
+        mm_opts o;
+        mm_opts_default(&o);
+        char msg[300];
+        cr_assert_eq(mm_acc_from_name(&o.acc, accs[q], msg, sizeof msg), MM_OK, "%s", msg);
+        o.beta = 1.0f;
+        float a[M * K] = {0}, b[K * N] = {0}, C0[M * N];
+        for (int r = 0; r < M; r++) {
+            const float sg = r < 4 ? 1.0f : -1.0f;
+            a[r * K] = sg * 8.0f * (float)(r % 4), a[r * K + 32] = -sg * 16.0f * (float)(r % 4);
+            for (int j = 0; j < N; j++) C0[r * N + j] = sg * (65440.0f + 4.0f * (float)j);
+        }
+        for (int j = 0; j < N; j++) b[j] = 1.0f, b[32 * N + j] = (float)(j % 2);
+        mm_operand A = {.x = a, .ld = K}, B = {.x = b, .ld = N};
+        cr_assert_eq(fmt_from_name(&A.fmt, "e4m3"), FMT_OK);
+        cr_assert_eq(fmt_from_name(&B.fmt, "e4m3"), FMT_OK);
+        mm__engine_plan p;
+        cr_assert_eq(mm__engine_plan_make(&p, &A, &B, M, N, K, &o, msg, sizeof msg), MM_OK, "%s", msg);
+        cr_assert(p.c_in_chain && mm__engine_block_covers(&p, &o), "%s: not taken by the block kernel", accs[q]);
+        tu_engine_fast_vs_model(mm__engine_block_run, &A, &B, M, N, K, &o, C0, accs[q]);
     }
 }

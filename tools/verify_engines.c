@@ -77,6 +77,10 @@ int main(int argc, char **argv) {
         // f16 C/D (issue 37)
         {"hopper:wgmma:f16", "e4m3", "e4m3", 0, false}, {"ada:mma:f16", "e5m2", "e4m3", 0, false},
         {"hopper:wgmma:f16", "fp16", "fp16", 0, false}, {"ampere:mma:f16", "fp16", "fp16", 0, false},
+        // f8f6f4 without scales (issue 37: the block kernel on unit scales)
+        {"blackwell:tcgen05", "e4m3", "e4m3", 0, false}, {"blackwell:tcgen05", "e3m2", "e2m1", 0, false},
+        {"rtx-blackwell:mma", "e5m2", "e4m3", 0, false}, {"blackwell:tcgen05:f16", "e4m3", "e4m3", 0, false},
+        {"rtx-blackwell:mma:f16", "e2m3", "e2m1", 0, false},
     };
     const size_t n = 512;
     float *a = malloc(n * K * sizeof *a), *b = malloc(K * n * sizeof *b);

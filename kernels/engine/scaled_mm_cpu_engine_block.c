@@ -3,6 +3,9 @@
 // (MXFP4 with ue8m0 scales per 32 or 16, NVFP4 with ue4m3 scales per 16) of blackwell:tcgen05
 // and rtx-blackwell:mma, in vector lanes, bit for bit the scalar model of engine_model.c
 // (nv_fused with scales, nv_fp4, nv_out_f32), which mm__engine_run runs one dot product at a time.
+// Also their f8f6f4 kind without scales (unscaled_covered: the mxf8f6f4 arithmetic with every
+// scale 1, the plan's own segments with operand scales at promotion, f32 or f16 D: nv_fused
+// without scales, nv_out_f16), which the NVIDIA fused kernel cannot sum in one int32.
 //
 // A tile kernel of the emulated path (scaled_mm_internal.h), as scaled_mm_cpu_engine.c: the same
 // packed panels, tile loop, segments (promote=N's alone: the instruction takes the scales),
@@ -20,7 +23,11 @@
 //   in float32 (multiples of 1/4 below 2^10), times the scales' significands (exact: at most 20
 //   bits); the groups and C are aligned to the largest of the scales' exponents and C's and
 //   truncated in double (terms below 2^49, their sum below 2^51).
-// - D: the sum toward zero to float32 (the low 29 bits of the double cleared), exact where D is
+// - f8f6f4's f16 D: C's exponent from fp16's emin (-14), the exact sum (double lanes) rounded to
+//   nearest-even fp16 by one double addition and subtraction; inf past 65504 stays in the lane
+//   (later instructions add finite products to it), and a first C that rounds to inf is the
+//   scalar model's.
+// - an f32 D: the sum toward zero to float32 (the low 29 bits of the double cleared), exact where D is
 //   zero or a normal float32. Otherwise (below 2^-126: the model truncates on float32's
 //   subnormal grid; 2^128 and up: inf) the lane is marked for the scalar model, as are outputs
 //   whose row or column has a NaN or inf operand or a NaN scale, or whose C is NaN or inf.
@@ -40,8 +47,20 @@ enum { MR = ENG_MR, NV = ENG_NV, NR = ENG_NR, KMAX = 64 };
 
 static bool is_fp4(const mm_engine_kind *q) { return q->group > 0; }
 
+// The f8f6f4 kind without scales (both Blackwells, k = 32, frac 25): the mxf8f6f4 arithmetic with
+// unit scales (exponent 0 in the alignment, as the model's nv_fused without scales), where the
+// NVIDIA fused kernel cannot take it (its int32 sum of 32 terms below 2^27 overflows); an f32 or
+// an f16 D.
+static bool unscaled_covered(const mm__engine_plan *p, const mm_opts *o) {
+    const mm_engine_kind *q = p->q;
+    return q->op == MM_EOP_FUSED && !q->block && !q->group && !p->scaled_kind && q->k == 32 && q->split == 1 &&
+           q->out_frac == 23 && q->frac + 2 + 4 <= 31 && (!o->acc.engine_f16 || q->f16_out) &&
+           !mm__engine_fast_covers(p, o);
+}
+
 bool mm__engine_block_covers(const mm__engine_plan *p, const mm_opts *o) {
     const mm_engine_kind *q = p->q;
+    if (unscaled_covered(p, o)) return true;
     if (q->op != MM_EOP_FUSED || !q->block || !p->scaled_kind || o->acc.engine_f16 || q->split != 1 ||
         q->out_frac != 23)
         return false;
@@ -58,6 +77,8 @@ typedef struct {
     int32_t *sae, *sbe;     // the scales' exponents: A (nblk, mp), B (nblk, np); padding lines 0
     float *sas, *sbs;       // their significands (ue8m0: 1); padding lines 1
     size_t mp, np, nblk;
+    bool unit;              // the f8f6f4 kind without scales: every scale 1, no tables
+    bool f16;               // its f16 D (o->acc.engine_f16)
 } blk_ctx;
 
 // The scales of `lines` lines (line t's block g at sc[t * ld_line + g * ld_blk]) as exponents
@@ -101,11 +122,35 @@ static inline eng_vf out_f32(eng_vd S, eng_vi e, eng_vi *out) {
 // C's exponent as the model's sig_exp(c, -126) from its float32 bits (a zero: -126).
 static inline eng_vi c_exp(eng_vf c) { return eng_max((((eng_vi)c >> 23) & 0xff) - 127, eng_ibcast(-126)); }
 
-// --- mxf8f6f4: one instruction of 32 products, block g
+// The same for an f16 C (the model's sig_exp(c, -14): fp16's subnormals at its emin, a zero -126).
+static inline eng_vi c_exp16(eng_vf c) {
+    const eng_vi cz = ((eng_vi)c & 0x7fffffff) == 0;
+    return (cz & eng_ibcast(-126)) | (~cz & eng_max((((eng_vi)c >> 23) & 0xff) - 127, eng_ibcast(-14)));
+}
+
+// v (finite, a normal double or zero) to nearest-even fp16 (10 fraction bits, exponents from
+// -14: the model's nv_out_f16, and the first C's fmt_round1), as a float32: a zero +0, inf past
+// 65504 (ovf set there). The rounding is the double addition of 2^(e + 42), whose ulp is fp16's
+// at v's exponent e (at least -14), and its subtraction (exact), under round-to-nearest-even.
+static inline eng_vf round_f16d(eng_vd v, eng_vi *ovf) {
+    const eng_vd a = (eng_vd)((eng_vl)v & 0x7fffffffffffffffll);
+    const eng_vi e = eng_max(__builtin_convertvector(((eng_vl)a >> 52) - 1023, eng_vi), eng_ibcast(-14));
+    const eng_vd big = eng_p2d(e + 42);
+    const eng_vf r = eng_d2f((a + big) - big);                  // exact: an fp16 value, or 65536 and up
+    const eng_vi inf = (eng_vi)r > 0x477fe000;                  // past 65504
+    *ovf |= inf;
+    const eng_vi ri = ((eng_vi)r & ~inf) | (inf & 0x7f800000);
+    const eng_vi neg = __builtin_convertvector((eng_vl)v < 0, eng_vi);
+    return (eng_vf)(ri | (neg & (ri != 0) & (int32_t)0x80000000));
+}
+
+// --- mxf8f6f4: one instruction of 32 products, block g (unit: f8f6f4 without scales, g unused;
+// f16: its f16 D, c holding fp16 values)
 
 static inline __attribute__((always_inline)) void mx_instr(const blk_ctx *x, const float *ap, const int32_t *ea,
                                                             const float *bp, const int16_t *eb, size_t g, size_t i0,
-                                                            size_t j0, eng_vf c[MR][NV], eng_vi bad[MR][NV]) {
+                                                            size_t j0, eng_vf c[MR][NV], eng_vi bad[MR][NV],
+                                                            const bool unit, const bool f16) {
     const int frac = x->b.p->q->frac;
     eng_vh Ph[MR];
     for (int r = 0; r < MR; r++) Ph[r] = (eng_vh){0} - 252;  // below any product exponent
@@ -114,16 +159,17 @@ static inline __attribute__((always_inline)) void mx_instr(const blk_ctx *x, con
         for (int r = 0; r < MR; r++) Ph[r] = eng_hmax(Ph[r], e + (int16_t)ea[k * MR + r]);
     }
     eng_vi esb[NV];
-    for (int v = 0; v < NV; v++) esb[v] = *(const eng_vi_u *)(x->sbe + g * x->np + j0 + (size_t)v * ENG_VL);
+    for (int v = 0; v < NV; v++)
+        esb[v] = unit ? eng_ibcast(0) : (eng_vi)(*(const eng_vi_u *)(x->sbe + g * x->np + j0 + (size_t)v * ENG_VL));
     eng_vi E[MR][NV];
     eng_vf sc[MR][NV];
     for (int r = 0; r < MR; r++) {
-        const int32_t esa = x->sae[g * x->mp + i0 + (size_t)r];
+        const int32_t esa = unit ? 0 : x->sae[g * x->mp + i0 + (size_t)r];
         eng_vi P[NV];
         eng_widen(P, Ph[r]);
         for (int v = 0; v < NV; v++) {
             const eng_vi esab = esa + esb[v];
-            E[r][v] = eng_max(c_exp(c[r][v]), P[v] + esab);
+            E[r][v] = eng_max(f16 ? c_exp16(c[r][v]) : c_exp(c[r][v]), P[v] + esab);
             // 2^(frac + esab - E) from bits; clamped only where every product is zero, or where
             // every product term is below 1 anyway (C far above them).
             sc[r][v] = (eng_vf)(eng_max(eng_min(127 + frac + esab - E[r][v], eng_ibcast(254)), eng_ibcast(1)) << 23);
@@ -145,7 +191,16 @@ static inline __attribute__((always_inline)) void mx_instr(const blk_ctx *x, con
         for (int v = 0; v < NV; v++) {
             const eng_vd ct = eng_trunc(eng_f2d(c[r][v]) * eng_p2d(frac - E[r][v]));
             const eng_vd s = eng_i2d((eng_vi)S[0][r][v]) + eng_i2d((eng_vi)S[1][r][v]) + ct;  // +0 first: a zero is +0
-            c[r][v] = out_f32(s, E[r][v] - frac, &bad[r][v]);
+            if (f16) {
+                // fp16's inf stays in the lane: the model's later instructions add finite
+                // products to it (a lane whose C is inf keeps it, whatever this one computed).
+                const eng_vi cinf = ((eng_vi)c[r][v] & 0x7fffffff) == 0x7f800000;
+                eng_vi ovf = eng_ibcast(0);
+                const eng_vf d = round_f16d(s * eng_p2d(E[r][v] - frac), &ovf);  // exact product
+                c[r][v] = (eng_vf)((cinf & (eng_vi)c[r][v]) | (~cinf & (eng_vi)d));
+            } else {
+                c[r][v] = out_f32(s, E[r][v] - frac, &bad[r][v]);
+            }
         }
 }
 
@@ -212,6 +267,13 @@ static void blk_seg(const void *ctx, const eng_tile *t, size_t s0, size_t s1, en
     const mm_engine_kind *q = x->b.p->q;
     const bool fp4 = is_fp4(q);
     const size_t kq = (size_t)q->k;
+    if (x->f16 && x->b.p->c_in_chain)  // the model's first C: C rounded to fp16 (nearest-even)
+        for (int r = 0; r < MR; r++)
+            for (int v = 0; v < NV; v++) {
+                eng_vi ovf = eng_ibcast(0);
+                c[r][v] = round_f16d(eng_f2d(c[r][v]), &ovf);
+                bad[r][v] |= ovf;  // it rounds to inf: the model's
+            }
     for (size_t a0 = s0; a0 < s1; a0 += kq) {
         const float *pa = t->ap + a0 * MR, *pb = t->bp + a0 * NR;
         const int32_t *pea = fp4 ? NULL : t->ea + a0 * MR;
@@ -225,7 +287,9 @@ static void blk_seg(const void *ctx, const eng_tile *t, size_t s0, size_t s1, en
             if (!fp4) pea = lea, peb = leb;
         }
         if (fp4) fp4_instr(x, pa, pb, a0, s1, t->i0, t->j0, c, bad);
-        else mx_instr(x, pa, pea, pb, peb, a0 / (size_t)q->block, t->i0, t->j0, c, bad);
+        else if (!x->unit) mx_instr(x, pa, pea, pb, peb, a0 / (size_t)q->block, t->i0, t->j0, c, bad, false, false);
+        else if (x->f16) mx_instr(x, pa, pea, pb, peb, 0, t->i0, t->j0, c, bad, true, true);
+        else mx_instr(x, pa, pea, pb, peb, 0, t->i0, t->j0, c, bad, true, false);
     }
 }
 
@@ -237,31 +301,40 @@ int mm__engine_block_run(float *C, size_t ldc, const mm_operand *A, const mm_ope
     if (mm__engine_plan_make(&p, A, B, M, N, K, o, NULL, 0) != MM_OK) return MM_EINVAL;
     if (!mm__engine_block_covers(&p, o)) return MM_EUNSUPPORTED;
     const mm_engine_kind *q = p.q;
-    // The instruction applies the scales: the job has none, and its segments are promote=N's.
-    mm__emu_job J = {.M = M, .N = N, .K = K, .beta = o->beta, .bka = K, .bkb = K, .nba = 1};
-    J.ab = mm__fl32_prod3(o->alpha, mm__tscale(A), mm__tscale(B));
-    J.bk = K, J.pe = mm__seg_promote(o);
+    const bool unit = !p.scaled_kind;  // f8f6f4 without scales (unscaled_covered)
+    mm__emu_job J;
+    if (unit) {  // the plan's segments, operand scales applied at promotion
+        eng_job(&J, &p, A, B, M, N, K, o);
+    } else {  // the instruction applies the scales: the job has none, and its segments are promote=N's
+        J = (mm__emu_job){.M = M, .N = N, .K = K, .beta = o->beta, .bka = K, .bkb = K, .nba = 1};
+        J.ab = mm__fl32_prod3(o->alpha, mm__tscale(A), mm__tscale(B));
+        J.bk = K, J.pe = mm__seg_promote(o);
+    }
     const float *ap, *bp;
     int st = mm__emu_pack(&J, A, B, MR, NR, &ap, &bp);
     if (st != MM_OK) return st;
-    size_t bka, bkb;
-    const size_t nba = mm__nblocks(A, K, &bka);
-    mm__nblocks(B, K, &bkb);
+    size_t bka = K, bkb = K;
+    const size_t nba = unit ? 0 : mm__nblocks(A, K, &bka);
+    if (!unit) mm__nblocks(B, K, &bkb);
     const size_t mp = (M + MR - 1) / MR * MR, np = (N + NR - 1) / NR * NR, nblk = nba;
     const bool fp4 = is_fp4(q);
-    // One block: exponent panels (mxf8f6f4), the scale tables, then the flags.
-    blk_ctx x = {.b = {.p = &p, .mark_c = true, .seg = blk_seg}, .mp = mp, .np = np, .nblk = nblk};
+    // One block: exponent panels (mxf8f6f4, f8f6f4), the scale tables (none without scales), then
+    // the flags.
+    blk_ctx x = {.b = {.p = &p, .mark_c = true, .seg = blk_seg}, .mp = mp, .np = np, .nblk = nblk, .unit = unit,
+                 .f16 = unit && o->acc.engine_f16};
     void *tabs;
     char *mem = eng_base_alloc(&x.b, M, N, K, !fp4, nblk * (mp + np) * 8, &tabs);
     if (!mem) return MM_ENOMEM;
     x.sae = tabs, x.sas = (float *)(x.sae + nblk * mp);
     x.sbe = (int32_t *)(x.sas + nblk * mp), x.sbs = (float *)(x.sbe + nblk * np);
-    // Operands: flags (finite), and the exponents for mxf8f6f4.
+    // Operands: flags (finite), and the exponents for mxf8f6f4 and f8f6f4.
     eng_exps(x.b.ea, NULL, x.b.abad, ap, M, K, MR, p.ta, false);
     eng_exps(NULL, x.b.eb, x.b.bbad, bp, N, K, NR, p.tb, false);
-    const int semin = q->ue4m3_scales ? -6 : -127;
-    scale_tab(x.sae, x.sas, x.b.abad, A->scales, M, mp, nblk, nba, 1, semin);
-    scale_tab(x.sbe, x.sbs, x.b.bbad, B->scales, N, np, nblk, 1, N, semin);
+    if (!unit) {
+        const int semin = q->ue4m3_scales ? -6 : -127;
+        scale_tab(x.sae, x.sas, x.b.abad, A->scales, M, mp, nblk, nba, 1, semin);
+        scale_tab(x.sbe, x.sbs, x.b.bbad, B->scales, N, np, nblk, 1, N, semin);
+    }
     mm__emu_tile_loop(&J, ap, bp, C, ldc, MR, NR, eng_tile_frame, &x);
     st = mm__engine_finish(&p, C, ldc, A, B, M, N, K, o, x.b.redo, "engine-block");
     free(mem);
