@@ -643,15 +643,14 @@ class Policy:
         c = self.ctx
         if pas == DGRAD and self.emulated[grp.proj][DGRAD]:
             return self._dgrad_emulated(grp, acc, dout, other, N, IC, OC)
-        if not self.emulated[grp.proj][pas] and not self.info["hadamard"] and \
-                not self.active[self._site(grp, "grad")] and not self.active[self._site(grp, "w" if pas == DGRAD else "in")] \
-                and (pas == DGRAD or self.products == "torch" or dev.type != "cpu"):
-            return self._mm(pas, dout.to(dev), other.to(dev), N, IC, OC, acc_into=acc, device=dev)
         req = {"proj": grp.proj, "layer": grp.layer, "N": N, "IC": IC, "OC": OC}
         if pas == WGRAD and ((dev.type == "cpu" and self.products == "fplab") or self.emulated[grp.proj][WGRAD]):
             out = torch.zeros((OC, IC), dtype=torch.float32)
             c.wgrad(out=_np(out), dout=_np(dout), x=_np(other), **req)
             return out
+        if not self.info["hadamard"] and not self.active[self._site(grp, "grad")] and \
+                not self.active[self._site(grp, "w" if pas == DGRAD else "in")]:
+            return self._mm(pas, dout.to(dev), other.to(dev), N, IC, OC, acc_into=acc, device=dev)
         # Not Context.dgrad: its keyword-only `accumulate` does not parse (_autocast.c's format).
         # The operands are views of autocast's buffers (or the inputs themselves), valid until its
         # next call: multiplied (or copied to the device) at once.
