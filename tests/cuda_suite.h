@@ -2,15 +2,36 @@
 // share: a test without its backend skips, or fails where FPLAB_REQUIRE_GPU is set (make
 // test-gpu, tools/gpu_run.sh: a GPU machine must not pass by skipping), and make test's summary
 // gets one "[SKIP] WHAT: ..." line per suite that skipped (Makefile run-tests collects them).
-// The includer defines `static bool device_ok(char *msg, size_t len)` first.
+// Included by the device build of a suite (the shim build has its backend always).
 #ifndef FPLAB_TESTS_CUDA_SUITE_H
 #define FPLAB_TESTS_CUDA_SUITE_H
 
 #include <criterion/criterion.h>
 #include <criterion/hooks.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#ifdef FPLAB_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+// Whether a device runs this suite; else why not, in msg.
+static bool device_ok(char *msg, size_t len) {
+    int n = 0;
+    const cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {
+        snprintf(msg, len, "no usable CUDA device: %s", e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+        return false;
+    }
+    return true;
+}
+#else
+static bool device_ok(char *msg, size_t len) {
+    snprintf(msg, len, "fplab was built without nvcc");
+    return false;
+}
+#endif
 
 static void need_backend(void) {
     char msg[256];

@@ -37,19 +37,8 @@
 
 #ifdef CAST_ON_DEVICE
 #define SUITE "test_cast_cuda"
+#include "cuda_suite.h"
 #ifdef FPLAB_HAVE_CUDA
-#include <cuda_runtime_api.h>
-
-static bool device_ok(char *msg, size_t len) {
-    int n = 0;
-    const cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess || n == 0) {
-        snprintf(msg, len, "no usable CUDA device: %s", e != cudaSuccess ? cudaGetErrorString(e) : "none found");
-        return false;
-    }
-    return true;
-}
-
 // Device copies of in (n floats), out, elems, scales (ns) and the counters; the call; copies back.
 static int backend(const fmt_t *f, const fmt_scaling *sc, float *out, float *elems, float *scales, const float *in,
                    size_t rows, size_t cols, const fmt_round_opts *o, uint64_t *counts) {
@@ -74,18 +63,12 @@ static int backend(const fmt_t *f, const fmt_scaling *sc, float *out, float *ele
     return st;
 }
 #else
-static bool device_ok(char *msg, size_t len) {
-    snprintf(msg, len, "fplab was built without nvcc");
-    return false;
-}
 static int backend(const fmt_t *f, const fmt_scaling *sc, float *out, float *elems, float *scales, const float *in,
                    size_t rows, size_t cols, const fmt_round_opts *o, uint64_t *counts) {
     (void)f, (void)sc, (void)out, (void)elems, (void)scales, (void)in, (void)rows, (void)cols, (void)o, (void)counts;
     return MM_ENODEV;
 }
 #endif
-
-#include "cuda_suite.h"
 
 ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
     cuda_suite_report(stats, "CUDA casts", "test_cast_cuda");

@@ -32,19 +32,8 @@
 
 #ifdef PLAN_ON_DEVICE
 #define SUITE "test_cast_plan_cuda"
+#include "cuda_suite.h"
 #ifdef FPLAB_HAVE_CUDA
-#include <cuda_runtime_api.h>
-
-static bool device_ok(char *msg, size_t len) {
-    int n = 0;
-    const cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess || n == 0) {
-        snprintf(msg, len, "no usable CUDA device: %s", e != cudaSuccess ? cudaGetErrorString(e) : "none found");
-        return false;
-    }
-    return true;
-}
-
 // The plan on device copies of in, out, one_scale and the counters (zeroed there); copies back.
 static int run_plan(const ac_cast_plan *p, float *out, float *one_scale, const float *in, uint64_t *counts) {
     const size_t n = p->rows * p->cols;
@@ -66,17 +55,11 @@ static int run_plan(const ac_cast_plan *p, float *out, float *one_scale, const f
     return st;
 }
 #else
-static bool device_ok(char *msg, size_t len) {
-    snprintf(msg, len, "fplab was built without nvcc");
-    return false;
-}
 static int run_plan(const ac_cast_plan *p, float *out, float *one_scale, const float *in, uint64_t *counts) {
     (void)p, (void)out, (void)one_scale, (void)in, (void)counts;
     return MM_ENODEV;
 }
 #endif
-
-#include "cuda_suite.h"
 
 ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
     cuda_suite_report(stats, "CUDA cast plans", "test_cast_plan_cuda");

@@ -37,19 +37,8 @@
 
 #ifdef MM_DEV_ON_DEVICE
 #define SUITE "test_mm_dev_cuda"
+#include "cuda_suite.h"
 #ifdef FPLAB_HAVE_CUDA
-#include <cuda_runtime_api.h>
-
-static bool device_ok(char *msg, size_t len) {
-    int n = 0;
-    const cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess || n == 0) {
-        snprintf(msg, len, "no usable CUDA device: %s", e != cudaSuccess ? cudaGetErrorString(e) : "none found");
-        return false;
-    }
-    return true;
-}
-
 static void *to_dev(const void *h, size_t bytes) {
     void *d = NULL;
     cr_assert_eq(cudaMalloc(&d, bytes + 4), cudaSuccess);
@@ -83,17 +72,11 @@ static int backend_ts(float *C, size_t ldc, const mm_operand *A, const mm_operan
     return st;
 }
 #else
-static bool device_ok(char *msg, size_t len) {
-    snprintf(msg, len, "fplab was built without nvcc");
-    return false;
-}
 static int backend_ts(float *C, size_t ldc, const mm_operand *A, const mm_operand *B, size_t M, size_t N, size_t K,
                       const mm_opts *o, const float *ta, const float *tb, char *msg, size_t len) {
     return mm_cuda_dev_tscales(C, ldc, A, B, M, N, K, o, ta, tb, NULL, msg, len);
 }
 #endif
-
-#include "cuda_suite.h"
 
 ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
     cuda_suite_report(stats, "CUDA GEMM", "test_mm_dev_cuda");
