@@ -125,6 +125,57 @@ def _linear_grad(ctx, grads):
 linear.register_autograd(_linear_grad, setup_context=_linear_setup)
 
 
+# --- the same kernels in eager mode, without the operators' dispatch
+
+class _LinearEager(torch.autograd.Function):
+    """fplab::linear and its backward as one autograd.Function: the same Policy kernels
+    (_linear_forward, _linear_backward) called directly. A custom operator's Python dispatch
+    (schema check, autograd wrapper, redispatch of its backward operator) costs about 0.4 ms a
+    call (docs/benchmarks.md), a sizable part of a small Linear's step; eager mode needs none of
+    it. Inputs: handle, group, train, k (the weights' count), x, the k weights, the biases."""
+
+    @staticmethod
+    def forward(ctx, handle, group, train, k, x, *params):
+        pol = policy_of(handle)
+        weights, biases = list(params[:k]), list(params[k:])
+        ctx.save_for_backward(x, *weights)
+        ctx.handle, ctx.group, ctx.n_bias = handle, group, len(biases)
+        return tuple(pol._linear_forward(pol.groups[group], x, weights, biases, train))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        x, *ws = ctx.saved_tensors
+        pol = policy_of(ctx.handle)
+        need_dx = ctx.needs_input_grad[4]
+        dx, dws, dbs = pol._linear_backward(pol.groups[ctx.group], list(grads), x, ws, ctx.n_bias, need_dx)
+        return (None, None, None, None, dx if need_dx else None, *dws, *dbs)
+
+
+def _plain_eager(tensors):
+    """Whether a call on these tensors may skip the operators: eager mode (not traced by
+    torch.compile or export), plain tensors and parameters (no subclass such as FakeTensor or
+    DTensor) and no
+    dispatch mode or functorch transform active. Anything else takes torch.ops.fplab.linear."""
+    return (not torch.compiler.is_compiling() and torch._C._len_torch_dispatch_stack() == 0
+            and not torch._C._are_functorch_transforms_active()
+            and all(type(t) in _PLAIN for t in tensors))
+
+
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+
+def call_linear(x, weights, biases, handle, group, train):
+    """fplab::linear's outputs (a list): the operator where a tracer or a tensor subclass needs
+    it, else _LinearEager (bit for bit the operator's results: the same kernels)."""
+    if _EAGER_FAST and _plain_eager((x, *weights, *biases)):
+        return list(_LinearEager.apply(handle, group, train, len(weights), x, *weights, *biases))
+    return torch.ops.fplab.linear(x, weights, biases, handle, group, train)
+
+
+# Tests set it False to hold the eager path to the operator's bits.
+_EAGER_FAST = True
+
+
 # --- fplab::cast: one site's cast
 
 @torch.library.custom_op("fplab::cast", mutates_args=())

@@ -4,7 +4,8 @@ nn.Linear modules of any PyTorch model. Import it as fplab.torch (fplab.torch.ap
 Applying a policy transforms the model: each placed nn.Linear becomes a PolicyLinear (the same
 object, its class swapped; remove() swaps it back), whose forward calls the operator
 torch.ops.fplab.linear (fplab.torch_ops: fake implementation and autograd formula, so
-torch.compile traces it). The policy's state is the extra state of the first placed Linear
+torch.compile traces it; in plain eager mode the same kernels through one autograd.Function,
+torch_ops.call_linear, without the operator's dispatch). The policy's state is the extra state of the first placed Linear
 (PolicyLinearState), so model.state_dict(), copy.deepcopy and torch.save carry it.
 
 Each nn.Linear runs as trainer/llama.c runs a projection, through fplab._autocast (the C
@@ -433,7 +434,7 @@ class Policy:
         members = grp.members
         if len(members) == 1:
             bs = [mod.bias] if mod.bias is not None else []
-            return torch.ops.fplab.linear(x, [mod.weight], bs, self.handle, grp.index, torch.is_grad_enabled())[0]
+            return torch_ops.call_linear(x, [mod.weight], bs, self.handle, grp.index, torch.is_grad_enabled())[0]
         c = grp.cache
         if c is not None and c[0] is x and not c[2][i]:
             c[2][i] = True
@@ -441,8 +442,8 @@ class Policy:
                 grp.cache = None
             return c[1][i]
         # the biases of the members that have one, in member order (the op adds them)
-        outs = torch.ops.fplab.linear(x, [m.weight for m in members], [m.bias for m in members if m.bias is not None],
-                                      self.handle, grp.index, torch.is_grad_enabled())
+        outs = torch_ops.call_linear(x, [m.weight for m in members], [m.bias for m in members if m.bias is not None],
+                                     self.handle, grp.index, torch.is_grad_enabled())
         flags = [False] * len(members)
         flags[i] = True
         grp.cache = (x, outs, flags)

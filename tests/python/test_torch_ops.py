@@ -88,6 +88,67 @@ def test_compile_inductor_equals_eager():
     _compare("mxfp8", "inductor", data())
 
 
+def _eager_run(preset, fast, monkeypatch):
+    """Two steps of a Toy (checkpointed blocks, bias on the q/k/v group) under preset, eager,
+    through _LinearEager (fast) or torch.ops.fplab.linear: outputs, gradients, telemetry, state
+    and how many Linear groups took the fast path."""
+    from fplab import torch_ops
+    monkeypatch.setattr(torch_ops, "_EAGER_FAST", fast)
+    taken = []
+    apply = torch_ops._LinearEager.apply
+    monkeypatch.setattr(torch_ops._LinearEager, "apply", lambda *a: taken.append(1) or apply(*a))
+    m = Toy()
+    m.checkpoint = True
+    torch.manual_seed(5)
+    for b in m.layers:  # a bias on the first member of each q/k/v group
+        b.self_attn.q_proj = torch.nn.Linear(64, 64)
+    with ft.apply_policy(m, preset) as pol:
+        out = []
+        for step in range(2):
+            y, g = _step(m, data(seed=step + 1))
+            out += [y, *g]
+            m.zero_grad()
+            pol.end_step(1.0)
+        return out, pol.telemetry(), pol.get_extra_state(), len(taken)
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_eager_path_is_the_operator_bit_for_bit(preset, monkeypatch):
+    """Eager mode calls the policy's kernels through one autograd.Function instead of the
+    operators' dispatch (fplab.torch_ops.call_linear): the same outputs, gradients, telemetry
+    and policy state, checkpointing's recompute included, and the path is the one claimed."""
+    fast, slow = _eager_run(preset, True, monkeypatch), _eager_run(preset, False, monkeypatch)
+    assert fast[3] > 0 and slow[3] == 0
+    for a, b in zip(fast[0], slow[0]):
+        same_bits(a.numpy(), b.numpy())
+    assert fast[1] == slow[1]
+    assert fast[2].keys() == slow[2].keys()
+    for k in fast[2]:
+        a, b = fast[2][k], slow[2][k]
+        assert torch.equal(a, b) if isinstance(a, torch.Tensor) else a == b, k
+
+
+def test_traced_calls_take_the_operator():
+    """Under a dispatch mode (as export and the fake tensors of tracing install) call_linear takes
+    torch.ops.fplab.linear, never the Python kernels on what may be no real data."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from fplab import torch_ops
+    seen = []
+
+    class Seen(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    m = Toy(layers=1)
+    with ft.apply_policy(m, "mxfp8"):
+        assert torch_ops._plain_eager((data(),))
+        with Seen():
+            assert not torch_ops._plain_eager((data(),))
+            m(data())
+    assert any("fplab.linear" in s for s in seen)
+
+
 @pytest.mark.parametrize("preset", ["nvfp4", "pure-bf16-sr", "fp8-delayed"])
 def test_checkpoint_recomputes_the_same_casts(preset):
     """torch.utils.checkpoint (non-reentrant) recomputes each block's casts uncounted and with
