@@ -34,6 +34,15 @@ int ac_init(ac_ctx *c, const ac_policy *p, int n_layers, uint64_t seed, ac_telem
     c->inputs = calloc((size_t)AC_NPROJ * (size_t)(n_layers + 1), sizeof *c->inputs);
     c->buf_cap = max_operand;
     bool ok = c->hist && c->hist_count && c->tel && c->inputs;
+    bool delayed = false;
+    for (int i = 0; i < AC_NSITES; i++) delayed |= p->site[i].active && p->site[i].delayed;
+    if (delayed && ok) {
+        c->mark_hist = malloc(slots * hist_len(c) * sizeof *c->mark_hist);
+        c->mark_count = calloc(slots, sizeof *c->mark_count);
+        c->now_hist = malloc((size_t)AC_NSITES * hist_len(c) * sizeof *c->now_hist);
+        c->now_count = malloc((size_t)AC_NSITES * sizeof *c->now_count);
+        ok = c->mark_hist && c->mark_count && c->now_hist && c->now_count;
+    }
     const size_t cap = (max_operand ? max_operand : 1) * sizeof(float);
     for (int i = 0; i < AC_NSLOTS && ok; i++) ok = (c->buf[i] = malloc(cap));
     bool emulated = false;
@@ -55,7 +64,47 @@ void ac_free(ac_ctx *c) {
     free(c->hist), free(c->hist_count), free(c->tel), free(c->inputs);
     for (int i = 0; i < AC_NSLOTS; i++) free(c->buf[i]), free(c->op_scales[i]);
     free(c->op_deq), free(c->op_tiles);
+    free(c->mark_hist), free(c->mark_count), free(c->now_hist), free(c->now_count);
     memset(c, 0, sizeof *c);
+}
+
+// Copies layer's (site, layer) histories and counts between the context and (hist, count),
+// laid out [site][amax_history] and [site]: to the context when `in`.
+static void layer_hist_copy(ac_ctx *c, int layer, float *hist, int64_t *count, bool in) {
+    const size_t hl = hist_len(c);
+    for (int s = 0; s < AC_NSITES; s++) {
+        const size_t k = slot_index(c, (ac_site)s, layer);
+        float *h = c->hist + k * hl, *o = hist + (size_t)s * hl;
+        if (in) memcpy(h, o, hl * sizeof *h), c->hist_count[k] = count[s];
+        else memcpy(o, h, hl * sizeof *h), count[s] = c->hist_count[k];
+    }
+}
+
+static bool layer_ok(const ac_ctx *c, int layer) {
+    return c && c->mark_hist && layer >= -1 && layer <= c->n_layers;
+}
+
+// The mark of layer: [site][amax_history] floats and [site] counts.
+static float *mark_hist_of(ac_ctx *c, int layer) {
+    return c->mark_hist + slot_index(c, 0, layer) * AC_NSITES * hist_len(c);
+}
+
+void ac_layer_mark(ac_ctx *c, int layer) {
+    if (!layer_ok(c, layer)) return;
+    layer_hist_copy(c, layer, mark_hist_of(c, layer), c->mark_count + slot_index(c, 0, layer) * AC_NSITES, false);
+}
+
+void ac_replay_begin(ac_ctx *c, int layer) {
+    if (!layer_ok(c, layer)) return;
+    layer_hist_copy(c, layer, c->now_hist, c->now_count, false);
+    layer_hist_copy(c, layer, mark_hist_of(c, layer), c->mark_count + slot_index(c, 0, layer) * AC_NSITES, true);
+    c->replay = true;
+}
+
+void ac_replay_end(ac_ctx *c, int layer) {
+    if (!layer_ok(c, layer)) return;
+    c->replay = false;
+    layer_hist_copy(c, layer, c->now_hist, c->now_count, true);
 }
 
 void ac_begin_step(ac_ctx *c, uint64_t step) {
@@ -159,7 +208,15 @@ int ac_cast_plan_make(const ac_ctx *c, const ac_cast_req *r, size_t rows, size_t
 }
 
 void ac_cast_plan_finish(ac_ctx *c, const ac_cast_plan *p, const fmt_stats *st, float one_scale, float tensor_scale) {
-    if (!c || !p || p->kind == AC_PLAN_COPY || !p->count) return;
+    if (!c || !p || p->kind == AC_PLAN_COPY) return;
+    if (!p->count) {  // a replayed recompute pushes what its counted forward pushed, uncounted
+        if (c->replay && p->kind == AC_PLAN_ROUND) {
+            const float scale = p->pre;
+            const double amax = st->amax / scale;
+            push_amax(c, p->site, p->layer, (float)amax);
+        }
+        return;
+    }
     float scale;
     double amax;
     if (p->kind == AC_PLAN_ROUND) {  // the counts are of x * scale
@@ -303,7 +360,7 @@ void ac_fprop_operands(ac_ctx *c, const ac_gemm_req *g, const ac_operands *in, c
 
 void ac_dgrad_operands(ac_ctx *c, const ac_gemm_req *g, const float *dout, const float *w, ac_operands *o) {
     *o = (ac_operands){.a = dout, .b = w};
-    if (!c) return;
+    if (!c || c->exact_backward) return;
     const uint64_t call = ++c->calls;
     ac_site sa, sb;
     ac_gemm_sites(g->proj, AC_DGRAD, &sa, &sb);
@@ -324,7 +381,7 @@ void ac_dgrad_operands(ac_ctx *c, const ac_gemm_req *g, const float *dout, const
 
 void ac_wgrad_operands(ac_ctx *c, const ac_gemm_req *g, const float *dout, const float *x, ac_operands *o) {
     *o = (ac_operands){.a = dout, .b = x};
-    if (!c) return;
+    if (!c || c->exact_backward) return;
     const uint64_t call = ++c->calls;
     const size_t N = g->N, IC = g->IC, OC = g->OC;
     ac_site sa, sb;

@@ -82,6 +82,16 @@ typedef struct {
     ac_held held[AC_NSLOTS];
     ac_input *inputs;     // [AC_NPROJ][n_layers+1]
     uint64_t gen, calls;  // ac_fprop_input calls; product-level calls
+    // Set by the trainer's gradient-noise telemetry around a second backward of the same
+    // forward: ac_dgrad_operands and ac_wgrad_operands then return their operands uncast, for
+    // float32 products (no emulated accumulator), and count nothing.
+    bool exact_backward;
+    // Delayed scaling under recompute (ac_layer_mark, ac_replay_begin/end; NULL without delayed
+    // scaling): each layer's histories as its counted forward found them, [n_layers+1][sites],
+    // and the present ones of the layer being replayed.
+    float *mark_hist, *now_hist;
+    int64_t *mark_count, *now_count;
+    bool replay;          // uncounted casts push their amax (a recompute replaying its forward)
 } ac_ctx;
 
 // max_operand: the largest tensor (in floats) that will be cast out of place.
@@ -95,6 +105,17 @@ static inline bool ac_active(const ac_ctx *c, ac_site s) { return c && c->pol.si
 // orientation), so recomputing a block in backward draws the same bits as its forward did.
 void ac_begin_step(ac_ctx *c, uint64_t step);
 void ac_begin_micro(ac_ctx *c, int micro);
+
+// A recomputed forward casts as its counted forward did. Under delayed scaling each counted
+// cast pushes its amax before the next cast of its site reads the history (q's weight before
+// k's), so the recompute of `layer` must start from the histories that forward found and push
+// the same amaxes: ac_layer_mark(c, layer) before the layer's counted forward keeps its sites'
+// histories; ac_replay_begin(c, layer) puts them back (keeping the present ones) and makes
+// uncounted casts push (no telemetry); ac_replay_end(c, layer) puts the present ones back.
+// No-ops without delayed scaling (or c NULL).
+void ac_layer_mark(ac_ctx *c, int layer);
+void ac_replay_begin(ac_ctx *c, int layer);
+void ac_replay_end(ac_ctx *c, int layer);
 
 // A cast request: which site's rule, for which layer, in which orientation, counted or not,
 // and into which scratch buffer. Name the fields: {.site = AC_QKV_IN, .layer = l, .count = true}.

@@ -579,6 +579,157 @@ Test(train, threads_are_bounded) {
 // own weights, so the run is the plain one bitwise; DiLoCo with outer lr 1 and no momentum sets
 // the weights to anchor - (anchor - local), within an ulp of the plain run's. Without MPI the
 // options are refused (tests/test_dist.c).
+// One run of the gradient-noise tests: 8 steps of 2 micro-batches under policy, recompute rc,
+// --grad-noise-every `every`, its checkpoint and log in dir/sub.
+static void noise_run(const char *sub, const char *policy, const char *rc, long every, float *losses) {
+    char msg[512] = "";
+    train_opts o = small_opts(sub);
+    snprintf(o.policy, sizeof o.policy, "%s", policy);
+    snprintf(o.recompute, sizeof o.recompute, "%s", rc);
+    o.steps = 8, o.accum = 2, o.grad_noise_every = every;
+    train_report rep = {.losses = losses, .losses_cap = 8};
+    cr_assert_eq(train_run(&o, NULL, NULL, &rep, msg, sizeof msg), 0, "%s %s: %s", policy, rc, msg);
+}
+
+// The number after "name": in line (NAN where absent).
+static double member(const char *line, const char *name) {
+    char key[64];
+    snprintf(key, sizeof key, "\"%s\":", name);
+    const char *p = strstr(line, key);
+    return p ? strtod(p + strlen(key), NULL) : NAN;
+}
+
+// line without its grad_noise member and its timings (elapsed_s, tokens_per_s), in place.
+static void strip_noise(char *line) {
+    char *p = strstr(line, ",\"grad_noise\":{");
+    if (p) {
+        const char *e = strchr(p, '}') + 1;
+        memmove(p, e, strlen(e) + 1);
+    }
+    for (const char *k = "\"elapsed_s\":"; k; k = strcmp(k, "\"elapsed_s\":") ? NULL : "\"tokens_per_s\":") {
+        char *q = strstr(line, k);
+        if (!q) continue;
+        q += strlen(k);
+        const char *e = q + strcspn(q, ",}");
+        memmove(q, e, strlen(e) + 1);
+    }
+}
+
+// The step lines of dir/sub/log.jsonl (at most 8), stripped when strip; returns their count.
+static int step_lines(const char *sub, char **lines, bool strip) {
+    char path[160];
+    snprintf(path, sizeof path, "%s/%s/log.jsonl", dir, sub);
+    FILE *f = fopen(path, "r");
+    cr_assert(f, "%s", path);
+    char *line = NULL;
+    size_t cap = 0;
+    int n = 0;
+    while (getline(&line, &cap, f) > 0)
+        if (!strncmp(line, "{\"step\":", 8) && n < 8) {
+            lines[n] = strdup(line);
+            if (strip) strip_noise(lines[n]);
+            n++;
+        }
+    free(line);
+    fclose(f);
+    return n;
+}
+
+// --grad-noise-every 2: the second backward without casts changes nothing of the run (losses,
+// the step lines with their telemetry, the final weights, all bitwise), under a block-scaled
+// and a delayed-scaling policy, with and without recompute; every second step's line carries
+// grad_noise with a positive noise.
+Test(train, grad_noise_changes_nothing) {
+    const char *policies[] = {"nvfp4", "fp8-delayed"}, *rcs[] = {"none", "block"};
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++) {
+            float with[8], without[8];
+            char sw[32], so[32], path[160];
+            snprintf(sw, sizeof sw, "n%d%d", i, j), snprintf(so, sizeof so, "p%d%d", i, j);
+            noise_run(sw, policies[i], rcs[j], 2, with);
+            noise_run(so, policies[i], rcs[j], 0, without);
+            for (int s = 0; s < 8; s++)
+                cr_assert(tu_samef(with[s], without[s]), "%s %s step %d: loss %a with, %a without", policies[i],
+                          rcs[j], s + 1, with[s], without[s]);
+            char *lw[8], *lo[8], *raw[8];
+            cr_assert_eq(step_lines(sw, lw, true), 8);
+            cr_assert_eq(step_lines(so, lo, true), 8);
+            cr_assert_eq(step_lines(sw, raw, false), 8);
+            for (int s = 0; s < 8; s++) {
+                cr_assert_str_eq(lw[s], lo[s], "%s %s step %d", policies[i], rcs[j], s + 1);
+                const double noise = member(raw[s], "noise_norm"), exact = member(raw[s], "exact_norm");
+                if (s % 2 == 1)
+                    cr_assert(noise > 0 && isfinite(noise) && exact > 0 && isfinite(exact),
+                              "%s %s step %d: noise %g, exact %g", policies[i], rcs[j], s + 1, noise, exact);
+                else
+                    cr_assert(isnan(noise) && isnan(exact), "step %d measured", s + 1);
+                free(lw[s]), free(lo[s]), free(raw[s]);
+            }
+            float *p1, *p2;
+            size_t n1, n2;
+            snprintf(path, sizeof path, "%s/%s/ckpt.bin", dir, sw);
+            read_params(path, &p1, &n1);
+            snprintf(path, sizeof path, "%s/%s/ckpt.bin", dir, so);
+            read_params(path, &p2, &n2);
+            cr_assert(n1 == n2 && memcmp(p1, p2, n1 * sizeof *p1) == 0, "%s %s: final parameters differ",
+                      policies[i], rcs[j]);
+            free(p1), free(p2);
+        }
+}
+
+// Under fp32 the policy's backward is the exact one: the noise is exactly 0 and the exact
+// gradient's norm is the step's grad_norm, at every step (the backward run twice gives the
+// same bits, recomputed blocks included).
+Test(train, grad_noise_of_fp32_is_zero) {
+    const char *rcs[] = {"none", "block"};
+    for (int j = 0; j < 2; j++) {
+        float losses[8];
+        char sub[16];
+        snprintf(sub, sizeof sub, "z%d", j);
+        noise_run(sub, "fp32", rcs[j], 1, losses);
+        char *raw[8];
+        cr_assert_eq(step_lines(sub, raw, false), 8);
+        for (int s = 0; s < 8; s++) {
+            cr_assert(member(raw[s], "noise_norm") == 0, "%s step %d: %s", rcs[j], s + 1, raw[s]);
+            cr_assert(member(raw[s], "exact_norm") == member(raw[s], "grad_norm"), "%s step %d", rcs[j], s + 1);
+            free(raw[s]);
+        }
+    }
+}
+
+// Gradient checkpointing changes no bit of a run, delayed scaling included: the recompute of a
+// block starts from the amax histories its counted forward found and pushes the same amaxes,
+// so each cast gets that forward's scale (before, it read the histories after the forward's
+// own pushes: k's weight cast with q's amax in the history twice over).
+Test(train, recompute_is_bitwise_under_every_scaling) {
+    const char *policies[] = {"fp8-delayed", "fp8-current", "nvfp4", "fp16-amp"};
+    for (int i = 0; i < 4; i++) {
+        float none[8], block[8];
+        char sn[16], sb[16], path[160];
+        snprintf(sn, sizeof sn, "rn%d", i), snprintf(sb, sizeof sb, "rb%d", i);
+        noise_run(sn, policies[i], "none", 0, none);
+        noise_run(sb, policies[i], "block", 0, block);
+        for (int s = 0; s < 8; s++)
+            cr_assert(tu_samef(none[s], block[s]), "%s step %d: loss %a stored, %a recomputed", policies[i], s + 1,
+                      none[s], block[s]);
+        char *ln[8], *lb[8];
+        cr_assert_eq(step_lines(sn, ln, true), 8);
+        cr_assert_eq(step_lines(sb, lb, true), 8);
+        for (int s = 0; s < 8; s++) {
+            cr_assert_str_eq(ln[s], lb[s], "%s step %d: the telemetry differs", policies[i], s + 1);
+            free(ln[s]), free(lb[s]);
+        }
+        float *p1, *p2;
+        size_t n1, n2;
+        snprintf(path, sizeof path, "%s/%s/ckpt.bin", dir, sn);
+        read_params(path, &p1, &n1);
+        snprintf(path, sizeof path, "%s/%s/ckpt.bin", dir, sb);
+        read_params(path, &p2, &n2);
+        cr_assert(n1 == n2 && memcmp(p1, p2, n1 * sizeof *p1) == 0, "%s: final parameters differ", policies[i]);
+        free(p1), free(p2);
+    }
+}
+
 Test(train, local_sgd_with_one_process_is_the_plain_run) {
     if (!dist_have_mpi()) cr_skip_test("this build has no MPI");
     char msg[512] = "";

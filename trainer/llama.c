@@ -466,8 +466,11 @@ float llama_forward(llama_model *m, const int *tokens, const int *targets, int B
     llama_acts *a = m->acts;
     op_encoder_forward(a->x_in[0], tokens, m->p.t[LP_TOK_EMB], d.N, d.C);
     cast_store(m, AC_RESIDUAL, (size_t)c->n_layers, a->x_in[0], d.N, d.C);
-    for (size_t l = 0; l < (size_t)c->n_layers; l++)
+    for (size_t l = 0; l < (size_t)c->n_layers; l++) {
+        // what a recompute of the layer replays (delayed scaling's histories; ac_layer_mark)
+        if (m->recompute == LLAMA_RECOMPUTE_BLOCK && !m->uncounted) ac_layer_mark(m->ac, (int)l);
         layer_forward(m, &d, l, acts_of(m, l), a->x_in[l], a->x_in[l + 1]);
+    }
     op_rmsnorm_forward(a->hf, a->rstd_f, a->x_in[c->n_layers], m->p.t[LP_FINAL_NORM], d.N, d.C,
                     c->norm_eps);
     const float *head = c->tied ? m->p.t[LP_TOK_EMB] : m->p.t[LP_LM_HEAD];
@@ -542,15 +545,15 @@ static void layer_backward(llama_model *m, const dims *d, size_t l, const layer_
     op_rmsnorm_backward(s->dx, g.attn_norm, s->dh, x, w.attn_norm, a->rstd1, N, C);
 }
 
-void llama_backward(llama_model *m, const int *tokens, const int *targets, float loss_scale) {
+// The backward from the loss's gradient on: the logits buffer holds dlogits, which nothing
+// below writes, so llama_backward_again can run it a second time.
+static void backward_from_dlogits(llama_model *m, const int *tokens) {
     const llama_config *c = &m->cfg;
     const dims d = dims_of(m, m->B, m->T);
     llama_acts *a = m->acts;
     const bool tied = c->tied;
     const float *head = tied ? m->p.t[LP_TOK_EMB] : m->p.t[LP_LM_HEAD];
     float *dhead = tied ? m->g.t[LP_TOK_EMB] : m->g.t[LP_LM_HEAD];
-    // the logits buffer becomes dlogits (the logits are not needed after this)
-    op_crossentropy_backward(a->logits, a->logits, a->lse, targets, d.N, d.V, loss_scale);
     const ac_gemm_req hg = gemm(m, AC_PROJ_HEAD, (size_t)c->n_layers, d.N, d.C, d.V);
     proj_backward(m, &hg, a->dh, dhead, a->logits, a->hf, head, DINP_SET);
     memset(a->dx, 0, d.N * d.C * sizeof *a->dx);
@@ -561,12 +564,29 @@ void llama_backward(llama_model *m, const int *tokens, const int *targets, float
         // Recompute: the block's forward again from its saved input. The ops are
         // deterministic, so the activations (and the gradients) are bitwise those of a run
         // that stored them. x_in[l+1] is rewritten with the same values.
+        // Under delayed scaling it starts from the amax histories the block's counted forward
+        // found and pushes the same amaxes (ac_replay_begin), so each cast gets that forward's
+        // scale.
         if (m->recompute == LLAMA_RECOMPUTE_BLOCK) {
             m->uncounted = true;
+            ac_replay_begin(m->ac, (int)l);
             layer_forward(m, &d, l, la, a->x_in[l], a->x_in[l + 1]);
+            ac_replay_end(m->ac, (int)l);
             m->uncounted = false;
         }
         layer_backward(m, &d, l, la, a->x_in[l]);
     }
     op_encoder_backward(m->g.t[LP_TOK_EMB], a->dx, tokens, d.N, d.C);
+}
+
+void llama_backward(llama_model *m, const int *tokens, const int *targets, float loss_scale) {
+    const dims d = dims_of(m, m->B, m->T);
+    llama_acts *a = m->acts;
+    // the logits buffer becomes dlogits (the logits are not needed after this)
+    op_crossentropy_backward(a->logits, a->logits, a->lse, targets, d.N, d.V, loss_scale);
+    backward_from_dlogits(m, tokens);
+}
+
+void llama_backward_again(llama_model *m, const int *tokens) {
+    backward_from_dlogits(m, tokens);
 }

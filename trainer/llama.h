@@ -144,6 +144,10 @@ bool llama_kv(const llama_model *m, int l, const float **k, const float **v);
 // Backward of the last forward with targets: grads += d(loss_scale * mean loss)/d(params).
 // (loss_scale: 1, or 1/K for gradient accumulation over K micro-batches, or a loss scale.)
 void llama_backward(llama_model *m, const int *tokens, const int *targets, float loss_scale);
+// The same backward once more (grads += again), from the dlogits llama_backward left in place of
+// the logits; before the next forward only. The trainer's gradient-noise telemetry runs it with
+// autocast's exact_backward set, for the gradient without the backward's casts.
+void llama_backward_again(llama_model *m, const int *tokens);
 void llama_zero_grad(llama_model *m);
 // The largest tensor a cast site sees for batches up to (B, T), in floats (ac_init's
 // max_operand).

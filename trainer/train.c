@@ -52,6 +52,36 @@ static void grads_into(llama_model *m, float *buf) {
     llama_tensors_carve(&m->g, &m->cfg, buf);
 }
 
+// The gradient-noise telemetry's reference (train_noise): micro-batch a's backward once more
+// with autocast's exact_backward (float32 products of the operands uncast; the forward's casts
+// stay, recomputed blocks included), into noise.ref (a = 0) or noise.micro, added to it in
+// order. Nothing is cast or counted: the policy's gradients and autocast's state are unchanged.
+static void exact_backward(train_run_state *r, int a) {
+    float *keep = r->m.grads, *ref = r->noise.ref, *micro = r->noise.micro;
+    grads_into(&r->m, a == 0 ? ref : micro);
+    llama_zero_grad(&r->m);
+    r->prec.ac.exact_backward = true;
+    llama_backward_again(&r->m, r->data.x);
+    r->prec.ac.exact_backward = false;
+    grads_into(&r->m, keep);
+    if (a > 0) {
+#pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < r->m.n_params; i++) ref[i] += micro[i];
+    }
+}
+
+// ||g_exact|| and ||g_policy - g_exact||, unscaled (S: the loss scale both carry), each a
+// sequential double sum (the same bits at every thread count; one pass every N steps).
+static void noise_norms(train_run_state *r, float S) {
+    const float *g = r->m.grads, *ref = r->noise.ref;
+    double ss = 0, dd = 0;
+    for (size_t i = 0; i < r->m.n_params; i++) {
+        const double d = (double)g[i] - ref[i];
+        ss += (double)ref[i] * ref[i], dd += d * d;
+    }
+    r->noise.exact_norm = sqrt(ss) / S, r->noise.noise_norm = sqrt(dd) / S;
+}
+
 // Forward and backward over this rank's micro-batches of the step; returns the mean loss over
 // all N x accum of them. Rank r takes micro-batches j = a N + r (a < accum) of the batch
 // sequence one process would draw, with the same cast keys, so N ranks x accum A take the data
@@ -83,6 +113,7 @@ static float forward_backward(train_run_state *r, float S) {
         }
         ac_cast_inplace(&r->prec.ac, AC_GRADS, -1, r->m.grads, r->m.n_params, 1, true);
         r->run.fwd_s += t1 - t0, r->run.bwd_s += fio_now() - t1;
+        if (r->noise.now) exact_backward(r, a);
     }
     r->st.batches_drawn += K;
     dist_sum_disjoint_f64(&r->dist.w, r->dist.micro_loss, (size_t)K);
@@ -176,6 +207,25 @@ static void log_comm(FILE *f, const void *arg) {
             (unsigned long long)c->nan, (unsigned long long)c->swamped, c->bytes, c->seconds);
 }
 
+// A norm in the log: null where it is not finite (an overflowed gradient).
+static void log_norm(FILE *f, const char *name, double v) {
+    if (isfinite(v)) fprintf(f, "\"%s\":%.9g", name, v);
+    else fprintf(f, "\"%s\":null", name);
+}
+
+// The step line's members after the telemetry: "comm" (reductions) and "grad_noise".
+static void log_more(FILE *f, const void *arg) {
+    const train_run_state *r = arg;
+    if (r->dist.red.n) log_comm(f, arg);
+    if (r->noise.now) {
+        fputs(",\"grad_noise\":{", f);
+        log_norm(f, "exact_norm", r->noise.exact_norm);
+        fputc(',', f);
+        log_norm(f, "noise_norm", r->noise.noise_norm);
+        fputc('}', f);
+    }
+}
+
 static void log_step(train_run_state *r, long step, const train_step_out *s) {
     FILE *f = r->out.log;
     const double el = fio_now() - r->run.t_start;
@@ -185,7 +235,7 @@ static void log_step(train_run_state *r, long step, const train_step_out *s) {
         const ac_step_fields line = {.step = step + 1, .loss = s->loss, .lr = s->lr, .grad_norm = s->gnorm,
                                      .tokens_per_s = tps, .elapsed_s = el, .loss_scale = s->scale,
                                      .skipped = s->skipped, .val_loss = s->val,
-                                     .more = r->dist.red.n ? log_comm : NULL, .more_arg = r};
+                                     .more = r->dist.red.n || r->noise.now ? log_more : NULL, .more_arg = r};
         ac_write_step_line(f, &line, &r->prec.ac);
         fputc('\n', f);
     }
@@ -339,7 +389,9 @@ int train_run(const train_opts *o, const char *resume, const bool *given, train_
         ac_begin_step(&r.prec.ac, (uint64_t)step);
         r.dist.comm = r.dist.red.tel = (dist_comm_tel){0};
         train_step_out s = {.scale = r.prec.ac.scaler.scale, .val = NAN};
+        r.noise.now = r.o.grad_noise_every > 0 && (step + 1) % r.o.grad_noise_every == 0;
         s.loss = loss = forward_backward(&r, s.scale);
+        if (r.noise.now) noise_norms(&r, s.scale);
         train__dist_allreduce_grads(&r, (uint64_t)step);
         update(&r, &s);
         train__dist_sync_params(&r, step);

@@ -56,6 +56,8 @@ typedef struct {
     // precision
     char policy[TRAIN_PATH_MAX];  // preset name or policy file (autocast/presets)
     char telemetry[8];  // off | sites | layers
+    long grad_noise_every;  // > 0: every N steps the backward again without its casts; the step
+                            // line's grad_noise member (one process only)
     // distributed (docs/distributed.md; under a launcher, N ranks)
     char comm[64];        // wire format of the reductions: FORMAT[:RECIPE][:sr]; fp32: plain
     char comm_gather[64]; // format of the reduced sums as they are gathered back ("": --comm's)

@@ -88,6 +88,15 @@ typedef struct {
     dist_comm_tel comm;         // this step's communication
 } train_dist;
 
+// The gradient-noise telemetry (--grad-noise-every N): every N steps the step's backward runs
+// a second time with autocast's exact_backward (float32 products of uncast operands) into ref,
+// and the step line logs the norm of that gradient and of the policy's gradient's distance to it.
+typedef struct {
+    float *ref, *micro;             // n_params each (micro: accum > 1), allocated when N > 0
+    bool now;                       // this step is measured
+    double exact_norm, noise_norm;  // ||g_exact||, ||g_policy - g_exact|| (unscaled)
+} train_noise;
+
 // A training run's state, grouped by what owns each part.
 typedef struct {
     train_opts o;     // resolved: named-config and auto values replaced by what is used
@@ -99,6 +108,7 @@ typedef struct {
     train_outputs out;
     train_run_info run;
     train_dist dist;
+    train_noise noise;
 } train_run_state;
 
 // train_setup.c: everything before the first step; -1 with a message (r is then freed by

@@ -79,6 +79,8 @@ static const train_opt_desc table[] = {
     OPT("outer-lr", outer_lr, TOPT_FLOAT, false, "DiLoCo outer learning rate"),
     OPT("outer-momentum", outer_momentum, TOPT_FLOAT, false, "DiLoCo outer Nesterov momentum"),
     OPT("telemetry", telemetry, TOPT_STR, true, "per-site numerics in the log: off | sites | layers"),
+    OPT("grad-noise-every", grad_noise_every, TOPT_LONG, true, "every N steps the backward again with float32 products of uncast operands: "
+        "the log's grad_noise (||g||, ||g_policy - g||) (0: off)"),
     OPTR("ckpt-dir", ckpt_dir, TOPT_STR, true, TOPT_RESUME_HOME, "directory for ckpt.bin (and log.jsonl); '' = none"),
     OPT("ckpt-every", ckpt_every, TOPT_LONG, true, "checkpoint every N steps (0: only at the end)"),
     OPTR("log", log, TOPT_STR, true, TOPT_RESUME_RESET, "JSON-lines log (default <ckpt_dir>/log.jsonl)"),
@@ -213,6 +215,7 @@ int train_opts_validate(const train_opts *o, char *msg, size_t msg_len) {
             o->lr);
     REQUIRE(o->warmup >= 0, "--warmup %ld: expected >= 0", (long)o->warmup);
     REQUIRE(o->eval_every >= 0, "--eval-every %ld: expected >= 0", (long)o->eval_every);
+    REQUIRE(o->grad_noise_every >= 0, "--grad-noise-every %ld: expected >= 0", (long)o->grad_noise_every);
     REQUIRE(o->ckpt_every >= 0, "--ckpt-every %ld: expected >= 0", (long)o->ckpt_every);
     REQUIRE(o->beta1 >= 0 && o->beta1 < 1, "--beta1 %g: expected a value in [0, 1)", o->beta1);
     REQUIRE(o->beta2 >= 0 && o->beta2 < 1, "--beta2 %g: expected a value in [0, 1)", o->beta2);

@@ -27,6 +27,7 @@ void train__free(train_run_state *r) {
     free(r->prec.pol_text);
     ac_free(&r->prec.ac);
     train__dist_free(&r->dist);
+    free(r->noise.ref), free(r->noise.micro);
     if (r->out.log) fclose(r->out.log);  // (train_run closes it first, checked, when the run went well)
     r->out.log = NULL;
     char lock[FIO_PATH_MAX + 8];
@@ -221,6 +222,25 @@ static int setup_model(train_run_state *r, const ckpt_file *f, const llama_confi
                      r->o.data, split ? "validation" : "training", d->T + 1);
             return -1;
         }
+    return 0;
+}
+
+// The gradient-noise telemetry's buffers (train_noise). One process only: the reference gradient
+// would have to be reduced across the ranks as the policy's is.
+static int setup_noise(train_run_state *r, char *msg, size_t msg_len) {
+    if (r->o.grad_noise_every <= 0) return 0;
+    if (r->dist.w.size > 1) {
+        snprintf(msg, msg_len, "--grad-noise-every %ld: one process only (this run has %d ranks)",
+                 r->o.grad_noise_every, r->dist.w.size);
+        return -1;
+    }
+    const size_t n = r->m.n_params;
+    r->noise.ref = malloc(n * sizeof *r->noise.ref);
+    if (r->o.accum > 1) r->noise.micro = malloc(n * sizeof *r->noise.micro);
+    if (!r->noise.ref || (r->o.accum > 1 && !r->noise.micro)) {
+        snprintf(msg, msg_len, "--grad-noise-every: out of memory for two more copies of %zu gradients", n);
+        return -1;
+    }
     return 0;
 }
 
@@ -459,6 +479,7 @@ static int setup_run(train_run_state *r, const train_opts *o, const bool *given,
     if (setup_model(r, r->run.resume ? f : NULL, &cfg, msg, msg_len) != 0) return -1;
     if (setup_autocast(r, r->run.resume ? f : NULL, msg, msg_len) != 0) return -1;
     if (train__dist_setup(r, msg, msg_len) != 0) return -1;
+    if (setup_noise(r, msg, msg_len) != 0) return -1;
     if (r->run.resume && train__dist_ckpt_load(r, f, r->run.resume, msg, msg_len) != 0) return -1;
     resolve_options(r, threads);
     return 0;
