@@ -363,12 +363,14 @@ static int load_run(rp_run *r, char *msg, size_t msg_len) {
     r->val = malloc(np * sizeof *r->val);
     r->scale = malloc(np * sizeof *r->scale);
     r->swamp = malloc(np * sizeof *r->swamp);
+    r->snr = malloc(np * sizeof *r->snr);
     r->skip = calloc(np, 1);
-    if (!r->step || !r->loss || !r->val || !r->scale || !r->swamp || !r->skip || read_sites(r, &l, pt0)) {
+    if (!r->step || !r->loss || !r->val || !r->scale || !r->swamp || !r->snr || !r->skip ||
+        read_sites(r, &l, pt0)) {
         runlog_free(&l);
         return snprintf(msg, msg_len, "%s: out of memory", r->log), XP_ENOMEM;
     }
-    for (size_t i = 0; i < np; i++) r->loss[i] = r->val[i] = r->scale[i] = r->swamp[i] = NAN;
+    for (size_t i = 0; i < np; i++) r->loss[i] = r->val[i] = r->scale[i] = r->swamp[i] = r->snr[i] = NAN;
     if (pt0) r->step[0] = 0, r->val[0] = l.val0;
     for (size_t i = 0; i < l.n; i++) {
         const runlog_step *s = &l.step[i];
@@ -380,6 +382,9 @@ static int load_run(rp_run *r, char *msg, size_t msg_len) {
         r->skipped += s->skipped;
         if (s->has_val) r->val[p] = s->val_loss, r->val_loss = s->val_loss, r->has_val = true;
         if (isfinite(s->loss_scale) && s->loss_scale != 1) r->has_scale = true;
+        // the gradient's signal to its quantization noise (train --grad-noise-every)
+        const double snr = s->exact_norm / s->noise_norm;
+        if (isfinite(snr) && snr > 0) r->snr[p] = snr, r->has_noise = true;
         if (s->has_update) {
             r->has_update = true;
             r->swamp[p] = s->swamped;
@@ -395,7 +400,7 @@ static int load_run(rp_run *r, char *msg, size_t msg_len) {
 static void free_data(rp_data *d) {
     for (int i = 0; i < d->nruns; i++) {
         rp_run *r = &d->runs[i];
-        free(r->step), free(r->loss), free(r->val), free(r->scale), free(r->swamp), free(r->skip);
+        free(r->step), free(r->loss), free(r->val), free(r->scale), free(r->swamp), free(r->snr), free(r->skip);
         free(r->sites), free(r->tel), free(r->ptq);
     }
     free(d->runs);

@@ -60,6 +60,8 @@ typedef struct {
     long npt;
     long *step;
     double *loss, *val, *scale, *swamp;  // NaN where not logged
+    double *snr;           // exact_norm / noise_norm of "grad_noise" steps (NaN elsewhere)
+    bool has_noise;        // some step logged a finite, positive gradient-noise ratio
     unsigned char *skip;
     rp_tel *tel;           // in order of point
     size_t ntel;
@@ -138,7 +140,7 @@ typedef struct {
     char note[512];        // why not, if not
 } rp_plot;
 
-enum { RP_NPLOTS = 8 };
+enum { RP_NPLOTS = 9 };
 
 // Writes DIR/plots/*.dat and *.gp for the plots that have data and, when gnuplot is found,
 // runs it on each. Fills plots[RP_NPLOTS]. gnuplot_found says whether it was found.

@@ -128,10 +128,10 @@ static void span_set(FILE *f, const span_t *s) {
     fprintf(f, "set yrange [%.9g:%.9g]\n", s->lo - m, s->hi + m);
 }
 
-typedef enum { C_LOSS, C_VAL, C_SWAMP } curve_id;
+typedef enum { C_LOSS, C_VAL, C_SWAMP, C_SNR } curve_id;
 
 static const double *curve(const rp_run *r, curve_id c) {
-    return c == C_LOSS ? r->loss : c == C_VAL ? r->val : r->swamp;
+    return c == C_LOSS ? r->loss : c == C_VAL ? r->val : c == C_SWAMP ? r->swamp : r->snr;
 }
 
 // The mean over the completed runs of preset p of curve c at step s; NaN when none has a
@@ -217,9 +217,15 @@ static int plot_mean_curve(const rp_data *d, rp_plot *p, const char *pdir, curve
                       "not lost on average\" at graph 0.02, graph 0.96 front\n", ff.gp);
                 break;
             }
+    } else if (cid == C_SNR) {
+        // log axis from at most 1, so that it shows Chmiel et al.'s threshold, below which
+        // quantized training stops improving
+        fprintf(ff.gp, "set logscale y\nset yrange [%g:*]\nset arrow from graph 0, first sqrt(3) to graph 1, first "
+                "sqrt(3) nohead dt 2 lc rgb \"#606060\"\nset label \"sqrt(3)\" at graph 0.01, first sqrt(3) offset "
+                "0,0.6 front\n", fmin(1.0, span.lo / 1.5));
     } else if (panels) span_set(ff.gp, &span);
-    // points only where they are few (the evaluation steps); per-step curves as lines
-    const char *style = cid == C_VAL ? "linespoints pt 7 ps 0.8" : "lines";
+    // points only where they are few (the evaluation and measured steps); per-step curves as lines
+    const char *style = cid == C_VAL || cid == C_SNR ? "linespoints pt 7 ps 0.8" : "lines";
     const int b = baseline(d);
     for (int q = 0, first = 1; q < d->npresets; q++) {
         if (blk[q] < 0) continue;
@@ -430,6 +436,22 @@ static int plot_swamped(const rp_data *d, rp_plot *p, const char *pdir, char *ms
                  "low-precision format, against step, mean over seeds, for the presets that store weights in low "
                  "precision. Under stochastic rounding (*-sr) an update is never lost in expectation: 'swamped' "
                  "there counts the updates this draw rounded back to the old weight, a measure of noise.");
+    return st;
+}
+
+// The gradient's norm over its quantization noise (train --grad-noise-every) against step, mean
+// over seeds, for the presets that logged it.
+static int plot_grad_snr(const rp_data *d, rp_plot *p, const char *pdir, char *msg, size_t msg_len) {
+    bool any = false;
+    for (int i = 0; i < d->nruns; i++) any |= d->runs[i].has_noise && rp_counts(&d->runs[i]);
+    if (!any) return XP_OK;
+    const int st = plot_mean_curve(d, p, pdir, C_SNR, false, "||g|| / ||g_policy - g||", msg, msg_len);
+    if (!st && p->written)
+        snprintf(p->caption, sizeof p->caption,
+                 "The norm of the gradient computed with an exact backward (float32 products of uncast operands, "
+                 "the same forward) over the distance of the policy's gradient to it, at the steps train "
+                 "--grad-noise-every measured, mean over seeds, log scale. The dashed line is sqrt(3), below which "
+                 "Chmiel et al. (2025) find that quantized training stops improving.");
     return st;
 }
 
@@ -704,6 +726,8 @@ int rp_write_plots(const rp_data *d, const report_opts *o, rp_plot plots[RP_NPLO
          "no `*.grad` site underflowed in a completed run (float32 or bf16 gradients, loss scaling that works, or "
          "--telemetry off)."},
         {"swamped", "Swamped weight updates", "no preset stores its weights in low precision (no \"update\" telemetry)."},
+        {"grad_snr", "Gradient signal over quantization noise",
+         "no run measured its gradient noise (train --grad-noise-every)."},
     };
     char pdir[RP_PATH + 16];
     snprintf(pdir, sizeof pdir, "%s/plots", d->out);
@@ -721,6 +745,7 @@ int rp_write_plots(const rp_data *d, const report_opts *o, rp_plot plots[RP_NPLO
     if (!st) st = plot_loss_scale(d, &plots[5], pdir, msg, msg_len);
     if (!st) st = plot_grad_underflow(d, &plots[6], pdir, msg, msg_len);
     if (!st) st = plot_swamped(d, &plots[7], pdir, msg, msg_len);
+    if (!st) st = plot_grad_snr(d, &plots[8], pdir, msg, msg_len);
     if (st) return st;
     char prog[RP_PATH];
     *gnuplot_found = o->gnuplot && find_program(o->gnuplot, prog, sizeof prog);

@@ -136,7 +136,8 @@ static runlog_tel parse_tel(jx_cur *c) {
 static int parse_line(runlog *l, jx_cur *c, bool layers) {
     char key[64], event[32] = "";
     runlog_step s = {.step = -1, .loss = NAN, .lr = NAN, .grad_norm = NAN, .tokens_per_s = NAN,
-                     .elapsed_s = NAN, .loss_scale = 1, .val_loss = NAN, .swamped = NAN, .changed = NAN};
+                     .elapsed_s = NAN, .loss_scale = 1, .val_loss = NAN, .swamped = NAN, .changed = NAN,
+                     .exact_norm = NAN, .noise_norm = NAN};
     bool have_step = false;
     char policy[sizeof l->policy] = "", model[sizeof l->model] = "";
     uint64_t seed = 0;
@@ -178,6 +179,13 @@ static int parse_line(runlog *l, jx_cur *c, bool layers) {
                     jx_key(c, key, sizeof key);
                     if (!strcmp(key, "swamped")) s.swamped = jx_num(c);
                     else if (!strcmp(key, "changed")) s.changed = jx_num(c);
+                    else jx_skip(c);
+                } while (jx_more(c, '}'));
+        } else if (!strcmp(key, "grad_noise")) {
+            if (jx_open(c, '{')) do {
+                    jx_key(c, key, sizeof key);
+                    if (!strcmp(key, "exact_norm")) s.exact_norm = jx_num(c);
+                    else if (!strcmp(key, "noise_norm")) s.noise_norm = jx_num(c);
                     else jx_skip(c);
                 } while (jx_more(c, '}'));
         } else if (!strcmp(key, "sites")) {

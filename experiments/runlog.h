@@ -5,7 +5,8 @@
 //    "skipped":0|1,"val_loss":F (evaluation steps only),
 //    "sites":{"attn.qkv.in":{"n":C,"overflow":F,"underflow":F,"subnormal":F,"nan":F,"amax":F,
 //             "scale":F}, ..., "L0.attn.qkv.in":{...} (--telemetry layers)},
-//    "update":{"swamped":F,"changed":F} (low-precision weights only)}
+//    "update":{"swamped":F,"changed":F} (low-precision weights only),
+//    "grad_noise":{"exact_norm":F,"noise_norm":F} (train --grad-noise-every steps only)}
 // Numbers may be the strings "nan", "inf", "-inf". Members this reader does not know are
 // skipped, lines with another "event" are ignored, so the schema can grow.
 // A resumed run appends to its log: a start line with resumed_from R drops the steps after R
@@ -57,6 +58,7 @@ typedef struct {
     int skipped;            // 1: the optimizer step was skipped (inf/NaN gradients)
     bool has_update;
     double swamped, changed;  // "update" fractions (NaN when absent)
+    double exact_norm, noise_norm;  // "grad_noise" (NaN when absent; null: not finite)
     size_t ent0, nent;      // this step's site entries: ent[ent0 .. ent0 + nent)
 } runlog_step;
 

@@ -983,3 +983,47 @@ Test(report, site_rates_over_steps_panels_and_bars) {
     cr_assert(strstr(read_file("plots/grad_underflow.dat"), "# site\tfp16-amp\tzero0\tzero1\tzero2\n"));
     cr_assert(strstr(read_file("report.md"), "No gradient site of zero0, zero1, zero2 underflowed: no bars."));
 }
+
+// train --grad-noise-every's member: the reader keeps both norms ("inf" read back as inf), and
+// the report plots their ratio, mean over seeds, at the measured steps only, leaving out a step
+// whose ratio is not finite and positive (an overflowed policy gradient), on a log axis with
+// Chmiel et al.'s sqrt(3) drawn; a preset that measured nothing has no curve.
+Test(report, gradient_noise_ratio) {
+    new_dir();
+    for (int s = 1; s <= 2; s++) {
+        FILE *f = open_log("nvfp4", s);
+        start_line(f, "nvfp4", s);
+        for (int i = 1; i <= 10; i++) {
+            fprintf(f, "{\"step\":%d,\"loss\":%g,\"grad_norm\":2", i, 3 - 0.1 * i);
+            if (i % 2 == 0 && !(s == 2 && i == 4))
+                fprintf(f, ",\"grad_noise\":{\"exact_norm\":2,\"noise_norm\":%g}", 0.1 * s * (i == 10 ? 10 : 1));
+            else if (i == 4)
+                fputs(",\"grad_noise\":{\"exact_norm\":2,\"noise_norm\":\"inf\"}", f);
+            fprintf(f, "%s}\n", i == 10 ? ",\"val_loss\":2" : "");
+        }
+        fclose(f);
+        write_fp32(s, 10);
+    }
+    runlog l;
+    char msg[256], p[256];
+    snprintf(p, sizeof p, "%s/runs/nvfp4/seed-2/log.jsonl", dir);
+    cr_assert_eq(runlog_read(&l, p, false, msg, sizeof msg), RUNLOG_OK, "%s", msg);
+    cr_assert(isnan(l.step[0].exact_norm) && isnan(l.step[0].noise_norm), "unmeasured step 1");
+    cr_assert(l.step[1].exact_norm == 2 && l.step[1].noise_norm == 0.2);
+    cr_assert(isinf(l.step[3].noise_norm), "step 4's \"inf\"");
+    runlog_free(&l);
+    report_result r;
+    report_ok(NULL, &r);
+    const char *d = read_file("plots/grad_snr.dat");
+    cr_assert(!strstr(d, "# preset fp32"), "%s", d);
+    char row[256];
+    const char *b = strstr(d, "# preset nvfp4");
+    cr_assert(b, "%s", d);
+    cr_assert_str_eq(line_of(b, "2\t", row, sizeof row), "2\t15\t2");  // 2/0.1 and 2/0.2
+    cr_assert_str_eq(line_of(b, "4\t", row, sizeof row), "4\t20\t1");  // seed 2's inf left out
+    cr_assert_str_eq(line_of(b, "10\t", row, sizeof row), "10\t1.5\t2");
+    cr_assert(!strstr(b, "\n3\t"), "an unmeasured step: %s", b);
+    const char *gp = read_file("plots/grad_snr.gp");
+    cr_assert(strstr(gp, "set logscale y") && strstr(gp, "first sqrt(3)"), "%s", gp);
+    cr_assert(strstr(gp, "set yrange [1:*]"), "the axis reaches down to the threshold: %s", gp);
+}

@@ -207,21 +207,13 @@ static void log_comm(FILE *f, const void *arg) {
             (unsigned long long)c->nan, (unsigned long long)c->swamped, c->bytes, c->seconds);
 }
 
-// A norm in the log: null where it is not finite (an overflowed gradient).
-static void log_norm(FILE *f, const char *name, double v) {
-    if (isfinite(v)) fprintf(f, "\"%s\":%.9g", name, v);
-    else fprintf(f, "\"%s\":null", name);
-}
-
 // The step line's members after the telemetry: "comm" (reductions) and "grad_noise".
 static void log_more(FILE *f, const void *arg) {
     const train_run_state *r = arg;
     if (r->dist.red.n) log_comm(f, arg);
     if (r->noise.now) {
-        fputs(",\"grad_noise\":{", f);
-        log_norm(f, "exact_norm", r->noise.exact_norm);
-        fputc(',', f);
-        log_norm(f, "noise_norm", r->noise.noise_norm);
+        fputs(",\"grad_noise\":{\"exact_norm\":", f), jx_write_num(f, r->noise.exact_norm, 9);
+        fputs(",\"noise_norm\":", f), jx_write_num(f, r->noise.noise_norm, 9);
         fputc('}', f);
     }
 }
