@@ -730,6 +730,71 @@ Test(train, recompute_is_bitwise_under_every_scaling) {
     }
 }
 
+// Resumes dir/sub/ckpt.bin to step 16 under --switch-policy sw ("": none) into losses.
+static void resume_to_16(const char *sub, const char *sw, float *losses) {
+    char msg[512] = "", path[160];
+    snprintf(path, sizeof path, "%s/%s/ckpt.bin", dir, sub);
+    train_opts run_only = small_opts(sub);  // only the run_only fields are read on resume
+    snprintf(run_only.switch_policy, sizeof run_only.switch_policy, "%s", sw);
+    train_report rep = {.losses = losses, .losses_cap = 16};
+    cr_assert_eq(train_run(&run_only, path, NULL, &rep, msg, sizeof msg), 0, "%s", msg);
+    cr_assert_eq(rep.steps_done, 16);
+}
+
+// --switch-policy: a resumed run continues under another policy with its weights, moments, data
+// position and schedule. Switching to the same stateless policy is the plain resume, bitwise;
+// to another, the steps after the switch differ, the log says so (a switch event, the start
+// line's policy), and a later resume keeps the new policy. A fresh run refuses the option.
+Test(train, switch_policy_continues_the_run) {
+    const char *sub[] = {"plain", "same", "other"};
+    for (int i = 0; i < 3; i++) {
+        train_opts o = small_opts(sub[i]);
+        snprintf(o.policy, sizeof o.policy, "nvfp4");
+        o.steps = 16, o.stop_at = 8;
+        char msg[512] = "";
+        float l[16];
+        train_report rep = {.losses = l, .losses_cap = 16};
+        cr_assert_eq(train_run(&o, NULL, NULL, &rep, msg, sizeof msg), 0, "%s", msg);
+    }
+    float plain[16] = {0}, same[16] = {0}, other[16] = {0};
+    resume_to_16("plain", "", plain);
+    resume_to_16("same", "nvfp4", same);
+    resume_to_16("other", "bf16-amp", other);
+    bool differs = false;
+    for (int s = 8; s < 16; s++) {
+        cr_assert(tu_samef(plain[s], same[s]), "step %d: %a plain, %a switched to the same policy", s + 1, plain[s],
+                  same[s]);
+        differs |= !tu_samef(plain[s], other[s]);
+    }
+    cr_assert(differs, "bf16-amp's steps equal nvfp4's");
+    char path[160];
+    snprintf(path, sizeof path, "%s/other/log.jsonl", dir);
+    cr_assert(file_has(path, "{\"event\":\"switch\",\"step\":8,\"from\":\"nvfp4\",\"to\":\"bf16-amp\"}"));
+    cr_assert(file_has(path, "\"policy\":\"bf16-amp\""));
+    snprintf(path, sizeof path, "%s/plain/log.jsonl", dir);
+    cr_assert(!file_has(path, "\"switch\""));
+    float *p1, *p2;
+    size_t n1, n2;
+    snprintf(path, sizeof path, "%s/plain/ckpt.bin", dir);
+    read_params(path, &p1, &n1);
+    snprintf(path, sizeof path, "%s/same/ckpt.bin", dir);
+    read_params(path, &p2, &n2);
+    cr_assert(n1 == n2 && memcmp(p1, p2, n1 * sizeof *p1) == 0, "final parameters differ");
+    free(p1), free(p2);
+    // the checkpoint written after the switch holds the new policy
+    ckpt_file f;
+    char msg[512];
+    snprintf(path, sizeof path, "%s/other/ckpt.bin", dir);
+    cr_assert_eq(ckpt_read(&f, path, msg, sizeof msg), CKPT_OK, "%s", msg);
+    const ckpt_section *ps = ckpt_find(&f, "policy");
+    cr_assert(ps && memmem(ps->data, ps->nbytes, "bf16", 4), "the checkpoint's policy");
+    ckpt_file_free(&f);
+    train_opts o = small_opts("fresh");
+    snprintf(o.switch_policy, sizeof o.switch_policy, "fp32");
+    cr_assert_neq(train_run(&o, NULL, NULL, NULL, msg, sizeof msg), 0);
+    cr_assert(strstr(msg, "only with --resume"), "%s", msg);
+}
+
 Test(train, local_sgd_with_one_process_is_the_plain_run) {
     if (!dist_have_mpi()) cr_skip_test("this build has no MPI");
     char msg[512] = "";

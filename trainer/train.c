@@ -348,7 +348,17 @@ int train_run(const train_opts *o, const char *resume, const bool *given, train_
                 (long)r.dist.w.size * r.o.accum * r.o.batch * r.data.T, (long long)r.st.step, r.dist.w.size);
         train__log_env(r.out.log, r.o.reproducible);
         fputs("}\n", r.out.log);
+        if (r.run.switched_from[0]) {
+            fprintf(r.out.log, "{\"event\":\"switch\",\"step\":%lld,\"from\":", (long long)r.st.step);
+            jx_write_str(r.out.log, r.run.switched_from);
+            fputs(",\"to\":", r.out.log), jx_write_str(r.out.log, r.prec.pol.name);
+            fputs("}\n", r.out.log);
+        }
     }
+    if (r.run.switched_from[0] && r.dist.w.rank == 0)
+        fprintf(stderr, "switching the policy from %s to %s at step %lld (--switch-policy): weights, moments, data "
+                        "position and schedule continue; autocast's state starts afresh\n",
+                r.run.switched_from, r.prec.pol.name, (long long)r.st.step);
     if (r.run.steps_before > 0) {  // an extended run: the schedule over the new total, from here on
         const lr_schedule was = {r.o.lr, r.o.lr_min, r.o.warmup, r.run.steps_before};
         const lr_schedule now = {r.o.lr, r.o.lr_min, r.o.warmup, r.o.steps};

@@ -55,6 +55,7 @@ typedef struct {
     char recompute[8]; // none | block
     // precision
     char policy[TRAIN_PATH_MAX];  // preset name or policy file (autocast/presets)
+    char switch_policy[TRAIN_PATH_MAX];  // with --resume: continue under this policy instead ("": no)
     char telemetry[8];  // off | sites | layers
     long grad_noise_every;  // > 0: every N steps the backward again without its casts; the step
                             // line's grad_noise member (one process only)

@@ -68,6 +68,7 @@ typedef struct {
 // This invocation's bookkeeping: where it started from and the time spent.
 typedef struct {
     const char *resume;  // the checkpoint resumed from, or NULL
+    char switched_from[128];  // --switch-policy: the checkpoint's policy name ("": no switch)
     long first_step;     // the step this invocation started at
     long steps_before;   // resume with a larger --steps: the checkpoint's --steps (else 0)
     double t_start;

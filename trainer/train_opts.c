@@ -70,6 +70,8 @@ static const train_opt_desc table[] = {
     OPT("seed", seed, TOPT_U64, false, "seed of the initialisation and the batches"),
     OPT("recompute", recompute, TOPT_STR, false, "gradient checkpointing: none | block"),
     OPT("policy", policy, TOPT_STR, false, "precision policy: a preset (fplab policy --list) or a policy file"),
+    OPTR("switch-policy", switch_policy, TOPT_STR, true, TOPT_RESUME_RESET,
+         "with --resume: continue under this policy (weights, moments, data and schedule kept; autocast's state fresh)"),
     OPT("comm", comm, TOPT_STR, false, "wire format of the reductions, FORMAT[:RECIPE][:sr] (fp32: plain)"),
     OPT("comm-gather", comm_gather, TOPT_STR, false, "format of the reduced sums sent back (empty: --comm's)"),
     OPT("comm-accum", comm_accum, TOPT_STR, false, "partial sums: f32 (decoded, fixed rank order) | wire (ring)"),

@@ -89,8 +89,22 @@ static int resume_options(train_run_state *r, const train_opts *caller, const bo
 // --- precision policy
 
 // The policy: from --policy on a fresh run; from the checkpoint's own copy on resume (so an
-// edited policy file cannot change a run halfway).
+// edited policy file cannot change a run halfway), unless --switch-policy names the one the
+// run continues under (what a schedule of precisions does: the checkpoint's name is kept for
+// the log's switch event).
 static int setup_policy(train_run_state *r, const ckpt_file *f, char *msg, size_t msg_len) {
+    if (f && r->o.switch_policy[0]) {
+        const ckpt_section *ps = ckpt_find(f, "policy");
+        ac_policy was;
+        char tmp[256];
+        const char *name = "?";
+        char *text = ps ? strndup(ps->data, ps->nbytes) : NULL;
+        if (text && ac_policy_parse(&was, text, "checkpoint", tmp, sizeof tmp) == AC_OK) name = was.name;
+        free(text);
+        snprintf(r->run.switched_from, sizeof r->run.switched_from, "%s", name);
+        snprintf(r->o.policy, sizeof r->o.policy, "%s", r->o.switch_policy);
+        f = NULL;  // the new policy, loaded as a fresh run loads it
+    }
     if (f) {
         const ckpt_section *ps = ckpt_find(f, "policy");
         if (!ps) {
@@ -468,6 +482,11 @@ static int setup_run(train_run_state *r, const train_opts *o, const bool *given,
         if (resume_options(r, o, given, f, r->run.resume, msg, msg_len) != 0) return -1;
     }
     if (train_opts_validate(&r->o, msg, msg_len) != 0) return -1;
+    if (!r->run.resume && r->o.switch_policy[0]) {
+        snprintf(msg, msg_len, "--switch-policy '%s': only with --resume (a fresh run takes --policy)",
+                 r->o.switch_policy);
+        return -1;
+    }
     r->optim.sgd = !strcmp(r->o.optimizer, "sgd");
     if (setup_policy(r, r->run.resume ? f : NULL, msg, msg_len) != 0) return -1;
     const int threads = llama_ops_threads(r->o.threads);
@@ -477,7 +496,8 @@ static int setup_run(train_run_state *r, const train_opts *o, const bool *given,
     if (train_model_config(&cfg, &r->o, r->data.set.vocab.size, msg, msg_len) != 0) return -1;
     if (check_memory(r, &cfg, msg, msg_len) != 0) return -1;
     if (setup_model(r, r->run.resume ? f : NULL, &cfg, msg, msg_len) != 0) return -1;
-    if (setup_autocast(r, r->run.resume ? f : NULL, msg, msg_len) != 0) return -1;
+    // a switched policy starts autocast's state afresh and stores the weights in its formats
+    if (setup_autocast(r, r->run.resume && !r->run.switched_from[0] ? f : NULL, msg, msg_len) != 0) return -1;
     if (train__dist_setup(r, msg, msg_len) != 0) return -1;
     if (setup_noise(r, msg, msg_len) != 0) return -1;
     if (r->run.resume && train__dist_ckpt_load(r, f, r->run.resume, msg, msg_len) != 0) return -1;
