@@ -26,7 +26,7 @@ enum { NAME_MAX_ = 64, PATH_MAX_ = 4096 };
 // The options the runner sets itself; --extra may not repeat them.
 static const char *const reserved[] = {"policy", "seed", "ckpt-dir", "progress", "telemetry", "model", "data",
                                        "steps", "log", "resume", "eval-every", "threads", "stop-at", "overwrite",
-                                       "ckpt-every"};
+                                       "ckpt-every", "switch-policy"};
 
 // The directory name of a preset: a policy file "dir/x.policy" runs as "x".
 static void run_name(char *buf, size_t cap, const char *preset) {
@@ -159,11 +159,15 @@ int ablate_validate(const ablate_opts *o, char *msg, size_t msg_len) {
         if (strncmp(t, "--", 2)) continue;
         const size_t len = strcspn(t + 2, "=");
         for (size_t r = 0; r < sizeof reserved / sizeof reserved[0]; r++)
-            if (len >= 3 && len <= strlen(reserved[r]) && !strncmp(t + 2, reserved[r], len))
+            if (len >= 3 && len <= strlen(reserved[r]) && !strncmp(t + 2, reserved[r], len)) {
+                if (!strcmp(reserved[r], "switch-policy"))  // runs start fresh, and resume unswitched
+                    BAD("--extra: '%s' (switch-policy) continues one resumed run: fplab train --resume CKPT "
+                        "--switch-policy P", t);
                 BAD("--extra: '%s' is set by ablate for each run (%s); %s", t, reserved[r],
                     !strcmp(reserved[r], "eval-every") || !strcmp(reserved[r], "threads")
                         ? "use ablate's own option of that name"
                         : "give it to ablate instead, or leave it out");
+            }
     }
     if (o->ptq && o->ptq[0] && check_ptq(o->ptq, NULL, 0, msg, msg_len) < 0) return XP_EINVAL;
     // Nothing ablate reads may lie inside --out, whose files it writes (report.md, ablate.json,
