@@ -434,6 +434,10 @@ void ac_add_stats(ac_ctx *c, ac_site s, int layer, const fmt_stats *st, bool cou
 }
 
 void ac_round_update(ac_ctx *c, float *p, const float *p_old, float *comp, size_t n) {
+    ac_round_update_at(c, p, p_old, comp, n, 0);
+}
+
+void ac_round_update_at(ac_ctx *c, float *p, const float *p_old, float *comp, size_t n, size_t first) {
     if (!ac_active(c, AC_MASTER)) return;
     const ac_rule *r = &c->pol.site[AC_MASTER];
     fmt_round_opts o = cast_opts(c, r, AC_MASTER, -1, false);
@@ -452,7 +456,7 @@ void ac_round_update(ac_ctx *c, float *p, const float *p_old, float *comp, size_
         if (kahan)
             for (size_t i = 0; i < m; i++) q[i] = q0[i] + ((q[i] - q0[i]) + comp[i0 + i]);
         memcpy(target, q, m * sizeof *target);
-        o.offset = i0;
+        o.offset = first + i0;
         fmt_round_f32(&r->fmt, q, m, &o, &st);
         for (size_t i = 0; i < m; i++) {
             const bool same = q[i] == q0[i];

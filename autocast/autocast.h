@@ -296,6 +296,10 @@ void ac_add_stats(ac_ctx *c, ac_site s, int layer, const fmt_stats *st, bool cou
 // swamped (an update that changed p but vanished in the rounding) and changed weights.
 // No-op (counts nothing) when the master site is inactive.
 void ac_round_update(ac_ctx *c, float *p, const float *p_old, float *comp, size_t n);
+// The same for elements first .. first + n - 1 of the weights' flat vector (one tensor of it,
+// comp its part): stochastic rounding draws by that index, so tensor by tensor in any order is
+// one call over the whole vector, bit for bit (telemetry and counts included).
+void ac_round_update_at(ac_ctx *c, float *p, const float *p_old, float *comp, size_t n, size_t first);
 
 // Writes the telemetry of the step as JSON members: ,"sites":{...},"update":{...} (nothing
 // when telemetry is off or nothing was counted), through util/json.h's writers.

@@ -629,12 +629,14 @@ static PyObject *ctx_wgrad(ContextObject *self, PyObject *args, PyObject *kw) {
     return grad_product(self, args, kw, AC_WGRAD);
 }
 
-// round_update(p, p_old, comp_or_None): ac_round_update over n floats.
+// round_update(p, p_old, comp_or_None, n, first=0): ac_round_update_at over n floats, elements
+// first.. of the weights' flat vector.
 static PyObject *ctx_round_update(ContextObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"p", "p_old", "comp", "n", NULL};
+    static char *kwlist[] = {"p", "p_old", "comp", "n", "first", NULL};
     PyObject *op, *oold, *ocomp;
-    Py_ssize_t n;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOn", kwlist, &op, &oold, &ocomp, &n)) return NULL;
+    Py_ssize_t n, first = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOn|n", kwlist, &op, &oold, &ocomp, &n, &first)) return NULL;
+    if (first < 0) return PyErr_Format(PyExc_ValueError, "round_update: first %zd: expected >= 0", first);
     Py_buffer p, old, comp = {0};
     if (get_f32(&p, op, (size_t)n, true, "p") < 0) return NULL;
     if (get_f32(&old, oold, (size_t)n, false, "p_old") < 0) {
@@ -651,7 +653,7 @@ static PyObject *ctx_round_update(ContextObject *self, PyObject *args, PyObject 
         return PyErr_Format(PyExc_ValueError, "round_update: update kahan needs its compensation buffer");
     }
     Py_BEGIN_ALLOW_THREADS
-    ac_round_update(&self->ac, p.buf, old.buf, has_comp ? comp.buf : NULL, (size_t)n);
+    ac_round_update_at(&self->ac, p.buf, old.buf, has_comp ? comp.buf : NULL, (size_t)n, (size_t)first);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&p), PyBuffer_Release(&old);
     if (has_comp) PyBuffer_Release(&comp);
@@ -830,7 +832,7 @@ static PyMethodDef ctx_methods[] = {
      "wgrad(*, out, dout, x, proj, layer, N, IC, OC): out (OC, IC) += dout^T x, on the CPU, with autocast's "
      "operands -> {input, wgrad_x, dgrad_dout}"},
     {"round_update", (PyCFunction)(void (*)(void))ctx_round_update, METH_VARARGS | METH_KEYWORDS,
-     "round_update(p, p_old, comp, n)"},
+     "round_update(p, p_old, comp, n, first=0)"},
     {"json", (PyCFunction)ctx_json, METH_NOARGS, "the step's telemetry as JSON members"},
     {"tel_state", (PyCFunction)ctx_tel_state, METH_NOARGS, "the step's telemetry so far (bytes)"},
     {"load_tel_state", (PyCFunction)ctx_load_tel_state, METH_VARARGS, "put back tel_state's telemetry"},

@@ -81,15 +81,36 @@ class PolicyOptimizer:
                     p.grad.copy_(g)
         self._grads_cast = True
 
+    def _in_place(self, ps):
+        """Whether the update rounds each parameter where it lies (no flat copy of the weights, the
+        step's largest cost after the optimizer's own): contiguous float32 CPU parameters and no
+        flat_order. Stochastic rounding draws by the index in the flat vector, which
+        round_update's `first` gives tensor by tensor: the same bits as the flat call."""
+        return self._order is None and all(p.device.type == "cpu" and p.dtype == torch.float32 and p.is_contiguous()
+                                           for p in ps)
+
+    def _round_in_place(self, ps, old):
+        with torch.no_grad():
+            o = 0
+            for p, q in zip(ps, old):
+                n = p.numel()
+                comp = None if self._kahan is None else _np(self._kahan[o:o + n])
+                self.policy.ctx.round_update(_np(p.detach()), _np(q), comp, n, o)
+                o += n
+
     def step(self, closure=None):
         self.cast_grads()
         pol = self.policy
         upd = pol.active[self._master]
+        ps = self._params()
+        in_place = upd and self._in_place(ps)
         old = None
         if upd:
-            old = self._flat()
+            old = [p.detach().clone() for p in ps] if in_place else self._flat()
         r = self.optimizer.step(closure) if closure is not None else self.optimizer.step()
-        if upd:
+        if in_place:
+            self._round_in_place(ps, old)
+        elif upd:
             comp = None if self._kahan is None else _np(self._kahan)
             self._flat_apply(lambda flat, n: pol.ctx.round_update(_np(flat), _np(old), comp, n))
         for st in self.optimizer.state.values():

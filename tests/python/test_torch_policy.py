@@ -369,6 +369,45 @@ def test_pure_bf16_sr_optimizer():
         assert line["sites"]["master"]["n"] > 0 and line["sites"]["grads"]["n"] > 0
 
 
+@pytest.mark.parametrize("preset", ["pure-bf16-sr", "pure-bf16-kahan"])
+def test_update_in_place_is_the_flat_update(preset, monkeypatch):
+    """PolicyOptimizer rounds each CPU parameter where it lies (round_update's `first`: the draws
+    of its elements' indices in the flat vector) instead of a flat copy of all weights: three
+    AdamW steps give the flat path's weights, moments, Kahan compensation and telemetry, bit
+    for bit; with the index not passed the stochastic draws fall elsewhere."""
+    from fplab import torch_optim
+
+    def run(in_place, first=True):
+        monkeypatch.setattr(torch_optim.PolicyOptimizer, "_in_place", lambda self, ps: in_place)
+        m = Toy()
+        with ft.apply_policy(m, preset) as pol:
+            opt = ft.PolicyOptimizer(torch.optim.AdamW(m.parameters(), lr=1e-2), pol)
+            if not first:  # every tensor drawing from index 0
+                def from_zero(self, ps, old):
+                    with torch.no_grad():
+                        for p, q in zip(ps, old):
+                            self.policy.ctx.round_update(torch_optim._np(p.detach()), torch_optim._np(q), None,
+                                                         p.numel(), 0)
+                monkeypatch.setattr(torch_optim.PolicyOptimizer, "_round_in_place", from_zero)
+            lines = []
+            for step in range(3):
+                m(data(seed=step + 1)).square().mean().backward()
+                opt.step()
+                opt.zero_grad()
+                line = pol.end_step(1.0)
+                lines.append({k: v for k, v in line.items() if k not in ("elapsed_s", "tokens_per_s")})
+            kahan = None if opt._kahan is None else opt._kahan.clone()
+            return [p.detach().clone() for p in m.parameters()], lines, kahan
+    (wf, lf, kf), (wi, li, ki) = run(False), run(True)
+    for a, b in zip(wf, wi):
+        same_bits(a.numpy(), b.numpy())
+    assert lf == li
+    assert (kf is None) == (ki is None) and (kf is None or torch.equal(kf, ki))
+    if preset == "pure-bf16-sr":
+        w0 = run(True, first=False)[0]
+        assert any(not torch.equal(a, b) for a, b in zip(wf, w0))
+
+
 def test_log_reads_in_fplab_report(tmp_path, cli):
     m = Toy()
     run = tmp_path / "runs" / "mxfp8" / "seed-0"
