@@ -423,36 +423,41 @@ done:
     return st;
 }
 
-// The swamped-update fraction over steps, mean over seeds, presets that log "update".
-static int plot_swamped(const rp_data *d, rp_plot *p, const char *pdir, char *msg, size_t msg_len) {
+// A curve that only some presets log (cid: C_SWAMP, the "update" member; C_SNR, "grad_noise"),
+// mean over seeds, for the presets whose completed runs logged it; none: no plot.
+static int plot_logged_curve(const rp_data *d, rp_plot *p, const char *pdir, curve_id cid, const char *ylabel,
+                             const char *caption, char *msg, size_t msg_len) {
     bool any = false;
-    for (int i = 0; i < d->nruns; i++) any |= d->runs[i].has_update && rp_counts(&d->runs[i]);
+    for (int i = 0; i < d->nruns; i++) {
+        const rp_run *r = &d->runs[i];
+        any |= (cid == C_SWAMP ? r->has_update : r->has_noise) && rp_counts(r);
+    }
     if (!any) return XP_OK;
-    const int st = plot_mean_curve(d, p, pdir, C_SWAMP, false, "swamped fraction of weight updates",
-                                   msg, msg_len);
-    if (!st && p->written)
-        snprintf(p->caption, sizeof p->caption,
-                 "Fraction of the weight updates that were nonzero but vanished when the weight was stored in its "
-                 "low-precision format, against step, mean over seeds, for the presets that store weights in low "
-                 "precision. Under stochastic rounding (*-sr) an update is never lost in expectation: 'swamped' "
-                 "there counts the updates this draw rounded back to the old weight, a measure of noise.");
+    const int st = plot_mean_curve(d, p, pdir, cid, false, ylabel, msg, msg_len);
+    if (!st && p->written) snprintf(p->caption, sizeof p->caption, "%s", caption);
     return st;
 }
 
-// The gradient's norm over its quantization noise (train --grad-noise-every) against step, mean
-// over seeds, for the presets that logged it.
+// The swamped-update fraction over steps, presets that log "update".
+static int plot_swamped(const rp_data *d, rp_plot *p, const char *pdir, char *msg, size_t msg_len) {
+    return plot_logged_curve(
+        d, p, pdir, C_SWAMP, "swamped fraction of weight updates",
+        "Fraction of the weight updates that were nonzero but vanished when the weight was stored in its "
+        "low-precision format, against step, mean over seeds, for the presets that store weights in low "
+        "precision. Under stochastic rounding (*-sr) an update is never lost in expectation: 'swamped' "
+        "there counts the updates this draw rounded back to the old weight, a measure of noise.",
+        msg, msg_len);
+}
+
+// The gradient's norm over its quantization noise (train --grad-noise-every) against step.
 static int plot_grad_snr(const rp_data *d, rp_plot *p, const char *pdir, char *msg, size_t msg_len) {
-    bool any = false;
-    for (int i = 0; i < d->nruns; i++) any |= d->runs[i].has_noise && rp_counts(&d->runs[i]);
-    if (!any) return XP_OK;
-    const int st = plot_mean_curve(d, p, pdir, C_SNR, false, "||g|| / ||g_policy - g||", msg, msg_len);
-    if (!st && p->written)
-        snprintf(p->caption, sizeof p->caption,
-                 "The norm of the gradient computed with an exact backward (float32 products of uncast operands, "
-                 "the same forward) over the distance of the policy's gradient to it, at the steps train "
-                 "--grad-noise-every measured, mean over seeds, log scale. The dashed line is sqrt(3), below which "
-                 "Chmiel et al. (2025) find that quantized training stops improving.");
-    return st;
+    return plot_logged_curve(
+        d, p, pdir, C_SNR, "||g|| / ||g_policy - g||",
+        "The norm of the gradient computed with an exact backward (float32 products of uncast operands, "
+        "the same forward) over the distance of the policy's gradient to it, at the steps train "
+        "--grad-noise-every measured, mean over seeds, log scale. The dashed line is sqrt(3), below which "
+        "Chmiel et al. (2025) find that quantized training stops improving.",
+        msg, msg_len);
 }
 
 // The validation loss of each preset minus the baseline's (fp32 when there is one, else the

@@ -74,6 +74,19 @@ static void read_params(const char *path, float **out, size_t *n) {
     ckpt_file_free(&f);
 }
 
+// The checkpoints dir/a/ckpt.bin and dir/b/ckpt.bin hold the same parameters, bit for bit.
+static void assert_same_params(const char *a, const char *b, const char *what) {
+    char path[160];
+    float *p1, *p2;
+    size_t n1, n2;
+    snprintf(path, sizeof path, "%s/%s/ckpt.bin", dir, a);
+    read_params(path, &p1, &n1);
+    snprintf(path, sizeof path, "%s/%s/ckpt.bin", dir, b);
+    read_params(path, &p2, &n2);
+    cr_assert(n1 == n2 && memcmp(p1, p2, n1 * sizeof *p1) == 0, "%s: final parameters differ", what);
+    free(p1), free(p2);
+}
+
 static void resume_is_bitwise_with(int accum, const char *recompute, const char *policy, const char *optimizer) {
     char msg[512] = "", path[160];
     float full[24], part[24];
@@ -104,14 +117,7 @@ static void resume_is_bitwise_with(int accum, const char *recompute, const char 
     for (int s = 0; s < 24; s++)
         cr_assert(tu_samef(full[s], part[s]), "step %d: loss %a uninterrupted, %a resumed", s + 1, full[s], part[s]);
 
-    float *p1, *p2;
-    size_t n1, n2;
-    snprintf(path, sizeof path, "%s/full/ckpt.bin", dir);
-    read_params(path, &p1, &n1);
-    snprintf(path, sizeof path, "%s/part/ckpt.bin", dir);
-    read_params(path, &p2, &n2);
-    cr_assert(n1 == n2 && memcmp(p1, p2, n1 * sizeof *p1) == 0, "final parameters differ");
-    free(p1), free(p2);
+    assert_same_params("full", "part", policy);
 
     // the log of the resumed run holds each step once
     snprintf(path, sizeof path, "%s/part/log.jsonl", dir);
@@ -644,7 +650,7 @@ Test(train, grad_noise_changes_nothing) {
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 2; j++) {
             float with[8], without[8];
-            char sw[32], so[32], path[160];
+            char sw[32], so[32];
             snprintf(sw, sizeof sw, "n%d%d", i, j), snprintf(so, sizeof so, "p%d%d", i, j);
             noise_run(sw, policies[i], rcs[j], 2, with);
             noise_run(so, policies[i], rcs[j], 0, without);
@@ -665,15 +671,7 @@ Test(train, grad_noise_changes_nothing) {
                     cr_assert(isnan(noise) && isnan(exact), "step %d measured", s + 1);
                 free(lw[s]), free(lo[s]), free(raw[s]);
             }
-            float *p1, *p2;
-            size_t n1, n2;
-            snprintf(path, sizeof path, "%s/%s/ckpt.bin", dir, sw);
-            read_params(path, &p1, &n1);
-            snprintf(path, sizeof path, "%s/%s/ckpt.bin", dir, so);
-            read_params(path, &p2, &n2);
-            cr_assert(n1 == n2 && memcmp(p1, p2, n1 * sizeof *p1) == 0, "%s %s: final parameters differ",
-                      policies[i], rcs[j]);
-            free(p1), free(p2);
+            assert_same_params(sw, so, policies[i]);
         }
 }
 
@@ -705,7 +703,7 @@ Test(train, recompute_is_bitwise_under_every_scaling) {
     const char *policies[] = {"fp8-delayed", "fp8-current", "nvfp4", "fp16-amp"};
     for (int i = 0; i < 4; i++) {
         float none[8], block[8];
-        char sn[16], sb[16], path[160];
+        char sn[16], sb[16];
         snprintf(sn, sizeof sn, "rn%d", i), snprintf(sb, sizeof sb, "rb%d", i);
         noise_run(sn, policies[i], "none", 0, none);
         noise_run(sb, policies[i], "block", 0, block);
@@ -719,14 +717,7 @@ Test(train, recompute_is_bitwise_under_every_scaling) {
             cr_assert_str_eq(ln[s], lb[s], "%s step %d: the telemetry differs", policies[i], s + 1);
             free(ln[s]), free(lb[s]);
         }
-        float *p1, *p2;
-        size_t n1, n2;
-        snprintf(path, sizeof path, "%s/%s/ckpt.bin", dir, sn);
-        read_params(path, &p1, &n1);
-        snprintf(path, sizeof path, "%s/%s/ckpt.bin", dir, sb);
-        read_params(path, &p2, &n2);
-        cr_assert(n1 == n2 && memcmp(p1, p2, n1 * sizeof *p1) == 0, "%s: final parameters differ", policies[i]);
-        free(p1), free(p2);
+        assert_same_params(sn, sb, policies[i]);
     }
 }
 
@@ -773,14 +764,7 @@ Test(train, switch_policy_continues_the_run) {
     cr_assert(file_has(path, "\"policy\":\"bf16-amp\""));
     snprintf(path, sizeof path, "%s/plain/log.jsonl", dir);
     cr_assert(!file_has(path, "\"switch\""));
-    float *p1, *p2;
-    size_t n1, n2;
-    snprintf(path, sizeof path, "%s/plain/ckpt.bin", dir);
-    read_params(path, &p1, &n1);
-    snprintf(path, sizeof path, "%s/same/ckpt.bin", dir);
-    read_params(path, &p2, &n2);
-    cr_assert(n1 == n2 && memcmp(p1, p2, n1 * sizeof *p1) == 0, "final parameters differ");
-    free(p1), free(p2);
+    assert_same_params("plain", "same", "nvfp4 switched to nvfp4");
     // the checkpoint written after the switch holds the new policy
     ckpt_file f;
     char msg[512];
