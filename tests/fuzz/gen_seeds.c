@@ -189,8 +189,9 @@ int main(int argc, char **argv) {
             "\"loss_scale\":65536,\"skipped\":0,\"sites\":{\"attn.qkv.in\":{\"n\":6144,\"overflow\":0,"
             "\"underflow\":0.01,\"subnormal\":0.002,\"nan\":0,\"amax\":100,\"scale\":1},\"L0.attn.qkv.in\":{\"n\":3072,"
             "\"overflow\":0,\"underflow\":0,\"subnormal\":0,\"nan\":0,\"amax\":100,\"scale\":1}},"
-            "\"update\":{\"swamped\":0.2,\"changed\":0.9}}\n"
-            "{\"step\":2,\"loss\":\"nan\",\"lr\":0.001,\"grad_norm\":\"inf\",\"loss_scale\":32768,\"skipped\":1}\n"
+            "\"update\":{\"swamped\":0.2,\"changed\":0.9},\"grad_noise\":{\"exact_norm\":1.3,\"noise_norm\":0.27}}\n"
+            "{\"step\":2,\"loss\":\"nan\",\"lr\":0.001,\"grad_norm\":\"inf\",\"loss_scale\":32768,\"skipped\":1,"
+            "\"grad_noise\":{\"exact_norm\":1.2,\"noise_norm\":\"inf\"}}\n"
             "{\"event\":\"start\",\"policy\":\"fp16-amp\",\"seed\":1,\"steps\":4,\"resumed_from\":1}\n"
             "{\"step\":2,\"loss\":2.8,\"val_loss\":2.7}\n{\"step\":3,\"lo");
     put_str("fuzz_runlog", "glued.jsonl",
