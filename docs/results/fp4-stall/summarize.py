@@ -3,7 +3,7 @@
 
 usage: summarize.py ABLATION_DIR
 ABLATION_DIR holds runs/PRESET/seed-S/log.jsonl (fplab ablate). Prints Markdown: per preset and
-seed, the final validation loss and its gap to fp32's of the same seed, and the ratio
+seed, the last validation loss and its gap to fp32's of the same seed at the same step, and the ratio
 r = exact_norm / noise_norm of the measured steps (train --grad-noise-every): at the first
 measurement, its smallest value, its mean over the last 10% of the steps, and the first step
 where r fell below sqrt(3) (Chmiel et al. 2025's threshold), or "never"."""
@@ -17,7 +17,7 @@ THRESHOLD = math.sqrt(3)
 
 
 def read(log):
-    val, snr, steps = None, [], 0
+    vals, snr, steps = {}, [], 0
     with open(log) as f:
         for line in f:
             try:
@@ -28,11 +28,11 @@ def read(log):
                 continue
             steps = rec["step"]
             if "val_loss" in rec:
-                val = rec["val_loss"]
+                vals[rec["step"]] = rec["val_loss"]
             g = rec.get("grad_noise")
             if g and isinstance(g.get("noise_norm"), (int, float)) and g["noise_norm"] > 0:
                 snr.append((rec["step"], g["exact_norm"] / g["noise_norm"]))
-    return val, snr, steps
+    return vals, snr, steps
 
 
 def main():
@@ -45,11 +45,13 @@ def main():
     if not runs:
         sys.exit(f"summarize.py: no runs/*/seed-*/log.jsonl under {sys.argv[1]}")
     base = runs.get("fp32", {})
-    print("| preset | seed | steps | val loss | gap to fp32 | r first | r min (step) | r last 10% | r < sqrt(3) from |")
+    print("| preset | seed | steps | val loss (at step) | gap to fp32 | r first | r min (step) | r last 10% | r < sqrt(3) from |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for preset in sorted(runs, key=lambda p: (p != "fp32", p)):
-        for seed, (val, snr, steps) in sorted(runs[preset].items()):
-            b = base.get(seed, (None,))[0]
+        for seed, (vals, snr, steps) in sorted(runs[preset].items()):
+            at = max(vals) if vals else None
+            val = vals[at] if vals else None
+            b = base.get(seed, ({},))[0].get(at)
             gap = f"{val - b:+.4f}" if val is not None and b is not None and preset != "fp32" else ""
             cells = ["", "", "", ""]
             if snr:
@@ -58,7 +60,7 @@ def main():
                 below = next((s for s, r in snr if r < THRESHOLD), None)
                 cells = [f"{snr[0][1]:.1f}", f"{lo[1]:.1f} ({lo[0]})",
                          f"{sum(tail) / len(tail):.1f}" if tail else "", str(below) if below else "never"]
-            v = f"{val:.4f}" if val is not None else "-"
+            v = f"{val:.4f} ({at})" if val is not None else "-"
             print(f"| {preset} | {seed} | {steps} | {v} | {gap} | " + " | ".join(cells) + " |")
 
 
