@@ -53,6 +53,8 @@ check() {
     done
 }
 
+# fp4-stall logs the gradient's noise every 20 steps: the prefix measures it twice.
+check fp4-stall 20 "--model shakespeare --grad-noise-every 10" fp32 nvfp4 mxfp4
 A=docs/results/acc-study
 check acc-study 10 "--model shakespeare --hidden-dim 2048 --batch 16" fp32 fp8-current \
     $A/fp8-acc14-rne.policy $A/fp8-acc14-rtz.policy $A/fp8-acc14-rtz-p128.policy $A/fp8-acc11-rtz.policy \

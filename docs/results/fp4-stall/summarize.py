@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The FP4-stall study's table from its runs' logs (docs/results/fp4-stall/README.md).
 
-usage: summarize.py ABLATION_DIR
+usage: summarize.py ABLATION_DIR [--logs OUT]
 ABLATION_DIR holds runs/PRESET/seed-S/log.jsonl (fplab ablate). Prints Markdown: per preset and
 seed, the last validation loss and its gap to fp32's of the same seed at the same step, and the ratio
 r = exact_norm / noise_norm of the measured steps (train --grad-noise-every): at the first
@@ -35,15 +35,42 @@ def read(log):
     return vals, snr, steps
 
 
+def extract(log, out):
+    """The run's record without "sites": events, and the steps with grad_noise or val_loss."""
+    lines = []
+    with open(log) as f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if "event" in rec or "grad_noise" in rec or "val_loss" in rec:
+                rec.pop("sites", None)
+                lines.append(json.dumps(rec, separators=(",", ":")))
+    if not any('"event":"end"' in s for s in lines):
+        return False  # unfinished
+    with open(out + ".tmp", "w") as f:
+        f.write("\n".join(lines) + "\n")
+    os.replace(out + ".tmp", out)
+    return True
+
+
 def main():
-    if len(sys.argv) != 2:
+    args = sys.argv[1:]
+    logs_out = None
+    if len(args) == 3 and args[1] == "--logs":
+        logs_out = args[2]
+    elif len(args) != 1:
         sys.exit(__doc__)
     runs = {}
-    for log in sorted(glob.glob(os.path.join(sys.argv[1], "runs", "*", "seed-*", "log.jsonl"))):
+    for log in sorted(glob.glob(os.path.join(args[0], "runs", "*", "seed-*", "log.jsonl"))):
         parts = log.split(os.sep)
         runs.setdefault(parts[-3], {})[int(parts[-2].split("-")[1])] = read(log)
+        if logs_out:
+            os.makedirs(logs_out, exist_ok=True)
+            extract(log, os.path.join(logs_out, f"{parts[-3]}-{parts[-2]}.jsonl"))
     if not runs:
-        sys.exit(f"summarize.py: no runs/*/seed-*/log.jsonl under {sys.argv[1]}")
+        sys.exit(f"summarize.py: no runs/*/seed-*/log.jsonl under {args[0]}")
     base = runs.get("fp32", {})
     print("| preset | seed | steps | val loss (at step) | gap to fp32 | r first | r min (step) | r last 10% | r < sqrt(3) from |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
