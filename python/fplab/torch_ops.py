@@ -154,8 +154,8 @@ class _LinearEager(torch.autograd.Function):
 def _plain_eager(tensors):
     """Whether a call on these tensors may skip the operators: eager mode (not traced by
     torch.compile or export), plain tensors and parameters (no subclass such as FakeTensor or
-    DTensor) and no
-    dispatch mode or functorch transform active. Anything else takes torch.ops.fplab.linear."""
+    DTensor), and no dispatch mode or functorch transform active. Anything else takes
+    torch.ops.fplab.linear."""
     return (not torch.compiler.is_compiling() and torch._C._len_torch_dispatch_stack() == 0
             and not torch._C._are_functorch_transforms_active()
             and all(type(t) in _PLAIN for t in tensors))
