@@ -71,7 +71,7 @@ static const train_opt_desc table[] = {
     OPT("recompute", recompute, TOPT_STR, false, "gradient checkpointing: none | block"),
     OPT("policy", policy, TOPT_STR, false, "precision policy: a preset (fplab policy --list) or a policy file"),
     OPTR("switch-policy", switch_policy, TOPT_STR, true, TOPT_RESUME_RESET,
-         "with --resume: continue under this policy (weights, moments, data and schedule kept; autocast's state fresh)"),
+         "with --resume: continue under this policy (autocast's state starts afresh)"),
     OPT("comm", comm, TOPT_STR, false, "wire format of the reductions, FORMAT[:RECIPE][:sr] (fp32: plain)"),
     OPT("comm-gather", comm_gather, TOPT_STR, false, "format of the reduced sums sent back (empty: --comm's)"),
     OPT("comm-accum", comm_accum, TOPT_STR, false, "partial sums: f32 (decoded, fixed rank order) | wire (ring)"),
@@ -81,8 +81,7 @@ static const train_opt_desc table[] = {
     OPT("outer-lr", outer_lr, TOPT_FLOAT, false, "DiLoCo outer learning rate"),
     OPT("outer-momentum", outer_momentum, TOPT_FLOAT, false, "DiLoCo outer Nesterov momentum"),
     OPT("telemetry", telemetry, TOPT_STR, true, "per-site numerics in the log: off | sites | layers"),
-    OPT("grad-noise-every", grad_noise_every, TOPT_LONG, true, "every N steps the backward again with float32 products of uncast operands: "
-        "the log's grad_noise (||g||, ||g_policy - g||) (0: off)"),
+    OPT("grad-noise-every", grad_noise_every, TOPT_LONG, true, "log ||g|| and ||g_policy - g|| every N steps (a second, uncast backward; 0: off)"),
     OPTR("ckpt-dir", ckpt_dir, TOPT_STR, true, TOPT_RESUME_HOME, "directory for ckpt.bin (and log.jsonl); '' = none"),
     OPT("ckpt-every", ckpt_every, TOPT_LONG, true, "checkpoint every N steps (0: only at the end)"),
     OPTR("log", log, TOPT_STR, true, TOPT_RESUME_RESET, "JSON-lines log (default <ckpt_dir>/log.jsonl)"),
