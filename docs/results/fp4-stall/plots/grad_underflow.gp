@@ -1,0 +1,26 @@
+# grad_underflow.gp: Gradient underflow per site
+# Written by fplab report. Redraw (or edit, then redraw) with: gnuplot grad_underflow.gp
+# in this directory; the numbers are in grad_underflow.dat.
+if (strstrt(GPVAL_TERMINALS, "pngcairo") > 0) {
+    set terminal pngcairo noenhanced size 1000,600 font ",10"
+} else {
+    set terminal png noenhanced size 1000,600
+}
+set output "grad_underflow.png"
+set ylabel "underflow fraction (mean over steps and seeds)"
+set datafile missing "NaN"
+set grid
+set xlabel "gradient cast site"
+set key outside right top
+set title "Gradient underflow per site"
+set style data histogram
+set style histogram cluster gap 1
+set style fill solid 0.85 border -1
+set boxwidth 0.9
+set xtics rotate by -25 nomirror
+set logscale y
+set format y "%.0e"
+set yrange [0.001:1]
+plot \
+    "grad_underflow.dat" using 2:xtic(1) lc rgb "#d62728" title "nvfp4", \
+    "grad_underflow.dat" using 3 lc rgb "#2ca02c" title "mxfp4"
