@@ -132,6 +132,18 @@ static runlog_tel parse_tel(jx_cur *c) {
     return t;
 }
 
+// An object with two numbers, ka's into *a and kb's into *b (other members skipped): the
+// "update" and "grad_noise" members.
+static void parse_pair(jx_cur *c, const char *ka, double *a, const char *kb, double *b) {
+    char key[64];
+    if (jx_open(c, '{')) do {
+            jx_key(c, key, sizeof key);
+            if (!strcmp(key, ka)) *a = jx_num(c);
+            else if (!strcmp(key, kb)) *b = jx_num(c);
+            else jx_skip(c);
+        } while (jx_more(c, '}'));
+}
+
 // Parses one line. Returns RUNLOG_OK, RUNLOG_EFORMAT (c->err says why) or RUNLOG_ENOMEM.
 static int parse_line(runlog *l, jx_cur *c, bool layers) {
     char key[64], event[32] = "";
@@ -175,19 +187,9 @@ static int parse_line(runlog *l, jx_cur *c, bool layers) {
         else if (!strcmp(key, "skipped")) s.skipped = jx_num(c) != 0;
         else if (!strcmp(key, "update")) {
             s.has_update = true;
-            if (jx_open(c, '{')) do {
-                    jx_key(c, key, sizeof key);
-                    if (!strcmp(key, "swamped")) s.swamped = jx_num(c);
-                    else if (!strcmp(key, "changed")) s.changed = jx_num(c);
-                    else jx_skip(c);
-                } while (jx_more(c, '}'));
+            parse_pair(c, "swamped", &s.swamped, "changed", &s.changed);
         } else if (!strcmp(key, "grad_noise")) {
-            if (jx_open(c, '{')) do {
-                    jx_key(c, key, sizeof key);
-                    if (!strcmp(key, "exact_norm")) s.exact_norm = jx_num(c);
-                    else if (!strcmp(key, "noise_norm")) s.noise_norm = jx_num(c);
-                    else jx_skip(c);
-                } while (jx_more(c, '}'));
+            parse_pair(c, "exact_norm", &s.exact_norm, "noise_norm", &s.noise_norm);
         } else if (!strcmp(key, "sites")) {
             char name[RUNLOG_SITE_NAME + 1];  // one byte more: a longer name is seen, not cut
             if (jx_open(c, '{')) do {

@@ -52,6 +52,12 @@ static void grads_into(llama_model *m, float *buf) {
     llama_tensors_carve(&m->g, &m->cfg, buf);
 }
 
+// dst += src, element by element (a micro-batch's gradient into the step's).
+static void add_into(float *dst, const float *src, size_t n) {
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) dst[i] += src[i];
+}
+
 // The gradient-noise telemetry's reference (train_noise): micro-batch a's backward once more
 // with autocast's exact_backward (float32 products of the operands uncast; the forward's casts
 // stay, recomputed blocks included), into noise.ref (a = 0) or noise.micro, added to it in
@@ -64,10 +70,7 @@ static void exact_backward(train_run_state *r, int a) {
     llama_backward_again(&r->m, r->data.x);
     r->prec.ac.exact_backward = false;
     grads_into(&r->m, keep);
-    if (a > 0) {
-#pragma omp parallel for schedule(static)
-        for (size_t i = 0; i < r->m.n_params; i++) ref[i] += micro[i];
-    }
+    if (a > 0) add_into(ref, micro, r->m.n_params);
 }
 
 // ||g_exact|| and ||g_policy - g_exact||, unscaled (S: the loss scale both carry), each a
@@ -107,9 +110,7 @@ static float forward_backward(train_run_state *r, float S) {
         llama_backward(&r->m, d->x, d->y, scale);
         if (a > 0) {
             grads_into(&r->m, grads);
-            const float *micro = r->dist.micro;
-#pragma omp parallel for schedule(static)
-            for (size_t i = 0; i < r->m.n_params; i++) grads[i] += micro[i];
+            add_into(grads, r->dist.micro, r->m.n_params);
         }
         ac_cast_inplace(&r->prec.ac, AC_GRADS, -1, r->m.grads, r->m.n_params, 1, true);
         r->run.fwd_s += t1 - t0, r->run.bwd_s += fio_now() - t1;

@@ -5,8 +5,9 @@ Applying a policy transforms the model: each placed nn.Linear becomes a PolicyLi
 object, its class swapped; remove() swaps it back), whose forward calls the operator
 torch.ops.fplab.linear (fplab.torch_ops: fake implementation and autograd formula, so
 torch.compile traces it; in plain eager mode the same kernels through one autograd.Function,
-torch_ops.call_linear, without the operator's dispatch). The policy's state is the extra state of the first placed Linear
-(PolicyLinearState), so model.state_dict(), copy.deepcopy and torch.save carry it.
+torch_ops.call_linear, without the operator's dispatch). The policy's state is the extra state
+of the first placed Linear (PolicyLinearState), so model.state_dict(), copy.deepcopy and
+torch.save carry it.
 
 Each nn.Linear runs as trainer/llama.c runs a projection, through fplab._autocast (the C
 library's autocast context):
