@@ -189,8 +189,8 @@ fmt_round_path fmt__best_copy(void) {
                                            : FMT_PATH_GENERIC;
 }
 
-// FMT_PATH_AUTO: the hardware converters where they cover the call, else the explicit AVX-512
-// kernels where they do, else the generic kernel compiled for the widest vectors the CPU runs.
+// FMT_PATH_AUTO: the hardware converters where they cover the call, else the explicit kernels
+// (AVX-512, or AVX2 on CPUs without it) where they do, else the generic kernel compiled for the widest vectors the CPU runs.
 fmt_round_path fmt__f32_path(const fmt__kparams *k, fmt_round_path p, fmt_round_mode mode,
                              bool with_stats) {
     const bool hw = !with_stats && fmt__f32_hw_covers(k, mode);

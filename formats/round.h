@@ -51,8 +51,8 @@ typedef enum {
     FMT_PATH_AVX512,   // the same kernel compiled for x86-64-v4, picked at run time by a portable build
     FMT_PATH_HW,       // the CPU's converters (F16C vcvtps2ph: fp16 rne/rtz/rup/rdn; AVX512-BF16
                        // vcvtneps2bf16: bf16 rne) with fix-ups; no statistics
-    FMT_PATH_LEAN,     // explicit AVX-512 kernels for the common calls: every mode into signed
-                       // formats with fraction bits and a zero (all table formats but e8m0)
+    FMT_PATH_LEAN,     // explicit kernels (AVX-512, else AVX2) for the common calls: every mode
+                       // into signed formats with fraction bits and a zero, and into e8m0
     FMT_NPATHS
 } fmt_round_path;
 

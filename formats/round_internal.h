@@ -124,12 +124,18 @@ bool fmt__f32_hw_covers(const fmt__kparams *k, fmt_round_mode mode);
 // x[0..n) rounded by the hardware path, only for what fmt__f32_hw_covers accepts. Returns false,
 // with x untouched, when the converter cannot be exact in this thread (fp16 with MXCSR.DAZ set).
 bool fmt__round_f32_hw(const fmt__kparams *k, fmt_round_mode mode, float *x, size_t n);
-// The same pair for the explicit AVX-512 kernels (they decline where MXCSR has DAZ or FTZ set);
+// The same pair for the explicit kernels (AVX-512 where the CPU has it, else AVX2: they decline
+// where MXCSR has DAZ or FTZ set, the AVX2 ones also where it rounds other than to nearest);
 // element i draws counter k->offset + base + i; counts as the kernels' (NULL: none wanted).
 // out[0..n) = in[0..n) rounded (out == in: in place; else the two do not overlap).
 bool fmt__f32_lean_covers(const fmt__kparams *k, fmt_round_mode mode);
 bool fmt__round_f32_lean(const fmt__kparams *k, fmt_round_mode mode, float *out, const float *in, size_t n,
                          uint64_t base, fmt__counts *counts);
+// The AVX2 kernels themselves (round_lean_avx2.c), whatever the CPU's widest set, for the tests:
+// false, with nothing written, where they decline or the CPU lacks AVX2.
+bool fmt__lean_avx2_runs(void);
+bool fmt__round_f32_lean_avx2(const fmt__kparams *k, fmt_round_mode mode, float *out, const float *in, size_t n,
+                              uint64_t base, fmt__counts *counts);
 // --- block scaling's one pass (scale.c's work units, round_lean.c's block kernel)
 
 // One call of the block kernel: rows rows of n elements, ld apart (in, out, elems and the
@@ -154,8 +160,8 @@ typedef struct {
     uint64_t *zeroed;       // optional: nonzero inputs of tiles whose multiplier is 0, added to
 } fmt__block_req;
 
-// Whether the block kernel covers (k, mode, tile width tc) on this CPU: the explicit AVX-512
-// kernels cover k and mode (fmt__f32_lean_covers) and tc is a multiple of 16 or 1.
+// Whether the block kernel covers (k, mode, tile width tc) on this CPU: it has AVX-512, the
+// explicit kernels cover k and mode (fmt__f32_lean_covers) and tc is a multiple of 16 or 1.
 bool fmt__block_lean_covers(const fmt__kparams *k, fmt_round_mode mode, size_t tc);
 // The call r in one pass of the explicit AVX-512 kernels, for what fmt__block_lean_covers
 // accepts. Returns false, with nothing written, where it cannot be exact in this thread (MXCSR

@@ -359,11 +359,12 @@ bool fmt__encode_f32_hw(const fmt__kparams *p, const fmt__codek *c, fmt_round_mo
 
 bool fmt__f32_lean_covers(const fmt__kparams *k, fmt_round_mode mode) {
     if (mode == FMT_SR && k->sr_variant != FMT_SR_A) return false;  // P3109's B and C: generic
-    return (unsigned)mode < FMT_NMODES && class_of(k) != LEAN_NONE && cpu_v4();
+    return (unsigned)mode < FMT_NMODES && class_of(k) != LEAN_NONE && (cpu_v4() || fmt__lean_avx2_runs());
 }
 
 bool fmt__round_f32_lean(const fmt__kparams *p, fmt_round_mode mode, float *out, const float *in, size_t n,
                          uint64_t base, fmt__counts *counts) {
+    if (!cpu_v4()) return fmt__round_f32_lean_avx2(p, mode, out, in, n, base, counts);
     const lean_class cls = class_of(p);
     if (cls == LEAN_NARROW && mxcsr_daz_ftz()) return false;  // this thread's MXCSR
     for (size_t done = 0; done < n; done += LEAN_BLOCK) {
@@ -379,6 +380,7 @@ bool fmt__values_lean_ok(const fmt__codek *c) { return c->dec && cpu_v4(); }
 
 bool fmt__encode_f32_lean(const fmt__kparams *p, const fmt__codek *c, fmt_round_mode mode, bool round,
                           void *codes, const float *x, size_t n, uint64_t base, fmt__counts *counts) {
+    if (!cpu_v4()) return false;  // codes: AVX-512 only
     const lean_class cls = round ? class_of(p) : LEAN_NONE;
     if (cls == LEAN_NARROW && mxcsr_daz_ftz()) return false;
     for (size_t done = 0; done < n; done += LEAN_BLOCK) {

@@ -297,7 +297,7 @@ TARGET_V4 static void block_run_avx512(const lk *k, lean_class cls, fmt_round_mo
 }
 
 bool fmt__block_lean_covers(const fmt__kparams *k, fmt_round_mode mode, size_t tc) {
-    return (tc == 1 || (tc && tc % 16 == 0)) && fmt__f32_lean_covers(k, mode);
+    return (tc == 1 || (tc && tc % 16 == 0)) && cpu_v4() && fmt__f32_lean_covers(k, mode);
 }
 
 bool fmt__scale_round_f32_lean(const fmt__block_req *r) {

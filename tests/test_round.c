@@ -8,8 +8,8 @@
 // thresholds, walking-one significands, specials, fp32 subnormals, both signs, plus seeded
 // random fp32 bit patterns. Seed: env FPLAB_SEED (printed). Also: statistics on hand-built
 // arrays for e4m3 and e8m0. Every path of fmt_round_f32 (generic kernel, its AVX2/AVX-512
-// copies, hardware converters, explicit AVX-512 kernels) that this build and CPU have is held to
-// MPFR and, bit for bit, to the generic kernel; also with MXCSR's DAZ and FTZ set.
+// copies, hardware converters, explicit AVX-512 or AVX2 kernels) that this build and CPU have is
+// held to MPFR and, bit for bit, to the generic kernel; also with MXCSR's DAZ and FTZ set.
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <criterion/parameterized.h>
@@ -24,6 +24,7 @@
 #include <omp.h>
 #endif
 
+#include "formats/round_internal.h"  // the AVX2 kernels themselves (lean_avx2_kernel)
 #include "formats/round_ref.h"
 #include "test_util.h"
 
@@ -617,6 +618,77 @@ Test(round, daz_ftz_set) {
 #endif
 }
 
+// The explicit AVX2 kernels (round_lean_avx2.c) run as FMT_PATH_LEAN only on CPUs without
+// AVX-512, where the tests above hold that path to the generic kernel; here they run on every
+// CPU with AVX2, called directly: every format of the table they cover (and P3109 and custom
+// ones), every mode (sr included, the first counter not a multiple of 8), every overflow policy,
+// flushing, with and without statistics, on test_round's inputs: bit for bit the generic
+// kernel's values and counts. They decline where MXCSR rounds other than to nearest for the
+// narrow formats (the sums are float32 additions), and run (integer only) for the wide ones.
+Test(round, lean_avx2_kernel) {
+    if (!fmt__lean_avx2_runs()) cr_skip_test("the CPU has no AVX2");
+    const char *names[] = {"fp32", "tf32", "bf16", "fp16", "e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz", "e3m2",
+                           "e2m3", "e2m1", "e8m0", "binary8p3se", "binary8p4sf", "e5m7", "e4m3:finite:bias=5"};
+    size_t covered = 0;
+    for (size_t fi = 0; fi < sizeof names / sizeof names[0]; fi++) {
+        const fmt_t f = tu_fmt(names[fi]);
+        dvec in = {0};
+        build_inputs(&f, &in, test_seed("lean_avx2_kernel") + fi);
+        float *x = malloc(in.n * sizeof *x), *a = malloc(in.n * sizeof *a), *b = malloc(in.n * sizeof *b);
+        cr_assert(x && a && b);
+        size_t n = 0;
+        for (size_t i = 0; i < in.n; i++)
+            if (is_f32(in.v[i])) x[n++] = (float)in.v[i];
+        for (int mode = 0; mode < FMT_NMODES; mode++)
+            for (int ov = 0; ov < FMT_NOVERFLOW; ov++)
+                for (int fl = 0; fl < 2; fl++)
+                    for (int st = 0; st < 2; st++) {
+                        const fmt_round_opts o = {.mode = (fmt_round_mode)mode, .overflow = (fmt_overflow)ov,
+                                                  .flush_subnormals = fl, .seed = 7, .offset = 3};
+                        if (fmt_validate_round_opts(&f, &o, NULL, 0) != FMT_OK) continue;
+                        fmt__kparams k;
+                        fmt__kparams_make(&k, &f, &o);
+                        fmt__counts ca = {0}, cb = {0};
+                        memcpy(a, x, n * sizeof *x);
+                        if (!fmt__round_f32_lean_avx2(&k, o.mode, b, x, n, 5, st ? &cb : NULL)) {
+                            cr_assert(!fmt__f32_lean_covers(&k, o.mode), "%s %s: declined what it covers",
+                                      f.name, fmt_mode_name(o.mode));
+                            continue;
+                        }
+                        covered++;
+                        fmt__round_f32_kernel(&k, FMT_PATH_GENERIC, o.mode, a, n, 5, st ? &ca : NULL);
+                        for (size_t i = 0; i < n; i++)
+                            cr_assert_eq(tu_f2u(a[i]), tu_f2u(b[i]), "%s %s %s%s: x=%a gives %a, generic %a", f.name,
+                                         fmt_mode_name(o.mode), fmt_overflow_name(o.overflow), fl ? " flush" : "",
+                                         x[i], b[i], a[i]);
+                        cr_assert(ca.overflow == cb.overflow && ca.underflow == cb.underflow &&
+                                      ca.subnormal == cb.subnormal && ca.nan_in == cb.nan_in &&
+                                      ca.invalid == cb.invalid && tu_f2u(ca.amax) == tu_f2u(cb.amax),
+                                  "%s %s %s%s: statistics differ from the generic kernel's", f.name,
+                                  fmt_mode_name(o.mode), fmt_overflow_name(o.overflow), fl ? " flush" : "");
+                    }
+#if defined(__x86_64__)
+        // MXCSR rounding down: the narrow formats decline, the wide and e8m0 round as ever.
+        fmt__kparams k;
+        fmt__kparams_make(&k, &f, &(fmt_round_opts){.mode = FMT_RNE});
+        if (fmt__f32_lean_covers(&k, FMT_RNE)) {
+            memcpy(a, x, n * sizeof *x);
+            fmt__round_f32_kernel(&k, FMT_PATH_GENERIC, FMT_RNE, a, n, 0, NULL);
+            const unsigned csr = _mm_getcsr();
+            _mm_setcsr((csr & ~0x6000u) | 0x2000u);
+            const bool ran = fmt__round_f32_lean_avx2(&k, FMT_RNE, b, x, n, 0, NULL);
+            _mm_setcsr(csr);
+            const bool narrow = f.emin > -126 && f.mbits > 0 && f.special != FMT_E8M0;
+            cr_assert_eq(ran, !narrow, "%s under MXCSR's round-down: %s", f.name, ran ? "ran" : "declined");
+            for (size_t i = 0; ran && i < n; i++)
+                cr_assert_eq(tu_f2u(a[i]), tu_f2u(b[i]), "%s under MXCSR's round-down: x=%a", f.name, x[i]);
+        }
+#endif
+        free(in.v), free(x), free(a), free(b);
+    }
+    cr_assert_gt(covered, 1000, "the kernels ran %zu combinations", covered);
+}
+
 // fmt_path_available and the names: the generic path always, a path that is not available
 // refused by fmt_round_f32 with FMT_EINVAL, and fp64 (no float32 kernel) only generic.
 Test(round, path_names_and_availability) {
@@ -633,7 +705,7 @@ Test(round, path_names_and_availability) {
     cr_assert(fmt_path_available(FMT_PATH_AUTO, &e4m3, &o, true));
     cr_assert(!fmt_path_available(FMT_PATH_HW, &e4m3, &o, false), "no converter for e4m3");
     cr_assert_eq(fmt_path_available(FMT_PATH_LEAN, &e8m0, &o, true), fmt_path_available(FMT_PATH_LEAN, &e4m3, &o, true),
-                 "the explicit AVX-512 kernels take e8m0 where they take e4m3 (the CPU has AVX-512)");
+                 "the explicit kernels take e8m0 where they take e4m3 (the CPU has AVX-512 or AVX2)");
     cr_assert(!fmt_path_available(FMT_PATH_HW, &e4m3, &o, true), "no statistics in the converters");
     cr_assert(!fmt_path_available(FMT_PATH_AVX2, &fp64, &o, false));
     float x = 1.5f;
