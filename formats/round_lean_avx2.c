@@ -277,7 +277,9 @@ bool fmt__lean_avx2_runs(void) {
 bool fmt__round_f32_lean_avx2(const fmt__kparams *p, fmt_round_mode mode, float *out, const float *in, size_t n,
                               uint64_t base, fmt__counts *counts) {
     const lean_class cls = class_of(p);
-    if (cls == LEAN_NONE || !fmt__lean_avx2_runs() || (mode == FMT_SR && p->sr_variant != FMT_SR_A)) return false;
+    if (cls == LEAN_NONE || (unsigned)mode >= FMT_NMODES || !fmt__lean_avx2_runs() ||
+        (mode == FMT_SR && p->sr_variant != FMT_SR_A))
+        return false;
     // The narrow method's float32 sums see subnormals and round by MXCSR's mode: to nearest,
     // without DAZ or FTZ, or the generic kernel runs.
     if (cls == LEAN_NARROW && (_mm_getcsr() & 0xe040u) != 0) return false;

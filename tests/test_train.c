@@ -822,4 +822,14 @@ Test(train, memory_is_estimated_and_refused_up_front) {
     o.dim = 8192, o.n_layers = 64;
     cr_assert_eq(train_run(&o, NULL, NULL, NULL, msg, sizeof msg), TRAIN_EREFUSED);
     cr_assert(strstr(msg, "GB to train"), "%s", msg);
+    // --grad-noise-every's two more gradient copies (accumulating) are in the estimate: about
+    // 8 bytes x 52 G parameters = 412 GB more for this model.
+    const char *at = strstr(msg, "needs about ");
+    cr_assert(at, "%s", msg);
+    const double plain = strtod(at + strlen("needs about "), NULL);
+    o.grad_noise_every = 5, o.accum = 2;
+    cr_assert_eq(train_run(&o, NULL, NULL, NULL, msg, sizeof msg), TRAIN_EREFUSED);
+    cr_assert((at = strstr(msg, "needs about ")), "%s", msg);
+    const double noise = strtod(at + strlen("needs about "), NULL);
+    cr_assert_gt(noise, plain + 300.0, "%.1f GB with --grad-noise-every, %.1f without", noise, plain);
 }

@@ -64,6 +64,12 @@ check acc-study 3 "--model shakespeare --hidden-dim 2048 --batch 16" $A/fp8-hopp
     $A/fp8-hopper-wgmma-p128.policy
 check shakespeare-precision 10 "--model shakespeare" fp32 bf16-amp fp16-amp fp16-amp-noscale fp16-static-1024 \
     pure-bf16 pure-bf16-sr pure-bf16-kahan fp8-delayed fp8-current fp8-block mxfp8 mxfp6 mxfp4 nvfp4
+N=docs/results/nvfp4-recipe
+check nvfp4-recipe 20 "--model shakespeare --grad-noise-every 10" bf16-amp $N/nvfp4-no-hadamard.policy \
+    $N/nvfp4-1d-weights.policy $N/nvfp4-rne-grads.policy $N/nvfp4-fp4-head.policy $N/nvfp4-4o6-w.policy \
+    $N/nvfp4-4o6-a.policy $N/nvfp4-4o6-wa.policy $N/nvfp4-plain.policy $N/nvfp4-plain-4o6-wa.policy
+M=docs/results/mx-scale-rounding
+check mx-scale-rounding 20 "--model shakespeare --grad-noise-every 10" mxfp8 $M/mxfp8-up.policy $M/mxfp4-up.policy
 
 echo "check-results: $pass same, $fail failed"
 [ $fail = 0 ]

@@ -263,8 +263,10 @@ static int setup_noise(train_run_state *r, char *msg, size_t msg_len) {
 static int check_memory(train_run_state *r, const llama_config *cfg, char *msg, size_t msg_len) {
     const llama_recompute rc = !strcmp(r->o.recompute, "block") ? LLAMA_RECOMPUTE_BLOCK : LLAMA_RECOMPUTE_NONE;
     const int T = r->o.context > 0 ? r->o.context : cfg->seq_len;
-    // AdamW's two moments, and the weights before an update plus Kahan's compensation at most.
-    const double need = llama_memory_bytes(cfg, rc, r->o.batch, T, 4);
+    // AdamW's two moments, and the weights before an update plus Kahan's compensation at most;
+    // --grad-noise-every's reference gradient, and its micro-batch buffer where it accumulates.
+    const int noise = r->o.grad_noise_every > 0 ? 1 + (r->o.accum > 1) : 0;
+    const double need = llama_memory_bytes(cfg, rc, r->o.batch, T, 4 + noise);
     const double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE);
     if (have > 0 && need > have) {
         snprintf(msg, msg_len, "the model (dim %d, %d layers, vocab %d, seq_len %d) with --batch %d and context %d "
