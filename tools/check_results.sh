@@ -70,6 +70,12 @@ check nvfp4-recipe 20 "--model shakespeare --grad-noise-every 10" bf16-amp $N/nv
     $N/nvfp4-4o6-a.policy $N/nvfp4-4o6-wa.policy $N/nvfp4-plain.policy $N/nvfp4-plain-4o6-wa.policy
 M=docs/results/mx-scale-rounding
 check mx-scale-rounding 20 "--model shakespeare --grad-noise-every 10" mxfp8 $M/mxfp8-up.policy $M/mxfp4-up.policy
+V=docs/results/vendor-arith
+check vendor-arith 3 "--model shakespeare" $V/fp8-current-hopper.policy $V/fp8-current-hopper-p128.policy \
+    $V/fp8-current-blackwell.policy $V/fp8-current-blackwell-p128.policy $V/fp8-current-cdna3.policy \
+    $V/fp8-current-cdna3-p128.policy $V/fp8-delayed-hopper.policy $V/fp8-delayed-hopper-p128.policy \
+    $V/fp8-delayed-blackwell.policy $V/fp8-delayed-blackwell-p128.policy $V/fp8-delayed-cdna3.policy \
+    $V/fp8-delayed-cdna3-p128.policy
 
 echo "check-results: $pass same, $fail failed"
 [ $fail = 0 ]
