@@ -217,7 +217,7 @@ V3 uint64_t hsum8(v8 v) {
     return s;
 }
 
-TARGET_V3 static void add_counts8(fmt__counts *counts, const counts8 *c) {
+TARGET_V3 static void add_counts_avx2(fmt__counts *counts, const counts8 *c) {
     counts->overflow += hsum8(c->ovf);
     counts->underflow += hsum8(c->unf);
     counts->subnormal += hsum8(c->sub);
@@ -256,7 +256,7 @@ V3 void lean_loop8(const lk *kp, lean_class cls, fmt_round_mode mode, float *out
         _mm256_storeu_si256((v8 *)t, v);
         memcpy(out + i, t, (n - i) * sizeof *t);
     }
-    if (cnt) add_counts8(counts, &c8);
+    if (cnt) add_counts_avx2(counts, &c8);
 }
 
 TARGET_V3 static void lean_run_avx2(const lk *k, lean_class cls, fmt_round_mode mode, float *out, const float *in,
