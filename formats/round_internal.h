@@ -160,17 +160,25 @@ typedef struct {
     uint64_t *zeroed;       // optional: nonzero inputs of tiles whose multiplier is 0, added to
 } fmt__block_req;
 
-// Whether the block kernel covers (k, mode, tile width tc) on this CPU: it has AVX-512, the
-// explicit kernels cover k and mode (fmt__f32_lean_covers) and tc is a multiple of 16 or 1.
-bool fmt__block_lean_covers(const fmt__kparams *k, fmt_round_mode mode, size_t tc);
-// The call r in one pass of the explicit AVX-512 kernels, for what fmt__block_lean_covers
-// accepts. Returns false, with nothing written, where it cannot be exact in this thread (MXCSR
-// has DAZ or FTZ set: x * 1 must be x and the products must not flush, as in scale.c's passes)
+// Whether the block kernel covers (k, mode, tile width tc; exact: quotients, else multipliers)
+// on this CPU: the explicit kernels cover k and mode (fmt__f32_lean_covers), tc is a multiple of
+// 16 or 1, and the CPU has AVX-512, or AVX2 and the tiles divide (there the separate passes are
+// faster for multipliers: docs/benchmarks.md, "Block scaling's one pass on AVX2").
+bool fmt__block_lean_covers(const fmt__kparams *k, fmt_round_mode mode, size_t tc, bool exact);
+// The call r in one pass of the explicit AVX-512 kernels (AVX2's where the CPU has no AVX-512),
+// for what fmt__block_lean_covers accepts. Returns false, with nothing written, where it cannot
+// be exact in this thread (MXCSR has DAZ or FTZ set: x * 1 must be x and the products must not
+// flush, as in scale.c's passes; for AVX2's also a rounding mode other than to nearest)
 // or where r is beyond the kernel (not covered, or rows > 1 spanning more than 2^30 elements).
 bool fmt__scale_round_f32_lean(const fmt__block_req *r);
 // Raises bits[t] to the max |x| bits (a NaN above inf) of the t-th tile of tc elements of
 // x[0..n) (tc a multiple of 16; the last tile may be short) and *finite (optional) to the NaN-free
-// max. Returns false, with nothing written, where the explicit AVX-512 kernels do not run.
+// max. Returns false, with nothing written, where neither explicit kernel (AVX-512, AVX2) runs.
 bool fmt__tile_amax_lean(const float *x, size_t n, size_t tc, uint32_t *bits, uint32_t *finite);
+// The AVX2 kernels of the two (round_lean_block_avx2.c), whatever the CPU's widest set, for the
+// tests; false where the CPU has no AVX2 (and, for the pass, as fmt__scale_round_f32_lean, but
+// multipliers too). fmt__tile_amax_avx2 takes tc a multiple of 8.
+bool fmt__scale_round_f32_lean_avx2(const fmt__block_req *r);
+bool fmt__tile_amax_avx2(const float *x, size_t n, size_t tc, uint32_t *bits, uint32_t *finite);
 
 #endif

@@ -8,25 +8,6 @@
 
 #ifdef LEAN_X86
 
-// --- block scaling (formats/scale.c's work units): out = round(in * mul[t]) * deq[t] for the
-// tiles t of tc elements (a multiple of 16, so that every vector lies in one tile; or 1: a scale
-// per column, each lane its own), in one pass;
-// before, the two multiplications and the rounding were three passes over the unit. Where a
-// multiplier is 1, x * 1 is x (the kernel declines under DAZ and FTZ). zeroed counts the
-// nonzero inputs of tiles whose multiplier is 0 (x != 0: NaN counts), as scale.c does.
-
-typedef struct {
-    size_t tc;
-    const float *mul, *deq;
-    bool exact;         // the exact quotient in / deq (where deq != 0), not in * mul
-    float *elems;       // optional: the rounded values before the multiplication back
-    ptrdiff_t ahead;    // prefetch distance in elements (0: none)
-    uint64_t *zeroed;   // optional
-    uint32_t near_mask;  // exact, not stochastic: the float32 bits below the element format's
-                         // midpoints (near_exact); 0: every exact quotient by div_rto16
-    size_t rows, ld;     // rows of n elements, ld apart, with the same multipliers and divisors
-} blk;
-
 // Most exact quotients need no division: y = x * fl(1/d) is within 2^-23 (1 + 2^-24) |z| of
 // z = x / d (two roundings of 2^-24 relative each): less than 4 float32 ulps of y, even where
 // z lies in the binade above. Where y lies 8 ulps or more from every value and midpoint of the
@@ -296,49 +277,71 @@ TARGET_V4 static void block_run_avx512(const lk *k, lean_class cls, fmt_round_mo
 #undef CALL
 }
 
-bool fmt__block_lean_covers(const fmt__kparams *k, fmt_round_mode mode, size_t tc) {
-    return (tc == 1 || (tc && tc % 16 == 0)) && cpu_v4() && fmt__f32_lean_covers(k, mode);
+bool fmt__block_lean_covers(const fmt__kparams *k, fmt_round_mode mode, size_t tc, bool exact) {
+    return (tc == 1 || (tc && tc % 16 == 0)) && fmt__f32_lean_covers(k, mode) && (exact || cpu_v4());
 }
 
-bool fmt__scale_round_f32_lean(const fmt__block_req *r) {
+typedef void block_runner(const lk *k, lean_class cls, fmt_round_mode mode, const blk *b, float *out,
+                          const float *in, size_t n, fmt__counts *counts);
+
+// The call r by run, in pieces of whole tiles, once the caller has checked its coverage and MXCSR.
+static bool run_pieces(const fmt__block_req *r, block_runner *run) {
     const fmt__kparams *p = r->k;
     const fmt_round_mode mode = r->mode;
     const size_t tc = r->tc, n = r->n;
-    if (!fmt__block_lean_covers(p, mode, tc) || mxcsr_daz_ftz()) return false;
     if (r->rows != 1 && (r->rows == 0 || r->ld < n || (r->rows - 1) * r->ld + n > LEAN_BLOCK)) return false;
     const lean_class cls = class_of(p);
+    // near_exact's mask: the bits below the midpoint position (22 - m of them), where they exist.
+    const uint32_t near_mask = mode != FMT_SR && p->m <= 20 ? (1u << (22 - p->m)) - 1 : 0;
     // Pieces of whole tiles. The 64-bit divisions only where n is past one piece: this is called
     // per tile row of a unit, and two divisions cost as much as the rest of a short row's setup.
     for (size_t done = 0, t = 0; done < n;) {
         const size_t len = n - done <= LEAN_BLOCK ? n - done : LEAN_BLOCK / tc * tc;
         const lk k = lk_make(p, cls, r->base + done);
-        // near_exact's mask: the bits below the midpoint position (22 - m of them), where they
-        // exist.
-        const uint32_t near_mask = mode != FMT_SR && p->m <= 20 ? (1u << (22 - p->m)) - 1 : 0;
         const blk b = {.tc = tc, .mul = r->mul + t, .deq = r->deq + t, .exact = r->exact,
                        .elems = r->elems ? r->elems + done : NULL, .ahead = r->ahead, .zeroed = r->zeroed,
                        .near_mask = near_mask, .rows = r->rows, .ld = r->ld};
-        block_run_avx512(&k, cls, mode, &b, r->out + done, r->in + done, len, r->counts);
+        run(&k, cls, mode, &b, r->out + done, r->in + done, len, r->counts);
         done += len;
         if (done < n) t += len / tc;
     }
     return true;
 }
 
+bool fmt__scale_round_f32_lean(const fmt__block_req *r) {
+    if (!cpu_v4()) return r->exact && fmt__scale_round_f32_lean_avx2(r);
+    if (!fmt__block_lean_covers(r->k, r->mode, r->tc, r->exact) || mxcsr_daz_ftz()) return false;
+    return run_pieces(r, block_run_avx512);
+}
+
+bool fmt__scale_round_f32_lean_avx2(const fmt__block_req *r) {
+    // The AVX2 kernel's narrow sums also need MXCSR's rounding to nearest (round_lean_avx2.c).
+    if (!fmt__lean_avx2_runs() || !fmt__block_lean_covers(r->k, r->mode, r->tc, true) || (_mm_getcsr() & 0xe040u))
+        return false;
+    return run_pieces(r, fmt__block_run_avx2);
+}
+
 bool fmt__tile_amax_lean(const float *x, size_t n, size_t tc, uint32_t *bits, uint32_t *finite) {
-    if (tc == 0 || tc % 16 || !cpu_v4()) return false;
+    if (tc == 0 || tc % 16) return false;
+    // AVX2: tiles of up to 64 (its butterfly's gain; wider ones, rows, are as fast portable)
+    if (!cpu_v4()) return tc <= 64 && fmt__tile_amax_avx2(x, n, tc, bits, finite);
     amax_run_avx512(x, n, tc, bits, finite);
     return true;
 }
 
 #else  // not x86-64: no AVX-512
 
-bool fmt__block_lean_covers(const fmt__kparams *k, fmt_round_mode mode, size_t tc) {
-    (void)k, (void)mode, (void)tc;
+bool fmt__block_lean_covers(const fmt__kparams *k, fmt_round_mode mode, size_t tc, bool exact) {
+    (void)k, (void)mode, (void)tc, (void)exact;
     return false;
 }
 
 bool fmt__scale_round_f32_lean(const fmt__block_req *r) {
+    (void)r;
+    return false;
+}
+
+bool fmt__scale_round_f32_lean_avx2(const fmt__block_req *r) {
     (void)r;
     return false;
 }

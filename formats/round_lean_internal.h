@@ -347,6 +347,29 @@ V4 void add_counts(fmt__counts *counts, const lean_counts *lc) {
         BY_CLASS_MODE(cls, mode, CALL)                                                         \
     }
 
+// Block scaling's one pass (round_lean_block.c, round_lean_block_avx2.c; formats/scale.c's work
+// units): out = round(in * mul[t]) * deq[t] for the tiles t of tc elements (a multiple of 16, so
+// that every vector lies in one tile; or 1: a scale per column, each lane its own), in one pass,
+// where the two multiplications and the rounding were three passes over the unit. Where a
+// multiplier is 1, x * 1 is x (the kernels decline under DAZ and FTZ). zeroed counts the nonzero
+// inputs of tiles whose multiplier is 0 (x != 0: NaN counts), as scale.c does.
+typedef struct {
+    size_t tc;
+    const float *mul, *deq;
+    bool exact;         // the exact quotient in / deq (where deq != 0), not in * mul
+    float *elems;       // optional: the rounded values before the multiplication back
+    ptrdiff_t ahead;    // prefetch distance in elements (0: none)
+    uint64_t *zeroed;   // optional
+    uint32_t near_mask;  // exact, not stochastic: the float32 bits below the element format's
+                         // midpoints (near_exact); 0: every exact quotient by div_rto16
+    size_t rows, ld;     // rows of n elements, ld apart, with the same multipliers and divisors
+} blk;
+
+// round_lean_block_avx2.c's one pass on n elements (a piece of at most LEAN_BLOCK), for CPUs
+// with AVX2: the caller checked the coverage and this thread's MXCSR.
+void fmt__block_run_avx2(const lk *k, lean_class cls, fmt_round_mode mode, const blk *b, float *out,
+                         const float *in, size_t n, fmt__counts *counts);
+
 // Whether this thread's MXCSR has DAZ or FTZ set (then the kernels that see subnormals decline).
 TARGET_V4 static inline bool mxcsr_daz_ftz(void) { return (_mm_getcsr() & 0x8040u) != 0; }
 

@@ -801,7 +801,7 @@ static pass_kind choose_pass(const fmt_t *elem, const fmt_scaling *sc, const geo
                                                            !fmt__scale_rules[sc->scale_round].carry));
     const bool f64 = exact && !exact_fits_f32(elem);
     *fallback = !exact ? PASS_MUL : f64 ? PASS_EXACT_F64 : PASS_EXACT;
-    const bool lean = !f64 && (!exact || g->tc <= 32) && fmt__block_lean_covers(k, mode, g->tc) &&
+    const bool lean = !f64 && (!exact || g->tc <= 32) && fmt__block_lean_covers(k, mode, g->tc, exact) &&
                       (path == FMT_PATH_LEAN || (asked == FMT_PATH_AUTO && path == FMT_PATH_HW));
     return lean ? PASS_LEAN : *fallback;
 }
