@@ -173,7 +173,8 @@ bool fmt__block_lean_covers(const fmt__kparams *k, fmt_round_mode mode, size_t t
 bool fmt__scale_round_f32_lean(const fmt__block_req *r);
 // Raises bits[t] to the max |x| bits (a NaN above inf) of the t-th tile of tc elements of
 // x[0..n) (tc a multiple of 16; the last tile may be short) and *finite (optional) to the NaN-free
-// max. Returns false, with nothing written, where neither explicit kernel (AVX-512, AVX2) runs.
+// max. Returns false, with nothing written, where neither explicit kernel (AVX-512, AVX2) runs,
+// and on AVX2 for tiles wider than 64 (there the portable loop is as fast).
 bool fmt__tile_amax_lean(const float *x, size_t n, size_t tc, uint32_t *bits, uint32_t *finite);
 // The AVX2 kernels of the two (round_lean_block_avx2.c), whatever the CPU's widest set, for the
 // tests; false where the CPU has no AVX2 (and, for the pass, as fmt__scale_round_f32_lean, but

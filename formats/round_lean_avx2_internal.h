@@ -10,7 +10,7 @@
 
 #ifdef LEAN_X86
 
-#if defined(__AVX2__)
+#if defined(__AVX2__) && defined(__FMA__)
 #define TARGET_V3  // -march has it (never narrow a function's target: round_hw.c)
 #else
 #define TARGET_V3 FMT_TARGET(FMT_ISA_V3)
@@ -218,10 +218,6 @@ TARGET_V3 static void add_counts_avx2(fmt__counts *counts, const counts8 *c) {
         if (a > counts->amax) counts->amax = a;
     }
 }
-
-// Whether a thread's MXCSR lets the narrow method's float32 sums be exact: to nearest, without
-// DAZ or FTZ.
-TARGET_V3 static inline bool mxcsr_nearest_exact(void) { return (_mm_getcsr() & 0xe040u) == 0; }
 
 #endif  // LEAN_X86
 

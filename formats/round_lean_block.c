@@ -66,7 +66,8 @@ V4 void block16(const lk *k, lean_class cls, fmt_round_mode mode, const blk *b, 
     __m512 xs = _mm512_mul_ps(x, m);
     if (exact) {
         const __m512 y = b->near_mask ? _mm512_mul_ps(x, dv->r) : x;
-        const bool sure = b->near_mask && !near_exact(y, x, b->near_mask, exact & live);
+        // With statistics every exact lane divides: their amax is the quotient's, not y's.
+        const bool sure = b->near_mask && !cnt && !near_exact(y, x, b->near_mask, exact & live);
         xs = _mm512_mask_blend_ps(exact, xs, sure ? y : div_rto16(x, dv->rdl, dv->rdh, dv->dl, dv->dh));
     }
     const __m512i r = lean16(k, cls, mode, _mm512_castps_si512(xs), rnd, cnt, live);
@@ -316,7 +317,7 @@ bool fmt__scale_round_f32_lean(const fmt__block_req *r) {
 
 bool fmt__scale_round_f32_lean_avx2(const fmt__block_req *r) {
     // The AVX2 kernel's narrow sums also need MXCSR's rounding to nearest (round_lean_avx2.c).
-    if (!fmt__lean_avx2_runs() || !fmt__block_lean_covers(r->k, r->mode, r->tc, true) || (_mm_getcsr() & 0xe040u))
+    if (!fmt__lean_avx2_runs() || !fmt__block_lean_covers(r->k, r->mode, r->tc, true) || !mxcsr_nearest_exact())
         return false;
     return run_pieces(r, fmt__block_run_avx2);
 }

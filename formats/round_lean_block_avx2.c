@@ -1,15 +1,15 @@
 // round_lean_block_avx2.c: round_lean_block.c's one pass of block scaling and its tiles' amax on
 // eight AVX2 lanes, for CPUs with AVX2 and without AVX-512 (where scale.c otherwise makes four
-// passes over a unit: amax, quotient or multiply, rounding, multiply back). The same methods as
-// the AVX-512 kernels (round_lean_block.c's comments have the arguments): the exact quotient
-// from the float64 reciprocal with its remainder's sign (div_rto8), skipped where the product
-// by the float32 reciprocal is sure to round as the quotient (near_exact8), then lean8 (the AVX2
-// element rounding) and the multiplication back. tests/test_scale.c holds the pass, through
-// scale.c, to the reference quantizer, and tests/test_block_lean.c calls this kernel directly
-// on every CPU with AVX2 (the AVX-512 ones too), bit for bit, values and counts. Partial vectors (the end of a row, a
-// short last tile) load and store with AVX's masked moves. The library takes it for exact
-// quotients only (fmt__block_lean_covers): there it replaces the portable division pass, while
-// for multipliers the separate passes measured faster on eight lanes (docs/benchmarks.md).
+// passes over a unit: amax, quotient or multiply, rounding, multiply back). The same methods as the
+// AVX-512 kernels (round_lean_block.c's comments have the arguments): the exact quotient from the
+// float64 reciprocal with its remainder's sign (div_rto8), skipped where the product by the float32
+// reciprocal is sure to round as the quotient (near_exact8), then lean8 (the AVX2 element rounding)
+// and the multiplication back. tests/test_scale.c holds the pass, through scale.c, to the reference
+// quantizer, and tests/test_block_lean.c calls this kernel directly on every CPU with AVX2 (the
+// AVX-512 ones too), bit for bit, values and counts. Partial vectors (the end of a row, a short
+// last tile) load and store with AVX's masked moves. The library takes it for exact quotients only
+// (fmt__block_lean_covers): there it replaces the portable division pass, while for multipliers the
+// separate passes measured faster on eight lanes (docs/benchmarks.md).
 #include "round_lean_avx2_internal.h"
 
 #ifdef LEAN_X86
@@ -72,7 +72,8 @@ V3 void block8(const lk *k, uint64_t first, lean_class cls, fmt_round_mode mode,
     __m256 xs = _mm256_mul_ps(x, m);
     if (any_exact) {
         const __m256 y = b->near_mask ? _mm256_mul_ps(x, dv->r) : x;
-        const bool sure = b->near_mask && !near_exact8(y, x, b->near_mask, and_(exact, live));
+        // With statistics every exact lane divides: their amax is the quotient's, not y's.
+        const bool sure = b->near_mask && !cnt && !near_exact8(y, x, b->near_mask, and_(exact, live));
         xs = _mm256_blendv_ps(xs, sure ? y : _mm256_castsi256_ps(div_rto8(x, dv)), _mm256_castsi256_ps(exact));
     }
     const v8 r = lean8(k, cls, mode, _mm256_castps_si256(xs), rnd, cnt, live);
@@ -179,7 +180,7 @@ V3 void block_loop8(const lk *kp, lean_class cls, fmt_round_mode mode, const blk
                 const bool exact = tile_consts8(&bl, t, &m, &d, &dv);
                 if (bl.zeroed && bl.mul[t] == 0.0f) zeroed += nonzeros8(inr + i, tc);
                 for (size_t j = 0; j < tc; j += 8, i += 8) {
-                    __builtin_prefetch(inr + i + bl.ahead);  // a hint (ahead 0: this line, a no-op)
+                    if (j % 16 == 0) __builtin_prefetch(inr + i + bl.ahead);  // a hint per 64-byte line
                     block8(&kl, first, cls, mode, &bl, elems, m, d, exact ? all : zero, exact, &dv, outr, inr, i, cnt,
                            all, true);
                 }

@@ -349,7 +349,8 @@ V4 void add_counts(fmt__counts *counts, const lean_counts *lc) {
 
 // Block scaling's one pass (round_lean_block.c, round_lean_block_avx2.c; formats/scale.c's work
 // units): out = round(in * mul[t]) * deq[t] for the tiles t of tc elements (a multiple of 16, so
-// that every vector lies in one tile; or 1: a scale per column, each lane its own), in one pass,
+// that every vector, of 16 or 8 lanes, lies in one tile; or 1: a scale per column, each lane its
+// own), in one pass,
 // where the two multiplications and the rounding were three passes over the unit. Where a
 // multiplier is 1, x * 1 is x (the kernels decline under DAZ and FTZ). zeroed counts the nonzero
 // inputs of tiles whose multiplier is 0 (x != 0: NaN counts), as scale.c does.
@@ -361,9 +362,13 @@ typedef struct {
     ptrdiff_t ahead;    // prefetch distance in elements (0: none)
     uint64_t *zeroed;   // optional
     uint32_t near_mask;  // exact, not stochastic: the float32 bits below the element format's
-                         // midpoints (near_exact); 0: every exact quotient by div_rto16
+                         // midpoints (near_exact); 0: every exact quotient by div_rto16/8
     size_t rows, ld;     // rows of n elements, ld apart, with the same multipliers and divisors
 } blk;
+
+// Whether a thread's MXCSR rounds to nearest without DAZ or FTZ: the AVX2 kernels' narrow sums
+// need it (they have no embedded rounding), and x * 1 must be x.
+static inline bool mxcsr_nearest_exact(void) { return (_mm_getcsr() & 0xe040u) == 0; }
 
 // round_lean_block_avx2.c's one pass on n elements (a piece of at most LEAN_BLOCK), for CPUs
 // with AVX2: the caller checked the coverage and this thread's MXCSR.
