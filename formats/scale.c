@@ -788,9 +788,10 @@ static int run_four_over_six(qrun *q, qacc *total) {
 // The one decision of how a call scales and rounds; *fallback: what takes the rows the block
 // kernel declines. Exact quotients wherever a scale need not be a power of two: two levels
 // (sf / s_enc), and one level with a scale format that has fraction bits and a quotient rule.
-// The block kernel where its rounding is the path the call takes (the explicit AVX-512 kernels,
-// or auto chose the converters, whose results are theirs), it covers the element format, the
-// mode and the tile width, and for exact quotients the tiles are narrow (at most 32: there the
+// The block kernel where its rounding is the path the call takes (the explicit kernels, or auto
+// chose the converters, whose results are theirs), it covers the element format, the mode, the
+// tile width and the kind (on AVX2-only CPUs exact quotients only: for multipliers the separate
+// passes are faster there), and for exact quotients the tiles are narrow (at most 32: there the
 // separate passes cost a call and a check per tile, while for wide tiles (rows) the separate
 // division loop overlaps with memory) or one column wide (each lane its own divisor).
 // Per-column multipliers take it too, since it does a tile row's rows in one call.
