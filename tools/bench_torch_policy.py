@@ -15,7 +15,7 @@ Each configuration is built once (model, optimizer, policy; --compile: torch.com
 torch fp32 and of --compile-presets), its warm-up step (compilation included) timed apart, and
 each round times --steps more steps of every configuration in turn.
 
-Usage: python3 tools/bench_torch_policy.py [--rounds 3] [--steps 3] [--presets fp32,bf16-amp,...] [--products]
+Usage: python3 tools/bench_torch_policy.py [--rounds 3] [--steps 3] [--hidden 256] [--batch 4] [--presets fp32,bf16-amp,...] [--products]
        [--fplab-products fp32,mxfp8] [--compile inductor [--compile-presets fp32,mxfp8]] [--no-torchao]
 (--fplab-products: these presets also with apply_policy(..., products="fplab"), the C trainer's
 float32 GEMMs, beside the default products="torch")
@@ -39,9 +39,13 @@ except ImportError:
     MXTensor = None
 
 
+HIDDEN = 256  # --hidden: the model's width (its MLP's is 11/4 of it, as 704 is of 256)
+BATCH = 4  # --batch: sequences of 128 tokens a step
+
+
 def model_of(seed=0):
     torch.manual_seed(seed)
-    cfg = LlamaConfig(vocab_size=512, hidden_size=256, intermediate_size=704, num_hidden_layers=4,
+    cfg = LlamaConfig(vocab_size=512, hidden_size=HIDDEN, intermediate_size=HIDDEN * 11 // 4, num_hidden_layers=4,
                       num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=256)
     cfg._attn_implementation = "eager"
     return LlamaForCausalLM(cfg).float().train()
@@ -82,7 +86,7 @@ class Config:
     times `steps` more steps of it (the first call also runs the warm-up step, which compiles
     under --compile and is timed apart)."""
 
-    def __init__(self, setup, backend=None, B=4, T=128):
+    def __init__(self, setup, backend=None, T=128):
         self.model = model_of()
         self.pol = setup(self.model)  # a fplab.torch Policy, or None (plain torch, or torchao's patch)
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-4)
@@ -90,7 +94,7 @@ class Config:
             self.opt, self.scaler = ft.PolicyOptimizer(self.opt, self.pol), ft.GradScaler(self.pol)
         self.fwd = torch.compile(self.model, backend=backend) if backend else self.model
         g = torch.Generator().manual_seed(1)
-        self.ids = torch.randint(0, 512, (B, T + 1), generator=g)
+        self.ids = torch.randint(0, 512, (BATCH, T + 1), generator=g)
         self.warm = None
 
     def step(self):
@@ -152,6 +156,7 @@ def _timed(f, reps):
 
 
 def main():
+    global HIDDEN, BATCH
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=3)
@@ -161,9 +166,19 @@ def main():
                     "and of --compile-presets (inductor; aot_eager)")
     ap.add_argument("--compile-presets", default="fp32,mxfp8", help="presets timed compiled too [%(default)s]")
     ap.add_argument("--no-torchao", action="store_true", help="leave torchao's MX emulation out")
+    ap.add_argument("--hidden", type=int, default=HIDDEN, help="the model's width, a multiple of 64 (the casts' "
+                    "share of a step falls as it grows: they scale with the width, the products with its square) "
+                    "[%(default)s]")
+    ap.add_argument("--batch", type=int, default=BATCH, help="sequences of 128 tokens a step (the weights' casts "
+                    "and updates are made once a step, so their share falls as it grows) [%(default)s]")
     ap.add_argument("--fplab-products", default="", help="presets timed with products=\"fplab\" too (the C "
                     "trainer's float32 GEMMs) [none]")
     a = ap.parse_args()
+    if a.hidden < 64 or a.hidden % 64:
+        ap.error(f"--hidden {a.hidden}: expected a positive multiple of 64")
+    if a.batch < 1:
+        ap.error(f"--batch {a.batch}: expected a positive count of sequences")
+    HIDDEN, BATCH = a.hidden, a.batch
     if a.products:
         products()
         return
@@ -181,27 +196,40 @@ def main():
             built[f"{p} compiled"] = Config(configs[p], a.compile)
     sec = {k: [] for k in built}
     for r in range(a.rounds):
-        for k, c in built.items():
+        # every other round in reverse, so that no configuration always runs furthest from torch fp32
+        for k, c in (list(built.items()) if r % 2 == 0 else list(built.items())[::-1]):
             sec[k].append(c.run(a.steps))
         table(a, sec, built, r + 1)  # after every round, so that a run cut short still says something
     for c in built.values():
         c.close()
 
 
+def _median(v):
+    v = sorted(v)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
 def table(a, sec, built, rounds):
-    med = {k: sorted(v)[len(v) // 2] for k, v in sec.items()}
+    """The medians of each configuration's rounds, and the median of its per-round ratios to torch
+    fp32 (paired: a round's configurations run within seconds of each other, so a machine that
+    speeds up or slows down between rounds moves both sides of a ratio alike)."""
+    med = {k: _median(v) for k, v in sec.items()}
     base = med["torch fp32"]
+    paired = {k: _median([t / b for t, b in zip(v, sec["torch fp32"])]) for k, v in sec.items()}
     env = {k: os.environ.get(k, "unset") for k in ("GOMP_SPINCOUNT", "OPENBLAS_CORETYPE", "OMP_NUM_THREADS")}
     load = os.getloadavg() if hasattr(os, "getloadavg") else ("?",) * 3
-    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, model 4 x 256 (hidden 704, vocab 512), "
-          f"batch 4 x 128 tokens, {rounds} of {a.rounds} interleaved rounds of {a.steps} steps after one warm-up step; "
-          f"medians; {' '.join(f'{k}={v}' for k, v in env.items())}; still wanted: "
+    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, model 4 x {HIDDEN} (hidden {HIDDEN * 11 // 4}, vocab 512), "
+          f"batch {BATCH} x 128 tokens, {rounds} of {a.rounds} interleaved rounds of {a.steps} steps after one warm-up step; "
+          f"medians (paired: of per-round ratios); {' '.join(f'{k}={v}' for k, v in env.items())}; still wanted: "
           f"{fplab.blas_env_wanted() or 'nothing'}; load average now {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
           f"CPU {cpu_name()}")
-    print(f"| {'configuration':30s} | {'ms/step':>8s} | {'tokens/s':>8s} | {'x torch fp32':>12s} | {'warm-up s':>9s} |")
-    print(f"|{'-' * 32}|{'-' * 9}:|{'-' * 9}:|{'-' * 13}:|{'-' * 10}:|")
+    print(f"| {'configuration':30s} | {'ms/step':>8s} | {'tokens/s':>8s} | {'x torch fp32':>12s} | {'paired':>6s} "
+          f"| {'warm-up s':>9s} |")
+    print(f"|{'-' * 32}|{'-' * 9}:|{'-' * 9}:|{'-' * 13}:|{'-' * 7}:|{'-' * 10}:|")
     for k, t in med.items():
-        print(f"| {k:30s} | {1e3 * t:8.0f} | {512 / t:8.0f} | {t / base:12.2f} | {built[k].warm:9.1f} |", flush=True)
+        print(f"| {k:30s} | {1e3 * t:8.0f} | {BATCH * 128 / t:8.0f} | {t / base:12.2f} | {paired[k]:6.2f} "
+              f"| {built[k].warm:9.1f} |", flush=True)
 
 def cpu_name():
     try:
