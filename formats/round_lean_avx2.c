@@ -41,7 +41,7 @@ V3 void lean_loop8(const lk *kp, lean_class cls, fmt_round_mode mode, float *out
     if (i < n) {
         float t[8] = {0};
         memcpy(t, in + i, (n - i) * sizeof *t);
-        const v8 live = gt(set1((uint32_t)(n - i)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        const v8 live = first_lanes(n - i);
         const v8 rnd = mode == FMT_SR ? draws8(k->key, k->first + i) : zero;
         const v8 v = lean8(k, cls, mode, _mm256_loadu_si256((const v8 *)t), rnd, cnt, live);
         _mm256_storeu_si256((v8 *)t, v);

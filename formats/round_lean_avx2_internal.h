@@ -23,6 +23,7 @@ V3 v8 set1(uint32_t u) { return _mm256_set1_epi32((int)u); }
 // Lane masks (all-ones or zero); a lane-wise select by a mask.
 V3 v8 gt(v8 a, v8 b) { return _mm256_cmpgt_epi32(a, b); }  // signed
 V3 v8 eq(v8 a, v8 b) { return _mm256_cmpeq_epi32(a, b); }
+V3 v8 first_lanes(size_t n) { return gt(set1((uint32_t)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)); }  // n < 8
 V3 v8 ltu(v8 a, v8 b) {  // unsigned a < b
     const v8 s = set1(0x80000000u);
     return gt(_mm256_xor_si256(b, s), _mm256_xor_si256(a, s));

@@ -14,9 +14,6 @@
 
 #ifdef LEAN_X86
 
-// Lane masks of the first n lanes (n < 8) and of all eight.
-V3 v8 first_lanes(size_t n) { return gt(set1((uint32_t)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)); }
-
 // Whether any lane of lanes is not sure to round y = x * fl(1/d) as the quotient x / d would be
 // (round_lean_block.c's near_exact: y's bits below the format's midpoints within 8 of a
 // boundary, y zero for a nonzero x, subnormal, inf or NaN).
