@@ -296,7 +296,11 @@ void ac_cast_inplace(ac_ctx *c, ac_site s, int layer, float *x, size_t rows, siz
 bool ac_cast_orientation_free(const ac_ctx *c, ac_site s, size_t rows, size_t cols) {
     if (!ac_active(c, s)) return false;
     const ac_rule *r = &c->pol.site[s];
-    return !r->delayed && r->round.mode != FMT_SR && (r->scaling.none || fmt_scale_count(&r->scaling, rows, cols) == 1);
+    // Square tiles (16x16, 128x128) give both orientations the same grid: the orientation swaps
+    // a tile's sides (plan_make).
+    return !r->delayed && r->round.mode != FMT_SR &&
+           (r->scaling.none || r->scaling.tile_rows == r->scaling.tile_cols ||
+            fmt_scale_count(&r->scaling, rows, cols) == 1);
 }
 
 const mm_acc *ac_emulated_acc(const ac_ctx *c, ac_proj p, ac_pass pass) {
@@ -376,7 +380,12 @@ void ac_dgrad_operands(ac_ctx *c, const ac_gemm_req *g, const float *dout, const
     if (o->a == c->buf[0])
         c->held[0] = (ac_held){.x = dout, .pass = AC_DGRAD, .site = sa, .layer = g->layer, .rows = g->N,
                                .cols = g->OC, .step = c->step, .micro = c->micro, .call = call};
-    o->b = ac_cast(c, &rb, w, g->OC, g->IC);
+    if (g->w_cast && !c->hook && ac_cast_orientation_free(c, sb, g->OC, g->IC)) {
+        o->b = g->w_cast;
+        o->reused = AC_REUSED_FPROP_W;
+    } else {
+        o->b = ac_cast(c, &rb, w, g->OC, g->IC);
+    }
 }
 
 void ac_wgrad_operands(ac_ctx *c, const ac_gemm_req *g, const float *dout, const float *x, ac_operands *o) {

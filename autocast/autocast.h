@@ -204,7 +204,8 @@ int ac_cast_plan_run(const ac_cast_plan *p, ac_exec e, float *out, float *one_sc
 // Whether x's cast for site s has the same bits along rows as along columns (k_rows), so that
 // one cast serves both products: an active site without delayed scaling (whose history the
 // first cast moves) or stochastic rounding (whose draws are keyed by the orientation), and
-// without block scales or with one scale for the whole of the rows x cols tensor.
+// without block scales, with square tiles (16x16, 128x128: the same grid both ways) or with one
+// scale for the whole of the rows x cols tensor (asked of a 0 x 0 tensor: at every size).
 bool ac_cast_orientation_free(const ac_ctx *c, ac_site s, size_t rows, size_t cols);
 
 // The accumulator the policy emulates for a matmul, or NULL when it accumulates in plain
@@ -241,7 +242,10 @@ void ac_cast_operand(ac_ctx *c, const ac_cast_req *r, const float *x, size_t row
 //   micro-batch, no ac_fprop_input of that projection and layer since, nothing else written
 //   to its buffer since, no hook;
 // - wgrad's cast of dout is dgrad's where the two orientations have the same bits (as above)
-//   and the dgrad of the same dout was the call just before.
+//   and the dgrad of the same dout was the call just before;
+// - dgrad's cast of W is the forward's where the caller kept it (g->w_cast: the values its
+//   fprop multiplied by, of this W, step and layer), W's rule casts alike in both orientations
+//   and no hook observes the casts.
 // The caller's part: x stays as fprop left it until the backward of that projection is done,
 // and dout is not changed between its dgrad and its wgrad (saved activations and gradients,
 // as any training loop keeps them).
@@ -253,6 +257,7 @@ typedef struct {
     size_t N, IC, OC;  // x (N, IC), W (OC, IC), dout (N, OC)
     bool recompute;    // a forward run again for backward: the same casts, nothing counted
     bool in_place_ok;  // fprop: x may be overwritten by its cast (only this projection reads it)
+    const float *w_cast;  // dgrad: the forward's cast of W (.w, OC x IC), kept by the caller; NULL: none
 } ac_gemm_req;
 
 // The operands of one product, cast: float32 values (acc NULL) or element values and scales
@@ -264,7 +269,7 @@ typedef struct {
     mm_operand A, B;      // acc set
     unsigned reused;      // AC_REUSED_* bits: a cast not made again (for tests)
 } ac_operands;
-enum { AC_REUSED_INPUT = 1, AC_REUSED_WGRAD_X = 2, AC_REUSED_DGRAD_DOUT = 4 };
+enum { AC_REUSED_INPUT = 1, AC_REUSED_WGRAD_X = 2, AC_REUSED_DGRAD_DOUT = 4, AC_REUSED_FPROP_W = 8 };
 
 // fprop's input x (N, IC), cast once for every product of the projection that reads it (q, k and
 // v; gate and up): into *in, in buffer 0, or in x itself (see above; x is written only then).

@@ -830,6 +830,44 @@ Test(autocast, wgrad_reuses_dgrad_dout_only_where_orientations_agree) {
     }
 }
 
+// dgrad takes the forward's cast of W (g.w_cast) where W's rule casts alike in both orientations
+// (bf16; NVFP4's and fp8-block's square tiles, on a W of 150 x 140 whose rows and columns have
+// their own magnitudes, with ragged last tiles) and no hook observes the casts; elsewhere (MX's
+// 1x32 blocks, delayed scaling) it casts W again. Either way dgrad's W is the fresh cast along
+// OC after the same forward, bit for bit: for the square tiles this is the claim that both
+// orientations agree.
+Test(autocast, dgrad_takes_the_forward_cast_of_w_where_orientations_agree) {
+    enum { N = 8, OC = 150, IC = 140 };
+    static float w[OC * IC], dout[N * OC], fwd[OC * IC], ref[OC * IC];
+    fill(w, OC * IC, 11), fill(dout, N * OC, 12);
+    for (int r = 0; r < OC; r++)
+        for (int k = 0; k < IC; k++) w[r * IC + k] = ldexpf(w[r * IC + k], r % 7 - k % 5);
+    const char *names[] = {"bf16-amp", "nvfp4", "fp8-block", "mxfp8", "fp8-delayed"};
+    const bool agree[] = {true, true, true, false, false};
+    for (int k = 0; k < 5; k++)
+        for (int hook = 0; hook < 2; hook++) {
+            const ac_policy p = policy(names[k]);
+            ac_ctx c, r;
+            init_ctx(&c, &p, 1, OC * IC), init_ctx(&r, &p, 1, OC * IC);
+            cr_assert_eq(ac_cast_orientation_free(&c, AC_O_W, 0, 0), agree[k], "%s", names[k]);
+            const ac_cast_req fq = {.site = AC_O_W, .layer = 0, .count = true, .slot = 1};
+            memcpy(fwd, ac_cast(&c, &fq, w, OC, IC), sizeof fwd);
+            const ac_cast_req dq = {.site = AC_O_W, .layer = 0, .k_rows = true, .slot = 1};
+            ac_cast(&r, &fq, w, OC, IC);  // the same forward first (delayed scaling's history moves)
+            memcpy(ref, ac_cast(&r, &dq, w, OC, IC), sizeof ref);
+            if (hook) c.hook = record_hook_nop;
+            const ac_gemm_req g = {.proj = AC_PROJ_O, .layer = 0, .N = N, .IC = IC, .OC = OC, .w_cast = fwd};
+            ac_operands o;
+            ac_dgrad_operands(&c, &g, dout, w, &o);
+            const bool want = agree[k] && !hook;
+            cr_assert_eq(!!(o.reused & AC_REUSED_FPROP_W), want, "%s, hook %d: reused %u", names[k], hook, o.reused);
+            cr_assert_eq(o.b == fwd, want, "%s, hook %d", names[k], hook);
+            cr_assert(memcmp(o.b, ref, sizeof ref) == 0, "%s, hook %d: dgrad's W is not the fresh cast along OC",
+                      names[k], hook);
+            ac_free(&c), ac_free(&r);
+        }
+}
+
 // The forward casts a projection's input in place only where the request allows it and one
 // cast serves wgrad too (bf16-amp); wgrad then multiplies by x as it is. Elsewhere x is left
 // alone and wgrad casts it.

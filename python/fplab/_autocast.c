@@ -167,10 +167,13 @@ static PyObject *ctx_describe(ContextObject *self, PyObject *unused) {
     const ac_policy *p = &self->ac.pol;
     static const char *upd[] = {"fp32", "round", "sr", "kahan"};
     static const char *kind[] = {"none", "static", "dynamic"};
-    PyObject *active = PyList_New(AC_NSITES), *names = PyList_New(AC_NSITES), *emu = PyList_New(AC_NPROJ);
-    if (!active || !names || !emu) goto fail;
+    PyObject *active = PyList_New(AC_NSITES), *names = PyList_New(AC_NSITES), *emu = PyList_New(AC_NPROJ),
+             *both = PyList_New(AC_NSITES);
+    if (!active || !names || !emu || !both) goto fail;
     for (int s = 0; s < AC_NSITES; s++) {
         PyList_SET_ITEM(active, s, PyBool_FromLong(p->site[s].active));
+        // of an empty tensor: whether the rule casts alike in both orientations at every size
+        PyList_SET_ITEM(both, s, PyBool_FromLong(ac_cast_orientation_free(&self->ac, (ac_site)s, 0, 0)));
         PyList_SET_ITEM(names, s, PyUnicode_FromString(ac_site_name((ac_site)s)));
     }
     for (int g = 0; g < AC_NPROJ; g++) {
@@ -183,16 +186,17 @@ static PyObject *ctx_describe(ContextObject *self, PyObject *unused) {
     char *text = malloc(n + 1);
     if (!text) goto fail;
     ac_policy_text(p, text, n + 1);
-    PyObject *d = Py_BuildValue("{s:s,s:s,s:i,s:{s:s,s:f,s:f,s:f,s:i,s:f},s:N,s:N,s:N,s:s,s:i}", "name", p->name,
+    PyObject *d = Py_BuildValue("{s:s,s:s,s:i,s:{s:s,s:f,s:f,s:f,s:i,s:f},s:N,s:N,s:N,s:N,s:s,s:i}", "name", p->name,
                                 "update", upd[p->update], "hadamard", p->hadamard, "loss_scale", "kind",
                                 kind[p->scaler.kind], "init", (double)p->scaler.init, "growth",
                                 (double)p->scaler.growth, "backoff", (double)p->scaler.backoff, "interval",
                                 p->scaler.interval, "min", (double)p->scaler.min_scale, "active", active,
-                                "site_names", names, "emulated", emu, "text", text, "n_layers", self->ac.n_layers);
+                                "site_names", names, "emulated", emu, "both_ways", both, "text", text, "n_layers",
+                                self->ac.n_layers);
     free(text);
     return d;
 fail:
-    Py_XDECREF(active), Py_XDECREF(names), Py_XDECREF(emu);
+    Py_XDECREF(active), Py_XDECREF(names), Py_XDECREF(emu), Py_XDECREF(both);
     return PyErr_NoMemory();
 }
 
@@ -438,9 +442,9 @@ static int refuse_emulated(ContextObject *self, ac_proj p, ac_pass pass) {
     return -1;
 }
 
-// Buffers of a call: up to four, released together.
+// Buffers of a call: up to five (dgrad's a, b, dout, w and w_cast), released together.
 typedef struct {
-    Py_buffer v[4];
+    Py_buffer v[5];
     int n;
 } buf_set;
 
@@ -486,45 +490,75 @@ static PyObject *ctx_fprop_input(ContextObject *self, PyObject *args, PyObject *
 
 // The reuse bits of ac_operands as a dict.
 static PyObject *reused_dict(unsigned r) {
-    return Py_BuildValue("{s:O,s:O,s:O}", "input", r & AC_REUSED_INPUT ? Py_True : Py_False, "wgrad_x",
+    return Py_BuildValue("{s:O,s:O,s:O,s:O}", "input", r & AC_REUSED_INPUT ? Py_True : Py_False, "wgrad_x",
                          r & AC_REUSED_WGRAD_X ? Py_True : Py_False, "dgrad_dout",
-                         r & AC_REUSED_DGRAD_DOUT ? Py_True : Py_False);
+                         r & AC_REUSED_DGRAD_DOUT ? Py_True : Py_False, "fprop_w",
+                         r & AC_REUSED_FPROP_W ? Py_True : Py_False);
 }
 
-// dgrad_operands(*, a, b, dout, w, proj, layer, N, IC, OC) and wgrad_operands(*, a, b, dout, x,
-// proj, layer, N, IC, OC): the float32 operands of dgrad (a = dout cast (N, OC), b = W cast
-// (OC, IC)) or wgrad (a = dout cast along N (N, OC), b = x cast along N (N, IC), Hadamard-rotated
-// first under the policy's transform) as ac_dgrad_operands / ac_wgrad_operands give them, so
-// that wgrad reuses dgrad's cast of dout and an earlier wgrad's cast of the same x where
-// autocast's rules allow. Returns {"input", "wgrad_x", "dgrad_dout"}: which casts were reused.
-// With a=None and b=None nothing is copied: returns (reused, a, b), each a writable memoryview of
-// autocast's own buffer, valid only until the context's next call (multiply at once), or None
-// where that operand is the input itself (not cast).
+// dgrad_operands(*, a, b, dout, w, proj, layer, N, IC, OC, w_cast=None) and wgrad_operands(*, a,
+// b, dout, x, proj, layer, N, IC, OC): the float32 operands of dgrad (a = dout cast (N, OC), b = W
+// cast (OC, IC)) or wgrad (a = dout cast along N (N, OC), b = x cast along N (N, IC),
+// Hadamard-rotated first under the policy's transform) as ac_dgrad_operands / ac_wgrad_operands
+// give them, so that wgrad reuses dgrad's cast of dout and an earlier wgrad's cast of the same x,
+// and dgrad the forward's cast of W (w_cast, the caller's) where autocast's rules allow. Returns
+// {"input", "wgrad_x", "dgrad_dout", "fprop_w"}: which casts were reused. With a=None and b=None
+// nothing is copied: returns (reused, a, b), each a writable memoryview of autocast's own buffer
+// (or of w_cast), valid only until the context's next call (multiply at once), or None where that
+// operand is the input itself (not cast).
 static PyObject *operand_view(const float *v, const void *input, size_t n) {
     if ((const void *)v == input) Py_RETURN_NONE;
     return PyMemoryView_FromMemory((char *)v, (Py_ssize_t)(n * sizeof(float)), PyBUF_WRITE);
 }
 
+static PyObject *grad_operands_parsed(ContextObject *self, ac_pass pass, PyObject *oa, PyObject *ob, PyObject *od,
+                                      PyObject *ox, PyObject *owc, int proj, int layer, Py_ssize_t N, Py_ssize_t IC,
+                                      Py_ssize_t OC);
+
 static PyObject *grad_operands(ContextObject *self, PyObject *args, PyObject *kw, ac_pass pass) {
     static char *dkw[] = {"a", "b", "dout", "w", "proj", "layer", "N", "IC", "OC", NULL};
     static char *wkw[] = {"a", "b", "dout", "x", "proj", "layer", "N", "IC", "OC", NULL};
-    PyObject *oa, *ob, *od, *ox;
+    PyObject *oa, *ob, *od, *ox, *owc = NULL;
     int proj, layer;
     Py_ssize_t N, IC, OC;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "$OOOOiinnn", pass == AC_DGRAD ? dkw : wkw, &oa, &ob, &od, &ox, &proj,
-                                     &layer, &N, &IC, &OC))
+    // dgrad's optional w_cast, taken out first (a format cannot have optional keyword-only
+    // arguments after required ones)
+    if (pass == AC_DGRAD && kw && (owc = PyDict_GetItemString(kw, "w_cast")) != NULL) {
+        Py_INCREF(owc);
+        if (!(kw = PyDict_Copy(kw)) || PyDict_DelItemString(kw, "w_cast") < 0) {
+            Py_XDECREF(kw), Py_DECREF(owc);
+            return NULL;
+        }
+    }
+    const int parsed = PyArg_ParseTupleAndKeywords(args, kw, "$OOOOiinnn", pass == AC_DGRAD ? dkw : wkw, &oa, &ob,
+                                                   &od, &ox, &proj, &layer, &N, &IC, &OC);
+    if (owc) Py_DECREF(kw);  // the copy
+    else Py_INCREF(Py_None), owc = Py_None;
+    if (!parsed) {
+        Py_DECREF(owc);
         return NULL;
+    }
+    PyObject *r = grad_operands_parsed(self, pass, oa, ob, od, ox, owc, proj, layer, N, IC, OC);
+    Py_DECREF(owc);
+    return r;
+}
+
+static PyObject *grad_operands_parsed(ContextObject *self, ac_pass pass, PyObject *oa, PyObject *ob, PyObject *od,
+                                      PyObject *ox, PyObject *owc, int proj, int layer, Py_ssize_t N, Py_ssize_t IC,
+                                      Py_ssize_t OC) {
     ac_gemm_req g;
     if (gemm_req(self, &g, proj, layer, N, IC, OC, 0) < 0 || refuse_emulated(self, g.proj, pass) < 0) return NULL;
     const size_t nd = g.N * g.OC, nx = pass == AC_DGRAD ? g.OC * g.IC : g.N * g.IC;
     const bool views = oa == Py_None && ob == Py_None;
     buf_set b = {.n = 0};
     if ((!views && (take(&b, oa, nd, true, "a") < 0 || take(&b, ob, nx, true, "b") < 0)) ||
-        take(&b, od, nd, false, "dout") < 0 || take(&b, ox, nx, false, pass == AC_DGRAD ? "w" : "x") < 0) {
+        take(&b, od, nd, false, "dout") < 0 || take(&b, ox, nx, false, pass == AC_DGRAD ? "w" : "x") < 0 ||
+        (owc != Py_None && take(&b, owc, nx, false, "w_cast") < 0)) {
         release(&b);
         return NULL;
     }
-    const int in = views ? 0 : 2;  // where dout and w (x) are in b
+    const int in = views ? 0 : 2;  // where dout and w (x) are in b, then w_cast
+    if (owc != Py_None) g.w_cast = b.v[in + 2].buf;
     ac_operands o;
     Py_BEGIN_ALLOW_THREADS
     if (pass == AC_DGRAD) ac_dgrad_operands(&self->ac, &g, b.v[in].buf, b.v[in + 1].buf, &o);
@@ -820,10 +854,11 @@ static PyMethodDef ctx_methods[] = {
     {"fprop_input", (PyCFunction)(void (*)(void))ctx_fprop_input, METH_VARARGS | METH_KEYWORDS,
      "fprop_input(out, x, proj, layer, N, IC, *, recompute=False): a projection's input cast once for its products"},
     {"dgrad_operands", (PyCFunction)(void (*)(void))ctx_dgrad_operands, METH_VARARGS | METH_KEYWORDS,
-     "dgrad_operands(*, a, b, dout, w, proj, layer, N, IC, OC) -> {input, wgrad_x, dgrad_dout}; with a=b=None: "
+     "dgrad_operands(*, a, b, dout, w, proj, layer, N, IC, OC, w_cast=None) -> {input, wgrad_x, dgrad_dout, "
+     "fprop_w}; w_cast: the forward's cast of w, taken where one cast serves both products; with a=b=None: "
      "(reused, a view or None, b view or None), views of autocast's buffers valid until its next call"},
     {"wgrad_operands", (PyCFunction)(void (*)(void))ctx_wgrad_operands, METH_VARARGS | METH_KEYWORDS,
-     "wgrad_operands(*, a, b, dout, x, proj, layer, N, IC, OC) -> {input, wgrad_x, dgrad_dout}: which casts "
+     "wgrad_operands(*, a, b, dout, x, proj, layer, N, IC, OC) -> {input, wgrad_x, dgrad_dout, fprop_w}: which casts "
      "were reused; with a=b=None: (reused, a view or None, b view or None), as dgrad_operands"},
     {"dgrad", (PyCFunction)(void (*)(void))ctx_dgrad, METH_VARARGS | METH_KEYWORDS,
      "dgrad(*, out, dout, w, proj, layer, N, IC, OC, accumulate=False): out (N, IC) (=|+=) dout W, on the CPU, "

@@ -159,10 +159,12 @@ class _Group:
         self.fwd = self.bwd = 0    # counted forwards and backwards of this step
         self.cache = None          # (x, outputs, consumed flags) of the last forward
         self.snap = None           # delayed scaling: the autocast state before the last counted forward
+        self.w_casts = {}          # member: (W's version, address, W's cast) of the last forward, for dgrad
 
     def __getstate__(self):
         d = dict(self.__dict__)
         d["cache"] = d["snap"] = None
+        d["w_casts"] = {}
         return d
 
 
@@ -276,6 +278,10 @@ class Policy:
         # or "host" (autocast's plans on the host executor: the device path's dispatch, for
         # tests without a GPU). CUDA tensors take the plans on the device where they apply.
         self.plan_executor = None
+        # dgrad takes the forward's cast of W where W's rule casts alike in both orientations
+        # (NVFP4's 16x16 tiles, bf16): one cast of each weight a micro-batch instead of two, for a
+        # copy of the weight held from the forward to its backward. Tests set it False.
+        self.keep_w_casts = True
         self.step = self.applied = 0
         self.last_skipped = False
         self.dp_group = dp_group
@@ -324,6 +330,7 @@ class Policy:
         self.site_index = {n: i for i, n in enumerate(d["site_names"])}
         self.active = d["active"]
         self.emulated = d["emulated"]
+        self.both_ways = d["both_ways"]
         self._delayed = bool(re.search(r"^site .* delayed", d["text"], re.M))
         self._replay = False  # a recompute replaying counted casts (records them as uncounted)
         self.handle = torch_ops.register_policy(self)
@@ -520,14 +527,14 @@ class Policy:
                 self.ctx.load_state(grp.snap)
                 self._replay = True
                 try:
-                    return self._linear_forward_cast(grp, x, ws, bs, True, micro)
+                    return self._linear_forward_cast(grp, x, ws, bs, True, micro, train)
                 finally:
                     self._replay = False
                     self.ctx.load_state(now)
                     self.ctx.load_tel_state(tel)
-        return self._linear_forward_cast(grp, x, ws, bs, count, micro)
+        return self._linear_forward_cast(grp, x, ws, bs, count, micro, train)
 
-    def _linear_forward_cast(self, grp, x, ws, bs, count, micro):
+    def _linear_forward_cast(self, grp, x, ws, bs, count, micro, train):
         IC = x.shape[-1]
         dev = x.device
         x2 = x.detach().reshape(-1, IC).contiguous()
@@ -560,10 +567,16 @@ class Policy:
                 outs.append(out.to(dev))
         else:
             xin = self._fprop_input(grp, xc, N, IC, count).to(dev)
-            for wc in wcs:
+            # W's cast serves dgrad too where W's rule casts alike both ways (autocast's
+            # w_cast): kept until this group's backward takes it, with W's version and address
+            keep = self.keep_w_casts and train and self.both_ways[s_w] and self.active[s_w]
+            grp.w_casts = {}
+            for j, (w, wc) in enumerate(zip(ws, wcs)):
                 OC = wc.shape[0]
-                wc = self.cast(s_w, L, wc, OC, IC, False, count).to(dev)
-                outs.append(self._mm(FPROP, xin, wc, N, IC, OC, device=dev))
+                wc = self.cast(s_w, L, wc, OC, IC, False, count)
+                if keep and self.record is None:
+                    grp.w_casts[j] = (w._version, w.data_ptr(), wc)
+                outs.append(self._mm(FPROP, xin, wc.to(dev), N, IC, OC, device=dev))
         return self._finish_forward(grp, x, bs, outs)
 
     def _finish_forward(self, grp, x, bs, outs):
@@ -625,6 +638,8 @@ class Policy:
             # dgrad: dx (= or +=) cast(dout, .grad) cast(W, .w), scales along OC
             if plan_d:
                 dx = self._grad_plan(grp, DGRAD, dx, gd, wd, N, IC, OC, dev, where)
+            elif self.record is None:
+                dx = grad(grp, DGRAD, dx, gc_, _cpu(wd), N, IC, OC, dev, w_cast=self._kept_w_cast(grp, j, w))
             else:
                 dx = grad(grp, DGRAD, dx, gc_, _cpu(wd), N, IC, OC, dev)
             # wgrad: dW = cast(dout, .grad)^T cast(x, .in), both with scales along N
@@ -636,7 +651,13 @@ class Policy:
         dx = dx.to(dev).reshape(x.shape) if need_dx else x.new_empty((0,))
         return dx, gw, [b for b, m in zip(gb, grp.members) if m.bias is not None][:n_bias]
 
-    def _grad(self, grp, pas, acc, dout, other, N, IC, OC, dev):
+    def _kept_w_cast(self, grp, j, w):
+        """The forward's cast of group member j's weight w, taken from the group (once), if it was
+        kept and w has not changed since (same version and address); else None."""
+        kept = getattr(grp, "w_casts", {}).pop(j, None)  # a group unpickled from an older fplab has none
+        return kept[2] if kept is not None and kept[0] == w._version and kept[1] == w.data_ptr() else None
+
+    def _grad(self, grp, pas, acc, dout, other, N, IC, OC, dev, w_cast=None):
         """One product of a member's backward through autocast: dgrad (other = W; acc: the dx
         so far, or None) or wgrad (other = x). autocast casts the operands (ac_dgrad_operands,
         ac_wgrad_operands); the library multiplies emulated accumulators, and wgrad on the CPU
@@ -656,8 +677,11 @@ class Policy:
         # Not Context.dgrad: its keyword-only `accumulate` does not parse (_autocast.c's format).
         # The operands are views of autocast's buffers (or the inputs themselves), valid until its
         # next call: multiplied (or copied to the device) at once.
-        ops = c.dgrad_operands if pas == DGRAD else c.wgrad_operands
-        _, va, vb = ops(a=None, b=None, dout=_np(dout), **{"w" if pas == DGRAD else "x": _np(other)}, **req)
+        if pas == DGRAD:
+            wc = {} if w_cast is None else {"w_cast": _np(w_cast)}
+            _, va, vb = c.dgrad_operands(a=None, b=None, dout=_np(dout), w=_np(other), **wc, **req)
+        else:
+            _, va, vb = c.wgrad_operands(a=None, b=None, dout=_np(dout), x=_np(other), **req)
         a = dout if va is None else torch.frombuffer(va, dtype=torch.float32).view(dout.shape)
         b = other if vb is None else torch.frombuffer(vb, dtype=torch.float32).view(other.shape)
         return self._mm(pas, a.to(dev), b.to(dev), N, IC, OC, acc_into=acc, device=dev)

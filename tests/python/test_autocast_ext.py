@@ -60,7 +60,7 @@ def test_wgrad_takes_dgrad_cast_of_dout_where_orientations_agree():
     x, dout, w = rand(N, IC, seed=3), rand(N, OC, seed=4), rand(OC, IC, seed=5)
     da, db = np.empty_like(dout), np.empty_like(w)
     r = c.dgrad_operands(a=da, b=db, dout=dout, w=w, proj=O, layer=0, N=N, IC=IC, OC=OC)
-    assert r == {"input": False, "wgrad_x": False, "dgrad_dout": False}
+    assert r == {"input": False, "wgrad_x": False, "dgrad_dout": False, "fprop_w": False}
     a, b = np.empty_like(dout), np.empty_like(x)
     r = c.wgrad_operands(a=a, b=b, dout=dout, x=x, proj=O, layer=0, N=N, IC=IC, OC=OC)
     assert r["dgrad_dout"]
@@ -91,6 +91,33 @@ def test_operand_views_are_the_copies_without_copying():
         assert np.array_equal(a1.view(np.uint32), a2.view(np.uint32))
         assert np.array_equal(b1.view(np.uint32), b2.view(np.uint32))
     assert not np.array_equal(got[0][1], dout)  # dout was cast (bf16)
+
+
+@pytest.mark.parametrize("views", [False, True])
+def test_dgrad_takes_the_forward_cast_of_w_where_orientations_agree(views):
+    """w_cast: the forward's cast of W, which dgrad takes where W's rule casts alike both ways
+    (bf16: the very array, reported as fprop_w) and casts again where it does not (1x32 MX
+    blocks); the operand is the fresh cast along OC either way. A w_cast of the wrong size is
+    refused."""
+    dout, w = rand(N, OC, seed=9), rand(OC, IC, seed=10)
+    W_SITE = 4  # o.w
+    for rule, takes in (("bf16", True), ("e4m3 mx", False)):
+        pol = f"name t\nsite *.w {rule}\nsite *.grad bf16\n"
+        c = ctx(pol)
+        w_cast = fresh(W_SITE, 0, w, False, policy=pol)
+        if views:
+            r, _, vb = c.dgrad_operands(a=None, b=None, dout=dout, w=w, proj=O, layer=0, N=N, IC=IC, OC=OC,
+                                        w_cast=w_cast)
+            b = np.frombuffer(vb, dtype=np.float32).reshape(OC, IC)
+            assert np.shares_memory(b, w_cast) == takes
+        else:
+            b = np.empty_like(w)
+            r = c.dgrad_operands(a=np.empty_like(dout), b=b, dout=dout, w=w, proj=O, layer=0, N=N, IC=IC, OC=OC,
+                                 w_cast=w_cast)
+        assert r["fprop_w"] == takes, rule
+        assert np.array_equal(b.view(np.uint32), fresh(W_SITE, 0, w, True, policy=pol).view(np.uint32)), rule
+        with pytest.raises(TypeError, match="w_cast"):
+            c.dgrad_operands(a=None, b=None, dout=dout, w=w, proj=O, layer=0, N=N, IC=IC, OC=OC, w_cast=w_cast[:2])
 
 
 def test_refusals():

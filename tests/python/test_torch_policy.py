@@ -544,10 +544,15 @@ class _Reuse:
     """A policy's autocast context that notes which casts its wgrads reused."""
 
     def __init__(self, ctx):
-        self._ctx, self.reused = ctx, []
+        self._ctx, self.reused, self.dgrad = ctx, [], []
 
     def __getattr__(self, name):
         return getattr(self._ctx, name)
+
+    def dgrad_operands(self, **kw):  # (reused, a view, b view): a=b=None
+        r = self._ctx.dgrad_operands(**kw)
+        self.dgrad.append((kw["proj"], r[0]["fprop_w"], "w_cast" in kw))
+        return r
 
     def wgrad(self, **kw):  # products="fplab": the library's wgrad product
         r = self._ctx.wgrad(**kw)
@@ -561,15 +566,17 @@ class _Reuse:
 
 
 @pytest.mark.parametrize("products", ["torch", "fplab"])
-@pytest.mark.parametrize("preset,dout", [("bf16-amp", True), ("nvfp4", False), ("mxfp8", False),
-                                         ("fp8-delayed", False), ("pure-bf16-sr", True)])
-def test_backward_shares_casts_through_autocast_bit_for_bit(preset, dout, products):
+@pytest.mark.parametrize("preset,dout,w", [("bf16-amp", True, True), ("nvfp4", False, True), ("mxfp8", False, False),
+                                           ("fp8-delayed", False, False), ("pure-bf16-sr", True, True)])
+def test_backward_shares_casts_through_autocast_bit_for_bit(preset, dout, w, products):
     """The backward's casts come from autocast's ac_dgrad_operands / ac_wgrad_operands, which
     reuse one wgrad cast of x (after NVFP4's rotation) for k and v after q (gate and up) and,
     where a rule casts alike in both orientations (bf16-amp's gradients; the bf16 LM head of the
-    others but NVFP4, whose rotation changes wgrad's dout), dgrad's cast of dout; under
-    pol.record every cast is made by itself. Both give the same gradients and telemetry, bit for
-    bit, over two steps. dout: whether the body's projections reuse dgrad's dout."""
+    others but NVFP4, whose rotation changes wgrad's dout), dgrad's cast of dout; dgrad takes the
+    forward's cast of W where W's rule casts alike both ways (bf16; NVFP4's 16x16 tiles; not MX's
+    1x32 blocks or delayed scaling's moving history); under pol.record every cast is made by
+    itself. Both give the same gradients and telemetry, bit for bit, over two steps. dout and w:
+    whether the body's projections reuse dgrad's dout and the forward's W."""
     res = []
     for record in (False, True):
         m = Toy()
@@ -590,8 +597,11 @@ def test_backward_shares_casts_through_autocast_bit_for_bit(preset, dout, produc
             head = {k for p, r in spy.reused if p == LM_HEAD for k, v in r.items() if v}
             assert body == ({"wgrad_x", "dgrad_dout"} if dout else {"wgrad_x"}), (preset, products, body)
             assert head == (set() if preset == "nvfp4" else {"dgrad_dout"}), (preset, products, head)
+            # every dgrad is offered W's forward cast where W's rule allows it, and takes it
+            assert {(p == LM_HEAD, took, offered) for p, took, offered in spy.dgrad} == \
+                {(False, w, w), (True, True, True)}, (preset, products, spy.dgrad)
         else:
-            assert not spy.reused  # the recorded backward makes every cast itself
+            assert not spy.reused and not spy.dgrad  # the recorded backward makes every cast itself
     for a, b in zip(res[0][0], res[1][0]):
         for x, y in zip(a, b):
             same_bits(x.numpy(), y.numpy())
