@@ -15,7 +15,7 @@ ABLATION_DIR holds runs/PRESET/seed-S/log.jsonl (fplab ablate). Prints Markdown:
   (positive: the component helps);
 - r = ||g|| / ||g_policy - g|| over the last 10% of the steps, where the runs logged grad_noise;
 - --sites: per site, the mean fraction of values that overflowed (saturated) and underflowed
-  over all steps and seeds, per preset;
+  over all steps and finished seeds, per preset;
 - --logs OUT: each finished run's events, evaluations and grad_noise lines (no per-site
   telemetry) into OUT/PRESET-seed-S.jsonl, to commit beside the study.
 """
@@ -142,7 +142,8 @@ def main():
             if sh:
                 print(f"| {p} | " + ", ".join(f"{x:+.2f}" for x in sh) + f" | {sum(sh) / len(sh):+.2f} |")
     if a.sites:
-        print("\nMean fraction of values that overflowed (saturated) / underflowed, over all steps and seeds:\n")
+        print("\nMean fraction of values that overflowed (saturated) / underflowed, over all steps and finished "
+              "seeds:\n")
         sites = sorted({s for seeds in runs.values() for r in seeds.values() for s in r["sites"]})
         print("| site | " + " | ".join(order) + " |")
         print("| --- " * (len(order) + 1) + "|")
@@ -151,7 +152,7 @@ def main():
             for p in order:
                 o = u = n = 0
                 for r in runs[p].values():
-                    if site in r["sites"] and r["nsteps"]:
+                    if r["done"] and site in r["sites"] and r["nsteps"]:  # not a running run's first steps
                         o += r["sites"][site][0] / r["nsteps"]
                         u += r["sites"][site][1] / r["nsteps"]
                         n += 1
