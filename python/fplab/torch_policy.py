@@ -569,12 +569,12 @@ class Policy:
             xin = self._fprop_input(grp, xc, N, IC, count).to(dev)
             # W's cast serves dgrad too where W's rule casts alike both ways (autocast's
             # w_cast): kept until this group's backward takes it, with W's version and address
-            keep = self.keep_w_casts and train and self.both_ways[s_w] and self.active[s_w]
+            keep = self.keep_w_casts and train and self.record is None and self.both_ways[s_w] and self.active[s_w]
             grp.w_casts = {}
             for j, (w, wc) in enumerate(zip(ws, wcs)):
                 OC = wc.shape[0]
                 wc = self.cast(s_w, L, wc, OC, IC, False, count)
-                if keep and self.record is None:
+                if keep:
                     grp.w_casts[j] = (w._version, w.data_ptr(), wc)
                 outs.append(self._mm(FPROP, xin, wc.to(dev), N, IC, OC, device=dev))
         return self._finish_forward(grp, x, bs, outs)
@@ -638,10 +638,9 @@ class Policy:
             # dgrad: dx (= or +=) cast(dout, .grad) cast(W, .w), scales along OC
             if plan_d:
                 dx = self._grad_plan(grp, DGRAD, dx, gd, wd, N, IC, OC, dev, where)
-            elif self.record is None:
-                dx = grad(grp, DGRAD, dx, gc_, _cpu(wd), N, IC, OC, dev, w_cast=self._kept_w_cast(grp, j, w))
-            else:
-                dx = grad(grp, DGRAD, dx, gc_, _cpu(wd), N, IC, OC, dev)
+            else:  # the recorded backward makes every cast itself
+                kept = {} if self.record is not None else {"w_cast": self._kept_w_cast(grp, j, w)}
+                dx = grad(grp, DGRAD, dx, gc_, _cpu(wd), N, IC, OC, dev, **kept)
             # wgrad: dW = cast(dout, .grad)^T cast(x, .in), both with scales along N
             if plan_w:
                 dw = self._grad_plan(grp, WGRAD, None, gd, xd, N, IC, OC, dev, where)
