@@ -446,6 +446,13 @@ void ac_round_update(ac_ctx *c, float *p, const float *p_old, float *comp, size_
     ac_round_update_at(c, p, p_old, comp, n, 0);
 }
 
+// into += s: what two parts of one call saw together (counts add, amax is the larger).
+static void stats_merge(fmt_stats *into, const fmt_stats *s) {
+    into->n += s->n, into->overflow += s->overflow, into->underflow += s->underflow;
+    into->subnormal += s->subnormal, into->nan_in += s->nan_in, into->invalid += s->invalid;
+    if (s->amax > into->amax) into->amax = s->amax;
+}
+
 void ac_round_update_at(ac_ctx *c, float *p, const float *p_old, float *comp, size_t n, size_t first) {
     if (!ac_active(c, AC_MASTER)) return;
     const ac_rule *r = &c->pol.site[AC_MASTER];
@@ -455,25 +462,36 @@ void ac_round_update_at(ac_ctx *c, float *p, const float *p_old, float *comp, si
     uint64_t swamped = 0, changed = 0;
     fmt_stats st = {0};
     enum { CHUNK = 4096 };
-    float target[CHUNK];
-    for (size_t i0 = 0; i0 < n; i0 += CHUNK) {
-        const size_t m = n - i0 < CHUNK ? n - i0 : CHUNK;
-        float *q = p + i0;
-        const float *q0 = p_old + i0;
-        // Kahan: the float32 target carries what earlier roundings lost (comp, kept in
-        // float32); after rounding, comp = target - stored, exact as the two are close.
-        if (kahan)
-            for (size_t i = 0; i < m; i++) q[i] = q0[i] + ((q[i] - q0[i]) + comp[i0 + i]);
-        memcpy(target, q, m * sizeof *target);
-        o.offset = first + i0;
-        fmt_round_f32(&r->fmt, q, m, &o, &st);
-        for (size_t i = 0; i < m; i++) {
-            const bool same = q[i] == q0[i];
-            swamped += target[i] != q0[i] && same;  // moved in float32, rounded back: lost
-            changed += !same;
+    // Chunks over the threads: a stochastic draw is keyed by the element's index (o.offset), and
+    // counts and amax do not depend on the order they are gathered in, so the bits are the same
+    // on any number of threads.
+#pragma omp parallel if (n > CHUNK) reduction(+ : swamped, changed)
+    {
+        fmt_stats local = {0};
+        fmt_round_opts oc = o;
+        float target[CHUNK];
+#pragma omp for schedule(static)
+        for (size_t i0 = 0; i0 < n; i0 += CHUNK) {
+            const size_t m = n - i0 < CHUNK ? n - i0 : CHUNK;
+            float *q = p + i0;
+            const float *q0 = p_old + i0;
+            // Kahan: the float32 target carries what earlier roundings lost (comp, kept in
+            // float32); after rounding, comp = target - stored, exact as the two are close.
+            if (kahan)
+                for (size_t i = 0; i < m; i++) q[i] = q0[i] + ((q[i] - q0[i]) + comp[i0 + i]);
+            memcpy(target, q, m * sizeof *target);
+            oc.offset = first + i0;
+            fmt_round_f32(&r->fmt, q, m, &oc, &local);
+            for (size_t i = 0; i < m; i++) {
+                const bool same = q[i] == q0[i];
+                swamped += target[i] != q0[i] && same;  // moved in float32, rounded back: lost
+                changed += !same;
+            }
+            if (kahan)
+                for (size_t i = 0; i < m; i++) comp[i0 + i] = target[i] - q[i];
         }
-        if (kahan)
-            for (size_t i = 0; i < m; i++) comp[i0 + i] = target[i] - q[i];
+#pragma omp critical
+        stats_merge(&st, &local);
     }
     c->upd_n += n, c->upd_swamped += swamped, c->upd_changed += changed;
     if (c->telemetry != AC_TEL_OFF) add_tel(c, AC_MASTER, -1, &st, st.amax, 1.0f);

@@ -247,6 +247,72 @@ Test(autocast, update_rounding_and_swamping) {
     cr_assert(fabs(moved[2] - 0.0625) < 0.00625, "sr: mean move %g, expected 0.0625", moved[2]);
 }
 
+// One call over many chunks (on the threads) rounds and counts as the calls of one chunk each
+// that PolicyOptimizer makes tensor by tensor with `first`: the same weights, compensation,
+// swamped and changed counts and master telemetry, on 1, 2 and 3 threads. The values include
+// what the telemetry counts (NaN, bf16 subnormals, overflow) and a ragged last chunk.
+Test(autocast, update_rounding_is_the_same_in_one_call_on_any_threads) {
+    enum { N = 3 * 4096 + 123, PIECE = 1000 };
+    const char *names[3] = {"pure-bf16", "pure-bf16-kahan", "pure-bf16-sr"};
+    for (int v = 0; v < 3; v++) {
+        ac_policy p = policy(names[v]);
+        float *old = malloc(N * sizeof *old), *upd = malloc(N * sizeof *upd), *w[2], *comp[2];
+        tu_rng r = {fmt_rng_make_key(17, (uint64_t)v), 0};
+        for (int i = 0; i < N; i++) {
+            old[i] = (float)tu_rng_normal(&r);
+        }
+        const fmt_t bf16 = tu_fmt("bf16");
+        fmt_round_f32(&bf16, old, N, &(fmt_round_opts){0}, NULL);  // the stored weights
+        for (int i = 0; i < N; i++) upd[i] = old[i] + (float)tu_rng_normal(&r) * 0x1p-9f;
+        // (77 and 12404, in the ragged chunk, have no compensation: their targets are subnormal)
+        old[77] = old[12404] = 0.0f;
+        upd[5] = NAN, upd[77] = 0x1p-130f, upd[4100] = -0x1.ffp127f, upd[12404] = 0x1p-140f;
+        ac_tel ref_tel[AC_NSITES * 2];
+        uint64_t ref_swamped = 0, ref_changed = 0;
+        for (int threads = 0; threads <= 3; threads++) {  // 0: the reference, a chunk per call
+            llama_ops_threads(threads ? threads : 1);
+            ac_ctx c;
+            init_ctx(&c, &p, 1, 16);
+            ac_begin_step(&c, 3);
+            const int k = threads ? 1 : 0;
+            w[k] = malloc(N * sizeof(float)), comp[k] = malloc(N * sizeof(float));
+            memcpy(w[k], upd, N * sizeof(float));
+            for (int i = 0; i < N; i++) comp[k][i] = (float)(i % 7) * 0x1p-12f;
+            if (threads == 0)
+                for (size_t i0 = 0; i0 < N; i0 += PIECE) {
+                    const size_t m = N - i0 < PIECE ? N - i0 : PIECE;
+                    ac_round_update_at(&c, w[0] + i0, old + i0, comp[0] + i0, m, i0);
+                }
+            else
+                ac_round_update(&c, w[1], old, comp[1], N);
+            if (threads == 0) {
+                memcpy(ref_tel, c.tel, sizeof ref_tel), ref_swamped = c.upd_swamped, ref_changed = c.upd_changed;
+                cr_assert(ref_swamped > 0 && ref_changed > 0, "%s: the data swamps some updates and not others", names[v]);
+                const ac_tel *t = &ref_tel[AC_MASTER * 2 + 1];
+                cr_assert(t->n == N && t->nan == 1 && t->subnormal >= 1 && t->amax == 0x1.ffp127,
+                          "%s: the master telemetry saw %llu values, %llu NaN, %llu subnormal, amax %a", names[v],
+                          (unsigned long long)t->n, (unsigned long long)t->nan, (unsigned long long)t->subnormal, t->amax);
+                cr_assert(v == 2 || t->overflow == 1, "%s: nearest rounds -0x1.ffp127 beyond bf16's max", names[v]);
+            } else {
+                for (int i = 0; i < N; i++)
+                    cr_assert(tu_samef(w[1][i], w[0][i]) && tu_samef(comp[1][i], comp[0][i]),
+                              "%s, %d threads, element %d: %a (comp %a), a chunk per call %a (%a)", names[v], threads, i,
+                              w[1][i], comp[1][i], w[0][i], comp[0][i]);
+                cr_assert(c.upd_swamped == ref_swamped && c.upd_changed == ref_changed,
+                          "%s, %d threads: swamped %llu changed %llu, a chunk per call %llu %llu", names[v], threads,
+                          (unsigned long long)c.upd_swamped, (unsigned long long)c.upd_changed,
+                          (unsigned long long)ref_swamped, (unsigned long long)ref_changed);
+                cr_assert(memcmp(c.tel, ref_tel, sizeof ref_tel) == 0, "%s, %d threads: telemetry differs", names[v],
+                          threads);
+                free(w[1]), free(comp[1]);
+            }
+            ac_free(&c);
+        }
+        llama_ops_threads(0);
+        free(w[0]), free(comp[0]), free(old), free(upd);
+    }
+}
+
 Test(autocast, hadamard_is_orthogonal) {
     ac_policy p = policy("nvfp4");
     ac_ctx c;

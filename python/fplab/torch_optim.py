@@ -35,6 +35,7 @@ class PolicyOptimizer:
         self._master, self._grads = idx["master"], idx["grads"]
         self._m, self._v = idx["adam.m"], idx["adam.v"]
         self._kahan = None
+        self._old = None
         self._grads_cast = False
         if policy.active[self._master]:
             # the C trainer rounds the initial weights to the master format (uncounted)
@@ -98,6 +99,17 @@ class PolicyOptimizer:
                 self.policy.ctx.round_update(_np(p.detach()), _np(q), comp, n, o)
                 o += n
 
+    def _kept_copy(self, ps):
+        """The weights before the step, copied into buffers kept from step to step: a fresh clone
+        of every weight each step paid the kernel's page faults on top of the copy."""
+        keep = self._old
+        if keep is None or len(keep) != len(ps) or any(k.shape != p.shape for k, p in zip(keep, ps)):
+            keep = self._old = [torch.empty_like(p) for p in ps]
+        with torch.no_grad():
+            for k, p in zip(keep, ps):
+                k.copy_(p)
+        return keep
+
     def step(self, closure=None):
         self.cast_grads()
         pol = self.policy
@@ -106,7 +118,7 @@ class PolicyOptimizer:
         in_place = upd and self._in_place(ps)
         old = None
         if upd:
-            old = [p.detach().clone() for p in ps] if in_place else self._flat()
+            old = self._kept_copy(ps) if in_place else self._flat()
         r = self.optimizer.step(closure) if closure is not None else self.optimizer.step()
         if in_place:
             self._round_in_place(ps, old)
