@@ -46,7 +46,8 @@ bench-python: python cli $(BUILD)/bench/bench_round
 
 # test-torch: the fplab.torch suites (tests/python/test_torch*.py) with PyTorch, in a venv of
 # its own ($(BUILD)/venv-torch: make test's venv stays without torch, whose wheel is large, and
-# its torch tests skip). transformers comes from PyPI (the eval and loop suites' Hugging Face Llama).
+# its torch tests skip). transformers and accelerate come from PyPI (the eval and loop suites' Hugging
+# Face Llama; the distributed suite's Accelerator.prepare, which skips without it).
 # TORCH_PIP says what pip installs (default: the CPU wheel from PyTorch's
 # index; where that index cannot be reached, PyPI's torch, whose CUDA libraries make it several
 # GB); TORCH_SITE=DIR reuses a site-packages that already holds torch (added to the venv's path
@@ -65,7 +66,7 @@ else
 	$(TORCH_VENV_PY) -m pip install -q --disable-pip-version-check --retries 1 --timeout 20 $(TORCH_PIP) || \
 	  { echo "test-torch: $(TORCH_PIP) failed; installing PyPI's torch instead (several GB)"; \
 	    $(TORCH_VENV_PY) -m pip install -q --disable-pip-version-check torch; }
-	$(TORCH_VENV_PY) -m pip install -q --disable-pip-version-check transformers
+	$(TORCH_VENV_PY) -m pip install -q --disable-pip-version-check transformers accelerate
 endif
 	@touch $@
 
