@@ -350,10 +350,9 @@ V4 void add_counts(fmt__counts *counts, const lean_counts *lc) {
 // Block scaling's one pass (round_lean_block.c, round_lean_block_avx2.c; formats/scale.c's work
 // units): out = round(in * mul[t]) * deq[t] for the tiles t of tc elements (a multiple of 16, so
 // that every vector, of 16 or 8 lanes, lies in one tile; or 1: a scale per column, each lane its
-// own), in one pass,
-// where the two multiplications and the rounding were three passes over the unit. Where a
-// multiplier is 1, x * 1 is x (the kernels decline under DAZ and FTZ). zeroed counts the nonzero
-// inputs of tiles whose multiplier is 0 (x != 0: NaN counts), as scale.c does.
+// own), in one pass, where the two multiplications and the rounding were three passes over the
+// unit. Where a multiplier is 1, x * 1 is x (the kernels decline under DAZ and FTZ). zeroed
+// counts the nonzero inputs of tiles whose multiplier is 0 (x != 0: NaN counts), as scale.c does.
 typedef struct {
     size_t tc;
     const float *mul, *deq;
@@ -366,17 +365,17 @@ typedef struct {
     size_t rows, ld;     // rows of n elements, ld apart, with the same multipliers and divisors
 } blk;
 
-// Whether a thread's MXCSR rounds to nearest without DAZ or FTZ: the AVX2 kernels' narrow sums
-// need it (they have no embedded rounding), and x * 1 must be x.
-static inline bool mxcsr_nearest_exact(void) { return (_mm_getcsr() & 0xe040u) == 0; }
-
 // round_lean_block_avx2.c's one pass on n elements (a piece of at most LEAN_BLOCK), for CPUs
 // with AVX2: the caller checked the coverage and this thread's MXCSR.
 void fmt__block_run_avx2(const lk *k, lean_class cls, fmt_round_mode mode, const blk *b, float *out,
                          const float *in, size_t n, fmt__counts *counts);
 
-// Whether this thread's MXCSR has DAZ or FTZ set (then the kernels that see subnormals decline).
+// This thread's MXCSR: DAZ (0x0040) and FTZ (0x8000), and the rounding control (0x6000).
+// Whether DAZ or FTZ is set (then the AVX-512 kernels that see subnormals decline).
 TARGET_V4 static inline bool mxcsr_daz_ftz(void) { return (_mm_getcsr() & 0x8040u) != 0; }
+// Whether it rounds to nearest without DAZ or FTZ: the AVX2 kernels' narrow sums need it (they
+// have no embedded rounding), and x * 1 must be x.
+static inline bool mxcsr_nearest_exact(void) { return (_mm_getcsr() & (0x8040u | 0x6000u)) == 0; }
 
 
 static inline lk lk_make(const fmt__kparams *p, lean_class cls, uint64_t base) {

@@ -39,13 +39,10 @@ except ImportError:
     MXTensor = None
 
 
-HIDDEN = 256  # --hidden: the model's width (its MLP's is 11/4 of it, as 704 is of 256)
-BATCH = 4  # --batch: sequences of 128 tokens a step
-
-
-def model_of(seed=0):
+def model_of(hidden, seed=0):
+    """The benchmark's Llama of width `hidden` (its MLP 11/4 of it, as 704 is of 256)."""
     torch.manual_seed(seed)
-    cfg = LlamaConfig(vocab_size=512, hidden_size=HIDDEN, intermediate_size=HIDDEN * 11 // 4, num_hidden_layers=4,
+    cfg = LlamaConfig(vocab_size=512, hidden_size=hidden, intermediate_size=hidden * 11 // 4, num_hidden_layers=4,
                       num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=256)
     cfg._attn_implementation = "eager"
     return LlamaForCausalLM(cfg).float().train()
@@ -86,15 +83,15 @@ class Config:
     times `steps` more steps of it (the first call also runs the warm-up step, which compiles
     under --compile and is timed apart)."""
 
-    def __init__(self, setup, backend=None, T=128):
-        self.model = model_of()
+    def __init__(self, setup, hidden, batch, backend=None, T=128):
+        self.model = model_of(hidden)
         self.pol = setup(self.model)  # a fplab.torch Policy, or None (plain torch, or torchao's patch)
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-4)
         if self.pol is not None:
             self.opt, self.scaler = ft.PolicyOptimizer(self.opt, self.pol), ft.GradScaler(self.pol)
         self.fwd = torch.compile(self.model, backend=backend) if backend else self.model
         g = torch.Generator().manual_seed(1)
-        self.ids = torch.randint(0, 512, (BATCH, T + 1), generator=g)
+        self.ids = torch.randint(0, 512, (batch, T + 1), generator=g)
         self.warm = None
 
     def step(self):
@@ -156,7 +153,6 @@ def _timed(f, reps):
 
 
 def main():
-    global HIDDEN, BATCH
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=3)
@@ -166,10 +162,10 @@ def main():
                     "and of --compile-presets (inductor; aot_eager)")
     ap.add_argument("--compile-presets", default="fp32,mxfp8", help="presets timed compiled too [%(default)s]")
     ap.add_argument("--no-torchao", action="store_true", help="leave torchao's MX emulation out")
-    ap.add_argument("--hidden", type=int, default=HIDDEN, help="the model's width, a multiple of 64 (the casts' "
+    ap.add_argument("--hidden", type=int, default=256, help="the model's width, a multiple of 64 (the casts' "
                     "share of a step falls as it grows: they scale with the width, the products with its square) "
                     "[%(default)s]")
-    ap.add_argument("--batch", type=int, default=BATCH, help="sequences of 128 tokens a step (the weights' casts "
+    ap.add_argument("--batch", type=int, default=4, help="sequences of 128 tokens a step (the weights' casts "
                     "and updates are made once a step, so their share falls as it grows) [%(default)s]")
     ap.add_argument("--fplab-products", default="", help="presets timed with products=\"fplab\" too (the C "
                     "trainer's float32 GEMMs) [none]")
@@ -178,7 +174,6 @@ def main():
         ap.error(f"--hidden {a.hidden}: expected a positive multiple of 64")
     if a.batch < 1:
         ap.error(f"--batch {a.batch}: expected a positive count of sequences")
-    HIDDEN, BATCH = a.hidden, a.batch
     if a.products:
         products()
         return
@@ -190,10 +185,10 @@ def main():
     if MXTensor is not None and not a.no_torchao:
         configs["torchao mxfp8"] = lambda m: torchao_patch(m, torch.float8_e4m3fn)
         configs["torchao mxfp4"] = lambda m: torchao_patch(m, torch.float4_e2m1fn_x2)
-    built = {k: Config(setup) for k, setup in configs.items()}
+    built = {k: Config(setup, a.hidden, a.batch) for k, setup in configs.items()}
     if a.compile:  # the compiled twins of torch fp32 and of the --compile-presets
         for p in ["torch fp32"] + [f"fplab {q}" for q in a.compile_presets.split(",") if q]:
-            built[f"{p} compiled"] = Config(configs[p], a.compile)
+            built[f"{p} compiled"] = Config(configs[p], a.hidden, a.batch, a.compile)
     sec = {k: [] for k in built}
     for r in range(a.rounds):
         # every other round in reverse, so that no configuration always runs furthest from torch fp32
@@ -219,8 +214,8 @@ def table(a, sec, built, rounds):
     paired = {k: _median([t / b for t, b in zip(v, sec["torch fp32"])]) for k, v in sec.items()}
     env = {k: os.environ.get(k, "unset") for k in ("GOMP_SPINCOUNT", "OPENBLAS_CORETYPE", "OMP_NUM_THREADS")}
     load = os.getloadavg() if hasattr(os, "getloadavg") else ("?",) * 3
-    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, model 4 x {HIDDEN} (hidden {HIDDEN * 11 // 4}, vocab 512), "
-          f"batch {BATCH} x 128 tokens, {rounds} of {a.rounds} interleaved rounds of {a.steps} steps after one warm-up step; "
+    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, model 4 x {a.hidden} (hidden {a.hidden * 11 // 4}, vocab 512), "
+          f"batch {a.batch} x 128 tokens, {rounds} of {a.rounds} interleaved rounds of {a.steps} steps after one warm-up step; "
           f"medians (paired: of per-round ratios); {' '.join(f'{k}={v}' for k, v in env.items())}; still wanted: "
           f"{fplab.blas_env_wanted() or 'nothing'}; load average now {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
           f"CPU {cpu_name()}")
@@ -228,7 +223,7 @@ def table(a, sec, built, rounds):
           f"| {'warm-up s':>9s} |")
     print(f"|{'-' * 32}|{'-' * 9}:|{'-' * 9}:|{'-' * 13}:|{'-' * 7}:|{'-' * 10}:|")
     for k, t in med.items():
-        print(f"| {k:30s} | {1e3 * t:8.0f} | {BATCH * 128 / t:8.0f} | {t / base:12.2f} | {paired[k]:6.2f} "
+        print(f"| {k:30s} | {1e3 * t:8.0f} | {a.batch * 128 / t:8.0f} | {t / base:12.2f} | {paired[k]:6.2f} "
               f"| {built[k].warm:9.1f} |", flush=True)
 
 def cpu_name():
