@@ -7,12 +7,12 @@ if (strstrt(GPVAL_TERMINALS, "pngcairo") > 0) {
     set terminal png noenhanced size 1000,600
 }
 set output "grad_underflow.png"
-set title "Gradient underflow per site"
-set xlabel "gradient cast site"
 set ylabel "underflow fraction (mean over steps and seeds)"
 set datafile missing "NaN"
-set key outside right top
 set grid
+set xlabel "gradient cast site"
+set key outside right top
+set title "Gradient underflow per site"
 set style data histogram
 set style histogram cluster gap 1
 set style fill solid 0.85 border -1
@@ -22,6 +22,6 @@ set logscale y
 set format y "%.0e"
 set yrange [1e-07:1]
 plot \
-    "grad_underflow.dat" using 2:xtic(1) lc 2 title "fp16-amp-noscale", \
-    "grad_underflow.dat" using 3 lc 3 title "n1024-noscale", \
-    "grad_underflow.dat" using 4 lc 4 title "n1024-amp"
+    "grad_underflow.dat" using 2:xtic(1) lc rgb "#d62728" title "fp16-amp-noscale", \
+    "grad_underflow.dat" using 3 lc rgb "#2ca02c" title "n1024-noscale", \
+    "grad_underflow.dat" using 4 lc rgb "#ff7f0e" title "n1024-amp"

@@ -7,14 +7,14 @@ if (strstrt(GPVAL_TERMINALS, "pngcairo") > 0) {
     set terminal png noenhanced size 1000,600
 }
 set output "train_loss.png"
-set title "Training loss"
-set xlabel "optimizer step"
 set ylabel "training loss"
 set datafile missing "NaN"
-set key outside right top
 set grid
+set xlabel "optimizer step"
+set key outside right top
+set title "Training loss"
 plot \
-    "train_loss.dat" index 0 using 1:4 with lines lw 2 lc 1 dt 1 title "fp32", \
-    "train_loss.dat" index 1 using 1:4 with lines lw 2 lc 2 dt 2 title "fp16-amp-noscale", \
-    "train_loss.dat" index 2 using 1:4 with lines lw 2 lc 3 dt 3 title "n1024-noscale", \
-    "train_loss.dat" index 3 using 1:4 with lines lw 2 lc 4 dt 4 title "n1024-amp"
+    "train_loss.dat" index 0 using 1:4 with lines lw 2 lc rgb "#1f77b4" dt 1 title "fp32", \
+    "train_loss.dat" index 1 using 1:4 with lines lw 2 lc rgb "#d62728" dt 1 title "fp16-amp-noscale", \
+    "train_loss.dat" index 2 using 1:4 with lines lw 2 lc rgb "#2ca02c" dt 1 title "n1024-noscale", \
+    "train_loss.dat" index 3 using 1:4 with lines lw 2 lc rgb "#ff7f0e" dt 1 title "n1024-amp"

@@ -7,12 +7,12 @@ if (strstrt(GPVAL_TERMINALS, "pngcairo") > 0) {
     set terminal png noenhanced size 1000,600
 }
 set output "val_loss.png"
-set title "Validation loss"
-set xlabel "optimizer step"
 set ylabel "validation loss"
 set datafile missing "NaN"
-set key outside right top
 set grid
+set xlabel "optimizer step"
+set key outside right top
+set title "Validation loss"
 plot \
-    "val_loss.dat" index 0 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc 1 dt 1 title "fp32", \
-    "val_loss.dat" index 1 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc 2 dt 2 title "fp16-amp-noscale"
+    "val_loss.dat" index 0 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc rgb "#1f77b4" dt 1 title "fp32", \
+    "val_loss.dat" index 1 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc rgb "#d62728" dt 1 title "fp16-amp-noscale"

@@ -7,41 +7,17 @@ if (strstrt(GPVAL_TERMINALS, "pngcairo") > 0) {
     set terminal png noenhanced size 1000,600
 }
 set output "loss_scale.png"
-set title "Loss scale"
-set xlabel "optimizer step"
 set ylabel "loss scale"
 set datafile missing "NaN"
-set key outside right top
 set grid
+set xlabel "optimizer step"
+set key outside right top
+set title "Loss scale"
 set logscale y 2
 set format y "2^%L"
-set yrange [0.000488281:128]
+set yrange [0.000488281:4]
 plot \
-    "loss_scale.dat" index 0 using 1:2 with steps lw 1.5 lc 3 title "n1024-noscale", \
-    "loss_scale.dat" index 0 using 1:($3 > 0 ? $2 : 1/0) with points pt 7 ps 0.7 lc 3 notitle, \
-    "loss_scale.dat" index 1 using 1:2 with steps lw 1.5 lc 3 notitle, \
-    "loss_scale.dat" index 1 using 1:($3 > 0 ? $2 : 1/0) with points pt 7 ps 0.7 lc 3 notitle, \
-    "loss_scale.dat" index 2 using 1:2 with steps lw 1.5 lc 4 title "n1024-amp", \
-    "loss_scale.dat" index 2 using 1:($3 > 0 ? $2 : 1/0) with points pt 7 ps 0.7 lc 4 notitle, \
-    "loss_scale.dat" index 3 using 1:2 with steps lw 1.5 lc 4 notitle, \
-    "loss_scale.dat" index 3 using 1:($3 > 0 ? $2 : 1/0) with points pt 7 ps 0.7 lc 4 notitle, \
-    "loss_scale.dat" index 4 using 1:2 with steps lw 1.5 lc 5 title "n1024-amp-grow", \
-    "loss_scale.dat" index 4 using 1:($3 > 0 ? $2 : 1/0) with points pt 7 ps 0.7 lc 5 notitle, \
-    "loss_scale.dat" index 5 using 1:2 with steps lw 1.5 lc 5 notitle, \
-    "loss_scale.dat" index 5 using 1:($3 > 0 ? $2 : 1/0) with points pt 7 ps 0.7 lc 5 notitle, \
-    "loss_scale.dat" index 6 using 1:2 with steps lw 1.5 lc 6 title "n1024-static16", \
-    "loss_scale.dat" index 6 using 1:($3 > 0 ? $2 : 1/0) with points pt 7 ps 0.7 lc 6 notitle, \
-    "loss_scale.dat" index 7 using 1:2 with steps lw 1.5 lc 6 notitle, \
-    "loss_scale.dat" index 7 using 1:($3 > 0 ? $2 : 1/0) with points pt 7 ps 0.7 lc 6 notitle, \
-    "loss_scale.dat" index 8 using 1:2 with steps lw 1.5 lc 7 title "n1024-static64", \
-    "loss_scale.dat" index 8 using 1:($3 > 0 ? $2 : 1/0) with points pt 7 ps 0.7 lc 7 notitle, \
-    "loss_scale.dat" index 9 using 1:2 with steps lw 1.5 lc 7 notitle, \
-    "loss_scale.dat" index 9 using 1:($3 > 0 ? $2 : 1/0) with points pt 7 ps 0.7 lc 7 notitle, \
-    "loss_scale.dat" index 10 using 1:2 with steps lw 1.5 lc 8 title "n1024-static256", \
-    "loss_scale.dat" index 10 using 1:($3 > 0 ? $2 : 1/0) with points pt 7 ps 0.7 lc 8 notitle, \
-    "loss_scale.dat" index 11 using 1:2 with steps lw 1.5 lc 8 notitle, \
-    "loss_scale.dat" index 11 using 1:($3 > 0 ? $2 : 1/0) with points pt 7 ps 0.7 lc 8 notitle, \
-    "loss_scale.dat" index 12 using 1:2 with steps lw 1.5 lc 9 title "n1024-bf16", \
-    "loss_scale.dat" index 12 using 1:($3 > 0 ? $2 : 1/0) with points pt 7 ps 0.7 lc 9 notitle, \
-    "loss_scale.dat" index 13 using 1:2 with steps lw 1.5 lc 9 notitle, \
-    "loss_scale.dat" index 13 using 1:($3 > 0 ? $2 : 1/0) with points pt 7 ps 0.7 lc 9 notitle
+    "loss_scale.dat" index 0 using 1:2 with steps lw 1.5 lc rgb "#9467bd" title "n1024-amp-grow", \
+    "loss_scale.dat" index 0 using 1:($3 > 0 ? $2 : 1/0) with points pt 7 ps 0.7 lc rgb "#9467bd" notitle, \
+    "loss_scale.dat" index 1 using 1:2 with steps lw 1.5 lc rgb "#9467bd" notitle, \
+    "loss_scale.dat" index 1 using 1:($3 > 0 ? $2 : 1/0) with points pt 7 ps 0.7 lc rgb "#9467bd" notitle

@@ -2,24 +2,41 @@
 # Written by fplab report. Redraw (or edit, then redraw) with: gnuplot train_loss.gp
 # in this directory; the numbers are in train_loss.dat.
 if (strstrt(GPVAL_TERMINALS, "pngcairo") > 0) {
-    set terminal pngcairo noenhanced size 1000,600 font ",10"
+    set terminal pngcairo noenhanced size 1260,1120 font ",10"
 } else {
-    set terminal png noenhanced size 1000,600
+    set terminal png noenhanced size 1260,1120
 }
 set output "train_loss.png"
-set title "Training loss"
-set xlabel "optimizer step"
 set ylabel "training loss"
 set datafile missing "NaN"
-set key outside right top
 set grid
-plot \
-    "train_loss.dat" index 0 using 1:4 with lines lw 2 lc 1 dt 1 title "fp32", \
-    "train_loss.dat" index 1 using 1:4 with lines lw 2 lc 2 dt 2 title "fp16-amp-noscale", \
-    "train_loss.dat" index 2 using 1:4 with lines lw 2 lc 3 dt 3 title "n1024-noscale", \
-    "train_loss.dat" index 3 using 1:4 with lines lw 2 lc 4 dt 4 title "n1024-amp", \
-    "train_loss.dat" index 4 using 1:4 with lines lw 2 lc 5 dt 5 title "n1024-amp-grow", \
-    "train_loss.dat" index 5 using 1:4 with lines lw 2 lc 6 dt 1 title "n1024-static16", \
-    "train_loss.dat" index 6 using 1:4 with lines lw 2 lc 7 dt 2 title "n1024-static64", \
-    "train_loss.dat" index 7 using 1:4 with lines lw 2 lc 8 dt 3 title "n1024-static256", \
-    "train_loss.dat" index 8 using 1:4 with lines lw 2 lc 9 dt 4 title "n1024-bf16"
+set key below font ",8" samplen 2
+set multiplot layout 3,3 title "Training loss (x: optimizer step; one panel per preset)" font ",12"
+set yrange [1.72741291:9.77857339]
+set title "fp32"
+plot "train_loss.dat" index 0 using 1:4 with lines lw 2 lc rgb "#1f77b4" title "fp32"
+set title "fp16-amp-noscale"
+plot "train_loss.dat" index 0 using 1:4 with lines lw 1.5 lc rgb "#a0a0a0" title "fp32", \
+    "train_loss.dat" index 1 using 1:4 with lines lw 2 lc rgb "#d62728" title "fp16-amp-noscale"
+set title "n1024-noscale"
+plot "train_loss.dat" index 0 using 1:4 with lines lw 1.5 lc rgb "#a0a0a0" title "fp32", \
+    "train_loss.dat" index 2 using 1:4 with lines lw 2 lc rgb "#2ca02c" title "n1024-noscale"
+set title "n1024-amp"
+plot "train_loss.dat" index 0 using 1:4 with lines lw 1.5 lc rgb "#a0a0a0" title "fp32", \
+    "train_loss.dat" index 3 using 1:4 with lines lw 2 lc rgb "#ff7f0e" title "n1024-amp"
+set title "n1024-amp-grow"
+plot "train_loss.dat" index 0 using 1:4 with lines lw 1.5 lc rgb "#a0a0a0" title "fp32", \
+    "train_loss.dat" index 4 using 1:4 with lines lw 2 lc rgb "#9467bd" title "n1024-amp-grow"
+set title "n1024-static16"
+plot "train_loss.dat" index 0 using 1:4 with lines lw 1.5 lc rgb "#a0a0a0" title "fp32", \
+    "train_loss.dat" index 5 using 1:4 with lines lw 2 lc rgb "#8c564b" title "n1024-static16"
+set title "n1024-static64"
+plot "train_loss.dat" index 0 using 1:4 with lines lw 1.5 lc rgb "#a0a0a0" title "fp32", \
+    "train_loss.dat" index 6 using 1:4 with lines lw 2 lc rgb "#e377c2" title "n1024-static64"
+set title "n1024-static256"
+plot "train_loss.dat" index 0 using 1:4 with lines lw 1.5 lc rgb "#a0a0a0" title "fp32", \
+    "train_loss.dat" index 7 using 1:4 with lines lw 2 lc rgb "#7f7f7f" title "n1024-static256"
+set title "n1024-bf16"
+plot "train_loss.dat" index 0 using 1:4 with lines lw 1.5 lc rgb "#a0a0a0" title "fp32", \
+    "train_loss.dat" index 8 using 1:4 with lines lw 2 lc rgb "#bcbd22" title "n1024-bf16"
+unset multiplot
