@@ -258,9 +258,7 @@ Test(autocast, update_rounding_is_the_same_in_one_call_on_any_threads) {
         ac_policy p = policy(names[v]);
         float *old = malloc(N * sizeof *old), *upd = malloc(N * sizeof *upd), *w[2], *comp[2];
         tu_rng r = {fmt_rng_make_key(17, (uint64_t)v), 0};
-        for (int i = 0; i < N; i++) {
-            old[i] = (float)tu_rng_normal(&r);
-        }
+        for (int i = 0; i < N; i++) old[i] = (float)tu_rng_normal(&r);
         const fmt_t bf16 = tu_fmt("bf16");
         fmt_round_f32(&bf16, old, N, &(fmt_round_opts){0}, NULL);  // the stored weights
         for (int i = 0; i < N; i++) upd[i] = old[i] + (float)tu_rng_normal(&r) * 0x1p-9f;
@@ -278,22 +276,20 @@ Test(autocast, update_rounding_is_the_same_in_one_call_on_any_threads) {
             w[k] = malloc(N * sizeof(float)), comp[k] = malloc(N * sizeof(float));
             memcpy(w[k], upd, N * sizeof(float));
             for (int i = 0; i < N; i++) comp[k][i] = (float)(i % 7) * 0x1p-12f;
-            if (threads == 0)
+            if (threads == 0) {
                 for (size_t i0 = 0; i0 < N; i0 += PIECE) {
                     const size_t m = N - i0 < PIECE ? N - i0 : PIECE;
                     ac_round_update_at(&c, w[0] + i0, old + i0, comp[0] + i0, m, i0);
                 }
-            else
-                ac_round_update(&c, w[1], old, comp[1], N);
-            if (threads == 0) {
                 memcpy(ref_tel, c.tel, sizeof ref_tel), ref_swamped = c.upd_swamped, ref_changed = c.upd_changed;
                 cr_assert(ref_swamped > 0 && ref_changed > 0, "%s: the data swamps some updates and not others", names[v]);
-                const ac_tel *t = &ref_tel[AC_MASTER * 2 + 1];
+                const ac_tel *t = &ref_tel[AC_MASTER * 2 + 1];  // the master site's model-level slot (1 layer)
                 cr_assert(t->n == N && t->nan == 1 && t->subnormal >= 1 && t->amax == 0x1.ffp127,
                           "%s: the master telemetry saw %llu values, %llu NaN, %llu subnormal, amax %a", names[v],
                           (unsigned long long)t->n, (unsigned long long)t->nan, (unsigned long long)t->subnormal, t->amax);
                 cr_assert(v == 2 || t->overflow == 1, "%s: nearest rounds -0x1.ffp127 beyond bf16's max", names[v]);
             } else {
+                ac_round_update(&c, w[1], old, comp[1], N);
                 for (int i = 0; i < N; i++)
                     cr_assert(tu_samef(w[1][i], w[0][i]) && tu_samef(comp[1][i], comp[0][i]),
                               "%s, %d threads, element %d: %a (comp %a), a chunk per call %a (%a)", names[v], threads, i,
