@@ -299,7 +299,9 @@ void ac_add_stats(ac_ctx *c, ac_site s, int layer, const fmt_stats *st, bool cou
 // format as the policy's update says (round: nearest; sr: stochastic; kahan: nearest with the
 // compensation comp (n floats, zero at the start) carried to the next step), and counts
 // swamped (an update that changed p but vanished in the rounding) and changed weights.
-// No-op (counts nothing) when the master site is inactive.
+// No-op (counts nothing) when the master site is inactive. Its draws are keyed by the current
+// micro-batch: the trainer and fplab.torch key every step's update as micro-batch 0 (one update
+// a step, the same draws on every data-parallel rank).
 void ac_round_update(ac_ctx *c, float *p, const float *p_old, float *comp, size_t n);
 // The same for elements first .. first + n - 1 of the weights' flat vector (one tensor of it,
 // comp its part): stochastic rounding draws by that index, so tensor by tensor in any order is

@@ -121,7 +121,10 @@ void train__dist_allreduce_grads(train_run_state *r, uint64_t step) {
     if (r->dist.local || !r->dist.red.n) return;  // one process on the plain wire: nothing to do
     dist_allreduce_sum(&r->dist.red, &r->dist.w, r->m.grads, r->st.seed, step);
     // The optimizer reads the gradient in its policy format: the sum is stored in it too
-    // (uncounted: the site counted each micro-batch already).
+    // (uncounted: the site counted each micro-batch already), with the same draws on every rank
+    // (keyed as micro-batch K = ranks x accum, one past the step's last: no micro-batch's cast
+    // shares its stream), so that stochastic rounding leaves the ranks replicas.
+    ac_begin_micro(&r->prec.ac, r->dist.w.size * r->o.accum);
     ac_cast_inplace(&r->prec.ac, AC_GRADS, -1, r->m.grads, r->m.n_params, 1, false);
 }
 

@@ -158,6 +158,12 @@ static void update(train_run_state *r, train_step_out *out) {
         const size_t n = r->m.n_params;
         if (r->optim.p_old) memcpy(r->optim.p_old, r->m.params, n * sizeof *r->optim.p_old);
         optimizer_step(r, out->lr);
+        // One update a step: its draws (the master rounding, the moments') are micro-batch 0's on
+        // every rank, whatever the accumulation, so the ranks stay replicas and R ranks x A
+        // micro-batches update as one process x R A (micro 0's stream: these sites cast nowhere
+        // else, and runs without accumulation keep their bits). Local SGD's ranks each update
+        // their own weights: each draws its own (micro-batch `rank`), as independent devices do.
+        ac_begin_micro(&r->prec.ac, r->dist.local ? r->dist.w.rank : 0);
         if (r->optim.p_old) ac_round_update(&r->prec.ac, r->m.params, r->optim.p_old, r->optim.kahan, n);
         ac_cast_inplace(&r->prec.ac, AC_ADAM_M, -1, r->optim.adam_m, n, 1, true);
         if (!r->optim.sgd) ac_cast_inplace(&r->prec.ac, AC_ADAM_V, -1, r->optim.adam_v, n, 1, true);

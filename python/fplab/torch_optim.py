@@ -69,10 +69,18 @@ class PolicyOptimizer:
                 p.copy_(flat[o:o + p.numel()].view_as(p))
                 o += p.numel()
 
+    def _step_key(self):
+        """The step's own casts (the gradients once, the update, the moments) draw as micro-batch
+        0 on every rank, whatever the accumulation, as the C trainer's update: the ranks of DDP
+        stay replicas and R ranks x A micro-batches step as 1 rank x R*A (micro 0's stream: these
+        sites cast nowhere else, and runs without accumulation keep their bits)."""
+        self.policy.ctx.begin_micro(0)
+
     def cast_grads(self):
         """Rounds the gradients for the grads site (counted), once per step."""
         if self._grads_cast or not self.policy.active[self._grads]:
             return
+        self._step_key()
         for p in self._params():
             if p.grad is not None:
                 g = p.grad if p.grad.device.type == "cpu" else p.grad.cpu()
@@ -120,6 +128,7 @@ class PolicyOptimizer:
         if upd:
             old = self._kept_copy(ps) if in_place else self._flat()
         r = self.optimizer.step(closure) if closure is not None else self.optimizer.step()
+        self._step_key()  # after a closure's forward and backward
         if in_place:
             self._round_in_place(ps, old)
         elif upd:

@@ -48,15 +48,16 @@ def ml_dtype(spec):
     return np.dtype(t)
 
 
-def same_bits(a, b):
-    """Arrays equal bit for bit, any NaN equal to any NaN (payloads and signs of NaN aside)."""
+def same_bits(a, b, what=""):
+    """Arrays equal bit for bit, any NaN equal to any NaN (payloads and signs of NaN aside); what
+    names the arrays in the failure."""
     a, b = np.asarray(a), np.asarray(b)
     assert a.dtype == b.dtype and a.shape == b.shape, (a.dtype, a.shape, b.dtype, b.shape)
     u = {4: np.uint32, 8: np.uint64, 2: np.uint16, 1: np.uint8}[a.dtype.itemsize]
     eq = (a.view(u) == b.view(u)) | (np.isnan(a) & np.isnan(b))
     if not eq.all():
         i = np.flatnonzero(~eq.ravel())[:8]
-        raise AssertionError(f"{(~eq).sum()} of {a.size} differ; first at {i}: "
+        raise AssertionError(f"{what + ': ' if what else ''}{(~eq).sum()} of {a.size} differ; first at {i}: "
                              f"{[(float(a.ravel()[k]), float(b.ravel()[k])) for k in i]} "
                              f"(bits {[hex(int(a.view(u).ravel()[k])) for k in i]} vs "
                              f"{[hex(int(b.view(u).ravel()[k])) for k in i]})")

@@ -1,8 +1,9 @@
 """Issue 36, item 4: beyond one process (gloo on the CPU, ranks spawned by torch.multiprocessing).
-DDP with 2 ranks x 1 micro-batch gives the gradients of 1 rank x 2 accumulated micro-batches bit
-for bit under every preset without state (stochastic rounding keyed by micro-batch a * ranks +
-rank, as the C trainer's data-parallel runs); under delayed scaling the amax histories are
-all-reduced (MAX) at each end_step, so the ranks keep equal scales. FSDP2 (fully_shard) and
+DDP with 2 ranks x 1 micro-batch gives the gradients and, through a PolicyOptimizer, the weights
+of 1 rank x 2 accumulated micro-batches bit for bit under every preset without state (stochastic
+rounding keyed by micro-batch a * ranks + rank, as the C trainer's data-parallel runs; the
+update's own draws, pure-bf16-sr's, keyed as micro-batch 0 on every rank); under delayed scaling
+the amax histories are all-reduced (MAX) at each end_step, so the ranks keep equal scales. FSDP2 (fully_shard) and
 accelerate's Accelerator.prepare train a model under a policy."""
 import os
 import socket
@@ -46,17 +47,16 @@ def _ddp_worker(rank, world, port, presets, out):
             m = Toy(layers=1)
             pol = ft.apply_policy(m, preset, dp_group=True)
             d = torch.nn.parallel.DistributedDataParallel(m)
+            opt = ft.PolicyOptimizer(torch.optim.SGD(m.parameters(), lr=0.1), pol)
             grads = []
             for step in range(STEPS):
                 d(_batch(step, rank)).square().mean().backward()
                 grads.append([p.grad.clone() for p in m.parameters()])
-                with torch.no_grad():  # a fixed update, so that the next step's weights move
-                    for p in m.parameters():
-                        p.sub_(0.1 * p.grad)
-                m.zero_grad()
+                opt.step()
+                opt.zero_grad()
                 pol.end_step(0.0)
             hist = pol.ctx.state() if preset == "fp8-delayed" else None
-            res[preset] = (grads, hist)
+            res[preset] = (grads, [p.detach().clone() for p in m.parameters()], hist)
         if rank == 0 or "fp8-delayed" in presets:
             torch.save(res, f"{out}.{rank}")
     finally:
@@ -68,6 +68,7 @@ def _accumulated(preset):
     torch.set_num_threads(1)
     m = Toy(layers=1)
     pol = ft.apply_policy(m, preset)
+    opt = ft.PolicyOptimizer(torch.optim.SGD(m.parameters(), lr=0.1), pol)
     grads = []
     for step in range(STEPS):
         for micro in range(2):
@@ -76,12 +77,10 @@ def _accumulated(preset):
             for p in m.parameters():
                 p.grad.div_(2)
         grads.append([p.grad.clone() for p in m.parameters()])
-        with torch.no_grad():
-            for p in m.parameters():
-                p.sub_(0.1 * p.grad)
-        m.zero_grad()
+        opt.step()
+        opt.zero_grad()
         pol.end_step(0.0)
-    return grads
+    return grads, [p.detach().clone() for p in m.parameters()]
 
 
 def test_ddp_two_ranks_equal_two_accumulated_micro_batches(tmp_path):
@@ -89,12 +88,14 @@ def test_ddp_two_ranks_equal_two_accumulated_micro_batches(tmp_path):
     mp.spawn(_ddp_worker, args=(2, _port(), STATELESS + ["fp8-delayed"], out), nprocs=2, join=True)
     r0, r1 = torch.load(f"{out}.0"), torch.load(f"{out}.1")
     for preset in STATELESS:
-        want = _accumulated(preset)
-        for step, (gs, ws) in enumerate(zip(r0[preset][0], want)):
-            for a, b in zip(gs, ws):
-                same_bits(a.numpy(), b.numpy())
+        grads, weights = _accumulated(preset)
+        for step, (gs, want) in enumerate(zip(r0[preset][0], grads)):
+            for a, b in zip(gs, want):
+                same_bits(a.numpy(), b.numpy(), f"{preset}: step {step}'s gradients")
+        for a, b in zip(r0[preset][1], weights):  # the update (pure-bf16-sr: stochastic) too
+            same_bits(a.numpy(), b.numpy(), f"{preset}: the weights after {STEPS} steps")
     # delayed scaling: the histories are the ranks' MAX, equal on both ranks
-    assert r0["fp8-delayed"][1] == r1["fp8-delayed"][1]
+    assert r0["fp8-delayed"][2] == r1["fp8-delayed"][2]
 
 
 def _fsdp_worker(rank, world, port, out):
