@@ -779,6 +779,69 @@ Test(train, switch_policy_continues_the_run) {
     cr_assert(strstr(msg, "only with --resume"), "%s", msg);
 }
 
+// mxfp4 measured every 4 steps, to 16 steps, with --stall-switch bf16-amp at `ratio` (sw: NULL
+// none) and --stop-at `stop`; losses from step 1.
+static void stall_run(const char *sub, const char *sw, float ratio, long stop, float *losses) {
+    char msg[512] = "";
+    train_opts o = small_opts(sub);
+    snprintf(o.policy, sizeof o.policy, "mxfp4");
+    if (sw) snprintf(o.stall_switch, sizeof o.stall_switch, "%s", sw);
+    o.stall_ratio = ratio, o.steps = 16, o.grad_noise_every = 4, o.stop_at = stop;
+    train_report rep = {.losses = losses, .losses_cap = 16};
+    cr_assert_eq(train_run(&o, NULL, NULL, &rep, msg, sizeof msg), 0, "%s: %s", sub, msg);
+    if (!stop) return;
+    o.stop_at = 0;
+    snprintf(o.switch_policy, sizeof o.switch_policy, "bf16-amp");
+    snprintf(msg, sizeof msg, "%s/%s/ckpt.bin", dir, sub);
+    char path[160];
+    snprintf(path, sizeof path, "%s", msg);
+    cr_assert_eq(train_run(&o, path, NULL, &rep, msg, sizeof msg), 0, "%s resumed: %s", sub, msg);
+}
+
+// --stall-switch (issue 38 item 5, Chmiel et al.'s trigger): the run whose measured ratio falls
+// under the threshold (here at its first measurement, step 4) checkpoints there and continues
+// under the new policy, bit for bit the run stopped at that step and resumed with
+// --switch-policy; it switches once (the later measurements, also under the threshold, change
+// nothing); a threshold never reached leaves the run the one without the option; the options
+// it needs are checked before training.
+Test(train, stall_switch_is_the_run_stopped_and_switched_there) {
+    float trig[16] = {0}, sched[16] = {0}, never[16] = {0}, plain[16] = {0};
+    stall_run("stall_trig", "bf16-amp", 1e6f, 0, trig);
+    stall_run("stall_sched", NULL, 1.0f, 4, sched);
+    stall_run("stall_never", "bf16-amp", 1e-6f, 0, never);
+    stall_run("stall_plain", NULL, 1.0f, 0, plain);
+    bool differs = false;
+    for (int s = 0; s < 16; s++) {
+        cr_assert(tu_samef(trig[s], sched[s]), "step %d: %a stalled, %a stopped and switched", s + 1, trig[s], sched[s]);
+        cr_assert(tu_samef(never[s], plain[s]), "step %d: %a never stalled, %a without the option", s + 1, never[s],
+                  plain[s]);
+        differs |= !tu_samef(trig[s], plain[s]);
+    }
+    cr_assert(differs, "the switched run is the plain one");
+    assert_same_params("stall_trig", "stall_sched", "stalled against stopped and switched");
+    assert_same_params("stall_never", "stall_plain", "never stalled against no option");
+    char path[160];
+    snprintf(path, sizeof path, "%s/stall_trig/log.jsonl", dir);
+    cr_assert(file_has(path, "{\"event\":\"stall\",\"step\":4,"));
+    cr_assert(file_has(path, "\"threshold\":1000000,\"switch_to\":\"bf16-amp\"}"));
+    cr_assert(file_has(path, "{\"event\":\"end\",\"how\":\"stalled\",\"step\":4,"));
+    cr_assert(file_has(path, "{\"event\":\"switch\",\"step\":4,\"from\":\"mxfp4\",\"to\":\"bf16-amp\"}"));
+    cr_assert(file_has(path, "{\"event\":\"end\",\"how\":\"done\",\"step\":16,"));
+    cr_assert(!file_has(path, "{\"event\":\"stall\",\"step\":8,"), "it switched twice");
+    snprintf(path, sizeof path, "%s/stall_never/log.jsonl", dir);
+    cr_assert(!file_has(path, "\"stall\""));
+    // refused up front: no measurement, no checkpoint to continue from, a policy that is none
+    const char *want[] = {"needs --grad-noise-every", "needs --ckpt-dir", "--stall-switch: "};
+    for (int i = 0; i < 3; i++) {
+        train_opts o = small_opts(i == 1 ? NULL : "stall_bad");
+        snprintf(o.stall_switch, sizeof o.stall_switch, "%s", i == 2 ? "no-such-policy" : "bf16-amp");
+        o.grad_noise_every = i == 0 ? 0 : 4;
+        char msg[512] = "";
+        cr_assert_neq(train_run(&o, NULL, NULL, NULL, msg, sizeof msg), 0, "case %d", i);
+        cr_assert(strstr(msg, want[i]), "case %d: %s", i, msg);
+    }
+}
+
 Test(train, local_sgd_with_one_process_is_the_plain_run) {
     if (!dist_have_mpi()) cr_skip_test("this build has no MPI");
     char msg[512] = "";

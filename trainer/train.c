@@ -340,8 +340,48 @@ static void report(const train_run_state *r, float loss, train_report *rep) {
     rep->loss_scale = r->prec.ac.scaler.scale;
 }
 
+// FP4's stall (--stall-switch): a measured step whose exact gradient is shorter than the
+// threshold times the backward's quantization noise (Chmiel et al. 2025: r < sqrt(3)). The step
+// line already holds both norms; the event names the switch that follows.
+static bool stalled(train_run_state *r, long step) {
+    if (!r->noise.now || !r->o.stall_switch[0] || !(r->noise.exact_norm < r->o.stall_ratio * r->noise.noise_norm))
+        return false;
+    if (r->out.log) {
+        fprintf(r->out.log, "{\"event\":\"stall\",\"step\":%ld,\"ratio\":%.9g,\"threshold\":%.9g,\"switch_to\":",
+                step + 1, r->noise.exact_norm / r->noise.noise_norm, r->o.stall_ratio);
+        jx_write_str(r->out.log, r->o.stall_switch), fputs("}\n", r->out.log);
+    }
+    if (r->out.progress) fputc('\n', stderr);
+    fprintf(stderr, "step %ld: ||g|| / ||g_policy - g|| = %.3g < %g (--stall-ratio): checkpointed; continuing "
+                    "under %s\n", step + 1, r->noise.exact_norm / r->noise.noise_norm, r->o.stall_ratio,
+            r->o.stall_switch);
+    return true;
+}
+
+static int run_once(const train_opts *o, const char *resume, const bool *given, train_report *rep, char *ckpt,
+                    char *switch_to, char *msg, size_t msg_len);
+
+// A run that stalls (--stall-switch) ends its first part with a checkpoint and continues in a
+// second part resumed from it under the new policy: the same code and the same bits as
+// `fplab train --resume CKPT --switch-policy P` (tests/test_train.c).
 int train_run(const train_opts *o, const char *resume, const bool *given, train_report *rep, char *msg,
               size_t msg_len) {
+    char ckpt[FIO_PATH_MAX] = "", to[TRAIN_PATH_MAX] = "";
+    const int st = run_once(o, resume, given, rep, ckpt, to, msg, msg_len);
+    if (st != TRAIN_OK || !to[0]) return st;
+    train_opts next = *o;
+    snprintf(next.switch_policy, sizeof next.switch_policy, "%s", to);
+    size_t n;
+    const train_opt_desc *t = train_opt_table(&n);
+    bool gave[n];
+    for (size_t i = 0; i < n; i++)
+        gave[i] = (given ? given[i] : true) || !strcmp(t[i].name, "switch-policy");
+    return run_once(&next, ckpt, gave, rep, ckpt, to, msg, msg_len);
+}
+
+// One invocation's training; a stall names the checkpoint and the policy to continue under.
+static int run_once(const train_opts *o, const char *resume, const bool *given, train_report *rep, char *ckpt,
+                    char *switch_to, char *msg, size_t msg_len) {
     train_run_state r;
     if (train__setup(&r, o, resume, given, msg, msg_len) != 0) {
         train__free(&r);
@@ -428,8 +468,15 @@ int train_run(const train_opts *o, const char *resume, const bool *given, train_
             s.val = r.st.last_val_loss = eval_loss(&r, step);
         log_step(&r, step, &s);
         if (step == r.run.first_step) log_mm_paths(&r, step);
-        if (log_written(&r, step + 1, msg, msg_len) != 0 || maybe_checkpoint(&r, step, last, stop, msg, msg_len) != 0) {
+        const bool stall = !last && stalled(&r, step);
+        if (log_written(&r, step + 1, msg, msg_len) != 0 ||
+            maybe_checkpoint(&r, step, last, stop || stall, msg, msg_len) != 0) {
             rc = TRAIN_EFAILED;
+            break;
+        }
+        if (stall) {
+            snprintf(ckpt, FIO_PATH_MAX, "%s", r.out.ckpt_path);
+            snprintf(switch_to, TRAIN_PATH_MAX, "%s", r.o.stall_switch);
             break;
         }
         if (stop && r.dist.w.rank == 0) {
@@ -448,7 +495,7 @@ int train_run(const train_opts *o, const char *resume, const bool *given, train_
                     (long long)r.st.step, r.prec.ac.scaler.scale);
             log_end(&r, "all-skipped", "every optimizer step was skipped by the loss scaler");
         } else {
-            log_end(&r, r.st.step == r.o.steps ? "done" : "stopped", NULL);
+            log_end(&r, r.st.step == r.o.steps ? "done" : switch_to[0] ? "stalled" : "stopped", NULL);
             if (skipped > 0 && ran > 0)
                 fprintf(stderr, "note: %ld of %lld optimizer steps were skipped by the loss scaler\n", skipped,
                         (long long)r.st.step);

@@ -59,6 +59,11 @@ typedef struct {
     char telemetry[8];  // off | sites | layers
     long grad_noise_every;  // > 0: every N steps the backward again without its casts; the step
                             // line's grad_noise member (one process only)
+    // FP4's stall (Chmiel et al. 2025): at the first measured step where ||g|| < stall_ratio x
+    // ||g_policy - g||, the run checkpoints and continues under this policy, as --resume
+    // --switch-policy from that checkpoint would ("": never; once switched it is cleared)
+    char stall_switch[TRAIN_PATH_MAX];
+    float stall_ratio;  // the threshold (default sqrt(3))
     // distributed (docs/distributed.md; under a launcher, N ranks)
     char comm[64];        // wire format of the reductions: FORMAT[:RECIPE][:sr]; fp32: plain
     char comm_gather[64]; // format of the reduced sums as they are gathered back ("": --comm's)

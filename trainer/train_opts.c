@@ -24,6 +24,7 @@ void train_opts_default(train_opts *o) {
     o->lr = 1e-3f, o->lr_min = 1e-4f, o->warmup = 100;
     o->beta1 = 0.9f, o->beta2 = 0.99f, o->adam_eps = 1e-8f, o->weight_decay = 0.1f, o->grad_clip = 1.0f;
     o->eval_every = 250, o->eval_batches = 20;
+    o->stall_ratio = 1.73205081f;  // sqrt(3), Chmiel et al.'s
     o->progress = -1;
     o->seed = 1337;
     snprintf(o->comm, sizeof o->comm, "fp32");
@@ -82,6 +83,8 @@ static const train_opt_desc table[] = {
     OPT("outer-momentum", outer_momentum, TOPT_FLOAT, false, "DiLoCo outer Nesterov momentum"),
     OPT("telemetry", telemetry, TOPT_STR, true, "per-site numerics in the log: off | sites | layers"),
     OPT("grad-noise-every", grad_noise_every, TOPT_LONG, true, "log ||g|| and ||g_policy - g|| every N steps (a second, uncast backward; 0: off)"),
+    OPT("stall-switch", stall_switch, TOPT_STR, false, "continue under this policy from the first --grad-noise-every step where ||g|| < --stall-ratio x ||g_policy - g|| (needs --ckpt-dir)"),
+    OPT("stall-ratio", stall_ratio, TOPT_FLOAT, false, "--stall-switch's threshold on ||g|| / ||g_policy - g||"),
     OPTR("ckpt-dir", ckpt_dir, TOPT_STR, true, TOPT_RESUME_HOME, "directory for ckpt.bin (and log.jsonl); '' = none"),
     OPT("ckpt-every", ckpt_every, TOPT_LONG, true, "checkpoint every N steps (0: only at the end)"),
     OPTR("log", log, TOPT_STR, true, TOPT_RESUME_RESET, "JSON-lines log (default <ckpt_dir>/log.jsonl)"),
@@ -217,6 +220,13 @@ int train_opts_validate(const train_opts *o, char *msg, size_t msg_len) {
     REQUIRE(o->warmup >= 0, "--warmup %ld: expected >= 0", (long)o->warmup);
     REQUIRE(o->eval_every >= 0, "--eval-every %ld: expected >= 0", (long)o->eval_every);
     REQUIRE(o->grad_noise_every >= 0, "--grad-noise-every %ld: expected >= 0", (long)o->grad_noise_every);
+    REQUIRE(o->stall_ratio > 0 && isfinite(o->stall_ratio), "--stall-ratio %g: expected a positive finite number",
+            o->stall_ratio);
+    REQUIRE(!o->stall_switch[0] || o->grad_noise_every > 0,
+            "--stall-switch '%s': needs --grad-noise-every N (the ratio is measured on those steps)", o->stall_switch);
+    REQUIRE(!o->stall_switch[0] || o->ckpt_dir[0],
+            "--stall-switch '%s': needs --ckpt-dir (the run continues from the checkpoint of the step that stalled, "
+            "as --resume --switch-policy would)", o->stall_switch);
     REQUIRE(o->ckpt_every >= 0, "--ckpt-every %ld: expected >= 0", (long)o->ckpt_every);
     REQUIRE(o->beta1 >= 0 && o->beta1 < 1, "--beta1 %g: expected a value in [0, 1)", o->beta1);
     REQUIRE(o->beta2 >= 0 && o->beta2 < 1, "--beta2 %g: expected a value in [0, 1)", o->beta2);

@@ -103,6 +103,7 @@ static int setup_policy(train_run_state *r, const ckpt_file *f, char *msg, size_
         free(text);
         snprintf(r->run.switched_from, sizeof r->run.switched_from, "%s", name);
         snprintf(r->o.policy, sizeof r->o.policy, "%s", r->o.switch_policy);
+        r->o.stall_switch[0] = '\0';  // a run switches once: its checkpoints no longer carry the trigger
         f = NULL;  // the new policy, loaded as a fresh run loads it
     }
     if (f) {
@@ -488,6 +489,14 @@ static int setup_run(train_run_state *r, const train_opts *o, const bool *given,
         snprintf(msg, msg_len, "--switch-policy '%s': only with --resume (a fresh run takes --policy)",
                  r->o.switch_policy);
         return -1;
+    }
+    if (!r->run.resume && r->o.stall_switch[0]) {  // refused now, not at the stall hours later
+        ac_policy p;
+        char why[256];
+        if (ac_policy_load(&p, r->o.stall_switch, why, sizeof why) != AC_OK) {
+            snprintf(msg, msg_len, "--stall-switch: %s", why);
+            return -1;
+        }
     }
     r->optim.sgd = !strcmp(r->o.optimizer, "sgd");
     if (setup_policy(r, r->run.resume ? f : NULL, msg, msg_len) != 0) return -1;
