@@ -7,12 +7,12 @@ if (strstrt(GPVAL_TERMINALS, "pngcairo") > 0) {
     set terminal png noenhanced size 1000,600
 }
 set output "grad_underflow.png"
-set title "Gradient underflow per site"
-set xlabel "gradient cast site"
 set ylabel "underflow fraction (mean over steps and seeds)"
 set datafile missing "NaN"
-set key outside right top
 set grid
+set xlabel "gradient cast site"
+set key outside right top
+set title "Gradient underflow per site"
 set style data histogram
 set style histogram cluster gap 1
 set style fill solid 0.85 border -1
@@ -22,17 +22,13 @@ set logscale y
 set format y "%.0e"
 set yrange [1e-11:1]
 plot \
-    "grad_underflow.dat" using 2:xtic(1) lc 2 title "bf16-amp", \
-    "grad_underflow.dat" using 3 lc 3 title "fp16-amp", \
-    "grad_underflow.dat" using 4 lc 4 title "fp16-amp-noscale", \
-    "grad_underflow.dat" using 5 lc 5 title "fp16-static-1024", \
-    "grad_underflow.dat" using 6 lc 6 title "pure-bf16", \
-    "grad_underflow.dat" using 7 lc 7 title "pure-bf16-sr", \
-    "grad_underflow.dat" using 8 lc 8 title "pure-bf16-kahan", \
-    "grad_underflow.dat" using 9 lc 9 title "fp8-delayed", \
-    "grad_underflow.dat" using 10 lc 10 title "fp8-current", \
-    "grad_underflow.dat" using 11 lc 11 title "fp8-block", \
-    "grad_underflow.dat" using 12 lc 12 title "mxfp8", \
-    "grad_underflow.dat" using 13 lc 13 title "mxfp6", \
-    "grad_underflow.dat" using 14 lc 14 title "mxfp4", \
-    "grad_underflow.dat" using 15 lc 15 title "nvfp4"
+    "grad_underflow.dat" using 3:xtic(1) lc rgb "#2ca02c" title "fp16-amp", \
+    "grad_underflow.dat" using 4 lc rgb "#ff7f0e" title "fp16-amp-noscale", \
+    "grad_underflow.dat" using 5 lc rgb "#9467bd" title "fp16-static-1024", \
+    "grad_underflow.dat" using 9 lc rgb "#bcbd22" title "fp8-delayed", \
+    "grad_underflow.dat" using 10 lc rgb "#17becf" title "fp8-current", \
+    "grad_underflow.dat" using 11 lc rgb "#000000" title "fp8-block", \
+    "grad_underflow.dat" using 12 lc rgb "#000080" title "mxfp8", \
+    "grad_underflow.dat" using 13 lc rgb "#b8860b" title "mxfp6", \
+    "grad_underflow.dat" using 14 lc rgb "#006400" title "mxfp4", \
+    "grad_underflow.dat" using 15 lc rgb "#800000" title "nvfp4"

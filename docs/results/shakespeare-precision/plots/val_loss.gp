@@ -2,30 +2,59 @@
 # Written by fplab report. Redraw (or edit, then redraw) with: gnuplot val_loss.gp
 # in this directory; the numbers are in val_loss.dat.
 if (strstrt(GPVAL_TERMINALS, "pngcairo") > 0) {
-    set terminal pngcairo noenhanced size 1000,600 font ",10"
+    set terminal pngcairo noenhanced size 1260,1840 font ",10"
 } else {
-    set terminal png noenhanced size 1000,600
+    set terminal png noenhanced size 1260,1840
 }
 set output "val_loss.png"
-set title "Validation loss"
-set xlabel "optimizer step"
 set ylabel "validation loss"
 set datafile missing "NaN"
-set key outside right top
 set grid
-plot \
-    "val_loss.dat" index 0 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc 1 dt 1 title "fp32", \
-    "val_loss.dat" index 1 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc 2 dt 2 title "bf16-amp", \
-    "val_loss.dat" index 2 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc 3 dt 3 title "fp16-amp", \
-    "val_loss.dat" index 3 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc 4 dt 4 title "fp16-amp-noscale", \
-    "val_loss.dat" index 4 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc 5 dt 5 title "fp16-static-1024", \
-    "val_loss.dat" index 5 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc 6 dt 1 title "pure-bf16", \
-    "val_loss.dat" index 6 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc 7 dt 2 title "pure-bf16-sr", \
-    "val_loss.dat" index 7 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc 8 dt 3 title "pure-bf16-kahan", \
-    "val_loss.dat" index 8 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc 9 dt 4 title "fp8-delayed", \
-    "val_loss.dat" index 9 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc 10 dt 5 title "fp8-current", \
-    "val_loss.dat" index 10 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc 11 dt 1 title "fp8-block", \
-    "val_loss.dat" index 11 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc 12 dt 2 title "mxfp8", \
-    "val_loss.dat" index 12 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc 13 dt 3 title "mxfp6", \
-    "val_loss.dat" index 13 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc 14 dt 4 title "mxfp4", \
-    "val_loss.dat" index 14 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc 15 dt 5 title "nvfp4"
+set key below font ",8" samplen 2
+set multiplot layout 5,3 title "Validation loss (x: optimizer step; one panel per preset)" font ",12"
+set yrange [1.67479424:4.36381073]
+set title "fp32"
+plot "val_loss.dat" index 0 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc rgb "#1f77b4" title "fp32"
+set title "bf16-amp"
+plot "val_loss.dat" index 0 using 1:2 with linespoints pt 7 ps 0.8 lw 1.5 lc rgb "#a0a0a0" title "fp32", \
+    "val_loss.dat" index 1 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc rgb "#d62728" title "bf16-amp"
+set title "fp16-amp"
+plot "val_loss.dat" index 0 using 1:2 with linespoints pt 7 ps 0.8 lw 1.5 lc rgb "#a0a0a0" title "fp32", \
+    "val_loss.dat" index 2 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc rgb "#2ca02c" title "fp16-amp"
+set title "fp16-amp-noscale"
+plot "val_loss.dat" index 0 using 1:2 with linespoints pt 7 ps 0.8 lw 1.5 lc rgb "#a0a0a0" title "fp32", \
+    "val_loss.dat" index 3 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc rgb "#ff7f0e" title "fp16-amp-noscale"
+set title "fp16-static-1024"
+plot "val_loss.dat" index 0 using 1:2 with linespoints pt 7 ps 0.8 lw 1.5 lc rgb "#a0a0a0" title "fp32", \
+    "val_loss.dat" index 4 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc rgb "#9467bd" title "fp16-static-1024"
+set title "pure-bf16"
+plot "val_loss.dat" index 0 using 1:2 with linespoints pt 7 ps 0.8 lw 1.5 lc rgb "#a0a0a0" title "fp32", \
+    "val_loss.dat" index 5 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc rgb "#8c564b" title "pure-bf16"
+set title "pure-bf16-sr"
+plot "val_loss.dat" index 0 using 1:2 with linespoints pt 7 ps 0.8 lw 1.5 lc rgb "#a0a0a0" title "fp32", \
+    "val_loss.dat" index 6 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc rgb "#e377c2" title "pure-bf16-sr"
+set title "pure-bf16-kahan"
+plot "val_loss.dat" index 0 using 1:2 with linespoints pt 7 ps 0.8 lw 1.5 lc rgb "#a0a0a0" title "fp32", \
+    "val_loss.dat" index 7 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc rgb "#7f7f7f" title "pure-bf16-kahan"
+set title "fp8-delayed"
+plot "val_loss.dat" index 0 using 1:2 with linespoints pt 7 ps 0.8 lw 1.5 lc rgb "#a0a0a0" title "fp32", \
+    "val_loss.dat" index 8 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc rgb "#bcbd22" title "fp8-delayed"
+set title "fp8-current"
+plot "val_loss.dat" index 0 using 1:2 with linespoints pt 7 ps 0.8 lw 1.5 lc rgb "#a0a0a0" title "fp32", \
+    "val_loss.dat" index 9 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc rgb "#17becf" title "fp8-current"
+set title "fp8-block"
+plot "val_loss.dat" index 0 using 1:2 with linespoints pt 7 ps 0.8 lw 1.5 lc rgb "#a0a0a0" title "fp32", \
+    "val_loss.dat" index 10 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc rgb "#000000" title "fp8-block"
+set title "mxfp8"
+plot "val_loss.dat" index 0 using 1:2 with linespoints pt 7 ps 0.8 lw 1.5 lc rgb "#a0a0a0" title "fp32", \
+    "val_loss.dat" index 11 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc rgb "#000080" title "mxfp8"
+set title "mxfp6"
+plot "val_loss.dat" index 0 using 1:2 with linespoints pt 7 ps 0.8 lw 1.5 lc rgb "#a0a0a0" title "fp32", \
+    "val_loss.dat" index 12 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc rgb "#b8860b" title "mxfp6"
+set title "mxfp4"
+plot "val_loss.dat" index 0 using 1:2 with linespoints pt 7 ps 0.8 lw 1.5 lc rgb "#a0a0a0" title "fp32", \
+    "val_loss.dat" index 13 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc rgb "#006400" title "mxfp4"
+set title "nvfp4"
+plot "val_loss.dat" index 0 using 1:2 with linespoints pt 7 ps 0.8 lw 1.5 lc rgb "#a0a0a0" title "fp32", \
+    "val_loss.dat" index 14 using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc rgb "#800000" title "nvfp4"
+unset multiplot
