@@ -792,9 +792,8 @@ static void stall_run(const char *sub, const char *sw, float ratio, long stop, f
     if (!stop) return;
     o.stop_at = 0;
     snprintf(o.switch_policy, sizeof o.switch_policy, "bf16-amp");
-    snprintf(msg, sizeof msg, "%s/%s/ckpt.bin", dir, sub);
     char path[160];
-    snprintf(path, sizeof path, "%s", msg);
+    snprintf(path, sizeof path, "%s/%s/ckpt.bin", dir, sub);
     cr_assert_eq(train_run(&o, path, NULL, &rep, msg, sizeof msg), 0, "%s resumed: %s", sub, msg);
 }
 

@@ -376,7 +376,8 @@ int train_run(const train_opts *o, const char *resume, const bool *given, train_
     bool gave[n];
     for (size_t i = 0; i < n; i++)
         gave[i] = (given ? given[i] : true) || !strcmp(t[i].name, "switch-policy");
-    return run_once(&next, ckpt, gave, rep, ckpt, to, msg, msg_len);
+    char unused_ckpt[FIO_PATH_MAX] = "", unused_to[TRAIN_PATH_MAX] = "";  // the switched run's trigger is cleared
+    return run_once(&next, ckpt, gave, rep, unused_ckpt, unused_to, msg, msg_len);
 }
 
 // One invocation's training; a stall names the checkpoint and the policy to continue under.

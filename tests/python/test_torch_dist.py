@@ -3,8 +3,8 @@ DDP with 2 ranks x 1 micro-batch gives the gradients and, through a PolicyOptimi
 of 1 rank x 2 accumulated micro-batches bit for bit under every preset without state (stochastic
 rounding keyed by micro-batch a * ranks + rank, as the C trainer's data-parallel runs; the
 update's own draws, pure-bf16-sr's, keyed as micro-batch 0 on every rank); under delayed scaling
-the amax histories are all-reduced (MAX) at each end_step, so the ranks keep equal scales. FSDP2 (fully_shard) and
-accelerate's Accelerator.prepare train a model under a policy."""
+the amax histories are all-reduced (MAX) at each end_step, so the ranks keep equal scales.
+FSDP2 (fully_shard) and accelerate's Accelerator.prepare train a model under a policy."""
 import os
 import socket
 
