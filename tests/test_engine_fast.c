@@ -129,9 +129,10 @@ Test(engine_fast, amd_random_operands) {
 Test(engine_fast, amd_special_and_tiny_operands) {
     uint64_t s = tu_seed("engine_fast", "amd_special_and_tiny_operands", 3702);
     for (int q = 0; q < NAMD; q++)
-        for (int rep = 0; rep < 4; rep++) {
+        for (int rep = 0; rep < 5; rep++) {
             const ecase c = {amd_kinds[q][0], amd_kinds[q][1], amd_kinds[q][2], 19, 37, 64 + 13 * (size_t)rep,
-                             rep == 3 ? D_TINY : D_SPECIAL, rep == 1, rep == 2, 0, SC_NONE, 1.0f, 0.0f, false};
+                             rep == 3 ? D_TINY : rep == 4 ? D_RANGE : D_SPECIAL, rep == 1, rep == 2, 0, SC_NONE,
+                             1.0f, 0.0f, false};
             check(K_AMD, &c, &s);
         }
 }
@@ -147,7 +148,7 @@ Test(engine_fast, amd_promote_block_scales_alpha_beta) {
         const ecase c2 = {amd_kinds[q][0], amd_kinds[q][1], amd_kinds[q][2], 9, 35, 150, D_NORMAL, true, false, 32,
                           SC_POW2, 0.5f, 0.0f, false};
         check(K_AMD, &c2, &s);
-        const ecase c3 = {amd_kinds[q][0], amd_kinds[q][1], amd_kinds[q][2], 11, 20, 90, D_NORMAL, false, false, 0,
+        const ecase c3 = {amd_kinds[q][0], amd_kinds[q][1], amd_kinds[q][2], 11, 70, 90, D_NORMAL, false, false, 0,
                           SC_NONE, 2.0f, 0.75f, false};
         check(K_AMD, &c3, &s);
     }
@@ -229,7 +230,7 @@ Test(engine_fast, block_promote_alpha_beta_c_in_the_chain) {
         snprintf(spec, sizeof spec, "%s:promote=128", b->acc);
         const ecase c1 = {spec, b->fa, b->fb, 9, 35, 300, D_WIDE, false, true, b->block, b->sc, 1.0f, 0.0f, false};
         check(K_BLOCK, &c1, &s);
-        const ecase c2 = {b->acc, b->fa, b->fb, 11, 20, 90, D_NORMAL, false, false, b->block, b->sc, 2.0f, 0.75f,
+        const ecase c2 = {b->acc, b->fa, b->fb, 11, 70, 90, D_NORMAL, false, false, b->block, b->sc, 2.0f, 0.75f,
                           false};
         check(K_BLOCK, &c2, &s);
         for (int sp = 0; sp < 3; sp++) {
@@ -281,7 +282,7 @@ Test(engine_fast, f8f6f4_promote_scales_alpha_beta_c_in_the_chain) {
         // would take mxf4nvf4 on rtx-blackwell:mma, so fp8 A.
         const ecase c2 = {f[0], "e4m3", f[2], 9, 35, 150, D_NORMAL, true, false, 32, SC_UE4M3, 0.5f, 0.0f, false};
         check(K_BLOCK, &c2, &s);
-        const ecase c3 = {f[0], f[1], f[2], 11, 20, 90, D_NORMAL, false, false, 0, SC_NONE, 2.0f, 0.75f, false};
+        const ecase c3 = {f[0], f[1], f[2], 11, 70, 90, D_NORMAL, false, false, 0, SC_NONE, 2.0f, 0.75f, false};
         check(K_BLOCK, &c3, &s);
         for (int sp = 0; sp < 5; sp++) {
             const dist d = sp == 0 ? D_WIDE : sp == 1 ? D_SPECIAL : sp == 2 ? D_CANCEL : sp == 3 ? D_F16_TINY

@@ -19,7 +19,9 @@
 #include "test_util.h"
 
 // The distributions of the operands (draw): D_NORMAL .. D_CANCEL random ones, then the edges.
-typedef enum { D_NORMAL, D_POSITIVE, D_WIDE, D_CANCEL, D_SPECIAL, D_TINY, D_F16_TINY, D_F16_BIG, D_FLUSH } dist;
+typedef enum {
+    D_NORMAL, D_POSITIVE, D_WIDE, D_CANCEL, D_SPECIAL, D_TINY, D_F16_TINY, D_F16_BIG, D_FLUSH, D_RANGE
+} dist;
 
 // A value of format f drawn from d (rounded to f, saturating).
 static inline float draw(uint64_t *s, const fmt_t *f, dist d, size_t k) {
@@ -38,6 +40,13 @@ static inline float draw(uint64_t *s, const fmt_t *f, dist d, size_t k) {
     // Products of two such bf16 values, and their sums, straddle float32's smallest normal 2^-126
     // (CDNA2 flushes what falls below it).
     case D_FLUSH: v = g * ldexp(1.0, tu_sm_int(s, -64, -62)); break;
+    // Finite values past the kernels' exact range (bf16 beyond 2^+-50, whose products can leave
+    // float32's normal range), one in eight, with no NaN or inf beside them to flag their line.
+    case D_RANGE: {
+        const int w = tu_sm_int(s, 0, 15);
+        v = w == 0 ? g * ldexp(1.0, tu_sm_int(s, 51, 120)) : w == 1 ? g * ldexp(1.0, -tu_sm_int(s, 51, 120)) : g;
+        break;
+    }
     case D_SPECIAL: {
         const int w = tu_sm_int(s, 0, 39);
         if (w == 0 && f->has_nan) return NAN;

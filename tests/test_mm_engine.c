@@ -103,8 +103,9 @@ Test(mm_engine, random_operands_every_kind) {
 Test(mm_engine, special_operands) {
     uint64_t s = tu_seed("mm_engine", "special_operands", 2102);
     for (int q = 0; q < NKINDS; q++)
-        for (int rep = 0; rep < 3; rep++) {
-            const ecase c = {kinds[q][0], kinds[q][1], kinds[q][2], 19, 37, 64 + 13 * (size_t)rep, D_SPECIAL,
+        for (int rep = 0; rep < 4; rep++) {
+            const ecase c = {kinds[q][0], kinds[q][1], kinds[q][2], 19, 37, 64 + 13 * (size_t)rep,
+                             rep == 3 ? D_RANGE : D_SPECIAL,
                              rep == 1, rep == 2, 0, 1.0f, 0.0f, false, false};
             check(&c, &s);
         }
@@ -123,7 +124,7 @@ Test(mm_engine, promote_block_scales_alpha_beta) {
         const ecase c2 = {kinds[q][0], kinds[q][1], kinds[q][2], 9, 35, 150, D_NORMAL, true, false, 32, 0.5f, 0.0f,
                           false, false};
         check(&c2, &s);
-        const ecase c3 = {kinds[q][0], kinds[q][1], kinds[q][2], 11, 20, 90, D_NORMAL, false, false, 0, 2.0f, 0.75f,
+        const ecase c3 = {kinds[q][0], kinds[q][1], kinds[q][2], 11, 70, 90, D_NORMAL, false, false, 0, 2.0f, 0.75f,
                           false, false};
         check(&c3, &s);
     }

@@ -200,25 +200,44 @@ static inline bool eng_op_ok(uint32_t u, bool bf16_range) {
 // Over the panels x of n lines of type `type` ((ceil(n/w), K, w), padding lines zeros): each
 // element's model exponent into e2 (A: twice, in both int16 halves: one 32-bit broadcast per
 // row) or e (B), either may be NULL (flags only); bad[line] = some operand outside eng_op_ok.
-// Branch-free per element, with w a constant at each call, so that the line loop vectorises.
+// A panel is K * w contiguous elements, so its elements go through NR lanes at a time (lane l
+// holds line l % w: w is MR or NR, both dividing NR), the flags ORed per lane and folded per
+// line at the end; the panel's last K * w % NR elements one at a time.
+typedef int16_t eng_vh16 __attribute__((vector_size(ENG_VL * 2)));
+_Static_assert(ENG_NR % ENG_MR == 0, "a chunk of NR elements holds whole rows of an A panel");
 static inline __attribute__((always_inline)) void eng_exps(int32_t *e2, int16_t *e, unsigned char *bad,
                                                             const float *x, size_t n, size_t K, const size_t w,
                                                             unsigned type, bool bf16_range) {
-    const size_t np = (n + w - 1) / w;
+    const size_t np = (n + w - 1) / w, len = K * w, full = len / ENG_NR * ENG_NR;
     const int emin = mm_engine_type_format(type)->emin;  // type: one the kind takes
+    const eng_vi rng = eng_ibcast(-(int32_t)bf16_range);    // all ones: the bf16 range applies
+    const eng_vi lo = eng_ibcast(emin + 127);
 #pragma omp parallel for schedule(static)
     for (size_t pp = 0; pp < np; pp++) {
-        unsigned char b[64] = {0};  // w <= 64
-        for (size_t k = 0; k < K; k++) {
-            const size_t at = (pp * K + k) * w;
-            for (size_t t = 0; t < w; t++) {
-                uint32_t u;
-                memcpy(&u, &x[at + t], 4);
-                b[t] |= !eng_op_ok(u, bf16_range);
-                const int16_t ex = eng_op_exp(u, emin);
-                if (e2) e2[at + t] = (int32_t)((uint32_t)(uint16_t)ex * 0x10001u);
-                else if (e) e[at + t] = ex;
+        const size_t at = pp * len;
+        eng_vi acc[ENG_NV] = {{0}};
+        for (size_t c = 0; c < full; c += ENG_NR)
+            for (int v = 0; v < ENG_NV; v++) {  // signed lanes: magnitudes are below 2^31
+                const size_t o = at + c + (size_t)v * ENG_VL;
+                const eng_vi u = *(const eng_vi_u *)(x + o), m = u & 0x7fffffff, z = m == 0;
+                acc[v] |= (m >= 0x7f800000) | (rng & ~z & ((m < 0x26800000) | (m > 0x58800000)));
+                // max(biased, emin + 127) - 127, a zero's -126
+                const eng_vi ex = (~z & (eng_max((u >> 23) & 0xff, lo) - 127)) | (z & -126);
+                if (e2) *(eng_vi_u *)(e2 + o) = (eng_vi)(((eng_vu)ex & 0xffff) | ((eng_vu)ex << 16));
+                else if (e) {
+                    const eng_vh16 h = __builtin_convertvector(ex, eng_vh16);
+                    memcpy(e + o, &h, sizeof h);
+                }
             }
+        unsigned char b[ENG_NR] = {0};  // per line (w <= NR)
+        for (int l = 0; l < ENG_NR; l++) b[(size_t)l % w] |= acc[l / ENG_VL][l % ENG_VL] != 0;
+        for (size_t c = full; c < len; c++) {
+            uint32_t u;
+            memcpy(&u, &x[at + c], 4);
+            b[c % w] |= !eng_op_ok(u, bf16_range);
+            const int16_t ex = eng_op_exp(u, emin);
+            if (e2) e2[at + c] = (int32_t)((uint32_t)(uint16_t)ex * 0x10001u);
+            else if (e) e[at + c] = ex;
         }
         memcpy(bad + pp * w, b, w);
     }
@@ -294,6 +313,41 @@ static inline void eng_pad(float *la, float *lb, int32_t *lea, int16_t *leb, siz
     for (size_t u = 0; u < kq * ENG_NR; u++) leb[u] = u < m * ENG_NR ? peb[u] : -126;
 }
 
+// The epilogue of a whole tile inside C, in lanes, as eng_tile_frame's per output below: an
+// output is redone (C untouched, redo set) where its lane is bad, its row or column flagged, or
+// (redo_nan) its y is NaN; else C = y, the engine epilogue of its promoted total or its D.
+typedef uint8_t eng_vb __attribute__((vector_size(ENG_VL)));
+static inline void eng_tile_out(const eng_base *x, const mm__emu_job *J, const float *d, const float *total,
+                                eng_vi bad[ENG_MR][ENG_NV], float *C, size_t ldc, size_t i0, size_t j0) {
+    enum { MR = ENG_MR, NV = ENG_NV, NR = ENG_NR };
+    const bool chain = x->p->c_in_chain;
+    eng_vi bb[NV];
+    for (int v = 0; v < NV; v++) {
+        eng_vb b;
+        memcpy(&b, x->bbad + j0 + v * ENG_VL, sizeof b);
+        bb[v] = __builtin_convertvector(b, eng_vi) != 0;
+    }
+    for (int r = 0; r < MR; r++) {
+        const size_t i = i0 + r;
+        const eng_vi ar = eng_ibcast(-(int32_t)(x->abad[i] != 0));
+        for (int v = 0; v < NV; v++) {
+            float *c = C + i * ldc + j0 + v * ENG_VL;
+            const eng_vf old = *(const eng_vf_u *)c;
+            eng_vf y;
+            if (chain) y = *(const eng_vf_u *)(d + r * NR + v * ENG_VL);
+            else {
+                y = *(const eng_vf_u *)(total + r * NR + v * ENG_VL) * J->ab;  // mm__epilogue
+                if (J->beta != 0.0f) y = y + old * J->beta;
+            }
+            eng_vi redo = (bad[r][v] != 0) | bb[v] | ar;
+            if (x->redo_nan) redo |= y != y;
+            *(eng_vf_u *)c = (eng_vf)(((eng_vi)old & redo) | ((eng_vi)y & ~redo));
+            const eng_vb rb = __builtin_convertvector(redo & 1, eng_vb);
+            memcpy(x->redo + i * J->N + j0 + v * ENG_VL, &rb, sizeof rb);
+        }
+    }
+}
+
 // The MR x NR tile of C at (ib * MR, jp * NR) (mm__emu_tile_fn; ctx's first member an eng_base):
 // per segment of the job (mm__seg_end) the first C, the kernel's arithmetic (seg) and the
 // promotion of its D; then each output through the epilogue, C untouched and redo set where the
@@ -328,6 +382,10 @@ static inline void eng_tile_frame(const mm__emu_job *J, const void *ctx, const f
         x->seg(ctx, &t, s0, s1, c, bad);
         memcpy(d, c, sizeof d);
         mm__emu_promote(J, s0, i0, j0, MR, NR, &d[0][0], total);
+    }
+    if (mr == MR && nr == NR) {  // a tile inside C: the epilogue in lanes
+        eng_tile_out(x, J, &d[0][0], total, bad, C, ldc, i0, j0);
+        return;
     }
     int32_t badl[MR][NR];
     memcpy(badl, bad, sizeof badl);
