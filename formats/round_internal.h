@@ -156,7 +156,9 @@ typedef struct {
     size_t n, rows, ld;     // (rows - 1) * ld + n at most 2^30 where rows > 1
     uint64_t base;
     ptrdiff_t ahead;        // prefetch distance in elements (0: none); a hint, no result changes
-    fmt__counts *counts;    // optional: the rounding's statistics, added to
+    fmt__counts *counts;    // optional: the rounding's statistics, added to; with exact, amax
+                            // is not raised (the quotients' amax would take a division in every
+                            // lane; scale.c reports the input's amax, known from the scales)
     uint64_t *zeroed;       // optional: nonzero inputs of tiles whose multiplier is 0, added to
 } fmt__block_req;
 

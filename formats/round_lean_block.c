@@ -66,8 +66,9 @@ V4 void block16(const lk *k, lean_class cls, fmt_round_mode mode, const blk *b, 
     __m512 xs = _mm512_mul_ps(x, m);
     if (exact) {
         const __m512 y = b->near_mask ? _mm512_mul_ps(x, dv->r) : x;
-        // With statistics every exact lane divides: their amax is the quotient's, not y's.
-        const bool sure = b->near_mask && !cnt && !near_exact(y, x, b->near_mask, exact & live);
+        // With statistics too: their counts are the rounding's, the same for y as for the quotient
+        // (the amax, which would differ, is not kept with exact quotients: fmt__block_req).
+        const bool sure = b->near_mask && !near_exact(y, x, b->near_mask, exact & live);
         xs = _mm512_mask_blend_ps(exact, xs, sure ? y : div_rto16(x, dv->rdl, dv->rdh, dv->dl, dv->dh));
     }
     const __m512i r = lean16(k, cls, mode, _mm512_castps_si512(xs), rnd, cnt, live);
@@ -106,6 +107,12 @@ V4 bool tile_consts(const blk *b, size_t t, __m512 *m, __m512 *d, div16 *dv) {
     *m = _mm512_set1_ps(b->mul[t]), *d = _mm512_set1_ps(b->deq[t]);
     *dv = (div16){dd, dd, rd, rd, _mm512_set1_ps(exact && b->near_mask ? 1.0f / b->deq[t] : 0.0f)};
     return exact;
+}
+
+// The call's counts into counts; with exact quotients without their amax (fmt__block_req).
+V4 void add_block_counts(fmt__counts *counts, lean_counts *lc, bool exact) {
+    if (exact) lc->amax = _mm512_setzero_si512();
+    add_counts(counts, lc);
 }
 
 V4 void block_loop(const lk *kp, lean_class cls, fmt_round_mode mode, const blk *bp, size_t tc, float *out,
@@ -161,7 +168,7 @@ V4 void block_loop(const lk *kp, lean_class cls, fmt_round_mode mode, const blk 
             }
         }
         if (bl.zeroed) *bl.zeroed += zeroed;
-        if (cnt) add_counts(counts, &lc);
+        if (cnt) add_block_counts(counts, &lc, bl.exact);
         return;
     }
     for (size_t r = 0; r < bl.rows; r++) {  // row r of a tile row (its elements, counters, elems)
@@ -190,7 +197,7 @@ V4 void block_loop(const lk *kp, lean_class cls, fmt_round_mode mode, const blk 
         }
     }
     if (bl.zeroed) *bl.zeroed += zeroed;
-    if (cnt) add_counts(counts, &lc);
+    if (cnt) add_block_counts(counts, &lc, bl.exact);
 }
 
 // Tile maxima (scale.c's amax of a unit's tiles): the max |x| bits of 16 tiles at a time, each

@@ -69,8 +69,7 @@ V3 void block8(const lk *k, uint64_t first, lean_class cls, fmt_round_mode mode,
     __m256 xs = _mm256_mul_ps(x, m);
     if (any_exact) {
         const __m256 y = b->near_mask ? _mm256_mul_ps(x, dv->r) : x;
-        // With statistics every exact lane divides: their amax is the quotient's, not y's.
-        const bool sure = b->near_mask && !cnt && !near_exact8(y, x, b->near_mask, and_(exact, live));
+        const bool sure = b->near_mask && !near_exact8(y, x, b->near_mask, and_(exact, live));  // as block16
         xs = _mm256_blendv_ps(xs, sure ? y : _mm256_castsi256_ps(div_rto8(x, dv)), _mm256_castsi256_ps(exact));
     }
     const v8 r = lean8(k, cls, mode, _mm256_castps_si256(xs), rnd, cnt, live);
@@ -192,7 +191,10 @@ V3 void block_loop8(const lk *kp, lean_class cls, fmt_round_mode mode, const blk
         }
     }
     if (bl.zeroed) *bl.zeroed += zeroed;
-    if (cnt) add_counts_avx2(counts, &c8);
+    if (cnt) {
+        if (bl.exact) c8.amax = zero;  // not kept with exact quotients (fmt__block_req)
+        add_counts_avx2(counts, &c8);
+    }
 }
 
 // The tile widths of the presets (16: NVFP4, 32: MX) as constants.

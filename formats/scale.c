@@ -791,18 +791,19 @@ static int run_four_over_six(qrun *q, qacc *total) {
 // The block kernel where its rounding is the path the call takes (the explicit kernels, or auto
 // chose the converters, whose results are theirs), it covers the element format, the mode, the
 // tile width and the kind (on AVX2-only CPUs exact quotients only: for multipliers the separate
-// passes are faster there), and for exact quotients the tiles are narrow (at most 32: there the
-// separate passes cost a call and a check per tile, while for wide tiles (rows) the separate
-// division loop overlaps with memory) or one column wide (each lane its own divisor).
-// Per-column multipliers take it too, since it does a tile row's rows in one call.
-// docs/benchmarks.md ("Block scaling's passes") has the measurements behind each choice.
+// passes are faster there), exact quotients at every tile width (per column, 16 and 32, rows and
+// whole tensors: since its lanes divide only near a boundary, statistics or not, one pass beats
+// a division pass and a rounding pass on AVX-512 and AVX2 alike). Per-column multipliers take it
+// too, since it does a tile row's rows in one call.
+// docs/benchmarks.md ("Block scaling's one pass on AVX2", "Exact quotients in one pass at every
+// tile width") has the measurements behind each choice.
 static pass_kind choose_pass(const fmt_t *elem, const fmt_scaling *sc, const geom *g, const fmt__kparams *k,
                              fmt_round_mode mode, fmt_round_path asked, fmt_round_path path, pass_kind *fallback) {
     const bool exact = !sc->recip && (sc->tensor_scale || (sc->scale_fmt.mbits > 0 &&
                                                            !fmt__scale_rules[sc->scale_round].carry));
     const bool f64 = exact && !exact_fits_f32(elem);
     *fallback = !exact ? PASS_MUL : f64 ? PASS_EXACT_F64 : PASS_EXACT;
-    const bool lean = !f64 && (!exact || g->tc <= 32) && fmt__block_lean_covers(k, mode, g->tc, exact) &&
+    const bool lean = !f64 && fmt__block_lean_covers(k, mode, g->tc, exact) &&
                       (path == FMT_PATH_LEAN || (asked == FMT_PATH_AUTO && path == FMT_PATH_HW));
     return lean ? PASS_LEAN : *fallback;
 }
