@@ -20,7 +20,7 @@
 
 // The distributions of the operands (draw): D_NORMAL .. D_CANCEL random ones, then the edges.
 typedef enum {
-    D_NORMAL, D_POSITIVE, D_WIDE, D_CANCEL, D_SPECIAL, D_TINY, D_F16_TINY, D_F16_BIG, D_FLUSH, D_RANGE
+    D_NORMAL, D_POSITIVE, D_WIDE, D_CANCEL, D_SPECIAL, D_TINY, D_F16_TINY, D_F16_BIG, D_FLUSH, D_RANGE, D_TOP
 } dist;
 
 // A value of format f drawn from d (rounded to f, saturating).
@@ -47,6 +47,9 @@ static inline float draw(uint64_t *s, const fmt_t *f, dist d, size_t k) {
         v = w == 0 ? g * ldexp(1.0, tu_sm_int(s, 51, 120)) : w == 1 ? g * ldexp(1.0, -tu_sm_int(s, 51, 120)) : g;
         break;
     }
+    // Every value 1.9921875 (bf16's and fp16's, exponent 0): each product's term at the top of
+    // its range, so that a step's sum with a C of exponent 0 passes int32.
+    case D_TOP: v = 0x1.fcp0; break;
     case D_SPECIAL: {
         const int w = tu_sm_int(s, 0, 39);
         if (w == 0 && f->has_nan) return NAN;

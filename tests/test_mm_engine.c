@@ -59,6 +59,7 @@ static void check(const ecase *c, uint64_t *s) {
             const int w = tu_sm_int(s, 0, 9);
             C0[i] = w == 0 ? NAN : w == 1 ? INFINITY : w == 2 ? 0x1p-140f : w == 3 ? -0.0f : w == 4 ? 0x1.8p120f : C0[i];
         }
+        if (c->d == D_TOP) C0[i] = 1.5f;  // exponent 0, as the products': its term joins their sum
         if (c->c_f16_edges) {  // fp16 subnormals (one of them a tie: 2.5 * 2^-24), and its top
             static const float e[] = {0x1p-24f, -0x3p-24f, 0x2.8p-24f, 0x1.ff8p-15f, 65504.0f, -65519.0f, 65520.0f,
                                       0x1.006p0f, -0x1.002p+3f};  // the last two: ties of fp16
@@ -107,6 +108,20 @@ Test(mm_engine, special_operands) {
             const ecase c = {kinds[q][0], kinds[q][1], kinds[q][2], 19, 37, 64 + 13 * (size_t)rep,
                              rep == 3 ? D_RANGE : D_SPECIAL,
                              rep == 1, rep == 2, 0, 1.0f, 0.0f, false, false};
+            check(&c, &s);
+        }
+}
+
+// A step's sum with C's term past int32 (16 products at the top of a 25-bit alignment plus C's
+// term: 2.13e9 + 5e7), which the kernel must hand to the scalar model.
+Test(mm_engine, sum_past_int32) {
+    uint64_t s = tu_seed("mm_engine", "sum_past_int32", 2107);
+    static const char *const wide[][3] = {{"hopper:wgmma", "bf16", "bf16"}, {"hopper:wgmma", "fp16", "fp16"},
+                                          {"blackwell:mma", "bf16", "bf16"}};
+    for (int q = 0; q < 3; q++)
+        for (size_t K = 16; K <= 32; K += 16) {
+            const ecase c = {wide[q][0], wide[q][1], wide[q][2], 9, 70, K, D_TOP, false, false, 0, 1.0f, 1.0f, false,
+                             false};
             check(&c, &s);
         }
 }

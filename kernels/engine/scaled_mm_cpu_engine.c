@@ -73,6 +73,11 @@ bool mm__engine_fast_covers(const mm__engine_plan *p, const mm_opts *o) {
     return q->frac + 2 + log2_ceil(q->k / q->split) <= 31 && q->out_frac <= 23;
 }
 
+// Whether a step's sum with C's term can pass int32: each of its k / split terms is below
+// 2^(frac + 2) and C's below 2^(frac + 1), so up to 2^(frac + 2 + lg) with lg = log2_ceil(k /
+// split) terms fit with room for C's where frac + 2 + lg <= 30.
+static bool sum_may_wrap(const mm_engine_kind *q) { return q->frac + 2 + log2_ceil(q->k / q->split) > 30; }
+
 // --- the exponent panels
 
 // What the kernel reads beside the float panels of mm__emu_pack (same layout, (ceil(n/w), K,
@@ -140,9 +145,11 @@ static inline vf round_f16(vf v) {
 
 // One fused step on the tile, int32 path: products k0 .. k0 + n - 1 (n may be 0: C alone), c in
 // and out (D values: float32, or fp16 values when f16), bad: lanes that the scalar model must do.
+// wide: the sum with C's term can pass int32 (sum_may_wrap), so it is checked.
 static inline __attribute__((always_inline)) void step(const mm_engine_kind *q, const float *ap, const int32_t *ea,
                                                         const float *bp, const int16_t *eb, size_t k0, size_t n,
-                                                        vf c[MR][NV], vi bad[MR][NV], const bool f16) {
+                                                        vf c[MR][NV], vi bad[MR][NV], const bool f16,
+                                                        const bool wide) {
     const int frac = q->frac, out_frac = q->out_frac;
     vi E[MR][NV];
     step_exps(ea, eb, k0, n, c, E, f16 ? -14 : -126);
@@ -175,7 +182,7 @@ static inline __attribute__((always_inline)) void step(const mm_engine_kind *q, 
             vi out = ~cz & ((127 + frac - E[r][v]) > 254);
             const vi ct = __builtin_convertvector(c[r][v] * sc[r][v], vi);
             const vi Pv = (vi)P[r][v], S = (vi)(P[r][v] + (vu)ct);
-            out |= ((Pv ^ S) & (ct ^ S)) < 0;  // int32 overflow (bf16 at its extreme)
+            if (wide) out |= ((Pv ^ S) & (ct ^ S)) < 0;  // int32 overflow (bf16 at its extreme)
             // S toward zero to float32: AVX-512's conversion takes the rounding direction; else
             // the nearest, one ulp back toward zero where it went past.
 #ifdef __AVX512F__
@@ -192,15 +199,20 @@ static inline __attribute__((always_inline)) void step(const mm_engine_kind *q, 
             else f = (vf)((vi)f & ~(int32_t)((1u << (23 - out_frac)) - 1));
             // D = f * 2^(E - frac), exact where a normal float32 (and inf past 2^128, as the
             // model; the next step would need the scalar model, so that lane goes there too).
-            const vi de = 127 + E[r][v] - frac;
+            const vi de = 127 + E[r][v] - frac, dc = -eng_max(-eng_max(de, eng_ibcast(1)), eng_ibcast(-254));
             const vi sz = S == 0;
-            out |= ~sz & ((de < 1) | (de > 254));
-            vf d = f * (vf)(-eng_max(-eng_max(de, eng_ibcast(1)), eng_ibcast(-254)) << 23);  // de in [1, 254]
+            out |= ~sz & (de != dc);  // de outside [1, 254]
+            vf d = f * (vf)(dc << 23);
             const vi mag = (vi)d & 0x7fffffff;
             out |= ~sz & ((mag < 0x00800000) | (mag >= 0x7f800000));
             // f16 D: to fp16. Its inf (from 65520 up: an f16 D's common overflow) stays in the lane:
             // the model's later steps add finite products to it, so D stays that inf (cinf).
-            if (f16) d = round_f16(d);
+            if (!f16) {  // an f32 D that is inf was marked where it arose (here, or as the first C)
+                bad[r][v] |= out;
+                c[r][v] = d;
+                continue;
+            }
+            d = round_f16(d);
             const vi cinf = (cb & 0x7fffffff) == 0x7f800000;
             bad[r][v] |= out & ~cinf;
             c[r][v] = (vf)((cinf & cb) | (~cinf & (vi)d));
@@ -213,7 +225,7 @@ static void engine_seg(const void *ctx, const eng_tile *t, size_t s0, size_t s1,
     const eng_ctx *x = ctx;
     const mm_engine_kind *q = x->b.p->q;
     const size_t unit = (size_t)(q->k / q->split), kq = (size_t)q->k, split = (size_t)q->split;
-    const bool f16 = x->f16;
+    const bool f16 = x->f16, wide = sum_may_wrap(q);
     if (f16 && x->b.p->c_in_chain)  // the model's first C: C rounded to fp16 (nearest-even)
         for (int r = 0; r < MR; r++)
             for (int v = 0; v < NV; v++) {
@@ -225,8 +237,10 @@ static void engine_seg(const void *ctx, const eng_tile *t, size_t s0, size_t s1,
         const size_t a0 = s0 + u * unit;
         const size_t m = a0 >= s1 ? 0 : s1 - a0 < unit ? s1 - a0 : unit;
         // Two copies of the step, each with its D type a constant.
-        if (f16) step(q, t->ap, t->ea, t->bp, t->eb, a0 < s1 ? a0 : s1, m, c, bad, true);
-        else step(q, t->ap, t->ea, t->bp, t->eb, a0 < s1 ? a0 : s1, m, c, bad, false);
+        const size_t k0 = a0 < s1 ? a0 : s1;
+        if (f16) step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, true, true);
+        else if (wide) step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, false, true);
+        else step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, false, false);
     }
 }
 
