@@ -117,8 +117,8 @@ Test(mm_engine, special_operands) {
 Test(mm_engine, sum_past_int32) {
     uint64_t s = tu_seed("mm_engine", "sum_past_int32", 2107);
     static const char *const wide[][3] = {{"hopper:wgmma", "bf16", "bf16"}, {"hopper:wgmma", "fp16", "fp16"},
-                                          {"blackwell:mma", "bf16", "bf16"}};
-    for (int q = 0; q < 3; q++)
+                                          {"blackwell:mma", "bf16", "bf16"}, {"hopper:wgmma:f16", "fp16", "fp16"}};
+    for (int q = 0; q < 4; q++)
         for (size_t K = 16; K <= 32; K += 16) {
             const ecase c = {wide[q][0], wide[q][1], wide[q][2], 9, 70, K, D_TOP, false, false, 0, 1.0f, 1.0f, false,
                              false};

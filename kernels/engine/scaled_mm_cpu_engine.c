@@ -236,9 +236,10 @@ static void engine_seg(const void *ctx, const eng_tile *t, size_t s0, size_t s1,
     for (size_t u = 0; u < nsteps; u++) {
         const size_t a0 = s0 + u * unit;
         const size_t m = a0 >= s1 ? 0 : s1 - a0 < unit ? s1 - a0 : unit;
-        // Two copies of the step, each with its D type a constant.
+        // Four copies of the step, each with its D type and its overflow check constants.
         const size_t k0 = a0 < s1 ? a0 : s1;
-        if (f16) step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, true, true);
+        if (f16 && wide) step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, true, true);
+        else if (f16) step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, true, false);
         else if (wide) step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, false, true);
         else step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, false, false);
     }
