@@ -191,18 +191,20 @@ static inline int16_t eng_op_exp(uint32_t u, int emin) {
 }
 
 // Whether an operand is in a kernel's exact range: finite and, with bf16_range, zero or within
-// [2^-50, 2^50] (products then normal float32s).
+// [2^-50, 2^50] (ENG_BF16_LO, ENG_BF16_HI: float32 magnitude bits; products then normal float32s).
+enum { ENG_BF16_LO = 0x26800000, ENG_BF16_HI = 0x58800000 };
 static inline bool eng_op_ok(uint32_t u, bool bf16_range) {
     const uint32_t m = u & 0x7fffffff;
-    return m < 0x7f800000 && (!bf16_range || m == 0 || (m >= 0x26800000 && m <= 0x58800000));
+    return m < 0x7f800000 && (!bf16_range || m == 0 || (m >= ENG_BF16_LO && m <= ENG_BF16_HI));
 }
 
 // Over the panels x of n lines of type `type` ((ceil(n/w), K, w), padding lines zeros): each
 // element's model exponent into e2 (A: twice, in both int16 halves: one 32-bit broadcast per
 // row) or e (B), either may be NULL (flags only); bad[line] = some operand outside eng_op_ok.
-// A panel is K * w contiguous elements, so its elements go through NR lanes at a time (lane l
-// holds line l % w: w is MR or NR, both dividing NR), the flags ORed per lane and folded per
-// line at the end; the panel's last K * w % NR elements one at a time.
+// eng_op_ok and eng_op_exp in lanes: a panel is K * w contiguous elements, so its elements go
+// through NR lanes at a time (lane l holds line l % w: w is MR or NR, both dividing NR), the
+// flags ORed per lane and folded per line at the end; the panel's last K * w % NR elements one
+// at a time, through the two themselves.
 typedef int16_t eng_vh16 __attribute__((vector_size(ENG_VL * 2)));
 _Static_assert(ENG_NR % ENG_MR == 0, "a chunk of NR elements holds whole rows of an A panel");
 static inline __attribute__((always_inline)) void eng_exps(int32_t *e2, int16_t *e, unsigned char *bad,
@@ -220,7 +222,7 @@ static inline __attribute__((always_inline)) void eng_exps(int32_t *e2, int16_t 
             for (int v = 0; v < ENG_NV; v++) {  // signed lanes: magnitudes are below 2^31
                 const size_t o = at + c + (size_t)v * ENG_VL;
                 const eng_vi u = *(const eng_vi_u *)(x + o), m = u & 0x7fffffff, z = m == 0;
-                acc[v] |= (m >= 0x7f800000) | (rng & ~z & ((m < 0x26800000) | (m > 0x58800000)));
+                acc[v] |= (m >= 0x7f800000) | (rng & ~z & ((m < ENG_BF16_LO) | (m > ENG_BF16_HI)));
                 // max(biased, emin + 127) - 127, a zero's -126
                 const eng_vi ex = (~z & (eng_max((u >> 23) & 0xff, lo) - 127)) | (z & -126);
                 if (e2) *(eng_vi_u *)(e2 + o) = (eng_vi)(((eng_vu)ex & 0xffff) | ((eng_vu)ex << 16));

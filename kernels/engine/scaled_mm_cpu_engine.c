@@ -205,13 +205,13 @@ static inline __attribute__((always_inline)) void step(const mm_engine_kind *q, 
             vf d = f * (vf)(dc << 23);
             const vi mag = (vi)d & 0x7fffffff;
             out |= ~sz & ((mag < 0x00800000) | (mag >= 0x7f800000));
-            // f16 D: to fp16. Its inf (from 65520 up: an f16 D's common overflow) stays in the lane:
-            // the model's later steps add finite products to it, so D stays that inf (cinf).
             if (!f16) {  // an f32 D that is inf was marked where it arose (here, or as the first C)
                 bad[r][v] |= out;
                 c[r][v] = d;
                 continue;
             }
+            // f16 D: to fp16. Its inf (from 65520 up: an f16 D's common overflow) stays in the lane:
+            // the model's later steps add finite products to it, so D stays that inf (cinf).
             d = round_f16(d);
             const vi cinf = (cb & 0x7fffffff) == 0x7f800000;
             bad[r][v] |= out & ~cinf;
