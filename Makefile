@@ -264,10 +264,10 @@ bench-gpu: all $(BUILD)/bench/bench_mm_cuda
 test-gpu: all $(BUILD)/tests/test_mm_cuda $(BUILD)/tests/test_cast_cuda $(BUILD)/tests/test_mm_dev_cuda \
           $(BUILD)/tests/test_cast_plan_cuda
 	@command -v nvidia-smi >/dev/null && nvidia-smi -L || { echo "test-gpu: no GPU found (nvidia-smi)"; exit 1; }
-	FPLAB_REQUIRE_GPU=1 $(BUILD)/tests/test_mm_cuda --jobs 1
-	FPLAB_REQUIRE_GPU=1 $(BUILD)/tests/test_cast_cuda --jobs 1
-	FPLAB_REQUIRE_GPU=1 $(BUILD)/tests/test_mm_dev_cuda --jobs 1
-	FPLAB_REQUIRE_GPU=1 $(BUILD)/tests/test_cast_plan_cuda --jobs 1
+	@# Every suite runs (a lease is short: one failing suite must not hide the others' results).
+	@fail=; for t in test_mm_cuda test_cast_cuda test_mm_dev_cuda test_cast_plan_cuda; do \
+	  echo "== $$t"; FPLAB_REQUIRE_GPU=1 $(BUILD)/tests/$$t --jobs 1 || fail="$$fail $$t"; done; \
+	  [ -z "$$fail" ] || { echo "test-gpu: failed:$$fail"; exit 1; }
 
 bench: all $(BENCH_BIN)
 	@for b in $(BENCH_BIN); do $$b; done

@@ -10,8 +10,10 @@
 #   bit for bit; test_cast_plan_cuda: every preset's casts as autocast's plans on the device
 #   against ac_cast, values, telemetry and amax histories);
 #   4. the torch suites: tests/python/test_torch_cuda.py (fplab.torch_cuda on CUDA tensors against
-#   the CPU: casts, quantize, matmul_cuda and torch.ops.fplab.scaled_mm's "cuda" kernel) and the fplab.torch suites, with the machine's own PyTorch (the extension built in
-#   place; skipped, and said, where that python has no torch or pytest); 5. matmul-check of each
+#   the CPU: casts, quantize, matmul_cuda and torch.ops.fplab.scaled_mm's "cuda" kernel) and the
+#   fplab.torch suites, with the machine's own PyTorch (the extension built in place; skipped, and
+#   said, where that python has no torch or pytest), then tools/bench_torch_cuda.py (the casts'
+#   bandwidth against a device copy, the device GEMMs against cuBLAS); 5. matmul-check of each
 #   CUDA path against MPFR, and which engine model (fplab engines) reproduces cuBLASLt's and the
 #   own kernels' results bit for bit (matmul-check's candidate table); 6. make bench-gpu (time
 #   left permitting).
@@ -63,6 +65,10 @@ if python3 -c 'import torch, pytest, numpy; assert torch.cuda.is_available()' > 
             FPLAB_CLI="$PWD/build/fplab" python3 -m pytest -q -p no:cacheprovider tests/python/test_torch_cuda.py \
             tests/python/test_torch.py tests/python/test_torch_policy.py
         tail -5 "$out/test-torch-cuda.log"
+        # fplab.torch_cuda's casts against a device copy, its GEMMs against cuBLAS bf16
+        stage bench-torch-cuda 150 env PYTHONUNBUFFERED=1 PYTHONPATH="$PWD/python" FPLAB_LIB="$PWD/build/libfplab.so" \
+            python3 tools/bench_torch_cuda.py
+        cat "$out/bench-torch-cuda.log"
     fi
 else
     echo "torch: skipped (no torch with CUDA, pytest or numpy in python3: $out/torch-env.log)"
@@ -72,8 +78,10 @@ for k in cublaslt tc simt; do
     for spec in "e4m3 tensor 2048" "e4m3 mx 2048" "e2m1 nvfp4 2048" "bf16 none 2048" "fp16 none 1024"; do
         set -- $spec
         name="mmcheck-$k-$1-$2"
+        # cuBLASLt's fp8 (fast accumulation off) is hopper:wgmma:promote=128 on an H200 (tests/fixtures/hw)
+        also=; [ "$1" = e4m3 ] && also="--also hopper:wgmma:promote=128"
         FPLAB_CUDA_KERNEL=$k timeout 60 build/fplab matmul-check --m 64 --n 64 --k "$3" --a "$1" --b "$1" \
-            --scale "$2" --backend cuda > "$out/$name.log" 2>&1
+            --scale "$2" --backend cuda $also > "$out/$name.log" 2>&1
         st=$?
         # A forced path that does not take these operands says so (exit 2): not a failure.
         if [ $st -ne 0 ] && ! { [ $st -eq 2 ] && grep -qE "does not apply|does not support" "$out/$name.log"; }; then

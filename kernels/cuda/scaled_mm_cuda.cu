@@ -292,7 +292,7 @@ static int run_cublaslt(float *C, size_t ldc, const mm_operand *A, const mm_oper
     if (st == MM_OK) st = host_prepare(&hb, B, false, N, K, Np, Kp);
     if (st != MM_OK) return st;
 
-    DevBuf da, db, dd, dscale, ws;
+    DevBuf da, db, dd, dscale_a, dscale_b, ws;
     const size_t ws_bytes = (size_t)32 << 20;
     std::vector<float> hd(Mp * Np, 0.0f);
     if (o->beta != 0.0f)
@@ -306,8 +306,12 @@ static int run_cublaslt(float *C, size_t ldc, const mm_operand *A, const mm_oper
     // bf16/fp16: folded into alpha.
     float alpha = fp8 ? o->alpha : mm__fl32_prod3(o->alpha, mm__tscale(A), mm__tscale(B));
     const float beta = o->beta;
-    const float hscale[2] = {mm__tscale(B), mm__tscale(A)};
-    if (fp8 && (st = dscale.upload(hscale, sizeof hscale)) != MM_OK) return st;
+    // Each scale in its own allocation: cuBLASLt refuses (NOT_SUPPORTED, at the matmul, after
+    // the heuristic found an algorithm) a scale pointer 4 bytes into one (seen on an H200, CUDA 13.0).
+    const float hscale_a = mm__tscale(B), hscale_b = mm__tscale(A);
+    if (fp8 && ((st = dscale_a.upload(&hscale_a, sizeof hscale_a)) != MM_OK ||
+                (st = dscale_b.upload(&hscale_b, sizeof hscale_b)) != MM_OK))
+        return st;
 
     LtObjects lt;
     const cublasOperation_t opT = CUBLAS_OP_T, opN = CUBLAS_OP_N;
@@ -316,7 +320,7 @@ static int run_cublaslt(float *C, size_t ldc, const mm_operand *A, const mm_oper
     CK_LT(LT(cublasLtMatmulDescSetAttribute)(lt.desc, CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT));
     CK_LT(LT(cublasLtMatmulDescSetAttribute)(lt.desc, CUBLASLT_MATMUL_DESC_TRANSB, &opN, sizeof opN));
     if (fp8) {
-        const void *sa_ptr = (const float *)dscale.p, *sb_ptr = (const float *)dscale.p + 1;
+        const void *sa_ptr = dscale_a.p, *sb_ptr = dscale_b.p;
         const int8_t fast = 0;  // keep cuBLASLt's periodic promotion to fp32
         CK_LT(LT(cublasLtMatmulDescSetAttribute)(lt.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa_ptr, sizeof sa_ptr));
         CK_LT(LT(cublasLtMatmulDescSetAttribute)(lt.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb_ptr, sizeof sb_ptr));

@@ -15,6 +15,14 @@ def _bits(a):
     return np.asarray(a, dtype=np.float32).view(np.uint32)
 
 
+def _same_products(got, want):
+    """A GEMM's outputs bit for bit, a NaN equal to any NaN: the hardware makes an invalid
+    operation's NaN (inf - inf: x86 0xffc00000, CUDA 0x7fffffff) and IEEE 754 leaves its bits
+    open (docs/kernels-cuda.md). Casts are compared strictly: fplab writes their NaNs itself."""
+    got, want = np.asarray(got, dtype=np.float32), np.asarray(want, dtype=np.float32)
+    return ((_bits(got) == _bits(want)) | (np.isnan(got) & np.isnan(want))).all()
+
+
 @pytest.mark.parametrize("fmt", ["e4m3", "e5m2", "e2m1", "bf16", "fp16", "e8m0"])
 @pytest.mark.parametrize("mode", ["rne", "rtz", "sr", "sr:c"])
 def test_round_matches_cpu(fmt, mode):
@@ -66,23 +74,26 @@ def test_matmul_cuda_matches_cpu(fmt, acc):
     w = torch.from_numpy(fplab.round(torch.randn(29, 301, generator=g).numpy(), fmt))  # (N, K)
     c = tc.matmul_cuda(a.cuda(), w.cuda().t(), fmt, acc=acc)
     want = fplab.scaled_matmul(a.numpy(), w.t().numpy(), fmt, scale="none", acc=acc)
-    assert (_bits(c.cpu().numpy()) == _bits(want.c)).all()
+    assert _same_products(c.cpu().numpy(), want.c)
 
 
 @pytest.mark.parametrize("fmt,scale,acc", [("e4m3", "mx", "m13:rtz:promote=32"), ("e2m1", "nvfp4", "bf16"),
                                            ("e4m3", "tensor", "hopper:wgmma"), ("e4m3", "row", "ada:mma"),
                                            ("e2m1", "nvfp4", "blackwell:tcgen05"), ("e4m3", "mx", "blackwell:tcgen05"),
-                                           ("e5m2", "block:64:e8m0", "fp16:promote=16")])
+                                           ("e5m2", "block:64:e8m0", "m10:rne:promote=16")])
 def test_scaled_mm_operator_runs_on_the_device(fmt, scale, acc):
     """torch.ops.fplab.scaled_mm on CUDA tensors: quantized and multiplied on the device
-    (scaled_mm_kernel), bit for bit the CPU operator's result."""
+    (scaled_mm_kernel), bit for bit the CPU operator's result. (fp16 itself as the accumulator
+    overflows here: blocks scaled to e5m2's 57344 make products past 65504, and every output is
+    NaN; m10 keeps fp16's significand without its range.)"""
     import fplab.torch  # noqa: F401  (registers the kernels)
     g = torch.Generator().manual_seed(6)
     a, b = torch.randn(33, 200, generator=g), torch.randn(200, 21, generator=g)
     got = torch.ops.fplab.scaled_mm(a.cuda(), b.cuda(), fmt, "", scale, acc)
     want = torch.ops.fplab.scaled_mm(a, b, fmt, "", scale, acc)
     assert got.is_cuda
-    assert (_bits(got.cpu().numpy()) == _bits(want.numpy())).all()
+    assert np.isfinite(want.numpy()).all()  # a case of NaNs would compare nothing
+    assert _same_products(got.cpu().numpy(), want.numpy())
 
 
 def test_matmul_cuda_tensor_scales_on_the_device():
@@ -93,7 +104,7 @@ def test_matmul_cuda_tensor_scales_on_the_device():
     ts = torch.tensor([0.75], device="cuda")
     c1 = tc.matmul_cuda(a, b, "e4m3", acc="m13:rtz", a_tscale=ts, b_tscale=3.0)
     c2 = tc.matmul_cuda(a, b, "e4m3", acc="m13:rtz", a_tscale=0.75, b_tscale=3.0)
-    assert (_bits(c1.cpu().numpy()) == _bits(c2.cpu().numpy())).all()
+    assert _same_products(c1.cpu().numpy(), c2.cpu().numpy())
 
 
 # --- a policy's casts on the device (autocast's plans: fplab.torch_cuda.policy_cast)
