@@ -15,8 +15,8 @@
 #   said, where that python has no torch or pytest), then tools/bench_torch_cuda.py (the casts'
 #   bandwidth against a device copy, the device GEMMs against cuBLAS); 5. matmul-check of each
 #   CUDA path against MPFR, and which engine model (fplab engines) reproduces cuBLASLt's and the
-#   own kernels' results bit for bit (matmul-check's candidate table); 6. make bench-gpu (time
-#   left permitting).
+#   own kernels' results bit for bit (matmul-check's candidate table), and which reproduces
+#   torch._scaled_mm's fp8 (tools/gpu_fp8_fixture.py); 6. make bench-gpu (time left permitting).
 # Logs go to $OUT (or gpu-out/). Exit status: 0 when every stage passed, else 1.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -90,6 +90,21 @@ for k in cublaslt tc simt; do
         grep -E "PASS|FAIL|reproduce|does not apply" "$out/$name.log" | sed "s/^/$name: /"
     done
 done
+# 5b. torch._scaled_mm's fp8 (cuBLASLt) on this GPU: which engine model reproduces it, with fast
+# accumulation and without (on an H200: hopper:wgmma and hopper:wgmma:promote=128; the files are
+# what tests/fixtures/hw/ holds for that card: commit them for a new one, with its README)
+if python3 -c 'import torch; assert torch.cuda.is_available()' > /dev/null 2>&1; then
+    mkdir -p "$out/hw"
+    if stage hw-fixture 60 python3 tools/gpu_fp8_fixture.py "$out/hw"; then
+        for a in e4m3 e5m2; do
+            for m in promoted fast; do
+                build/fplab matmul-check --a "$a" --b e4m3 --a-values "$out/hw/a_$a.npy" --b-values "$out/hw/b_e4m3.npy" \
+                    --result "$out/hw/c_${a}_e4m3_$m.npy" --also hopper:wgmma:promote=128 > "$out/hw-$a-$m.log" 2>&1
+                grep -E " 1$|equals" "$out/hw-$a-$m.log" | sed "s/^/hw $a x e4m3 $m: /"
+            done
+        done
+    fi
+fi
 # 6. speed, with what time is left
 stage bench-gpu 150 make bench-gpu
 exit $fail
