@@ -63,20 +63,21 @@ static int log2_ceil(int n) {
     return lg;
 }
 
+// The bits a step's sum of products needs: each of its k / split terms is below 2^(frac + 2).
+static int step_sum_bits(const mm_engine_kind *q) { return q->frac + 2 + log2_ceil(q->k / q->split); }
+
 bool mm__engine_fast_covers(const mm__engine_plan *p, const mm_opts *o) {
     (void)o;  // f32 and f16 D alike
     const mm_engine_kind *q = p->q;
     if (q->op != MM_EOP_FUSED || q->block || q->group || p->scaled_kind) return false;
     const unsigned ok = MM_ET_E4M3 | MM_ET_E5M2 | MM_ET_F16 | MM_ET_BF16;
     if (!(p->ta & ok) || !(p->tb & ok)) return false;
-    // The products' sum in int32: each term is below 2^(frac + 2).
-    return q->frac + 2 + log2_ceil(q->k / q->split) <= 31 && q->out_frac <= 23;
+    return step_sum_bits(q) <= 31 && q->out_frac <= 23;  // the products' sum in int32
 }
 
-// Whether a step's sum with C's term can pass int32: each of its k / split terms is below
-// 2^(frac + 2) and C's below 2^(frac + 1), so up to 2^(frac + 2 + lg) with lg = log2_ceil(k /
-// split) terms fit with room for C's where frac + 2 + lg <= 30.
-static bool sum_may_wrap(const mm_engine_kind *q) { return q->frac + 2 + log2_ceil(q->k / q->split) > 30; }
+// Whether a step's sum with C's term can pass int32: C's term is below 2^(frac + 1), so it fits
+// beside the products' where their sum needs at most 30 bits.
+static bool sum_may_wrap(const mm_engine_kind *q) { return step_sum_bits(q) > 30; }
 
 // --- the exponent panels
 
