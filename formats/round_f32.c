@@ -22,126 +22,10 @@
 #include "round_internal.h"
 #include "vec_internal.h"
 
-typedef struct {
-    int32_t sbase, emin_b, bias, r;
-    fmt_sr_variant sr_variant;
-    bool m0, signed_fmt, flush, clamp_min, has_nan, has_zero;
-    uint32_t negzero_mask, inf_exact_mask, after_round_mask;  // all-ones when true
-    // The sign a NaN input gets where the format has no NaN (-0 if signed): nan_sign, in the
-    // lanes nan_sign_mask (all-ones for such formats) selects.
-    uint32_t nan_sign_mask, nan_sign;
-    // float32 bit patterns (magnitudes compare as their bits); min_sub is 2^(emin-m), the last
-    // place of the lowest binade
-    uint32_t max_bits, min_sub_bits, min_normal_bits, ovf0, ovf1, inf_res, nan_res, inval_res, ninf_res;
-} k32;
+#define FMT_LANE_FN FMT__VEC
+#include "round_lane_internal.h"
 
-typedef struct {
-    vu ovf, unf, sub, nan, inv;  // per-lane counts (subtracting -1 masks)
-    vu amax;                     // bits of the largest magnitude
-} vcounts;
-
-// The increment for one mode, lane-wise; every argument is 0 or 1 per lane.
-static inline __attribute__((always_inline)) vu
-round_inc(fmt_round_mode mode, vu sign, vu lsb, vu guard, vu sticky, vu sr_up) {
-    const vu inexact = guard | sticky;
-    switch (mode) {
-    case FMT_RNE: return guard & (sticky | lsb);
-    case FMT_RNA: return guard;
-    case FMT_RUP: return inexact & (sign ^ 1);
-    case FMT_RDN: return inexact & sign;
-    case FMT_RTO: return inexact & (lsb ^ 1);
-    case FMT_SR: return sr_up;
-    default: return guard & 0;  // FMT_RTZ
-    }
-}
-
-// simple (a constant at every call): the format is signed with fraction bits and a zero and
-// nothing is flushed, which holds for every table format but e8m0; the loop then loses the
-// branches and the work for the other cases.
-static inline __attribute__((always_inline)) vf
-round_w(const k32 *k, const bool simple, const fmt_round_mode mode, const vf x, const vu rnd,
-        vcounts *c) {
-    const bool m0 = !simple && k->m0, flush = !simple && k->flush, clamp_min = !simple && k->clamp_min;
-    const bool signed_fmt = simple || k->signed_fmt, has_zero = simple || k->has_zero;
-    const vu zero_v = bits(x) * 0;  // constant vectors without a vector literal
-    const vu one = zero_v + 1, ones = ~zero_v;
-    const vu b = bits(x), sign = b >> 31, a = b & 0x7fffffffu, E = a >> 23;
-    const vu Ez = lt(E, one);
-    const vu Ep = E - Ez;  // max(E, 1)
-    const vu sig = (a & 0x7fffffu) | (~Ez & 0x800000u);
-    // Inputs at or above the format's smallest normal keep their binade (d = 0). A float32
-    // subnormal (E = 0) lies below 2^-126, so its last place is the format's lowest, 2^(emin-m),
-    // which d = emin_b - 1 gives even when emin = -127 (e8m0), one binade below float32's.
-    vi d = k->emin_b - (vi)Ep;
-    d = (vi)sel(Ez | lt_i((vi)zero_v, d), (vu)d, zero_v);
-    const vi s = k->sbase + d;
-    // sig < 2^24: dropping 25 bits drops all
-    const vu s25 = sel(lt_i(s, (vi)zero_v + 25), (vu)s, zero_v + 25);
-    const vu q = sig >> s25;
-    const vu rem = sig & ((one << s25) - 1u);
-    const vu half = (one << s25) >> 1;
-    // rem < 2^25, so x + (2^31 - 1) has its top bit set exactly when x != 0
-    const vu guard = ((rem & half) + 0x7fffffffu) >> 31, sticky = ((rem & (half - 1u)) + 0x7fffffffu) >> 31;
-    // With no fraction bits the last bit of a code is the exponent's (exponent-only codes):
-    // the parity of ue + bias, ue = E' - 150 + s the exponent of the last place.
-    const vu lsb = m0 ? ((vu)((vi)Ep - 150 + s + k->bias) & 1u & ((0u - q) >> 31)) : (q & 1u);
-    vu sr_up = zero_v;
-    if (mode == FMT_SR) {
-        // Round up iff the top r dropped bits exceed an r-bit uniform draw.
-        const vi t = s - k->r, i31 = (vi)zero_v + 31;
-        const vu tr = sel(lt_i(t, i31), (vu)t, zero_v + 31), tl = sel(lt_i(-t, i31), (vu)-t, zero_v + 31);
-        vu top = sel(lt_i(t, (vi)zero_v), rem << tl, rem >> tr);
-        if (k->sr_variant != FMT_SR_A) {
-            // B and C round the fraction to r bits first (only where more than r bits drop; top
-            // + 1 fits, as rem < 2^25): g is the first bit past the r, st the rest.
-            const vu more = lt_i((vi)zero_v, t);
-            const vu t1 = sel(more, sel(lt_i(t, i31), (vu)(t - 1), zero_v + 30), zero_v);
-            const vu g = (rem >> t1) & more & 1u;
-            const vu st = (((rem & ((one << t1) - 1u)) + 0x7fffffffu) >> 31) & more;
-            top += k->sr_variant == FMT_SR_B ? g : g & (st | (top & 1u));
-        }
-        sr_up = ltu_full(rnd >> (32 - k->r), top);
-    }
-    const vu inc = round_inc(mode, sign, lsb, guard, sticky, sr_up);
-    // Rebuild the magnitude in the bit pattern: when at most 23 bits are dropped they all lie in
-    // x's fraction field, so clearing them and adding one last place carries into the exponent
-    // exactly as the value does. Dropping 24 or more bits only happens below the format's
-    // smallest subnormal, where the result is that subnormal or zero.
-    const vu rb = ((a >> s25) + inc) << s25;
-    const vu mag_bits = sel(lt_i(s, (vi)zero_v + 24), rb, (0u - inc) & k->min_sub_bits);
-
-    const vu special = lt(zero_v + 0x7f7fffffu, a), is_nan = lt(zero_v + 0x7f800000u, a);
-    const vu neg = (vu)((vi)b >> 31);
-    // Below 2^31 for every non-special lane (at most the bits of inf); special lanes are masked.
-    const vu over = ~special & lt(zero_v + k->max_bits, mag_bits);
-    vu r = sel(over, sel(neg, zero_v + k->ovf1, zero_v + k->ovf0), mag_bits);
-    r = sel(special, sel(is_nan, zero_v + k->nan_res, zero_v + k->inf_res), r);
-    const vu tiny = ~special & lt(r, zero_v + k->min_normal_bits);  // includes zero
-    if (flush) r = sel(tiny, zero_v, r);
-    if (clamp_min) r = sel(tiny, zero_v + k->min_normal_bits, r);
-    vu inval = zero_v;
-    if (!signed_fmt) {
-        inval = ~is_nan & ((neg & lt(zero_v, a)) | (has_zero ? zero_v : lt(a, one)));
-        inval &= ~(k->after_round_mask & lt(r, one));  // rounded to zero: +0, not invalid
-        r = sel(inval, sel(special, zero_v + k->ninf_res, zero_v + k->inval_res), r);
-    }
-    const vu zero = lt(r, one);
-    // Signed zero only where the format has -0; a NaN input without NaN codes becomes -0.
-    vu osign = neg & (k->negzero_mask | ~zero);
-    osign = sel(is_nan & k->nan_sign_mask, zero_v + k->nan_sign, osign);
-    if (!signed_fmt) osign = zero_v;
-
-    if (c) {
-        c->ovf -= (over | (special & ~is_nan & ~k->inf_exact_mask)) & ~inval;
-        c->unf -= ~special & ~inval & lt(zero_v, a) & (zero | (clamp_min ? tiny : zero_v));
-        c->sub -= ~special & ~zero & lt(r, zero_v + k->min_normal_bits) & (clamp_min ? zero_v : ones);
-        c->nan -= is_nan;
-        c->inv -= inval;
-        const vu ax = sel(is_nan, zero_v, a);  // NaN ignored; magnitudes order as their bits
-        c->amax = sel(lt(c->amax, ax), ax, c->amax);
-    }
-    return as_f(r | (osign & 0x80000000u));
-}
+typedef fmt__k32 k32;
 
 // W draws: lane l holds fmt_rng_u32(key, index + l).
 static inline __attribute__((always_inline)) vu rng_w(fmt_rng_key key, uint64_t index) {
@@ -157,15 +41,15 @@ static uint64_t hsum(vu v) {
 static inline __attribute__((always_inline)) void
 round_loop(const k32 *k, const fmt_rng_key key, const uint64_t first, const bool simple,
            const fmt_round_mode mode, float *restrict x, const size_t n, fmt__counts *out) {
-    vcounts vc = {0};
-    vcounts *c = out ? &vc : NULL;
+    fmt__lane_counts vc = {0};
+    fmt__lane_counts *c = out ? &vc : NULL;
     const vu zero_draws = {0};
     size_t i = 0;
     for (; i + W <= n; i += W) {
         vf v;
         memcpy(&v, x + i, sizeof v);
         const vu rnd = mode == FMT_SR ? rng_w(key, first + i) : zero_draws;
-        v = round_w(k, simple, mode, v, rnd, c);
+        v = fmt__lane_round(k, simple, mode, v, rnd, c);
         memcpy(x + i, &v, sizeof v);
     }
     if (i < n) {  // the tail, padded with +0; the padding lanes are masked out of the counts
@@ -174,8 +58,8 @@ round_loop(const k32 *k, const fmt_rng_key key, const uint64_t first, const bool
         vf v;
         memcpy(&v, tail, sizeof v);
         const vu rnd = mode == FMT_SR ? rng_w(key, first + i) : zero_draws;
-        vcounts tc = {0};
-        v = round_w(k, simple, mode, v, rnd, c ? &tc : NULL);
+        fmt__lane_counts tc = {0};
+        v = fmt__lane_round(k, simple, mode, v, rnd, c ? &tc : NULL);
         memcpy(tail, &v, sizeof v);
         memcpy(x + i, tail, (n - i) * sizeof *x);
         const vu lane = {0, 1, 2, 3, 4, 5, 6, 7};
@@ -201,7 +85,7 @@ static uint32_t f2u(double d) {
     return u;
 }
 
-static k32 k32_make(const fmt__kparams *p) {
+void fmt__k32_make(k32 *out, const fmt__kparams *p) {
     const k32 k = {
         .sbase = 23 - p->m, .emin_b = p->emin + 127, .bias = p->bias, .r = p->sr_bits, .sr_variant = p->sr_variant,
         .m0 = p->m == 0, .signed_fmt = p->is_signed, .flush = p->flush, .clamp_min = p->clamp_min,
@@ -214,7 +98,7 @@ static k32 k32_make(const fmt__kparams *p) {
         .nan_res = p->has_nan ? 0x7fc00000u : 0u, .inval_res = f2u(p->inval_result), .ninf_res = f2u(p->ninf_result),
         .after_round_mask = p->inval_after_round ? ~0u : 0u,
     };
-    return k;
+    *out = k;
 }
 
 // One loop per mode (and per simple or not), so that these switches are outside the vector loop.
@@ -236,8 +120,9 @@ mode_loop(const k32 *k, const fmt_rng_key key, const uint64_t first, const bool 
 static inline __attribute__((always_inline)) void
 kernel_body(const fmt__kparams *p, fmt_round_mode mode, float *x, size_t n, uint64_t base,
             fmt__counts *c) {
-    const k32 k = k32_make(p);
-    const bool simple = k.signed_fmt && !k.m0 && !k.flush && !k.clamp_min;
+    k32 k;
+    fmt__k32_make(&k, p);
+    const bool simple = fmt__k32_simple(&k);
     const uint64_t first = p->offset + base;
     // Per-lane 32-bit counters: blocks of at most 2^31 elements cannot wrap them.
     for (size_t done = 0; done < n;) {

@@ -35,6 +35,27 @@ typedef struct {
 
 void fmt__kparams_make(fmt__kparams *k, const fmt_t *f, const fmt_round_opts *o);
 
+// The float32 method's parameters (formats/round_lane_internal.h's fmt__lane_round), from fmt__kparams:
+// made once per call on the host; magnitudes as float32 bit patterns.
+typedef struct {
+    int32_t sbase, emin_b, bias, r;
+    fmt_sr_variant sr_variant;
+    bool m0, signed_fmt, flush, clamp_min, has_nan, has_zero;
+    uint32_t negzero_mask, inf_exact_mask, after_round_mask;  // all-ones when true
+    // The sign a NaN input gets where the format has no NaN (-0 if signed): nan_sign, in the
+    // lanes nan_sign_mask (all-ones for such formats) selects.
+    uint32_t nan_sign_mask, nan_sign;
+    // float32 bit patterns (magnitudes compare as their bits); min_sub is 2^(emin-m), the last
+    // place of the lowest binade
+    uint32_t max_bits, min_sub_bits, min_normal_bits, ovf0, ovf1, inf_res, nan_res, inval_res, ninf_res;
+} fmt__k32;
+void fmt__k32_make(fmt__k32 *k, const fmt__kparams *p);
+// Whether fmt__lane_round may take its short form (simple = true): a signed format with fraction
+// bits and a zero that flushes nothing, every table format but e8m0.
+FMT_HD static inline bool fmt__k32_simple(const fmt__k32 *k) {
+    return k->signed_fmt && !k->m0 && !k->flush && !k->clamp_min;
+}
+
 // Whether to add one unit in the last place to the truncated magnitude. lsb, guard, sticky,
 // sign and sr_up are 0 or 1; guard is the first dropped bit, sticky the OR of the rest.
 // Round-to-odd adds one when the truncation was inexact and left an even last bit, which is

@@ -2,10 +2,13 @@
 // quantization, apart from the CUDA runtime calls so that tests/cuda_shim.cpp runs the very same
 // source on the CPU (there __global__ and __device__ are empty and a thread is a std::thread).
 // What is shared with the C library rather than written again:
-// - the rounding of one element: fmt__round_one_f64 (formats/round_scalar.h), the one the CPU's
-//   float64 kernel loops over, with the draw fmt_rng_u32 (formats/rng.h), both FMT_HD; a float32
-//   rounds through it as a double (exact), which the CPU's float32 kernel equals bit for bit
-//   (tests/test_round.c holds the two kernels together; tests/test_cast_cuda_shim.c this one);
+// - the rounding of one element: for a format whose values embed in float32 (every element
+//   format of the presets), the CPU's float32 method itself (formats/round_lane_internal.h's
+//   fmt__lane_round, the lanes of round_f32.c's vector kernel, here one element per thread in
+//   32-bit integer operations); for the others fmt__round_one_f64 (formats/round_scalar.h), the
+//   CPU's float64 kernel's, on which a float32 rounds as a double (exact). The draw is
+//   fmt_rng_u32 (formats/rng.h). tests/test_round.c holds the CPU's two kernels together,
+//   tests/test_cast_cuda_shim.c this file to the CPU's casts;
 // - the per-call parameters fmt__kparams, made on the host by fmt__kparams_make.
 // Written a second time (scalar, one thread per tile) from formats/scale.c, whose versions are
 // static and vectorised over eight tiles: the scale rules (tile_scales, scales_pow2,
@@ -28,8 +31,28 @@ extern "C" {
 
 typedef unsigned long long cc_ull;
 
+// round_lane_internal.h's lanes as one element (a device thread's), in a namespace of their own: its
+// helpers' short names (sel, lt, bits) stay out of the kernels' scope.
+namespace cc_lane {
+typedef uint32_t vu;
+typedef int32_t vi;
+typedef float vf;
+__device__ __forceinline__ vu sel(vu m, vu a, vu b) { return b ^ ((a ^ b) & m); }
+__device__ __forceinline__ vu bits(vf x) { vu u; memcpy(&u, &x, sizeof u); return u; }
+__device__ __forceinline__ vf as_f(vu u) { vf x; memcpy(&x, &u, sizeof x); return x; }
+// all-ones where a < b (a - b fits in an int32 at every use, as vec_internal.h says)
+__device__ __forceinline__ vu lt(vu a, vu b) { return (vu)((vi)(a - b) >> 31); }
+__device__ __forceinline__ vu lt_i(vi a, vi b) { return (vu)((vi)((vu)a - (vu)b) >> 31); }
+__device__ __forceinline__ vu ltu_full(vu a, vu b) { return ((~a & b) | (~(a ^ b) & (a - b))) >> 31; }
+#define FMT_LANE_FN static __device__ __forceinline__
+#include "formats/round_lane_internal.h"
+#undef FMT_LANE_FN
+}  // namespace cc_lane
+
 struct CastArgs {
     fmt__kparams k;
+    fmt__k32 k32;    // k for the float32 method, where f32
+    int f32, simple;  // the format's values embed in float32 (fmt_embeds_in_f32); fmt__k32_simple
     int mode;   // fmt_round_mode
     int copy;   // a format that holds every float32 and does not embed in it (fp64): nothing rounds
     float pre, post;  // out = round(in * pre) * post (fmt_round_f32_scaled; no multiply where 1)
@@ -42,6 +65,8 @@ struct CastArgs {
 
 struct QuantArgs {
     fmt__kparams ek, sk;  // element format with the caller's options; scale format, saturating
+    fmt__k32 ek32;        // ek for the float32 method, where ef32 (as CastArgs' k32)
+    int ef32, esimple;
     int emode, smode;     // their modes (smode: FMT_RNE or FMT_RUP)
     int rule;             // fmt_scale_round
     int nan_block, two_level, pow2, exact, exact_f64, count, count_zeroed;
@@ -105,6 +130,20 @@ __device__ __forceinline__ float cc_round_elem(const fmt__kparams &k, int mode, 
     return cc_d2f(fmt__round_one_f64(&k, (fmt_round_mode)mode, cc_f2d(x), rnd, fl));
 }
 
+// The same by the float32 method, for a format whose values embed in float32 (k32 made from k,
+// simple = fmt__k32_simple(&k32)): the CPU's float32 kernel's result and flags, in 32-bit
+// integer operations (the float64 method's 64-bit ones are several instructions each on a GPU).
+__device__ __forceinline__ float cc_round_elem32(const fmt__kparams &k, const fmt__k32 &k32, int simple, int mode,
+                                                 float x, uint64_t index, fmt__flags *fl) {
+    const uint32_t rnd = mode == FMT_SR ? fmt_rng_u32(k.key, k.offset + index) : 0u;
+    cc_lane::fmt__lane_counts c;
+    memset(&c, 0, sizeof c);
+    const float r = cc_lane::fmt__lane_round(&k32, simple != 0, (fmt_round_mode)mode, x, rnd, &c);
+    // each count is 0 or 1: the method subtracts an all-ones mask from 0
+    fl->overflow = c.ovf, fl->underflow = c.unf, fl->subnormal = c.sub, fl->nan_in = c.nan, fl->invalid = c.inv;
+    return r;
+}
+
 // The same for an exact quotient held as a double (element formats beyond exact_fits_f32).
 __device__ __forceinline__ float cc_round_elem_d(const fmt__kparams &k, int mode, double z, uint64_t index,
                                                  fmt__flags *fl) {
@@ -147,7 +186,7 @@ static __global__ void cast_round_kernel(const CastArgs a) {
             c.nan += cc_isnan(x);
         } else {
             fmt__flags fl;
-            q = cc_round_elem(a.k, a.mode, x, i, &fl);
+            q = a.f32 ? cc_round_elem32(a.k, a.k32, a.simple, a.mode, x, i, &fl) : cc_round_elem(a.k, a.mode, x, i, &fl);
             c.add(fl);
         }
         a.out[i] = a.post == 1.0f ? q : cc_mul(q, a.post);
@@ -321,7 +360,8 @@ static __global__ void quant_elems_kernel(const QuantArgs a) {
             float y;
             if (a.exact) y = d == 0.0f ? cc_mul(x, m) : d == 1.0f ? x : cc_div_rto(x, d);
             else y = (m == 1.0f && !percol) ? x : cc_mul(x, m);
-            q = cc_round_elem(a.ek, a.emode, y, i, &fl);
+            q = a.ef32 ? cc_round_elem32(a.ek, a.ek32, a.esimple, a.emode, y, i, &fl)
+                       : cc_round_elem(a.ek, a.emode, y, i, &fl);
         }
         const float o = (d == 1.0f && !percol) ? q : cc_mul(q, d);
         if (a.elems) a.elems[i] = q;
@@ -386,7 +426,9 @@ static int cc_round_run(L &l, const fmt_t *f, float *out, const float *in, size_
     memset(&a, 0, sizeof a);
     fmt__kparams_make(&a.k, f, o);
     a.mode = o->mode;
-    a.copy = !fmt_embeds_in_f32(f) && fmt_contains_f32(f);
+    a.f32 = fmt_embeds_in_f32(f);
+    if (a.f32) fmt__k32_make(&a.k32, &a.k), a.simple = fmt__k32_simple(&a.k32);
+    a.copy = !a.f32 && fmt_contains_f32(f);
     a.pre = pre, a.post = post;
     a.in = in, a.out = out, a.n = n, a.counts = (cc_ull *)counts;
     return l.launch(cast_round_kernel, a, n);
@@ -399,6 +441,8 @@ static void cc_quant_params(QuantArgs *a, const fmt_t *elem, const fmt_scaling *
     a->pow2 = r == FMT_SCALE_OCP || r == FMT_SCALE_CEIL || r == FMT_SCALE_EVEN;
     fmt__kparams_make(&a->ek, elem, o);
     a->emode = o->mode;
+    a->ef32 = fmt_embeds_in_f32(elem);
+    if (a->ef32) fmt__k32_make(&a->ek32, &a->ek), a->esimple = fmt__k32_simple(&a->ek32);
     fmt_round_opts so;
     memset(&so, 0, sizeof so);
     so.overflow = FMT_SATURATE;
