@@ -123,11 +123,18 @@ static void row(const char *label, const char *recipe, const char *acc, size_t n
 // The rows of one size: sgemm, then every configuration of cs on the same operands. sgemm is
 // timed before and after the configurations and the faster run kept, so that a burst of load
 // from elsewhere during one of them does not make every ratio look good.
-static void table(const config *cs, size_t ncs, float *a, float *b, float *C, size_t n) {
+// --only: the configurations whose accumulator name contains it (NULL: all)
+static const char *only;
+
+static void table(const config *all, size_t nall, float *a, float *b, float *C, size_t n) {
+    config cs[MAX_CONFIGS];
+    size_t ncs = 0;
+    for (size_t c = 0; c < nall && ncs < MAX_CONFIGS; c++)
+        if (!only || strstr(all[c].acc, only)) cs[ncs++] = all[c];
+    if (ncs == 0) return;
     mm_random_f32(a, n * n, MM_DIST_NORMAL, 0, 1);
     mm_random_f32(b, n * n, MM_DIST_NORMAL, 0, 2);
     double ts = time_sgemm(a, b, C, n), tq[MAX_CONFIGS];
-    ncs = ncs < MAX_CONFIGS ? ncs : MAX_CONFIGS;
     for (size_t c = 0; c < ncs; c++) tq[c] = time_mm(&cs[c], a, b, C, n);
     const double ts2 = time_sgemm(a, b, C, n);
     if (ts2 > 0 && ts2 < ts) ts = ts2;
@@ -151,8 +158,12 @@ int main(int argc, char **argv) {
             nemu = parse_sizes(argv[++i], emu);
         } else if (!strcmp(argv[i], "--engine-sizes") && i + 1 < argc) {
             neng = parse_sizes(argv[++i], eng);
+        } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+            only = argv[++i];
         } else {
-            fprintf(stderr, "usage: bench_mm [--sizes N,N,...] [--emu-sizes N,N,...] [--engine-sizes N,N,...] [--quick]\n");
+            fprintf(stderr, "usage: bench_mm [--sizes N,N,...] [--emu-sizes N,N,...] [--engine-sizes N,N,...] [--quick] "
+                            "[--only ACC]\n(--only: the rows whose accumulator contains ACC, e.g. cdna3 or "
+                            "hopper:wgmma)\n");
             return !strcmp(argv[i], "--help") ? 0 : 2;
         }
     }

@@ -17,6 +17,7 @@ each round times --steps more steps of every configuration in turn.
 
 Usage: python3 tools/bench_torch_policy.py [--rounds 3] [--steps 3] [--hidden 256] [--batch 4] [--presets fp32,bf16-amp,...] [--products]
        [--fplab-products fp32,mxfp8] [--compile inductor [--compile-presets fp32,mxfp8]] [--no-torchao]
+       [--casts-as-copies fp8-current,nvfp4]
 (--fplab-products: these presets also with apply_policy(..., products="fplab"), the C trainer's
 float32 GEMMs, beside the default products="torch")
 (default: the eight presets of tools/check_torch_policy.py)
@@ -26,6 +27,7 @@ import argparse
 import os
 import time
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from transformers import LlamaConfig, LlamaForCausalLM
@@ -124,6 +126,34 @@ class Config:
             self.pol.remove()
 
 
+class _CopiesForCasts:
+    """A policy's autocast context whose casts are copies (--casts-as-copies): fprop_input and cast
+    copy their input into the output, dgrad_operands and wgrad_operands hand back the operands
+    uncast; everything else (telemetry, steps, the update's rounding) is the context's. The step
+    then runs fplab.torch's Python, its autograd.Function, its buffers and the same products
+    without the library's casts: what the glue costs, apart from what the casts cost. A
+    diagnostic only: the numbers it trains are not a policy's."""
+
+    def __init__(self, ctx):
+        self._ctx = ctx
+
+    def __getattr__(self, name):
+        if name in ("fprop_input", "cast"):
+            return lambda out, x, *a, **k: np.copyto(out, x.reshape(out.shape))
+        if name in ("dgrad_operands", "wgrad_operands"):
+            return lambda *a, **k: (None, None, None)
+        return getattr(self._ctx, name)
+
+
+def casts_as_copies(name):
+    """apply_policy(m, name) with the policy's casts replaced by copies (_CopiesForCasts)."""
+    def setup(m):
+        pol = ft.apply_policy(m, name)
+        pol.ctx = _CopiesForCasts(pol.ctx)
+        return pol
+    return setup
+
+
 def products(n=512, shapes=((256, 768), (256, 1408), (704, 256), (256, 512))):
     """The float32 products alone at this model's shapes (K, outputs): a Linear's three (forward,
     dgrad, wgrad) through the library, as apply_policy runs them on CPU under products="fplab" (Policy._mm: the C
@@ -169,6 +199,8 @@ def main():
                     "and updates are made once a step, so their share falls as it grows) [%(default)s]")
     ap.add_argument("--fplab-products", default="", help="presets timed with products=\"fplab\" too (the C "
                     "trainer's float32 GEMMs) [none]")
+    ap.add_argument("--casts-as-copies", default="", help="presets timed also with their casts replaced by copies "
+                    "(a diagnostic: fplab.torch's glue without the library's casts) [none]")
     a = ap.parse_args()
     if a.hidden < 64 or a.hidden % 64:
         ap.error(f"--hidden {a.hidden}: expected a positive multiple of 64")
@@ -182,6 +214,8 @@ def main():
         configs[f"fplab {p}"] = (lambda name: (lambda m: ft.apply_policy(m, name)))(p)
     for p in [q for q in a.fplab_products.split(",") if q]:
         configs[f"fplab {p} products=fplab"] = (lambda name: (lambda m: ft.apply_policy(m, name, products="fplab")))(p)
+    for p in [q for q in a.casts_as_copies.split(",") if q]:
+        configs[f"fplab {p}, casts as copies"] = casts_as_copies(p)
     if MXTensor is not None and not a.no_torchao:
         configs["torchao mxfp8"] = lambda m: torchao_patch(m, torch.float8_e4m3fn)
         configs["torchao mxfp4"] = lambda m: torchao_patch(m, torch.float4_e2m1fn_x2)
