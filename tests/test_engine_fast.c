@@ -8,6 +8,7 @@
 // output rounding) is compared with the model's NaN payloads included; then mm_cpu with mm_ref.
 // The seed is printed; FPLAB_SEED replays.
 #include <criterion/criterion.h>
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -163,6 +164,50 @@ Test(engine_fast, amd_c_in_the_chain) {
                              SC_NONE, 1.0f, 1.0f, sp >= 1};
             check(K_AMD, &c, &s);
         }
+}
+
+// CDNA3 outputs outside float32's normal range, where the kernel's rounding with C hands the lane
+// to the scalar model: rows of A all zero with subnormal C (D = C, on float32's subnormal grid)
+// and min-normal C; rows and columns of the largest in-range operands with C = FLT_MAX (bf16: a
+// group's sum of 8 products of 2^100 is FLT_MAX's half unit, so D rounds to inf); elsewhere
+// ordinary values. C is the chain's first C (beta = 1).
+Test(engine_fast, amd_results_outside_the_normals) {
+    static const char *const kinds[][3] = {{"cdna3:mfma", "bf16", "bf16"},
+                                           {"cdna3:mfma:k8", "bf16", "bf16"},
+                                           {"cdna3:mfma", "fp16", "fp16"},
+                                           {"cdna3:mfma", "e4m3fnuz", "e4m3fnuz"}};
+    const size_t M = 12, N = 40, K = 48;
+    for (size_t q = 0; q < sizeof kinds / sizeof kinds[0]; q++) {
+        mm_opts o;
+        mm_opts_default(&o);
+        char msg[300];
+        cr_assert_eq(mm_acc_from_name(&o.acc, kinds[q][0], msg, sizeof msg), MM_OK, "%s", msg);
+        o.beta = 1.0f;
+        float *a = malloc(M * K * sizeof *a), *b = malloc(K * N * sizeof *b), *C0 = malloc(M * N * sizeof *C0);
+        mm_operand A = {.x = a, .ld = K}, B = {.x = b, .ld = N};
+        cr_assert_eq(fmt_from_name(&A.fmt, kinds[q][1]), FMT_OK);
+        cr_assert_eq(fmt_from_name(&B.fmt, kinds[q][2]), FMT_OK);
+        // the largest operand inside the kernel's exact range (bf16: 2^50), or the format's max
+        const float big = strcmp(kinds[q][1], "bf16") ? (float)A.fmt.max : 0x1p50f;
+        for (size_t r = 0; r < M; r++)
+            for (size_t k = 0; k < K; k++)
+                a[r * K + k] = r % 3 == 0 ? 0.0f : r % 3 == 1 ? big : (k % 2 ? -1.0f : 1.0f) * (1.0f + (float)(k % 8) / 8);
+        for (size_t k = 0; k < K; k++)
+            for (size_t j = 0; j < N; j++) b[k * N + j] = j % 5 == 0 ? big : 1.0f + (float)(j % 8) / 8;
+        for (size_t r = 0; r < M; r++)
+            for (size_t j = 0; j < N; j++) {
+                const float sub = ldexpf(1.0f + (float)(j % 7) / 8, -140 + (int)(j % 9)) * (j % 2 ? -1.0f : 1.0f);
+                C0[r * N + j] = r % 3 == 0 ? (j % 4 == 3 ? 0x1p-126f : sub)
+                              : r % 3 == 1 ? (j % 5 == 0 ? FLT_MAX : 0x1p100f) : 1.0f;
+            }
+        mm__engine_plan p;
+        cr_assert_eq(mm__engine_plan_make(&p, &A, &B, M, N, K, &o, msg, sizeof msg), MM_OK, "%s", msg);
+        cr_assert(mm__engine_amd_covers(&p, &o), "%s: not taken by the fast kernel", kinds[q][0]);
+        char what[120];
+        snprintf(what, sizeof what, "%s %s x %s, results outside the normals", kinds[q][0], kinds[q][1], kinds[q][2]);
+        tu_engine_fast_vs_model(mm__engine_amd_run, &A, &B, M, N, K, &o, C0, what);
+        free(a), free(b), free(C0);
+    }
 }
 
 // CDNA2's flushes at 2^-126 (the leaves, the tree's nodes, the accumulator, the first C): bf16
