@@ -161,9 +161,9 @@ int main(int argc, char **argv) {
         } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
             only = argv[++i];
         } else {
-            fprintf(stderr, "usage: bench_mm [--sizes N,N,...] [--emu-sizes N,N,...] [--engine-sizes N,N,...] [--quick] "
-                            "[--only ACC]\n(--only: the rows whose accumulator contains ACC, e.g. cdna3 or "
-                            "hopper:wgmma)\n");
+            fprintf(stderr, "usage: bench_mm [--sizes N,N,...] [--emu-sizes N,N,...] [--engine-sizes N,N,...] "
+                            "[--quick] [--only ACC]\n(--only: the rows whose accumulator contains ACC, e.g. cdna3 "
+                            "or hopper:wgmma)\n");
             return !strcmp(argv[i], "--help") ? 0 : 2;
         }
     }

@@ -35,7 +35,7 @@ typedef struct {
 
 void fmt__kparams_make(fmt__kparams *k, const fmt_t *f, const fmt_round_opts *o);
 
-// The float32 method's parameters (formats/round_lane_internal.h's fmt__lane_round), from fmt__kparams:
+// The float32 method's parameters (round_lane_internal.h's fmt__lane_round), from fmt__kparams:
 // made once per call on the host; magnitudes as float32 bit patterns.
 typedef struct {
     int32_t sbase, emin_b, bias, r;

@@ -34,12 +34,12 @@ fmt__lane_inc(fmt_round_mode mode, vu sign, vu lsb, vu guard, vu sticky, vu sr_u
     }
 }
 
-// simple (a constant at every call): the format is signed with fraction bits and a zero and
-// nothing is flushed, which holds for every table format but e8m0; the loop then loses the
-// branches and the work for the other cases.
+// simple (fmt__k32_simple; a constant at every call of the CPU's loops): the format is signed
+// with fraction bits and a zero and nothing is flushed, which holds for every table format but
+// e8m0; the loop then loses the branches and the work for the other cases.
 FMT_LANE_FN vf
 fmt__lane_round(const fmt__k32 *k, const bool simple, const fmt_round_mode mode, const vf x, const vu rnd,
-        fmt__lane_counts *c) {
+                fmt__lane_counts *c) {
     const bool m0 = !simple && k->m0, flush = !simple && k->flush, clamp_min = !simple && k->clamp_min;
     const bool signed_fmt = simple || k->signed_fmt, has_zero = simple || k->has_zero;
     const vu zero_v = bits(x) * 0;  // constant vectors without a vector literal

@@ -191,7 +191,9 @@ Test(engine_fast, amd_results_outside_the_normals) {
         const float big = strcmp(kinds[q][1], "bf16") ? (float)A.fmt.max : 0x1p50f;
         for (size_t r = 0; r < M; r++)
             for (size_t k = 0; k < K; k++)
-                a[r * K + k] = r % 3 == 0 ? 0.0f : r % 3 == 1 ? big : (k % 2 ? -1.0f : 1.0f) * (1.0f + (float)(k % 8) / 8);
+                a[r * K + k] = r % 3 == 0   ? 0.0f
+                               : r % 3 == 1 ? big
+                                            : (k % 2 ? -1.0f : 1.0f) * (1.0f + (float)(k % 8) / 8);
         for (size_t k = 0; k < K; k++)
             for (size_t j = 0; j < N; j++) b[k * N + j] = j % 5 == 0 ? big : 1.0f + (float)(j % 8) / 8;
         for (size_t r = 0; r < M; r++)

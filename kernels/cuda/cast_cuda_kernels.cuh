@@ -31,8 +31,8 @@ extern "C" {
 
 typedef unsigned long long cc_ull;
 
-// round_lane_internal.h's lanes as one element (a device thread's), in a namespace of their own: its
-// helpers' short names (sel, lt, bits) stay out of the kernels' scope.
+// round_lane_internal.h's lanes as one element (a device thread's), in a namespace of their own:
+// its helpers' short names (sel, lt, bits) stay out of the kernels' scope.
 namespace cc_lane {
 typedef uint32_t vu;
 typedef int32_t vi;
@@ -186,7 +186,8 @@ static __global__ void cast_round_kernel(const CastArgs a) {
             c.nan += cc_isnan(x);
         } else {
             fmt__flags fl;
-            q = a.f32 ? cc_round_elem32(a.k, a.k32, a.simple, a.mode, x, i, &fl) : cc_round_elem(a.k, a.mode, x, i, &fl);
+            q = a.f32 ? cc_round_elem32(a.k, a.k32, a.simple, a.mode, x, i, &fl)
+                      : cc_round_elem(a.k, a.mode, x, i, &fl);
             c.add(fl);
         }
         a.out[i] = a.post == 1.0f ? q : cc_mul(q, a.post);
