@@ -32,7 +32,10 @@ extern "C" {
 typedef unsigned long long cc_ull;
 
 // round_lane_internal.h's lanes as one element (a device thread's), in a namespace of their own:
-// its helpers' short names (sel, lt, bits) stay out of the kernels' scope.
+// its helpers' short names (sel, lt, bits) stay out of the kernels' scope. The vectors' lanes wrap
+// and shift arithmetically by definition; here uint32-to-int32 conversion and >> of a negative
+// int32 are implementation-defined under nvcc's C++17 (defined in the shim's C++20), and nvcc and
+// g++ both convert modulo 2^32 and shift arithmetically, as the lanes do.
 namespace cc_lane {
 typedef uint32_t vu;
 typedef int32_t vi;
