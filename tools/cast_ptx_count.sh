@@ -6,8 +6,10 @@
 # it with its flags and stores the value and the flags' sum; the count is of its PTX instructions
 # (directives and labels left out), and of those on 64-bit operands (.u64 .s64 .b64 .f64), which
 # a GPU runs as several 32-bit instructions or at a lower rate.
-# Usage: tools/cast_ptx_count.sh [MODE ...]   (default: FMT_RNE FMT_SR; simple formats: every
-#        element format of the presets). Needs nvcc (NVCC or /usr/local/cuda/bin/nvcc) and python3.
+# Usage: tools/cast_ptx_count.sh [MODE ...]   (default: FMT_RNE FMT_SR; the float32 method for a
+#        format of fmt__k32_simple, every element format of the presets: the lanes' branches for
+#        the other formats are skipped at run time).
+#        Needs nvcc (NVCC or /usr/local/cuda/bin/nvcc) and python3.
 set -eu
 NVCC=${NVCC:-$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)}
 [ -x "$NVCC" ] || { echo "cast_ptx_count.sh: nvcc not found (set NVCC)" >&2; exit 2; }
@@ -25,7 +27,9 @@ __global__ void f64_method(const fmt__kparams k, const float *in, float *out, un
 __global__ void f32_method(const fmt__kparams k, const fmt__k32 q, const float *in, float *out, unsigned *cnt) {
     const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     fmt__flags fl;
-    out[i] = cc_round_elem32(k, q, 1, MODE, in[i], i, &fl);
+    fmt__k32 s = q;  // a format for which fmt__k32_simple holds, known to the compiler: the path
+    s.signed_fmt = true, s.m0 = s.flush = s.clamp_min = false;  // every preset's element takes
+    out[i] = cc_round_elem32(k, s, MODE, in[i], i, &fl);
     cnt[i] = fl.overflow + fl.underflow + fl.subnormal + fl.nan_in + fl.invalid;
 }
 EOF

@@ -54,8 +54,8 @@ __device__ __forceinline__ vu ltu_full(vu a, vu b) { return ((~a & b) | (~(a ^ b
 
 struct CastArgs {
     fmt__kparams k;
-    fmt__k32 k32;    // k for the float32 method, where f32
-    int f32, simple;  // the format's values embed in float32 (fmt_embeds_in_f32); fmt__k32_simple
+    fmt__k32 k32;  // k for the float32 method, where f32 (cc_float32_method)
+    int f32;
     int mode;   // fmt_round_mode
     int copy;   // a format that holds every float32 and does not embed in it (fp64): nothing rounds
     float pre, post;  // out = round(in * pre) * post (fmt_round_f32_scaled; no multiply where 1)
@@ -69,7 +69,7 @@ struct CastArgs {
 struct QuantArgs {
     fmt__kparams ek, sk;  // element format with the caller's options; scale format, saturating
     fmt__k32 ek32;        // ek for the float32 method, where ef32 (as CastArgs' k32)
-    int ef32, esimple;
+    int ef32;
     int emode, smode;     // their modes (smode: FMT_RNE or FMT_RUP)
     int rule;             // fmt_scale_round
     int nan_block, two_level, pow2, exact, exact_f64, count, count_zeroed;
@@ -126,22 +126,34 @@ __device__ __forceinline__ float cc_div(float a, float b) {
     return cc_isnan(a) ? cc_quiet(a) : cc_isnan(b) ? cc_quiet(b) : __fdiv_rn(a, b);
 }
 
+// The stochastic-rounding draw of the element at counter index (0 in the other modes).
+__device__ __forceinline__ uint32_t cc_draw(const fmt__kparams &k, int mode, uint64_t index) {
+    return mode == FMT_SR ? fmt_rng_u32(k.key, k.offset + index) : 0u;
+}
+
 // One element: fmt_round_f32's result for x at counter index (mode, draws, flags as the CPU's).
 __device__ __forceinline__ float cc_round_elem(const fmt__kparams &k, int mode, float x, uint64_t index,
                                                fmt__flags *fl) {
-    const uint32_t rnd = mode == FMT_SR ? fmt_rng_u32(k.key, k.offset + index) : 0u;
-    return cc_d2f(fmt__round_one_f64(&k, (fmt_round_mode)mode, cc_f2d(x), rnd, fl));
+    return cc_d2f(fmt__round_one_f64(&k, (fmt_round_mode)mode, cc_f2d(x), cc_draw(k, mode, index), fl));
 }
 
-// The same by the float32 method, for a format whose values embed in float32 (k32 made from k,
-// simple = fmt__k32_simple(&k32)): the CPU's float32 kernel's result and flags, in 32-bit
-// integer operations (the float64 method's 64-bit ones are several instructions each on a GPU).
-__device__ __forceinline__ float cc_round_elem32(const fmt__kparams &k, const fmt__k32 &k32, int simple, int mode,
-                                                 float x, uint64_t index, fmt__flags *fl) {
-    const uint32_t rnd = mode == FMT_SR ? fmt_rng_u32(k.key, k.offset + index) : 0u;
+// Whether f's elements round by the float32 method (its values embed in float32, as
+// fmt_round_f32 decides on the CPU), and then its parameters k32 made from k (on the host).
+static inline bool cc_float32_method(const fmt_t *f, const fmt__kparams *k, fmt__k32 *k32) {
+    if (!fmt_embeds_in_f32(f)) return false;
+    fmt__k32_make(k32, k);
+    return true;
+}
+
+// The same by the float32 method (k32 from cc_float32_method): the CPU's float32 kernel's result
+// and flags, in 32-bit integer operations (the float64 method's 64-bit ones are several
+// instructions each on a GPU).
+__device__ __forceinline__ float cc_round_elem32(const fmt__kparams &k, const fmt__k32 &k32, int mode, float x,
+                                                 uint64_t index, fmt__flags *fl) {
     cc_lane::fmt__lane_counts c;
     memset(&c, 0, sizeof c);
-    const float r = cc_lane::fmt__lane_round(&k32, simple != 0, (fmt_round_mode)mode, x, rnd, &c);
+    const float r = cc_lane::fmt__lane_round(&k32, fmt__k32_simple(&k32), (fmt_round_mode)mode, x,
+                                             cc_draw(k, mode, index), &c);
     // each count is 0 or 1: the method subtracts an all-ones mask from 0
     fl->overflow = c.ovf, fl->underflow = c.unf, fl->subnormal = c.sub, fl->nan_in = c.nan, fl->invalid = c.inv;
     return r;
@@ -150,8 +162,7 @@ __device__ __forceinline__ float cc_round_elem32(const fmt__kparams &k, const fm
 // The same for an exact quotient held as a double (element formats beyond exact_fits_f32).
 __device__ __forceinline__ float cc_round_elem_d(const fmt__kparams &k, int mode, double z, uint64_t index,
                                                  fmt__flags *fl) {
-    const uint32_t rnd = mode == FMT_SR ? fmt_rng_u32(k.key, k.offset + index) : 0u;
-    return cc_d2f(fmt__round_one_f64(&k, (fmt_round_mode)mode, z, rnd, fl));
+    return cc_d2f(fmt__round_one_f64(&k, (fmt_round_mode)mode, z, cc_draw(k, mode, index), fl));
 }
 
 // Per-thread telemetry, added to the device counters where nonzero.
@@ -189,7 +200,7 @@ static __global__ void cast_round_kernel(const CastArgs a) {
             c.nan += cc_isnan(x);
         } else {
             fmt__flags fl;
-            q = a.f32 ? cc_round_elem32(a.k, a.k32, a.simple, a.mode, x, i, &fl)
+            q = a.f32 ? cc_round_elem32(a.k, a.k32, a.mode, x, i, &fl)
                       : cc_round_elem(a.k, a.mode, x, i, &fl);
             c.add(fl);
         }
@@ -364,7 +375,7 @@ static __global__ void quant_elems_kernel(const QuantArgs a) {
             float y;
             if (a.exact) y = d == 0.0f ? cc_mul(x, m) : d == 1.0f ? x : cc_div_rto(x, d);
             else y = (m == 1.0f && !percol) ? x : cc_mul(x, m);
-            q = a.ef32 ? cc_round_elem32(a.ek, a.ek32, a.esimple, a.emode, y, i, &fl)
+            q = a.ef32 ? cc_round_elem32(a.ek, a.ek32, a.emode, y, i, &fl)
                        : cc_round_elem(a.ek, a.emode, y, i, &fl);
         }
         const float o = (d == 1.0f && !percol) ? q : cc_mul(q, d);
@@ -430,8 +441,7 @@ static int cc_round_run(L &l, const fmt_t *f, float *out, const float *in, size_
     memset(&a, 0, sizeof a);
     fmt__kparams_make(&a.k, f, o);
     a.mode = o->mode;
-    a.f32 = fmt_embeds_in_f32(f);
-    if (a.f32) fmt__k32_make(&a.k32, &a.k), a.simple = fmt__k32_simple(&a.k32);
+    a.f32 = cc_float32_method(f, &a.k, &a.k32);
     a.copy = !a.f32 && fmt_contains_f32(f);
     a.pre = pre, a.post = post;
     a.in = in, a.out = out, a.n = n, a.counts = (cc_ull *)counts;
@@ -445,8 +455,7 @@ static void cc_quant_params(QuantArgs *a, const fmt_t *elem, const fmt_scaling *
     a->pow2 = r == FMT_SCALE_OCP || r == FMT_SCALE_CEIL || r == FMT_SCALE_EVEN;
     fmt__kparams_make(&a->ek, elem, o);
     a->emode = o->mode;
-    a->ef32 = fmt_embeds_in_f32(elem);
-    if (a->ef32) fmt__k32_make(&a->ek32, &a->ek), a->esimple = fmt__k32_simple(&a->ek32);
+    a->ef32 = cc_float32_method(elem, &a->ek, &a->ek32);
     fmt_round_opts so;
     memset(&so, 0, sizeof so);
     so.overflow = FMT_SATURATE;
