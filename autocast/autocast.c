@@ -453,48 +453,118 @@ static void stats_merge(fmt_stats *into, const fmt_stats *s) {
     if (s->amax > into->amax) into->amax = s->amax;
 }
 
-void ac_round_update_at(ac_ctx *c, float *p, const float *p_old, float *comp, size_t n, size_t first) {
-    if (!ac_active(c, AC_MASTER)) return;
+// The update's rounding options: the master site's format rounded as the policy's update line
+// says (sr: stochastic; else the site's mode, nearest where that is stochastic).
+static fmt_round_opts update_opts(const ac_ctx *c) {
     const ac_rule *r = &c->pol.site[AC_MASTER];
     fmt_round_opts o = cast_opts(c, r, AC_MASTER, -1, false);
     o.mode = c->pol.update == AC_UPDATE_SR ? FMT_SR : r->round.mode == FMT_SR ? FMT_RNE : r->round.mode;
+    return o;
+}
+
+enum { UPD_CHUNK = 4096 };  // weights per task of the update's passes (each keeps a float32 copy)
+
+// Rounds the m <= UPD_CHUNK weights q updated from q0, drawing from counter `at` (comp: Kahan's
+// compensation of these weights, or NULL), and counts into st, *swamped and *changed.
+static void update_chunk(const ac_ctx *c, fmt_round_opts o, float *q, const float *q0, float *comp, size_t m,
+                         size_t at, fmt_stats *st, uint64_t *swamped, uint64_t *changed) {
+    float target[UPD_CHUNK];
+    // Kahan: the float32 target carries what earlier roundings lost (comp, kept in float32);
+    // after rounding, comp = target - stored, exact as the two are close.
+    if (comp)
+        for (size_t i = 0; i < m; i++) q[i] = q0[i] + ((q[i] - q0[i]) + comp[i]);
+    memcpy(target, q, m * sizeof *target);
+    o.offset = at;
+    fmt_round_f32(&c->pol.site[AC_MASTER].fmt, q, m, &o, st);
+    uint64_t sw = 0, ch = 0;
+    for (size_t i = 0; i < m; i++) {
+        const bool same = q[i] == q0[i];
+        sw += target[i] != q0[i] && same;  // moved in float32, rounded back: lost
+        ch += !same;
+    }
+    *swamped += sw, *changed += ch;
+    if (comp)
+        for (size_t i = 0; i < m; i++) comp[i] = target[i] - q[i];
+}
+
+// What an update of n weights counted, into the context.
+static void update_finish(ac_ctx *c, size_t n, uint64_t swamped, uint64_t changed, const fmt_stats *st) {
+    c->upd_n += n, c->upd_swamped += swamped, c->upd_changed += changed;
+    if (c->telemetry != AC_TEL_OFF) add_tel(c, AC_MASTER, -1, st, st->amax, 1.0f);
+}
+
+void ac_round_update_at(ac_ctx *c, float *p, const float *p_old, float *comp, size_t n, size_t first) {
+    if (!ac_active(c, AC_MASTER)) return;
+    const fmt_round_opts o = update_opts(c);
     const bool kahan = c->pol.update == AC_UPDATE_KAHAN && comp;
     uint64_t swamped = 0, changed = 0;
     fmt_stats st = {0};
-    enum { CHUNK = 4096 };
     // Chunks over the threads: a stochastic draw is keyed by the element's index (o.offset), and
     // counts and amax do not depend on the order they are gathered in, so the bits are the same
     // on any number of threads.
-#pragma omp parallel if (n > CHUNK) reduction(+ : swamped, changed)
+#pragma omp parallel if (n > UPD_CHUNK) reduction(+ : swamped, changed)
     {
         fmt_stats local = {0};
-        fmt_round_opts oc = o;
-        float target[CHUNK];
 #pragma omp for schedule(static)
-        for (size_t i0 = 0; i0 < n; i0 += CHUNK) {
-            const size_t m = n - i0 < CHUNK ? n - i0 : CHUNK;
-            float *q = p + i0;
-            const float *q0 = p_old + i0;
-            // Kahan: the float32 target carries what earlier roundings lost (comp, kept in
-            // float32); after rounding, comp = target - stored, exact as the two are close.
-            if (kahan)
-                for (size_t i = 0; i < m; i++) q[i] = q0[i] + ((q[i] - q0[i]) + comp[i0 + i]);
-            memcpy(target, q, m * sizeof *target);
-            oc.offset = first + i0;
-            fmt_round_f32(&r->fmt, q, m, &oc, &local);
-            for (size_t i = 0; i < m; i++) {
-                const bool same = q[i] == q0[i];
-                swamped += target[i] != q0[i] && same;  // moved in float32, rounded back: lost
-                changed += !same;
-            }
-            if (kahan)
-                for (size_t i = 0; i < m; i++) comp[i0 + i] = target[i] - q[i];
+        for (size_t i0 = 0; i0 < n; i0 += UPD_CHUNK) {
+            const size_t m = n - i0 < UPD_CHUNK ? n - i0 : UPD_CHUNK;
+            update_chunk(c, o, p + i0, p_old + i0, kahan ? comp + i0 : NULL, m, first + i0, &local, &swamped,
+                         &changed);
         }
 #pragma omp critical
         stats_merge(&st, &local);
     }
-    c->upd_n += n, c->upd_swamped += swamped, c->upd_changed += changed;
-    if (c->telemetry != AC_TEL_OFF) add_tel(c, AC_MASTER, -1, &st, st.amax, 1.0f);
+    update_finish(c, n, swamped, changed, &st);
+}
+
+void ac_step_fused(ac_ctx *c, float *p, float *comp, size_t n, size_t first, float *const *states,
+                   const ac_site *sites, int n_states, ac_step_fn step, void *user) {
+    const bool upd = c && ac_active(c, AC_MASTER);
+    const bool kahan = upd && c->pol.update == AC_UPDATE_KAHAN && comp;
+    const fmt_round_opts uo = upd ? update_opts(c) : (fmt_round_opts){0};
+    if (n_states > AC_STEP_MAX_STATES) n_states = AC_STEP_MAX_STATES;
+    // A state's cast joins the pass where it rounds element by element with a scale known before
+    // its data (no recipe, or delayed scaling) and no hook watches whole casts; the others are
+    // made after the pass, as ac_cast_inplace.
+    ac_cast_plan plan[AC_STEP_MAX_STATES];
+    bool in_pass[AC_STEP_MAX_STATES] = {false};
+    for (int k = 0; k < n_states; k++) {
+        if (!c || c->hook || !ac_active(c, sites[k])) continue;
+        plan_make(c, &(ac_cast_req){.site = sites[k], .layer = -1, .count = true}, n, 1, &plan[k]);
+        in_pass[k] = plan[k].kind == AC_PLAN_ROUND || (plan[k].kind == AC_PLAN_QUANTIZE && plan[k].scaling.none);
+    }
+    uint64_t swamped = 0, changed = 0;
+    fmt_stats ust = {0}, sst[AC_STEP_MAX_STATES] = {{0}};
+#pragma omp parallel if (n > UPD_CHUNK) reduction(+ : swamped, changed)
+    {
+        fmt_stats ul = {0}, sl[AC_STEP_MAX_STATES] = {{0}};
+        float old[UPD_CHUNK];
+#pragma omp for schedule(static)
+        for (size_t i0 = 0; i0 < n; i0 += UPD_CHUNK) {
+            const size_t m = n - i0 < UPD_CHUNK ? n - i0 : UPD_CHUNK;
+            if (upd) memcpy(old, p + i0, m * sizeof *old);
+            step(user, i0, m);
+            if (upd)
+                update_chunk(c, uo, p + i0, old, kahan ? comp + i0 : NULL, m, first + i0, &ul, &swamped, &changed);
+            for (int k = 0; k < n_states; k++) {
+                if (!in_pass[k]) continue;
+                fmt_round_opts o = plan[k].round;
+                o.offset += i0;  // element i of the state draws counter i, as in one cast of it
+                float *x = states[k] + i0;
+                fmt_round_f32_scaled(&plan[k].fmt, x, x, m, plan[k].pre, plan[k].post, &o, &sl[k]);
+            }
+        }
+#pragma omp critical
+        {
+            stats_merge(&ust, &ul);
+            for (int k = 0; k < n_states; k++) stats_merge(&sst[k], &sl[k]);
+        }
+    }
+    if (upd) update_finish(c, n, swamped, changed, &ust);
+    for (int k = 0; k < n_states && c; k++) {
+        if (in_pass[k]) ac_cast_plan_finish(c, &plan[k], &sst[k], 0.0f, 1.0f);
+        else ac_cast_inplace(c, sites[k], -1, states[k], n, 1, true);
+    }
 }
 
 void ac_hadamard16(const ac_ctx *c, float *out, const float *x, size_t rows, size_t cols) {

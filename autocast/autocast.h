@@ -308,6 +308,22 @@ void ac_round_update(ac_ctx *c, float *p, const float *p_old, float *comp, size_
 // one call over the whole vector, bit for bit (telemetry and counts included).
 void ac_round_update_at(ac_ctx *c, float *p, const float *p_old, float *comp, size_t n, size_t first);
 
+// An optimizer step over one tensor of n weights p with the policy's weight side in the same
+// pass (each array read and written once, not once more per site): chunk by chunk,
+// step(user, i0, m) updates elements i0 .. i0 + m - 1 of p and of the optimizer's states in
+// float32, elementwise (element i's new values from element i's alone; called from several
+// threads at once, on disjoint chunks); then that chunk's update is rounded as
+// ac_round_update_at(c, p, p_before_the_step, comp, n, first) rounds it, and state k cast as
+// ac_cast_inplace(c, sites[k], -1, states[k], n, 1, true) casts it (its draws from counter 0 of
+// the state). The same bits, counts and telemetry as the step over all n followed by those
+// calls: a state whose cast is not elementwise with a scale known in advance (a block or
+// current-scaling recipe), or any state while a cast hook is set, is cast after the pass by
+// ac_cast_inplace itself. c NULL: the step alone. At most AC_STEP_MAX_STATES states.
+enum { AC_STEP_MAX_STATES = 4 };
+typedef void (*ac_step_fn)(void *user, size_t i0, size_t m);
+void ac_step_fused(ac_ctx *c, float *p, float *comp, size_t n, size_t first, float *const *states,
+                   const ac_site *sites, int n_states, ac_step_fn step, void *user);
+
 // Writes the telemetry of the step as JSON members: ,"sites":{...},"update":{...} (nothing
 // when telemetry is off or nothing was counted), through util/json.h's writers.
 void ac_write_json(const ac_ctx *c, FILE *f);

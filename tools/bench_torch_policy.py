@@ -17,7 +17,7 @@ each round times --steps more steps of every configuration in turn.
 
 Usage: python3 tools/bench_torch_policy.py [--rounds 3] [--steps 3] [--hidden 256] [--batch 4] [--presets fp32,bf16-amp,...] [--products]
        [--fplab-products fp32,mxfp8] [--compile inductor [--compile-presets fp32,mxfp8]] [--no-torchao]
-       [--casts-as-copies fp8-current,nvfp4]
+       [--casts-as-copies fp8-current,nvfp4] [--optimizer torch|fused]
 (--fplab-products: these presets also with apply_policy(..., products="fplab"), the C trainer's
 float32 GEMMs, beside the default products="torch")
 (default: the eight presets of tools/check_torch_policy.py)
@@ -85,10 +85,14 @@ class Config:
     times `steps` more steps of it (the first call also runs the warm-up step, which compiles
     under --compile and is timed apart)."""
 
-    def __init__(self, setup, hidden, batch, backend=None, T=128):
+    def __init__(self, setup, hidden, batch, backend=None, T=128, optimizer="torch"):
         self.model = model_of(hidden)
         self.pol = setup(self.model)  # a fplab.torch Policy, or None (plain torch, or torchao's patch)
-        self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-4)
+        ps = self.model.parameters()
+        if optimizer == "torch":  # PyTorch's default AdamW on every side
+            self.opt = torch.optim.AdamW(ps, lr=1e-4)
+        else:  # each side's one-pass AdamW: PyTorch's fused kernel, fplab.torch.AdamW under a policy
+            self.opt = torch.optim.AdamW(ps, lr=1e-4, fused=True) if self.pol is None else ft.AdamW(ps, lr=1e-4)
         if self.pol is not None:
             self.opt, self.scaler = ft.PolicyOptimizer(self.opt, self.pol), ft.GradScaler(self.pol)
         self.fwd = torch.compile(self.model, backend=backend) if backend else self.model
@@ -201,6 +205,9 @@ def main():
                     "trainer's float32 GEMMs) [none]")
     ap.add_argument("--casts-as-copies", default="", help="presets timed also with their casts replaced by copies "
                     "(a diagnostic: fplab.torch's glue without the library's casts) [none]")
+    ap.add_argument("--optimizer", choices=("torch", "fused"), default="torch", help="torch: torch.optim.AdamW's "
+                    "default (for-loop) step everywhere; fused: torch.optim.AdamW(fused=True) for plain PyTorch and "
+                    "torchao, fplab.torch.AdamW (one pass with the policy's weight side) under fplab [torch]")
     a = ap.parse_args()
     if a.hidden < 64 or a.hidden % 64:
         ap.error(f"--hidden {a.hidden}: expected a positive multiple of 64")
@@ -219,10 +226,10 @@ def main():
     if MXTensor is not None and not a.no_torchao:
         configs["torchao mxfp8"] = lambda m: torchao_patch(m, torch.float8_e4m3fn)
         configs["torchao mxfp4"] = lambda m: torchao_patch(m, torch.float4_e2m1fn_x2)
-    built = {k: Config(setup, a.hidden, a.batch) for k, setup in configs.items()}
+    built = {k: Config(setup, a.hidden, a.batch, optimizer=a.optimizer) for k, setup in configs.items()}
     if a.compile:  # the compiled twins of torch fp32 and of the --compile-presets
         for p in ["torch fp32"] + [f"fplab {q}" for q in a.compile_presets.split(",") if q]:
-            built[f"{p} compiled"] = Config(configs[p], a.hidden, a.batch, a.compile)
+            built[f"{p} compiled"] = Config(configs[p], a.hidden, a.batch, a.compile, optimizer=a.optimizer)
     sec = {k: [] for k in built}
     for r in range(a.rounds):
         # every other round in reverse, so that no configuration always runs furthest from torch fp32
@@ -249,7 +256,7 @@ def table(a, sec, built, rounds):
     env = {k: os.environ.get(k, "unset") for k in ("GOMP_SPINCOUNT", "OPENBLAS_CORETYPE", "OMP_NUM_THREADS")}
     load = os.getloadavg() if hasattr(os, "getloadavg") else ("?",) * 3
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, model 4 x {a.hidden} (hidden {a.hidden * 11 // 4}, vocab 512), "
-          f"batch {a.batch} x 128 tokens, {rounds} of {a.rounds} interleaved rounds of {a.steps} steps after one warm-up step; "
+          f"batch {a.batch} x 128 tokens, optimizer {a.optimizer}, {rounds} of {a.rounds} interleaved rounds of {a.steps} steps after one warm-up step; "
           f"medians (paired: of per-round ratios); {' '.join(f'{k}={v}' for k, v in env.items())}; still wanted: "
           f"{fplab.blas_env_wanted() or 'nothing'}; load average now {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
           f"CPU {cpu_name()}")

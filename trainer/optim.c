@@ -4,53 +4,110 @@
 
 #include <math.h>
 
-void adamw_step(float *params, float *m, float *v, const float *grads, const llama_config *cfg,
-                const adamw_opts *o, long t) {
-    size_t sizes[LP_COUNT];
-    llama_param_sizes(cfg, sizes);
-    const float b1 = o->beta1, b2 = o->beta2, lr = o->lr, eps = o->eps;
-    const float c1 = (float)(1.0 - pow(b1, (double)t)), c2 = (float)(1.0 - pow(b2, (double)t));
-    // One parallel region for all the tensors (a region each cost a fork and a join apiece):
-    // the loops are elementwise, so neither the split nor the missing barriers change a bit.
-#pragma omp parallel
-    {
-        size_t off = 0;
-        for (int id = 0; id < LP_COUNT; id++) {
-            const float decay = llama_param_is_matrix(id) ? lr * o->weight_decay : 0.0f;
-            const size_t n = sizes[id];
-            float *p = params + off, *mm = m + off, *vv = v + off;
-            const float *g = grads + off;
-#pragma omp for schedule(static) nowait
-            for (size_t i = 0; i < n; i++) {
-                const float gi = g[i];
-                mm[i] = b1 * mm[i] + (1.0f - b1) * gi;
-                vv[i] = b2 * vv[i] + (1.0f - b2) * gi * gi;
-                const float mhat = mm[i] / c1, vhat = vv[i] / c2;
-                p[i] -= decay * p[i];
-                p[i] -= lr * mhat / (sqrtf(vhat) + eps);
-            }
-            off += n;
-        }
+// One optimizer's arithmetic over the flat buffers or one tensor: the arrays, the step's
+// constants and, per tensor of the flat buffer, where it starts and its weight decay.
+typedef struct {
+    float *p, *m, *v;
+    const float *g;
+    float b1, b2, lr, eps, c1, c2, mu;  // AdamW's (c1, c2 its bias corrections); SGD's mu and lr
+    size_t off[LP_COUNT + 1];           // tensor id's elements: off[id] .. off[id + 1] - 1
+    float decay[LP_COUNT];              // AdamW: lr * wd; SGD: wd (0 where the tensor has none)
+    int n_tensors;
+} optim_run;
+
+// AdamW's update of elements i0 .. i1 - 1 (one tensor's, its decay d), in float32 in PyTorch's
+// order (optim.h).
+static void adamw_range(const optim_run *a, float d, size_t i0, size_t i1) {
+    float *p = a->p, *mm = a->m, *vv = a->v;
+    const float *g = a->g;
+    const float b1 = a->b1, b2 = a->b2, lr = a->lr, eps = a->eps, c1 = a->c1, c2 = a->c2;
+    for (size_t i = i0; i < i1; i++) {
+        const float gi = g[i];
+        mm[i] = b1 * mm[i] + (1.0f - b1) * gi;
+        vv[i] = b2 * vv[i] + (1.0f - b2) * gi * gi;
+        const float mhat = mm[i] / c1, vhat = vv[i] / c2;
+        p[i] -= d * p[i];
+        p[i] -= lr * mhat / (sqrtf(vhat) + eps);
     }
 }
 
-void sgd_step(float *params, float *buf, const float *grads, const llama_config *cfg, const sgd_opts *o) {
-    size_t sizes[LP_COUNT], off = 0;
-    llama_param_sizes(cfg, sizes);
-    const float mu = o->momentum, lr = o->lr;
-    for (int id = 0; id < LP_COUNT; id++) {
-        const float wd = llama_param_is_matrix(id) ? o->weight_decay : 0.0f;
-        const size_t n = sizes[id];
-        float *p = params + off, *b = buf + off;
-        const float *g = grads + off;
-#pragma omp parallel for schedule(static)
-        for (size_t i = 0; i < n; i++) {
-            const float d = g[i] + wd * p[i];
-            b[i] = mu * b[i] + d;
-            p[i] -= lr * b[i];
-        }
-        off += n;
+// SGD's update of elements i0 .. i1 - 1 (one tensor's, its weight decay wd); the buffer is m.
+static void sgd_range(const optim_run *a, float wd, size_t i0, size_t i1) {
+    float *p = a->p, *b = a->m;
+    const float *g = a->g;
+    const float mu = a->mu, lr = a->lr;
+    for (size_t i = i0; i < i1; i++) {
+        const float d = g[i] + wd * p[i];
+        b[i] = mu * b[i] + d;
+        p[i] -= lr * b[i];
     }
+}
+
+// ac_step_fused's step: elements i0 .. i0 + m - 1, tensor by tensor.
+static void adamw_chunk(void *user, size_t i0, size_t m) {
+    const optim_run *a = user;
+    for (int id = 0; id < a->n_tensors; id++) {
+        const size_t lo = i0 > a->off[id] ? i0 : a->off[id], hi = i0 + m < a->off[id + 1] ? i0 + m : a->off[id + 1];
+        if (lo < hi) adamw_range(a, a->decay[id], lo, hi);
+    }
+}
+
+static void sgd_chunk(void *user, size_t i0, size_t m) {
+    const optim_run *a = user;
+    for (int id = 0; id < a->n_tensors; id++) {
+        const size_t lo = i0 > a->off[id] ? i0 : a->off[id], hi = i0 + m < a->off[id + 1] ? i0 + m : a->off[id + 1];
+        if (lo < hi) sgd_range(a, a->decay[id], lo, hi);
+    }
+}
+
+// The llama buffers' tensors (decay: wd for the matrices, scaled by lr for AdamW).
+static size_t flat_tensors(optim_run *a, const llama_config *cfg, float wd, float scale) {
+    size_t sizes[LP_COUNT];
+    llama_param_sizes(cfg, sizes);
+    a->n_tensors = LP_COUNT, a->off[0] = 0;
+    for (int id = 0; id < LP_COUNT; id++) {
+        a->off[id + 1] = a->off[id] + sizes[id];
+        a->decay[id] = llama_param_is_matrix(id) ? scale * wd : 0.0f;
+    }
+    return a->off[LP_COUNT];
+}
+
+static void adamw_consts(optim_run *a, const adamw_opts *o, long t) {
+    a->b1 = o->beta1, a->b2 = o->beta2, a->lr = o->lr, a->eps = o->eps;
+    a->c1 = (float)(1.0 - pow(o->beta1, (double)t)), a->c2 = (float)(1.0 - pow(o->beta2, (double)t));
+}
+
+void adamw_step_policy(float *params, float *m, float *v, const float *grads, const llama_config *cfg,
+                       const adamw_opts *o, long t, ac_ctx *ac, float *comp) {
+    optim_run a = {.p = params, .m = m, .v = v, .g = grads};
+    adamw_consts(&a, o, t);
+    const size_t n = flat_tensors(&a, cfg, o->weight_decay, o->lr);
+    ac_step_fused(ac, params, comp, n, 0, (float *const[]){m, v}, (const ac_site[]){AC_ADAM_M, AC_ADAM_V}, 2,
+                  adamw_chunk, &a);
+}
+
+void adamw_step(float *params, float *m, float *v, const float *grads, const llama_config *cfg,
+                const adamw_opts *o, long t) {
+    adamw_step_policy(params, m, v, grads, cfg, o, t, NULL, NULL);
+}
+
+void adamw_tensor_step(float *p, float *m, float *v, const float *g, size_t n, const adamw_opts *o, long t,
+                       ac_ctx *ac, size_t first, float *comp) {
+    optim_run a = {.p = p, .m = m, .v = v, .g = g, .n_tensors = 1, .off = {0, n}, .decay = {o->lr * o->weight_decay}};
+    adamw_consts(&a, o, t);
+    ac_step_fused(ac, p, comp, n, first, (float *const[]){m, v}, (const ac_site[]){AC_ADAM_M, AC_ADAM_V}, 2,
+                  adamw_chunk, &a);
+}
+
+void sgd_step_policy(float *params, float *buf, const float *grads, const llama_config *cfg, const sgd_opts *o,
+                     ac_ctx *ac, float *comp) {
+    optim_run a = {.p = params, .m = buf, .g = grads, .mu = o->momentum, .lr = o->lr};
+    const size_t n = flat_tensors(&a, cfg, o->weight_decay, 1.0f);
+    ac_step_fused(ac, params, comp, n, 0, (float *const[]){buf}, (const ac_site[]){AC_ADAM_M}, 1, sgd_chunk, &a);
+}
+
+void sgd_step(float *params, float *buf, const float *grads, const llama_config *cfg, const sgd_opts *o) {
+    sgd_step_policy(params, buf, grads, cfg, o, NULL, NULL);
 }
 
 float lr_at(const lr_schedule *s, long step) {

@@ -6,6 +6,7 @@
 #define FPLAB_OPTIM_H
 #include <stddef.h>
 
+#include "autocast/autocast.h"
 #include "trainer/llama.h"
 
 typedef struct {
@@ -21,6 +22,19 @@ typedef struct {
 // params, m, v are overwritten; grads are read.
 void adamw_step(float *params, float *m, float *v, const float *grads, const llama_config *cfg,
                 const adamw_opts *o, long t);
+// adamw_step with the policy ac's weight side in the same pass (ac_step_fused): the update
+// rounded for the master site (comp: Kahan's compensation, n_params floats, or NULL) and the
+// moments cast for adam.m and adam.v, the same bits and counts as adamw_step followed by
+// ac_round_update (from the weights before the step) and the moments' ac_cast_inplace, without
+// a copy of the weights. ac NULL: adamw_step.
+void adamw_step_policy(float *params, float *m, float *v, const float *grads, const llama_config *cfg,
+                       const adamw_opts *o, long t, ac_ctx *ac, float *comp);
+// adamw_step's arithmetic on one tensor of n weights of any model (weight decay on every element,
+// as torch.optim.AdamW within a parameter group), with ac's weight side as adamw_step_policy:
+// the update's draws from weight `first` of the model's flat vector (comp: this tensor's part of
+// Kahan's compensation, or NULL), the moments' from their element 0. ac NULL: the step alone.
+void adamw_tensor_step(float *p, float *m, float *v, const float *g, size_t n, const adamw_opts *o, long t,
+                       ac_ctx *ac, size_t first, float *comp);
 
 typedef struct {
     float lr;            // learning rate of this step (from lr_schedule)
@@ -34,6 +48,10 @@ typedef struct {
 // params and buf are overwritten; grads are read. buf starts at zero, which makes the first
 // step buf = d, as PyTorch's first step sets it.
 void sgd_step(float *params, float *buf, const float *grads, const llama_config *cfg, const sgd_opts *o);
+// sgd_step with ac's weight side in the same pass, as adamw_step_policy (the buffer cast for
+// adam.m). ac NULL: sgd_step.
+void sgd_step_policy(float *params, float *buf, const float *grads, const llama_config *cfg, const sgd_opts *o,
+                     ac_ctx *ac, float *comp);
 
 typedef struct {
     float lr_max, lr_min;  // peak and floor

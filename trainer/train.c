@@ -125,14 +125,16 @@ static float forward_backward(train_run_state *r, float S) {
 
 // AdamW (its t counts applied steps) or SGD with momentum, whose buffer is adam_m (the first
 // moment's place; adam_v stays zero), so checkpoints, resume and local SGD carry it unchanged.
+// The policy's weight side (the master rounding, the moments' casts) runs in the same pass.
 static void optimizer_step(train_run_state *r, float lr) {
     if (r->optim.sgd) {
         const sgd_opts so = {lr, r->o.momentum, r->o.weight_decay};
-        sgd_step(r->m.params, r->optim.adam_m, r->m.grads, &r->m.cfg, &so);
+        sgd_step_policy(r->m.params, r->optim.adam_m, r->m.grads, &r->m.cfg, &so, &r->prec.ac, r->optim.kahan);
         return;
     }
     const adamw_opts ao = {lr, r->o.beta1, r->o.beta2, r->o.adam_eps, r->o.weight_decay};
-    adamw_step(r->m.params, r->optim.adam_m, r->optim.adam_v, r->m.grads, &r->m.cfg, &ao, (long)r->st.applied + 1);
+    adamw_step_policy(r->m.params, r->optim.adam_m, r->optim.adam_v, r->m.grads, &r->m.cfg, &ao,
+                      (long)r->st.applied + 1, &r->prec.ac, r->optim.kahan);
 }
 
 // Unscale (in float32), clip, then let the scaler decide: a non-finite gradient skips the step
@@ -155,18 +157,13 @@ static void update(train_run_state *r, train_step_out *out) {
     const lr_schedule sched = {r->o.lr, r->o.lr_min, r->o.warmup, r->o.steps};
     out->lr = lr_at(&sched, (long)r->st.applied);
     if (!out->skipped && finite) {
-        const size_t n = r->m.n_params;
-        if (r->optim.p_old) memcpy(r->optim.p_old, r->m.params, n * sizeof *r->optim.p_old);
-        optimizer_step(r, out->lr);
         // One update a step: its draws (the master rounding, the moments') are micro-batch 0's on
         // every rank, whatever the accumulation, so the ranks stay replicas and R ranks x A
         // micro-batches update as one process x R A (micro 0's stream: these sites cast nowhere
         // else, and runs without accumulation keep their bits). Local SGD's ranks each update
         // their own weights: each draws its own (micro-batch `rank`), as independent devices do.
         ac_begin_micro(&r->prec.ac, r->dist.local ? r->dist.w.rank : 0);
-        if (r->optim.p_old) ac_round_update(&r->prec.ac, r->m.params, r->optim.p_old, r->optim.kahan, n);
-        ac_cast_inplace(&r->prec.ac, AC_ADAM_M, -1, r->optim.adam_m, n, 1, true);
-        if (!r->optim.sgd) ac_cast_inplace(&r->prec.ac, AC_ADAM_V, -1, r->optim.adam_v, n, 1, true);
+        optimizer_step(r, out->lr);
         r->st.applied++;
     }
     r->run.opt_s += fio_now() - t0;

@@ -37,8 +37,7 @@ typedef struct {
 typedef struct {
     float *adam_m, *adam_v;  // AdamW's moments; --optimizer sgd: the momentum buffer, and zeros
     bool sgd;                // --optimizer sgd
-    float *p_old, *kahan;    // low-precision weights: the weights before the update; Kahan's
-                             // compensation (float32)
+    float *kahan;            // update kahan: what rounding the weights lost (float32)
 } train_optim;
 
 // The precision policy and the autocast context it drives (the model's casts point at ac).

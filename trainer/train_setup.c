@@ -23,7 +23,7 @@ void train__free(train_run_state *r) {
     llama_free(&r->m);
     data_free(&r->data.set);
     free(r->data.x), free(r->data.y);
-    free(r->optim.adam_m), free(r->optim.adam_v), free(r->optim.p_old), free(r->optim.kahan);
+    free(r->optim.adam_m), free(r->optim.adam_v), free(r->optim.kahan);
     free(r->prec.pol_text);
     ac_free(&r->prec.ac);
     train__dist_free(&r->dist);
@@ -147,11 +147,10 @@ static int setup_autocast(train_run_state *r, const ckpt_file *f, char *msg, siz
         return -1;
     r->m.ac = &r->prec.ac;
     const size_t n = r->m.n_params;
-    if (r->prec.pol.site[AC_MASTER].active) {
-        r->optim.p_old = malloc(n * sizeof *r->optim.p_old);
-        if (r->prec.pol.update == AC_UPDATE_KAHAN) r->optim.kahan = calloc(n, sizeof *r->optim.kahan);
-        if (!r->optim.p_old || (r->prec.pol.update == AC_UPDATE_KAHAN && !r->optim.kahan)) {
-            snprintf(msg, msg_len, "out of memory for the low-precision weight update");
+    if (r->prec.pol.site[AC_MASTER].active && r->prec.pol.update == AC_UPDATE_KAHAN) {
+        r->optim.kahan = calloc(n, sizeof *r->optim.kahan);
+        if (!r->optim.kahan) {
+            snprintf(msg, msg_len, "out of memory for the Kahan-compensated weight update");
             return -1;
         }
     }

@@ -21,6 +21,7 @@
 #include "kernels/cast_cuda.h"
 #include "kernels/llama_ops.h"
 #include "kernels/scaled_mm.h"
+#include "trainer/optim.h"
 #include "util/json.h"
 
 // ---------------------------------------------------------------------------------------------
@@ -694,6 +695,56 @@ static PyObject *ctx_round_update(ContextObject *self, PyObject *args, PyObject 
     Py_RETURN_NONE;
 }
 
+// adamw_step(p, m, v, g, n, lr, beta1, beta2, eps, weight_decay, step, first=0, comp=None):
+// trainer/optim.h's adamw_tensor_step over n floats (p, m, v written; g read) at step `step`
+// (1-based), with ac's weight side fused (ac NULL: the step alone; else elements first.. of the
+// weights' flat vector, comp their Kahan compensation).
+static PyObject *adamw_call(ac_ctx *ac, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"p", "m", "v", "g", "n", "lr", "beta1", "beta2", "eps", "weight_decay", "step",
+                             "first", "comp", NULL};
+    PyObject *obj[4], *ocomp = Py_None;
+    Py_ssize_t n, first = 0;
+    long step;
+    float lr, b1, b2, eps, wd;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOnfffffl|nO", kwlist, &obj[0], &obj[1], &obj[2], &obj[3], &n, &lr,
+                                     &b1, &b2, &eps, &wd, &step, &first, &ocomp))
+        return NULL;
+    if (n < 0 || first < 0 || step < 1)
+        return PyErr_Format(PyExc_ValueError, "adamw_step: n %zd, first %zd, step %ld: expected n, first >= 0, step >= 1",
+                            n, first, step);
+    static const char *names[4] = {"p", "m", "v", "g"};
+    Py_buffer b[5] = {{0}};
+    int got = 0;
+    for (; got < 4; got++)
+        if (get_f32(&b[got], obj[got], (size_t)n, got < 3, names[got]) < 0) break;
+    const bool has_comp = ocomp != Py_None;
+    bool ok = got == 4 && (!has_comp || get_f32(&b[4], ocomp, (size_t)n, true, "comp") == 0);
+    if (ok && !has_comp && ac && ac->pol.update == AC_UPDATE_KAHAN && ac->pol.site[AC_MASTER].active) {
+        PyErr_SetString(PyExc_ValueError, "adamw_step: update kahan needs its compensation buffer");
+        ok = false;
+    }
+    if (ok) {
+        const adamw_opts o = {lr, b1, b2, eps, wd};
+        Py_BEGIN_ALLOW_THREADS
+        adamw_tensor_step(b[0].buf, b[1].buf, b[2].buf, b[3].buf, (size_t)n, &o, step, ac, (size_t)first,
+                          has_comp ? b[4].buf : NULL);
+        Py_END_ALLOW_THREADS
+        PyBuffer_Release(&b[4]);
+    }
+    for (int i = 0; i < got; i++) PyBuffer_Release(&b[i]);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *ctx_adamw_step(ContextObject *self, PyObject *args, PyObject *kw) {
+    return adamw_call(&self->ac, args, kw);
+}
+
+static PyObject *py_adamw_step(PyObject *mod, PyObject *args, PyObject *kw) {
+    (void)mod;
+    return adamw_call(NULL, args, kw);
+}
+
 // json(): the step's telemetry members as ac_write_json writes them (",\"sites\":{...}...").
 static PyObject *ctx_json(ContextObject *self, PyObject *unused) {
     (void)unused;
@@ -868,6 +919,9 @@ static PyMethodDef ctx_methods[] = {
      "operands -> {input, wgrad_x, dgrad_dout}"},
     {"round_update", (PyCFunction)(void (*)(void))ctx_round_update, METH_VARARGS | METH_KEYWORDS,
      "round_update(p, p_old, comp, n, first=0)"},
+    {"adamw_step", (PyCFunction)(void (*)(void))ctx_adamw_step, METH_VARARGS | METH_KEYWORDS,
+     "adamw_step(p, m, v, g, n, lr, beta1, beta2, eps, weight_decay, step, first=0, comp=None): AdamW with the "
+     "policy's weight side in one pass"},
     {"json", (PyCFunction)ctx_json, METH_NOARGS, "the step's telemetry as JSON members"},
     {"tel_state", (PyCFunction)ctx_tel_state, METH_NOARGS, "the step's telemetry so far (bytes)"},
     {"load_tel_state", (PyCFunction)ctx_load_tel_state, METH_VARARGS, "put back tel_state's telemetry"},
@@ -922,6 +976,8 @@ static PyMethodDef module_methods[] = {
     {"policy_text", py_policy_text, METH_VARARGS, "a preset or policy file as canonical policy text"},
     {"presets", py_presets, METH_NOARGS, "the preset names, comma-separated"},
     {"json_num", py_json_num, METH_VARARGS, "a number as the JSON-lines logs spell it"},
+    {"adamw_step", (PyCFunction)(void (*)(void))py_adamw_step, METH_VARARGS | METH_KEYWORDS,
+     "adamw_step(p, m, v, g, n, lr, beta1, beta2, eps, weight_decay, step): the C trainer's AdamW on one tensor"},
     {NULL, NULL, 0, NULL},
 };
 

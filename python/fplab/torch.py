@@ -61,13 +61,13 @@ class FakeQuantize(torch.nn.Module):
 
 # Policies on whole models (apply_policy), the loss scaler and the weight-update wrapper: their
 # own modules (docs/torch.md).
-from .torch_optim import PolicyOptimizer  # noqa: E402
+from .torch_optim import AdamW, PolicyOptimizer  # noqa: E402
 from .torch_policy import (NAMES, PROJECTIONS, Policy, PolicyLinear, applied_policies, apply_policy,  # noqa: E402
                            llama_order, policy, policy_text, remove_policy, rope_pairs_order)
 from .torch_scaler import GradScaler  # noqa: E402
 
-__all__ += ["GradScaler", "NAMES", "PROJECTIONS", "Policy", "PolicyLinear", "PolicyOptimizer", "applied_policies",
-            "apply_policy", "llama_order", "policy", "policy_text", "remove_policy", "rope_pairs_order"]
+__all__ += ["AdamW", "GradScaler", "NAMES", "PROJECTIONS", "Policy", "PolicyLinear", "PolicyOptimizer",
+            "applied_policies", "apply_policy", "llama_order", "policy", "policy_text", "remove_policy", "rope_pairs_order"]
 from .torch_cuda import register_kernels as _register_cuda  # noqa: E402
 
 _register_cuda()  # the "cuda" kernels of torch.ops.fplab.*, where CUDA is available

@@ -12,15 +12,105 @@ one parameter buffer: element i of that buffer draws stochastic-rounding counter
 of the rounded buffer is element flat_order[i] of the concatenation, so the draws fall as in a
 model that stores its parameters in that order (tools/check_torch_policy.py passes the C
 trainer's). The inner optimizer is `opt.optimizer` (attach LR schedulers to it).
+
+fplab.torch.AdamW is AdamW in one C pass per parameter, with the C trainer's arithmetic. Inside
+a PolicyOptimizer, its step and the policy's weight side (the update's rounding, the moments'
+casts) run in that one pass, with the same bits and counts as the separate passes.
 """
+import numpy as np
 import torch
 
+from . import _autocast
 from .torch_policy import permutation
 
-__all__ = ["PolicyOptimizer"]
+__all__ = ["AdamW", "PolicyOptimizer"]
 
 
 from .torch_ops import _np  # noqa: E402
+
+
+def _fast(t):
+    return t.device.type == "cpu" and t.dtype == torch.float32 and t.is_contiguous()
+
+
+class AdamW(torch.optim.Optimizer):
+    """AdamW whose step is one pass over each parameter in C, with the arithmetic of the C trainer
+    (trainer/optim.h), in float32 in this order, t the parameter's step count from 1:
+
+        m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g g
+        p -= (lr wd) p;  p -= lr (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)
+
+    This is torch.optim.AdamW's update (decoupled weight decay on every parameter of a group, the
+    same hyperparameters and defaults, state `step`, `exp_avg` and `exp_avg_sq`) with its
+    roundings in another order: a step differs from torch's by a few float32 ulps. Contiguous
+    float32 CPU parameters run in C; any other parameter (a CUDA one) runs the same float32
+    operations as torch ops. Under a PolicyOptimizer the policy's weight side joins the pass."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
+        if not (lr >= 0.0 and eps >= 0.0 and weight_decay >= 0.0):
+            raise ValueError(f"AdamW: lr {lr}, eps {eps}, weight_decay {weight_decay}: expected values >= 0")
+        if len(betas) != 2 or not all(0.0 <= b < 1.0 for b in betas):
+            raise ValueError(f"AdamW: betas {betas}: expected two values in [0, 1)")
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay))
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        self._step_with(None)
+        return loss
+
+    def _step_with(self, ctx, offsets=None, kahan=None):
+        """One step of every parameter with a gradient; ctx (a policy's context) fuses its weight
+        side: parameter i is elements offsets[i].. of the flat vector, kahan the compensation."""
+        i = 0
+        for group in self.param_groups:
+            b1, b2 = group["betas"]
+            hyper = dict(lr=group["lr"], beta1=b1, beta2=b2, eps=group["eps"], weight_decay=group["weight_decay"])
+            for p in group["params"]:
+                o = offsets[i] if offsets is not None else 0
+                i += 1
+                if p.grad is None:
+                    continue
+                if p.grad.is_sparse:
+                    raise RuntimeError("fplab.torch.AdamW does not support sparse gradients")
+                st = self.state[p]
+                if not st:
+                    st["step"] = torch.tensor(0.0, dtype=torch.float32)
+                    st["exp_avg"] = torch.zeros_like(p, memory_format=torch.contiguous_format)
+                    st["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.contiguous_format)
+                st["step"] += 1
+                t = int(st["step"].item())
+                m, v, g = st["exp_avg"], st["exp_avg_sq"], p.grad
+                if _fast(p) and _fast(m) and _fast(v) and g.device.type == "cpu":
+                    g = g.contiguous().float()
+                    if ctx is None:
+                        _autocast.adamw_step(_np(p.detach()), _np(m), _np(v), _np(g), p.numel(), step=t, **hyper)
+                    else:
+                        comp = None if kahan is None else _np(kahan[o:o + p.numel()])
+                        ctx.adamw_step(_np(p.detach()), _np(m), _np(v), _np(g), p.numel(), step=t, first=o, comp=comp,
+                                       **hyper)
+                elif ctx is not None:
+                    raise RuntimeError("fplab.torch.AdamW: a fused policy step needs contiguous float32 CPU "
+                                       "parameters and states")
+                else:
+                    _adamw_torch(p.detach(), m, v, g.to(p.dtype), t, **hyper)
+
+
+def _adamw_torch(p, m, v, g, t, lr, beta1, beta2, eps, weight_decay):
+    """trainer/optim.h's AdamW float32 operations as torch ops, for parameters the C pass does not
+    take. The constants are float32 as in C; the divisors are tensors on p's device, so that no
+    backend turns a division by a scalar into a multiplication by its reciprocal."""
+    f = np.float32
+    b1, b2, lr32, eps32 = f(beta1), f(beta2), f(lr), f(eps)
+    c1 = torch.tensor(f(1.0 - float(b1) ** t), device=p.device)
+    c2 = torch.tensor(f(1.0 - float(b2) ** t), device=p.device)
+    m.mul_(float(b1)).add_(g * float(f(1) - b1))
+    v.mul_(float(b2)).add_((g * float(f(1) - b2)) * g)
+    p.sub_(p * float(lr32 * f(weight_decay)))
+    p.sub_((m / c1 * float(lr32)) / ((v / c2).sqrt() + float(eps32)))
 
 
 class PolicyOptimizer:
@@ -118,11 +208,60 @@ class PolicyOptimizer:
                 k.copy_(p)
         return keep
 
+    def _fused(self, ps):
+        """Whether the step runs as fplab.torch.AdamW's fused pass (the update's rounding and the
+        moments' casts inside it): an fplab AdamW over contiguous float32 CPU parameters, no
+        flat_order, and every existing state contiguous float32 on the CPU."""
+        return (isinstance(self.optimizer, AdamW) and self._in_place(ps) and all(
+            _fast(t) for st in self.optimizer.state.values() for t in st.values() if t.dim() > 0))
+
+    def _fused_step(self, ps, closure):
+        """fplab.torch.AdamW's step with the policy's weight side in its pass: the same bits and
+        counts as the inner step followed by _round_in_place and the moments' casts. A parameter
+        without a gradient keeps its value but is rounded and counted as in that sequence, and its
+        moments (if it has any) are cast again."""
+        r = None
+        if closure is not None:
+            with torch.enable_grad():
+                r = closure()
+        self._step_key()
+        offs, o = [], 0
+        for p in ps:
+            offs.append(o)
+            o += p.numel()
+        with torch.no_grad():
+            self.optimizer._step_with(self.policy.ctx, offs, self._kahan)
+            pol = self.policy
+            for p, o in zip(ps, offs):
+                if p.grad is not None:
+                    continue
+                if pol.active[self._master]:
+                    comp = None if self._kahan is None else _np(self._kahan[o:o + p.numel()])
+                    before = p.detach().clone()  # held: _np's view does not keep it alive
+                    pol.ctx.round_update(_np(p.detach()), _np(before), comp, p.numel(), o)
+                self._cast_states([self.optimizer.state.get(p, {})])
+        self._grads_cast = False
+        return r
+
+    def _cast_states(self, states):
+        pol = self.policy
+        for st in states:
+            for key, site in (("exp_avg", self._m), ("momentum_buffer", self._m), ("exp_avg_sq", self._v)):
+                t = st.get(key)
+                if isinstance(t, torch.Tensor) and pol.active[site]:
+                    c = t if t.device.type == "cpu" else t.cpu()
+                    c = c.contiguous()
+                    pol.ctx.cast(_np(c), _np(c), site, -1, c.numel(), 1, False, True)
+                    if c is not t:
+                        t.copy_(c)
+
     def step(self, closure=None):
         self.cast_grads()
         pol = self.policy
         upd = pol.active[self._master]
         ps = self._params()
+        if self._fused(ps):
+            return self._fused_step(ps, closure)
         in_place = upd and self._in_place(ps)
         old = None
         if upd:
@@ -134,15 +273,7 @@ class PolicyOptimizer:
         elif upd:
             comp = None if self._kahan is None else _np(self._kahan)
             self._flat_apply(lambda flat, n: pol.ctx.round_update(_np(flat), _np(old), comp, n))
-        for st in self.optimizer.state.values():
-            for key, site in (("exp_avg", self._m), ("momentum_buffer", self._m), ("exp_avg_sq", self._v)):
-                t = st.get(key)
-                if isinstance(t, torch.Tensor) and pol.active[site]:
-                    c = t if t.device.type == "cpu" else t.cpu()
-                    c = c.contiguous()
-                    pol.ctx.cast(_np(c), _np(c), site, -1, c.numel(), 1, False, True)
-                    if c is not t:
-                        t.copy_(c)
+        self._cast_states(self.optimizer.state.values())
         self._grads_cast = False
         return r
 

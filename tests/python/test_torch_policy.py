@@ -408,6 +408,114 @@ def test_update_in_place_is_the_flat_update(preset, monkeypatch):
         assert any(not torch.equal(a, b) for a, b in zip(wf, w0))
 
 
+def _adamw_reference(p, m, v, g, t, lr, b1, b2, eps, wd):
+    """fplab.torch.AdamW's documented arithmetic in NumPy float32, one operation at a time."""
+    f = np.float32
+    b1, b2, lr, eps, wd = f(b1), f(b2), f(lr), f(eps), f(wd)
+    c1, c2 = f(1.0 - float(b1) ** t), f(1.0 - float(b2) ** t)
+    m[:] = b1 * m + (f(1) - b1) * g
+    v[:] = b2 * v + (f(1) - b2) * g * g
+    p -= (lr * wd) * p
+    p -= lr * (m / c1) / (np.sqrt(v / c2) + eps)
+
+
+@pytest.mark.parametrize("path", ["c", "torch ops"])
+def test_fplab_adamw_is_its_documented_arithmetic(path, monkeypatch):
+    """fplab.torch.AdamW, in C and in the torch operations that other devices take, gives the
+    float32 operations of its docstring bit for bit over three steps (two parameter groups with
+    their own hyperparameters), and stays within a few float32 ulps of torch.optim.AdamW: each
+    differs from the exact update by at most ~10 roundings of 2^-24 relative a step, stated as
+    64 ulps of |p| + lr after three steps."""
+    from fplab import torch_optim
+    if path == "torch ops":
+        monkeypatch.setattr(torch_optim, "_fast", lambda t: False)
+    g = torch.Generator().manual_seed(3)
+    ps = [torch.nn.Parameter(torch.randn(37, 29, generator=g)), torch.nn.Parameter(torch.randn(300, generator=g))]
+    ref = [p.detach().clone() for p in ps]
+    groups = [dict(params=[ps[0]], lr=1e-2, weight_decay=0.1, betas=(0.9, 0.95)),
+              dict(params=[ps[1]], lr=3e-3, weight_decay=0.0, betas=(0.8, 0.99), eps=1e-6)]
+    opt = ft.AdamW(groups)
+    tref = torch.optim.AdamW([dict(gr, params=[r]) for gr, r in zip(groups, ref)])
+    npm = [np.zeros(p.numel(), np.float32) for p in ps]
+    npv = [np.zeros(p.numel(), np.float32) for p in ps]
+    npp = [p.detach().numpy().reshape(-1).copy() for p in ps]
+    for t in range(1, 4):
+        for i, (p, r) in enumerate(zip(ps, ref)):
+            p.grad = torch.randn(p.shape, generator=g) * (1e-3 if i else 1.0)
+            r.grad = p.grad.clone()
+            gr = opt.param_groups[i]
+            _adamw_reference(npp[i], npm[i], npv[i], p.grad.numpy().reshape(-1), t, gr["lr"], *gr["betas"],
+                             gr["eps"], gr["weight_decay"])
+        opt.step()
+        tref.step()
+        for i, p in enumerate(ps):
+            same_bits(p.detach().numpy().reshape(-1), npp[i])
+            same_bits(opt.state[p]["exp_avg"].numpy().reshape(-1), npm[i])
+            same_bits(opt.state[p]["exp_avg_sq"].numpy().reshape(-1), npv[i])
+    for p, r, gr in zip(ps, ref, opt.param_groups):
+        tol = 64 * 2.0 ** -24 * (r.detach().abs() + gr["lr"])
+        assert bool(((p.detach() - r.detach()).abs() <= tol).all())
+    assert int(opt.state[ps[0]]["step"]) == 3
+
+
+@pytest.mark.parametrize("preset", ["fp32", "pure-bf16-sr", "pure-bf16-kahan", "pure-bf16"])
+def test_fused_policy_step_is_the_separate_passes(preset, monkeypatch):
+    """PolicyOptimizer over fplab.torch.AdamW runs the step and the policy's weight side in one
+    pass: three steps (one with a module frozen, whose weights are still rounded and counted and
+    whose moments are cast again) give the separate passes' weights, moments, Kahan compensation
+    and step lines bit for bit; and the fused path is the one taken."""
+    from fplab import torch_optim
+    taken = []
+
+    def run(fused):
+        monkeypatch.setattr(torch_optim.PolicyOptimizer, "_fused",
+                            (lambda self, ps: taken.append(1) or True) if fused else (lambda self, ps: False))
+        m = Toy()
+        with ft.apply_policy(m, preset) as pol:
+            opt = ft.PolicyOptimizer(ft.AdamW(m.parameters(), lr=1e-2), pol)
+            lines = []
+            for step in range(3):
+                m.layers[1].mlp.requires_grad_(step != 1)
+                m(data(seed=step + 1)).square().mean().backward()
+                opt.step()
+                opt.zero_grad()
+                line = pol.end_step(1.0)
+                lines.append({k: v for k, v in line.items() if k not in ("elapsed_s", "tokens_per_s")})
+            kahan = None if opt._kahan is None else opt._kahan.clone()
+            states = [[t.clone() for t in st.values()] for st in opt.state.values()]
+            return [p.detach().clone() for p in m.parameters()], lines, kahan, states
+    (wa, la, ka, sa), (wb, lb, kb, sb) = run(False), run(True)
+    assert taken
+    for a, b in zip(wa, wb):
+        same_bits(a.numpy(), b.numpy())
+    for x, y in zip(sa, sb):
+        for a, b in zip(x, y):
+            same_bits(a.numpy(), b.numpy())
+    assert la == lb
+    assert (ka is None) == (kb is None) and (ka is None or torch.equal(ka, kb))
+    if preset != "fp32":
+        assert la[0]["update"]["changed"] > 0
+
+
+def test_fused_step_is_the_default_for_fplab_adamw():
+    """PolicyOptimizer takes the fused pass for fplab.torch.AdamW over CPU float32 parameters, and
+    not for torch's AdamW or with flat_order."""
+    m = Toy()
+    with ft.apply_policy(m, "pure-bf16-sr") as pol:
+        ps = list(m.parameters())
+        assert ft.PolicyOptimizer(ft.AdamW(ps), pol)._fused(ps)
+        assert not ft.PolicyOptimizer(torch.optim.AdamW(ps), pol)._fused(ps)
+        n = sum(p.numel() for p in ps)
+        assert not ft.PolicyOptimizer(ft.AdamW(ps), pol, flat_order=list(range(n))[::-1])._fused(ps)
+
+
+def test_fplab_adamw_refuses_bad_hyperparameters():
+    p = [torch.nn.Parameter(torch.zeros(3))]
+    for kw in (dict(lr=-1.0), dict(betas=(1.0, 0.9)), dict(eps=-1e-8), dict(weight_decay=-0.1)):
+        with pytest.raises(ValueError):
+            ft.AdamW(p, **kw)
+
+
 def test_log_reads_in_fplab_report(tmp_path, cli):
     m = Toy()
     run = tmp_path / "runs" / "mxfp8" / "seed-0"
