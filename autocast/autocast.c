@@ -522,13 +522,13 @@ void ac_step_fused(ac_ctx *c, float *p, float *comp, size_t n, size_t first, flo
     const bool upd = c && ac_active(c, AC_MASTER);
     const bool kahan = upd && c->pol.update == AC_UPDATE_KAHAN && comp;
     const fmt_round_opts uo = upd ? update_opts(c) : (fmt_round_opts){0};
-    if (n_states > AC_STEP_MAX_STATES) n_states = AC_STEP_MAX_STATES;
     // A state's cast joins the pass where it rounds element by element with a scale known before
-    // its data (no recipe, or delayed scaling) and no hook watches whole casts; the others are
-    // made after the pass, as ac_cast_inplace.
+    // its data (no recipe, or delayed scaling) and no hook watches whole casts; the others (and
+    // states past AC_STEP_MAX_STATES) are made after the pass, as ac_cast_inplace.
+    const int np = n_states < AC_STEP_MAX_STATES ? n_states : AC_STEP_MAX_STATES;
     ac_cast_plan plan[AC_STEP_MAX_STATES];
     bool in_pass[AC_STEP_MAX_STATES] = {false};
-    for (int k = 0; k < n_states; k++) {
+    for (int k = 0; k < np; k++) {
         if (!c || c->hook || !ac_active(c, sites[k])) continue;
         plan_make(c, &(ac_cast_req){.site = sites[k], .layer = -1, .count = true}, n, 1, &plan[k]);
         in_pass[k] = plan[k].kind == AC_PLAN_ROUND || (plan[k].kind == AC_PLAN_QUANTIZE && plan[k].scaling.none);
@@ -546,7 +546,7 @@ void ac_step_fused(ac_ctx *c, float *p, float *comp, size_t n, size_t first, flo
             step(user, i0, m);
             if (upd)
                 update_chunk(c, uo, p + i0, old, kahan ? comp + i0 : NULL, m, first + i0, &ul, &swamped, &changed);
-            for (int k = 0; k < n_states; k++) {
+            for (int k = 0; k < np; k++) {
                 if (!in_pass[k]) continue;
                 fmt_round_opts o = plan[k].round;
                 o.offset += i0;  // element i of the state draws counter i, as in one cast of it
@@ -557,12 +557,12 @@ void ac_step_fused(ac_ctx *c, float *p, float *comp, size_t n, size_t first, flo
 #pragma omp critical
         {
             stats_merge(&ust, &ul);
-            for (int k = 0; k < n_states; k++) stats_merge(&sst[k], &sl[k]);
+            for (int k = 0; k < np; k++) stats_merge(&sst[k], &sl[k]);
         }
     }
     if (upd) update_finish(c, n, swamped, changed, &ust);
     for (int k = 0; k < n_states && c; k++) {
-        if (in_pass[k]) ac_cast_plan_finish(c, &plan[k], &sst[k], 0.0f, 1.0f);
+        if (k < np && in_pass[k]) ac_cast_plan_finish(c, &plan[k], &sst[k], 0.0f, 1.0f);
         else ac_cast_inplace(c, sites[k], -1, states[k], n, 1, true);
     }
 }

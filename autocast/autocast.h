@@ -318,7 +318,8 @@ void ac_round_update_at(ac_ctx *c, float *p, const float *p_old, float *comp, si
 // the state). The same bits, counts and telemetry as the step over all n followed by those
 // calls: a state whose cast is not elementwise with a scale known in advance (a block or
 // current-scaling recipe), or any state while a cast hook is set, is cast after the pass by
-// ac_cast_inplace itself. c NULL: the step alone. At most AC_STEP_MAX_STATES states.
+// ac_cast_inplace itself (so are states past the first AC_STEP_MAX_STATES). c NULL: the step
+// alone.
 enum { AC_STEP_MAX_STATES = 4 };
 typedef void (*ac_step_fn)(void *user, size_t i0, size_t m);
 void ac_step_fused(ac_ctx *c, float *p, float *comp, size_t n, size_t first, float *const *states,

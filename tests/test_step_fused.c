@@ -81,37 +81,69 @@ static arrays arrays_new(size_t n, const float *p0) {
 
 static void arrays_free(arrays *a) { free(a->p), free(a->m), free(a->v), free(a->comp); }
 
+// One policy's two runs: separate passes (sep, a) and the fused pass (fus, b), from the same
+// weights (normal, stored in the master format); g the step's gradients, old the weights before.
+typedef struct {
+    ac_ctx sep, fus;
+    bool kahan;
+    size_t n;
+    arrays a, b;
+    float *g, *old;
+    tu_rng r;
+} pair;
+
+static void pair_start(pair *q, const char *policy, size_t n, uint64_t seed) {
+    ctx_of(&q->sep, policy), ctx_of(&q->fus, policy);
+    q->kahan = q->sep.pol.update == AC_UPDATE_KAHAN, q->n = n;
+    q->r = (tu_rng){fmt_rng_make_key(seed, n), 0};
+    float *p0 = malloc(n * sizeof *p0);
+    q->g = malloc(n * sizeof *q->g), q->old = malloc(n * sizeof *q->old);
+    cr_assert(p0 && q->g && q->old);
+    for (size_t i = 0; i < n; i++) p0[i] = (float)tu_rng_normal(&q->r);
+    ac_cast_inplace(&q->sep, AC_MASTER, -1, p0, n, 1, false);
+    q->a = arrays_new(n, p0), q->b = arrays_new(n, p0);
+    free(p0);
+}
+
+// Step t begins: both contexts keyed alike; gradients of mixed sizes (updates that bf16 keeps
+// and that it swamps); the separate run's weights kept.
+static void pair_begin(pair *q, long t) {
+    ac_begin_step(&q->sep, (uint64_t)t), ac_begin_step(&q->fus, (uint64_t)t);
+    ac_begin_micro(&q->sep, 0), ac_begin_micro(&q->fus, 0);
+    for (size_t i = 0; i < q->n; i++) q->g[i] = (float)(tu_rng_normal(&q->r) * (i % 3 ? 1e-5 : 1e-1));
+    memcpy(q->old, q->a.p, q->n * sizeof *q->old);
+}
+
+// Step t ends: the separate run rounds and casts; then both runs agree in every bit and count.
+static void pair_end(pair *q, bool with_v, size_t first, const char *policy) {
+    ac_round_update_at(&q->sep, q->a.p, q->old, q->kahan ? q->a.comp : NULL, q->n, first);
+    ac_cast_inplace(&q->sep, AC_ADAM_M, -1, q->a.m, q->n, 1, true);
+    if (with_v) ac_cast_inplace(&q->sep, AC_ADAM_V, -1, q->a.v, q->n, 1, true);
+    same_floats(q->a.p, q->b.p, q->n, "p"), same_floats(q->a.m, q->b.m, q->n, "m");
+    same_floats(q->a.v, q->b.v, q->n, "v"), same_floats(q->a.comp, q->b.comp, q->n, "comp");
+    same_counts(&q->sep, &q->fus, policy);
+}
+
+static void pair_free(pair *q) {
+    arrays_free(&q->a), arrays_free(&q->b);
+    free(q->g), free(q->old);
+    ac_free(&q->sep), ac_free(&q->fus);
+}
+
 // Three steps of one tensor, elements `first`.. of the flat vector, both ways.
 static void tensor_steps(const char *policy, size_t n, size_t first) {
-    ac_ctx sep, fus;
-    ctx_of(&sep, policy), ctx_of(&fus, policy);
-    const bool kahan = sep.pol.update == AC_UPDATE_KAHAN;
-    float *p0 = malloc(n * sizeof *p0), *g = malloc(n * sizeof *g), *old = malloc(n * sizeof *old);
-    tu_rng r = {fmt_rng_make_key(11, n), 0};
-    for (size_t i = 0; i < n; i++) p0[i] = (float)tu_rng_normal(&r);
-    ac_cast_inplace(&sep, AC_MASTER, -1, p0, n, 1, false);  // weights stored in the master format
-    arrays a = arrays_new(n, p0), b = arrays_new(n, p0);
+    pair q;
+    pair_start(&q, policy, n, 11);
     const adamw_opts o = {3e-3f, 0.9f, 0.95f, 1e-8f, 0.1f};
     for (long t = 1; t <= 3; t++) {
-        ac_begin_step(&sep, t), ac_begin_step(&fus, t);
-        ac_begin_micro(&sep, 0), ac_begin_micro(&fus, 0);
-        // gradients of mixed sizes: updates that bf16 keeps and that it swamps
-        for (size_t i = 0; i < n; i++) g[i] = (float)(tu_rng_normal(&r) * (i % 3 ? 1e-5 : 1e-1));
-        memcpy(old, a.p, n * sizeof *old);
-        adamw_tensor_step(a.p, a.m, a.v, g, n, &o, t, NULL, 0, NULL);
-        ac_round_update_at(&sep, a.p, old, kahan ? a.comp : NULL, n, first);
-        ac_cast_inplace(&sep, AC_ADAM_M, -1, a.m, n, 1, true);
-        ac_cast_inplace(&sep, AC_ADAM_V, -1, a.v, n, 1, true);
-        adamw_tensor_step(b.p, b.m, b.v, g, n, &o, t, &fus, first, kahan ? b.comp : NULL);
-        same_floats(a.p, b.p, n, "p"), same_floats(a.m, b.m, n, "m"), same_floats(a.v, b.v, n, "v");
-        same_floats(a.comp, b.comp, n, "comp");
-        same_counts(&sep, &fus, policy);
+        pair_begin(&q, t);
+        adamw_tensor_step(q.a.p, q.a.m, q.a.v, q.g, n, &o, t, NULL, 0, NULL);
+        adamw_tensor_step(q.b.p, q.b.m, q.b.v, q.g, n, &o, t, &q.fus, first, q.kahan ? q.b.comp : NULL);
+        pair_end(&q, true, first, policy);
     }
-    cr_assert_gt(sep.upd_swamped, 0, "the test wants swamped updates");
-    cr_assert_gt(sep.upd_changed, 0, "the test wants weights that move");
-    arrays_free(&a), arrays_free(&b);
-    free(p0), free(g), free(old);
-    ac_free(&sep), ac_free(&fus);
+    cr_assert_gt(q.sep.upd_swamped, 0, "the test wants swamped updates");
+    cr_assert_gt(q.sep.upd_changed, 0, "the test wants weights that move");
+    pair_free(&q);
 }
 
 Test(step_fused, pure_bf16_sr) { tensor_steps("pure-bf16-sr", 3 * 4096 + 123, 5000); }
@@ -128,38 +160,22 @@ static void flat_steps(const char *policy, bool sgd) {
     cfg.vocab_size = 13;
     size_t sizes[LP_COUNT];
     const size_t n = llama_param_sizes(&cfg, sizes);
-    ac_ctx sep, fus;
-    ctx_of(&sep, policy), ctx_of(&fus, policy);
-    const bool kahan = sep.pol.update == AC_UPDATE_KAHAN;
-    float *p0 = malloc(n * sizeof *p0), *g = malloc(n * sizeof *g), *old = malloc(n * sizeof *old);
-    tu_rng r = {fmt_rng_make_key(5, n), 0};
-    for (size_t i = 0; i < n; i++) p0[i] = (float)tu_rng_normal(&r);
-    ac_cast_inplace(&sep, AC_MASTER, -1, p0, n, 1, false);
-    arrays a = arrays_new(n, p0), b = arrays_new(n, p0);
+    pair q;
+    pair_start(&q, policy, n, 5);
     for (long t = 1; t <= 3; t++) {
-        ac_begin_step(&sep, t), ac_begin_step(&fus, t);
-        ac_begin_micro(&sep, 0), ac_begin_micro(&fus, 0);
-        for (size_t i = 0; i < n; i++) g[i] = (float)(tu_rng_normal(&r) * (i % 3 ? 1e-5 : 1e-1));
-        memcpy(old, a.p, n * sizeof *old);
+        pair_begin(&q, t);
         if (sgd) {
             const sgd_opts o = {3e-3f, 0.9f, 0.1f};
-            sgd_step(a.p, a.m, g, &cfg, &o);
-            sgd_step_policy(b.p, b.m, g, &cfg, &o, &fus, kahan ? b.comp : NULL);
+            sgd_step(q.a.p, q.a.m, q.g, &cfg, &o);
+            sgd_step_policy(q.b.p, q.b.m, q.g, &cfg, &o, &q.fus, q.kahan ? q.b.comp : NULL);
         } else {
             const adamw_opts o = {3e-3f, 0.9f, 0.95f, 1e-8f, 0.1f};
-            adamw_step(a.p, a.m, a.v, g, &cfg, &o, t);
-            adamw_step_policy(b.p, b.m, b.v, g, &cfg, &o, t, &fus, kahan ? b.comp : NULL);
+            adamw_step(q.a.p, q.a.m, q.a.v, q.g, &cfg, &o, t);
+            adamw_step_policy(q.b.p, q.b.m, q.b.v, q.g, &cfg, &o, t, &q.fus, q.kahan ? q.b.comp : NULL);
         }
-        ac_round_update(&sep, a.p, old, kahan ? a.comp : NULL, n);
-        ac_cast_inplace(&sep, AC_ADAM_M, -1, a.m, n, 1, true);
-        if (!sgd) ac_cast_inplace(&sep, AC_ADAM_V, -1, a.v, n, 1, true);
-        same_floats(a.p, b.p, n, "p"), same_floats(a.m, b.m, n, "m"), same_floats(a.v, b.v, n, "v");
-        same_floats(a.comp, b.comp, n, "comp");
-        same_counts(&sep, &fus, policy);
+        pair_end(&q, !sgd, 0, policy);
     }
-    arrays_free(&a), arrays_free(&b);
-    free(p0), free(g), free(old);
-    ac_free(&sep), ac_free(&fus);
+    pair_free(&q);
 }
 
 Test(step_fused, trainer_adamw) {

@@ -30,7 +30,12 @@ from .torch_ops import _np  # noqa: E402
 
 
 def _fast(t):
-    return t.device.type == "cpu" and t.dtype == torch.float32 and t.is_contiguous()
+    """Whether t's memory is the C pass's to read and write: a plain contiguous float32 CPU tensor
+    (not a subclass such as FSDP2's DTensor, whose elements are a shard of other memory)."""
+    return type(t) in _PLAIN and t.device.type == "cpu" and t.dtype == torch.float32 and t.is_contiguous()
+
+
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
 
 
 class AdamW(torch.optim.Optimizer):
@@ -210,9 +215,10 @@ class PolicyOptimizer:
 
     def _fused(self, ps):
         """Whether the step runs as fplab.torch.AdamW's fused pass (the update's rounding and the
-        moments' casts inside it): an fplab AdamW over contiguous float32 CPU parameters, no
-        flat_order, and every existing state contiguous float32 on the CPU."""
-        return (isinstance(self.optimizer, AdamW) and self._in_place(ps) and all(
+        moments' casts inside it): an fplab AdamW (not a subclass, whose step may differ) over
+        contiguous float32 CPU parameters, no flat_order, and every existing state contiguous
+        float32 on the CPU."""
+        return (type(self.optimizer) is AdamW and self._in_place(ps) and all(_fast(p) for p in ps) and all(
             _fast(t) for st in self.optimizer.state.values() for t in st.values() if t.dim() > 0))
 
     def _fused_step(self, ps, closure):

@@ -369,6 +369,23 @@ def test_pure_bf16_sr_optimizer():
         assert line["sites"]["master"]["n"] > 0 and line["sites"]["grads"]["n"] > 0
 
 
+def _three_steps(m, pol, opt, frozen_at=None):
+    """Three steps of the Toy m under pol with opt (layer 1's MLP frozen at step frozen_at): the
+    weights, the step lines without timings, the Kahan compensation and the optimizer's states."""
+    lines = []
+    for step in range(3):
+        if frozen_at is not None:
+            m.layers[1].mlp.requires_grad_(step != frozen_at)
+        m(data(seed=step + 1)).square().mean().backward()
+        opt.step()
+        opt.zero_grad()
+        line = pol.end_step(1.0)
+        lines.append({k: v for k, v in line.items() if k not in ("elapsed_s", "tokens_per_s")})
+    kahan = None if opt._kahan is None else opt._kahan.clone()
+    states = [[t.clone() for t in st.values()] for st in opt.state.values()]
+    return [p.detach().clone() for p in m.parameters()], lines, kahan, states
+
+
 @pytest.mark.parametrize("preset", ["pure-bf16-sr", "pure-bf16-kahan"])
 def test_update_in_place_is_the_flat_update(preset, monkeypatch):
     """PolicyOptimizer rounds each CPU parameter where it lies (round_update's `first`: the draws
@@ -389,15 +406,7 @@ def test_update_in_place_is_the_flat_update(preset, monkeypatch):
                             self.policy.ctx.round_update(torch_optim._np(p.detach()), torch_optim._np(q), None,
                                                          p.numel(), 0)
                 monkeypatch.setattr(torch_optim.PolicyOptimizer, "_round_in_place", from_zero)
-            lines = []
-            for step in range(3):
-                m(data(seed=step + 1)).square().mean().backward()
-                opt.step()
-                opt.zero_grad()
-                line = pol.end_step(1.0)
-                lines.append({k: v for k, v in line.items() if k not in ("elapsed_s", "tokens_per_s")})
-            kahan = None if opt._kahan is None else opt._kahan.clone()
-            return [p.detach().clone() for p in m.parameters()], lines, kahan
+            return _three_steps(m, pol, opt)[:3]
     (wf, lf, kf), (wi, li, ki) = run(False), run(True)
     for a, b in zip(wf, wi):
         same_bits(a.numpy(), b.numpy())
@@ -473,17 +482,7 @@ def test_fused_policy_step_is_the_separate_passes(preset, monkeypatch):
         m = Toy()
         with ft.apply_policy(m, preset) as pol:
             opt = ft.PolicyOptimizer(ft.AdamW(m.parameters(), lr=1e-2), pol)
-            lines = []
-            for step in range(3):
-                m.layers[1].mlp.requires_grad_(step != 1)
-                m(data(seed=step + 1)).square().mean().backward()
-                opt.step()
-                opt.zero_grad()
-                line = pol.end_step(1.0)
-                lines.append({k: v for k, v in line.items() if k not in ("elapsed_s", "tokens_per_s")})
-            kahan = None if opt._kahan is None else opt._kahan.clone()
-            states = [[t.clone() for t in st.values()] for st in opt.state.values()]
-            return [p.detach().clone() for p in m.parameters()], lines, kahan, states
+            return _three_steps(m, pol, opt, frozen_at=1)
     (wa, la, ka, sa), (wb, lb, kb, sb) = run(False), run(True)
     assert taken
     for a, b in zip(wa, wb):
@@ -507,6 +506,48 @@ def test_fused_step_is_the_default_for_fplab_adamw():
         assert not ft.PolicyOptimizer(torch.optim.AdamW(ps), pol)._fused(ps)
         n = sum(p.numel() for p in ps)
         assert not ft.PolicyOptimizer(ft.AdamW(ps), pol, flat_order=list(range(n))[::-1])._fused(ps)
+
+        class Sub(ft.AdamW):  # a subclass's own step is kept
+            pass
+        assert not ft.PolicyOptimizer(Sub(ps), pol)._fused(ps)
+    from fplab import torch_optim
+
+    class Shard(torch.Tensor):  # a tensor subclass (as FSDP2's DTensor) never reaches the C pass
+        pass
+    assert torch_optim._fast(torch.zeros(4)) and not torch_optim._fast(torch.zeros(4).as_subclass(Shard))
+
+
+def test_fused_policy_step_resumes_from_a_checkpoint(tmp_path):
+    """Two steps, torch.save of the model's and the PolicyOptimizer's state dicts, one more step
+    after loading them into a fresh model and optimizer: the uninterrupted run's weights, moments
+    and Kahan compensation, bit for bit."""
+    def make():
+        m = Toy()
+        pol = ft.apply_policy(m, "pure-bf16-kahan")
+        return m, pol, ft.PolicyOptimizer(ft.AdamW(m.parameters(), lr=1e-2), pol)
+
+    def step(m, pol, opt, i):
+        m(data(seed=i + 1)).square().mean().backward()
+        opt.step()
+        opt.zero_grad()
+        pol.end_step(1.0)
+
+    m, pol, opt = make()
+    for i in range(3):
+        step(m, pol, opt, i)
+        if i == 1:
+            torch.save({"model": m.state_dict(), "opt": opt.state_dict()}, tmp_path / "ck.pt")
+    m2, pol2, opt2 = make()
+    ck = torch.load(tmp_path / "ck.pt", weights_only=False)
+    m2.load_state_dict(ck["model"])
+    opt2.load_state_dict(ck["opt"])
+    step(m2, pol2, opt2, 2)
+    for a, b in zip(m.parameters(), m2.parameters()):
+        same_bits(a.detach().numpy(), b.detach().numpy())
+    for a, b in zip(opt.state.values(), opt2.state.values()):
+        same_bits(a["exp_avg_sq"].numpy(), b["exp_avg_sq"].numpy())
+    assert torch.equal(opt._kahan, opt2._kahan)
+    pol.remove(), pol2.remove()
 
 
 def test_fplab_adamw_refuses_bad_hyperparameters():
