@@ -21,6 +21,7 @@ typedef struct {
     const fmt_t *f;
     const fmt_scaling *sc;  // NULL: plain rounding
     bool stats;
+    fmt_round_mode mode;
     float *x;
     const float *src;
     size_t rows, cols;
@@ -55,7 +56,7 @@ static double best_cpu_ns(void *ctx, size_t n, int reps) {
 static void run(void *ctx) {
     job *j = ctx;
     fmt_stats st = {0};
-    const fmt_round_opts o = {.overflow = FMT_SATURATE};
+    const fmt_round_opts o = {.overflow = FMT_SATURATE, .mode = j->mode};
     if (j->sc) fmt_quantize_f32(j->f, j->sc, j->x, j->x, j->rows, j->cols, &o, j->stats ? &st : NULL, NULL);
     else fmt_round_f32(j->f, j->x, j->rows * j->cols, &o, j->stats ? &st : NULL);
 }
@@ -64,6 +65,7 @@ int main(int argc, char **argv) {
     size_t rows = 4096, cols = 4096;
     int reps = 5;
     bool cpu = false, plain_input = false;
+    fmt_round_mode mode = FMT_RNE;
     for (int i = 1; i < argc; i++) {
         const bool more = i + 1 < argc;
         if (!strcmp(argv[i], "--cpu")) cpu = true;
@@ -73,9 +75,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--input") && more &&
                  (!strcmp(argv[i + 1], "mixed") || !strcmp(argv[i + 1], "plain")))
             plain_input = !strcmp(argv[++i], "plain");
+        else if (!strcmp(argv[i], "--mode") && more && (!strcmp(argv[i + 1], "rne") || !strcmp(argv[i + 1], "sr")))
+            mode = !strcmp(argv[++i], "sr") ? FMT_SR : FMT_RNE;
         else {
-            fprintf(stderr, "usage: bench_block [--rows R] [--cols C] [--reps N] [--cpu] [--input mixed|plain]   "
-                            "(default 4096 4096 5, wall clock, mixed)\n");
+            fprintf(stderr, "usage: bench_block [--rows R] [--cols C] [--reps N] [--cpu] [--input mixed|plain] "
+                            "[--mode rne|sr]   (default 4096 4096 5, wall clock, mixed, rne)\n");
             return strcmp(argv[i], "--help") ? 2 : 0;
         }
     }
@@ -97,9 +101,9 @@ int main(int argc, char **argv) {
     } cases[] = {{"e4m3", "mx"},         {"e3m2", "mx"},       {"e2m1", "mx"},
                  {"e2m1", "nvfp4"},      {"e2m1", "nvfp4:recip"},  // exact quotient vs reciprocal multiply
                  {"e4m3", "row"},        {"e4m3", "row:recip"}};
-    printf("bench_block: %zu x %zu float32 (%s input), best of %d reps, in place, %s; x plain = time over "
-           "plain rounding's (same statistics, same threads)\n", rows, cols, plain_input ? "plain" : "mixed",
-           reps, cpu ? "process CPU time (all threads)" : "wall clock");
+    printf("bench_block: %zu x %zu float32 (%s input), rounding %s, best of %d reps, in place, %s; x plain = "
+           "time over plain rounding's (same statistics, same threads)\n", rows, cols, plain_input ? "plain" : "mixed",
+           mode == FMT_SR ? "sr" : "rne", reps, cpu ? "process CPU time (all threads)" : "wall clock");
     printf("%-6s %-11s %-6s %9s %9s %9s %9s\n", "elem", "recipe", "stats", "ns/el 1T", "ns/el 2T", "x plain1T",
            "x plain2T");
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
@@ -115,7 +119,7 @@ int main(int argc, char **argv) {
             double plain[2], quant[2];
             for (int t = 0; t < 2; t++) {
                 omp_set_num_threads(t + 1);
-                job jp = {&f, NULL, st, x, src, rows, cols}, jq = {&f, &sc, st, x, src, rows, cols};
+                job jp = {&f, NULL, st, mode, x, src, rows, cols}, jq = {&f, &sc, st, mode, x, src, rows, cols};
                 plain[t] = cpu ? best_cpu_ns(&jp, n, reps) : bu_best_ns(run, restore, &jp, n, reps);
                 quant[t] = cpu ? best_cpu_ns(&jq, n, reps) : bu_best_ns(run, restore, &jq, n, reps);
             }
