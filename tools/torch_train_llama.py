@@ -51,6 +51,8 @@ def parse_args(argv=None):
     ap.add_argument("--accum", type=int, default=1, help="micro-batches accumulated per step [%(default)s]")
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--clip", type=float, default=1.0, help="gradient norm clipping (0: none) [%(default)s]")
+    ap.add_argument("--optimizer", default="torch", choices=("torch", "fplab"), help="torch: torch.optim.AdamW; "
+                    "fplab: fplab.torch.AdamW, one pass with the policy's weight side [%(default)s]")
     ap.add_argument("--seed", type=int, default=0, help="weights, batches and stochastic rounding [%(default)s]")
     ap.add_argument("--checkpointing", action="store_true", help="activation checkpointing "
                     "(model.gradient_checkpointing_enable, non-reentrant)")
@@ -162,7 +164,8 @@ def main(argv=None):
     pol = ft.apply_policy(hf, a.policy, seed=a.seed, telemetry=a.telemetry,
                           log=os.path.join(run, "log.jsonl") if rank == 0 else None,
                           dp_group=True if world > 1 else None)
-    opt = ft.PolicyOptimizer(torch.optim.AdamW(hf.parameters(), lr=a.lr), pol)
+    adamw = ft.AdamW if a.optimizer == "fplab" else torch.optim.AdamW
+    opt = ft.PolicyOptimizer(adamw(hf.parameters(), lr=a.lr), pol)
     scaler = ft.GradScaler(pol)
     model = hf
     if world > 1:

@@ -95,13 +95,14 @@ def _run(argv, tmp_path, name):
     assert r.returncode == 0, f"{name}: " + r.stderr[-3000:]
 
 
-@pytest.mark.parametrize("pol", ["nvfp4", "pure-bf16-sr"])
-def test_ddp_two_gloo_ranks_equal_accumulation_bit_for_bit(data, tmp_path, pol):
+@pytest.mark.parametrize("pol,optimizer", [("nvfp4", "torch"), ("pure-bf16-sr", "torch"), ("pure-bf16-sr", "fplab")])
+def test_ddp_two_gloo_ranks_equal_accumulation_bit_for_bit(data, tmp_path, pol, optimizer):
     """nvfp4 (stochastic rounding of the gradients, keyed by micro-batch and rank) and
-    pure-bf16-sr (of the weight update, keyed alike on every rank): 2 gloo ranks x 1 micro-batch
-    give 1 process x 2 accumulated micro-batches' steps bit for bit: losses and gradient norms
-    (the log's telemetry is rank 0's micro-batches only, docs/torch.md)."""
-    more = ["--policy", pol, "--steps", "3", "--no-save"]
+    pure-bf16-sr (of the weight update, keyed alike on every rank; also with fplab.torch.AdamW,
+    whose pass rounds the update): 2 gloo ranks x 1 micro-batch give 1 process x 2 accumulated
+    micro-batches' steps bit for bit: losses and gradient norms (the log's telemetry is rank 0's
+    micro-batches only, docs/torch.md)."""
+    more = ["--policy", pol, "--steps", "3", "--no-save", "--optimizer", optimizer]
     acc, ddp = str(tmp_path / "acc"), str(tmp_path / "ddp")
     _run([SCRIPT, *args(data, acc, "--accum", "2", *more)], tmp_path, "1 process x 2")
     _run(["-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(_free_port()), SCRIPT,
