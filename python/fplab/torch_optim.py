@@ -52,10 +52,11 @@ class AdamW(torch.optim.Optimizer):
     operations as torch ops. Under a PolicyOptimizer the policy's weight side joins the pass."""
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
-        if not (lr >= 0.0 and eps >= 0.0 and weight_decay >= 0.0):
-            raise ValueError(f"AdamW: lr {lr}, eps {eps}, weight_decay {weight_decay}: expected values >= 0")
+        for name, value in (("lr", lr), ("eps", eps), ("weight_decay", weight_decay)):
+            if not value >= 0.0:
+                raise ValueError(f"fplab.torch.AdamW: {name} {value}: expected a number >= 0")
         if len(betas) != 2 or not all(0.0 <= b < 1.0 for b in betas):
-            raise ValueError(f"AdamW: betas {betas}: expected two values in [0, 1)")
+            raise ValueError(f"fplab.torch.AdamW: betas {betas}: expected two values in [0, 1)")
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay))
 
     @torch.no_grad()

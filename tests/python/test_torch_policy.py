@@ -552,8 +552,8 @@ def test_fused_policy_step_resumes_from_a_checkpoint(tmp_path):
 
 def test_fplab_adamw_refuses_bad_hyperparameters():
     p = [torch.nn.Parameter(torch.zeros(3))]
-    for kw in (dict(lr=-1.0), dict(betas=(1.0, 0.9)), dict(eps=-1e-8), dict(weight_decay=-0.1)):
-        with pytest.raises(ValueError):
+    for kw in (dict(lr=-1.0), dict(lr=float("nan")), dict(betas=(1.0, 0.9)), dict(eps=-1e-8), dict(weight_decay=-0.1)):
+        with pytest.raises(ValueError, match=list(kw)[0]):
             ft.AdamW(p, **kw)
 
 
