@@ -4,7 +4,8 @@
 // each state's ac_cast_inplace): the weights, the moments, Kahan's compensation, the update
 // counts, the telemetry and the delayed-scaling histories bit for bit, on two threads, over
 // sizes that end inside a chunk, for policies whose states cast in the pass (no recipe,
-// stochastic rounding, delayed scaling) and after it (block and current scaling).
+// stochastic rounding, delayed scaling) and after it (block and current scaling, or any while a
+// cast hook is set, which then sees them).
 #include <criterion/criterion.h>
 #include <omp.h>
 #include <stdio.h>
@@ -143,6 +144,34 @@ static void tensor_steps(const char *policy, size_t n, size_t first) {
     }
     cr_assert_gt(q.sep.upd_swamped, 0, "the test wants swamped updates");
     cr_assert_gt(q.sep.upd_changed, 0, "the test wants weights that move");
+    pair_free(&q);
+}
+
+// A hook that counts the casts it sees, by site.
+static void count_casts(void *user, ac_site s, int layer, const float *x, const float *out, size_t rows,
+                        size_t cols, bool k_rows, bool count) {
+    (void)layer, (void)x, (void)out, (void)rows, (void)cols, (void)k_rows, (void)count;
+    ((int *)user)[s]++;
+}
+
+// With a hook set, the states are cast after the pass by ac_cast_inplace, which shows them to
+// the hook: the same casts seen on both sides, and the same bits.
+Test(step_fused, a_hook_sees_the_state_casts) {
+    pair q;
+    int seen_sep[AC_NSITES] = {0}, seen_fus[AC_NSITES] = {0};
+    pair_start(&q, SR_DELAYED, 3 * 4096 + 5, 3);
+    q.sep.hook = count_casts, q.sep.hook_user = seen_sep;
+    q.fus.hook = count_casts, q.fus.hook_user = seen_fus;
+    const adamw_opts o = {3e-3f, 0.9f, 0.95f, 1e-8f, 0.1f};
+    for (long t = 1; t <= 2; t++) {
+        pair_begin(&q, t);
+        adamw_tensor_step(q.a.p, q.a.m, q.a.v, q.g, q.n, &o, t, NULL, 0, NULL);
+        adamw_tensor_step(q.b.p, q.b.m, q.b.v, q.g, q.n, &o, t, &q.fus, 7, NULL);
+        pair_end(&q, true, 7, SR_DELAYED);
+    }
+    cr_assert_eq(seen_fus[AC_ADAM_M], 2);
+    cr_assert_eq(seen_fus[AC_ADAM_V], 2);
+    cr_assert(!memcmp(seen_sep, seen_fus, sizeof seen_sep), "the hook saw other casts");
     pair_free(&q);
 }
 

@@ -712,6 +712,9 @@ static PyObject *adamw_call(ac_ctx *ac, PyObject *args, PyObject *kw) {
     if (n < 0 || first < 0 || step < 1)
         return PyErr_Format(PyExc_ValueError, "adamw_step: n %zd, first %zd, step %ld: expected n, first >= 0, step >= 1",
                             n, first, step);
+    if (!ac && (first != 0 || ocomp != Py_None))
+        return PyErr_Format(PyExc_ValueError, "adamw_step: first and comp belong to a policy's update: call "
+                                              "Context.adamw_step");
     static const char *names[4] = {"p", "m", "v", "g"};
     Py_buffer b[5] = {{0}};
     int got = 0;

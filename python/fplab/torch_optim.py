@@ -45,11 +45,13 @@ class AdamW(torch.optim.Optimizer):
         m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g g
         p -= (lr wd) p;  p -= lr (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)
 
-    This is torch.optim.AdamW's update (decoupled weight decay on every parameter of a group, the
-    same hyperparameters and defaults, state `step`, `exp_avg` and `exp_avg_sq`) with its
-    roundings in another order: a step differs from torch's by a few float32 ulps. Contiguous
-    float32 CPU parameters run in C; any other parameter (a CUDA one) runs the same float32
-    operations as torch ops. Under a PolicyOptimizer the policy's weight side joins the pass."""
+    This is torch.optim.AdamW's update (decoupled weight decay on every parameter of a group; lr,
+    betas, eps and weight_decay with torch's defaults; state `step`, `exp_avg` and `exp_avg_sq`)
+    with its roundings in another order: a step differs from torch's by a few float32 ulps. Not
+    torch's amsgrad or maximize (a group that asks for them is refused). Float32 parameters only:
+    contiguous CPU ones run in C, any other (a CUDA one) the same float32 operations as torch ops.
+    Under a PolicyOptimizer the policy's weight side joins the pass, and the optimizer's step
+    hooks and LR schedulers see an ordinary step()."""
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
         for name, value in (("lr", lr), ("eps", eps), ("weight_decay", weight_decay)):
@@ -65,7 +67,12 @@ class AdamW(torch.optim.Optimizer):
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
-        self._step_with(None)
+        fuse, self._fuse = getattr(self, "_fuse", None), None
+        if fuse is None:
+            self._step_with(None)
+        else:  # PolicyOptimizer's fused step: its keys after the closure, then the one pass
+            fuse[0]()
+            self._step_with(*fuse[1:])
         return loss
 
     def _step_with(self, ctx, offsets=None, kahan=None):
@@ -73,6 +80,9 @@ class AdamW(torch.optim.Optimizer):
         side: parameter i is elements offsets[i].. of the flat vector, kahan the compensation."""
         i = 0
         for group in self.param_groups:
+            for flag in ("amsgrad", "maximize"):
+                if group.get(flag):
+                    raise ValueError(f"fplab.torch.AdamW: a parameter group with {flag}=True: not supported")
             b1, b2 = group["betas"]
             hyper = dict(lr=group["lr"], beta1=b1, beta2=b2, eps=group["eps"], weight_decay=group["weight_decay"])
             for p in group["params"]:
@@ -82,13 +92,16 @@ class AdamW(torch.optim.Optimizer):
                     continue
                 if p.grad.is_sparse:
                     raise RuntimeError("fplab.torch.AdamW does not support sparse gradients")
+                if p.dtype != torch.float32:
+                    raise TypeError(f"fplab.torch.AdamW: a {p.dtype} parameter: expected float32 (the arithmetic "
+                                    "is float32's)")
                 st = self.state[p]
                 if not st:
                     st["step"] = torch.tensor(0.0, dtype=torch.float32)
                     st["exp_avg"] = torch.zeros_like(p, memory_format=torch.contiguous_format)
                     st["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.contiguous_format)
-                st["step"] += 1
-                t = int(st["step"].item())
+                t = int(st["step"]) + 1  # a tensor, or a number from an older checkpoint
+                st["step"] = torch.tensor(float(t), dtype=torch.float32)
                 m, v, g = st["exp_avg"], st["exp_avg_sq"], p.grad
                 if _fast(p) and _fast(m) and _fast(v) and g.device.type == "cpu":
                     g = g.contiguous().float()
@@ -217,27 +230,42 @@ class PolicyOptimizer:
     def _fused(self, ps):
         """Whether the step runs as fplab.torch.AdamW's fused pass (the update's rounding and the
         moments' casts inside it): an fplab AdamW (not a subclass, whose step may differ) over
-        contiguous float32 CPU parameters, no flat_order, and every existing state contiguous
-        float32 on the CPU."""
-        return (type(self.optimizer) is AdamW and self._in_place(ps) and all(_fast(p) for p in ps) and all(
-            _fast(t) for st in self.optimizer.state.values() for t in st.values() if t.dim() > 0))
+        contiguous float32 CPU parameters, no flat_order, every existing state contiguous float32
+        on the CPU, and moment sites that round element by element without a scale (the fused pass
+        casts the moments in the parameters' order, the separate one in the state's: a delayed
+        or per-tensor scale would see them in another order)."""
+        return (type(self.optimizer) is AdamW and self._in_place(ps) and all(_fast(p) for p in ps)
+                and self._moments_elementwise() and all(
+                    _fast(t) for st in self.optimizer.state.values() for t in st.values()
+                    if isinstance(t, torch.Tensor) and t.dim() > 0))
+
+    def _moments_elementwise(self):
+        """Whether adam.m and adam.v are inactive or round without a recipe (the policy's canonical
+        text: `site NAME FORMAT RECIPE MODE OVERFLOW`)."""
+        rules = {}
+        for line in self.policy.info["text"].splitlines():
+            w = line.split()
+            if len(w) >= 4 and w[0] == "site" and w[1] in ("adam.m", "adam.v"):
+                rules[w[1]] = w[3]
+        return all(rules.get(name, "none") == "none" for name, site in (("adam.m", self._m), ("adam.v", self._v))
+                   if self.policy.active[site])
 
     def _fused_step(self, ps, closure):
         """fplab.torch.AdamW's step with the policy's weight side in its pass: the same bits and
         counts as the inner step followed by _round_in_place and the moments' casts. A parameter
         without a gradient keeps its value but is rounded and counted as in that sequence, and its
         moments (if it has any) are cast again."""
-        r = None
-        if closure is not None:
-            with torch.enable_grad():
-                r = closure()
-        self._step_key()
         offs, o = [], 0
         for p in ps:
             offs.append(o)
             o += p.numel()
+        # through the inner optimizer's own step(), so that its hooks and LR schedulers see a step
+        self.optimizer._fuse = (self._step_key, self.policy.ctx, offs, self._kahan)
+        try:
+            r = self.optimizer.step(closure) if closure is not None else self.optimizer.step()
+        finally:
+            self.optimizer._fuse = None
         with torch.no_grad():
-            self.optimizer._step_with(self.policy.ctx, offs, self._kahan)
             pol = self.policy
             for p, o in zip(ps, offs):
                 if p.grad is not None:

@@ -517,13 +517,15 @@ def test_fused_step_is_the_default_for_fplab_adamw():
     assert torch_optim._fast(torch.zeros(4)) and not torch_optim._fast(torch.zeros(4).as_subclass(Shard))
 
 
-def test_fused_policy_step_resumes_from_a_checkpoint(tmp_path):
+@pytest.mark.parametrize("preset", ["pure-bf16-sr", "pure-bf16-kahan"])
+def test_fused_policy_step_resumes_from_a_checkpoint(tmp_path, preset):
     """Two steps, torch.save of the model's and the PolicyOptimizer's state dicts, one more step
     after loading them into a fresh model and optimizer: the uninterrupted run's weights, moments
-    and Kahan compensation, bit for bit."""
+    and Kahan compensation, bit for bit (pure-bf16-sr: the update's draws are keyed by the
+    policy's step, which the model's state dict carries)."""
     def make():
         m = Toy()
-        pol = ft.apply_policy(m, "pure-bf16-kahan")
+        pol = ft.apply_policy(m, preset)
         return m, pol, ft.PolicyOptimizer(ft.AdamW(m.parameters(), lr=1e-2), pol)
 
     def step(m, pol, opt, i):
@@ -545,9 +547,62 @@ def test_fused_policy_step_resumes_from_a_checkpoint(tmp_path):
     for a, b in zip(m.parameters(), m2.parameters()):
         same_bits(a.detach().numpy(), b.detach().numpy())
     for a, b in zip(opt.state.values(), opt2.state.values()):
-        same_bits(a["exp_avg_sq"].numpy(), b["exp_avg_sq"].numpy())
-    assert torch.equal(opt._kahan, opt2._kahan)
+        for k in ("exp_avg", "exp_avg_sq"):
+            same_bits(a[k].numpy(), b[k].numpy())
+        assert int(a["step"]) == int(b["step"]) == 3
+    assert (opt._kahan is None) == (opt2._kahan is None)
+    assert opt._kahan is None or torch.equal(opt._kahan, opt2._kahan)
     pol.remove(), pol2.remove()
+
+
+def test_fused_step_is_an_optimizer_step_for_hooks_and_schedulers():
+    """The fused pass runs through the inner optimizer's step(): a step hook sees each step and an
+    LR scheduler attached to the inner optimizer neither warns nor falls out of step."""
+    import warnings
+    m = Toy()
+    with ft.apply_policy(m, "pure-bf16-sr") as pol:
+        inner = ft.AdamW(m.parameters(), lr=1e-2)
+        opt = ft.PolicyOptimizer(inner, pol)
+        assert opt._fused(list(m.parameters()))
+        seen = []
+        inner.register_step_post_hook(lambda o, a, k: seen.append(1))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            sched = torch.optim.lr_scheduler.StepLR(inner, step_size=1, gamma=0.5)
+            for i in range(2):
+                m(data(seed=i + 1)).square().mean().backward()
+                opt.step()
+                opt.zero_grad()
+                sched.step()
+                pol.end_step(1.0)
+        assert len(seen) == 2 and inner.param_groups[0]["lr"] == pytest.approx(2.5e-3)
+
+
+def test_scaled_moments_take_the_separate_passes(tmp_path):
+    """Moment sites with a delayed or per-tensor scale are cast in the separate passes' order: the
+    fused pass is not taken for them."""
+    base = ft.policy_text("pure-bf16-sr")
+    for rule in ("site adam.v e5m2 delayed", "site adam.m e4m3 tensor"):
+        f = tmp_path / "p.policy"
+        f.write_text(base + rule + "\n")
+        m = Toy()
+        with ft.apply_policy(m, str(f)) as pol:
+            assert not ft.PolicyOptimizer(ft.AdamW(m.parameters()), pol)._fused(list(m.parameters()))
+
+
+def test_fplab_adamw_refuses_what_it_does_not_compute():
+    p = torch.nn.Parameter(torch.zeros(3, dtype=torch.bfloat16))
+    p.grad = torch.zeros_like(p)
+    with pytest.raises(TypeError, match="float32"):
+        ft.AdamW([p]).step()
+    q = torch.nn.Parameter(torch.zeros(3))
+    q.grad = torch.zeros_like(q)
+    with pytest.raises(ValueError, match="amsgrad"):
+        ft.AdamW([dict(params=[q], amsgrad=True)]).step()
+    from fplab import _autocast
+    z = np.zeros(3, np.float32)
+    with pytest.raises(ValueError, match="Context.adamw_step"):
+        _autocast.adamw_step(z, z.copy(), z.copy(), z.copy(), 3, 1e-3, 0.9, 0.999, 1e-8, 0.0, 1, first=2)
 
 
 def test_fplab_adamw_refuses_bad_hyperparameters():
