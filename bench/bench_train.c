@@ -10,8 +10,14 @@
 // half of each T x T product) over the best step's time; "of sgemm" is their ratio. Best of
 // each, interleaved, so that a shared machine's slow moments (which move either one 2x here)
 // do not fall on one side only; tokens/s and the ms columns are the steps' means.
+// --policies P1,P2,...: instead, the step of --config (default shakespeare) under each precision
+// policy (its casts, the gradients' site, AdamW with the weight side in its pass, as `fplab
+// train` steps; no loss scaling), each policy in its own child process, the list run --rounds
+// times in turn; the best step of every policy over the rounds, and its ratio to the first
+// policy's (tokens/s of the best step over the first's: "x first").
 // Not a test: prints a table, never fails on a timing.
 // Usage: bench_train [--steps N] [--quick] [--threads N] [--config NAME] [--recompute none|block]
+//        [--policies fp32,nvfp4,... [--rounds R]]
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "autocast/policy.h"
 #include "kernels/blas_tune.h"
 #include "kernels/llama_ops.h"
 #include "trainer/llama.h"
@@ -26,7 +33,7 @@
 #include "util/fileio.h"
 
 typedef struct {
-    double tok_s, fwd_ms, bwd_ms, opt_ms, acts_mb, rss_mb, step_gf, sgemm_gf;
+    double tok_s, fwd_ms, bwd_ms, opt_ms, acts_mb, rss_mb, step_gf, sgemm_gf, best_tok_s;
     size_t params;
 } result;
 
@@ -94,7 +101,7 @@ static double probe_pass(const sgemm_probe *p) {
 
 static void probe_free(sgemm_probe *p) { free(p->x), free(p->w), free(p->y); }
 
-static result run_one(const char *name, int B, int T, int V, llama_recompute rc, int steps) {
+static result run_one(const char *name, int B, int T, int V, llama_recompute rc, int steps, const char *policy) {
     llama_config c;
     llama_config_named(&c, name);
     c.vocab_size = V;
@@ -106,6 +113,19 @@ static result run_one(const char *name, int B, int T, int V, llama_recompute rc,
         exit(1);
     }
     llama_init_weights(&m, 1);
+    ac_policy pol;
+    ac_ctx ac;
+    float *kahan = NULL;
+    if (policy) {  // as train_setup.c: the weights stored in the master format from the start
+        if (ac_policy_load(&pol, policy, msg, sizeof msg) != AC_OK ||
+            ac_init(&ac, &pol, c.n_layers, 1, AC_TEL_SITES, llama_max_operand(&c, B, T), msg, sizeof msg) != AC_OK) {
+            fprintf(stderr, "bench_train: policy %s: %s\n", policy, msg);
+            exit(1);
+        }
+        m.ac = &ac;
+        if (pol.update == AC_UPDATE_KAHAN) kahan = calloc(m.n_params, sizeof *kahan);
+        ac_cast_inplace(&ac, AC_MASTER, -1, m.params, m.n_params, 1, false);
+    }
     float *am = calloc(m.n_params, sizeof *am), *av = calloc(m.n_params, sizeof *av);
     int *x = malloc((size_t)B * T * sizeof *x), *y = malloc((size_t)B * T * sizeof *y);
     for (int i = 0; i < B * T; i++) x[i] = (i * 7919) % V, y[i] = (i * 104729 + 3) % V;
@@ -116,13 +136,15 @@ static result run_one(const char *name, int B, int T, int V, llama_recompute rc,
     if (probing) probe_init(&probe, &c, B, T);
     for (int s = -2; s < steps; s++) {  // two warm-up steps
         const double t0 = fio_now();
+        if (policy) ac_begin_step(&ac, (uint64_t)(s + 3)), ac_begin_micro(&ac, 0);
         llama_zero_grad(&m);
         llama_forward(&m, x, y, B, T);
         const double t1 = fio_now();
         llama_backward(&m, x, y, 1.0f);
         const double t2 = fio_now();
+        if (policy) ac_cast_inplace(&ac, AC_GRADS, -1, m.grads, m.n_params, 1, true);
         clip_grad_norm(m.grads, m.n_params, 1.0);
-        adamw_step(m.params, am, av, m.grads, &c, &ao, s + 3);
+        adamw_step_policy(m.params, am, av, m.grads, &c, &ao, s + 3, policy ? &ac : NULL, kahan);
         const double t3 = fio_now();
         if (s >= 0) fwd += t1 - t0, bwd += t2 - t1, opt += t3 - t2;
         if (t3 - t0 < best_step && s >= 0) best_step = t3 - t0;
@@ -139,33 +161,102 @@ static result run_one(const char *name, int B, int T, int V, llama_recompute rc,
     r.rss_mb = (double)ru.ru_maxrss / 1024.0;
     r.params = m.n_params;
     r.step_gf = step_flops(&c, B, T) / best_step * 1e-9;
+    r.best_tok_s = (double)B * T / best_step;
     if (probing) r.sgemm_gf = probe.flops / best_pass * 1e-9, probe_free(&probe);
-    free(am), free(av), free(x), free(y);
+    free(am), free(av), free(x), free(y), free(kahan);
+    if (policy) ac_free(&ac);
     llama_free(&m);
     return r;
 }
 
+// run_one in a child process (its peak memory its own); false when it failed.
+static bool run_child(const char *name, int B, int T, int V, llama_recompute rc, int steps, const char *policy,
+                      result *r) {
+    int fd[2];
+    if (pipe(fd) != 0) return false;
+    const pid_t pid = fork();
+    if (pid == 0) {
+        close(fd[0]);
+        const result one = run_one(name, B, T, V, rc, steps, policy);
+        if (write(fd[1], &one, sizeof one) != sizeof one) _exit(1);
+        _exit(0);
+    }
+    close(fd[1]);
+    const ssize_t got = read(fd[0], r, sizeof *r);
+    close(fd[0]);
+    waitpid(pid, NULL, 0);
+    return got == sizeof *r;
+}
+
+// --policies: every policy's best step over the rounds, each round the list in turn.
+static int run_policies(const char *name, int B, int T, int V, int steps, int rounds, char *list) {
+    enum { MAXP = 32 };
+    const char *pols[MAXP];
+    int np = 0;
+    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+        if (np == MAXP) {
+            fprintf(stderr, "bench_train: --policies: more than %d policies\n", MAXP);
+            return 2;
+        }
+        pols[np++] = tok;
+    }
+    if (np == 0) {
+        fprintf(stderr, "bench_train: --policies: expected a comma-separated list of policies\n");
+        return 2;
+    }
+    double best[MAXP];
+    for (int i = 0; i < np; i++) best[i] = 0.0;
+    for (int r = 0; r < rounds; r++)
+        for (int i = 0; i < np; i++) {
+            result one;
+            if (!run_child(name, B, T, V, LLAMA_RECOMPUTE_NONE, steps, pols[i], &one)) {
+                fprintf(stderr, "bench_train: %s under %s failed\n", name, pols[i]);
+                return 1;
+            }
+            if (one.best_tok_s > best[i]) best[i] = one.best_tok_s;
+            fprintf(stderr, "round %d/%d: %s %.0f tokens/s (best step)\n", r + 1, rounds, pols[i], one.best_tok_s);
+        }
+    printf("%s, %d steps a run, best step of %d rounds in turn, tokens/s of that step\n", name, steps, rounds);
+    printf("%-24s %12s %9s\n", "policy", "tokens/s", "x first");
+    for (int i = 0; i < np; i++) printf("%-24s %12.0f %9.2f\n", pols[i], best[i], best[i] / best[0]);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     mm_blas_tune_or_reexec(argv);
-    int steps = 20, threads = 0, rc_only = -1;
+    int steps = 20, threads = 0, rc_only = -1, rounds = 3;
     const char *only = NULL;
+    char *policies = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) steps = 3;
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--config") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--recompute") && i + 1 < argc) rc_only = !strcmp(argv[++i], "block");
+        else if (!strcmp(argv[i], "--policies") && i + 1 < argc) policies = argv[++i];
+        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
         else {
             fprintf(stderr, "usage: bench_train [--steps N] [--quick] [--threads N] [--config NAME] "
-                    "[--recompute none|block]\n");
+                    "[--recompute none|block] [--policies P1,P2,... [--rounds R]]\n");
             return 2;
         }
+    }
+    if (steps < 1 || rounds < 1) {
+        fprintf(stderr, "bench_train: --steps %d, --rounds %d: expected positive counts\n", steps, rounds);
+        return 2;
     }
     const int used = llama_ops_threads(threads);
     static const struct { const char *name; int B, T, V; } cfgs[] = {
         {"shakespeare", 12, 64, 65},  // nanoGPT's CPU Shakespeare batch
         {"15m", 8, 256, 512},         // stories15M shape with a 512-token vocabulary
     };
+    if (policies) {
+        for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++)
+            if (!strcmp(cfgs[i].name, only ? only : "shakespeare"))
+                return run_policies(cfgs[i].name, cfgs[i].B, cfgs[i].T, cfgs[i].V, steps, rounds, policies);
+        fprintf(stderr, "bench_train: --config %s: expected shakespeare or 15m\n", only);
+        return 2;
+    }
     printf("trainer step (forward + backward + AdamW), %d timed steps, float32, %d threads, "
            "OPENBLAS_CORETYPE=%s\n", steps, used, getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "(unset)");
     printf("%-12s %-9s %9s %10s %8s %8s %8s %10s %9s %8s %9s %8s\n", "config", "recompute", "params",
@@ -174,21 +265,8 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++)
         for (int rc = 0; rc < 2; rc++) {
             if ((only && strcmp(only, cfgs[i].name)) || (rc_only >= 0 && rc != rc_only)) continue;
-            int fd[2];
-            if (pipe(fd) != 0) return 1;
-            const pid_t pid = fork();
-            if (pid == 0) {
-                close(fd[0]);
-                const result r = run_one(cfgs[i].name, cfgs[i].B, cfgs[i].T, cfgs[i].V, rc, steps);
-                if (write(fd[1], &r, sizeof r) != sizeof r) _exit(1);
-                _exit(0);
-            }
-            close(fd[1]);
             result r;
-            const ssize_t got = read(fd[0], &r, sizeof r);
-            close(fd[0]);
-            waitpid(pid, NULL, 0);
-            if (got != sizeof r) {
+            if (!run_child(cfgs[i].name, cfgs[i].B, cfgs[i].T, cfgs[i].V, rc, steps, NULL, &r)) {
                 fprintf(stderr, "bench_train: %s failed\n", cfgs[i].name);
                 return 1;
             }
