@@ -6,14 +6,17 @@
 
 // One optimizer's arithmetic over the flat buffers or one tensor: the arrays, the step's
 // constants and, per tensor of the flat buffer, where it starts and its weight decay.
-typedef struct {
+typedef struct optim_run optim_run;
+struct optim_run {
     float *p, *m, *v;
     const float *g;
     float b1, b2, lr, eps, c1, c2, mu;  // AdamW's (c1, c2 its bias corrections); SGD's mu and lr
     size_t off[LP_COUNT + 1];           // tensor id's elements: off[id] .. off[id + 1] - 1
     float decay[LP_COUNT];              // AdamW: lr * wd; SGD: wd (0 where the tensor has none)
     int n_tensors;
-} optim_run;
+    // the update of elements i0 .. i1 - 1 of one tensor, its decay d (adamw_range, sgd_range)
+    void (*range)(const optim_run *a, float d, size_t i0, size_t i1);
+};
 
 // AdamW's update of elements i0 .. i1 - 1 (one tensor's, its decay d), in float32 in PyTorch's
 // order (optim.h).
@@ -44,19 +47,11 @@ static void sgd_range(const optim_run *a, float wd, size_t i0, size_t i1) {
 }
 
 // ac_step_fused's step: elements i0 .. i0 + m - 1, tensor by tensor.
-static void adamw_chunk(void *user, size_t i0, size_t m) {
+static void optim_chunk(void *user, size_t i0, size_t m) {
     const optim_run *a = user;
     for (int id = 0; id < a->n_tensors; id++) {
         const size_t lo = i0 > a->off[id] ? i0 : a->off[id], hi = i0 + m < a->off[id + 1] ? i0 + m : a->off[id + 1];
-        if (lo < hi) adamw_range(a, a->decay[id], lo, hi);
-    }
-}
-
-static void sgd_chunk(void *user, size_t i0, size_t m) {
-    const optim_run *a = user;
-    for (int id = 0; id < a->n_tensors; id++) {
-        const size_t lo = i0 > a->off[id] ? i0 : a->off[id], hi = i0 + m < a->off[id + 1] ? i0 + m : a->off[id + 1];
-        if (lo < hi) sgd_range(a, a->decay[id], lo, hi);
+        if (lo < hi) a->range(a, a->decay[id], lo, hi);
     }
 }
 
@@ -72,18 +67,21 @@ static size_t flat_tensors(optim_run *a, const llama_config *cfg, float wd, floa
     return a->off[LP_COUNT];
 }
 
-static void adamw_consts(optim_run *a, const adamw_opts *o, long t) {
-    a->b1 = o->beta1, a->b2 = o->beta2, a->lr = o->lr, a->eps = o->eps;
+// AdamW's run over n elements with the policy's weight side (the moments cast for adam.m and
+// adam.v): a's arrays and tensors set, its constants from o and t.
+static void adamw_fused(optim_run *a, const adamw_opts *o, long t, size_t n, ac_ctx *ac, size_t first,
+                        float *comp) {
+    a->b1 = o->beta1, a->b2 = o->beta2, a->lr = o->lr, a->eps = o->eps, a->range = adamw_range;
     a->c1 = (float)(1.0 - pow(o->beta1, (double)t)), a->c2 = (float)(1.0 - pow(o->beta2, (double)t));
+    ac_step_fused(ac, a->p, comp, n, first, (float *const[]){a->m, a->v}, (const ac_site[]){AC_ADAM_M, AC_ADAM_V},
+                  2, optim_chunk, a);
 }
 
 void adamw_step_policy(float *params, float *m, float *v, const float *grads, const llama_config *cfg,
                        const adamw_opts *o, long t, ac_ctx *ac, float *comp) {
     optim_run a = {.p = params, .m = m, .v = v, .g = grads};
-    adamw_consts(&a, o, t);
     const size_t n = flat_tensors(&a, cfg, o->weight_decay, o->lr);
-    ac_step_fused(ac, params, comp, n, 0, (float *const[]){m, v}, (const ac_site[]){AC_ADAM_M, AC_ADAM_V}, 2,
-                  adamw_chunk, &a);
+    adamw_fused(&a, o, t, n, ac, 0, comp);
 }
 
 void adamw_step(float *params, float *m, float *v, const float *grads, const llama_config *cfg,
@@ -94,16 +92,14 @@ void adamw_step(float *params, float *m, float *v, const float *grads, const lla
 void adamw_tensor_step(float *p, float *m, float *v, const float *g, size_t n, const adamw_opts *o, long t,
                        ac_ctx *ac, size_t first, float *comp) {
     optim_run a = {.p = p, .m = m, .v = v, .g = g, .n_tensors = 1, .off = {0, n}, .decay = {o->lr * o->weight_decay}};
-    adamw_consts(&a, o, t);
-    ac_step_fused(ac, p, comp, n, first, (float *const[]){m, v}, (const ac_site[]){AC_ADAM_M, AC_ADAM_V}, 2,
-                  adamw_chunk, &a);
+    adamw_fused(&a, o, t, n, ac, first, comp);
 }
 
 void sgd_step_policy(float *params, float *buf, const float *grads, const llama_config *cfg, const sgd_opts *o,
                      ac_ctx *ac, float *comp) {
-    optim_run a = {.p = params, .m = buf, .g = grads, .mu = o->momentum, .lr = o->lr};
+    optim_run a = {.p = params, .m = buf, .g = grads, .mu = o->momentum, .lr = o->lr, .range = sgd_range};
     const size_t n = flat_tensors(&a, cfg, o->weight_decay, 1.0f);
-    ac_step_fused(ac, params, comp, n, 0, (float *const[]){buf}, (const ac_site[]){AC_ADAM_M}, 1, sgd_chunk, &a);
+    ac_step_fused(ac, params, comp, n, 0, (float *const[]){buf}, (const ac_site[]){AC_ADAM_M}, 1, optim_chunk, &a);
 }
 
 void sgd_step(float *params, float *buf, const float *grads, const llama_config *cfg, const sgd_opts *o) {

@@ -26,16 +26,13 @@ from .torch_policy import permutation
 __all__ = ["AdamW", "PolicyOptimizer"]
 
 
-from .torch_ops import _np  # noqa: E402
+from .torch_ops import _PLAIN, _np  # noqa: E402
 
 
 def _fast(t):
     """Whether t's memory is the C pass's to read and write: a plain contiguous float32 CPU tensor
     (not a subclass such as FSDP2's DTensor, whose elements are a shard of other memory)."""
     return type(t) in _PLAIN and t.device.type == "cpu" and t.dtype == torch.float32 and t.is_contiguous()
-
-
-_PLAIN = (torch.Tensor, torch.nn.Parameter)
 
 
 class AdamW(torch.optim.Optimizer):
@@ -234,7 +231,7 @@ class PolicyOptimizer:
         on the CPU, and moment sites that round element by element without a scale (the fused pass
         casts the moments in the parameters' order, the separate one in the state's: a delayed
         or per-tensor scale would see them in another order)."""
-        return (type(self.optimizer) is AdamW and self._in_place(ps) and all(_fast(p) for p in ps)
+        return (type(self.optimizer) is AdamW and self._order is None and all(_fast(p) for p in ps)
                 and self._moments_elementwise() and all(
                     _fast(t) for st in self.optimizer.state.values() for t in st.values()
                     if isinstance(t, torch.Tensor) and t.dim() > 0))
