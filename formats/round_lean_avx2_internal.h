@@ -59,14 +59,15 @@ V3 v8 draws8(fmt_rng_key key, uint64_t index) {
     return mix8(_mm256_xor_si256(x, set1(key.k2)));
 }
 
-// Whether to round up: the top r of the s dropped bits of sig exceed an r-bit draw (shift counts
-// of 32 and more give 0, as in the generic kernel).
-V3 v8 sr_up8(const lk *k, v8 sig, v8 s, v8 rnd) {
-    const v8 rem = andnot(_mm256_sllv_epi32(set1(~0u), s), sig);
-    const v8 t = sub(s, set1((uint32_t)k->r));
-    const v8 top = sel(gt(_mm256_setzero_si256(), t), _mm256_sllv_epi32(rem, sub(_mm256_setzero_si256(), t)),
-                       _mm256_srlv_epi32(rem, t));
-    return ltu(_mm256_srl_epi32(rnd, _mm_cvtsi32_si128(32 - k->r)), top);
+// Whether to round up: round_lean_internal.h's sr_up16 and dropped32 on eight lanes (top32: the
+// dropped bits with the first at bit 31).
+V3 v8 sr_up8(const lk *k, v8 top32, v8 rnd) {
+    if (k->r == 32) return ltu(rnd, top32);
+    const __m128i q = _mm_cvtsi32_si128(32 - k->r);
+    return ltu(_mm256_srl_epi32(rnd, q), _mm256_srl_epi32(top32, q));
+}
+V3 v8 dropped8(v8 sig, v8 s) {
+    return or_(_mm256_sllv_epi32(sig, sub(set1(32), s)), _mm256_srlv_epi32(sig, sub(s, set1(32))));
 }
 
 // The rounded magnitude of a narrow format (ax: |x|'s bits; neg: x's sign as a mask).
@@ -96,7 +97,7 @@ V3 v8 narrow_mag8(const lk *k, fmt_round_mode mode, v8 neg, v8 ax, v8 rnd) {
         const v8 Ex = _mm256_srli_epi32(axc, 23);
         const v8 sig = or_(and_(axc, set1(0x7fffff)), andnot(eq(Ex, _mm256_setzero_si256()), set1(0x800000)));
         const v8 sd = sub(_mm256_srli_epi32(cb, 23), _mm256_max_epi32(Ex, set1(1)));
-        s1 = sub(trunc, sr_up8(k, sig, sd, rnd));
+        s1 = sub(trunc, sr_up8(k, dropped8(sig, sd), rnd));
         break;
     }
     default: s1 = trunc; break;  // FMT_RTZ
@@ -117,7 +118,7 @@ V3 v8 wide_mag8(const lk *k, fmt_round_mode mode, v8 neg, v8 ax, v8 rnd) {
     case FMT_RUP: return andnot(mask, add(ax, andnot(neg, mask)));
     case FMT_RDN: return andnot(mask, add(ax, and_(neg, mask)));
     case FMT_RTO: return or_(tr, andnot(eq(and_(ax, mask), _mm256_setzero_si256()), unit));
-    case FMT_SR: return add(tr, and_(sr_up8(k, ax, set1((uint32_t)k->s), rnd), unit));
+    case FMT_SR: return add(tr, and_(sr_up8(k, _mm256_sllv_epi32(ax, set1((uint32_t)(32 - k->s))), rnd), unit));
     default: return tr;  // FMT_RTZ
     }
 }
@@ -143,7 +144,7 @@ V3 v8 e8m0_8(const lk *k, fmt_round_mode mode, v8 b, v8 rnd, counts8 *cnt, v8 li
     case FMT_RTO:  // up by one place where inexact with an even last bit
         r = add(tr, andnot(or_(eq(and_(ax, m), zero), eq(lsb, one)), ulp));
         break;
-    case FMT_SR: r = add(tr, and_(sr_up8(k, ax, sel(normal, set1(23), set1(22)), rnd), ulp)); break;
+    case FMT_SR: r = add(tr, and_(sr_up8(k, _mm256_sllv_epi32(ax, sel(normal, set1(9), set1(10))), rnd), ulp)); break;
     default: r = tr; break;  // rtz, rdn: down for every valid (positive) input
     }
     const v8 finite = gt(set1(0x7f800000), ax);

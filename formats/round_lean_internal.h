@@ -100,17 +100,23 @@ V4 __m512i draws16(fmt_rng_key key, uint64_t index) {
     return mix16(_mm512_xor_si512(x, _mm512_set1_epi32((int)key.k2)));
 }
 
-// Whether to round up: the top r of the s dropped bits of sig (rem) exceed an r-bit draw, as the
-// generic kernel decides (shift counts of 32 and more give 0).
-V4 __mmask16 sr_up16(const lk *k, __m512i sig, __m512i s, __m512i rnd) {
-    const __m512i ones = _mm512_set1_epi32(-1);
-    const __m512i rem = _mm512_andnot_si512(_mm512_sllv_epi32(ones, s), sig);
-    const __m512i t = _mm512_sub_epi32(s, _mm512_set1_epi32(k->r));
-    const __m512i minus_t = _mm512_sub_epi32(_mm512_setzero_si512(), t);
-    const __m512i top = _mm512_mask_blend_epi32(_mm512_movepi32_mask(t), _mm512_srlv_epi32(rem, t),
-                                                _mm512_sllv_epi32(rem, minus_t));
-    const __m512i draw = _mm512_srl_epi32(rnd, _mm_cvtsi32_si128(32 - k->r));
-    return _mm512_cmplt_epu32_mask(draw, top);
+// Whether to round up: the top r of the dropped bits exceed an r-bit draw, as the generic kernel
+// decides. top32 holds the dropped bits with the first of them at bit 31 (bits dropped more than
+// 32 places down are gone), so the top r are top32 >> (32 - r): two shifts fewer than aligning
+// the dropped bits to r (and the common r = 32 needs none).
+V4 __mmask16 sr_up16(const lk *k, __m512i top32, __m512i rnd) {
+    if (k->r == 32) return _mm512_cmplt_epu32_mask(rnd, top32);
+    const __m128i q = _mm_cvtsi32_si128(32 - k->r);
+    return _mm512_cmplt_epu32_mask(_mm512_srl_epi32(rnd, q), _mm512_srl_epi32(top32, q));
+}
+
+// The last s bits of sig (s >= 1, sig < 2^24) with the first at bit 31: sig << (32 - s), whose
+// kept bits pass bit 31, or sig >> (s - 32) past 32 (a shift by 32 or more gives 0, so one of
+// the two terms is 0; s = 32 gives sig twice).
+V4 __m512i dropped32(__m512i sig, __m512i s) {
+    const __m512i c32 = _mm512_set1_epi32(32);
+    return _mm512_or_si512(_mm512_sllv_epi32(sig, _mm512_sub_epi32(c32, s)),
+                           _mm512_srlv_epi32(sig, _mm512_sub_epi32(s, c32)));
 }
 
 // --- the rounded magnitude, by method and mode (lanes of inf and NaN give anything: the rules
@@ -151,7 +157,7 @@ V4 __m512 narrow_sum(const lk *k, fmt_round_mode mode, __m512i b, __m512i ax, __
                                                  _mm512_set1_epi32(0x800000));
         const __m512i Ep = _mm512_max_epu32(Ex, _mm512_set1_epi32(1));
         const __m512i s = _mm512_sub_epi32(_mm512_srli_epi32(cb, 23), Ep);
-        s1 = _mm512_castsi512_ps(_mm512_mask_add_epi32(_mm512_castps_si512(s1), sr_up16(k, sig, s, rnd),
+        s1 = _mm512_castsi512_ps(_mm512_mask_add_epi32(_mm512_castps_si512(s1), sr_up16(k, dropped32(sig, s), rnd),
                                                        _mm512_castps_si512(s1), _mm512_set1_epi32(1)));
         break;
     }
@@ -196,7 +202,7 @@ V4 __m512i wide_mag(const lk *k, fmt_round_mode mode, __mmask16 neg, __m512i ax,
     }
     case FMT_SR: {  // truncate, then add a last place where the draw says up (s fixed)
         const __m512i tr = _mm512_andnot_si512(mask, ax);
-        const __mmask16 up = sr_up16(k, ax, _mm512_set1_epi32(k->s), rnd);
+        const __mmask16 up = sr_up16(k, _mm512_sllv_epi32(ax, _mm512_set1_epi32(32 - k->s)), rnd);  // s <= 23
         return _mm512_mask_add_epi32(tr, up, tr, _mm512_set1_epi32((int)k->mask + 1));
     }
     default: t = ax; break;  // FMT_RTZ
@@ -240,8 +246,9 @@ V4 __m512i e8m0_16(const lk *k, fmt_round_mode mode, __m512i b, __m512i rnd, lea
         r = _mm512_mask_add_epi32(tr, _mm512_mask_testn_epi32_mask(_mm512_test_epi32_mask(ax, m), lsb, lsb), tr, ulp);
         break;
     case FMT_SR: {
-        const __m512i s = _mm512_mask_blend_epi32(normal, _mm512_set1_epi32(22), _mm512_set1_epi32(23));
-        r = _mm512_mask_add_epi32(tr, sr_up16(k, ax, s, rnd), tr, ulp);
+        // 23 dropped bits (22 for a float32 subnormal): ax << 9 (<< 10), its exponent gone
+        const __m512i left = _mm512_mask_blend_epi32(normal, _mm512_set1_epi32(10), _mm512_set1_epi32(9));
+        r = _mm512_mask_add_epi32(tr, sr_up16(k, _mm512_sllv_epi32(ax, left), rnd), tr, ulp);
         break;
     }
     default: r = tr; break;  // rtz, rdn: down for every valid (positive) input

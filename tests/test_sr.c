@@ -19,6 +19,7 @@
 
 #include "formats/rng.h"
 #include "formats/round.h"
+#include "formats/round_internal.h"  // the AVX2 kernels, called directly on any CPU with AVX2
 #include "formats/round_scalar.h"
 #include "test_util.h"
 
@@ -472,6 +473,84 @@ Test(sr, paths_agree) {
             }
     }
     free(x), free(a), free(b);
+}
+
+// Ties of a draw and the dropped bits: an input whose top r dropped bits equal its draw's r bits
+// stays at its lower neighbour (it goes up only where they exceed the draw), on every path.
+// Random inputs meet a tie once in 2^r, too rarely to test that the comparison is strict, so here
+// each input is made from its own draw (a pure function of key and offset + index). With r = 8,
+// in the normal range: a tie at every element. With r = 32, below the format's last place at its
+// emin (24 to 32 bits dropped, the whole significand): a tie where the draw's bits form a
+// significand, about once in 2^9 (formats whose float32 inputs can lie there).
+Test(sr, draw_ties_every_path) {
+    const size_t n = 1 << 15;
+    float *x = malloc(n * sizeof *x), *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+    bool *tie = malloc(n * sizeof *tie);
+    cr_assert(x && a && b && tie);
+    const uint64_t seed = test_seed("draw_ties");
+    uint64_t s = seed;
+    size_t ties32 = 0;
+    for (size_t fi = 0; fi < fmt_table_count(); fi++) {
+        const fmt_t *f = fmt_table_get(fi);
+        const int m = f->mbits, q = f->emin - m;  // q: the exponent of the last place at emin
+        if (f->bits > 32 || m > 15) continue;
+        for (int r = 8; r <= 32; r += 24) {
+            if (r == 32 && (q - 32 + 23 < -126 || !f->has_subnormals || !f->has_zero)) continue;
+            const fmt_round_opts o = {.mode = FMT_SR, .sr_bits = r, .seed = seed, .stream = fi, .offset = 777,
+                                      .path = FMT_PATH_GENERIC};
+            const fmt_rng_key key = fmt_rng_make_key(o.seed, o.stream);
+            for (size_t i = 0; i < n; i++) {
+                const uint32_t d = fmt_rng_u32(key, o.offset + i);
+                const uint64_t rr = tu_splitmix64(&s);
+                const double sign = f->is_signed && (rr & 1) ? -1.0 : 1.0;
+                if (r == 8) {  // |x| = (1 + frac 2^-23) 2^e: 23 - m dropped bits, the top 8 the draw's
+                    const int sd = 23 - m, lo = f->emin > -126 ? f->emin : -126, hi = f->emax - 1 < 127 ? f->emax - 1 : 127;  // below max
+                    const int e = lo + (int)((rr >> 1) % (uint64_t)(hi - lo + 1));
+                    const uint32_t frac = ((uint32_t)(rr >> 40) & ((1u << m) - 1)) << sd | (d >> 24) << (sd - 8) |
+                                          ((uint32_t)(rr >> 8) & ((1u << (sd - 8)) - 1));
+                    x[i] = (float)(sign * ldexp(1.0 + ldexp(frac, -23), e)), tie[i] = true;
+                } else {  // |x| = sig 2^(q - sd): all sd bits of sig dropped, top32 = sig << (32 - sd)
+                    const int sd = 24 + (int)((rr >> 1) % 9);
+                    const uint32_t t = d >> (32 - sd), low = sd == 32 ? 0 : d & ((1u << (32 - sd)) - 1);
+                    tie[i] = low == 0 && t >= 0x800000u && t < 0x1000000u;
+                    const uint32_t sig = tie[i] ? t : ((uint32_t)(rr >> 8) & 0x7fffffu) | 0x800000u;
+                    x[i] = (float)(sign * ldexp(sig, q - sd));
+                    ties32 += tie[i];
+                }
+            }
+            memcpy(a, x, n * sizeof *x);
+            cr_assert_eq(fmt_round_f32(f, a, n, &o, NULL), FMT_OK);
+            fmt_round_opts tz = o;
+            tz.mode = FMT_RTZ;
+            for (size_t i = 0; i < n; i++)
+                if (tie[i])
+                    cr_assert(tu_same(a[i], fmt_round1(f, x[i], &tz)), "%s sr_bits=%d: x=%a, whose dropped bits "
+                              "equal its draw, gives %a, not its lower neighbour (FPLAB_SEED=%llu)",
+                              f->name, r, x[i], a[i], (unsigned long long)seed);
+            for (int p = FMT_PATH_GENERIC + 1; p < FMT_NPATHS; p++)
+                for (int st = 0; st < 2; st++) {
+                    fmt_round_opts pq = o;
+                    pq.path = (fmt_round_path)p;
+                    if (!fmt_path_available(pq.path, f, &pq, st)) continue;
+                    memcpy(b, x, n * sizeof *x);
+                    fmt_stats sb = {0};
+                    cr_assert_eq(fmt_round_f32(f, b, n, &pq, st ? &sb : NULL), FMT_OK);
+                    for (size_t i = 0; i < n; i++)
+                        cr_assert_eq(tu_f2u(a[i]), tu_f2u(b[i]), "%s sr_bits=%d path %s: x=%a (a tie: %d) gives %a, "
+                                     "the generic kernel %a (FPLAB_SEED=%llu)", f->name, r, fmt_path_name(pq.path),
+                                     x[i], tie[i], b[i], a[i], (unsigned long long)seed);
+                }
+            fmt__kparams k;  // the AVX2 kernels, which are FMT_PATH_LEAN only on CPUs without AVX-512
+            fmt__kparams_make(&k, f, &o);
+            if (fmt__lean_avx2_runs() && fmt__round_f32_lean_avx2(&k, FMT_SR, b, x, n, 0, NULL))
+                for (size_t i = 0; i < n; i++)
+                    cr_assert_eq(tu_f2u(a[i]), tu_f2u(b[i]), "%s sr_bits=%d AVX2 kernel: x=%a (a tie: %d) gives %a, "
+                                 "the generic kernel %a (FPLAB_SEED=%llu)", f->name, r, x[i], tie[i], b[i], a[i],
+                                 (unsigned long long)seed);
+        }
+    }
+    cr_assert_gt(ties32, 100, "only %zu ties with 32 random bits", ties32);
+    free(x), free(a), free(b), free(tie);
 }
 
 // ---------------------------------------------------------------- P3109's variants A, B, C
