@@ -147,10 +147,16 @@ static inline vf round_f16(vf v) {
 // One fused step on the tile, int32 path: products k0 .. k0 + n - 1 (n may be 0: C alone), c in
 // and out (D values: float32, or fp16 values when f16), bad: lanes that the scalar model must do.
 // wide: the sum with C's term can pass int32 (sum_may_wrap), so it is checked.
+// lean (an f16 D from fp16 or fp8 operands, every such kind of the table): no check but wide's
+// can fire, so none is made. C in the chain is an fp16 value (the first C rounded to fp16, where
+// an inf or NaN is marked; then D values) or an inf that cinf keeps, and the operands' model
+// exponents lie in [-14, 15]: where S is not 0, E is in [-28, 31], so that the scale 2^(frac - E),
+// C's term and D = f 2^(E - frac) (below 2^39, at least 2^-53) stay normal float32 values; where
+// every product and C are zero, S is 0 and so is D (its exponent field clamped to at least 1).
 static inline __attribute__((always_inline)) void step(const mm_engine_kind *q, const float *ap, const int32_t *ea,
                                                         const float *bp, const int16_t *eb, size_t k0, size_t n,
                                                         vf c[MR][NV], vi bad[MR][NV], const bool f16,
-                                                        const bool wide) {
+                                                        const bool wide, const bool lean) {
     const int frac = q->frac, out_frac = q->out_frac;
     vi E[MR][NV];
     step_exps(ea, eb, k0, n, c, E, f16 ? -14 : -126);
@@ -180,7 +186,7 @@ static inline __attribute__((always_inline)) void step(const mm_engine_kind *q, 
             // C's term: trunc(c * 2^(frac - E)), below 2^(frac + 1); where the scale was clamped
             // (E below frac - 127) and c is not zero, the scalar model.
             const vi cz = (cb & 0x7fffffff) == 0;
-            vi out = ~cz & ((127 + frac - E[r][v]) > 254);
+            vi out = lean ? (vi){0} : ~cz & ((127 + frac - E[r][v]) > 254);
             const vi ct = __builtin_convertvector(c[r][v] * sc[r][v], vi);
             const vi Pv = (vi)P[r][v], S = (vi)(P[r][v] + (vu)ct);
             if (wide) out |= ((Pv ^ S) & (ct ^ S)) < 0;  // int32 overflow (bf16 at its extreme)
@@ -200,12 +206,16 @@ static inline __attribute__((always_inline)) void step(const mm_engine_kind *q, 
             else f = (vf)((vi)f & ~(int32_t)((1u << (23 - out_frac)) - 1));
             // D = f * 2^(E - frac), exact where a normal float32 (and inf past 2^128, as the
             // model; the next step would need the scalar model, so that lane goes there too).
-            const vi de = 127 + E[r][v] - frac, dc = -eng_max(-eng_max(de, eng_ibcast(1)), eng_ibcast(-254));
-            const vi sz = S == 0;
-            out |= ~sz & (de != dc);  // de outside [1, 254]
-            vf d = f * (vf)(dc << 23);
-            const vi mag = (vi)d & 0x7fffffff;
-            out |= ~sz & ((mag < 0x00800000) | (mag >= 0x7f800000));
+            const vi de = 127 + E[r][v] - frac;
+            vf d;
+            if (lean) d = f * (vf)(eng_max(de, eng_ibcast(1)) << 23);
+            else {
+                const vi dc = -eng_max(-eng_max(de, eng_ibcast(1)), eng_ibcast(-254)), sz = S == 0;
+                out |= ~sz & (de != dc);  // de outside [1, 254]
+                d = f * (vf)(dc << 23);
+                const vi mag = (vi)d & 0x7fffffff;
+                out |= ~sz & ((mag < 0x00800000) | (mag >= 0x7f800000));
+            }
             if (!f16) {  // an f32 D that is inf was marked where it arose (here, or as the first C)
                 bad[r][v] |= out;
                 c[r][v] = d;
@@ -227,6 +237,7 @@ static void engine_seg(const void *ctx, const eng_tile *t, size_t s0, size_t s1,
     const mm_engine_kind *q = x->b.p->q;
     const size_t unit = (size_t)(q->k / q->split), kq = (size_t)q->k, split = (size_t)q->split;
     const bool f16 = x->f16, wide = sum_may_wrap(q);
+    const bool lean = f16 && !((x->b.p->ta | x->b.p->tb) & MM_ET_BF16);
     if (f16 && x->b.p->c_in_chain)  // the model's first C: C rounded to fp16 (nearest-even)
         for (int r = 0; r < MR; r++)
             for (int v = 0; v < NV; v++) {
@@ -237,12 +248,14 @@ static void engine_seg(const void *ctx, const eng_tile *t, size_t s0, size_t s1,
     for (size_t u = 0; u < nsteps; u++) {
         const size_t a0 = s0 + u * unit;
         const size_t m = a0 >= s1 ? 0 : s1 - a0 < unit ? s1 - a0 : unit;
-        // Four copies of the step, each with its D type and its overflow check constants.
+        // Copies of the step, each with its D type and its checks as constants.
         const size_t k0 = a0 < s1 ? a0 : s1;
-        if (f16 && wide) step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, true, true);
-        else if (f16) step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, true, false);
-        else if (wide) step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, false, true);
-        else step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, false, false);
+        if (lean && wide) step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, true, true, true);
+        else if (lean) step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, true, false, true);
+        else if (f16 && wide) step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, true, true, false);
+        else if (f16) step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, true, false, false);
+        else if (wide) step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, false, true, false);
+        else step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, false, false, false);
     }
 }
 
