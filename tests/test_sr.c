@@ -423,6 +423,28 @@ Test(sr, f32_results_are_format_values) {
                   tu_f2u(y[i]));
 }
 
+// Every path of fmt_round_f32 but the generic kernel, with and without statistics, on x[0..n)
+// under o: bit for bit a (the generic kernel's result) and, with statistics, its counts sa.
+// what names the case in a failure.
+static void check_paths(const fmt_t *f, const float *x, const float *a, const fmt_stats *sa, float *b, size_t n,
+                        const fmt_round_opts *o, const char *what, uint64_t seed) {
+    for (int p = FMT_PATH_GENERIC + 1; p < FMT_NPATHS; p++)
+        for (int st = 0; st < 2; st++) {
+            fmt_round_opts q = *o;
+            q.path = (fmt_round_path)p;
+            if (!fmt_path_available(q.path, f, &q, st)) continue;
+            memcpy(b, x, n * sizeof *x);
+            fmt_stats sb = {0};
+            cr_assert_eq(fmt_round_f32(f, b, n, &q, st ? &sb : NULL), FMT_OK);
+            for (size_t i = 0; i < n; i++)
+                cr_assert_eq(tu_f2u(a[i]), tu_f2u(b[i]),
+                             "%s %s path %s: x=%a (element %zu) gives %a, the generic kernel %a (FPLAB_SEED=%llu)",
+                             f->name, what, fmt_path_name(q.path), x[i], i, b[i], a[i], (unsigned long long)seed);
+            if (st) cr_assert(!memcmp(sa, &sb, sizeof sb), "%s %s path %s: counts differ", f->name, what,
+                              fmt_path_name(q.path));
+        }
+}
+
 // Every path of fmt_round_f32 this build and CPU have for stochastic rounding (the generic
 // kernel, its AVX2/AVX-512 copies, the explicit AVX-512 kernels) gives the same bits and counts:
 // random bit patterns over the whole float32 range and values near every format's binades, for
@@ -453,23 +475,9 @@ Test(sr, paths_agree) {
                 memcpy(a, x, n * sizeof *x);
                 fmt_stats sa = {0};
                 cr_assert_eq(fmt_round_f32(f, a, n, &o, &sa), FMT_OK);
-                for (int p = FMT_PATH_GENERIC + 1; p < FMT_NPATHS; p++)
-                    for (int st = 0; st < 2; st++) {
-                        fmt_round_opts q = o;
-                        q.path = (fmt_round_path)p;
-                        if (!fmt_path_available(q.path, f, &q, st)) continue;
-                        memcpy(b, x, n * sizeof *x);
-                        fmt_stats sb = {0};
-                        cr_assert_eq(fmt_round_f32(f, b, n, &q, st ? &sb : NULL), FMT_OK);
-                        for (size_t i = 0; i < n; i++)
-                            cr_assert_eq(tu_f2u(a[i]), tu_f2u(b[i]),
-                                         "%s sr_bits=%d variant %d path %s: x=%a (element %zu) gives %a, "
-                                         "the generic kernel %a (FPLAB_SEED=%llu)", f->name, o.sr_bits, v,
-                                         fmt_path_name(q.path), x[i], i, b[i], a[i], (unsigned long long)seed);
-                        if (st)
-                            cr_assert(!memcmp(&sa, &sb, sizeof sa), "%s path %s: counts differ", f->name,
-                                      fmt_path_name(q.path));
-                    }
+                char what[48];
+                snprintf(what, sizeof what, "sr_bits=%d variant %d", o.sr_bits, v);
+                check_paths(f, x, a, &sa, b, n, &o, what, seed);
             }
     }
     free(x), free(a), free(b);
@@ -519,7 +527,8 @@ Test(sr, draw_ties_every_path) {
                 }
             }
             memcpy(a, x, n * sizeof *x);
-            cr_assert_eq(fmt_round_f32(f, a, n, &o, NULL), FMT_OK);
+            fmt_stats sa = {0};
+            cr_assert_eq(fmt_round_f32(f, a, n, &o, &sa), FMT_OK);
             fmt_round_opts tz = o;
             tz.mode = FMT_RTZ;
             for (size_t i = 0; i < n; i++)
@@ -527,19 +536,9 @@ Test(sr, draw_ties_every_path) {
                     cr_assert(tu_same(a[i], fmt_round1(f, x[i], &tz)), "%s sr_bits=%d: x=%a, whose dropped bits "
                               "equal its draw, gives %a, not its lower neighbour (FPLAB_SEED=%llu)",
                               f->name, r, x[i], a[i], (unsigned long long)seed);
-            for (int p = FMT_PATH_GENERIC + 1; p < FMT_NPATHS; p++)
-                for (int st = 0; st < 2; st++) {
-                    fmt_round_opts pq = o;
-                    pq.path = (fmt_round_path)p;
-                    if (!fmt_path_available(pq.path, f, &pq, st)) continue;
-                    memcpy(b, x, n * sizeof *x);
-                    fmt_stats sb = {0};
-                    cr_assert_eq(fmt_round_f32(f, b, n, &pq, st ? &sb : NULL), FMT_OK);
-                    for (size_t i = 0; i < n; i++)
-                        cr_assert_eq(tu_f2u(a[i]), tu_f2u(b[i]), "%s sr_bits=%d path %s: x=%a (a tie: %d) gives %a, "
-                                     "the generic kernel %a (FPLAB_SEED=%llu)", f->name, r, fmt_path_name(pq.path),
-                                     x[i], tie[i], b[i], a[i], (unsigned long long)seed);
-                }
+            char what[48];
+            snprintf(what, sizeof what, "sr_bits=%d, inputs tied to their draws", r);
+            check_paths(f, x, a, &sa, b, n, &o, what, seed);
             fmt__kparams k;  // the AVX2 kernels, which are FMT_PATH_LEAN only on CPUs without AVX-512
             fmt__kparams_make(&k, f, &o);
             if (fmt__lean_avx2_runs() && fmt__round_f32_lean_avx2(&k, FMT_SR, b, x, n, 0, NULL))

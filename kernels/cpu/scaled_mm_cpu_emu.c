@@ -7,6 +7,9 @@
 #if defined(__SSE__)
 #include <xmmintrin.h>  // _mm_getcsr, _mm_setcsr
 #endif
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "kernels/scaled_mm_internal.h"
 
@@ -87,9 +90,17 @@ void mm__emu_tile_loop(const mm__emu_job *J, const float *ap, const float *bp, f
         fpenv env;
         fpenv_enter(&env);
         // Tiles go to whichever thread is free: a core taken by another process then does not
-        // hold up the rest (each tile's result is the same whichever thread computes it).
+        // hold up the rest (each tile's result is the same whichever thread computes it). In
+        // grabs of about a sixteenth of a thread's share, not one tile: a small product's tiles
+        // take microseconds, and one grab each spent much of that on the shared loop counter
+        // (docs/benchmarks.md, "The tile loop's grabs").
         // Column panels outermost: consecutive tiles reuse one panel of B from cache.
-#pragma omp for schedule(dynamic)
+        size_t grab = 1;
+#ifdef _OPENMP
+        grab = nrb * npan / (16 * (size_t)omp_get_num_threads());
+        if (grab < 1) grab = 1;
+#endif
+#pragma omp for schedule(dynamic, grab)
         for (size_t t = 0; t < nrb * npan; t++) tile(J, ctx, ap, bp, C, ldc, t % nrb, t / nrb);
         fpenv_leave(&env);
     }
