@@ -40,32 +40,46 @@ static void fpenv_leave(const fpenv *saved) {
 
 // Panels of w lines of a stored matrix x, (ceil(n/w), K, w): line t (a row of op(A), a column of
 // op(B)) has its element k at x[t * st + k * sk] (st or sk is 1); lines from n on are zero.
-// Where lines are contiguous in memory (st == 1) each k is one copy of w floats; otherwise the
-// panel is a transpose, read line by line.
+// Each k's w floats are written together: where lines are contiguous in memory (st == 1) they
+// are one copy, otherwise (a transpose) w loads from as many lines, which stream along k. The
+// tile widths the kernels use come as constants, so that a whole panel's rows are vector moves.
+static inline __attribute__((always_inline)) void pack_panel(float *d, const float *x, size_t st, size_t sk,
+                                                              size_t t0, size_t cnt, size_t K, size_t w) {
+    for (size_t k = 0; k < K; k++) {
+        const float *src = x + t0 * st + k * sk;
+        float *row = d + k * w;
+        if (cnt == w) {
+            for (size_t t = 0; t < w; t++) row[t] = src[t * st];
+        } else {
+            size_t t = 0;
+            for (; t < cnt; t++) row[t] = src[t * st];
+            for (; t < w; t++) row[t] = 0.0f;
+        }
+    }
+}
+
 static void pack_panels(float *dst, const float *x, size_t st, size_t sk, size_t n, size_t K, size_t w) {
     const size_t np = (n + w - 1) / w;
 #pragma omp parallel for schedule(static)
     for (size_t p = 0; p < np; p++) {
         float *d = dst + p * K * w;
         const size_t t0 = p * w, cnt = n - t0 < w ? n - t0 : w;
-        if (st == 1) {  // rows of w (8 to 32) floats: a loop the compiler vectorises costs
-                        // less than a memcpy call per row
-            for (size_t k = 0; k < K; k++) {
-                const float *src = x + t0 + k * sk;
-                float *row = d + k * w;
-                size_t t = 0;
-                for (; t < cnt; t++) row[t] = src[t];
-                for (; t < w; t++) row[t] = 0.0f;
-            }
-        } else {
-            for (size_t t = 0; t < w; t++) {
-                const float *line = x + (t0 + t) * st;
-                if (t < cnt)
-                    for (size_t k = 0; k < K; k++) d[k * w + t] = line[k];
-                else
-                    for (size_t k = 0; k < K; k++) d[k * w + t] = 0.0f;
-            }
+#define PACK(W, ST) pack_panel(d, x, ST, sk, t0, cnt, K, W)
+#define PACK_W(ST)                              \
+        switch (w) {                            \
+        case 4: PACK(4, ST); break;             \
+        case 8: PACK(8, ST); break;             \
+        case 16: PACK(16, ST); break;           \
+        case 32: PACK(32, ST); break;           \
+        default: PACK(w, ST); break;            \
         }
+        if (st == 1) {
+            PACK_W(1)
+        } else {
+            PACK_W(st)
+        }
+#undef PACK_W
+#undef PACK
     }
 }
 
