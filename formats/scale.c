@@ -142,6 +142,16 @@ ROW_INLINE void row_amax(uint32_t *loc, const float *x, size_t c0, size_t c1, co
 static uint32_t slab_amax(uint32_t *loc, const float *in, const geom *g, size_t r0, size_t r1, size_t c0,
                           size_t c1) {
     uint32_t finite_max = 0;
+    if (g->tc > 1 && c0 / g->tc == (c1 - 1) / g->tc) {
+        // One tile column (a tensor's or a row band's scale): one running maximum, over the
+        // whole slab where its rows are contiguous, rather than a reduction per row.
+        const bool whole = c0 == 0 && c1 == g->cols;
+        for (size_t r = r0; r < r1; r = whole ? r1 : r + 1) {
+            const uint32_t m = seg_max_bits(in + r * g->cols + c0, whole ? (r1 - r0) * g->cols : c1 - c0, &finite_max);
+            loc[0] = m > loc[0] ? m : loc[0];
+        }
+        return finite_max;
+    }
     for (size_t r = r0; r < r1; r++) {
         const float *restrict x = in + r * g->cols;
         if (g->tc == 1) {  // per column: one tile per element
@@ -182,7 +192,8 @@ static uint32_t amax_tiles(uint32_t *bits, const float *in, const geom *g) {
         if (r0 >= r1) continue;
         const size_t c0 = cs * cw, c1 = min_sz(c0 + cw, g->cols);
         const size_t t0 = c0 / g->tc, nt = (c1 - 1) / g->tc - t0 + 1;
-        uint32_t loc[SLAB_COLS + 2] = {0};
+        uint32_t loc[SLAB_COLS + 2];
+        memset(loc, 0, nt * sizeof *loc);  // the tiles the slab touches, not the whole array
         const uint32_t m = slab_amax(loc, in, g, r0, r1, c0, c1);
         uint32_t *dst = bits + b * g->ntc + t0;
         for (size_t t = 0; t < nt; t++)
