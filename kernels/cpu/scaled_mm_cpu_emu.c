@@ -58,28 +58,26 @@ static inline __attribute__((always_inline)) void pack_panel(float *d, const flo
     }
 }
 
+// pack_panel with the tile widths the kernels use as constants.
+static inline __attribute__((always_inline)) void pack_panel_w(float *d, const float *x, size_t st, size_t sk,
+                                                                size_t t0, size_t cnt, size_t K, size_t w) {
+    switch (w) {
+    case 4: pack_panel(d, x, st, sk, t0, cnt, K, 4); break;
+    case 8: pack_panel(d, x, st, sk, t0, cnt, K, 8); break;
+    case 16: pack_panel(d, x, st, sk, t0, cnt, K, 16); break;
+    case 32: pack_panel(d, x, st, sk, t0, cnt, K, 32); break;
+    default: pack_panel(d, x, st, sk, t0, cnt, K, w); break;
+    }
+}
+
 static void pack_panels(float *dst, const float *x, size_t st, size_t sk, size_t n, size_t K, size_t w) {
     const size_t np = (n + w - 1) / w;
 #pragma omp parallel for schedule(static)
     for (size_t p = 0; p < np; p++) {
         float *d = dst + p * K * w;
         const size_t t0 = p * w, cnt = n - t0 < w ? n - t0 : w;
-#define PACK(W, ST) pack_panel(d, x, ST, sk, t0, cnt, K, W)
-#define PACK_W(ST)                              \
-        switch (w) {                            \
-        case 4: PACK(4, ST); break;             \
-        case 8: PACK(8, ST); break;             \
-        case 16: PACK(16, ST); break;           \
-        case 32: PACK(32, ST); break;           \
-        default: PACK(w, ST); break;            \
-        }
-        if (st == 1) {
-            PACK_W(1)
-        } else {
-            PACK_W(st)
-        }
-#undef PACK_W
-#undef PACK
+        if (st == 1) pack_panel_w(d, x, 1, sk, t0, cnt, K, w);  // contiguous lines: st as a constant
+        else pack_panel_w(d, x, st, sk, t0, cnt, K, w);
     }
 }
 
