@@ -212,6 +212,62 @@ Test(engine_fast, amd_results_outside_the_normals) {
     }
 }
 
+// CDNA3's rounding with C where each of its exact steps is needed (the AVX-512 lanes split the
+// group sum into its low bits and the rest, two-sum it with C floored, and floor C scaled down
+// toward -inf): fp16 groups of 8 same-sign products near 4, odd and even (sums past 2^28 with
+// bit 4 set, 25 significant bits); groups whose two large products cancel exactly, leaving C floored alone, with
+// C = -2^-149 (floored at 2^(E - 24) it is -1 unit there, not -0); C zero, tiny, comparable to the
+// sums with low bits, far above them, and negative. C is the chain's first C (beta = 1).
+Test(engine_fast, amd_rounding_with_c_at_its_edges) {
+    static const char *const kinds[][3] = {{"cdna3:mfma", "fp16", "fp16"},
+                                           {"cdna3:mfma:k4", "fp16", "fp16"},
+                                           {"cdna3:mfma", "bf16", "bf16"},
+                                           {"cdna3:mfma", "e4m3fnuz", "e4m3fnuz"}};
+    const size_t M = 16, N = 48, K = 64;
+    const fmt_round_opts ro = {.mode = FMT_RNE, .overflow = FMT_SATURATE};
+    for (size_t q = 0; q < sizeof kinds / sizeof kinds[0]; q++) {
+        mm_opts o;
+        mm_opts_default(&o);
+        char msg[300];
+        cr_assert_eq(mm_acc_from_name(&o.acc, kinds[q][0], msg, sizeof msg), MM_OK, "%s", msg);
+        o.beta = 1.0f;
+        float *a = malloc(M * K * sizeof *a), *b = malloc(K * N * sizeof *b), *C0 = malloc(M * N * sizeof *C0);
+        mm_operand A = {.x = a, .ld = K}, B = {.x = b, .ld = N};
+        cr_assert_eq(fmt_from_name(&A.fmt, kinds[q][1]), FMT_OK);
+        cr_assert_eq(fmt_from_name(&B.fmt, kinds[q][2]), FMT_OK);
+        const double big = !strcmp(kinds[q][1], "bf16") ? 0x1p50 : !strcmp(kinds[q][1], "fp16") ? 0x1p15 : 0x1p7;
+        for (size_t r = 0; r < M; r++)
+            for (size_t k = 0; k < K; k++) {
+                const double near2 = 2.0 - 0x1p-10 * (double)(1 + (r + k) % 5);
+                const double v = r % 4 == 0   ? near2
+                                 : r % 4 == 1 ? (k % 8 < 2 ? big : 0x1p-6)
+                                 : r % 4 == 2 ? (k % 2 ? -1.0 : 1.0) * (1.0 + (double)(k % 8) / 8)
+                                              : 0.0;
+                a[r * K + k] = (float)fmt_round1(&A.fmt, v, &ro);
+            }
+        for (size_t k = 0; k < K; k++)
+            for (size_t j = 0; j < N; j++) {
+                const double near2 = 2.0 - 0x1p-10 * (double)(1 + (j + 3 * k) % 7);
+                const double v = j % 2 == 0 && k % 8 < 2 ? (k % 8 ? -big : big) : near2;
+                b[k * N + j] = (float)fmt_round1(&B.fmt, v, &ro);
+            }
+        for (size_t r = 0; r < M; r++)
+            for (size_t j = 0; j < N; j++) {
+                const float odd = 1.0f + 0x1p-23f * (float)(2 * j + 1);
+                static const float cs[6] = {0.0f, -0x1p-149f, 0x1p-149f, 0x1p5f, 0x1p40f, -0x1.8p-3f};
+                const int w = (int)(j / 2 % 6);
+                C0[r * N + j] = w == 3 || w == 4 ? cs[w] * odd * (r % 2 ? -1.0f : 1.0f) : cs[w];
+            }
+        mm__engine_plan p;
+        cr_assert_eq(mm__engine_plan_make(&p, &A, &B, M, N, K, &o, msg, sizeof msg), MM_OK, "%s", msg);
+        cr_assert(mm__engine_amd_covers(&p, &o), "%s: not taken by the fast kernel", kinds[q][0]);
+        char what[120];
+        snprintf(what, sizeof what, "%s %s x %s, rounding with C", kinds[q][0], kinds[q][1], kinds[q][2]);
+        tu_engine_fast_vs_model(mm__engine_amd_run, &A, &B, M, N, K, &o, C0, what);
+        free(a), free(b), free(C0);
+    }
+}
+
 // CDNA2's flushes at 2^-126 (the leaves, the tree's nodes, the accumulator, the first C): bf16
 // products and sums near 2^-126, C starting at zero or (in the chain) just below 2^-126, where a
 // threshold one bit off (2^-127) changes the outputs. CDNA1 (no flushes) alongside.

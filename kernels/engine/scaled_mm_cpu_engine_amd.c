@@ -14,13 +14,13 @@
 //   (exponent panels beside the packed ones, the model's sig_exp: a zero -126, a subnormal its
 //   type's emin); each product a*b*2^(24 - E) (exact in float32) truncated to int32 and summed
 //   (below 2^29: 8 terms below 2^26; fp8: the even and the odd products apart, each to its own
-//   E, then floored to the larger one by an arithmetic shift); then the model's rounding with C
-//   with shifts of int32 lanes and double lanes, where every step is exact: the group sum floored
-//   to 31 fractional bits and C to 24 at their common exponent, added (below 2^37 units),
-//   converted to float32 to nearest.
+//   E, then floored to the larger one by an arithmetic shift); then the model's rounding with C:
+//   the group sum floored to 31 fractional bits and C to 24 at their common exponent, added and
+//   rounded once to nearest float32 (AVX-512: float32 lanes and a two-sum; else int32 shifts and
+//   double lanes; amd_round says why each step is exact).
 //   Operands outside the exact range (NaN, bf16 beyond 2^+-50: products then could leave
-//   float32's normal range) mark their row or column for the scalar model; a D that is inf
-//   marks its lane (the model's special cases follow).
+//   float32's normal range) mark their row or column for the scalar model; a D that is inf or
+//   NaN marks its lane (the model's special cases follow).
 //
 // Constraints: no MPFR, no global state; results do not depend on the number of threads; runs
 // in the default floating-point environment (round to nearest, no flush-to-zero, no
@@ -111,37 +111,36 @@ static inline __attribute__((always_inline)) void group_sum(const float *ap, con
     memcpy(P, S, sizeof S);
 }
 
-#if defined(__AVX512DQ__) && ENG_VL == 16
-// float32(T * 2^(maxe - 31)) to nearest for T = X * 2^shp + f2 * 2^7 (|T| < 2^39, shp in 0..7),
-// in int64 lanes: T converted to float32 once (vcvtqq2ps rounds to nearest, as the double
-// lanes' one conversion does), then scaled through its exponent field, which is exact where the
-// result is a normal float32. The lanes where it would be subnormal (or zero from a nonzero T)
-// are marked for the scalar model (tests/test_engine_fast.c, amd_results_outside_the_normals);
-// past float32 the exponent field reaches 255, inf's bits, and the lane is marked as the double
-// lanes mark an inf. T = 0 gives +0, as the double lanes do. About 25 operations a lane vector
-// where the double lanes take about 40 (bf16 6% faster: docs/benchmarks.md).
-static inline eng_vf amd_sum_f32(eng_vi X, eng_vi shp, eng_vi f2, eng_vi maxe, eng_vi *bad) {
-    const __m512i x = (__m512i)X, s = (__m512i)shp, f = (__m512i)f2;
-    __m256 h[2];
-    for (int i = 0; i < 2; i++) {
-        const __m256i xi = i ? _mm512_extracti64x4_epi64(x, 1) : _mm512_castsi512_si256(x);
-        const __m256i si = i ? _mm512_extracti64x4_epi64(s, 1) : _mm512_castsi512_si256(s);
-        const __m256i fi = i ? _mm512_extracti64x4_epi64(f, 1) : _mm512_castsi512_si256(f);
-        const __m512i t = _mm512_add_epi64(_mm512_sllv_epi64(_mm512_cvtepi32_epi64(xi), _mm512_cvtepi32_epi64(si)),
-                                           _mm512_slli_epi64(_mm512_cvtepi32_epi64(fi), 7));
-        h[i] = _mm512_cvtepi64_ps(t);
-    }
-    const eng_vi fb = (eng_vi)_mm512_insertf32x8(_mm512_castps256_ps512(h[0]), h[1], 1);
-    const eng_vi k = maxe - 31;
-    const eng_vi nz = (fb & 0x7fffffff) != 0;
-    const eng_vi ne = ((fb >> 23) & 0xff) + k;  // the result's biased exponent
-    *bad |= nz & ((ne < 1) | (ne > 254));
-    return (eng_vf)((eng_vu)fb + ((eng_vu)(nz & k) << 23));
+#if defined(__AVX512F__) && ENG_VL == 16
+// C's new value in float32 lanes (amd_fused after the sums), the double lanes' value below in
+// about two thirds of their operations. C floored to units 2^(maxe - 24): scaled (rounded toward
+// -inf, so that a scaled value below float32's normals keeps its floor), floored, scaled back. The
+// group sum (|S| < 2^30: fp8's two halves below 2^29 each) floored to units q = 2^max(E - 24,
+// maxe - 31) by a shift, and split into its low 6 bits and the rest, each exact in float32 times
+// q. Where maxe >= -95 every term is a multiple of q >= 2^-126 (the other lanes go to the scalar
+// model), so a + b = s + e exactly (Knuth's two-sum; |s| < 2^33 q, so |e| <= 2^8 q), e + l is exact
+// (below 2^9 q) and s + (e + l) is the whole sum rounded once to nearest. A C or D that is inf or
+// NaN gives inf or NaN here, which marks its lane (the model's special cases follow).
+static inline eng_vf amd_round(eng_vi S, eng_vi E, eng_vf c, bool two, eng_vi *bad) {
+    const eng_vi cb = (eng_vi)c;
+    const eng_vi ec = eng_max(((cb >> 23) & 0xff) - 127, eng_ibcast(-126));
+    const eng_vi maxe = eng_max(E, ec);
+    const __m512 t = _mm512_scalef_round_ps((__m512)c, _mm512_cvtepi32_ps((__m512i)(24 - maxe)),
+                                            _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    eng_vf b = (eng_vf)_mm512_roundscale_ps(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC) *
+               (eng_vf)((eng_vu)(maxe + 103) << 23);
+    if (two) b = (eng_vf)((eng_vi)b & ~(ec < maxe - 25));  // fp8: C dropped
+    const eng_vi X = S >> eng_min(eng_max(maxe - 7 - E, eng_ibcast(0)), eng_ibcast(31));
+    const eng_vf q = (eng_vf)((eng_vu)eng_max(E + 103, maxe + 96) << 23);
+    const eng_vf a = __builtin_convertvector(X & ~63, eng_vf) * q, l = __builtin_convertvector(X & 63, eng_vf) * q;
+    const eng_vf s = a + b, a1 = s - b, b1 = s - a1, e = (a - a1) + (b - b1);
+    const eng_vf r = s + (e + l);
+    *bad |= (maxe < -95) | (((eng_vi)r & 0x7fffffff) >= 0x7f800000);
+    return r;
 }
-#endif
-
+#else
 // C's new value from the group sum S (units of 2^(E - 24)) and C (amd_fused after the sums):
-// the sum floored to 31 fractional bits and C to 24 below their common exponent maxe (fp8: C
+// the sum floored to 31 fractional bits and C to 24 at their common exponent maxe (fp8: C
 // dropped when more than 25 binades below), added exactly, and rounded to nearest float32. The
 // floors are arithmetic shifts of int32 lanes; the sum, below 2^37 units of 2^(maxe - 31), and
 // its scaling are exact in double lanes.
@@ -157,16 +156,13 @@ static inline eng_vf amd_round(eng_vi S, eng_vi E, eng_vf c, bool two, eng_vi *b
     // times 2^(E - maxe + 7) <= 2^7.
     const eng_vi sh = E - maxe + 7;
     const eng_vi X = S >> eng_min(eng_max(-sh, eng_ibcast(0)), eng_ibcast(31));
-#if defined(__AVX512DQ__) && ENG_VL == 16
-    return amd_sum_f32(X, eng_max(sh, eng_ibcast(0)), f2, maxe, bad);
-#else
     const eng_vf up = (eng_vf)((eng_max(sh, eng_ibcast(0)) + 127) << 23);
     const eng_vd v = (eng_i2d(X) * eng_f2d(up) + eng_i2d(f2) * 128.0) * eng_p2d(maxe - 31);
     const eng_vf d = eng_d2f(v);
     *bad |= ((eng_vi)d & 0x7fffffff) >= 0x7f800000;  // inf: the model's special cases from here
     return d;
-#endif
 }
+#endif
 
 // One CDNA3 instruction (q->k products from ap, bp; c in and out).
 static inline __attribute__((always_inline)) void amd_instr(const mm_engine_kind *q, const float *ap,
