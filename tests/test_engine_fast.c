@@ -268,6 +268,55 @@ Test(engine_fast, amd_rounding_with_c_at_its_edges) {
     }
 }
 
+// Zeros stay in the fast kernel: rows of A that are zero for a group or for all of K (fp8
+// gradients flushed by their cast, padding), with C = 0 and with C = -0, against columns of
+// ordinary values and (bf16) of 2^22, give D = +0 in the lanes
+// (the model's exact zero sum), not a hand-off of the output to the scalar model, which would
+// cost a training under these kinds its speed. The bits are the model's as everywhere.
+Test(engine_fast, amd_zero_groups_stay_in_the_lanes) {
+    static const char *const kinds[][3] = {{"cdna3:mfma", "bf16", "bf16"},
+                                           {"cdna3:mfma", "fp16", "fp16"},
+                                           {"cdna3:mfma", "e4m3fnuz", "e4m3fnuz"},
+                                           {"cdna3:mfma:k16", "e5m2fnuz", "e5m2fnuz"}};
+    const size_t M = 12, N = 64, K = 96;
+    for (size_t q = 0; q < sizeof kinds / sizeof kinds[0]; q++)
+        for (int negz = 0; negz < 2; negz++) {
+            mm_opts o;
+            mm_opts_default(&o);
+            char msg[300];
+            cr_assert_eq(mm_acc_from_name(&o.acc, kinds[q][0], msg, sizeof msg), MM_OK, "%s", msg);
+            o.beta = 1.0f;
+            float *a = malloc(M * K * sizeof *a), *b = malloc(K * N * sizeof *b), *C0 = malloc(M * N * sizeof *C0);
+            mm_operand A = {.x = a, .ld = K}, B = {.x = b, .ld = N};
+            cr_assert_eq(fmt_from_name(&A.fmt, kinds[q][1]), FMT_OK);
+            cr_assert_eq(fmt_from_name(&B.fmt, kinds[q][2]), FMT_OK);
+            // rows: all zero; zero in the first half of K; zero in every other group of 16
+            for (size_t r = 0; r < M; r++)
+                for (size_t k = 0; k < K; k++)
+                    a[r * K + k] = r % 3 == 0 || (r % 3 == 1 && k < K / 2) || (r % 3 == 2 && k / 16 % 2)
+                                       ? 0.0f
+                                       : (k % 2 ? -1.0f : 1.0f) * (1.0f + (float)(k % 4) / 4);
+            // bf16: columns of 2^22 too, where a zero row's exponent sum is -104 (powers of
+            // 2^-1 and 2^-8 relative to it: wrapped fields would make them infinite)
+            for (size_t i = 0; i < K * N; i++)
+                b[i] = q == 0 && i % N % 4 == 3 ? 0x1p22f : 1.0f + (float)(i % 8) / 8;
+            for (size_t i = 0; i < M * N; i++) C0[i] = negz ? -0.0f : 0.0f;
+            char what[120];
+            snprintf(what, sizeof what, "%s %s x %s, zero groups, C %s0", kinds[q][0], kinds[q][1], kinds[q][2],
+                     negz ? "-" : "+");
+            tu_engine_fast_vs_model(mm__engine_amd_run, &A, &B, M, N, K, &o, C0, what);
+            mm_path path = {.kernel = "none"};
+            o.path = &path;
+            float *D = malloc(M * N * sizeof *D);
+            memcpy(D, C0, M * N * sizeof *D);
+            cr_assert_eq(mm_cpu(D, N, &A, &B, M, N, K, &o), MM_OK);
+            cr_assert_str_eq(path.kernel, "engine-amd", "%s: kernel %s", what, path.kernel);
+            cr_assert_eq(path.model_outputs, 0, "%s: %zu of %zu outputs left to the scalar model", what,
+                         (size_t)path.model_outputs, M * N);
+            free(a), free(b), free(C0), free(D);
+        }
+}
+
 // CDNA2's flushes at 2^-126 (the leaves, the tree's nodes, the accumulator, the first C): bf16
 // products and sums near 2^-126, C starting at zero or (in the chain) just below 2^-126, where a
 // threshold one bit off (2^-127) changes the outputs. CDNA1 (no flushes) alongside.

@@ -118,24 +118,31 @@ static inline __attribute__((always_inline)) void group_sum(const float *ap, con
 // group sum (|S| < 2^30: fp8's two halves below 2^29 each) floored to units q = 2^max(E - 24,
 // maxe - 31) by a shift, and split into its low 6 bits and the rest, each exact in float32 times
 // q. Where maxe >= -95 every term is a multiple of q >= 2^-126 (the other lanes go to the scalar
-// model), so a + b = s + e exactly (Knuth's two-sum; |s| < 2^33 q, so |e| <= 2^8 q), e + l is exact
-// (below 2^9 q) and s + (e + l) is the whole sum rounded once to nearest. A C or D that is inf or
-// NaN gives inf or NaN here, which marks its lane (the model's special cases follow).
+// model unless their sum and C are zero), so a + b = s + e exactly (Knuth's two-sum; |s| < 2^33 q,
+// so |e| <= 2^8 q), e + l is exact (below 2^9 q) and s + (e + l) is the whole sum rounded once to
+// nearest. A C or D that is inf or NaN gives inf or NaN here, which marks its lane (the model's
+// special cases follow).
 static inline eng_vf amd_round(eng_vi S, eng_vi E, eng_vf c, bool two, eng_vi *bad) {
     const eng_vi cb = (eng_vi)c;
     const eng_vi ec = eng_max(((cb >> 23) & 0xff) - 127, eng_ibcast(-126));
     const eng_vi maxe = eng_max(E, ec);
     const __m512 t = _mm512_scalef_round_ps((__m512)c, _mm512_cvtepi32_ps((__m512i)(24 - maxe)),
                                             _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    const eng_vi one = eng_ibcast(1);  // the powers' exponent fields: see the zero lanes below
     eng_vf b = (eng_vf)_mm512_roundscale_ps(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC) *
-               (eng_vf)((eng_vu)(maxe + 103) << 23);
+               (eng_vf)((eng_vu)eng_max(maxe + 103, one) << 23);
     if (two) b = (eng_vf)((eng_vi)b & ~(ec < maxe - 25));  // fp8: C dropped
     const eng_vi X = S >> eng_min(eng_max(maxe - 7 - E, eng_ibcast(0)), eng_ibcast(31));
-    const eng_vf q = (eng_vf)((eng_vu)eng_max(E + 103, maxe + 96) << 23);
+    const eng_vf q = (eng_vf)((eng_vu)eng_max(eng_max(E + 103, maxe + 96), one) << 23);
     const eng_vf a = __builtin_convertvector(X & ~63, eng_vf) * q, l = __builtin_convertvector(X & 63, eng_vf) * q;
     const eng_vf s = a + b, a1 = s - b, b1 = s - a1, e = (a - a1) + (b - b1);
     const eng_vf r = s + (e + l);
-    *bad |= (maxe < -95) | (((eng_vi)r & 0x7fffffff) >= 0x7f800000);
+    // Below maxe = -95 only a lane whose sum and C are both zero stays: a group of zero products
+    // (E = -126 plus the other operand's exponent) with C = +-0, as fp8 gradients and padding
+    // give. The powers' exponent fields are kept at 1 or more (wrapped, one could be -inf and
+    // its product with a zero NaN), so its terms are zeros times positive powers, and a sum of
+    // zeros of any signs through the two-sum is +0, the model's exact zero sum.
+    *bad |= ((maxe < -95) & ((S | (cb << 1)) != 0)) | (((eng_vi)r & 0x7fffffff) >= 0x7f800000);
     return r;
 }
 #else
