@@ -334,16 +334,22 @@ static inline void eng_tile_out(const eng_base *x, const mm__emu_job *J, const f
         const eng_vi ar = eng_ibcast(-(int32_t)(x->abad[i] != 0));
         for (int v = 0; v < NV; v++) {
             float *c = C + i * ldc + j0 + v * ENG_VL;
-            const eng_vf old = *(const eng_vf_u *)c;
             eng_vf y;
             if (chain) y = *(const eng_vf_u *)(d + r * NR + v * ENG_VL);
             else {
                 y = *(const eng_vf_u *)(total + r * NR + v * ENG_VL) * J->ab;  // mm__epilogue
-                if (J->beta != 0.0f) y = y + old * J->beta;
+                if (J->beta != 0.0f) y = y + *(const eng_vf_u *)c * J->beta;
             }
             eng_vi redo = (bad[r][v] != 0) | bb[v] | ar;
             if (x->redo_nan) redo |= y != y;
+#if defined(__AVX512F__) && ENG_VL == 16
+            // C written where the lane keeps its output, by a masked store: with beta = 0 C is
+            // not read (a load of a tile row missing the cache stalled the epilogue).
+            _mm512_mask_storeu_ps(c, _mm512_testn_epi32_mask((__m512i)redo, (__m512i)redo), (__m512)y);
+#else
+            const eng_vf old = *(const eng_vf_u *)c;
             *(eng_vf_u *)c = (eng_vf)(((eng_vi)old & redo) | ((eng_vi)y & ~redo));
+#endif
             const eng_vb rb = __builtin_convertvector(redo & 1, eng_vb);
             memcpy(x->redo + i * J->N + j0 + v * ENG_VL, &rb, sizeof rb);
         }
