@@ -166,6 +166,40 @@ Test(engine_fast, amd_c_in_the_chain) {
         }
 }
 
+// A case of one AMD kind built by its test: the kind's options with beta = 1 (C is the chain's
+// first C), A (M x K) and B (K x N) of its formats over arrays to fill, C0 (M x N).
+typedef struct {
+    const char *const *kind;  // engine, A's format, B's format
+    size_t M, N, K;
+    mm_opts o;
+    mm_operand A, B;
+    float *a, *b, *C0;
+} amd_case;
+
+static amd_case amd_case_make(const char *const kind[3], size_t M, size_t N, size_t K) {
+    amd_case c = {.kind = kind, .M = M, .N = N, .K = K};
+    mm_opts_default(&c.o);
+    char msg[300];
+    cr_assert_eq(mm_acc_from_name(&c.o.acc, kind[0], msg, sizeof msg), MM_OK, "%s", msg);
+    c.o.beta = 1.0f;
+    c.a = malloc(M * K * sizeof *c.a), c.b = malloc(K * N * sizeof *c.b), c.C0 = malloc(M * N * sizeof *c.C0);
+    c.A = (mm_operand){.x = c.a, .ld = K}, c.B = (mm_operand){.x = c.b, .ld = N};
+    cr_assert_eq(fmt_from_name(&c.A.fmt, kind[1]), FMT_OK);
+    cr_assert_eq(fmt_from_name(&c.B.fmt, kind[2]), FMT_OK);
+    return c;
+}
+
+// The fast kernel takes the case and equals the scalar model (tu_engine_fast_vs_model); frees it.
+static void amd_case_check(amd_case *c, const char *what) {
+    mm__engine_plan p;
+    char msg[300], label[200];
+    cr_assert_eq(mm__engine_plan_make(&p, &c->A, &c->B, c->M, c->N, c->K, &c->o, msg, sizeof msg), MM_OK, "%s", msg);
+    cr_assert(mm__engine_amd_covers(&p, &c->o), "%s: not taken by the fast kernel", c->kind[0]);
+    snprintf(label, sizeof label, "%s %s x %s, %s", c->kind[0], c->kind[1], c->kind[2], what);
+    tu_engine_fast_vs_model(mm__engine_amd_run, &c->A, &c->B, c->M, c->N, c->K, &c->o, c->C0, label);
+    free(c->a), free(c->b), free(c->C0);
+}
+
 // CDNA3 outputs outside float32's normal range, where the kernel's rounding with C hands the lane
 // to the scalar model: rows of A all zero with subnormal C (D = C, on float32's subnormal grid)
 // and min-normal C; rows and columns of the largest in-range operands with C = FLT_MAX (bf16: a
@@ -178,17 +212,10 @@ Test(engine_fast, amd_results_outside_the_normals) {
                                            {"cdna3:mfma", "e4m3fnuz", "e4m3fnuz"}};
     const size_t M = 12, N = 40, K = 48;
     for (size_t q = 0; q < sizeof kinds / sizeof kinds[0]; q++) {
-        mm_opts o;
-        mm_opts_default(&o);
-        char msg[300];
-        cr_assert_eq(mm_acc_from_name(&o.acc, kinds[q][0], msg, sizeof msg), MM_OK, "%s", msg);
-        o.beta = 1.0f;
-        float *a = malloc(M * K * sizeof *a), *b = malloc(K * N * sizeof *b), *C0 = malloc(M * N * sizeof *C0);
-        mm_operand A = {.x = a, .ld = K}, B = {.x = b, .ld = N};
-        cr_assert_eq(fmt_from_name(&A.fmt, kinds[q][1]), FMT_OK);
-        cr_assert_eq(fmt_from_name(&B.fmt, kinds[q][2]), FMT_OK);
+        amd_case c = amd_case_make(kinds[q], M, N, K);
+        float *a = c.a, *b = c.b, *C0 = c.C0;
         // the largest operand inside the kernel's exact range (bf16: 2^50), or the format's max
-        const float big = strcmp(kinds[q][1], "bf16") ? (float)A.fmt.max : 0x1p50f;
+        const float big = strcmp(kinds[q][1], "bf16") ? (float)c.A.fmt.max : 0x1p50f;
         for (size_t r = 0; r < M; r++)
             for (size_t k = 0; k < K; k++)
                 a[r * K + k] = r % 3 == 0   ? 0.0f
@@ -202,22 +229,16 @@ Test(engine_fast, amd_results_outside_the_normals) {
                 C0[r * N + j] = r % 3 == 0 ? (j % 4 == 3 ? 0x1p-126f : sub)
                               : r % 3 == 1 ? (j % 5 == 0 ? FLT_MAX : 0x1p100f) : 1.0f;
             }
-        mm__engine_plan p;
-        cr_assert_eq(mm__engine_plan_make(&p, &A, &B, M, N, K, &o, msg, sizeof msg), MM_OK, "%s", msg);
-        cr_assert(mm__engine_amd_covers(&p, &o), "%s: not taken by the fast kernel", kinds[q][0]);
-        char what[120];
-        snprintf(what, sizeof what, "%s %s x %s, results outside the normals", kinds[q][0], kinds[q][1], kinds[q][2]);
-        tu_engine_fast_vs_model(mm__engine_amd_run, &A, &B, M, N, K, &o, C0, what);
-        free(a), free(b), free(C0);
+        amd_case_check(&c, "results outside the normals");
     }
 }
 
 // CDNA3's rounding with C where each of its exact steps is needed (the AVX-512 lanes split the
 // group sum into its low bits and the rest, two-sum it with C floored, and floor C scaled down
 // toward -inf): fp16 groups of 8 same-sign products near 4, odd and even (sums past 2^28 with
-// bit 4 set, 25 significant bits); groups whose two large products cancel exactly, leaving C floored alone, with
-// C = -2^-149 (floored at 2^(E - 24) it is -1 unit there, not -0); C zero, tiny, comparable to the
-// sums with low bits, far above them, and negative. C is the chain's first C (beta = 1).
+// bit 4 set, 25 significant bits); groups whose two large products cancel exactly, leaving C
+// floored alone, with C = -2^-149 (floored at 2^(E - 24) it is -1 unit there, not -0); C zero,
+// tiny, comparable to the sums with low bits, far above them, and negative.
 Test(engine_fast, amd_rounding_with_c_at_its_edges) {
     static const char *const kinds[][3] = {{"cdna3:mfma", "fp16", "fp16"},
                                            {"cdna3:mfma:k4", "fp16", "fp16"},
@@ -226,15 +247,7 @@ Test(engine_fast, amd_rounding_with_c_at_its_edges) {
     const size_t M = 16, N = 48, K = 64;
     const fmt_round_opts ro = {.mode = FMT_RNE, .overflow = FMT_SATURATE};
     for (size_t q = 0; q < sizeof kinds / sizeof kinds[0]; q++) {
-        mm_opts o;
-        mm_opts_default(&o);
-        char msg[300];
-        cr_assert_eq(mm_acc_from_name(&o.acc, kinds[q][0], msg, sizeof msg), MM_OK, "%s", msg);
-        o.beta = 1.0f;
-        float *a = malloc(M * K * sizeof *a), *b = malloc(K * N * sizeof *b), *C0 = malloc(M * N * sizeof *C0);
-        mm_operand A = {.x = a, .ld = K}, B = {.x = b, .ld = N};
-        cr_assert_eq(fmt_from_name(&A.fmt, kinds[q][1]), FMT_OK);
-        cr_assert_eq(fmt_from_name(&B.fmt, kinds[q][2]), FMT_OK);
+        amd_case c = amd_case_make(kinds[q], M, N, K);
         const double big = !strcmp(kinds[q][1], "bf16") ? 0x1p50 : !strcmp(kinds[q][1], "fp16") ? 0x1p15 : 0x1p7;
         for (size_t r = 0; r < M; r++)
             for (size_t k = 0; k < K; k++) {
@@ -243,36 +256,30 @@ Test(engine_fast, amd_rounding_with_c_at_its_edges) {
                                  : r % 4 == 1 ? (k % 8 < 2 ? big : 0x1p-6)
                                  : r % 4 == 2 ? (k % 2 ? -1.0 : 1.0) * (1.0 + (double)(k % 8) / 8)
                                               : 0.0;
-                a[r * K + k] = (float)fmt_round1(&A.fmt, v, &ro);
+                c.a[r * K + k] = (float)fmt_round1(&c.A.fmt, v, &ro);
             }
         for (size_t k = 0; k < K; k++)
             for (size_t j = 0; j < N; j++) {
                 const double near2 = 2.0 - 0x1p-10 * (double)(1 + (j + 3 * k) % 7);
                 const double v = j % 2 == 0 && k % 8 < 2 ? (k % 8 ? -big : big) : near2;
-                b[k * N + j] = (float)fmt_round1(&B.fmt, v, &ro);
+                c.b[k * N + j] = (float)fmt_round1(&c.B.fmt, v, &ro);
             }
         for (size_t r = 0; r < M; r++)
             for (size_t j = 0; j < N; j++) {
                 const float odd = 1.0f + 0x1p-23f * (float)(2 * j + 1);
                 static const float cs[6] = {0.0f, -0x1p-149f, 0x1p-149f, 0x1p5f, 0x1p40f, -0x1.8p-3f};
                 const int w = (int)(j / 2 % 6);
-                C0[r * N + j] = w == 3 || w == 4 ? cs[w] * odd * (r % 2 ? -1.0f : 1.0f) : cs[w];
+                c.C0[r * N + j] = w == 3 || w == 4 ? cs[w] * odd * (r % 2 ? -1.0f : 1.0f) : cs[w];
             }
-        mm__engine_plan p;
-        cr_assert_eq(mm__engine_plan_make(&p, &A, &B, M, N, K, &o, msg, sizeof msg), MM_OK, "%s", msg);
-        cr_assert(mm__engine_amd_covers(&p, &o), "%s: not taken by the fast kernel", kinds[q][0]);
-        char what[120];
-        snprintf(what, sizeof what, "%s %s x %s, rounding with C", kinds[q][0], kinds[q][1], kinds[q][2]);
-        tu_engine_fast_vs_model(mm__engine_amd_run, &A, &B, M, N, K, &o, C0, what);
-        free(a), free(b), free(C0);
+        amd_case_check(&c, "rounding with C");
     }
 }
 
 // Zeros stay in the fast kernel: rows of A that are zero for a group or for all of K (fp8
 // gradients flushed by their cast, padding), with C = 0 and with C = -0, against columns of
-// ordinary values and (bf16) of 2^22, give D = +0 in the lanes
-// (the model's exact zero sum), not a hand-off of the output to the scalar model, which would
-// cost a training under these kinds its speed. The bits are the model's as everywhere.
+// ordinary values and (bf16) of 2^22, give D = +0 in the lanes (the model's exact zero sum), not
+// a hand-off of the output to the scalar model, which would cost a training under these kinds its
+// speed. The bits are the model's as everywhere.
 Test(engine_fast, amd_zero_groups_stay_in_the_lanes) {
     static const char *const kinds[][3] = {{"cdna3:mfma", "bf16", "bf16"},
                                            {"cdna3:mfma", "fp16", "fp16"},
@@ -281,39 +288,30 @@ Test(engine_fast, amd_zero_groups_stay_in_the_lanes) {
     const size_t M = 12, N = 64, K = 96;
     for (size_t q = 0; q < sizeof kinds / sizeof kinds[0]; q++)
         for (int negz = 0; negz < 2; negz++) {
-            mm_opts o;
-            mm_opts_default(&o);
-            char msg[300];
-            cr_assert_eq(mm_acc_from_name(&o.acc, kinds[q][0], msg, sizeof msg), MM_OK, "%s", msg);
-            o.beta = 1.0f;
-            float *a = malloc(M * K * sizeof *a), *b = malloc(K * N * sizeof *b), *C0 = malloc(M * N * sizeof *C0);
-            mm_operand A = {.x = a, .ld = K}, B = {.x = b, .ld = N};
-            cr_assert_eq(fmt_from_name(&A.fmt, kinds[q][1]), FMT_OK);
-            cr_assert_eq(fmt_from_name(&B.fmt, kinds[q][2]), FMT_OK);
+            amd_case c = amd_case_make(kinds[q], M, N, K);
             // rows: all zero; zero in the first half of K; zero in every other group of 16
             for (size_t r = 0; r < M; r++)
                 for (size_t k = 0; k < K; k++)
-                    a[r * K + k] = r % 3 == 0 || (r % 3 == 1 && k < K / 2) || (r % 3 == 2 && k / 16 % 2)
-                                       ? 0.0f
-                                       : (k % 2 ? -1.0f : 1.0f) * (1.0f + (float)(k % 4) / 4);
+                    c.a[r * K + k] = r % 3 == 0 || (r % 3 == 1 && k < K / 2) || (r % 3 == 2 && k / 16 % 2)
+                                         ? 0.0f
+                                         : (k % 2 ? -1.0f : 1.0f) * (1.0f + (float)(k % 4) / 4);
             // bf16: columns of 2^22 too, where a zero row's exponent sum is -104 (powers of
             // 2^-1 and 2^-8 relative to it: wrapped fields would make them infinite)
             for (size_t i = 0; i < K * N; i++)
-                b[i] = q == 0 && i % N % 4 == 3 ? 0x1p22f : 1.0f + (float)(i % 8) / 8;
-            for (size_t i = 0; i < M * N; i++) C0[i] = negz ? -0.0f : 0.0f;
-            char what[120];
-            snprintf(what, sizeof what, "%s %s x %s, zero groups, C %s0", kinds[q][0], kinds[q][1], kinds[q][2],
-                     negz ? "-" : "+");
-            tu_engine_fast_vs_model(mm__engine_amd_run, &A, &B, M, N, K, &o, C0, what);
+                c.b[i] = q == 0 && i % N % 4 == 3 ? 0x1p22f : 1.0f + (float)(i % 8) / 8;
+            for (size_t i = 0; i < M * N; i++) c.C0[i] = negz ? -0.0f : 0.0f;
+            // the path first (amd_case_check frees the case)
             mm_path path = {.kernel = "none"};
+            mm_opts o = c.o;
             o.path = &path;
             float *D = malloc(M * N * sizeof *D);
-            memcpy(D, C0, M * N * sizeof *D);
-            cr_assert_eq(mm_cpu(D, N, &A, &B, M, N, K, &o), MM_OK);
-            cr_assert_str_eq(path.kernel, "engine-amd", "%s: kernel %s", what, path.kernel);
-            cr_assert_eq(path.model_outputs, 0, "%s: %zu of %zu outputs left to the scalar model", what,
-                         (size_t)path.model_outputs, M * N);
-            free(a), free(b), free(C0), free(D);
+            memcpy(D, c.C0, M * N * sizeof *D);
+            cr_assert_eq(mm_cpu(D, N, &c.A, &c.B, M, N, K, &o), MM_OK);
+            cr_assert_str_eq(path.kernel, "engine-amd", "%s: kernel %s", kinds[q][0], path.kernel);
+            cr_assert_eq(path.model_outputs, 0, "%s %s, C %s0: %zu of %zu outputs left to the scalar model",
+                         kinds[q][0], kinds[q][1], negz ? "-" : "+", (size_t)path.model_outputs, M * N);
+            free(D);
+            amd_case_check(&c, negz ? "zero groups, C -0" : "zero groups, C +0");
         }
 }
 
