@@ -112,8 +112,8 @@ static inline __attribute__((always_inline)) void group_sum(const float *ap, con
 }
 
 #if defined(__AVX512F__) && ENG_VL == 16
-// C's new value in float32 lanes (amd_fused after the sums), the double lanes' value below in
-// about two thirds of their operations. C floored to units 2^(maxe - 24): scaled (rounded toward
+// C's new value in float32 lanes (amd_fused after the sums): the double lanes' value below in
+// fewer operations, and no lane widened to 64 bits. C floored to units 2^(maxe - 24): scaled (rounded toward
 // -inf, so that a scaled value below float32's normals keeps its floor), floored, scaled back. The
 // group sum (|S| < 2^30: fp8's two halves below 2^29 each) floored to units q = 2^max(E - 24,
 // maxe - 31) by a shift, and split into its low 6 bits and the rest, each exact in float32 times
