@@ -512,7 +512,8 @@ Test(sr, draw_ties_every_path) {
                 const uint64_t rr = tu_splitmix64(&s);
                 const double sign = f->is_signed && (rr & 1) ? -1.0 : 1.0;
                 if (r == 8) {  // |x| = (1 + frac 2^-23) 2^e: 23 - m dropped bits, the top 8 the draw's
-                    const int sd = 23 - m, lo = f->emin > -126 ? f->emin : -126, hi = f->emax - 1 < 127 ? f->emax - 1 : 127;  // below max
+                    const int sd = 23 - m, lo = f->emin > -126 ? f->emin : -126;
+                    const int hi = f->emax - 1 < 127 ? f->emax - 1 : 127;  // below max
                     const int e = lo + (int)((rr >> 1) % (uint64_t)(hi - lo + 1));
                     const uint32_t frac = ((uint32_t)(rr >> 40) & ((1u << m) - 1)) << sd | (d >> 24) << (sd - 8) |
                                           ((uint32_t)(rr >> 8) & ((1u << (sd - 8)) - 1));
