@@ -358,8 +358,19 @@ void ac_fprop_operands(ac_ctx *c, const ac_gemm_req *g, const ac_operands *in, c
     if (!c) return;
     c->calls++;
     const ac_cast_req r = {.site = ac_proj_w(g->proj), .layer = g->layer, .count = !g->recompute, .slot = 1};
-    if (o->acc) ac_cast_operand(c, &r, w, g->OC, g->IC, MM_SIDE_B, &o->B);
-    else o->b = ac_cast(c, &r, w, g->OC, g->IC);
+    if (o->acc) {
+        ac_cast_operand(c, &r, w, g->OC, g->IC, MM_SIDE_B, &o->B);
+    } else if (g->w_keep && ac_keeps_w_cast(c, g)) {
+        cast_into(c, &r, g->w_keep, w, g->OC, g->IC, NULL);  // no hook to call: ac_keeps_w_cast
+        o->b = g->w_keep;
+    } else {
+        o->b = ac_cast(c, &r, w, g->OC, g->IC);
+    }
+}
+
+bool ac_keeps_w_cast(const ac_ctx *c, const ac_gemm_req *g) {
+    return c && !c->hook && !c->exact_backward && !ac_emulated_acc(c, g->proj, AC_FPROP) &&
+           !ac_emulated_acc(c, g->proj, AC_DGRAD) && ac_cast_orientation_free(c, ac_proj_w(g->proj), g->OC, g->IC);
 }
 
 void ac_dgrad_operands(ac_ctx *c, const ac_gemm_req *g, const float *dout, const float *w, ac_operands *o) {

@@ -245,7 +245,9 @@ void ac_cast_operand(ac_ctx *c, const ac_cast_req *r, const float *x, size_t row
 //   and the dgrad of the same dout was the call just before;
 // - dgrad's cast of W is the forward's where the caller kept it (g->w_cast: the values its
 //   fprop multiplied by, of this W, step and layer), W's rule casts alike in both orientations
-//   and no hook observes the casts.
+//   and no hook observes the casts. A caller without a tensor of its own for that cast (the C
+//   trainer) hands fprop a buffer (g->w_keep) where ac_keeps_w_cast says it serves, and that
+//   buffer to dgrad as g->w_cast.
 // The caller's part: x stays as fprop left it until the backward of that projection is done,
 // and dout is not changed between its dgrad and its wgrad (saved activations and gradients,
 // as any training loop keeps them).
@@ -258,7 +260,13 @@ typedef struct {
     bool recompute;    // a forward run again for backward: the same casts, nothing counted
     bool in_place_ok;  // fprop: x may be overwritten by its cast (only this projection reads it)
     const float *w_cast;  // dgrad: the forward's cast of W (.w, OC x IC), kept by the caller; NULL: none
+    float *w_keep;        // fprop: OC x IC floats that receive W's cast where ac_keeps_w_cast; NULL: none
 } ac_gemm_req;
+
+// Whether fprop of g casts W into g->w_keep (when given) and dgrad of the same projection may
+// take that cast as g->w_cast: both products in float32, W's rule alike in both orientations
+// (ac_cast_orientation_free), no hook. False when c is NULL.
+bool ac_keeps_w_cast(const ac_ctx *c, const ac_gemm_req *g);
 
 // The operands of one product, cast: float32 values (acc NULL) or element values and scales
 // for the accumulator the policy emulates (acc set). Valid until the next cast into their

@@ -498,10 +498,14 @@ Test(llama, kv_site_is_straight_through) {
 // Gradients over two micro-batches (so wgrad must add to what the first left) and the last loss
 // of an untied tiny model under the policy (text, or a preset's name with load), from fixed
 // parameters and tokens; hook (NULL: none) observes the casts.
-static float grads_under_with(const char *text, bool load, ac_cast_hook hook, float *grads) {
+// keep false: dgrad casts W again (m.w_keep_none); *kept (optional): the dgrad products that took
+// the forward's W cast.
+static float grads_under_keep(const char *text, bool load, ac_cast_hook hook, bool keep, long long *kept,
+                              float *grads) {
     llama_config c = tiny_config(false);
     llama_model m;
     cr_assert_eq(llama_init(&m, &c, LLAMA_RECOMPUTE_NONE, NULL, 0), LLAMA_OK);
+    m.w_keep_none = !keep;
     fill_params(&m, 23);
     enum { B = 8, T = 8 };
     int tok[B * T], tgt[B * T];
@@ -524,9 +528,14 @@ static float grads_under_with(const char *text, bool load, ac_cast_hook hook, fl
         llama_backward(&m, tok + k * (B / 2) * T, tgt + k * (B / 2) * T, 0.5f);
     }
     memcpy(grads, m.grads, m.n_params * sizeof *grads);
+    if (kept) *kept = m.w_casts_kept;
     ac_free(&ac);
     llama_free(&m);
     return loss;
+}
+
+static float grads_under_with(const char *text, bool load, ac_cast_hook hook, float *grads) {
+    return grads_under_keep(text, load, hook, true, NULL, grads);
 }
 
 static float grads_under(const char *text, float *grads) { return grads_under_with(text, false, NULL, grads); }
@@ -556,6 +565,35 @@ Test(llama, wgrad_shares_the_cast_of_a_shared_input) {
                     l1 = grads_under_with(presets[i], load, NULL, g1);
         cr_assert_eq(l0, l1, "%s: loss", presets[i]);
         cr_assert(memcmp(g0, g1, n * sizeof *g0) == 0, "%s: the shared cast changed the gradients", presets[i]);
+    }
+    free(g0), free(g1);
+}
+
+// dgrad multiplies by the forward's cast of W, kept in m.w_keep, where W's rule casts alike in
+// both orientations (tensor scales, NVFP4's 16x16 tiles, no scales) and by a fresh cast along OC
+// elsewhere (MX's 1x32 blocks, delayed scaling, stochastic rounding; the presets' bf16 head
+// keeps its cast); either way the gradients are those of a model that casts W again, bit for
+// bit. The tiny model has 7 projections a layer and the head: 2 micro-batches x (7 x 2 + 1)
+// dgrad products, of which 2 the head's.
+Test(llama, dgrad_takes_the_kept_cast_of_w) {
+    static const char *const presets[] = {"fp8-current", "nvfp4", "bf16-amp", "mxfp8", "fp8-delayed",
+                                          "name t\nsite *.in bf16\nsite *.w bf16 sr\nsite *.grad bf16\n"};
+    const long long kept[] = {30, 30, 30, 2, 2, 0};
+    const llama_config c = tiny_config(false);
+    cr_assert_eq(c.n_layers, 2);
+    size_t n = 0, s[LP_COUNT];
+    llama_param_sizes(&c, s);
+    for (int t = 0; t < LP_COUNT; t++) n += s[t];
+    float *g0 = malloc(n * sizeof *g0), *g1 = malloc(n * sizeof *g1);
+    for (size_t i = 0; i < sizeof presets / sizeof *presets; i++) {
+        const bool load = !strchr(presets[i], '\n');
+        long long k0 = -1, k1 = -1;
+        const float l0 = grads_under_keep(presets[i], load, NULL, false, &k0, g0),
+                    l1 = grads_under_keep(presets[i], load, NULL, true, &k1, g1);
+        cr_assert_eq(k0, 0, "%s: kept %lld without m.w_keep", presets[i], k0);
+        cr_assert_eq(k1, kept[i], "%s: %lld dgrad products took the kept cast", presets[i], k1);
+        cr_assert_eq(l0, l1, "%s: loss", presets[i]);
+        cr_assert(memcmp(g0, g1, n * sizeof *g0) == 0, "%s: the kept cast changed the gradients", presets[i]);
     }
     free(g0), free(g1);
 }

@@ -266,7 +266,7 @@ int llama_init(llama_model *m, const llama_config *c, llama_recompute rc, char *
 
 void llama_free(llama_model *m) {
     if (m->acts) free(m->acts->buf), free(m->acts->x_in), free(m->acts->lay), free(m->acts);
-    free(m->params), free(m->grads), free(m->rope_cos), free(m->rope_sin);
+    free(m->params), free(m->grads), free(m->rope_cos), free(m->rope_sin), free(m->w_keep);
     memset(m, 0, sizeof *m);
 }
 
@@ -379,10 +379,35 @@ static ac_gemm_req gemm(const llama_model *m, ac_proj p, size_t l, size_t N, siz
                          .in_place_ok = true};
 }
 
+// Where the forward's cast of weight w (inside m->params) is kept for dgrad: m->w_keep's copy of
+// w's place, where the policy keeps W's cast for g (ac_keeps_w_cast); NULL otherwise. The same
+// for fprop and dgrad of one step: the policy and m->w_keep do not change in between.
+static float *w_keep_of(const llama_model *m, const ac_gemm_req *g, const float *w) {
+    if (!m->w_keep || w < m->params || w >= m->params + m->n_params || !ac_keeps_w_cast(m->ac, g)) return NULL;
+    return m->w_keep + (w - m->params);
+}
+
+// m->w_keep, allocated once a forward runs under a policy that keeps some projection's W cast
+// (the projections' shapes at batch d, for casts with one scale per tensor).
+static void w_keep_reserve(llama_model *m, const dims *d) {
+    if (!m->ac || m->w_keep || m->w_keep_none) return;
+    const ac_gemm_req g[] = {gemm(m, AC_PROJ_QKV, 0, d->N, d->C, d->qd), gemm(m, AC_PROJ_QKV, 0, d->N, d->C, d->kvd),
+                             gemm(m, AC_PROJ_O, 0, d->N, d->qd, d->C), gemm(m, AC_PROJ_GATEUP, 0, d->N, d->C, d->H),
+                             gemm(m, AC_PROJ_DOWN, 0, d->N, d->H, d->C),
+                             gemm(m, AC_PROJ_HEAD, (size_t)m->cfg.n_layers, d->N, d->C, d->V)};
+    bool any = false;
+    for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) any |= ac_keeps_w_cast(m->ac, &g[i]);
+    if (!any) return;
+    m->w_keep = malloc(m->n_params * sizeof *m->w_keep);
+    m->w_keep_none = !m->w_keep;
+}
+
 // out (N, OC) = in W^T, W (OC, IC), with in the projection's input as ac_fprop_input cast it.
 static void proj(llama_model *m, const ac_gemm_req *g, float *out, const ac_operands *in, const float *w) {
     ac_operands o;
-    ac_fprop_operands(m->ac, g, in, w, &o);
+    ac_gemm_req gk = *g;
+    gk.w_keep = w_keep_of(m, g, w);
+    ac_fprop_operands(m->ac, &gk, in, w, &o);
     if (o.acc) mm_emulated(m, out, &o, g->N, g->OC, g->IC, false);
     else op_matmul_forward(out, o.a, o.b, g->N, g->IC, g->OC);
 }
@@ -463,6 +488,7 @@ float llama_forward(llama_model *m, const int *tokens, const int *targets, int B
     if (llama_reserve(m, B, T) != LLAMA_OK) return NAN;
     m->B = B, m->T = T;
     const dims d = dims_of(m, B, T);
+    w_keep_reserve(m, &d);
     llama_acts *a = m->acts;
     op_encoder_forward(a->x_in[0], tokens, m->p.t[LP_TOK_EMB], d.N, d.C);
     cast_store(m, AC_RESIDUAL, (size_t)c->n_layers, a->x_in[0], d.N, d.C);
@@ -509,7 +535,10 @@ static void proj_backward(llama_model *m, const ac_gemm_req *g, float *dinp, flo
         return;
     }
     ac_operands o;
-    ac_dgrad_operands(m->ac, g, dout, w, &o);
+    ac_gemm_req gk = *g;
+    gk.w_cast = w_keep_of(m, g, w);
+    ac_dgrad_operands(m->ac, &gk, dout, w, &o);
+    m->w_casts_kept += (o.reused & AC_REUSED_FPROP_W) != 0;
     if (o.acc) mm_emulated(m, dinp, &o, N, IC, OC, accumulate);  // dinp (N, IC) = dout (N, OC) W
     else op_matmul_dgrad(dinp, o.a, o.b, N, IC, OC, accumulate);
     ac_wgrad_operands(m->ac, g, dout, inp, &o);

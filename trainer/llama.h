@@ -105,6 +105,13 @@ typedef struct {
     ac_ctx *ac;             // precision policy applied at the cast sites; NULL: float32
     bool uncounted;        // a recomputed forward or an evaluation: casts are done but not
                             // counted (telemetry, amax history), so they change nothing
+    // The forward's casts of the projection weights that dgrad takes instead of casting W again
+    // (autocast.h's ac_keeps_w_cast): n_params floats, w_keep[i] for params[i]; allocated by the
+    // first forward under a policy that keeps one; w_keep_none: that allocation failed (then W
+    // is cast again, as without it).
+    float *w_keep;
+    bool w_keep_none;
+    long long w_casts_kept;  // dgrad products since init that took the forward's W cast
     int fault;              // LLAMA_OK, or the first failure of an emulated product since init
                             // (LLAMA_ENOMEM): its result is NaN, which is then not the run's
     // The kernels mm_cpu ran for the policy's emulated and engine products since init, one row per
