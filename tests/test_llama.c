@@ -534,6 +534,13 @@ static float grads_under_keep(const char *text, bool load, ac_cast_hook hook, bo
     return loss;
 }
 
+// The parameters of the untied tiny model (grads_under_keep's gradients).
+static size_t untied_params(void) {
+    const llama_config c = tiny_config(false);
+    size_t s[LP_COUNT];
+    return llama_param_sizes(&c, s);
+}
+
 static float grads_under_with(const char *text, bool load, ac_cast_hook hook, float *grads) {
     return grads_under_keep(text, load, hook, true, NULL, grads);
 }
@@ -554,10 +561,7 @@ static void ignore_cast(void *user, ac_site s, int layer, const float *x, const 
 Test(llama, wgrad_shares_the_cast_of_a_shared_input) {
     static const char *const presets[] = {"nvfp4", "mxfp8", "fp8-delayed", "fp8-current", "bf16-amp", "fp16-amp",
                                           "name t\nsite *.in bf16\nsite *.w bf16\nsite *.grad bf16 sr\n"};
-    const llama_config c = tiny_config(false);
-    size_t n = 0, s[LP_COUNT];
-    llama_param_sizes(&c, s);
-    for (int t = 0; t < LP_COUNT; t++) n += s[t];
+    const size_t n = untied_params();
     float *g0 = malloc(n * sizeof *g0), *g1 = malloc(n * sizeof *g1);
     for (size_t i = 0; i < sizeof presets / sizeof *presets; i++) {
         const bool load = !strchr(presets[i], '\n');
@@ -579,11 +583,8 @@ Test(llama, dgrad_takes_the_kept_cast_of_w) {
     static const char *const presets[] = {"fp8-current", "nvfp4", "bf16-amp", "mxfp8", "fp8-delayed",
                                           "name t\nsite *.in bf16\nsite *.w bf16 sr\nsite *.grad bf16\n"};
     const long long kept[] = {30, 30, 30, 2, 2, 0};
-    const llama_config c = tiny_config(false);
-    cr_assert_eq(c.n_layers, 2);
-    size_t n = 0, s[LP_COUNT];
-    llama_param_sizes(&c, s);
-    for (int t = 0; t < LP_COUNT; t++) n += s[t];
+    cr_assert_eq(tiny_config(false).n_layers, 2);
+    const size_t n = untied_params();
     float *g0 = malloc(n * sizeof *g0), *g1 = malloc(n * sizeof *g1);
     for (size_t i = 0; i < sizeof presets / sizeof *presets; i++) {
         const bool load = !strchr(presets[i], '\n');
