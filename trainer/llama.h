@@ -107,8 +107,8 @@ typedef struct {
                             // counted (telemetry, amax history), so they change nothing
     // The forward's casts of the projection weights that dgrad takes instead of casting W again
     // (autocast.h's ac_keeps_w_cast): n_params floats, w_keep[i] for params[i]; allocated by the
-    // first forward under a policy that keeps one; w_keep_none: that allocation failed (then W
-    // is cast again, as without it).
+    // first forward under a policy that keeps one. w_keep_none: none is kept (the allocation
+    // failed, or the caller said so before that forward); dgrad then casts W again.
     float *w_keep;
     bool w_keep_none;
     long long w_casts_kept;  // dgrad products since init that took the forward's W cast
