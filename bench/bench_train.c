@@ -14,10 +14,11 @@
 // policy (its casts, the gradients' site, AdamW with the weight side in its pass, as `fplab
 // train` steps; no loss scaling), each policy in its own child process, the list run --rounds
 // times in turn; the best step of every policy over the rounds, and its ratio to the first
-// policy's (tokens/s of the best step over the first's: "x first").
+// policy's (tokens/s of the best step over the first's: "x first"). With --paired, every policy's
+// model in one process instead, stepped in turn, and medians of per-step ratios (run_paired).
 // Not a test: prints a table, never fails on a timing.
 // Usage: bench_train [--steps N] [--quick] [--threads N] [--config NAME] [--recompute none|block]
-//        [--policies fp32,nvfp4,... [--rounds R]]
+//        [--policies fp32,nvfp4,... [--rounds R | --paired]]
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,53 +102,85 @@ static double probe_pass(const sgemm_probe *p) {
 
 static void probe_free(sgemm_probe *p) { free(p->x), free(p->w), free(p->y); }
 
-static result run_one(const char *name, int B, int T, int V, llama_recompute rc, int steps, const char *policy) {
+// One model training under a policy (NULL: float32), as `fplab train` steps it: its casts, the
+// gradients' site, AdamW with the weight side in its pass; no loss scaling.
+typedef struct {
     llama_config c;
-    llama_config_named(&c, name);
-    c.vocab_size = V;
     llama_model m;
+    ac_policy pol;
+    ac_ctx ac;
+    bool policy;
+    float *kahan, *am, *av;
+    int *x, *y;
+    int B, T;
+} trainer;
+
+static void trainer_init(trainer *t, const char *name, int B, int T, int V, llama_recompute rc, const char *policy) {
+    memset(t, 0, sizeof *t);
+    llama_config_named(&t->c, name);
+    t->c.vocab_size = V, t->B = B, t->T = T;
     char msg[256];
-    result r = {0};
-    if (llama_init(&m, &c, rc, msg, sizeof msg) != LLAMA_OK) {
+    if (llama_init(&t->m, &t->c, rc, msg, sizeof msg) != LLAMA_OK) {
         fprintf(stderr, "bench_train: %s\n", msg);
         exit(1);
     }
-    llama_init_weights(&m, 1);
-    ac_policy pol;
-    ac_ctx ac;
-    float *kahan = NULL;
+    llama_init_weights(&t->m, 1);
     if (policy) {  // as train_setup.c: the weights stored in the master format from the start
-        if (ac_policy_load(&pol, policy, msg, sizeof msg) != AC_OK ||
-            ac_init(&ac, &pol, c.n_layers, 1, AC_TEL_SITES, llama_max_operand(&c, B, T), msg, sizeof msg) != AC_OK) {
+        if (ac_policy_load(&t->pol, policy, msg, sizeof msg) != AC_OK ||
+            ac_init(&t->ac, &t->pol, t->c.n_layers, 1, AC_TEL_SITES, llama_max_operand(&t->c, B, T), msg, sizeof msg) !=
+                AC_OK) {
             fprintf(stderr, "bench_train: policy %s: %s\n", policy, msg);
             exit(1);
         }
-        m.ac = &ac;
-        if (pol.update == AC_UPDATE_KAHAN) kahan = calloc(m.n_params, sizeof *kahan);
-        ac_cast_inplace(&ac, AC_MASTER, -1, m.params, m.n_params, 1, false);
+        t->policy = true;
+        t->m.ac = &t->ac;
+        if (t->pol.update == AC_UPDATE_KAHAN) t->kahan = calloc(t->m.n_params, sizeof *t->kahan);
+        ac_cast_inplace(&t->ac, AC_MASTER, -1, t->m.params, t->m.n_params, 1, false);
     }
-    float *am = calloc(m.n_params, sizeof *am), *av = calloc(m.n_params, sizeof *av);
-    int *x = malloc((size_t)B * T * sizeof *x), *y = malloc((size_t)B * T * sizeof *y);
-    for (int i = 0; i < B * T; i++) x[i] = (i * 7919) % V, y[i] = (i * 104729 + 3) % V;
-    const adamw_opts ao = {1e-3f, 0.9f, 0.99f, 1e-8f, 0.1f};
+    t->am = calloc(t->m.n_params, sizeof *t->am), t->av = calloc(t->m.n_params, sizeof *t->av);
+    t->x = malloc((size_t)B * T * sizeof *t->x), t->y = malloc((size_t)B * T * sizeof *t->y);
+    if (!t->am || !t->av || !t->x || !t->y || (t->pol.update == AC_UPDATE_KAHAN && policy && !t->kahan)) {
+        fprintf(stderr, "bench_train: out of memory\n");
+        exit(1);
+    }
+    for (int i = 0; i < B * T; i++) t->x[i] = (i * 7919) % V, t->y[i] = (i * 104729 + 3) % V;
+}
+
+// Step s (from -2: the warm-up steps); the seconds of its forward, backward and update.
+static void trainer_step(trainer *t, int s, double sec[3]) {
+    static const adamw_opts ao = {1e-3f, 0.9f, 0.99f, 1e-8f, 0.1f};
+    const double t0 = fio_now();
+    if (t->policy) ac_begin_step(&t->ac, (uint64_t)(s + 3)), ac_begin_micro(&t->ac, 0);
+    llama_zero_grad(&t->m);
+    llama_forward(&t->m, t->x, t->y, t->B, t->T);
+    const double t1 = fio_now();
+    llama_backward(&t->m, t->x, t->y, 1.0f);
+    const double t2 = fio_now();
+    if (t->policy) ac_cast_inplace(&t->ac, AC_GRADS, -1, t->m.grads, t->m.n_params, 1, true);
+    clip_grad_norm(t->m.grads, t->m.n_params, 1.0);
+    adamw_step_policy(t->m.params, t->am, t->av, t->m.grads, &t->c, &ao, s + 3, t->policy ? &t->ac : NULL, t->kahan);
+    sec[0] = t1 - t0, sec[1] = t2 - t1, sec[2] = fio_now() - t2;
+}
+
+static void trainer_free(trainer *t) {
+    free(t->am), free(t->av), free(t->x), free(t->y), free(t->kahan);
+    if (t->policy) ac_free(&t->ac);
+    llama_free(&t->m);
+}
+
+static result run_one(const char *name, int B, int T, int V, llama_recompute rc, int steps, const char *policy) {
+    trainer t;
+    trainer_init(&t, name, B, T, V, rc, policy);
+    result r = {0};
     double fwd = 0, bwd = 0, opt = 0, best_step = 1e30, best_pass = 1e30;
     sgemm_probe probe = {0};
     const bool probing = rc == LLAMA_RECOMPUTE_NONE;
-    if (probing) probe_init(&probe, &c, B, T);
+    if (probing) probe_init(&probe, &t.c, B, T);
     for (int s = -2; s < steps; s++) {  // two warm-up steps
-        const double t0 = fio_now();
-        if (policy) ac_begin_step(&ac, (uint64_t)(s + 3)), ac_begin_micro(&ac, 0);
-        llama_zero_grad(&m);
-        llama_forward(&m, x, y, B, T);
-        const double t1 = fio_now();
-        llama_backward(&m, x, y, 1.0f);
-        const double t2 = fio_now();
-        if (policy) ac_cast_inplace(&ac, AC_GRADS, -1, m.grads, m.n_params, 1, true);
-        clip_grad_norm(m.grads, m.n_params, 1.0);
-        adamw_step_policy(m.params, am, av, m.grads, &c, &ao, s + 3, policy ? &ac : NULL, kahan);
-        const double t3 = fio_now();
-        if (s >= 0) fwd += t1 - t0, bwd += t2 - t1, opt += t3 - t2;
-        if (t3 - t0 < best_step && s >= 0) best_step = t3 - t0;
+        double sec[3];
+        trainer_step(&t, s, sec);
+        if (s >= 0) fwd += sec[0], bwd += sec[1], opt += sec[2];
+        if (sec[0] + sec[1] + sec[2] < best_step && s >= 0) best_step = sec[0] + sec[1] + sec[2];
         if (probing && s >= 0) {  // beside each step, so that both see the machine alike
             const double dt = probe_pass(&probe);
             if (dt < best_pass) best_pass = dt;
@@ -157,15 +190,13 @@ static result run_one(const char *name, int B, int T, int V, llama_recompute rc,
     getrusage(RUSAGE_SELF, &ru);
     r.tok_s = (double)steps * B * T / (fwd + bwd + opt);
     r.fwd_ms = 1e3 * fwd / steps, r.bwd_ms = 1e3 * bwd / steps, r.opt_ms = 1e3 * opt / steps;
-    r.acts_mb = (double)llama_acts_bytes(&m) / 1048576.0;
+    r.acts_mb = (double)llama_acts_bytes(&t.m) / 1048576.0;
     r.rss_mb = (double)ru.ru_maxrss / 1024.0;
-    r.params = m.n_params;
-    r.step_gf = step_flops(&c, B, T) / best_step * 1e-9;
+    r.params = t.m.n_params;
+    r.step_gf = step_flops(&t.c, B, T) / best_step * 1e-9;
     r.best_tok_s = (double)B * T / best_step;
     if (probing) r.sgemm_gf = probe.flops / best_pass * 1e-9, probe_free(&probe);
-    free(am), free(av), free(x), free(y), free(kahan);
-    if (policy) ac_free(&ac);
-    llama_free(&m);
+    trainer_free(&t);
     return r;
 }
 
@@ -188,22 +219,73 @@ static bool run_child(const char *name, int B, int T, int V, llama_recompute rc,
     return got == sizeof *r;
 }
 
-// --policies: every policy's best step over the rounds, each round the list in turn.
-static int run_policies(const char *name, int B, int T, int V, int steps, int rounds, char *list) {
-    enum { MAXP = 32 };
-    const char *pols[MAXP];
+enum { MAXP = 32 };
+
+// The comma-separated policies of list (split in place) into pols; their number, 0 on an error.
+static int policy_list(char *list, const char *pols[MAXP]) {
     int np = 0;
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
         if (np == MAXP) {
             fprintf(stderr, "bench_train: --policies: more than %d policies\n", MAXP);
-            return 2;
+            return 0;
         }
         pols[np++] = tok;
     }
-    if (np == 0) {
-        fprintf(stderr, "bench_train: --policies: expected a comma-separated list of policies\n");
-        return 2;
+    if (np == 0) fprintf(stderr, "bench_train: --policies: expected a comma-separated list of policies\n");
+    return np;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// --paired: every policy's model in this one process, stepped in turn (each step's order rotated
+// by one), so that the steps compared are seconds apart: a VM whose speed drifts by 1.5x between
+// runs (docs/benchmarks.md) moves both sides of a ratio alike. Per policy: the median of its
+// steps' tokens/s, and the median over steps of its step's tokens/s over the first policy's step
+// of the same turn.
+static int run_paired(const char *name, int B, int T, int V, int steps, char *list) {
+    const char *pols[MAXP];
+    const int np = policy_list(list, pols);
+    if (np == 0) return 2;
+    trainer *tr = calloc((size_t)np, sizeof *tr);
+    double *sec = malloc((size_t)np * (size_t)steps * sizeof *sec), *v = malloc((size_t)steps * sizeof *v);
+    if (!tr || !sec || !v) {
+        fprintf(stderr, "bench_train: out of memory\n");
+        return 1;
     }
+    for (int i = 0; i < np; i++) trainer_init(&tr[i], name, B, T, V, LLAMA_RECOMPUTE_NONE, pols[i]);
+    for (int s = -2; s < steps; s++)
+        for (int k = 0; k < np; k++) {
+            const int i = (k + (s < 0 ? 0 : s)) % np;
+            double t[3];
+            trainer_step(&tr[i], s, t);
+            if (s >= 0) sec[(size_t)i * (size_t)steps + (size_t)s] = t[0] + t[1] + t[2];
+        }
+    printf("%s, %d steps of each policy in turn in one process (the order rotated each step)\n", name, steps);
+    printf("%-24s %12s %13s\n", "policy", "tokens/s", "x first, paired");
+    for (int i = 0; i < np; i++) {
+        for (int s = 0; s < steps; s++) v[s] = (double)B * T / sec[(size_t)i * (size_t)steps + (size_t)s];
+        const double tok = median(v, steps);
+        for (int s = 0; s < steps; s++) v[s] = sec[(size_t)s] / sec[(size_t)i * (size_t)steps + (size_t)s];
+        printf("%-24s %12.0f %13.2f\n", pols[i], tok, median(v, steps));
+    }
+    for (int i = 0; i < np; i++) trainer_free(&tr[i]);
+    free(tr), free(sec), free(v);
+    return 0;
+}
+
+// --policies: every policy's best step over the rounds, each round the list in turn.
+static int run_policies(const char *name, int B, int T, int V, int steps, int rounds, char *list) {
+    const char *pols[MAXP];
+    const int np = policy_list(list, pols);
+    if (np == 0) return 2;
     double best[MAXP];
     for (int i = 0; i < np; i++) best[i] = 0.0;
     for (int r = 0; r < rounds; r++)
@@ -227,6 +309,7 @@ int main(int argc, char **argv) {
     int steps = 20, threads = 0, rc_only = -1, rounds = 3;
     const char *only = NULL;
     char *policies = NULL;
+    bool paired = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) steps = 3;
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
@@ -235,9 +318,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--recompute") && i + 1 < argc) rc_only = !strcmp(argv[++i], "block");
         else if (!strcmp(argv[i], "--policies") && i + 1 < argc) policies = argv[++i];
         else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--paired")) paired = true;
         else {
             fprintf(stderr, "usage: bench_train [--steps N] [--quick] [--threads N] [--config NAME] "
-                    "[--recompute none|block] [--policies P1,P2,... [--rounds R]]\n");
+                    "[--recompute none|block] [--policies P1,P2,... [--rounds R | --paired]]\n");
             return 2;
         }
     }
@@ -253,7 +337,8 @@ int main(int argc, char **argv) {
     if (policies) {
         for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++)
             if (!strcmp(cfgs[i].name, only ? only : "shakespeare"))
-                return run_policies(cfgs[i].name, cfgs[i].B, cfgs[i].T, cfgs[i].V, steps, rounds, policies);
+                return paired ? run_paired(cfgs[i].name, cfgs[i].B, cfgs[i].T, cfgs[i].V, steps, policies)
+                              : run_policies(cfgs[i].name, cfgs[i].B, cfgs[i].T, cfgs[i].V, steps, rounds, policies);
         fprintf(stderr, "bench_train: --config %s: expected shakespeare or 15m\n", only);
         return 2;
     }
