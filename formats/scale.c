@@ -70,7 +70,7 @@ enum {
     SEG_MIN = 512,         // shortest row segment of a unit of 2-D tiles (one rounding call each)
     FUSE_MAX = 1 << 16,    // largest unit (256 KiB, in L2) that measures its own tiles
     SLAB_COLS = 4096,      // columns of one work item of the separate amax pass; it touches
-    SLAB_ELEMS = 1 << 15,  // <= SLAB_COLS / tc + 2 tiles
+    SLAB_ELEMS = 1 << 13,  // <= SLAB_COLS / tc + 2 tiles
     // Below this size a parallel region costs more than it saves (and on a loaded machine a
     // barrier waits for a descheduled thread): everything runs on the calling thread.
     PAR_MIN_ELEMS = 1 << 16,
@@ -175,7 +175,10 @@ static uint32_t slab_amax(uint32_t *loc, const float *in, const geom *g, size_t 
 
 // Tiles too large for a work unit: bits[ntr*ntc] = max |x| bits per tile, in a pass of its
 // own over row x column slabs whose maxima merge with an atomic integer max (it orders
-// non-negative floats and makes any NaN the largest). Returns the NaN-free amax bits.
+// non-negative floats and makes any NaN the largest). Returns the NaN-free amax bits. The slabs
+// are small and split statically: a trainer's 768 x 128 activation is 12 of them, half to each
+// of two threads, where larger ones under a dynamic schedule gave one thread the whole tensor;
+// and each thread measures the rows that the units' static split then gives it to round.
 static uint32_t amax_tiles(uint32_t *bits, const float *in, const geom *g) {
     const size_t cw = min_sz(g->cols, SLAB_COLS);
     const size_t ncs = (g->cols + cw - 1) / cw;
@@ -183,7 +186,7 @@ static uint32_t amax_tiles(uint32_t *bits, const float *in, const geom *g) {
     const size_t nrs = (g->tr + rh - 1) / rh;  // row slabs per band: none straddles two bands
     const size_t items = g->ntr * nrs * ncs;
     uint32_t finite_max = 0;
-#pragma omp parallel for schedule(dynamic, 4) reduction(max : finite_max) \
+#pragma omp parallel for schedule(static) reduction(max : finite_max) \
     if (g->rows * g->cols >= PAR_MIN_ELEMS)
     for (size_t it = 0; it < items; it++) {
         const size_t cs = it % ncs, rs = (it / ncs) % nrs, b = it / (ncs * nrs);
