@@ -63,15 +63,18 @@ V4 void block16(const lk *k, lean_class cls, fmt_round_mode mode, const blk *b, 
                 const div16 *dv, float *out, const float *in, size_t i, lean_counts *cnt, __mmask16 live) {
     const __m512 x = live == 0xffff ? _mm512_loadu_ps(in + i) : _mm512_maskz_loadu_ps(live, in + i);
     const __m512i rnd = mode == FMT_SR ? draws16(k->key, k->first + i) : _mm512_setzero_si512();
-    __m512 xs = _mm512_mul_ps(x, m);
+    __m512 xs;
     if (exact) {
         const __m512 y = b->near_mask ? _mm512_mul_ps(x, dv->r) : x;
         // With statistics too: their counts are the rounding's, the same for y as for the quotient
         // (the amax, which would differ, is not kept with exact quotients: fmt__block_req).
         const bool sure = b->near_mask && !near_exact(y, x, b->near_mask, exact & live);
-        xs = _mm512_mask_blend_ps(exact, xs, sure ? y : div_rto16(x, dv->rdl, dv->rdh, dv->dl, dv->dh));
+        const __m512 z = sure ? y : div_rto16(x, dv->rdl, dv->rdh, dv->dl, dv->dh);
+        xs = exact == 0xffff ? z : _mm512_mask_blend_ps(exact, _mm512_mul_ps(x, m), z);
+    } else {
+        xs = _mm512_mul_ps(x, m);
     }
-    const __m512i r = lean16(k, cls, mode, _mm512_castps_si512(xs), rnd, cnt, live);
+    const __m512i r = lean16_with(k, cls, mode, _mm512_castps_si512(xs), rnd, cnt, live, b->quick, !b->exact);
     const __m512 y = _mm512_mul_ps(_mm512_castsi512_ps(r), d);
     if (live == 0xffff) {
         if (b->elems) _mm512_storeu_si512(b->elems + i, r);
@@ -301,6 +304,10 @@ static bool run_pieces(const fmt__block_req *r, block_runner *run) {
     const lean_class cls = class_of(p);
     // near_exact's mask: the bits below the midpoint position (22 - m of them), where they exist.
     const uint32_t near_mask = mode != FMT_SR && p->m <= 20 ? (1u << (22 - p->m)) - 1 : 0;
+    // Quick statistics for formats with at least 14 binades of normals (e4m3, e5m2, bf16, fp16):
+    // a scaled tile holds subnormals there only 2^14 below its amax. In e3m2, e2m3 and e2m1 most
+    // vectors of a tile hold one, and the quick check only adds a mispredicted branch.
+    const bool quick = p->emax - p->emin >= 14;
     // Pieces of whole tiles. The 64-bit divisions only where n is past one piece: this is called
     // per tile row of a unit, and two divisions cost as much as the rest of a short row's setup.
     for (size_t done = 0, t = 0; done < n;) {
@@ -308,7 +315,7 @@ static bool run_pieces(const fmt__block_req *r, block_runner *run) {
         const lk k = lk_make(p, cls, r->base + done);
         const blk b = {.tc = tc, .mul = r->mul + t, .deq = r->deq + t, .exact = r->exact,
                        .elems = r->elems ? r->elems + done : NULL, .ahead = r->ahead, .zeroed = r->zeroed,
-                       .near_mask = near_mask, .rows = r->rows, .ld = r->ld};
+                       .near_mask = near_mask, .quick = quick, .rows = r->rows, .ld = r->ld};
         run(&k, cls, mode, &b, r->out + done, r->in + done, len, r->counts);
         done += len;
         if (done < n) t += len / tc;

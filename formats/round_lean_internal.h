@@ -272,14 +272,23 @@ V4 __m512i e8m0_16(const lk *k, fmt_round_mode mode, __m512i b, __m512i rnd, lea
     return _mm512_mask_blend_epi32(valid, _mm512_set1_epi32(0x7fc00000), r);
 }
 
-// round(b), counting into cnt (NULL where the loop counts nothing) the lanes of live.
-V4 __m512i lean16(const lk *k, lean_class cls, fmt_round_mode mode, __m512i b, __m512i rnd,
-                  lean_counts *cnt, __mmask16 live) {
+// round(b), counting into cnt (NULL where the loop counts nothing) the lanes of live; amax:
+// whether cnt keeps the amax. quick: first check whether every live lane rounded to a normal
+// value of at most max (no lane special, past max, zero or subnormal: one range compare, since
+// the clamped inf and NaN round past max), where every counter but the amax stays as it is. It
+// pays where nearly every vector passes (the block kernel's scaled tiles of a wide format) and
+// costs a mispredicted branch where vectors hold subnormals or zeros.
+V4 __m512i lean16_with(const lk *k, lean_class cls, fmt_round_mode mode, __m512i b, __m512i rnd,
+                       lean_counts *cnt, __mmask16 live, bool quick, bool amax) {
     if (cls == LEAN_E8M0) return e8m0_16(k, mode, b, rnd, cnt, live);
     const __m512i signbit = _mm512_set1_epi32((int)0x80000000u);
     const __m512i ax = _mm512_andnot_si512(signbit, b), sgn = _mm512_and_si512(b, signbit);
     const __mmask16 neg = _mm512_movepi32_mask(b);
     __m512i r = cls == LEAN_WIDE ? wide_mag(k, mode, neg, ax, rnd) : narrow_mag(k, mode, b, ax, rnd);
+    const bool ordinary_all =
+        cnt && quick &&
+        _mm512_mask_cmple_epu32_mask(live, _mm512_sub_epi32(r, _mm512_set1_epi32((int)k->min_normal_bits)),
+                                     _mm512_set1_epi32((int)(k->max_bits - k->min_normal_bits))) == live;
     const __mmask16 over = _mm512_cmpgt_epu32_mask(r, _mm512_set1_epi32((int)k->max_bits));
     const __m512i ovf = k->ovf0 == k->ovf1 ? _mm512_set1_epi32((int)k->ovf0)
                                            : _mm512_mask_blend_epi32(neg, _mm512_set1_epi32((int)k->ovf0),
@@ -292,7 +301,9 @@ V4 __m512i lean16(const lk *k, lean_class cls, fmt_round_mode mode, __m512i b, _
                                   _mm512_setzero_si512());
     const __mmask16 nonzero = _mm512_test_epi32_mask(r, r);
     const __mmask16 nan = _mm512_cmpgt_epu32_mask(ax, _mm512_set1_epi32(0x7f800000));
-    if (cnt) {
+    if (ordinary_all) {
+        if (amax) cnt->amax = _mm512_mask_max_epu32(cnt->amax, live, cnt->amax, ax);
+    } else if (cnt) {
         // overflow: a finite input beyond max, or an inf input where inf is not exact
         const __mmask16 ordinary = live & (__mmask16)~special;
         const __mmask16 inf_in = live & special & (__mmask16)~nan;
@@ -301,13 +312,18 @@ V4 __m512i lean16(const lk *k, lean_class cls, fmt_round_mode mode, __m512i b, _
         cnt->sub = count(cnt->sub, ordinary & nonzero &
                                        _mm512_cmplt_epu32_mask(r, _mm512_set1_epi32((int)k->min_normal_bits)));
         cnt->nan = count(cnt->nan, live & nan);
-        cnt->amax = _mm512_mask_max_epu32(cnt->amax, live & (__mmask16)~nan, cnt->amax, ax);
+        if (amax) cnt->amax = _mm512_mask_max_epu32(cnt->amax, live & (__mmask16)~nan, cnt->amax, ax);
     }
     // The sign: kept on zeros only where the format has -0.
     r = k->negzero ? _mm512_or_si512(r, sgn) : _mm512_mask_or_epi32(r, nonzero, r, sgn);
     // NaN: the quiet NaN with x's sign, or -0 where the format has no NaN.
     const __m512i nanv = k->has_nan ? _mm512_or_si512(sgn, _mm512_set1_epi32(0x7fc00000)) : signbit;
     return _mm512_mask_mov_epi32(r, nan, nanv);
+}
+
+V4 __m512i lean16(const lk *k, lean_class cls, fmt_round_mode mode, __m512i b, __m512i rnd,
+                  lean_counts *cnt, __mmask16 live) {
+    return lean16_with(k, cls, mode, b, rnd, cnt, live, false, true);
 }
 
 // --- the loops: one per (method, mode, output), so that no switch is inside a vector loop
@@ -369,6 +385,7 @@ typedef struct {
     uint64_t *zeroed;   // optional
     uint32_t near_mask;  // exact, not stochastic: the float32 bits below the element format's
                          // midpoints (near_exact); 0: every exact quotient by div_rto16/8
+    bool quick;          // lean16_with's quick statistics (AVX-512 kernel only)
     size_t rows, ld;     // rows of n elements, ld apart, with the same multipliers and divisors
 } blk;
 

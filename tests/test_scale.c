@@ -665,6 +665,38 @@ Test(scale, matches_reference_e2m1_e5m2_e3m2) {
     free(x);
 }
 
+// The block kernel's quick statistics (wide formats: a vector whose lanes all round to normal
+// values at most max counts nothing but its amax): data of a narrow spread, where about half the
+// vectors are such (a zero in 1 of 23 elements), with single lanes planted in their own vectors
+// that round to a subnormal, to zero from nonzero, to exactly the smallest normal and to max, and
+// inf and NaN. A quick check that let any of them through would lose its count.
+Test(scale, quick_statistics_planted_lanes) {
+    uint64_t seed = test_seed("quick_statistics_planted_lanes") + 5;
+    const size_t rows = 40, cols = 128;
+    float *x = random_tensor(rows, cols, &seed, 1, 1);  // |x| in [2^-5, 2^5)
+    for (size_t i = 0; i < rows * cols; i++) x[i] *= 0x1p-6f;
+    for (size_t r = 0; r < rows; r++) x[r * cols + 5] = 8.0f;  // every row's amax and the tensor's
+    x[3 * cols + 17] = 8.0f * 0x1p-16f;   // e4m3 tensor and row (scale 56): a subnormal
+    x[5 * cols + 33] = 8.0f * 0x1p-21f;   // e4m3: to zero (rne)
+    x[7 * cols + 49] = 8.0f * 0x1p-32f;   // e5m2 (scale 7168): a subnormal
+    x[9 * cols + 65] = 8.0f * 0x1p-45f;   // e5m2: to zero (rne)
+    x[11 * cols + 81] = 8.0f * 0x1p-14f;  // e4m3: just above the smallest normal, 2^-6
+    x[13 * cols + 97] = 8.0f * 0x1p-29f;  // e5m2: just above 2^-14
+    x[15 * cols + 113] = INFINITY, x[17 * cols + 7] = NAN, x[19 * cols + 23] = -INFINITY;
+    const char *specs[] = {"tensor", "row", "col", "mx", "mx:up", "tile:1x128:e8m0:up", "block:32:bf16", "nvfp4"};
+    const char *elems[] = {"e4m3", "e5m2", "bf16"};
+    for (size_t e = 0; e < 3; e++) {
+        const fmt_t f = tu_fmt(elems[e]);
+        for (int m = 0; m < FMT_NMODES; m++)
+            for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++)
+                for (int p = 0; p < 2; p++) {
+                    fmt_round_opts o = opts((fmt_round_mode)m, p ? FMT_OVERFLOW_IEEE : FMT_SATURATE);
+                    check_against_ref(&f, specs[k], x, rows, cols, &o);
+                }
+    }
+    free(x);
+}
+
 // Extreme inputs: fp32 subnormals to near FLT_MAX (clipped scales, overflowing q*s), inf, NaN.
 Test(scale, matches_reference_extremes) {
     uint64_t seed = test_seed("matches_reference_extremes") + 2;
