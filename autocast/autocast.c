@@ -335,6 +335,14 @@ static ac_input *input_of(ac_ctx *c, const ac_gemm_req *g) {
     return &c->inputs[(size_t)g->proj * (size_t)(c->n_layers + 1) + (size_t)l];
 }
 
+// Delayed scaling's scale for site s at layer where its rule is delayed and deterministic, else 0.
+// A counted cast pushes its amax, so a later cast of the same tensor may take another scale; where
+// it takes the same, its values are the earlier cast's (delayed_dout_kept).
+static float delayed_pre(const ac_ctx *c, ac_site s, int layer) {
+    const ac_rule *r = &c->pol.site[s];
+    return ac_active(c, s) && r->delayed && r->round.mode != FMT_SR && !c->hook ? delayed_scale(c, s, layer, r) : 0.0f;
+}
+
 static bool held_is(const ac_ctx *c, int slot, const ac_held *k) {
     const ac_held *h = &c->held[slot];
     return h->x && h->x == k->x && h->pass == k->pass && h->site == k->site && h->layer == k->layer &&
@@ -393,10 +401,11 @@ void ac_dgrad_operands(ac_ctx *c, const ac_gemm_req *g, const float *dout, const
         ac_cast_operand(c, &rb, w, g->OC, g->IC, MM_SIDE_B, &o->B);
         return;
     }
+    const float pre = delayed_pre(c, sa, g->layer);  // before the cast pushes this amax
     o->a = ac_cast(c, &ra, dout, g->N, g->OC);
     if (o->a == c->buf[0])
         c->held[0] = (ac_held){.x = dout, .pass = AC_DGRAD, .site = sa, .layer = g->layer, .rows = g->N,
-                               .cols = g->OC, .step = c->step, .micro = c->micro, .call = call};
+                               .cols = g->OC, .step = c->step, .micro = c->micro, .call = call, .pre = pre};
     if (g->w_cast && !c->hook && ac_cast_orientation_free(c, sb, g->OC, g->IC)) {
         o->b = g->w_cast;
         o->reused = AC_REUSED_FPROP_W;
@@ -421,7 +430,12 @@ void ac_wgrad_operands(ac_ctx *c, const ac_gemm_req *g, const float *dout, const
                               .step = c->step, .micro = c->micro, .call = call - 1};
     const bool x_cast = !o->acc && in && in->in_place && in->x == x && in->rows == N && in->cols == IC;
     const bool x_kept = !x_cast && !o->acc && !c->hook && held_is(c, 3, &x_key);
-    const bool dout_kept = !o->acc && one_cast_serves_both(c, sa, N, OC) && held_is(c, 0, &dout_key);
+    // dgrad's cast of dout serves here too where the rule is orientation-free, or is delayed scaling
+    // whose scale did not move with the amax that cast pushed (nor does it rotate: no Hadamard).
+    const bool dout_kept = !o->acc && held_is(c, 0, &dout_key) &&
+                           (one_cast_serves_both(c, sa, N, OC) ||
+                            (!c->pol.hadamard && c->held[0].pre != 0.0f &&
+                             delayed_pre(c, sa, g->layer) == c->held[0].pre));
     // NVFP4: both operands rotated along N, the summed dimension, into buffers 0 and 1 (dgrad
     // is done with them; the casts below write 2 and 3, which must not be their inputs).
     if (c->pol.hadamard) {

@@ -49,6 +49,7 @@ typedef struct {
     uint64_t step;
     uint64_t gen;         // wgrad's input: the ac_fprop_input it followed (ac_input.gen)
     uint64_t call;        // dgrad's output gradient: the product-level call that cast it
+    float pre;            // delayed scaling: the scale it was cast with (0: another rule)
 } ac_held;
 
 // The last ac_fprop_input of one projection and layer (internal).
@@ -241,8 +242,10 @@ void ac_cast_operand(ac_ctx *c, const ac_cast_req *r, const float *x, size_t row
 //   (k and v after q, up after gate): same projection, layer, x and shape, same step and
 //   micro-batch, no ac_fprop_input of that projection and layer since, nothing else written
 //   to its buffer since, no hook;
-// - wgrad's cast of dout is dgrad's where the two orientations have the same bits (as above)
-//   and the dgrad of the same dout was the call just before;
+// - wgrad's cast of dout is dgrad's where the dgrad of the same dout was the call just before
+//   and the two orientations have the same bits (as above), or the rule is delayed scaling
+//   (deterministic, no Hadamard rotation, no hook) whose scale the amax that dgrad's cast pushed
+//   did not move: the scale wgrad's cast would take is computed and compared;
 // - dgrad's cast of W is the forward's where the caller kept it (g->w_cast: the values its
 //   fprop multiplied by, of this W, step and layer), W's rule casts alike in both orientations
 //   and no hook observes the casts. A caller without a tensor of its own for that cast (the C

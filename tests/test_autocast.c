@@ -892,6 +892,39 @@ Test(autocast, wgrad_reuses_dgrad_dout_only_where_orientations_agree) {
     }
 }
 
+// Delayed scaling: dgrad's cast of dout pushes its amax, so wgrad's cast of the same dout takes
+// the scale of a history that now holds it. Where that scale is the one dgrad cast with (the
+// history's max did not move), wgrad takes dgrad's cast; where it moved (the first step, a larger
+// amax) it casts again. Either way wgrad's dout is bit for bit the fresh cast of a context with
+// the same history.
+Test(autocast, wgrad_reuses_delayed_dout_where_the_scale_stays) {
+    static float x[GN * GIC], w[GOC * GIC], dout[GN * GOC], big[GN * GOC], small[GN * GOC], ref[GN * GOC];
+    fill(x, GN * GIC, 4), fill(w, GOC * GIC, 5), fill(dout, GN * GOC, 6);
+    for (size_t i = 0; i < GN * GOC; i++) big[i] = dout[i] * 4.0f, small[i] = dout[i] * 0.375f;
+    const ac_policy p = policy("fp8-delayed");
+    ac_ctx c, r;
+    init_ctx(&c, &p, 1, GN * GIC), init_ctx(&r, &p, 1, GN * GIC);
+    const ac_gemm_req g = {.proj = AC_PROJ_O, .layer = 0, .N = GN, .IC = GIC, .OC = GOC};
+    const ac_cast_req q = {.site = AC_O_GRAD, .layer = 0, .k_rows = true, .slot = 2};
+    const struct { const float *d; bool reused; const char *what; } cases[] = {
+        {dout, false, "first cast: the history was empty"},
+        {dout, true, "the same amax again"},
+        {big, false, "a larger amax"},
+        {small, true, "a smaller amax"},
+        {dout, true, "between the two"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        ac_operands o, ro;
+        ac_dgrad_operands(&r, &g, cases[k].d, w, &ro);  // the same pushes in the reference context
+        memcpy(ref, ac_cast(&r, &q, cases[k].d, GN, GOC), sizeof ref);
+        ac_dgrad_operands(&c, &g, cases[k].d, w, &o);
+        ac_wgrad_operands(&c, &g, cases[k].d, x, &o);
+        cr_assert_eq(!!(o.reused & AC_REUSED_DGRAD_DOUT), cases[k].reused, "%s: reused %u", cases[k].what, o.reused);
+        cr_assert(memcmp(o.a, ref, sizeof ref) == 0, "%s: wgrad's dout is not the fresh cast", cases[k].what);
+    }
+    ac_free(&c), ac_free(&r);
+}
+
 // dgrad takes the forward's cast of W (g.w_cast) where W's rule casts alike in both orientations
 // (bf16; NVFP4's and fp8-block's square tiles, on a W of 150 x 140 whose rows and columns have
 // their own magnitudes, with ragged last tiles) and no hook observes the casts; elsewhere (MX's

@@ -771,15 +771,16 @@ class _Reuse:
 
 @pytest.mark.parametrize("products", ["torch", "fplab"])
 @pytest.mark.parametrize("preset,dout,w", [("bf16-amp", True, True), ("nvfp4", False, True), ("mxfp8", False, False),
-                                           ("fp8-delayed", False, False), ("pure-bf16-sr", True, True)])
+                                           ("fp8-delayed", True, False), ("pure-bf16-sr", True, True)])
 def test_backward_shares_casts_through_autocast_bit_for_bit(preset, dout, w, products):
     """The backward's casts come from autocast's ac_dgrad_operands / ac_wgrad_operands, which
     reuse one wgrad cast of x (after NVFP4's rotation) for k and v after q (gate and up) and,
     where a rule casts alike in both orientations (bf16-amp's gradients; the bf16 LM head of the
-    others but NVFP4, whose rotation changes wgrad's dout), dgrad's cast of dout; dgrad takes the
-    forward's cast of W where W's rule casts alike both ways (bf16; NVFP4's 16x16 tiles; not MX's
-    1x32 blocks or delayed scaling's moving history); under pol.record every cast is made by
-    itself. Both give the same gradients and telemetry, bit for bit, over two steps. dout and w:
+    others but NVFP4, whose rotation changes wgrad's dout) or is delayed scaling whose scale the
+    amax of dgrad's cast did not move (fp8-delayed's second step), dgrad's cast of dout; dgrad
+    takes the forward's cast of W where W's rule casts alike both ways (bf16; NVFP4's 16x16
+    tiles; not MX's 1x32 blocks or delayed scaling's moving history); under pol.record every
+    cast is made by itself. Both give the same gradients and telemetry, bit for bit, over two steps. dout and w:
     whether the body's projections reuse dgrad's dout and the forward's W."""
     res = []
     for record in (False, True):
