@@ -40,6 +40,10 @@ static inline const fmt__scale_rule *fmt__scale_rule_of(fmt_scale_round r) {
     return (unsigned)r < FMT_SCALE_NRULES ? &fmt__scale_rules[r] : NULL;
 }
 
+// The scale formats whose roundings of a need take a few integer steps on a double's bits
+// instead of the general float64 kernel: float32 (RNE, UP) and e8m0 (UP).
+typedef enum { FMT_NEED_GENERIC, FMT_NEED_FP32, FMT_NEED_E8M0 } fmt__need_kind;
+
 // How a tile's scale is computed in one call, from (element format, recipe).
 typedef struct {
     const fmt__scale_rule *rule;
@@ -56,6 +60,7 @@ typedef struct {
     float alt_max;        // by_error: the second target of a block's amax, 2^emax_elem (4 for e2m1)
     int elem_emax;
     float s_enc;          // two levels: the tensor's encoding scale (1 until its amax is known)
+    fmt__need_kind need;  // how a one-level need is rounded (scale_rules.c's round_need)
 } fmt__scale_ctx;
 
 void fmt__scale_ctx_make(fmt__scale_ctx *c, const fmt_t *elem, const fmt_scaling *sc);

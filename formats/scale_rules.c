@@ -84,6 +84,10 @@ void fmt__scale_ctx_make(fmt__scale_ctx *c, const fmt_t *elem, const fmt_scaling
     c->alt_max = ldexpf(1.0f, elem->emax);
     c->elem_emax = elem->emax;
     c->s_enc = 1.0f;
+    const fmt_t *f = &sc->scale_fmt;
+    const bool f32 = f->ebits == 8 && f->mbits == 23 && f->bias == 127 && f->is_signed && f->special == FMT_IEEE;
+    const bool e8m0 = f->ebits == 8 && f->mbits == 0 && f->bias == 127 && !f->is_signed && f->special == FMT_E8M0;
+    c->need = f32 ? FMT_NEED_FP32 : e8m0 ? FMT_NEED_E8M0 : FMT_NEED_GENERIC;
 }
 
 // NVFP4's encoding scale from the tensor amax A: s_enc = (max_scale * max_elem) / A in float32,
@@ -113,7 +117,20 @@ static double needed_scale(const fmt__scale_ctx *c, double a) {
 }
 
 // One need rounded into the scale format (what fmt__round_f64_kernel does to one element).
+// need is in [lo, hi] (round_scale) or a power of two (needed_scale). Float32: RNE or UP of the
+// 52-bit significand to 23 bits on the integer bits, where need is a normal float32 (the carry
+// of the last place into the exponent is the next binade's value; the range check before keeps
+// it finite); e8m0 (UP only): the next power of two unless need is one. Both independent of
+// MXCSR, as the general kernel is; tests/test_scale.c holds them to it on every binade.
 static double round_need(const fmt__scale_ctx *c, double need) {
+    const uint64_t b = d2u(need);
+    if (c->need == FMT_NEED_E8M0 && c->mode == FMT_RUP)
+        return b & 0xfffffffffffffull ? u2d((b | 0xfffffffffffffull) + 1) : need;
+    if (c->need == FMT_NEED_FP32 && need >= 0x1p-126) {
+        const uint64_t drop = (1ull << 29) - 1;  // the 29 bits below float32's last place
+        const uint64_t add = c->mode == FMT_RUP ? drop : (drop >> 1) + ((b >> 29) & 1);
+        return u2d((b + add) & ~drop);
+    }
     fmt__flags fl;
     return c->mode == FMT_RUP ? fmt__round_one_f64(&c->k, FMT_RUP, need, 0, &fl)
                               : fmt__round_one_f64(&c->k, FMT_RNE, need, 0, &fl);

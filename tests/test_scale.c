@@ -697,6 +697,34 @@ Test(scale, quick_statistics_planted_lanes) {
     free(x);
 }
 
+// The one-level quotient rules' scales (float32 scales by RNE and UP, RCEIL, e8m0 by UP) on a row
+// per amax, over every float32 binade: random significands, exact needs (448 x 2^k: a power of
+// two; 7 x 2^k: 2^k / 64), and amaxes whose need lies near float32's smallest normal and its max.
+// scale_rules.c rounds most of these needs on a double's bits; the reference, with the float64
+// kernel.
+Test(scale, quotient_scales_on_every_binade) {
+    uint64_t seed = test_seed("quotient_scales_on_every_binade") + 6;
+    enum { COLS = 4 };
+    float x[3 * 280 * COLS];
+    size_t rows = 0;
+    for (int k = -149; k <= 127; k++) {
+        const float a[3] = {ldexpf(1.0f + (float)tu_sm_unif(&seed), k), ldexpf(448.0f, k - 8), ldexpf(7.0f, k - 2)};
+        for (int j = 0; j < 3; j++) {
+            if (!(a[j] > 0.0f && a[j] <= FLT_MAX)) continue;
+            float *r = x + rows++ * COLS;
+            r[0] = a[j], r[1] = -a[j] / 3.0f, r[2] = a[j] * 0.5f, r[3] = -a[j] * 0.75f;
+        }
+    }
+    x[0] = FLT_MAX, x[COLS] = 448.0f * 0x1p-126f, x[2 * COLS] = nextafterf(448.0f * 0x1p-126f, 0.0f);
+    const char *specs[] = {"row", "row:up", "row:rceil", "block:4:e8m0:up", "block:4:e8m0:rceil", "tensor:up"};
+    const fmt_t e4 = tu_fmt("e4m3"), e2 = tu_fmt("e2m1");
+    for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
+        const fmt_round_opts o = opts(FMT_RNE, FMT_SATURATE);
+        check_against_ref(&e4, specs[k], x, rows, COLS, &o);
+        check_against_ref(&e2, specs[k], x, rows, COLS, &o);
+    }
+}
+
 // Extreme inputs: fp32 subnormals to near FLT_MAX (clipped scales, overflowing q*s), inf, NaN.
 Test(scale, matches_reference_extremes) {
     uint64_t seed = test_seed("matches_reference_extremes") + 2;
