@@ -117,16 +117,17 @@ static double needed_scale(const fmt__scale_ctx *c, double a) {
 }
 
 // One need rounded into the scale format (what fmt__round_f64_kernel does to one element).
-// need is in [lo, hi] (round_scale) or a power of two (needed_scale). Float32: RNE or UP of the
-// 52-bit significand to 23 bits on the integer bits, where need is a normal float32 (the carry
-// of the last place into the exponent is the next binade's value; the range check before keeps
-// it finite); e8m0 (UP only): the next power of two unless need is one. Both independent of
-// MXCSR, as the general kernel is; tests/test_scale.c holds them to it on every binade.
+// Where need lies in [lo, hi] (round_scale's needs; two levels' may be 0 or past hi), on the
+// integer bits: float32 (a normal need) RNE or UP of the 52-bit significand to 23 bits (a carry
+// of the last place into the exponent is the next binade's value, at most hi); e8m0 (UP only)
+// the next power of two unless need is one. Both independent of MXCSR, as the general kernel
+// is; tests/test_scale.c holds them to it on every binade.
 static double round_need(const fmt__scale_ctx *c, double need) {
     const uint64_t b = d2u(need);
-    if (c->need == FMT_NEED_E8M0 && c->mode == FMT_RUP)
+    const bool inside = need >= c->lo && need <= c->hi;
+    if (c->need == FMT_NEED_E8M0 && c->mode == FMT_RUP && inside)
         return b & 0xfffffffffffffull ? u2d((b | 0xfffffffffffffull) + 1) : need;
-    if (c->need == FMT_NEED_FP32 && need >= 0x1p-126) {
+    if (c->need == FMT_NEED_FP32 && inside && need >= 0x1p-126) {
         const uint64_t drop = (1ull << 29) - 1;  // the 29 bits below float32's last place
         const uint64_t add = c->mode == FMT_RUP ? drop : (drop >> 1) + ((b >> 29) & 1);
         return u2d((b + add) & ~drop);

@@ -700,6 +700,7 @@ Test(scale, quick_statistics_planted_lanes) {
 // The one-level quotient rules' scales (float32 scales by RNE and UP, RCEIL, e8m0 by UP) on a row
 // per amax, over every float32 binade: random significands, exact needs (448 x 2^k: a power of
 // two; 7 x 2^k: 2^k / 64), and amaxes whose need lies near float32's smallest normal and its max.
+// With a tensor scale too, whose power-of-two needs may lie past float32 (they saturate).
 // scale_rules.c rounds most of these needs on a double's bits; the reference, with the float64
 // kernel.
 Test(scale, quotient_scales_on_every_binade) {
@@ -716,7 +717,8 @@ Test(scale, quotient_scales_on_every_binade) {
         }
     }
     x[0] = FLT_MAX, x[COLS] = 448.0f * 0x1p-126f, x[2 * COLS] = nextafterf(448.0f * 0x1p-126f, 0.0f);
-    const char *specs[] = {"row", "row:up", "row:rceil", "block:4:e8m0:up", "block:4:e8m0:rceil", "tensor:up"};
+    const char *specs[] = {"row",       "row:up", "row:rceil", "block:4:e8m0:up", "block:4:e8m0:rceil", "tensor:up",
+                           "block:4:fp32:ocp+tensor", "block:4:fp32:ceil+tensor"};
     const fmt_t e4 = tu_fmt("e4m3"), e2 = tu_fmt("e2m1");
     for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
         const fmt_round_opts o = opts(FMT_RNE, FMT_SATURATE);
