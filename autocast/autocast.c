@@ -337,7 +337,7 @@ static ac_input *input_of(ac_ctx *c, const ac_gemm_req *g) {
 
 // Delayed scaling's scale for site s at layer where its rule is delayed and deterministic, else 0.
 // A counted cast pushes its amax, so a later cast of the same tensor may take another scale; where
-// it takes the same, its values are the earlier cast's (delayed_dout_kept).
+// it takes the same, its values are the earlier cast's (ac_wgrad_operands' dout_kept).
 static float delayed_pre(const ac_ctx *c, ac_site s, int layer) {
     const ac_rule *r = &c->pol.site[s];
     return ac_active(c, s) && r->delayed && r->round.mode != FMT_SR && !c->hook ? delayed_scale(c, s, layer, r) : 0.0f;

@@ -84,10 +84,12 @@ void fmt__scale_ctx_make(fmt__scale_ctx *c, const fmt_t *elem, const fmt_scaling
     c->alt_max = ldexpf(1.0f, elem->emax);
     c->elem_emax = elem->emax;
     c->s_enc = 1.0f;
-    const fmt_t *f = &sc->scale_fmt;
-    const bool f32 = f->ebits == 8 && f->mbits == 23 && f->bias == 127 && f->is_signed && f->special == FMT_IEEE;
-    const bool e8m0 = f->ebits == 8 && f->mbits == 0 && f->bias == 127 && !f->is_signed && f->special == FMT_E8M0;
-    c->need = f32 ? FMT_NEED_FP32 : e8m0 ? FMT_NEED_E8M0 : FMT_NEED_GENERIC;
+    // fmt_same_layout compares the six defining fields only: the rest of these may stay zero.
+    const fmt_t f32 = {.bits = 32, .ebits = 8, .mbits = 23, .bias = 127, .is_signed = true, .special = FMT_IEEE};
+    const fmt_t e8m0 = {.bits = 8, .ebits = 8, .mbits = 0, .bias = 127, .is_signed = false, .special = FMT_E8M0};
+    c->need = fmt_same_layout(&sc->scale_fmt, &f32)    ? FMT_NEED_FP32
+              : fmt_same_layout(&sc->scale_fmt, &e8m0) ? FMT_NEED_E8M0
+                                                       : FMT_NEED_GENERIC;
 }
 
 // NVFP4's encoding scale from the tensor amax A: s_enc = (max_scale * max_elem) / A in float32,
