@@ -195,6 +195,10 @@ def main(argv=None):
         print(f"torch_train_llama: {a.steps} steps in {time.monotonic() - t0:.1f} s; log {run}/log.jsonl"
               f"{'' if a.no_save else f', model {run}/model'}; fplab report {a.out} draws it", flush=True)
     if world > 1:
+        # gloo's worker threads release a finished collective's tensors under the GIL, which this
+        # thread holds until it waits: a rank that exits right after its last all-reduce can reach
+        # interpreter shutdown first and abort (pytorch/pytorch#190489); the barrier's wait lets them
+        dist.barrier()
         dist.destroy_process_group()
     return 0
 

@@ -30,6 +30,10 @@ def _port():
 
 
 def _init(rank, world, port):
+    """Gloo over two processes. A worker ends with a barrier: gloo's threads release a finished
+    collective's tensors under the GIL, which the worker holds until it waits, and a process that
+    exits right after its last collective can reach interpreter shutdown first and abort
+    ("terminate called without an active exception", pytorch/pytorch#190489)."""
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=world)
@@ -59,6 +63,7 @@ def _ddp_worker(rank, world, port, presets, out):
             res[preset] = (grads, [p.detach().clone() for p in m.parameters()], hist)
         if rank == 0 or "fp8-delayed" in presets:
             torch.save(res, f"{out}.{rank}")
+        dist.barrier()  # see _init
     finally:
         dist.destroy_process_group()
 
@@ -119,6 +124,7 @@ def _fsdp_worker(rank, world, port, out):
         tel = pol.telemetry()
         if rank == 0:
             torch.save((losses, tel), out)
+        dist.barrier()  # see _init
     finally:
         dist.destroy_process_group()
 
