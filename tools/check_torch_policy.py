@@ -23,12 +23,18 @@ hf_model), under fplab.torch.apply_policy + GradScaler + PolicyOptimizer(torch.o
            that differs in its last bit, as NVFP4's float32 tensor scale, moves every value it
            scales by that much). In-place casts (grads, master, adam) are skipped.
   counts   the step-1 telemetry of every site: n and the overflow, underflow, subnormal and NaN
-           counts (the logs' fractions times n), equal. With the same keys, a count can move only
-           where an element lies within its last-bit input difference of the threshold that
-           defines the count (about 2^-20 of the elements for e2m1, fewer for wider formats);
-           stochastic rounding keyed to other elements moves the underflow and subnormal counts of
+           counts (the logs' fractions times n), equal up to the site's slack. With the same keys,
+           a count can move only where a value moves by a step of the format (flipped, above) or
+           where an input is zero on one side only (underflow counts nonzero inputs that round to
+           zero: a gradient element that cancels to exactly 0 in one summation order and to 1e-12
+           in the other moves it with both values 0); the slack of a site is the number of such
+           elements in its compared casts (0 for in-place sites, which are not compared). This
+           machine's CPU decides how often that happens: on an AMD EPYC (Zen 5), nvfp4's
+           mlp.gate_up.grad underflow differs by 2 with 2 such zeros, on the Xeon by none.
+           Stochastic rounding keyed to other elements moves the underflow and subnormal counts of
            every SR site by about sqrt(n) (nvfp4 without out_order: 4 of 15 sites, by up to 60).
-           A preset fails on any difference; the report names the site and both counts.
+           A preset fails on any difference past the slack; the report names the site and both
+           counts.
   grads    step 1's gradients (loss-scaled, before the grads site), relative 2-norm difference
            (reported; fp32's is the reordering, 6e-7; a key mismatch shows here first: nvfp4
            without out_order, 0.21).
@@ -53,9 +59,9 @@ a tolerance of 4e-4 at step 14, where the two sides, bitwise equal in every step
 parted by 0.16 after a flip at step 10.
 TOL(preset, step) = 4 x the largest |loss - unperturbed loss| of those runs up to that step, at
 least 1e-4 x the loss (check_llama_torch's tolerance for one forward). A preset passes when every
-step is inside, every equal-input cast is bitwise equal and the step-1 counts are equal. Read
-the late steps of the quantized presets as "the same distribution", not as agreement: after
-the first flip the C trainer's own noise runs part by as much. (Gradient noise was tried first
+step is inside, every equal-input cast is bitwise equal and the step-1 counts are equal up to
+their slack. Read the late steps of the quantized presets as "the same distribution", not as
+agreement: after the first flip the C trainer's own noise runs part by as much. (Gradient noise was tried first
 and is too weak a model: AdamW's first step is lr sign(g), blind to relative changes of g.)
 
 Usage: python3 tools/check_torch_policy.py [--presets fp32,bf16-amp,...] [--steps 50]
@@ -66,6 +72,7 @@ transformers: pip install transformers).
 import argparse
 import json
 import os
+import platform
 import subprocess
 import sys
 import tempfile
@@ -204,6 +211,7 @@ def compare_casts(man, arrays, ccasts, trec):
                                        for k in set(cgroups) | set(tgroups)
                                        if len(cgroups.get(k, [])) != len(tgroups.get(k, []))}}
     eq = tot = flipped = 0
+    slack = out["count_slack"] = {}  # per site: values flipped, and inputs zero on one side only
     for key in sorted(set(cgroups) & set(tgroups), key=str):
         for i, ((cx, cy), (tx, ty)) in enumerate(zip(cgroups[key], tgroups[key])):
             out["tensors"] += 1
@@ -223,6 +231,8 @@ def compare_casts(man, arrays, ccasts, trec):
                 tot += same_out.size
                 moved = np.abs(cy.astype(np.float64) - ty) > 2.0 ** -16 * np.maximum(np.abs(cy), np.abs(ty))
                 flipped += int((moved & ~same_out).sum())
+                slack[key[0]] = (slack.get(key[0], 0) + int((moved & ~same_out).sum()) +
+                                 int(((cx == 0) != (tx == 0)).sum()))
     if tot:
         out["values_equal_fraction_where_inputs_differ"] = eq / tot
         out["values_flipped_fraction_where_inputs_differ"] = flipped / tot
@@ -231,6 +241,25 @@ def compare_casts(man, arrays, ccasts, trec):
 
 def _fmt(x):
     return "-" if x is None else f"{x:.3g}"
+
+
+def machine():
+    """The CPU this ran on and OpenBLAS's kernel choice: both move the C trainer's float32 sums,
+    and so the numbers of a result (not whether it passes)."""
+    name = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            name = next((l.split(":", 1)[1].strip() for l in fh if l.startswith("model name")), name)
+    except OSError:
+        pass
+    return f"{name}, OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '')}"
+
+
+def within_slack(c, t, slack):
+    """Two sites' step-1 counts: the same n, every count within slack of the other's."""
+    if c is None or t is None or c["n"] != t["n"]:
+        return False
+    return all(abs(c[k] - t[k]) <= slack for k in ("overflow", "underflow", "subnormal", "nan"))
 
 
 def counts(line):
@@ -277,18 +306,21 @@ def main():
             diff = np.abs(tloss - closs)
             cc = compare_casts(man, arrays, ccasts, trec)
             c1, t1 = counts(cl[0]), counts(tl[0])
-            count_diff = {s: {"c": c1.get(s), "torch": t1.get(s)} for s in set(c1) | set(t1) if c1.get(s) != t1.get(s)}
+            moves = {s: {"c": c1.get(s), "torch": t1.get(s), "slack": cc["count_slack"].get(s, 0)}
+                     for s in set(c1) | set(t1) if c1.get(s) != t1.get(s)}
+            count_diff = {s: d for s, d in moves.items() if not within_slack(d["c"], d["torch"], d["slack"])}
             ok = (bool((diff <= tol).all()) and not count_diff and not cc["failures"] and cc["structure"] == "same")
             ok_all &= ok
             worst = int(np.argmax(diff / tol))
             results[preset] = {
-                "ok": ok, "steps": args.steps, "grad1_rel_diff": gdiff, "weights1_max_ulps": wdiff,
+                "ok": ok, "machine": machine(), "steps": args.steps, "grad1_rel_diff": gdiff, "weights1_max_ulps": wdiff,
                 "noise_eps": eps, "loss_c_first_last": [closs[0], closs[-1]],
                 "loss_torch_first_last": [tloss[0], tloss[-1]], "max_abs_loss_diff": float(diff.max()),
                 "worst_step": worst + 1, "diff_at_worst": float(diff[worst]), "tol_at_worst": float(tol[worst]),
                 "tol_last": float(tol[-1]), "skipped_c": int(sum(l["skipped"] for l in cl)),
                 "skipped_torch": int(sum(l["skipped"] for l in tl)), "casts": cc,
-                "step1_counts_equal_sites": len(set(c1) | set(t1)) - len(count_diff), "step1_count_diffs": count_diff,
+                "step1_counts_equal_sites": len(set(c1) | set(t1)) - len(moves), "step1_count_diffs": count_diff,
+                "step1_count_moves_within_slack": {s: d for s, d in moves.items() if s not in count_diff},
             }
             r = results[preset]
             print(f"{preset:13s} {'ok  ' if ok else 'FAIL'} loss C {closs[0]:.6f}->{closs[-1]:.6f} torch "
@@ -297,7 +329,8 @@ def main():
                   f"bitwise of {cc['tensors']} (equal-input tensors), "
                   f"{_fmt(cc['values_equal_fraction_where_inputs_differ'])} equal, "
                   f"{_fmt(cc['values_flipped_fraction_where_inputs_differ'])} flipped elsewhere; step-1 counts: "
-                  f"{r['step1_counts_equal_sites']} sites equal, {len(count_diff)} differ", flush=True)
+                  f"{r['step1_counts_equal_sites']} sites equal, {len(moves) - len(count_diff)} within their "
+                  f"slack, {len(count_diff)} differ", flush=True)
             for f in cc["failures"][:5]:
                 print("   ", f)
             for s, d in list(count_diff.items())[:5]:

@@ -33,8 +33,16 @@ def test_parity_holds(preset):
     if preset != "fp32":  # fp32 casts nothing: the weights' 30 casts exist under every other preset
         assert c["bitwise_inputs"] == 30, c
     # the same stochastic-rounding keys and block scales on both sides: the step-1 counts are
-    # equal at every site (nvfp4 with its q/k gradients keyed in HF's layout: 4 sites differ)
+    # equal at every site (nvfp4 with its q/k gradients keyed in HF's layout: 4 sites differ),
+    # up to the site's slack: its values that moved by a format step, and its inputs zero on one
+    # side only (each can move a count by one; none at an in-place site, which is not compared)
     assert not r["step1_count_diffs"], r["step1_count_diffs"]
+    for site, d in r.get("step1_count_moves_within_slack", {}).items():
+        assert d["c"]["n"] == d["torch"]["n"], (site, d)
+        assert d["slack"] == r["casts"]["count_slack"][site], (site, d)
+        for k in ("overflow", "underflow", "subnormal", "nan"):
+            assert abs(d["c"][k] - d["torch"][k]) <= d["slack"], (site, k, d)
+    assert r["machine"]  # the CPU and OpenBLAS kernel the numbers come from
     if preset in ("mxfp8", "pure-bf16-sr"):
         # the weights after step 1, in float32 ulps: pure-bf16-sr's bitwise equal (its update's
         # draws in the C trainer's order, flat_order; 65,536 apart without), mxfp8's within the
