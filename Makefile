@@ -311,9 +311,6 @@ verify-exhaustive: all $(BUILD)/tools/verify_exhaustive
 verify-engines: all $(BUILD)/tools/verify_engines
 	$(BUILD)/tools/verify_engines --dots 1000000
 
-check-peers: all
-	python3 tools/check_peers.py $(BUILD)/fplab
-
 # IEEE P3109 finite formats from gfloat (PyPI): rewrites tests/fixtures/p3109_gfloat.txt, then
 # runs the suite that reads it. P3109_PYTHON: a Python with gfloat installed.
 P3109_PYTHON ?= python3
@@ -336,9 +333,6 @@ TORCHAO_PYTHON ?= python3
 check-torchao: all $(BUILD)/tests/test_scale_rules
 	$(TORCHAO_PYTHON) tools/torchao_scale_rules.py tests/fixtures/torchao_scale_rules.txt
 	$(BUILD)/tests/test_scale_rules --filter 'scale_rules/torchao_fixture' --verbose
-
-check-trainer-torch: all $(BUILD)/tools/dump_llama
-	python3 tools/check_llama_torch.py $(BUILD)/tools/dump_llama
 
 # install: a portable build (ARCH=$(INSTALL_ARCH); INSTALL_ARCH= leaves -march to the compiler)
 # in $(BUILD)/dist, then install-built copies it: libfplab.a, libfplab.so.$(VERSION) with the

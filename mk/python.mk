@@ -83,6 +83,17 @@ test-torch: $(TORCH_VENV)/.fplab cli
 	  test_torch.py test_torch_policy.py test_torch_model.py test_torch_ops.py test_torch_dist.py \
 	  test_torch_eval.py test_torch_loop.py test_torch_cuda.py test_torch_cuda_args.py
 
+# check-peers: tools/check_peers.py rewrites the ml_dtypes fixtures of tests/test_peers.c, with
+# make test's venv (NumPy and ml_dtypes from PyPI; Debian's python3 has neither).
+.PHONY: check-peers check-trainer-torch
+check-peers: all $(PYVENV)/.deps
+	$(PYVENV_PY) tools/check_peers.py $(BUILD)/fplab
+
+# check-trainer-torch: tools/check_llama_torch.py, the C trainer's Llama against transformers',
+# in test-torch's venv; rewrites tests/fixtures/llama_torch_check.json.
+check-trainer-torch: all $(BUILD)/tools/dump_llama $(TORCH_VENV)/.deps
+	$(TORCH_VENV_PY) tools/check_llama_torch.py $(BUILD)/tools/dump_llama
+
 # check-torch-policy: tools/check_torch_policy.py, the parity of fplab.torch with the C trainer
 # (50 steps of the eight presets, about 25 seconds), in test-torch's venv with transformers added;
 # rewrites tests/fixtures/torch_policy_check.json, which make test checks.
