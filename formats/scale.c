@@ -72,8 +72,10 @@ enum {
     SLAB_COLS = 4096,      // columns of one work item of the separate amax pass; it touches
     SLAB_ELEMS = 1 << 13,  // <= SLAB_COLS / tc + 2 tiles
     // Below this size a parallel region costs more than it saves (and on a loaded machine a
-    // barrier waits for a descheduled thread): everything runs on the calling thread.
-    PAR_MIN_ELEMS = 1 << 16,
+    // barrier waits for a descheduled thread): everything runs on the calling thread. A
+    // trainer's weights, 16 K elements and up, are cast right after its activations, with the
+    // second thread awake: they gain (docs/benchmarks.md, "Weights cast on both threads").
+    PAR_MIN_ELEMS = 1 << 14,
     SCALE_BATCH = 1 << 10,  // tiles per task of the separate scale pass
 };
 

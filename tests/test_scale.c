@@ -1022,19 +1022,17 @@ Test(scale, sr_independent_of_tile_shape) {
     free(x), free(ref), free(out);
 }
 
-Test(scale, sr_independent_of_thread_count) {
-#ifndef _OPENMP
-    cr_skip_test("built without OpenMP");
-#else
-    uint64_t seed = test_seed("sr_independent_of_thread_count") + 7;
-    const size_t rows = 160, cols = 1000, n = rows * cols;
+#ifdef _OPENMP
+// A rows x cols tensor quantized in e2m1 by stochastic rounding under each recipe of specs: 2 and
+// 4 threads give 1 thread's values, scales, counts and tensor scale, out of place and in place.
+static void same_with_threads(size_t rows, size_t cols, const char *const *specs, size_t nspecs, uint64_t seed) {
+    const size_t n = rows * cols;
     float *x = random_tensor(rows, cols, &seed, 20, 20);
-    x[12345] = NAN, x[54321] = INFINITY;
+    x[n / 3] = NAN, x[n / 2 + 1] = INFINITY;
     float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
-    const char *specs[] = {"mx", "tile:128x128:e8m0", "nvfp4", "col", "tensor:up", "none"};
     const fmt_t e = tu_fmt("e2m1");
     const fmt_round_opts o = opts(FMT_SR, FMT_SATURATE);
-    for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
+    for (size_t k = 0; k < nspecs; k++) {
         const fmt_scaling sc = tu_scaling(specs[k]);
         const size_t ns = fmt_scale_count(&sc, rows, cols);
         float *sa = malloc((ns + 1) * sizeof *sa), *sb = malloc((ns + 1) * sizeof *sb);
@@ -1048,11 +1046,12 @@ Test(scale, sr_independent_of_thread_count) {
             fmt_quant_info ib = {.scales = sb};
             memcpy(b, x, n * sizeof *b);  // and in place this time
             cr_assert_eq(fmt_quantize_f32(&e, &sc, b, b, rows, cols, &o, &s2, &ib), FMT_OK);
-            for (size_t i = 0; i < n; i++) cr_assert(tu_samef(a[i], b[i]), "%s, %d threads: [%zu]", specs[k], t, i);
+            for (size_t i = 0; i < n; i++)
+                cr_assert(tu_samef(a[i], b[i]), "%zux%zu %s, %d threads: [%zu]", rows, cols, specs[k], t, i);
             for (size_t i = 0; i < ns; i++) cr_assert(tu_samef(sa[i], sb[i]));
             cr_assert(s1.n == s2.n && s1.overflow == s2.overflow && s1.underflow == s2.underflow &&
                       s1.subnormal == s2.subnormal && s1.nan_in == s2.nan_in && s1.amax == s2.amax,
-                      "%s: stats differ with %d threads", specs[k], t);
+                      "%zux%zu %s: stats differ with %d threads", rows, cols, specs[k], t);
             cr_assert_eq(ia.scales_clipped, ib.scales_clipped);
             cr_assert(tu_samef(ia.tensor_scale, ib.tensor_scale));
         }
@@ -1060,7 +1059,32 @@ Test(scale, sr_independent_of_thread_count) {
         cr_assert_eq(s1.nan_in, 1);
         free(sa), free(sb);
     }
+    omp_set_num_threads(1);
     free(x), free(a), free(b);
+}
+#endif
+
+Test(scale, sr_independent_of_thread_count) {
+#ifndef _OPENMP
+    cr_skip_test("built without OpenMP");
+#else
+    const char *specs[] = {"mx", "tile:128x128:e8m0", "nvfp4", "col", "tensor:up", "none"};
+    same_with_threads(160, 1000, specs, sizeof specs / sizeof specs[0],
+                      test_seed("sr_independent_of_thread_count") + 7);
+#endif
+}
+
+// The sizes a trainer's weights have, from the smallest that runs on several threads (2^14
+// elements): 4 units of work or a few more, some ending mid-row, in both orientations of blocks.
+Test(scale, small_tensors_independent_of_thread_count) {
+#ifndef _OPENMP
+    cr_skip_test("built without OpenMP");
+#else
+    const char *specs[] = {"mx", "tile:32x1:e8m0", "nvfp4", "tile:16x16:e4m3+tensor", "tile:1x128:fp32", "tensor"};
+    uint64_t seed = test_seed("small_tensors_independent_of_thread_count");
+    same_with_threads(128, 128, specs, sizeof specs / sizeof specs[0], seed);
+    same_with_threads(96, 200, specs, sizeof specs / sizeof specs[0], seed + 1);
+    same_with_threads(352, 128, specs, sizeof specs / sizeof specs[0], seed + 2);
 #endif
 }
 
