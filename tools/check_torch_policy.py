@@ -61,8 +61,9 @@ TOL(preset, step) = 4 x the largest |loss - unperturbed loss| of those runs up t
 least 1e-4 x the loss (check_llama_torch's tolerance for one forward). A preset passes when every
 step is inside, every equal-input cast is bitwise equal and the step-1 counts are equal up to
 their slack. Read the late steps of the quantized presets as "the same distribution", not as
-agreement: after the first flip the C trainer's own noise runs part by as much. (Gradient noise was tried first
-and is too weak a model: AdamW's first step is lr sign(g), blind to relative changes of g.)
+agreement: after the first flip the C trainer's own noise runs part by as much. (Gradient noise
+was tried first and is too weak a model: AdamW's first step is lr sign(g), blind to relative
+changes of g.)
 
 Usage: python3 tools/check_torch_policy.py [--presets fp32,bf16-amp,...] [--steps 50]
        [--dump build/tools/train_policy_dump] [--no-fixture]
@@ -313,8 +314,8 @@ def main():
             ok_all &= ok
             worst = int(np.argmax(diff / tol))
             results[preset] = {
-                "ok": ok, "machine": machine(), "steps": args.steps, "grad1_rel_diff": gdiff, "weights1_max_ulps": wdiff,
-                "noise_eps": eps, "loss_c_first_last": [closs[0], closs[-1]],
+                "ok": ok, "machine": machine(), "steps": args.steps, "grad1_rel_diff": gdiff,
+                "weights1_max_ulps": wdiff, "noise_eps": eps, "loss_c_first_last": [closs[0], closs[-1]],
                 "loss_torch_first_last": [tloss[0], tloss[-1]], "max_abs_loss_diff": float(diff.max()),
                 "worst_step": worst + 1, "diff_at_worst": float(diff[worst]), "tol_at_worst": float(tol[worst]),
                 "tol_last": float(tol[-1]), "skipped_c": int(sum(l["skipped"] for l in cl)),

@@ -197,7 +197,8 @@ def main(argv=None):
     if world > 1:
         # gloo's worker threads release a finished collective's tensors under the GIL, which this
         # thread holds until it waits: a rank that exits right after its last all-reduce can reach
-        # interpreter shutdown first and abort (pytorch/pytorch#190489); the barrier's wait lets them
+        # interpreter shutdown first and abort (pytorch/pytorch#190489); the barrier waits without
+        # it, so they finish first
         dist.barrier()
         dist.destroy_process_group()
     return 0
