@@ -20,7 +20,7 @@
 #include "test_engine_util.h"
 #include "test_util.h"
 
-typedef enum { SC_NONE, SC_POW2, SC_UE4M3, SC_WIDE } scales;
+typedef enum { SC_NONE, SC_POW2, SC_UE4M3, SC_WIDE, SC_LOW } scales;
 
 typedef struct {
     const char *acc;       // engine spec
@@ -40,6 +40,7 @@ static float scale_draw(uint64_t *s, scales sc) {
     switch (sc) {
     case SC_POW2: return ldexpf(1.0f, tu_sm_int(s, -4, 4));
     case SC_WIDE: return ldexpf(1.0f, tu_sm_int(s, -127, 127));
+    case SC_LOW: return ldexpf(1.0f, tu_sm_int(s, -127, -118));  // ue8m0's smallest
     case SC_UE4M3: {  // an e4m3 value >= 0: subnormals, zero and the largest too
         const int w = tu_sm_int(s, 0, 19);
         if (w == 0) return 0.0f;
@@ -389,6 +390,13 @@ Test(engine_fast, block_promote_alpha_beta_c_in_the_chain) {
                               1.0f, 1.0f, sp >= 1};
             check(K_BLOCK, &c3, &s);
         }
+        // ue8m0 scales near 2^-127 on both operands under C in the chain: the products' terms
+        // 2^250 below C's (the scaling's shift far below -127, eng_shift_bits)
+        if (b->sc == SC_POW2) {
+            const ecase c4 = {b->acc, b->fa, b->fb, 13, 40, 70, D_NORMAL, false, false, b->block, SC_LOW, 1.0f, 1.0f,
+                              false};
+            check(K_BLOCK, &c4, &s);
+        }
     }
 }
 
@@ -418,6 +426,19 @@ Test(engine_fast, f8f6f4_random_and_edge_operands) {
                 check(K_BLOCK, &c, &s);
             }
     }
+}
+
+// The products' scaling as an addition to their exponent fields at its edges
+// (tu_engine_scaling_edges): the CDNA3 fused kinds and f8f6f4 without scales. Dropping the
+// multiplying loop or the prescale's bound in scaled_mm_cpu_engine_amd.c or
+// scaled_mm_cpu_engine_block.c fails here.
+Test(engine_fast, products_scaled_by_exponent_addition) {
+    uint64_t s = tu_seed("engine_fast", "products_scaled_by_exponent_addition", 3724);
+    for (int q = 0; q < NAMD; q++)
+        if (!strncmp(amd_kinds[q][0], "cdna3", 5))
+            tu_engine_scaling_edges(mm__engine_amd_run, amd_kinds[q][0], amd_kinds[q][1], amd_kinds[q][2], &s);
+    for (int q = 0; q < NF864; q++)
+        tu_engine_scaling_edges(mm__engine_block_run, f8f6f4_kinds[q][0], f8f6f4_kinds[q][1], f8f6f4_kinds[q][2], &s);
 }
 
 Test(engine_fast, f8f6f4_promote_scales_alpha_beta_c_in_the_chain) {

@@ -99,4 +99,54 @@ static inline void tu_engine_fast_vs_model(tu_engine_fast_fn *fast, const mm_ope
     for (int i = 0; i < 4; i++) free(C[i]);
 }
 
+// The products' scaling as an addition to their exponent fields (eng_prescale_bits,
+// kernels/engine/engine_lanes.h) at its edges, one kind (acc, formats fa x fb) through a fast
+// kernel against the model bit for bit: lanes whose products are all zero under a zero,
+// subnormal or normal C (the shift's clamp at 126: C from 2^-113 to 2^-49 keeps D normal
+// there), lanes of each type's smallest products (fp8 and fp16 subnormals, bf16 at 2^-50: the
+// prescale's bound), lanes with a single nonzero product, a row of the type's largest values
+// (bf16: 2^50, so that products reach 2^100) and C up to 2^128 in the chain beside zero and
+// nonzero products (E past frac + pre: the multiplying loop). C zero (not in the
+// chain), then in the chain without and with values past 2^77 (a tile holding one multiplies in
+// every lane, so those stay apart). K = 69: two whole instructions of a 32-product kind and a
+// last one of 5 products (32 zero products wrongly scaled each give INT_MIN, whose even counts
+// cancel).
+static inline void tu_engine_scaling_edges(tu_engine_fast_fn *fast, const char *acc, const char *fa, const char *fb,
+                                           uint64_t *s) {
+    static const float cv[2][8] = {{0.0f, -0.0f, 0x1p-140f, 0x1p-126f, 0x1p-80f, -0x1.8p-60f, 1.5f, -3.0f},
+                                   {0.0f, 0x1p-80f, 1.5f, 0x1p60f, 0x1p78f, 0x1p100f, -0x1.8p127f, 0x1.fffffep127f}};
+    enum { M = 8, N = 40, K = 69 };
+    for (int chain = 0; chain < 3; chain++) {
+        mm_opts o;
+        mm_opts_default(&o);
+        cr_assert_eq(mm_acc_from_name(&o.acc, acc, NULL, 0), MM_OK);
+        o.beta = chain ? 1.0f : 0.0f;
+        static float a[M * K], b[K * N], C0[M * N];
+        mm_operand A = {.x = a, .ld = K}, B = {.x = b, .ld = N};
+        cr_assert_eq(fmt_from_name(&A.fmt, fa), FMT_OK);
+        cr_assert_eq(fmt_from_name(&B.fmt, fb), FMT_OK);
+        // each type's smallest nonzero value in the kernels' range (bf16: 2^-50)
+        const float ta = !strcmp(fa, "bf16") ? 0x1p-50f : ldexpf(1.0f, A.fmt.emin - A.fmt.mbits);
+        const float tb = !strcmp(fb, "bf16") ? 0x1p-50f : ldexpf(1.0f, B.fmt.emin - B.fmt.mbits);
+        const float big = !strcmp(fa, "bf16") ? 0x1p50f : (float)A.fmt.max;
+        for (size_t i = 0; i < M; i++)
+            for (size_t k = 0; k < K; k++) {
+                const float r = draw(s, &A.fmt, D_NORMAL, k), sg = k % 2 ? -1.0f : 1.0f;
+                a[i * K + k] = i == 0 ? 0.0f : i == 1 ? sg * ta : i == 2 ? (k == 5 ? ta : 0.0f)
+                             : i == 3 ? sg * 2 * ta : i == 4 ? sg * big : k % 3 == 0 ? 0.0f : r;
+            }
+        for (size_t k = 0; k < K; k++)
+            for (size_t j = 0; j < N; j++) {
+                const float r = draw(s, &B.fmt, D_NORMAL, k);
+                b[k * N + j] = j == 0 ? 0.0f : j == 1 ? tb : j == 2 ? (k == 7 ? -tb : 0.0f)
+                             : (k + j) % 5 == 0 ? 0.0f : r;
+            }
+        for (size_t i = 0; i < M * N; i++) C0[i] = cv[chain == 2][(i / N + i % N) % 8];
+        char what[200];
+        snprintf(what, sizeof what, "%s %s x %s, C %s", acc, fa, fb,
+                 chain == 2 ? "in the chain, past 2^77" : chain ? "in the chain" : "zero");
+        tu_engine_fast_vs_model(fast, &A, &B, M, N, K, &o, C0, what);
+    }
+}
+
 #endif

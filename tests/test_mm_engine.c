@@ -126,6 +126,15 @@ Test(mm_engine, sum_past_int32) {
         }
 }
 
+// The products' scaling as an addition to their exponent fields at its edges, every kind
+// (tu_engine_scaling_edges). Dropping the shift's clamp, the multiplying loop or the prescale's
+// bound in scaled_mm_cpu_engine.c fails here.
+Test(mm_engine, products_scaled_by_exponent_addition) {
+    uint64_t s = tu_seed("mm_engine", "products_scaled_by_exponent_addition", 2108);
+    for (int q = 0; q < NKINDS; q++)
+        tu_engine_scaling_edges(mm__engine_fast_run, kinds[q][0], kinds[q][1], kinds[q][2], &s);
+}
+
 Test(mm_engine, promote_block_scales_alpha_beta) {
     uint64_t s = tu_seed("mm_engine", "promote_block_scales_alpha_beta", 2103);
     char spec[64];

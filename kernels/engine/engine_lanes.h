@@ -100,6 +100,16 @@ static inline eng_vh eng_hmax(eng_vh a, eng_vh b) {
 #endif
 }
 
+// Whether any lane of m is not zero.
+static inline bool eng_any(eng_vi m) {
+#if defined(__AVX512F__) && ENG_VL == 16
+    return _mm512_test_epi32_mask((__m512i)m, (__m512i)m) != 0;
+#else
+    const eng_vi z = {0};
+    return memcmp(&m, &z, sizeof m) != 0;
+#endif
+}
+
 // h's NR int16 lanes widened to int32 in NV vectors (lanes 0 .. VL - 1 first), by the
 // instruction where there is one (gcc's generic conversion goes through memory).
 static inline void eng_widen(eng_vi out[ENG_NV], eng_vh h) {
@@ -244,6 +254,51 @@ static inline __attribute__((always_inline)) void eng_exps(int32_t *e2, int16_t 
         memcpy(bad + pp * w, b, w);
     }
 }
+
+// --- the products' scaling as an addition to their exponent fields
+//
+// Each kernel truncates a product a*b times a power of two 2^(f - E) (f: the kind's fraction
+// bits plus any scale exponents, E: the lane's alignment exponent) toward zero to an integer.
+// The power of two is an integer addition of s = f + pre - E to the product's exponent field,
+// which runs beside the multiplies (one multiply a product and lane vector instead of two), on
+// B's panel prescaled by 2^-pre (eng_prescale: exact, every nonzero product stays a normal
+// float32). Where s >= 0 (a step where some lane's s is negative multiplies instead), the
+// addition cannot carry out of the exponent field: a nonzero product's exponent plus s is at
+// least lo + f - E >= lo - pre > -126 (lo: the smallest exponent of a nonzero product in the
+// kernel's range: the types' smallest subnormals, bf16 from 2^-50). A zero product becomes
+// 2^(s - 127), below 1, truncated to 0, where s <= 126: s is clamped there, which changes only
+// lanes whose products are all zero, since a nonzero product puts E at lo + f - frac or above
+// and so s at frac + pre - lo <= 126 (frac: the kind's fraction bits).
+static inline int eng_prescale_bits(const mm__engine_plan *p) {
+    int lo = 0;
+    const unsigned t2[2] = {p->ta, p->tb};
+    for (int i = 0; i < 2; i++) {
+        const fmt_t *f = mm_engine_type_format(t2[i]);
+        const int e = f->has_subnormals ? f->emin - f->mbits : f->emin;
+        lo += t2[i] == MM_ET_BF16 && e < -50 ? -50 : e;
+    }
+    const int pre = 126 + lo - p->q->frac;
+    return pre > 64 ? 64 : pre < 0 ? 0 : pre;
+}
+
+// x[i] * 2^-pre in place, over a kernel's panel (exact for its operands; NaN and inf stay).
+static inline void eng_prescale(float *x, size_t n, int pre) {
+    const float f = ldexpf(1.0f, -pre);
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) x[i] *= f;
+}
+
+// Per lane the shift s << 23 from s = f + pre - E, clamped at 126 as above and at -127 (s << 23
+// then fits in 32 bits: ue8m0 scales of 2^-127 on both operands under a C near 2^127 put s at
+// -293); *neg: some lane's s is negative (the step multiplies: eng_scale_mul).
+static inline eng_vi eng_shift_bits(eng_vi s, eng_vi *neg) {
+    *neg |= s;
+    return eng_max(eng_min(s, eng_ibcast(126)), eng_ibcast(-127)) << 23;
+}
+
+// The multiplying form of a shift: 2^s as a float32, at least 2^-126 (below it, as there, every
+// product's term is below 1: C, or a block's scales, far above the products).
+static inline eng_vf eng_scale_mul(eng_vi sh) { return (eng_vf)eng_max(sh + (127 << 23), eng_ibcast(1 << 23)); }
 
 // --- the tile's frame
 

@@ -14,10 +14,12 @@
 //   in 32 bits: one broadcast load), started from C's exponent (max(biased - 127, -126) from
 //   its float32 bits);
 // - the terms: a product a*b is exact in float32 (fp8, fp16, bf16 within 2^+-50), and so is
-//   a*b*2^(frac - E) (a power of two; the scale is built from bits); its truncation toward zero
-//   is the conversion to int32 (cvtt), and the products' sum is exact in int32 because
-//   frac + 2 + log2(k / split) <= 31 (mm__engine_fast_covers). C's term is trunc(c * 2^(frac -
-//   E)) the same way (below 2^(frac + 1)); the sum S with it is checked for int32 overflow;
+//   a*b*2^(frac - E) (a power of two: an addition to the product's exponent field on B's
+//   prescaled panel, eng_prescale_bits of engine_lanes.h, or a multiply where that cannot
+//   be); its truncation toward zero is the conversion to int32 (cvtt), and the products' sum
+//   is exact in int32 because frac + 2 + log2(k / split) <= 31 (mm__engine_fast_covers). C's
+//   term is trunc(c * 2^(frac - E)) the same way (below 2^(frac + 1)); the sum S with it is
+//   checked for int32 overflow;
 // - D: S truncated toward zero to a float32 (converted to nearest, then one ulp back where that
 //   went past S), its fraction masked to out_frac bits, times 2^(E - frac): exact where the
 //   result is a normal float32. Where it is not (below 2^-126: the model truncates on float32's
@@ -86,7 +88,10 @@ static bool sum_may_wrap(const mm_engine_kind *q) { return step_sum_bits(q) > 30
 typedef struct {
     eng_base b;  // flags: an operand outside eng_op_ok
     bool f16;    // the instruction's C/D is f16 (o->acc.engine_f16)
+    int pre;     // B's panel holds b * 2^-pre (eng_prescale_bits)
 } eng_ctx;
+
+
 
 // --- the tile
 
@@ -156,28 +161,45 @@ static inline vf round_f16(vf v) {
 static inline __attribute__((always_inline)) void step(const mm_engine_kind *q, const float *ap, const int32_t *ea,
                                                         const float *bp, const int16_t *eb, size_t k0, size_t n,
                                                         vf c[MR][NV], vi bad[MR][NV], const bool f16,
-                                                        const bool wide, const bool lean) {
+                                                        const bool wide, const bool lean, const int pre) {
     const int frac = q->frac, out_frac = q->out_frac;
     vi E[MR][NV];
     step_exps(ea, eb, k0, n, c, E, f16 ? -14 : -126);
-    vf sc[MR][NV];
-    vu P[MR][NV];  // int32 sums kept in unsigned lanes: wrapping is defined (lanes of NaN/inf
-                   // operands convert to INT_MIN and are redone by the scalar model anyway)
+    vf sc[MR][NV];  // 2^(frac - E): C's term
+    vi sh[MR][NV];  // the products' (B prescaled): (frac + pre - E) << 23, eng_prescale_bits
+    vu P[MR][NV];   // int32 sums kept in unsigned lanes: wrapping is defined (lanes of NaN/inf
+                    // operands convert to INT_MIN and are redone by the scalar model anyway)
+    vi neg = {0};
     for (int r = 0; r < MR; r++)
         for (int v = 0; v < NV; v++) {
             vi be = 127 + frac - E[r][v];
             be = -eng_max(-be, eng_ibcast(-254));  // min(be, 254): only where every product is zero
             be = eng_max(be, eng_ibcast(0));        // E past 127 + frac: NaN/inf operands, the scalar model's
-            be <<= 23;
-            sc[r][v] = (vf)be;
+            sc[r][v] = (vf)(be << 23);
+            sh[r][v] = eng_shift_bits(frac + pre - E[r][v], &neg);
             P[r][v] = (vu){0};
         }
-    for (size_t k = k0; k < k0 + n; k++) {
-        vf y[NV];
-        for (int v = 0; v < NV; v++) y[v] = *(const vf_u *)(bp + k * NR + v * VL);
-        for (int r = 0; r < MR; r++) {
-            const vf x = eng_fbcast(ap[k * MR + r]);
-            for (int v = 0; v < NV; v++) P[r][v] += (vu)__builtin_convertvector(x * y[v] * sc[r][v], vi);
+    if (!eng_any(neg < 0)) {
+        for (size_t k = k0; k < k0 + n; k++) {
+            vf y[NV];
+            for (int v = 0; v < NV; v++) y[v] = *(const vf_u *)(bp + k * NR + v * VL);
+            for (int r = 0; r < MR; r++) {
+                const vf x = eng_fbcast(ap[k * MR + r]);
+                for (int v = 0; v < NV; v++)
+                    P[r][v] += (vu)__builtin_convertvector((vf)((vi)(x * y[v]) + sh[r][v]), vi);
+            }
+        }
+    } else {  // a lane's E past frac + pre: the scale 2^(frac + pre - E) multiplies
+        vf scb[MR][NV];
+        for (int r = 0; r < MR; r++)
+            for (int v = 0; v < NV; v++) scb[r][v] = eng_scale_mul(sh[r][v]);
+        for (size_t k = k0; k < k0 + n; k++) {
+            vf y[NV];
+            for (int v = 0; v < NV; v++) y[v] = *(const vf_u *)(bp + k * NR + v * VL);
+            for (int r = 0; r < MR; r++) {
+                const vf x = eng_fbcast(ap[k * MR + r]);
+                for (int v = 0; v < NV; v++) P[r][v] += (vu)__builtin_convertvector(x * y[v] * scb[r][v], vi);
+            }
         }
     }
     for (int r = 0; r < MR; r++)
@@ -250,12 +272,12 @@ static void engine_seg(const void *ctx, const eng_tile *t, size_t s0, size_t s1,
         const size_t m = a0 >= s1 ? 0 : s1 - a0 < unit ? s1 - a0 : unit;
         // Copies of the step, each with its D type and its checks as constants.
         const size_t k0 = a0 < s1 ? a0 : s1;
-        if (lean && wide) step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, true, true, true);
-        else if (lean) step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, true, false, true);
-        else if (f16 && wide) step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, true, true, false);
-        else if (f16) step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, true, false, false);
-        else if (wide) step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, false, true, false);
-        else step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, false, false, false);
+        if (lean && wide) step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, true, true, true, x->pre);
+        else if (lean) step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, true, false, true, x->pre);
+        else if (f16 && wide) step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, true, true, false, x->pre);
+        else if (f16) step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, true, false, false, x->pre);
+        else if (wide) step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, false, true, false, x->pre);
+        else step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, false, false, false, x->pre);
     }
 }
 
@@ -274,11 +296,13 @@ int mm__engine_fast_run(float *C, size_t ldc, const mm_operand *A, const mm_oper
     const float *ap, *bp;
     int st = mm__emu_pack(&J, A, B, MR, NR, &ap, &bp);
     if (st != MM_OK) return st;
-    eng_ctx x = {.b = {.p = &p, .mark_c = true, .seg = engine_seg}, .f16 = o->acc.engine_f16};
+    eng_ctx x = {.b = {.p = &p, .mark_c = true, .seg = engine_seg}, .f16 = o->acc.engine_f16,
+                 .pre = eng_prescale_bits(&p)};
     char *mem = eng_base_alloc(&x.b, M, N, K, true, 0, NULL);
     if (!mem) return MM_ENOMEM;
     eng_exps(x.b.ea, NULL, x.b.abad, ap, M, K, MR, p.ta, p.ta == MM_ET_BF16);
     eng_exps(NULL, x.b.eb, x.b.bbad, bp, N, K, NR, p.tb, p.tb == MM_ET_BF16);
+    eng_prescale((float *)bp, (N + NR - 1) / NR * NR * K, x.pre);  // the thread's scratch panel
     mm__emu_tile_loop(&J, ap, bp, C, ldc, MR, NR, eng_tile_frame, &x);
     st = mm__engine_finish(&p, C, ldc, A, B, M, N, K, o, x.b.redo, "engine-fast");
     free(mem);

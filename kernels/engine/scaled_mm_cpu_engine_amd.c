@@ -12,7 +12,8 @@
 //   the same order. Only a NaN output goes to the scalar model (its payload is the model's).
 // - CDNA3 fused, per group of products and per lane: the group's largest product exponent E
 //   (exponent panels beside the packed ones, the model's sig_exp: a zero -126, a subnormal its
-//   type's emin); each product a*b*2^(24 - E) (exact in float32) truncated to int32 and summed
+//   type's emin); each product a*b*2^(24 - E) (exact in float32; the power of two an addition
+//   to the exponent field, eng_prescale_bits of engine_lanes.h) truncated to int32 and summed
 //   (below 2^29: 8 terms below 2^26; fp8: the even and the odd products apart, each to its own
 //   E, then floored to the larger one by an arithmetic shift); then the model's rounding with C:
 //   the group sum floored to 31 fractional bits and C to 24 at their common exponent, added and
@@ -79,9 +80,9 @@ static void flush_panel(float *x, size_t n, unsigned type) {
 
 // Over the products k0, k0 + st, ... (n of them) of the tile: the largest product exponent E
 // per lane (-252 when every product is zero) and the sum P of the products' terms
-// trunc(a*b*2^(24 - E)).
+// trunc(a*b*2^(24 - E)), B's panel holding b * 2^-pre (eng_prescale_bits).
 static inline __attribute__((always_inline)) void group_sum(const float *ap, const int32_t *ea, const float *bp,
-                                                             const int16_t *eb, int k0, int n, int st,
+                                                             const int16_t *eb, int k0, int n, int st, int pre,
                                                              eng_vi E[MR][NV], eng_vi P[MR][NV]) {
     eng_vh Eh[MR];
     for (int r = 0; r < MR; r++) Eh[r] = (eng_vh){0} - 252;
@@ -89,23 +90,36 @@ static inline __attribute__((always_inline)) void group_sum(const float *ap, con
         const eng_vh e = *(const eng_vh_u *)(eb + k * NR);
         for (int r = 0; r < MR; r++) Eh[r] = eng_hmax(Eh[r], e + (int16_t)ea[k * MR + r]);
     }
-    eng_vf sc[MR][NV];
+    eng_vi sh[MR][NV], neg = {0};  // 2^(24 + pre - E) as an exponent-field addition
     eng_vu S[MR][NV];  // unsigned: wrapping is defined (lanes of marked operands only)
     for (int r = 0; r < MR; r++) {
         eng_widen(E[r], Eh[r]);
         for (int v = 0; v < NV; v++) {
-            // 2^(24 - E) from bits; clamped only where every product is zero (E = -252) or on
-            // marked operands.
-            sc[r][v] = (eng_vf)(eng_max(eng_min(127 + 24 - E[r][v], eng_ibcast(254)), eng_ibcast(1)) << 23);
+            sh[r][v] = eng_shift_bits(24 + pre - E[r][v], &neg);
             S[r][v] = (eng_vu){0};
         }
     }
-    for (int t = 0, k = k0; t < n; t++, k += st) {
-        eng_vf y[NV];
-        for (int v = 0; v < NV; v++) y[v] = *(const eng_vf_u *)(bp + k * NR + v * ENG_VL);
-        for (int r = 0; r < MR; r++) {
-            const eng_vf x = eng_fbcast(ap[k * MR + r]);
-            for (int v = 0; v < NV; v++) S[r][v] += (eng_vu)__builtin_convertvector(x * y[v] * sc[r][v], eng_vi);
+    if (!eng_any(neg < 0)) {
+        for (int t = 0, k = k0; t < n; t++, k += st) {
+            eng_vf y[NV];
+            for (int v = 0; v < NV; v++) y[v] = *(const eng_vf_u *)(bp + k * NR + v * ENG_VL);
+            for (int r = 0; r < MR; r++) {
+                const eng_vf x = eng_fbcast(ap[k * MR + r]);
+                for (int v = 0; v < NV; v++)
+                    S[r][v] += (eng_vu)__builtin_convertvector((eng_vf)((eng_vi)(x * y[v]) + sh[r][v]), eng_vi);
+            }
+        }
+    } else {  // a lane's E past 24 + pre: the scale multiplies
+        eng_vf sc[MR][NV];
+        for (int r = 0; r < MR; r++)
+            for (int v = 0; v < NV; v++) sc[r][v] = eng_scale_mul(sh[r][v]);
+        for (int t = 0, k = k0; t < n; t++, k += st) {
+            eng_vf y[NV];
+            for (int v = 0; v < NV; v++) y[v] = *(const eng_vf_u *)(bp + k * NR + v * ENG_VL);
+            for (int r = 0; r < MR; r++) {
+                const eng_vf x = eng_fbcast(ap[k * MR + r]);
+                for (int v = 0; v < NV; v++) S[r][v] += (eng_vu)__builtin_convertvector(x * y[v] * sc[r][v], eng_vi);
+            }
         }
     }
     memcpy(P, S, sizeof S);
@@ -174,14 +188,14 @@ static inline eng_vf amd_round(eng_vi S, eng_vi E, eng_vf c, bool two, eng_vi *b
 // One CDNA3 instruction (q->k products from ap, bp; c in and out).
 static inline __attribute__((always_inline)) void amd_instr(const mm_engine_kind *q, const float *ap,
                                                              const int32_t *ea, const float *bp, const int16_t *eb,
-                                                             eng_vf c[MR][NV], eng_vi bad[MR][NV]) {
+                                                             int pre, eng_vf c[MR][NV], eng_vi bad[MR][NV]) {
     const int g = q->group;
     for (int g0 = 0; g0 < q->k; g0 += g) {
         eng_vi E[MR][NV], S[MR][NV];
         if (q->two_stage) {
             eng_vi E1[MR][NV], S1[MR][NV];
-            group_sum(ap, ea, bp, eb, g0, g / 2, 2, E, S);
-            group_sum(ap, ea, bp, eb, g0 + 1, g / 2, 2, E1, S1);
+            group_sum(ap, ea, bp, eb, g0, g / 2, 2, pre, E, S);
+            group_sum(ap, ea, bp, eb, g0 + 1, g / 2, 2, pre, E1, S1);
             for (int r = 0; r < MR; r++)
                 for (int v = 0; v < NV; v++) {
                     const eng_vi e = eng_max(E[r][v], E1[r][v]);
@@ -192,7 +206,7 @@ static inline __attribute__((always_inline)) void amd_instr(const mm_engine_kind
                     E[r][v] = e;
                 }
         } else {
-            group_sum(ap, ea, bp, eb, g0, g, 1, E, S);
+            group_sum(ap, ea, bp, eb, g0, g, 1, pre, E, S);
         }
         for (int r = 0; r < MR; r++)
             for (int v = 0; v < NV; v++) c[r][v] = amd_round(S[r][v], E[r][v], c[r][v], q->two_stage, &bad[r][v]);
@@ -246,9 +260,9 @@ static inline __attribute__((always_inline)) void pair_instr(const float *ap, co
 }
 
 static void instr(const mm_engine_kind *q, const float *ap, const int32_t *ea, const float *bp, const int16_t *eb,
-                  eng_vf c[MR][NV], eng_vi bad[MR][NV]) {
+                  int pre, eng_vf c[MR][NV], eng_vi bad[MR][NV]) {
     if (q->op == MM_EOP_AMD_FUSED) {
-        amd_instr(q, ap, ea, bp, eb, c, bad);
+        amd_instr(q, ap, ea, bp, eb, pre, c, bad);
         return;
     }
     // Constant group and flush in each call, so that the tree unrolls.
@@ -260,10 +274,16 @@ static void instr(const mm_engine_kind *q, const float *ap, const int32_t *ea, c
 
 // --- the tile
 
+typedef struct {
+    eng_base b;
+    int pre;  // fused kinds: B's panel holds b * 2^-pre (eng_prescale_bits)
+} amd_ctx;
+
 // One segment of the tile (eng_seg_fn): its instructions.
 static void amd_seg(const void *ctx, const eng_tile *t, size_t s0, size_t s1, eng_vf c[MR][NV],
                     eng_vi bad[MR][NV]) {
-    const mm_engine_kind *q = ((const eng_base *)ctx)->p->q;
+    const amd_ctx *x = ctx;
+    const mm_engine_kind *q = x->b.p->q;
     const bool fused = q->op == MM_EOP_AMD_FUSED;
     const size_t kq = (size_t)q->k;
     const float *ap = t->ap, *bp = t->bp;
@@ -271,7 +291,8 @@ static void amd_seg(const void *ctx, const eng_tile *t, size_t s0, size_t s1, en
     const int16_t *eb = t->eb;
     for (size_t a0 = s0; a0 < s1; a0 += kq) {
         if (s1 - a0 >= kq) {
-            instr(q, ap + a0 * MR, fused ? ea + a0 * MR : NULL, bp + a0 * NR, fused ? eb + a0 * NR : NULL, c, bad);
+            instr(q, ap + a0 * MR, fused ? ea + a0 * MR : NULL, bp + a0 * NR, fused ? eb + a0 * NR : NULL, x->pre, c,
+                  bad);
             continue;
         }
         // The segment's last instruction, zero-padded as the model pads it.
@@ -280,7 +301,7 @@ static void amd_seg(const void *ctx, const eng_tile *t, size_t s0, size_t s1, en
         int16_t leb[KMAX * NR];
         eng_pad(la, lb, lea, leb, kq, ap + a0 * MR, bp + a0 * NR, fused ? ea + a0 * MR : NULL,
                 fused ? eb + a0 * NR : NULL, s1 - a0);
-        instr(q, la, lea, lb, leb, c, bad);
+        instr(q, la, lea, lb, leb, x->pre, c, bad);
     }
 }
 
@@ -303,15 +324,17 @@ int mm__engine_amd_run(float *C, size_t ldc, const mm_operand *A, const mm_opera
         flush_panel((float *)bp, nb * K, p.tb);
     }
     // Pairwise: C and the operands as they are (no flags), only a NaN output is the model's.
-    eng_base x = {.p = &p, .mark_c = fused, .redo_nan = true, .seg = amd_seg};
-    char *mem = eng_base_alloc(&x, M, N, K, fused, 0, NULL);
+    amd_ctx x = {.b = {.p = &p, .mark_c = fused, .redo_nan = true, .seg = amd_seg},
+                 .pre = fused ? eng_prescale_bits(&p) : 0};
+    char *mem = eng_base_alloc(&x.b, M, N, K, fused, 0, NULL);
     if (!mem) return MM_ENOMEM;
     if (fused) {
-        eng_exps(x.ea, NULL, x.abad, ap, M, K, MR, p.ta, p.ta == MM_ET_BF16);
-        eng_exps(NULL, x.eb, x.bbad, bp, N, K, NR, p.tb, p.tb == MM_ET_BF16);
+        eng_exps(x.b.ea, NULL, x.b.abad, ap, M, K, MR, p.ta, p.ta == MM_ET_BF16);
+        eng_exps(NULL, x.b.eb, x.b.bbad, bp, N, K, NR, p.tb, p.tb == MM_ET_BF16);
+        eng_prescale((float *)bp, nb * K, x.pre);  // the thread's scratch panel
     }
     mm__emu_tile_loop(&J, ap, bp, C, ldc, MR, NR, eng_tile_frame, &x);
-    st = mm__engine_finish(&p, C, ldc, A, B, M, N, K, o, x.redo, "engine-amd");
+    st = mm__engine_finish(&p, C, ldc, A, B, M, N, K, o, x.b.redo, "engine-amd");
     free(mem);
     return st;
 }

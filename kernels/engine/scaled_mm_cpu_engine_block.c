@@ -16,7 +16,8 @@
 // 2^-6, a zero -126) are tabled once per product beside the panels.
 // - mxf8f6f4 (k = 32, one block, frac 25), per lane: the products' largest exponent P (exponent
 //   panels, as scaled_mm_cpu_engine.c) and the block's scale exponent esab give the alignment
-//   E = max(ec, P + esab); each product a*b*2^(25 + esab - E) is exact in float32, truncated to
+//   E = max(ec, P + esab); each product a*b*2^(25 + esab - E) is exact in float32 (the power
+//   of two an addition to the exponent field, eng_prescale_bits of engine_lanes.h), truncated to
 //   int32 and summed in two halves of 16 (each below 2^31); C's term and the total in double
 //   (exact: below 2^34).
 // - mxf4nvf4 (k = 64, groups of 16, frac 35), per lane: each group's sum of fp4 products is exact
@@ -79,6 +80,7 @@ typedef struct {
     size_t mp, np, nblk;
     bool unit;              // the f8f6f4 kind without scales: every scale 1, no tables
     bool f16;               // its f16 D (o->acc.engine_f16)
+    int pre;                // mxf8f6f4, f8f6f4: B's panel holds b * 2^-pre (eng_prescale_bits)
 } blk_ctx;
 
 // The scales of `lines` lines (line t's block g at sc[t * ld_line + g * ld_blk]) as exponents
@@ -162,7 +164,7 @@ static inline __attribute__((always_inline)) void mx_instr(const blk_ctx *x, con
     for (int v = 0; v < NV; v++)
         esb[v] = unit ? eng_ibcast(0) : (eng_vi)(*(const eng_vi_u *)(x->sbe + g * x->np + j0 + (size_t)v * ENG_VL));
     eng_vi E[MR][NV];
-    eng_vf sc[MR][NV];
+    eng_vi sh[MR][NV], neg = {0};  // 2^(frac + esab + pre - E) as an exponent-field addition
     for (int r = 0; r < MR; r++) {
         const int32_t esa = unit ? 0 : x->sae[g * x->mp + i0 + (size_t)r];
         eng_vi P[NV];
@@ -170,23 +172,37 @@ static inline __attribute__((always_inline)) void mx_instr(const blk_ctx *x, con
         for (int v = 0; v < NV; v++) {
             const eng_vi esab = esa + esb[v];
             E[r][v] = eng_max(f16 ? c_exp16(c[r][v]) : c_exp(c[r][v]), P[v] + esab);
-            // 2^(frac + esab - E) from bits; clamped only where every product is zero, or where
-            // every product term is below 1 anyway (C far above them).
-            sc[r][v] = (eng_vf)(eng_max(eng_min(127 + frac + esab - E[r][v], eng_ibcast(254)), eng_ibcast(1)) << 23);
+            sh[r][v] = eng_shift_bits(frac + x->pre + esab - E[r][v], &neg);
         }
     }
     eng_vu S[2][MR][NV];  // unsigned: wrapping is defined (lanes of marked operands only)
     memset(S, 0, sizeof S);
-    for (int h = 0; h < 2; h++)
-        for (int k = 16 * h; k < 16 * h + 16; k++) {
-            eng_vf y[NV];
-            for (int v = 0; v < NV; v++) y[v] = *(const eng_vf_u *)(bp + k * NR + v * ENG_VL);
-            for (int r = 0; r < MR; r++) {
-                const eng_vf xa = eng_fbcast(ap[k * MR + r]);
-                for (int v = 0; v < NV; v++)
-                    S[h][r][v] += (eng_vu)__builtin_convertvector(xa * y[v] * sc[r][v], eng_vi);
+    if (!eng_any(neg < 0)) {
+        for (int h = 0; h < 2; h++)
+            for (int k = 16 * h; k < 16 * h + 16; k++) {
+                eng_vf y[NV];
+                for (int v = 0; v < NV; v++) y[v] = *(const eng_vf_u *)(bp + k * NR + v * ENG_VL);
+                for (int r = 0; r < MR; r++) {
+                    const eng_vf xa = eng_fbcast(ap[k * MR + r]);
+                    for (int v = 0; v < NV; v++)
+                        S[h][r][v] += (eng_vu)__builtin_convertvector((eng_vf)((eng_vi)(xa * y[v]) + sh[r][v]), eng_vi);
+                }
             }
-        }
+    } else {  // a lane's E past frac + esab + pre (C far above the products): the scale multiplies
+        eng_vf sc[MR][NV];
+        for (int r = 0; r < MR; r++)
+            for (int v = 0; v < NV; v++) sc[r][v] = eng_scale_mul(sh[r][v]);
+        for (int h = 0; h < 2; h++)
+            for (int k = 16 * h; k < 16 * h + 16; k++) {
+                eng_vf y[NV];
+                for (int v = 0; v < NV; v++) y[v] = *(const eng_vf_u *)(bp + k * NR + v * ENG_VL);
+                for (int r = 0; r < MR; r++) {
+                    const eng_vf xa = eng_fbcast(ap[k * MR + r]);
+                    for (int v = 0; v < NV; v++)
+                        S[h][r][v] += (eng_vu)__builtin_convertvector(xa * y[v] * sc[r][v], eng_vi);
+                }
+            }
+    }
     for (int r = 0; r < MR; r++)
         for (int v = 0; v < NV; v++) {
             const eng_vd ct = eng_trunc(eng_f2d(c[r][v]) * eng_p2d(frac - E[r][v]));
@@ -330,6 +346,10 @@ int mm__engine_block_run(float *C, size_t ldc, const mm_operand *A, const mm_ope
     // Operands: flags (finite), and the exponents for mxf8f6f4 and f8f6f4.
     eng_exps(x.b.ea, NULL, x.b.abad, ap, M, K, MR, p.ta, false);
     eng_exps(NULL, x.b.eb, x.b.bbad, bp, N, K, NR, p.tb, false);
+    if (!fp4) {  // the thread's scratch panel
+        x.pre = eng_prescale_bits(&p);
+        eng_prescale((float *)bp, np * K, x.pre);
+    }
     if (!unit) {
         const int semin = q->ue4m3_scales ? -6 : -127;
         scale_tab(x.sae, x.sas, x.b.abad, A->scales, M, mp, nblk, nba, 1, semin);
