@@ -300,6 +300,80 @@ static inline eng_vi eng_shift_bits(eng_vi s, eng_vi *neg) {
 // product's term is below 1: C, or a block's scales, far above the products).
 static inline eng_vf eng_scale_mul(eng_vi sh) { return (eng_vf)eng_max(sh + (127 << 23), eng_ibcast(1 << 23)); }
 
+// --- the exponent pass in int8 lanes
+//
+// Where both operand types have at most 8-bit exponents (fp8, fp6, fp4, fp16: model exponents from
+// -15 to 16), a step's largest product exponent per lane is taken on int8 lanes, 64 a vector: two
+// rows of the tile by its 32 columns, each column's exponent twice in B's int8 panel and a row
+// pair's as one 16-bit broadcast, added with saturation; half the instructions of the int16 pass. A
+// zero operand is ENG_E8_ZERO there, so that a product with one is at most -64 + 16 and two zeros
+// saturate at -128, below every product of nonzero operands (at least -30). A lane whose largest is
+// such a product (all its products have a zero operand) needs the model's exponent of it (-126 plus
+// the other operand's): where any lane's is at or below ENG_E8_CUT, the int16 pass runs instead.
+enum { ENG_E8_ZERO = -64, ENG_E8_CUT = -40 };
+
+static inline bool eng_exps8_cover(const mm__engine_plan *p) {
+#if defined(__AVX512BW__) && ENG_VL == 16
+    const unsigned ok = MM_ET_E4M3 | MM_ET_E5M2 | MM_ET_E3M2 | MM_ET_E2M3 | MM_ET_E2M1 | MM_ET_F16 | MM_ET_E4M3FNUZ |
+                        MM_ET_E5M2FNUZ;
+    return (p->ta & ok) && (p->tb & ok);
+#else
+    (void)p;
+    return false;
+#endif
+}
+
+// An int16 panel exponent as int8 (a zero's -126 as ENG_E8_ZERO; NaN and inf, 128, clamped:
+// their lines are the scalar model's).
+static inline int8_t eng_exp8(int16_t e) { return (int8_t)(e == -126 ? ENG_E8_ZERO : e > 63 ? 63 : e); }
+
+// The int8 panels from eng_exps' int16 ones (ea: A's, each exponent twice; eb: B's; na, nb
+// lines padded to MR and NR): ea8 (na / MR, K, MR / 2) of row pairs (low byte the pair's first
+// row), eb8 (nb / NR, K, 2 NR), each column's exponent twice.
+static inline void eng_exps8(int16_t *ea8, int8_t *eb8, const int32_t *ea, const int16_t *eb, size_t na, size_t nb,
+                             size_t K) {
+    enum { MR = ENG_MR };
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < na / MR * K; i++)
+        for (size_t pr = 0; pr < MR / 2; pr++) {
+            const uint8_t lo = (uint8_t)eng_exp8((int16_t)ea[i * MR + 2 * pr]);
+            const uint8_t hi = (uint8_t)eng_exp8((int16_t)ea[i * MR + 2 * pr + 1]);
+            ea8[i * (MR / 2) + pr] = (int16_t)(lo | (uint16_t)(hi << 8));
+        }
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < nb * K; i++) eb8[2 * i] = eb8[2 * i + 1] = eng_exp8(eb[i]);
+}
+
+// The largest product exponent per lane of the products k0, k0 + st, ... (n of them) on the
+// tile's int8 panels, into Eh (row r, column j in int16 lane j); false (Eh untouched) where a
+// lane's largest is a product with a zero operand (the int16 pass must run).
+static inline __attribute__((always_inline)) bool eng_max8(const int16_t *ea8, const int8_t *eb8, size_t k0, size_t n,
+                                                            size_t st, eng_vh Eh[ENG_MR]) {
+#if defined(__AVX512BW__) && ENG_VL == 16
+    enum { MR = ENG_MR, NR = ENG_NR };
+    __m512i H8[MR / 2];  // rows 2p and 2p + 1 in the even and odd bytes of H8[p]
+    for (int pr = 0; pr < MR / 2; pr++) H8[pr] = _mm512_set1_epi8(-128);
+    for (size_t t = 0, k = k0; t < n; t++, k += st) {
+        const __m512i e = _mm512_loadu_si512(eb8 + k * 2 * NR);
+        for (int pr = 0; pr < MR / 2; pr++)
+            H8[pr] = _mm512_max_epi8(H8[pr], _mm512_adds_epi8(e, _mm512_set1_epi16(ea8[k * (MR / 2) + (size_t)pr])));
+    }
+    __mmask64 z = 0;
+    for (int pr = 0; pr < MR / 2; pr++) z |= _mm512_cmple_epi8_mask(H8[pr], _mm512_set1_epi8(ENG_E8_CUT));
+    if (z) return false;
+    __m512i H[MR];
+    for (int pr = 0; pr < MR / 2; pr++) {  // the bytes sign-extended to int16, column j in word j
+        H[2 * pr] = _mm512_srai_epi16(_mm512_slli_epi16(H8[pr], 8), 8);
+        H[2 * pr + 1] = _mm512_srai_epi16(H8[pr], 8);
+    }
+    memcpy(Eh, H, sizeof H);
+    return true;
+#else
+    (void)ea8, (void)eb8, (void)k0, (void)n, (void)st, (void)Eh;
+    return false;
+#endif
+}
+
 // --- the tile's frame
 
 // A tile's panels from its first product, and where it stands in C.

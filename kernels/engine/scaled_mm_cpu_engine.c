@@ -11,8 +11,9 @@
 // - the exponents: every operand's exponent is kept in a panel beside its own as an int16
 //   (max(ilogb, the type's emin), a zero -126: the model's sig_exp), so the largest term
 //   exponent E is an add and a max per product on NR lanes at once (A's exponent stored twice
-//   in 32 bits: one broadcast load), started from C's exponent (max(biased - 127, -126) from
-//   its float32 bits);
+//   in 32 bits: one broadcast load; fp8 and fp16 operands on int8 lanes, two rows at once,
+//   eng_max8 of engine_lanes.h), started from C's exponent (max(biased - 127, -126) from its
+//   float32 bits);
 // - the terms: a product a*b is exact in float32 (fp8, fp16, bf16 within 2^+-50), and so is
 //   a*b*2^(frac - E) (a power of two: an addition to the product's exponent field on B's
 //   prescaled panel, eng_prescale_bits of engine_lanes.h, or a multiply where that cannot
@@ -89,7 +90,12 @@ typedef struct {
     eng_base b;  // flags: an operand outside eng_op_ok
     bool f16;    // the instruction's C/D is f16 (o->acc.engine_f16)
     int pre;     // B's panel holds b * 2^-pre (eng_prescale_bits)
+    // The exponent panels in int8 (eng_exps8), or NULL; K.
+    const int16_t *ea8;
+    const int8_t *eb8;
+    size_t K;
 } eng_ctx;
+
 
 
 
@@ -99,19 +105,23 @@ typedef struct {
 // a zero -126; cmin = -126 for an f32 D, -14 for an f16 D, whose subnormals the model places at
 // fp16's emin) and each product's (the operands' model exponents added), in int16 lanes, NR at a
 // time.
-static inline __attribute__((always_inline)) void step_exps(const int32_t *ea, const int16_t *eb, size_t k0, size_t n,
-                                                             vf c[MR][NV], vi E[MR][NV], const int cmin) {
+static inline __attribute__((always_inline)) void step_exps(const int32_t *ea, const int16_t *eb,
+                                                             const int16_t *ea8, const int8_t *eb8, size_t k0,
+                                                             size_t n, vf c[MR][NV], vi E[MR][NV], const int cmin) {
     eng_vh Eh[MR];
 #if defined(__AVX512BW__) && VL == 16
-    __m512i H[MR];
-    for (int r = 0; r < MR; r++) H[r] = _mm512_set1_epi16(-252);  // below any exponent (two zeros)
-    for (size_t k = k0; k < k0 + n; k++) {
-        const __m512i e = _mm512_loadu_si512(eb + k * NR);
-        for (int r = 0; r < MR; r++)
-            H[r] = _mm512_max_epi16(H[r], _mm512_add_epi16(e, _mm512_set1_epi32(ea[k * MR + r])));
+    if (!ea8 || !eng_max8(ea8, eb8, k0, n, 1, Eh)) {  // int8 lanes where they cover the step
+        __m512i H[MR];
+        for (int r = 0; r < MR; r++) H[r] = _mm512_set1_epi16(-252);  // below any exponent (two zeros)
+        for (size_t k = k0; k < k0 + n; k++) {
+            const __m512i e = _mm512_loadu_si512(eb + k * NR);
+            for (int r = 0; r < MR; r++)
+                H[r] = _mm512_max_epi16(H[r], _mm512_add_epi16(e, _mm512_set1_epi32(ea[k * MR + r])));
+        }
+        memcpy(Eh, H, sizeof Eh);
     }
-    memcpy(Eh, H, sizeof Eh);
 #else
+    (void)ea8, (void)eb8;
     for (int r = 0; r < MR; r++) Eh[r] = (eng_vh){0} - 252;  // below any exponent (two zeros: -252)
     for (size_t k = k0; k < k0 + n; k++) {
         const eng_vh e = *(const eng_vh_u *)(eb + k * NR);
@@ -159,12 +169,13 @@ static inline vf round_f16(vf v) {
 // C's term and D = f 2^(E - frac) (below 2^39, at least 2^-53) stay normal float32 values; where
 // every product and C are zero, S is 0 and so is D (its exponent field clamped to at least 1).
 static inline __attribute__((always_inline)) void step(const mm_engine_kind *q, const float *ap, const int32_t *ea,
-                                                        const float *bp, const int16_t *eb, size_t k0, size_t n,
+                                                        const float *bp, const int16_t *eb, const int16_t *ea8,
+                                                        const int8_t *eb8, size_t k0, size_t n,
                                                         vf c[MR][NV], vi bad[MR][NV], const bool f16,
                                                         const bool wide, const bool lean, const int pre) {
     const int frac = q->frac, out_frac = q->out_frac;
     vi E[MR][NV];
-    step_exps(ea, eb, k0, n, c, E, f16 ? -14 : -126);
+    step_exps(ea, eb, ea8, eb8, k0, n, c, E, f16 ? -14 : -126);
     vf sc[MR][NV];  // 2^(frac - E): C's term
     vi sh[MR][NV];  // the products' (B prescaled): (frac + pre - E) << 23, eng_prescale_bits
     vu P[MR][NV];   // int32 sums kept in unsigned lanes: wrapping is defined (lanes of NaN/inf
@@ -267,17 +278,19 @@ static void engine_seg(const void *ctx, const eng_tile *t, size_t s0, size_t s1,
                 bad[r][v] |= ((vi)c[r][v] & 0x7fffffff) == 0x7f800000;  // it rounds to inf: the model's
             }
     const size_t nsteps = (s1 - s0 + kq - 1) / kq * split;
+    const int16_t *ea8 = x->ea8 ? x->ea8 + t->i0 / MR * x->K * (MR / 2) : NULL;  // the tile's int8 panels
+    const int8_t *eb8 = x->eb8 ? x->eb8 + t->j0 * x->K * 2 : NULL;
     for (size_t u = 0; u < nsteps; u++) {
         const size_t a0 = s0 + u * unit;
         const size_t m = a0 >= s1 ? 0 : s1 - a0 < unit ? s1 - a0 : unit;
         // Copies of the step, each with its D type and its checks as constants.
         const size_t k0 = a0 < s1 ? a0 : s1;
-        if (lean && wide) step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, true, true, true, x->pre);
-        else if (lean) step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, true, false, true, x->pre);
-        else if (f16 && wide) step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, true, true, false, x->pre);
-        else if (f16) step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, true, false, false, x->pre);
-        else if (wide) step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, false, true, false, x->pre);
-        else step(q, t->ap, t->ea, t->bp, t->eb, k0, m, c, bad, false, false, false, x->pre);
+        if (lean && wide) step(q, t->ap, t->ea, t->bp, t->eb, ea8, eb8, k0, m, c, bad, true, true, true, x->pre);
+        else if (lean) step(q, t->ap, t->ea, t->bp, t->eb, ea8, eb8, k0, m, c, bad, true, false, true, x->pre);
+        else if (f16 && wide) step(q, t->ap, t->ea, t->bp, t->eb, ea8, eb8, k0, m, c, bad, true, true, false, x->pre);
+        else if (f16) step(q, t->ap, t->ea, t->bp, t->eb, ea8, eb8, k0, m, c, bad, true, false, false, x->pre);
+        else if (wide) step(q, t->ap, t->ea, t->bp, t->eb, ea8, eb8, k0, m, c, bad, false, true, false, x->pre);
+        else step(q, t->ap, t->ea, t->bp, t->eb, ea8, eb8, k0, m, c, bad, false, false, false, x->pre);
     }
 }
 
@@ -298,10 +311,21 @@ int mm__engine_fast_run(float *C, size_t ldc, const mm_operand *A, const mm_oper
     if (st != MM_OK) return st;
     eng_ctx x = {.b = {.p = &p, .mark_c = true, .seg = engine_seg}, .f16 = o->acc.engine_f16,
                  .pre = eng_prescale_bits(&p)};
-    char *mem = eng_base_alloc(&x.b, M, N, K, true, 0, NULL);
+    // after the int16 exponent panels: the int8 ones (eng_exps8_cover)
+    const size_t na = (M + MR - 1) / MR * MR, nb = (N + NR - 1) / NR * NR;
+    const bool e8 = eng_exps8_cover(&p);
+    void *ext;
+    char *mem = eng_base_alloc(&x.b, M, N, K, true, e8 ? ((na + 2 * nb) * K + 7) / 8 * 8 : 0, &ext);
     if (!mem) return MM_ENOMEM;
+    x.K = K;
     eng_exps(x.b.ea, NULL, x.b.abad, ap, M, K, MR, p.ta, p.ta == MM_ET_BF16);
     eng_exps(NULL, x.b.eb, x.b.bbad, bp, N, K, NR, p.tb, p.tb == MM_ET_BF16);
+    if (e8) {
+        int16_t *ea8 = ext;
+        int8_t *eb8 = (int8_t *)(ea8 + na / 2 * K);
+        eng_exps8(ea8, eb8, x.b.ea, x.b.eb, na, nb, K);
+        x.ea8 = ea8, x.eb8 = eb8;
+    }
     eng_prescale((float *)bp, (N + NR - 1) / NR * NR * K, x.pre);  // the thread's scratch panel
     mm__emu_tile_loop(&J, ap, bp, C, ldc, MR, NR, eng_tile_frame, &x);
     st = mm__engine_finish(&p, C, ldc, A, B, M, N, K, o, x.b.redo, "engine-fast");

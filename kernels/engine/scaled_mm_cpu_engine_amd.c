@@ -12,13 +12,13 @@
 //   the same order. Only a NaN output goes to the scalar model (its payload is the model's).
 // - CDNA3 fused, per group of products and per lane: the group's largest product exponent E
 //   (exponent panels beside the packed ones, the model's sig_exp: a zero -126, a subnormal its
-//   type's emin); each product a*b*2^(24 - E) (exact in float32; the power of two an addition
-//   to the exponent field, eng_prescale_bits of engine_lanes.h) truncated to int32 and summed
-//   (below 2^29: 8 terms below 2^26; fp8: the even and the odd products apart, each to its own
-//   E, then floored to the larger one by an arithmetic shift); then the model's rounding with C:
-//   the group sum floored to 31 fractional bits and C to 24 at their common exponent, added and
-//   rounded once to nearest float32 (AVX-512: float32 lanes and a two-sum; else int32 shifts and
-//   double lanes; amd_round says why each step is exact).
+//   type's emin; on int8 lanes where eng_max8 covers them); each product a*b*2^(24 - E) (exact in
+//   float32; the power of two an addition to the exponent field, eng_prescale_bits of
+//   engine_lanes.h) truncated to int32 and summed (below 2^29: 8 terms below 2^26; fp8: the even
+//   and the odd products apart, each to its own E, then floored to the larger one by an arithmetic
+//   shift); then the model's rounding with C: the group sum floored to 31 fractional bits and C to
+//   24 at their common exponent, added and rounded once to nearest float32 (AVX-512: float32 lanes
+//   and a two-sum; else int32 shifts and double lanes; amd_round says why each step is exact).
 //   Operands outside the exact range (NaN, bf16 beyond 2^+-50: products then could leave
 //   float32's normal range) mark their row or column for the scalar model; a D that is inf or
 //   NaN marks its lane (the model's special cases follow).
@@ -80,15 +80,19 @@ static void flush_panel(float *x, size_t n, unsigned type) {
 
 // Over the products k0, k0 + st, ... (n of them) of the tile: the largest product exponent E
 // per lane (-252 when every product is zero) and the sum P of the products' terms
-// trunc(a*b*2^(24 - E)), B's panel holding b * 2^-pre (eng_prescale_bits).
+// trunc(a*b*2^(24 - E)), B's panel holding b * 2^-pre (eng_prescale_bits); ea8, eb8: the int8
+// exponent panels at the instruction's first product (eng_max8), or NULL.
 static inline __attribute__((always_inline)) void group_sum(const float *ap, const int32_t *ea, const float *bp,
-                                                             const int16_t *eb, int k0, int n, int st, int pre,
+                                                             const int16_t *eb, const int16_t *ea8,
+                                                             const int8_t *eb8, int k0, int n, int st, int pre,
                                                              eng_vi E[MR][NV], eng_vi P[MR][NV]) {
     eng_vh Eh[MR];
-    for (int r = 0; r < MR; r++) Eh[r] = (eng_vh){0} - 252;
-    for (int t = 0, k = k0; t < n; t++, k += st) {
-        const eng_vh e = *(const eng_vh_u *)(eb + k * NR);
-        for (int r = 0; r < MR; r++) Eh[r] = eng_hmax(Eh[r], e + (int16_t)ea[k * MR + r]);
+    if (!ea8 || !eng_max8(ea8, eb8, (size_t)k0, (size_t)n, (size_t)st, Eh)) {  // int8 lanes where they cover it
+        for (int r = 0; r < MR; r++) Eh[r] = (eng_vh){0} - 252;
+        for (int t = 0, k = k0; t < n; t++, k += st) {
+            const eng_vh e = *(const eng_vh_u *)(eb + k * NR);
+            for (int r = 0; r < MR; r++) Eh[r] = eng_hmax(Eh[r], e + (int16_t)ea[k * MR + r]);
+        }
     }
     eng_vi sh[MR][NV], neg = {0};  // 2^(24 + pre - E) as an exponent-field addition
     eng_vu S[MR][NV];  // unsigned: wrapping is defined (lanes of marked operands only)
@@ -188,14 +192,15 @@ static inline eng_vf amd_round(eng_vi S, eng_vi E, eng_vf c, bool two, eng_vi *b
 // One CDNA3 instruction (q->k products from ap, bp; c in and out).
 static inline __attribute__((always_inline)) void amd_instr(const mm_engine_kind *q, const float *ap,
                                                              const int32_t *ea, const float *bp, const int16_t *eb,
-                                                             int pre, eng_vf c[MR][NV], eng_vi bad[MR][NV]) {
+                                                             const int16_t *ea8, const int8_t *eb8, int pre,
+                                                             eng_vf c[MR][NV], eng_vi bad[MR][NV]) {
     const int g = q->group;
     for (int g0 = 0; g0 < q->k; g0 += g) {
         eng_vi E[MR][NV], S[MR][NV];
         if (q->two_stage) {
             eng_vi E1[MR][NV], S1[MR][NV];
-            group_sum(ap, ea, bp, eb, g0, g / 2, 2, pre, E, S);
-            group_sum(ap, ea, bp, eb, g0 + 1, g / 2, 2, pre, E1, S1);
+            group_sum(ap, ea, bp, eb, ea8, eb8, g0, g / 2, 2, pre, E, S);
+            group_sum(ap, ea, bp, eb, ea8, eb8, g0 + 1, g / 2, 2, pre, E1, S1);
             for (int r = 0; r < MR; r++)
                 for (int v = 0; v < NV; v++) {
                     const eng_vi e = eng_max(E[r][v], E1[r][v]);
@@ -206,7 +211,7 @@ static inline __attribute__((always_inline)) void amd_instr(const mm_engine_kind
                     E[r][v] = e;
                 }
         } else {
-            group_sum(ap, ea, bp, eb, g0, g, 1, pre, E, S);
+            group_sum(ap, ea, bp, eb, ea8, eb8, g0, g, 1, pre, E, S);
         }
         for (int r = 0; r < MR; r++)
             for (int v = 0; v < NV; v++) c[r][v] = amd_round(S[r][v], E[r][v], c[r][v], q->two_stage, &bad[r][v]);
@@ -260,9 +265,9 @@ static inline __attribute__((always_inline)) void pair_instr(const float *ap, co
 }
 
 static void instr(const mm_engine_kind *q, const float *ap, const int32_t *ea, const float *bp, const int16_t *eb,
-                  int pre, eng_vf c[MR][NV], eng_vi bad[MR][NV]) {
+                  const int16_t *ea8, const int8_t *eb8, int pre, eng_vf c[MR][NV], eng_vi bad[MR][NV]) {
     if (q->op == MM_EOP_AMD_FUSED) {
-        amd_instr(q, ap, ea, bp, eb, pre, c, bad);
+        amd_instr(q, ap, ea, bp, eb, ea8, eb8, pre, c, bad);
         return;
     }
     // Constant group and flush in each call, so that the tree unrolls.
@@ -276,7 +281,10 @@ static void instr(const mm_engine_kind *q, const float *ap, const int32_t *ea, c
 
 typedef struct {
     eng_base b;
-    int pre;  // fused kinds: B's panel holds b * 2^-pre (eng_prescale_bits)
+    int pre;            // fused kinds: B's panel holds b * 2^-pre (eng_prescale_bits)
+    const int16_t *ea8; // fused kinds: the int8 exponent panels (eng_exps8), or NULL
+    const int8_t *eb8;
+    size_t K;
 } amd_ctx;
 
 // One segment of the tile (eng_seg_fn): its instructions.
@@ -291,8 +299,10 @@ static void amd_seg(const void *ctx, const eng_tile *t, size_t s0, size_t s1, en
     const int16_t *eb = t->eb;
     for (size_t a0 = s0; a0 < s1; a0 += kq) {
         if (s1 - a0 >= kq) {
-            instr(q, ap + a0 * MR, fused ? ea + a0 * MR : NULL, bp + a0 * NR, fused ? eb + a0 * NR : NULL, x->pre, c,
-                  bad);
+            const int16_t *a8 = x->ea8 ? x->ea8 + (t->i0 / MR * x->K + a0) * (MR / 2) : NULL;
+            const int8_t *b8 = x->eb8 ? x->eb8 + (t->j0 * x->K + a0 * NR) * 2 : NULL;
+            instr(q, ap + a0 * MR, fused ? ea + a0 * MR : NULL, bp + a0 * NR, fused ? eb + a0 * NR : NULL, a8, b8,
+                  x->pre, c, bad);
             continue;
         }
         // The segment's last instruction, zero-padded as the model pads it.
@@ -301,7 +311,7 @@ static void amd_seg(const void *ctx, const eng_tile *t, size_t s0, size_t s1, en
         int16_t leb[KMAX * NR];
         eng_pad(la, lb, lea, leb, kq, ap + a0 * MR, bp + a0 * NR, fused ? ea + a0 * MR : NULL,
                 fused ? eb + a0 * NR : NULL, s1 - a0);
-        instr(q, la, lea, lb, leb, x->pre, c, bad);
+        instr(q, la, lea, lb, leb, NULL, NULL, x->pre, c, bad);  // the int16 pass on the copy
     }
 }
 
@@ -326,12 +336,21 @@ int mm__engine_amd_run(float *C, size_t ldc, const mm_operand *A, const mm_opera
     // Pairwise: C and the operands as they are (no flags), only a NaN output is the model's.
     amd_ctx x = {.b = {.p = &p, .mark_c = fused, .redo_nan = true, .seg = amd_seg},
                  .pre = fused ? eng_prescale_bits(&p) : 0};
-    char *mem = eng_base_alloc(&x.b, M, N, K, fused, 0, NULL);
+    // after the exponent panels: the int8 ones (eng_exps8_cover)
+    const bool e8 = fused && eng_exps8_cover(&p);
+    void *ext;
+    char *mem = eng_base_alloc(&x.b, M, N, K, fused, e8 ? ((na + 2 * nb) * K + 7) / 8 * 8 : 0, &ext);
     if (!mem) return MM_ENOMEM;
     if (fused) {
         eng_exps(x.b.ea, NULL, x.b.abad, ap, M, K, MR, p.ta, p.ta == MM_ET_BF16);
         eng_exps(NULL, x.b.eb, x.b.bbad, bp, N, K, NR, p.tb, p.tb == MM_ET_BF16);
         eng_prescale((float *)bp, nb * K, x.pre);  // the thread's scratch panel
+    }
+    if (e8) {
+        int16_t *ea8 = ext;
+        int8_t *eb8 = (int8_t *)(ea8 + na / 2 * K);
+        eng_exps8(ea8, eb8, x.b.ea, x.b.eb, na, nb, K);
+        x.ea8 = ea8, x.eb8 = eb8, x.K = K;
     }
     mm__emu_tile_loop(&J, ap, bp, C, ldc, MR, NR, eng_tile_frame, &x);
     st = mm__engine_finish(&p, C, ldc, A, B, M, N, K, o, x.b.redo, "engine-amd");

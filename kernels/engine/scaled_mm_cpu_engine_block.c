@@ -15,11 +15,11 @@
 // The scales' exponents and significands (the model's sig_exp: ue8m0 from 2^-127, ue4m3 from
 // 2^-6, a zero -126) are tabled once per product beside the panels.
 // - mxf8f6f4 (k = 32, one block, frac 25), per lane: the products' largest exponent P (exponent
-//   panels, as scaled_mm_cpu_engine.c) and the block's scale exponent esab give the alignment
-//   E = max(ec, P + esab); each product a*b*2^(25 + esab - E) is exact in float32 (the power
-//   of two an addition to the exponent field, eng_prescale_bits of engine_lanes.h), truncated to
-//   int32 and summed in two halves of 16 (each below 2^31); C's term and the total in double
-//   (exact: below 2^34).
+//   panels, as scaled_mm_cpu_engine.c, on int8 lanes where eng_max8 covers them) and the block's
+//   scale exponent esab give the alignment E = max(ec, P + esab); each product a*b*2^(25 + esab -
+//   E) is exact in float32 (the power of two an addition to the exponent field, eng_prescale_bits
+//   of engine_lanes.h), truncated to int32 and summed in two halves of 16 (each below 2^31); C's
+//   term and the total in double (exact: below 2^34).
 // - mxf4nvf4 (k = 64, groups of 16, frac 35), per lane: each group's sum of fp4 products is exact
 //   in float32 (multiples of 1/4 below 2^10), times the scales' significands (exact: at most 20
 //   bits); the groups and C are aligned to the largest of the scales' exponents and C's and
@@ -81,6 +81,9 @@ typedef struct {
     bool unit;              // the f8f6f4 kind without scales: every scale 1, no tables
     bool f16;               // its f16 D (o->acc.engine_f16)
     int pre;                // mxf8f6f4, f8f6f4: B's panel holds b * 2^-pre (eng_prescale_bits)
+    const int16_t *ea8;     // mxf8f6f4, f8f6f4: the int8 exponent panels (eng_exps8), or NULL
+    const int8_t *eb8;
+    size_t K;
 } blk_ctx;
 
 // The scales of `lines` lines (line t's block g at sc[t * ld_line + g * ld_blk]) as exponents
@@ -149,16 +152,20 @@ static inline eng_vf round_f16d(eng_vd v, eng_vi *ovf) {
 // --- mxf8f6f4: one instruction of 32 products, block g (unit: f8f6f4 without scales, g unused;
 // f16: its f16 D, c holding fp16 values)
 
+// ea8, eb8: the int8 exponent panels at the instruction's first product (eng_max8), or NULL.
 static inline __attribute__((always_inline)) void mx_instr(const blk_ctx *x, const float *ap, const int32_t *ea,
-                                                            const float *bp, const int16_t *eb, size_t g, size_t i0,
-                                                            size_t j0, eng_vf c[MR][NV], eng_vi bad[MR][NV],
-                                                            const bool unit, const bool f16) {
+                                                            const float *bp, const int16_t *eb, const int16_t *ea8,
+                                                            const int8_t *eb8, size_t g, size_t i0, size_t j0,
+                                                            eng_vf c[MR][NV], eng_vi bad[MR][NV], const bool unit,
+                                                            const bool f16) {
     const int frac = x->b.p->q->frac;
     eng_vh Ph[MR];
-    for (int r = 0; r < MR; r++) Ph[r] = (eng_vh){0} - 252;  // below any product exponent
-    for (int k = 0; k < 32; k++) {
-        const eng_vh e = *(const eng_vh_u *)(eb + k * NR);
-        for (int r = 0; r < MR; r++) Ph[r] = eng_hmax(Ph[r], e + (int16_t)ea[k * MR + r]);
+    if (!ea8 || !eng_max8(ea8, eb8, 0, 32, 1, Ph)) {  // int8 lanes where they cover the instruction
+        for (int r = 0; r < MR; r++) Ph[r] = (eng_vh){0} - 252;  // below any product exponent
+        for (int k = 0; k < 32; k++) {
+            const eng_vh e = *(const eng_vh_u *)(eb + k * NR);
+            for (int r = 0; r < MR; r++) Ph[r] = eng_hmax(Ph[r], e + (int16_t)ea[k * MR + r]);
+        }
     }
     eng_vi esb[NV];
     for (int v = 0; v < NV; v++)
@@ -294,6 +301,8 @@ static void blk_seg(const void *ctx, const eng_tile *t, size_t s0, size_t s1, en
         const float *pa = t->ap + a0 * MR, *pb = t->bp + a0 * NR;
         const int32_t *pea = fp4 ? NULL : t->ea + a0 * MR;
         const int16_t *peb = fp4 ? NULL : t->eb + a0 * NR;
+        const int16_t *pa8 = x->ea8 ? x->ea8 + (t->i0 / MR * x->K + a0) * (MR / 2) : NULL;
+        const int8_t *pb8 = x->eb8 ? x->eb8 + (t->j0 * x->K + a0 * NR) * 2 : NULL;
         float la[KMAX * MR], lb[KMAX * NR];
         int32_t lea[32 * MR];
         int16_t leb[32 * NR];
@@ -301,11 +310,13 @@ static void blk_seg(const void *ctx, const eng_tile *t, size_t s0, size_t s1, en
             eng_pad(la, lb, lea, leb, kq, pa, pb, pea, peb, s1 - a0);
             pa = la, pb = lb;
             if (!fp4) pea = lea, peb = leb;
+            pa8 = NULL, pb8 = NULL;  // the int16 pass on the copy
         }
+        const size_t g = a0 / (size_t)q->block;
         if (fp4) fp4_instr(x, pa, pb, a0, s1, t->i0, t->j0, c, bad);
-        else if (!x->unit) mx_instr(x, pa, pea, pb, peb, a0 / (size_t)q->block, t->i0, t->j0, c, bad, false, false);
-        else if (x->f16) mx_instr(x, pa, pea, pb, peb, 0, t->i0, t->j0, c, bad, true, true);
-        else mx_instr(x, pa, pea, pb, peb, 0, t->i0, t->j0, c, bad, true, false);
+        else if (!x->unit) mx_instr(x, pa, pea, pb, peb, pa8, pb8, g, t->i0, t->j0, c, bad, false, false);
+        else if (x->f16) mx_instr(x, pa, pea, pb, peb, pa8, pb8, 0, t->i0, t->j0, c, bad, true, true);
+        else mx_instr(x, pa, pea, pb, peb, pa8, pb8, 0, t->i0, t->j0, c, bad, true, false);
     }
 }
 
@@ -338,8 +349,11 @@ int mm__engine_block_run(float *C, size_t ldc, const mm_operand *A, const mm_ope
     // the flags.
     blk_ctx x = {.b = {.p = &p, .mark_c = true, .seg = blk_seg}, .mp = mp, .np = np, .nblk = nblk, .unit = unit,
                  .f16 = unit && o->acc.engine_f16};
+    // after the scale tables: the int8 exponent panels (eng_exps8_cover)
+    const bool e8 = !fp4 && eng_exps8_cover(&p);
+    const size_t tbytes = nblk * (mp + np) * 8, e8bytes = e8 ? (mp + 2 * np) * K : 0;
     void *tabs;
-    char *mem = eng_base_alloc(&x.b, M, N, K, !fp4, nblk * (mp + np) * 8, &tabs);
+    char *mem = eng_base_alloc(&x.b, M, N, K, !fp4, tbytes + (e8bytes + 7) / 8 * 8, &tabs);
     if (!mem) return MM_ENOMEM;
     x.sae = tabs, x.sas = (float *)(x.sae + nblk * mp);
     x.sbe = (int32_t *)(x.sas + nblk * mp), x.sbs = (float *)(x.sbe + nblk * np);
@@ -349,6 +363,12 @@ int mm__engine_block_run(float *C, size_t ldc, const mm_operand *A, const mm_ope
     if (!fp4) {  // the thread's scratch panel
         x.pre = eng_prescale_bits(&p);
         eng_prescale((float *)bp, np * K, x.pre);
+    }
+    if (e8) {
+        int16_t *ea8 = (int16_t *)((char *)tabs + tbytes);
+        int8_t *eb8 = (int8_t *)(ea8 + mp / 2 * K);
+        eng_exps8(ea8, eb8, x.b.ea, x.b.eb, mp, np, K);
+        x.ea8 = ea8, x.eb8 = eb8, x.K = K;
     }
     if (!unit) {
         const int semin = q->ue4m3_scales ? -6 : -127;
