@@ -428,6 +428,37 @@ Test(engine_fast, f8f6f4_random_and_edge_operands) {
     }
 }
 
+// f8f6f4's f32 D in int32 lanes (out_f32_int) where the sum fits, in double lanes where it does
+// not: 32 products of 1.875 * 1.875 (e4m3) or 1.75 * 1.75 (e5m2) with one sign, terms of 3.5 or
+// 3.06 times 2^25, sum past 2^31, beside lanes of mixed signs that fit; and (e4m3, columns 16
+// to 23) 18 such terms, below 2^31, that C = 1.99 in the chain (its term 1.99 * 2^25) takes
+// past it. C zero or in the chain. Dropping either of the int32 path's overflow checks fails.
+Test(engine_fast, f8f6f4_sum_past_int32) {
+    static const char *const fk[][3] = {{"blackwell:tcgen05", "e4m3", "e4m3"},
+                                        {"rtx-blackwell:mma", "e5m2", "e5m2"}};
+    enum { M = 8, N = 40, K = 96 };
+    static float a[M * K], b[K * N], C0[M * N];
+    for (int q = 0; q < 2; q++)
+        for (int chain = 0; chain < 2; chain++) {
+            mm_opts o;
+            mm_opts_default(&o);
+            cr_assert_eq(mm_acc_from_name(&o.acc, fk[q][0], NULL, 0), MM_OK);
+            o.beta = chain ? 1.0f : 0.0f;
+            mm_operand A = {.x = a, .ld = K}, B = {.x = b, .ld = N};
+            cr_assert_eq(fmt_from_name(&A.fmt, fk[q][1]), FMT_OK);
+            cr_assert_eq(fmt_from_name(&B.fmt, fk[q][2]), FMT_OK);
+            const float top = q ? 1.75f : 1.875f;  // the largest significand at exponent 0
+            for (size_t i = 0; i < M * K; i++) a[i] = i / K % 2 ? top : -top;  // rows of one sign
+            for (size_t i = 0; i < K * N; i++) {
+                const size_t k = i / N, j = i % N;
+                b[i] = j < 16 || k % 3 ? top : -top;
+                if (j >= 16 && j < 24) b[i] = k % 32 < 18 ? top : 0.0f;
+            }
+            for (size_t i = 0; i < M * N; i++) C0[i] = i % N >= 16 && i % N < 24 ? 1.99f : i % 7 == 0 ? 0x1p30f : 1.5f;
+            tu_engine_fast_vs_model(mm__engine_block_run, &A, &B, M, N, K, &o, C0, fk[q][1]);
+        }
+}
+
 // The products' scaling as an addition to their exponent fields at its edges
 // (tu_engine_scaling_edges): the CDNA3 fused kinds and f8f6f4 without scales. Dropping the
 // multiplying loop or the prescale's bound in scaled_mm_cpu_engine_amd.c or

@@ -90,6 +90,8 @@ typedef struct {
     eng_base b;  // flags: an operand outside eng_op_ok
     bool f16;    // the instruction's C/D is f16 (o->acc.engine_f16)
     int pre;     // B's panel holds b * 2^-pre (eng_prescale_bits)
+    bool wide;   // sum_may_wrap
+    bool lean;   // an f16 D from fp16 or fp8 operands (step's lean)
     // The exponent panels in int8 (eng_exps8), or NULL; K.
     const int16_t *ea8;
     const int8_t *eb8;
@@ -269,8 +271,7 @@ static void engine_seg(const void *ctx, const eng_tile *t, size_t s0, size_t s1,
     const eng_ctx *x = ctx;
     const mm_engine_kind *q = x->b.p->q;
     const size_t unit = (size_t)(q->k / q->split), kq = (size_t)q->k, split = (size_t)q->split;
-    const bool f16 = x->f16, wide = sum_may_wrap(q);
-    const bool lean = f16 && !((x->b.p->ta | x->b.p->tb) & MM_ET_BF16);
+    const bool f16 = x->f16, wide = x->wide, lean = x->lean;
     if (f16 && x->b.p->c_in_chain)  // the model's first C: C rounded to fp16 (nearest-even)
         for (int r = 0; r < MR; r++)
             for (int v = 0; v < NV; v++) {
@@ -317,7 +318,7 @@ int mm__engine_fast_run(float *C, size_t ldc, const mm_operand *A, const mm_oper
     void *ext;
     char *mem = eng_base_alloc(&x.b, M, N, K, true, e8 ? ((na + 2 * nb) * K + 7) / 8 * 8 : 0, &ext);
     if (!mem) return MM_ENOMEM;
-    x.K = K;
+    x.K = K, x.wide = sum_may_wrap(p.q), x.lean = x.f16 && !((p.ta | p.tb) & MM_ET_BF16);
     eng_exps(x.b.ea, NULL, x.b.abad, ap, M, K, MR, p.ta, p.ta == MM_ET_BF16);
     eng_exps(NULL, x.b.eb, x.b.bbad, bp, N, K, NR, p.tb, p.tb == MM_ET_BF16);
     if (e8) {

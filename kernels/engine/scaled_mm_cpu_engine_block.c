@@ -124,6 +124,30 @@ static inline eng_vf out_f32(eng_vd S, eng_vi e, eng_vi *out) {
     return d;
 }
 
+#ifdef __AVX512F__
+// out_f32 in int32 and float32 lanes where the sum fits (the usual case: twice as fast as the
+// double lanes'): S = s0 + s1 + C's term trunc(c * 2^-e) (exact: c times a power of two, below
+// 2^(frac + 1); truncated to 0 where the product falls below float32's normals), toward zero to
+// float32 by the conversion's rounding, times 2^e from bits. False (c, out untouched) where any
+// lane's sum passes int32 or C's scale 2^-e is not a normal float32. (Then 2^e is one too, or is
+// 2^-127, whose bits are 0: D is then a signed zero for a sum that is not zero, marked below.)
+static inline bool out_f32_int(eng_vu s0, eng_vu s1, eng_vi e, eng_vf *c, eng_vi *out) {
+    const eng_vi sb = 127 - e, db = 127 + e;  // the scales' biased exponents
+    const eng_vi a = (eng_vi)(s0 + s1);
+    const eng_vi ct = __builtin_convertvector(*c * (eng_vf)(eng_max(eng_min(sb, eng_ibcast(254)), eng_ibcast(1)) << 23),
+                                              eng_vi);
+    const eng_vi S = (eng_vi)((eng_vu)a + (eng_vu)ct);
+    const eng_vi no = ((((eng_vi)s0 ^ a) & ((eng_vi)s1 ^ a)) | ((a ^ S) & (ct ^ S))) < 0;  // int32 overflow
+    if (eng_any(no | (sb < 1) | (sb > 254))) return false;
+    const eng_vf d = (eng_vf)_mm512_cvt_roundepi32_ps((__m512i)S, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC) *
+                     (eng_vf)(db << 23);
+    const eng_vi mag = (eng_vi)d & 0x7fffffff;
+    *out |= ~((mag >= 0x00800000) & (mag < 0x7f800000)) & (S != 0);
+    *c = d;
+    return true;
+}
+#endif
+
 // C's exponent as the model's sig_exp(c, -126) from its float32 bits (a zero: -126).
 static inline eng_vi c_exp(eng_vf c) { return eng_max((((eng_vi)c >> 23) & 0xff) - 127, eng_ibcast(-126)); }
 
@@ -212,6 +236,9 @@ static inline __attribute__((always_inline)) void mx_instr(const blk_ctx *x, con
     }
     for (int r = 0; r < MR; r++)
         for (int v = 0; v < NV; v++) {
+#ifdef __AVX512F__
+            if (!f16 && out_f32_int(S[0][r][v], S[1][r][v], E[r][v] - frac, &c[r][v], &bad[r][v])) continue;
+#endif
             const eng_vd ct = eng_trunc(eng_f2d(c[r][v]) * eng_p2d(frac - E[r][v]));
             const eng_vd s = eng_i2d((eng_vi)S[0][r][v]) + eng_i2d((eng_vi)S[1][r][v]) + ct;  // +0 first: a zero is +0
             if (f16) {
