@@ -339,9 +339,9 @@ static void blk_seg(const void *ctx, const eng_tile *t, size_t s0, size_t s1, en
             if (!fp4) pea = lea, peb = leb;
             pa8 = NULL, pb8 = NULL;  // the int16 pass on the copy
         }
-        const size_t g = a0 / (size_t)q->block;
         if (fp4) fp4_instr(x, pa, pb, a0, s1, t->i0, t->j0, c, bad);
-        else if (!x->unit) mx_instr(x, pa, pea, pb, peb, pa8, pb8, g, t->i0, t->j0, c, bad, false, false);
+        else if (!x->unit)  // block g of the instruction's scales (q->block is 0 without scales)
+            mx_instr(x, pa, pea, pb, peb, pa8, pb8, a0 / (size_t)q->block, t->i0, t->j0, c, bad, false, false);
         else if (x->f16) mx_instr(x, pa, pea, pb, peb, pa8, pb8, 0, t->i0, t->j0, c, bad, true, true);
         else mx_instr(x, pa, pea, pb, peb, pa8, pb8, 0, t->i0, t->j0, c, bad, true, false);
     }
