@@ -296,6 +296,13 @@ static inline eng_vi eng_shift_bits(eng_vi s, eng_vi *neg) {
     return eng_max(eng_min(s, eng_ibcast(126)), eng_ibcast(-127)) << 23;
 }
 
+// A product's term per lane: trunc(x * y * 2^s) as an int32 (wrapping: marked lanes only), the
+// power of two an addition to the exponent field (sh = s << 23, eng_shift_bits) or, with mul, a
+// multiply (sc = eng_scale_mul(sh)).
+static inline eng_vu eng_term(eng_vf x, eng_vf y, eng_vi sh, eng_vf sc, const bool mul) {
+    return (eng_vu)__builtin_convertvector(mul ? x * y * sc : (eng_vf)((eng_vi)(x * y) + sh), eng_vi);
+}
+
 // The multiplying form of a shift: 2^s as a float32, at least 2^-126 (below it, as there, every
 // product's term is below 1: C, or a block's scales, far above the products).
 static inline eng_vf eng_scale_mul(eng_vi sh) { return (eng_vf)eng_max(sh + (127 << 23), eng_ibcast(1 << 23)); }
