@@ -98,9 +98,6 @@ typedef struct {
     size_t K;
 } eng_ctx;
 
-
-
-
 // --- the tile
 
 // Per lane the step's largest exponent E: C's (from its float32 bits: max(biased - 127, cmin),
@@ -323,7 +320,7 @@ int mm__engine_fast_run(float *C, size_t ldc, const mm_operand *A, const mm_oper
         eng_exps8(ea8, eb8, x.b.ea, x.b.eb, na, nb, K);
         x.ea8 = ea8, x.eb8 = eb8;
     }
-    eng_prescale((float *)bp, (N + NR - 1) / NR * NR * K, x.pre);  // the thread's scratch panel
+    eng_prescale((float *)bp, nb * K, x.pre);  // the thread's scratch panel
     mm__emu_tile_loop(&J, ap, bp, C, ldc, MR, NR, eng_tile_frame, &x);
     st = mm__engine_finish(&p, C, ldc, A, B, M, N, K, o, x.b.redo, "engine-fast");
     free(mem);
