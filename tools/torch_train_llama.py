@@ -198,9 +198,14 @@ def main(argv=None):
         # gloo's worker threads release a finished collective's tensors under the GIL, which this
         # thread holds until it waits: a rank that exits right after its last all-reduce can reach
         # interpreter shutdown first and abort (pytorch/pytorch#190489); the barrier waits without
-        # it, so they finish first
+        # it, so they finish first. A rank still aborted in that teardown after the barrier (1
+        # run in about 30), so a rank leaves without it, its files closed (the log by
+        # pol.remove(), the model by save_pretrained)
         dist.barrier()
         dist.destroy_process_group()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     return 0
 
 

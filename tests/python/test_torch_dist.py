@@ -7,6 +7,7 @@ the amax histories are all-reduced (MAX) at each end_step, so the ranks keep equ
 FSDP2 (fully_shard) and accelerate's Accelerator.prepare train a model under a policy."""
 import os
 import socket
+import sys
 
 import pytest
 
@@ -33,10 +34,21 @@ def _init(rank, world, port):
     """Gloo over two processes. A worker ends with a barrier: gloo's threads release a finished
     collective's tensors under the GIL, which the worker holds until it waits, and a process that
     exits right after its last collective can reach interpreter shutdown first and abort
-    ("terminate called without an active exception", pytorch/pytorch#190489)."""
+    ("terminate called without an active exception", pytorch/pytorch#190489). That still
+    happened after the barrier (1 run in about 30), so a worker that succeeded then leaves
+    without the interpreter's teardown (_leave)."""
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=world)
+
+
+def _leave():
+    """A worker's end after its work succeeded and its files are closed: no interpreter teardown,
+    in which a thread of gloo's or DDP's can still abort the process (see _init). A worker that
+    raised does not get here: mp.spawn reports its exception."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _batch(step, micro):
@@ -66,6 +78,7 @@ def _ddp_worker(rank, world, port, presets, out):
         dist.barrier()  # see _init
     finally:
         dist.destroy_process_group()
+    _leave()
 
 
 def _accumulated(preset):
@@ -127,6 +140,7 @@ def _fsdp_worker(rank, world, port, out):
         dist.barrier()  # see _init
     finally:
         dist.destroy_process_group()
+    _leave()
 
 
 def test_fsdp2_trains_under_a_policy(tmp_path):
