@@ -334,11 +334,11 @@ static inline bool eng_exps8_cover(const mm__engine_plan *p) {
 // their lines are the scalar model's).
 static inline int8_t eng_exp8(int16_t e) { return (int8_t)(e == -126 ? ENG_E8_ZERO : e > 63 ? 63 : e); }
 
-// The int8 panels from eng_exps' int16 ones (ea: A's, each exponent twice; eb: B's; na, nb
-// lines padded to MR and NR): ea8 (na / MR, K, MR / 2) of row pairs (low byte the pair's first
-// row), eb8 (nb / NR, K, 2 NR), each column's exponent twice.
-static inline void eng_exps8(int16_t *ea8, int8_t *eb8, const int32_t *ea, const int16_t *eb, size_t na, size_t nb,
-                             size_t K) {
+// The int8 panels ea8, eb8 (eng_base_alloc's) from eng_exps' int16 ones ea, eb of na x K and
+// K x nb operands (lines padded to MR and NR): ea8 (na / MR, K, MR / 2) of row pairs (low byte
+// the pair's first row), eb8 (nb / NR, K, 2 NR), each column's exponent twice.
+static inline void eng_exps8_from(int16_t *ea8, int8_t *eb8, const int32_t *ea, const int16_t *eb, size_t na,
+                                  size_t nb, size_t K) {
     enum { MR = ENG_MR };
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < na / MR * K; i++)
@@ -388,6 +388,8 @@ typedef struct {
     const float *ap, *bp;  // (K, MR), (K, NR)
     const int32_t *ea;     // their exponent panels (NULL where the kernel keeps none)
     const int16_t *eb;
+    const int16_t *ea8;    // their int8 exponent panels (NULL where there are none)
+    const int8_t *eb8;
     size_t i0, j0;
 } eng_tile;
 
@@ -402,6 +404,8 @@ typedef struct {
     const mm__engine_plan *p;
     int32_t *ea;          // A: the exponent twice (both int16 halves: one 32-bit broadcast per row)
     int16_t *eb;          // B: the exponent
+    int16_t *ea8;         // the same in int8 where eng_exps8_cover (eng_exps8), else NULL
+    int8_t *eb8;
     unsigned char *abad;  // per row of op(A), per column of op(B): the scalar model's (all lines set)
     unsigned char *bbad;
     unsigned char *redo;  // (M, N): the outputs left to the scalar model
@@ -411,20 +415,31 @@ typedef struct {
 } eng_base;
 
 // One block for the flags and, with exps, the exponent panels of M x K and K x N operands:
-// int32 A, then int16 B, then `extra` bytes for the kernel (*extra_at; a multiple of 8), then
-// the flags, abad and bbad zeroed. Sets x's pointers (p, mark_c, redo_nan are the caller's).
-// Returns the block to free, or NULL (MM_ENOMEM).
+// int32 A, then int16 B, then where eng_exps8_cover the int8 ones (eng_exps8), then `extra`
+// bytes for the kernel (*extra_at; a multiple of 8), then the flags, abad and bbad zeroed. Sets
+// x's pointers (p, set before, mark_c, redo_nan are the caller's). Returns the block to free, or
+// NULL (MM_ENOMEM).
 static inline char *eng_base_alloc(eng_base *x, size_t M, size_t N, size_t K, bool exps, size_t extra,
                                    void **extra_at) {
     const size_t na = (M + ENG_MR - 1) / ENG_MR * ENG_MR, nb = (N + ENG_NR - 1) / ENG_NR * ENG_NR;
-    const size_t ne = exps ? na * K * 4 + nb * K * 2 : 0;
+    const bool e8 = exps && eng_exps8_cover(x->p);
+    const size_t n16 = exps ? na * K * 4 + nb * K * 2 : 0, ne = n16 + (e8 ? ((na + 2 * nb) * K + 7) / 8 * 8 : 0);
     char *mem = malloc(ne + extra + na + nb + M * N);
     if (!mem) return NULL;
     x->ea = exps ? (int32_t *)mem : NULL, x->eb = exps ? (int16_t *)(mem + na * K * 4) : NULL;
+    x->ea8 = e8 ? (int16_t *)(mem + n16) : NULL, x->eb8 = e8 ? (int8_t *)(mem + n16 + na * K) : NULL;
     if (extra_at) *extra_at = mem + ne;
     x->abad = (unsigned char *)mem + ne + extra, x->bbad = x->abad + na, x->redo = x->bbad + nb;
     memset(x->abad, 0, na + nb);
     return mem;
+}
+
+// x's int8 exponent panels (where eng_base_alloc made them) from its int16 ones, which eng_exps
+// filled, of M x K and K x N operands.
+static inline void eng_exps8(const eng_base *x, size_t M, size_t N, size_t K) {
+    if (x->ea8)
+        eng_exps8_from(x->ea8, x->eb8, x->ea, x->eb, (M + ENG_MR - 1) / ENG_MR * ENG_MR,
+                       (N + ENG_NR - 1) / ENG_NR * ENG_NR, K);
 }
 
 // The emulated path's job of a kernel whose segments are the plan's (scales per K-block applied
@@ -503,7 +518,8 @@ static inline void eng_tile_frame(const mm__emu_job *J, const void *ctx, const f
     const mm__engine_plan *p = x->p;
     const size_t K = J->K;
     const eng_tile t = {.ap = ap + ib * K * MR, .bp = bp + jp * K * NR, .ea = x->ea ? x->ea + ib * K * MR : NULL,
-                        .eb = x->eb ? x->eb + jp * K * NR : NULL, .i0 = ib * MR, .j0 = jp * NR};
+                        .eb = x->eb ? x->eb + jp * K * NR : NULL, .ea8 = x->ea8 ? x->ea8 + ib * K * (MR / 2) : NULL,
+                        .eb8 = x->eb8 ? x->eb8 + jp * K * 2 * NR : NULL, .i0 = ib * MR, .j0 = jp * NR};
     const size_t i0 = t.i0, j0 = t.j0;
     const size_t mr = J->M - i0 < MR ? J->M - i0 : MR, nr = J->N - j0 < NR ? J->N - j0 : NR;
     float total[MR * NR] = {0}, d[MR][NR];

@@ -92,10 +92,6 @@ typedef struct {
     int pre;     // B's panel holds b * 2^-pre (eng_prescale_bits)
     bool wide;   // sum_may_wrap
     bool lean;   // an f16 D from fp16 or fp8 operands (step's lean)
-    // The exponent panels in int8 (eng_exps8), or NULL; K.
-    const int16_t *ea8;
-    const int8_t *eb8;
-    size_t K;
 } eng_ctx;
 
 // --- the tile
@@ -272,8 +268,8 @@ static void engine_seg(const void *ctx, const eng_tile *t, size_t s0, size_t s1,
                 bad[r][v] |= ((vi)c[r][v] & 0x7fffffff) == 0x7f800000;  // it rounds to inf: the model's
             }
     const size_t nsteps = (s1 - s0 + kq - 1) / kq * split;
-    const int16_t *ea8 = x->ea8 ? x->ea8 + t->i0 / MR * x->K * (MR / 2) : NULL;  // the tile's int8 panels
-    const int8_t *eb8 = x->eb8 ? x->eb8 + t->j0 * x->K * 2 : NULL;
+    const int16_t *ea8 = t->ea8;  // the tile's int8 exponent panels, or NULL
+    const int8_t *eb8 = t->eb8;
     for (size_t u = 0; u < nsteps; u++) {
         const size_t a0 = s0 + u * unit;
         const size_t m = a0 >= s1 ? 0 : s1 - a0 < unit ? s1 - a0 : unit;
@@ -305,22 +301,13 @@ int mm__engine_fast_run(float *C, size_t ldc, const mm_operand *A, const mm_oper
     if (st != MM_OK) return st;
     eng_ctx x = {.b = {.p = &p, .mark_c = true, .seg = engine_seg}, .f16 = o->acc.engine_f16,
                  .pre = eng_prescale_bits(&p)};
-    // after the int16 exponent panels: the int8 ones (eng_exps8_cover)
-    const size_t na = (M + MR - 1) / MR * MR, nb = (N + NR - 1) / NR * NR;
-    const bool e8 = eng_exps8_cover(&p);
-    void *ext;
-    char *mem = eng_base_alloc(&x.b, M, N, K, true, e8 ? ((na + 2 * nb) * K + 7) / 8 * 8 : 0, &ext);
+    char *mem = eng_base_alloc(&x.b, M, N, K, true, 0, NULL);
     if (!mem) return MM_ENOMEM;
-    x.K = K, x.wide = sum_may_wrap(p.q), x.lean = x.f16 && !((p.ta | p.tb) & MM_ET_BF16);
+    x.wide = sum_may_wrap(p.q), x.lean = x.f16 && !((p.ta | p.tb) & MM_ET_BF16);
     eng_exps(x.b.ea, NULL, x.b.abad, ap, M, K, MR, p.ta, p.ta == MM_ET_BF16);
     eng_exps(NULL, x.b.eb, x.b.bbad, bp, N, K, NR, p.tb, p.tb == MM_ET_BF16);
-    if (e8) {
-        int16_t *ea8 = ext;
-        int8_t *eb8 = (int8_t *)(ea8 + na / 2 * K);
-        eng_exps8(ea8, eb8, x.b.ea, x.b.eb, na, nb, K);
-        x.ea8 = ea8, x.eb8 = eb8;
-    }
-    eng_prescale((float *)bp, nb * K, x.pre);  // the thread's scratch panel
+    eng_exps8(&x.b, M, N, K);
+    eng_prescale((float *)bp, (N + NR - 1) / NR * NR * K, x.pre);  // the thread's scratch panel
     mm__emu_tile_loop(&J, ap, bp, C, ldc, MR, NR, eng_tile_frame, &x);
     st = mm__engine_finish(&p, C, ldc, A, B, M, N, K, o, x.b.redo, "engine-fast");
     free(mem);

@@ -278,10 +278,7 @@ static void instr(const mm_engine_kind *q, const float *ap, const int32_t *ea, c
 
 typedef struct {
     eng_base b;
-    int pre;            // fused kinds: B's panel holds b * 2^-pre (eng_prescale_bits)
-    const int16_t *ea8; // fused kinds: the int8 exponent panels (eng_exps8), or NULL
-    const int8_t *eb8;
-    size_t K;
+    int pre;  // fused kinds: B's panel holds b * 2^-pre (eng_prescale_bits)
 } amd_ctx;
 
 // One segment of the tile (eng_seg_fn): its instructions.
@@ -296,8 +293,8 @@ static void amd_seg(const void *ctx, const eng_tile *t, size_t s0, size_t s1, en
     const int16_t *eb = t->eb;
     for (size_t a0 = s0; a0 < s1; a0 += kq) {
         if (s1 - a0 >= kq) {
-            const int16_t *a8 = x->ea8 ? x->ea8 + (t->i0 / MR * x->K + a0) * (MR / 2) : NULL;
-            const int8_t *b8 = x->eb8 ? x->eb8 + (t->j0 * x->K + a0 * NR) * 2 : NULL;
+            const int16_t *a8 = t->ea8 ? t->ea8 + a0 * (MR / 2) : NULL;
+            const int8_t *b8 = t->eb8 ? t->eb8 + a0 * 2 * NR : NULL;
             instr(q, ap + a0 * MR, fused ? ea + a0 * MR : NULL, bp + a0 * NR, fused ? eb + a0 * NR : NULL, a8, b8,
                   x->pre, c, bad);
             continue;
@@ -333,22 +330,14 @@ int mm__engine_amd_run(float *C, size_t ldc, const mm_operand *A, const mm_opera
     // Pairwise: C and the operands as they are (no flags), only a NaN output is the model's.
     amd_ctx x = {.b = {.p = &p, .mark_c = fused, .redo_nan = true, .seg = amd_seg},
                  .pre = fused ? eng_prescale_bits(&p) : 0};
-    // after the exponent panels: the int8 ones (eng_exps8_cover)
-    const bool e8 = fused && eng_exps8_cover(&p);
-    void *ext;
-    char *mem = eng_base_alloc(&x.b, M, N, K, fused, e8 ? ((na + 2 * nb) * K + 7) / 8 * 8 : 0, &ext);
+    char *mem = eng_base_alloc(&x.b, M, N, K, fused, 0, NULL);
     if (!mem) return MM_ENOMEM;
     if (fused) {
         eng_exps(x.b.ea, NULL, x.b.abad, ap, M, K, MR, p.ta, p.ta == MM_ET_BF16);
         eng_exps(NULL, x.b.eb, x.b.bbad, bp, N, K, NR, p.tb, p.tb == MM_ET_BF16);
         eng_prescale((float *)bp, nb * K, x.pre);  // the thread's scratch panel
     }
-    if (e8) {
-        int16_t *ea8 = ext;
-        int8_t *eb8 = (int8_t *)(ea8 + na / 2 * K);
-        eng_exps8(ea8, eb8, x.b.ea, x.b.eb, na, nb, K);
-        x.ea8 = ea8, x.eb8 = eb8, x.K = K;
-    }
+    eng_exps8(&x.b, M, N, K);
     mm__emu_tile_loop(&J, ap, bp, C, ldc, MR, NR, eng_tile_frame, &x);
     st = mm__engine_finish(&p, C, ldc, A, B, M, N, K, o, x.b.redo, "engine-amd");
     free(mem);

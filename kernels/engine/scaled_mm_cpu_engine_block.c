@@ -81,9 +81,6 @@ typedef struct {
     bool unit;              // the f8f6f4 kind without scales: every scale 1, no tables
     bool f16;               // its f16 D (o->acc.engine_f16)
     int pre;                // mxf8f6f4, f8f6f4: B's panel holds b * 2^-pre (eng_prescale_bits)
-    const int16_t *ea8;     // mxf8f6f4, f8f6f4: the int8 exponent panels (eng_exps8), or NULL
-    const int8_t *eb8;
-    size_t K;
 } blk_ctx;
 
 // The scales of `lines` lines (line t's block g at sc[t * ld_line + g * ld_blk]) as exponents
@@ -322,8 +319,8 @@ static void blk_seg(const void *ctx, const eng_tile *t, size_t s0, size_t s1, en
         const float *pa = t->ap + a0 * MR, *pb = t->bp + a0 * NR;
         const int32_t *pea = fp4 ? NULL : t->ea + a0 * MR;
         const int16_t *peb = fp4 ? NULL : t->eb + a0 * NR;
-        const int16_t *pa8 = x->ea8 ? x->ea8 + (t->i0 / MR * x->K + a0) * (MR / 2) : NULL;
-        const int8_t *pb8 = x->eb8 ? x->eb8 + (t->j0 * x->K + a0 * NR) * 2 : NULL;
+        const int16_t *pa8 = t->ea8 ? t->ea8 + a0 * (MR / 2) : NULL;
+        const int8_t *pb8 = t->eb8 ? t->eb8 + a0 * 2 * NR : NULL;
         float la[KMAX * MR], lb[KMAX * NR];
         int32_t lea[32 * MR];
         int16_t leb[32 * NR];
@@ -370,11 +367,8 @@ int mm__engine_block_run(float *C, size_t ldc, const mm_operand *A, const mm_ope
     // the flags.
     blk_ctx x = {.b = {.p = &p, .mark_c = true, .seg = blk_seg}, .mp = mp, .np = np, .nblk = nblk, .unit = unit,
                  .f16 = unit && o->acc.engine_f16};
-    // after the scale tables: the int8 exponent panels (eng_exps8_cover)
-    const bool e8 = !fp4 && eng_exps8_cover(&p);
-    const size_t tbytes = nblk * (mp + np) * 8, e8bytes = e8 ? (mp + 2 * np) * K : 0;
     void *tabs;
-    char *mem = eng_base_alloc(&x.b, M, N, K, !fp4, tbytes + (e8bytes + 7) / 8 * 8, &tabs);
+    char *mem = eng_base_alloc(&x.b, M, N, K, !fp4, nblk * (mp + np) * 8, &tabs);
     if (!mem) return MM_ENOMEM;
     x.sae = tabs, x.sas = (float *)(x.sae + nblk * mp);
     x.sbe = (int32_t *)(x.sas + nblk * mp), x.sbs = (float *)(x.sbe + nblk * np);
@@ -385,12 +379,7 @@ int mm__engine_block_run(float *C, size_t ldc, const mm_operand *A, const mm_ope
         x.pre = eng_prescale_bits(&p);
         eng_prescale((float *)bp, np * K, x.pre);
     }
-    if (e8) {
-        int16_t *ea8 = (int16_t *)((char *)tabs + tbytes);
-        int8_t *eb8 = (int8_t *)(ea8 + mp / 2 * K);
-        eng_exps8(ea8, eb8, x.b.ea, x.b.eb, mp, np, K);
-        x.ea8 = ea8, x.eb8 = eb8, x.K = K;
-    }
+    eng_exps8(&x.b, M, N, K);
     if (!unit) {
         const int semin = q->ue4m3_scales ? -6 : -127;
         scale_tab(x.sae, x.sas, x.b.abad, A->scales, M, mp, nblk, nba, 1, semin);
