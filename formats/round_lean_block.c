@@ -15,7 +15,8 @@
 // float32, z lies strictly between the same two of them, so rounding y in any deterministic mode
 // is rounding z. The lanes where that is not sure (those low bits within 8 of a boundary; y zero
 // for a nonzero x, subnormal, inf or NaN: about 16 in 2^(22 - m) of random inputs) send the
-// vector through div_rto16. Stochastic rounding uses every bit of the quotient: always div_rto16.
+// vector through div_rto16. Stochastic rounding uses every bit of the quotient, so there y must
+// also be sure of the draw's decision (sr_sure16, narrow formats only; wide ones always divide).
 V4 bool near_exact(__m512 y, __m512 x, uint32_t near_mask, __mmask16 lanes) {
     const __m512i u = _mm512_castps_si512(y), mask = _mm512_set1_epi32((int)near_mask);
     const __m512i low = _mm512_and_si512(_mm512_add_epi32(_mm512_and_si512(u, mask), _mm512_set1_epi32(8)), mask);
@@ -25,6 +26,25 @@ V4 bool near_exact(__m512 y, __m512 x, uint32_t near_mask, __mmask16 lanes) {
                           (_mm512_cmpeq_epi32_mask(ex, _mm512_setzero_si512()) & x_nonzero) |
                           _mm512_cmpeq_epi32_mask(ex, _mm512_set1_epi32(0x7f800000));
     return (bad & lanes) != 0;
+}
+
+// Whether stochastic rounding of a narrow format decides for y as for every input within 8
+// float32 last places of it, in every lane of lanes where near_exact holds (y normal, the same
+// binade and the same block of the format's grid, so the same dropped-bit count s and the same
+// truncation as the quotient's, which lies within 5 last places): the draw falls on the same
+// side of the dropped bits at sig - 8 and at sig + 8 (narrow_sum's decision is monotone in them).
+// Zeros (the quotient of a zero) and lanes at or past clamp_bits (all round as the clamp) are sure.
+V4 bool sr_sure16(const lk *k, __m512 y, __m512i rnd, __mmask16 lanes) {
+    const __m512i ax = _mm512_and_si512(_mm512_castps_si512(y), _mm512_set1_epi32(0x7fffffff));
+    const __m512i e = _mm512_max_epu32(_mm512_and_si512(ax, _mm512_set1_epi32(0x7f800000)),
+                                       _mm512_set1_epi32((int)k->emin_bits));
+    const __m512i s = _mm512_sub_epi32(_mm512_srli_epi32(_mm512_add_epi32(e, _mm512_set1_epi32((int)k->cshift)), 23),
+                                       _mm512_srli_epi32(ax, 23));
+    const __m512i sig = _mm512_or_si512(_mm512_and_si512(ax, _mm512_set1_epi32(0x7fffff)), _mm512_set1_epi32(0x800000));
+    const __mmask16 lo = sr_up16(k, dropped32(_mm512_sub_epi32(sig, _mm512_set1_epi32(8)), s), rnd);
+    const __mmask16 hi = sr_up16(k, dropped32(_mm512_add_epi32(sig, _mm512_set1_epi32(8)), s), rnd);
+    const __mmask16 any = _mm512_test_epi32_mask(ax, ax) & _mm512_cmplt_epu32_mask(ax, _mm512_set1_epi32((int)k->clamp_bits));
+    return ((lo ^ hi) & any & lanes) == 0;
 }
 
 // x / d rounded to odd into float32 (scale.c's div_rto, sixteen lanes; d > 0, rd = 1/d): p = x·rd
@@ -68,7 +88,8 @@ V4 void block16(const lk *k, lean_class cls, fmt_round_mode mode, const blk *b, 
         const __m512 y = b->near_mask ? _mm512_mul_ps(x, dv->r) : x;
         // With statistics too: their counts are the rounding's, the same for y as for the quotient
         // (the amax, which would differ, is not kept with exact quotients: fmt__block_req).
-        const bool sure = b->near_mask && !near_exact(y, x, b->near_mask, exact & live);
+        const bool sure = b->near_mask && !near_exact(y, x, b->near_mask, exact & live) &&
+                          (mode != FMT_SR || sr_sure16(k, y, rnd, exact & live));
         const __m512 z = sure ? y : div_rto16(x, dv->rdl, dv->rdh, dv->dl, dv->dh);
         xs = exact == 0xffff ? z : _mm512_mask_blend_ps(exact, _mm512_mul_ps(x, m), z);
     } else {
@@ -302,8 +323,9 @@ static bool run_pieces(const fmt__block_req *r, block_runner *run) {
     const size_t tc = r->tc, n = r->n;
     if (r->rows != 1 && (r->rows == 0 || r->ld < n || (r->rows - 1) * r->ld + n > LEAN_BLOCK)) return false;
     const lean_class cls = class_of(p);
-    // near_exact's mask: the bits below the midpoint position (22 - m of them), where they exist.
-    const uint32_t near_mask = mode != FMT_SR && p->m <= 20 ? (1u << (22 - p->m)) - 1 : 0;
+    // near_exact's mask: the bits below the midpoint position (22 - m of them), where they exist
+    // (stochastic rounding: narrow formats only, where sr_sure16/8 decides).
+    const uint32_t near_mask = (mode != FMT_SR || cls == LEAN_NARROW) && p->m <= 20 ? (1u << (22 - p->m)) - 1 : 0;
     // Quick statistics for formats with at least 14 binades of normals (e4m3, e5m2, bf16, fp16):
     // a scaled tile holds subnormals there only 2^14 below its amax. In e3m2, e2m3 and e2m1 most
     // vectors of a tile hold one, and the quick check only adds a mispredicted branch.

@@ -26,6 +26,18 @@ V3 bool near_exact8(__m256 yf, __m256 x, uint32_t near_mask, v8 lanes) {
     return !_mm256_testz_si256(bad, lanes);
 }
 
+// round_lean_block.c's sr_sure16 on eight lanes: stochastic rounding of a narrow format decides
+// for y as for every input within 8 float32 last places (where near_exact8 holds).
+V3 bool sr_sure8(const lk *k, __m256 y, v8 rnd, v8 lanes) {
+    const v8 ax = and_(_mm256_castps_si256(y), set1(0x7fffffff));
+    const v8 e = _mm256_max_epi32(and_(ax, set1(0x7f800000)), set1(k->emin_bits));
+    const v8 s = sub(_mm256_srli_epi32(add(e, set1(k->cshift)), 23), _mm256_srli_epi32(ax, 23));
+    const v8 sig = or_(and_(ax, set1(0x7fffff)), set1(0x800000));
+    const v8 lo = sr_up8(k, dropped8(sub(sig, set1(8)), s), rnd), hi = sr_up8(k, dropped8(add(sig, set1(8)), s), rnd);
+    const v8 any = andnot(eq(ax, _mm256_setzero_si256()), gt(set1(k->clamp_bits), ax));
+    return _mm256_testz_si256(_mm256_xor_si256(lo, hi), and_(any, lanes));
+}
+
 // The divisors of div_rto8: d of the low and high four lanes and their reciprocals in float64,
 // and fl(1/d) in float32 for near_exact8 (set only where the block has a near_mask).
 typedef struct {
@@ -69,7 +81,8 @@ V3 void block8(const lk *k, uint64_t first, lean_class cls, fmt_round_mode mode,
     __m256 xs = _mm256_mul_ps(x, m);
     if (any_exact) {
         const __m256 y = b->near_mask ? _mm256_mul_ps(x, dv->r) : x;
-        const bool sure = b->near_mask && !near_exact8(y, x, b->near_mask, and_(exact, live));  // as block16
+        const bool sure = b->near_mask && !near_exact8(y, x, b->near_mask, and_(exact, live)) &&
+                          (mode != FMT_SR || sr_sure8(k, y, rnd, and_(exact, live)));  // as block16
         xs = _mm256_blendv_ps(xs, sure ? y : _mm256_castsi256_ps(div_rto8(x, dv)), _mm256_castsi256_ps(exact));
     }
     const v8 r = lean8(k, cls, mode, _mm256_castps_si256(xs), rnd, cnt, live);

@@ -383,8 +383,8 @@ typedef struct {
     float *elems;       // optional: the rounded values before the multiplication back
     ptrdiff_t ahead;    // prefetch distance in elements (0: none)
     uint64_t *zeroed;   // optional
-    uint32_t near_mask;  // exact, not stochastic: the float32 bits below the element format's
-                         // midpoints (near_exact); 0: every exact quotient by div_rto16/8
+    uint32_t near_mask;  // exact: the float32 bits below the element format's midpoints
+                         // (near_exact; stochastic: sr_sure16 too); 0: every quotient by div_rto16/8
     bool quick;          // lean16_with's quick statistics (AVX-512 kernel only)
     size_t rows, ld;     // rows of n elements, ld apart, with the same multipliers and divisors
 } blk;
