@@ -43,7 +43,8 @@ V4 bool sr_sure16(const lk *k, __m512 y, __m512i rnd, __mmask16 lanes) {
     const __m512i sig = _mm512_or_si512(_mm512_and_si512(ax, _mm512_set1_epi32(0x7fffff)), _mm512_set1_epi32(0x800000));
     const __mmask16 lo = sr_up16(k, dropped32(_mm512_sub_epi32(sig, _mm512_set1_epi32(8)), s), rnd);
     const __mmask16 hi = sr_up16(k, dropped32(_mm512_add_epi32(sig, _mm512_set1_epi32(8)), s), rnd);
-    const __mmask16 any = _mm512_test_epi32_mask(ax, ax) & _mm512_cmplt_epu32_mask(ax, _mm512_set1_epi32((int)k->clamp_bits));
+    const __mmask16 any =
+        _mm512_test_epi32_mask(ax, ax) & _mm512_cmplt_epu32_mask(ax, _mm512_set1_epi32((int)k->clamp_bits));
     return ((lo ^ hi) & any & lanes) == 0;
 }
 
