@@ -222,9 +222,10 @@ Test(block_lean, avx2_kernel_matches_reference) {
 
 // Stochastic rounding of exact quotients, where the kernels round x * fl(1/d) in place of the
 // quotient when the draw cannot tell them apart (sr_sure16, sr_sure8): 2^17 random inputs a
-// format over full-precision divisors. In e5m14 (9 dropped bits; a third of the vectors take the
-// product) a draw falls between the product's dropped bits and the quotient's for about one input
-// in 3000: deciding for the product without that check fails here.
+// format over full-precision divisors, with 32 and with 12 random bits. In e5m14 (9 dropped bits;
+// a third of the vectors take the product) a draw falls between the product's dropped bits and
+// the quotient's for about one input in 3000: deciding for the product without that check fails
+// here.
 static void sr_quotients(kernel_fn *kernel, const char *kname, uint64_t seed) {
     static const char *const names[] = {"e5m14", "fp16", "e4m3", "e2m1", "e3m2"};
     const size_t tc = 16, n = 1u << 17, nt = n / tc;
@@ -233,9 +234,10 @@ static void sr_quotients(kernel_fn *kernel, const char *kname, uint64_t seed) {
     float *out = malloc(n * sizeof *out), *elems = malloc(n * sizeof *elems), *wout = malloc(n * sizeof *wout);
     float *welems = malloc(n * sizeof *welems);
     cr_assert(mul && deq && in && out && elems && wout && welems);
-    for (size_t fi = 0; fi < sizeof names / sizeof names[0]; fi++) {
-        const fmt_t f = tu_fmt(names[fi]);
-        const fmt_round_opts o = {.mode = FMT_SR, .overflow = FMT_SATURATE, .seed = 5 + fi, .offset = 1};
+    for (size_t fi = 0; fi < 2 * sizeof names / sizeof names[0]; fi++) {
+        const fmt_t f = tu_fmt(names[fi / 2]);
+        const fmt_round_opts o = {.mode = FMT_SR, .overflow = FMT_SATURATE, .seed = 5 + fi, .offset = 1,
+                                  .sr_bits = fi % 2 ? 12 : 0};
         fmt__kparams k;
         fmt__kparams_make(&k, &f, &o);
         for (size_t t = 0; t < nt; t++) {
@@ -251,14 +253,15 @@ static void sr_quotients(kernel_fn *kernel, const char *kname, uint64_t seed) {
         const fmt__block_req r = {.k = &k, .mode = FMT_SR, .tc = tc, .exact = true, .mul = mul, .deq = deq,
                                   .out = out, .elems = elems, .in = in, .n = n, .rows = 1, .ld = n, .base = 9,
                                   .counts = &got, .zeroed = &gz};
-        cr_assert(kernel(&r), "%s declined %s", kname, names[fi]);
+        cr_assert(kernel(&r), "%s declined %s", kname, names[fi / 2]);
         reference(&r, wout, welems, &want, &wz);
         size_t bad = 0, first = 0;
         for (size_t i = 0; i < n; i++)
             if (!tu_samef(out[i], wout[i]) || !tu_samef(elems[i], welems[i])) first = bad++ ? first : i;
-        cr_assert_eq(bad, 0, "%s: %s sr: %zu of %zu elements differ, first %zu: in %a / %a: got %a, want %a", kname,
-                     names[fi], bad, n, first, in[first], deq[first / tc], elems[first], welems[first]);
-        cr_assert(same_counts(&got, &want, true), "%s: %s sr: counts differ", kname, names[fi]);
+        cr_assert_eq(bad, 0, "%s: %s sr bits %d: %zu of %zu elements differ, first %zu: in %a / %a: got %a, want %a",
+                     kname, names[fi / 2], o.sr_bits, bad, n, first, in[first], deq[first / tc], elems[first],
+                     welems[first]);
+        cr_assert(same_counts(&got, &want, true), "%s: %s sr: counts differ", kname, names[fi / 2]);
     }
     free(mul), free(deq), free(in), free(out), free(elems), free(wout), free(welems);
 }
