@@ -307,6 +307,35 @@ static inline eng_vu eng_term(eng_vf x, eng_vf y, eng_vi sh, eng_vf sc, const bo
 // product's term is below 1: C, or a block's scales, far above the products).
 static inline eng_vf eng_scale_mul(eng_vi sh) { return (eng_vf)eng_max(sh + (127 << 23), eng_ibcast(1 << 23)); }
 
+// The tile's terms of the products k0, k0 + st, ... (n of them) added to S (MR x NV lanes; A's
+// panel (K, MR), B's (K, NR)): eng_term with the shifts sh, as exponent-field additions or, with
+// mul, multiplied.
+static inline __attribute__((always_inline)) void eng_terms_as(const float *ap, const float *bp, size_t k0, size_t n,
+                                                                size_t st, const eng_vi sh[ENG_MR][ENG_NV],
+                                                                const bool mul, eng_vu S[ENG_MR][ENG_NV]) {
+    enum { MR = ENG_MR, NV = ENG_NV, NR = ENG_NR };
+    eng_vf sc[MR][NV];
+    for (int r = 0; r < MR; r++)
+        for (int v = 0; v < NV; v++) sc[r][v] = mul ? eng_scale_mul(sh[r][v]) : (eng_vf){0};
+    for (size_t t = 0, k = k0; t < n; t++, k += st) {
+        eng_vf y[NV];
+        for (int v = 0; v < NV; v++) y[v] = *(const eng_vf_u *)(bp + k * NR + (size_t)v * ENG_VL);
+        for (int r = 0; r < MR; r++) {
+            const eng_vf x = eng_fbcast(ap[k * MR + (size_t)r]);
+            for (int v = 0; v < NV; v++) S[r][v] += eng_term(x, y[v], sh[r][v], sc[r][v], mul);
+        }
+    }
+}
+
+// The same, the form chosen by the step: where some lane's shift is negative (neg, from
+// eng_shift_bits) every lane multiplies.
+static inline __attribute__((always_inline)) void eng_terms(const float *ap, const float *bp, size_t k0, size_t n,
+                                                             size_t st, const eng_vi sh[ENG_MR][ENG_NV], eng_vi neg,
+                                                             eng_vu S[ENG_MR][ENG_NV]) {
+    if (!eng_any(neg < 0)) eng_terms_as(ap, bp, k0, n, st, sh, false, S);
+    else eng_terms_as(ap, bp, k0, n, st, sh, true, S);
+}
+
 // --- the exponent pass in int8 lanes
 //
 // Where both operand types have at most 8-bit exponents (fp8, fp6, fp4, fp16: model exponents from

@@ -154,23 +154,6 @@ static inline vf round_f16(vf v) {
     return (vf)(r | (u & (int32_t)0x80000000 & (r != 0)));
 }
 
-// The step's product terms (products k0 .. k0 + n - 1) summed into P, the scale 2^(frac + pre -
-// E) as the shifts sh (eng_term; mul: multiplied).
-static inline __attribute__((always_inline)) void step_sums(const float *ap, const float *bp, size_t k0, size_t n,
-                                                             const vi sh[MR][NV], const bool mul, vu P[MR][NV]) {
-    vf sc[MR][NV];
-    for (int r = 0; r < MR; r++)
-        for (int v = 0; v < NV; v++) sc[r][v] = mul ? eng_scale_mul(sh[r][v]) : (vf){0};
-    for (size_t k = k0; k < k0 + n; k++) {
-        vf y[NV];
-        for (int v = 0; v < NV; v++) y[v] = *(const vf_u *)(bp + k * NR + v * VL);
-        for (int r = 0; r < MR; r++) {
-            const vf x = eng_fbcast(ap[k * MR + r]);
-            for (int v = 0; v < NV; v++) P[r][v] += eng_term(x, y[v], sh[r][v], sc[r][v], mul);
-        }
-    }
-}
-
 // One fused step on the tile, int32 path: products k0 .. k0 + n - 1 (n may be 0: C alone), c in
 // and out (D values: float32, or fp16 values when f16), bad: lanes that the scalar model must do.
 // wide: the sum with C's term can pass int32 (sum_may_wrap), so it is checked.
@@ -202,8 +185,7 @@ static inline __attribute__((always_inline)) void step(const mm_engine_kind *q, 
             sh[r][v] = eng_shift_bits(frac + pre - E[r][v], &neg);
             P[r][v] = (vu){0};
         }
-    if (!eng_any(neg < 0)) step_sums(ap, bp, k0, n, sh, false, P);
-    else step_sums(ap, bp, k0, n, sh, true, P);  // a lane's E past frac + pre: the scale multiplies
+    eng_terms(ap, bp, k0, n, 1, sh, neg, P);  // a lane's E past frac + pre: the scale multiplies
     for (int r = 0; r < MR; r++)
         for (int v = 0; v < NV; v++) {
             const vi cb = (vi)c[r][v];

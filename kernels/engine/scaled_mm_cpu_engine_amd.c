@@ -78,24 +78,6 @@ static void flush_panel(float *x, size_t n, unsigned type) {
 // --- CDNA3 fused: one group
 
 
-// The terms of the products k0, k0 + st, ... (n of them) added to S, the scale 2^(24 + pre - E)
-// as the shifts sh (eng_term; mul: multiplied).
-static inline __attribute__((always_inline)) void group_terms(const float *ap, const float *bp, int k0, int n, int st,
-                                                               const eng_vi sh[MR][NV], const bool mul,
-                                                               eng_vu S[MR][NV]) {
-    eng_vf sc[MR][NV];
-    for (int r = 0; r < MR; r++)
-        for (int v = 0; v < NV; v++) sc[r][v] = mul ? eng_scale_mul(sh[r][v]) : (eng_vf){0};
-    for (int t = 0, k = k0; t < n; t++, k += st) {
-        eng_vf y[NV];
-        for (int v = 0; v < NV; v++) y[v] = *(const eng_vf_u *)(bp + k * NR + v * ENG_VL);
-        for (int r = 0; r < MR; r++) {
-            const eng_vf x = eng_fbcast(ap[k * MR + r]);
-            for (int v = 0; v < NV; v++) S[r][v] += eng_term(x, y[v], sh[r][v], sc[r][v], mul);
-        }
-    }
-}
-
 // Over the products k0, k0 + st, ... (n of them) of the tile: the largest product exponent E
 // per lane (-252 when every product is zero) and the sum P of the products' terms
 // trunc(a*b*2^(24 - E)), B's panel holding b * 2^-pre (eng_prescale_bits); ea8, eb8: the int8
@@ -121,8 +103,7 @@ static inline __attribute__((always_inline)) void group_sum(const float *ap, con
             S[r][v] = (eng_vu){0};
         }
     }
-    if (!eng_any(neg < 0)) group_terms(ap, bp, k0, n, st, sh, false, S);
-    else group_terms(ap, bp, k0, n, st, sh, true, S);  // a lane's E past 24 + pre: the scale multiplies
+    eng_terms(ap, bp, (size_t)k0, (size_t)n, (size_t)st, sh, neg, S);  // a lane's E past 24 + pre: multiplied
     memcpy(P, S, sizeof S);
 }
 

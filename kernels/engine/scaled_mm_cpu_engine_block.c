@@ -173,25 +173,6 @@ static inline eng_vf round_f16d(eng_vd v, eng_vi *ovf) {
 // --- mxf8f6f4: one instruction of 32 products, block g (unit: f8f6f4 without scales, g unused;
 // f16: its f16 D, c holding fp16 values)
 
-// The instruction's 32 product terms summed in two halves of 16 (each below 2^31), the scale
-// 2^(frac + esab + pre - E) as the shifts sh (eng_term; mul: multiplied).
-static inline __attribute__((always_inline)) void mx_sums(const float *ap, const float *bp, const eng_vi sh[MR][NV],
-                                                           const bool mul, eng_vu S[2][MR][NV]) {
-    eng_vf sc[MR][NV];
-    for (int r = 0; r < MR; r++)
-        for (int v = 0; v < NV; v++) sc[r][v] = mul ? eng_scale_mul(sh[r][v]) : (eng_vf){0};
-    memset(S, 0, 2 * sizeof S[0]);
-    for (int h = 0; h < 2; h++)
-        for (int k = 16 * h; k < 16 * h + 16; k++) {
-            eng_vf y[NV];
-            for (int v = 0; v < NV; v++) y[v] = *(const eng_vf_u *)(bp + k * NR + v * ENG_VL);
-            for (int r = 0; r < MR; r++) {
-                const eng_vf xa = eng_fbcast(ap[k * MR + r]);
-                for (int v = 0; v < NV; v++) S[h][r][v] += eng_term(xa, y[v], sh[r][v], sc[r][v], mul);
-            }
-        }
-}
-
 // ea8, eb8: the int8 exponent panels at the instruction's first product (eng_max8), or NULL.
 static inline __attribute__((always_inline)) void mx_instr(const blk_ctx *x, const float *ap, const int32_t *ea,
                                                             const float *bp, const int16_t *eb, const int16_t *ea8,
@@ -222,9 +203,11 @@ static inline __attribute__((always_inline)) void mx_instr(const blk_ctx *x, con
             sh[r][v] = eng_shift_bits(frac + x->pre + esab - E[r][v], &neg);
         }
     }
-    eng_vu S[2][MR][NV];  // unsigned: wrapping is defined (lanes of marked operands only)
-    if (!eng_any(neg < 0)) mx_sums(ap, bp, sh, false, S);
-    else mx_sums(ap, bp, sh, true, S);  // a lane's E past frac + esab + pre (C far above the products)
+    // The 32 terms in two halves of 16 (each below 2^31); a lane's E past frac + esab + pre (C far
+    // above the products) multiplies. Unsigned: wrapping is defined (lanes of marked operands only).
+    eng_vu S[2][MR][NV];
+    memset(S, 0, sizeof S);
+    for (size_t h = 0; h < 2; h++) eng_terms(ap, bp, 16 * h, 16, 1, sh, neg, S[h]);
     for (int r = 0; r < MR; r++)
         for (int v = 0; v < NV; v++) {
 #ifdef __AVX512F__
