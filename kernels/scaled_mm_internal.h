@@ -230,6 +230,12 @@ typedef void mm__emu_tile_fn(const mm__emu_job *J, const void *ctx, const float 
 // MXCSR put back after.
 int mm__emu_pack(const mm__emu_job *J, const mm_operand *A, const mm_operand *B, size_t mr, size_t nr,
                  const float **ap, const float **bp);
+// mm__emu_pack with each panel handed to each(ctx, a, p, panel) right after it is packed, on the
+// thread that packed it: panel p of op(A) (a true; K x mr floats) or of op(B) (K x nr), which each
+// may change. NULL: none.
+typedef void mm__emu_panel_fn(void *ctx, bool a, size_t p, float *panel);
+int mm__emu_pack_each(const mm__emu_job *J, const mm_operand *A, const mm_operand *B, size_t mr, size_t nr,
+                      const float **ap, const float **bp, mm__emu_panel_fn *each, void *ctx);
 void mm__emu_tile_loop(const mm__emu_job *J, const float *ap, const float *bp, float *C, size_t ldc, size_t mr,
                        size_t nr, mm__emu_tile_fn *tile, const void *ctx);
 // Both: what every tile kernel's run does (scaled_mm_cpu_emu.c). MM_OK or MM_ENOMEM.

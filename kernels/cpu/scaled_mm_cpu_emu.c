@@ -4,7 +4,9 @@
 // in scaled_mm.h bit for bit (checked against mm_ref by test_mm_cpu).
 // Constraints: no MPFR, no global state (the MXCSR a kernel sets is put back); results do not
 // depend on the number of threads (each accumulator is one lane, whatever the tile it is in).
-#if defined(__SSE__)
+#if defined(__AVX512F__)
+#include <immintrin.h>  // the transposing pack's shuffles
+#elif defined(__SSE__)
 #include <xmmintrin.h>  // _mm_getcsr, _mm_setcsr
 #endif
 #ifdef _OPENMP
@@ -38,14 +40,51 @@ static void fpenv_leave(const fpenv *saved) {
 
 // --- packing and the tile loop
 
+#if defined(__AVX512F__)
+// Four lines' 16 elements from k (line u's at src[u * st + k']) into the panel rows k .. k + 15
+// at d (w floats apart): a 4 x 16 transpose by shuffles (pure moves: every bit kept). Per 128-bit
+// lane l, u_j holds the four lines' element 4l + j.
+static inline __attribute__((always_inline)) void pack4x16(float *d, const float *src, size_t st, size_t w) {
+    const __m512 r0 = _mm512_loadu_ps(src), r1 = _mm512_loadu_ps(src + st);
+    const __m512 r2 = _mm512_loadu_ps(src + 2 * st), r3 = _mm512_loadu_ps(src + 3 * st);
+    const __m512 t0 = _mm512_unpacklo_ps(r0, r1), t1 = _mm512_unpackhi_ps(r0, r1);
+    const __m512 t2 = _mm512_unpacklo_ps(r2, r3), t3 = _mm512_unpackhi_ps(r2, r3);
+    const __m512 u[4] = {_mm512_shuffle_ps(t0, t2, 0x44), _mm512_shuffle_ps(t0, t2, 0xee),
+                         _mm512_shuffle_ps(t1, t3, 0x44), _mm512_shuffle_ps(t1, t3, 0xee)};
+    if (w == 4) {  // the 16 rows are contiguous: the lanes gathered into four whole vectors
+        const __m512 v0 = _mm512_shuffle_f32x4(u[0], u[1], 0x44), v1 = _mm512_shuffle_f32x4(u[0], u[1], 0xee);
+        const __m512 v2 = _mm512_shuffle_f32x4(u[2], u[3], 0x44), v3 = _mm512_shuffle_f32x4(u[2], u[3], 0xee);
+        _mm512_storeu_ps(d, _mm512_shuffle_f32x4(v0, v2, 0x88));
+        _mm512_storeu_ps(d + 16, _mm512_shuffle_f32x4(v0, v2, 0xdd));
+        _mm512_storeu_ps(d + 32, _mm512_shuffle_f32x4(v1, v3, 0x88));
+        _mm512_storeu_ps(d + 48, _mm512_shuffle_f32x4(v1, v3, 0xdd));
+        return;
+    }
+    for (int j = 0; j < 4; j++) {
+        _mm_storeu_ps(d + (size_t)j * w, _mm512_extractf32x4_ps(u[j], 0));
+        _mm_storeu_ps(d + (size_t)(4 + j) * w, _mm512_extractf32x4_ps(u[j], 1));
+        _mm_storeu_ps(d + (size_t)(8 + j) * w, _mm512_extractf32x4_ps(u[j], 2));
+        _mm_storeu_ps(d + (size_t)(12 + j) * w, _mm512_extractf32x4_ps(u[j], 3));
+    }
+}
+#endif
+
 // Panels of w lines of a stored matrix x, (ceil(n/w), K, w): line t (a row of op(A), a column of
 // op(B)) has its element k at x[t * st + k * sk] (st or sk is 1); lines from n on are zero.
 // Each k's w floats are written together: where lines are contiguous in memory (st == 1) they
-// are one copy, otherwise (a transpose) w loads from as many lines, which stream along k. The
-// tile widths the kernels use come as constants, so that a whole panel's rows are vector moves.
+// are one copy, otherwise (a transpose) w loads from as many lines, which stream along k, and
+// with AVX-512 whole panels' 16 k's at a time four lines by four (pack4x16: the scalar gathers
+// were most of the engine kernels' set-up at the trainer's shapes). The tile widths the kernels
+// use come as constants, so that a whole panel's rows are vector moves.
 static inline __attribute__((always_inline)) void pack_panel(float *d, const float *x, size_t st, size_t sk,
                                                               size_t t0, size_t cnt, size_t K, size_t w) {
-    for (size_t k = 0; k < K; k++) {
+    size_t k = 0;
+#if defined(__AVX512F__)
+    if (sk == 1 && st != 1 && cnt == w && w % 4 == 0)
+        for (; k + 16 <= K; k += 16)
+            for (size_t t = 0; t < w; t += 4) pack4x16(d + k * w + t, x + (t0 + t) * st + k, st, w);
+#endif
+    for (; k < K; k++) {
         const float *src = x + t0 * st + k * sk;
         float *row = d + k * w;
         if (cnt == w) {
@@ -70,28 +109,52 @@ static inline __attribute__((always_inline)) void pack_panel_w(float *d, const f
     }
 }
 
-static void pack_panels(float *dst, const float *x, size_t st, size_t sk, size_t n, size_t K, size_t w) {
-    const size_t np = (n + w - 1) / w;
-#pragma omp parallel for schedule(static)
-    for (size_t p = 0; p < np; p++) {
-        float *d = dst + p * K * w;
-        const size_t t0 = p * w, cnt = n - t0 < w ? n - t0 : w;
-        if (st == 1) pack_panel_w(d, x, 1, sk, t0, cnt, K, w);  // contiguous lines: st as a constant
-        else pack_panel_w(d, x, st, sk, t0, cnt, K, w);
+// Panel p of the n lines of x (see pack_panel) into dst.
+static void pack_one(float *dst, const float *x, size_t st, size_t sk, size_t n, size_t K, size_t w, size_t p) {
+    float *d = dst + p * K * w;
+    const size_t t0 = p * w, cnt = n - t0 < w ? n - t0 : w;
+    if (st == 1) pack_panel_w(d, x, 1, sk, t0, cnt, K, w);  // contiguous lines: st as a constant
+    else pack_panel_w(d, x, st, sk, t0, cnt, K, w);
+}
+
+int mm__emu_pack_each(const mm__emu_job *J, const mm_operand *A, const mm_operand *B, size_t mr, size_t nr,
+                      const float **ap, const float **bp, mm__emu_panel_fn *each, void *ctx) {
+    const size_t npa = (J->M + mr - 1) / mr, npb = (J->N + nr - 1) / nr, K = J->K;
+    float *a = mm__scratch_f32(MM__SCRATCH_A, npa * mr * K);
+    float *b = mm__scratch_f32(MM__SCRATCH_B, npb * nr * K);
+    if (!a || !b) return MM_ENOMEM;
+    // op(A)'s row i has element k at x[i * ld + k], or x[k * ld + i] when stored transposed;
+    // op(B)'s column j at x[k * ld + j], or x[j * ld + k].
+    const size_t sta = A->trans ? 1 : A->ld, ska = A->trans ? A->ld : 1;
+    const size_t stb = B->trans ? B->ld : 1, skb = B->trans ? 1 : B->ld;
+    // One parallel region for both operands and each's hook (at the trainer's shapes the regions
+    // of separate passes cost more than their work): the panels A's, then B's, in turn, each
+    // thread an equal share of their lines (B's panels are nr / mr times A's).
+    const size_t lines = npa * mr + npb * nr;
+#pragma omp parallel
+    {
+        size_t id = 0, nt = 1;
+#ifdef _OPENMP
+        id = (size_t)omp_get_thread_num(), nt = (size_t)omp_get_num_threads();
+#endif
+        const size_t lo = lines * id / nt, hi = lines * (id + 1) / nt;
+        for (size_t u = 0; u < npa + npb; u++) {
+            const bool in_a = u < npa;
+            const size_t first = in_a ? u * mr : npa * mr + (u - npa) * nr, p = in_a ? u : u - npa;
+            if (first < lo) continue;
+            if (first >= hi) break;
+            if (in_a) pack_one(a, A->x, sta, ska, J->M, K, mr, p);
+            else pack_one(b, B->x, stb, skb, J->N, K, nr, p);
+            if (each) each(ctx, in_a, p, in_a ? a + p * K * mr : b + p * K * nr);
+        }
     }
+    *ap = a, *bp = b;
+    return MM_OK;
 }
 
 int mm__emu_pack(const mm__emu_job *J, const mm_operand *A, const mm_operand *B, size_t mr, size_t nr,
                  const float **ap, const float **bp) {
-    float *a = mm__scratch_f32(MM__SCRATCH_A, (J->M + mr - 1) / mr * mr * J->K);
-    float *b = mm__scratch_f32(MM__SCRATCH_B, (J->N + nr - 1) / nr * nr * J->K);
-    if (!a || !b) return MM_ENOMEM;
-    // op(A)'s row i has element k at x[i * ld + k], or x[k * ld + i] when stored transposed;
-    // op(B)'s column j at x[k * ld + j], or x[j * ld + k].
-    pack_panels(a, A->x, A->trans ? 1 : A->ld, A->trans ? A->ld : 1, J->M, J->K, mr);
-    pack_panels(b, B->x, B->trans ? B->ld : 1, B->trans ? 1 : B->ld, J->N, J->K, nr);
-    *ap = a, *bp = b;
-    return MM_OK;
+    return mm__emu_pack_each(J, A, B, mr, nr, ap, bp, NULL, NULL);
 }
 
 void mm__emu_tile_loop(const mm__emu_job *J, const float *ap, const float *bp, float *C, size_t ldc, size_t mr,

@@ -208,51 +208,48 @@ static inline bool eng_op_ok(uint32_t u, bool bf16_range) {
     return m < 0x7f800000 && (!bf16_range || m == 0 || (m >= ENG_BF16_LO && m <= ENG_BF16_HI));
 }
 
-// Over the panels x of n lines of type `type` ((ceil(n/w), K, w), padding lines zeros): each
-// element's model exponent into e2 (A: twice, in both int16 halves: one 32-bit broadcast per
-// row) or e (B), either may be NULL (flags only); bad[line] = some operand outside eng_op_ok.
-// eng_op_ok and eng_op_exp in lanes: a panel is K * w contiguous elements, so its elements go
-// through NR lanes at a time (lane l holds line l % w: w is MR or NR, both dividing NR), the
-// flags ORed per lane and folded per line at the end; the panel's last K * w % NR elements one
-// at a time, through the two themselves.
+// Over one panel x of K x w elements (w lines: MR of A or NR of B, (K, w), padding lines zeros):
+// each element's model exponent (eng_op_exp with the type's emin) into e2 (A: twice, in both
+// int16 halves: one 32-bit broadcast per row) or e (B), either may be NULL (flags only); bad[l]
+// = some operand of line l outside eng_op_ok. In lanes: the panel's elements go through NR lanes
+// at a time (lane l holds line l % w: w divides NR), the flags ORed per lane and folded per line
+// at the end; the panel's last K * w % NR elements one at a time, through the two themselves.
 typedef int16_t eng_vh16 __attribute__((vector_size(ENG_VL * 2)));
 _Static_assert(ENG_NR % ENG_MR == 0, "a chunk of NR elements holds whole rows of an A panel");
-static inline __attribute__((always_inline)) void eng_exps(int32_t *e2, int16_t *e, unsigned char *bad,
-                                                            const float *x, size_t n, size_t K, const size_t w,
-                                                            unsigned type, bool bf16_range) {
-    const size_t np = (n + w - 1) / w, len = K * w, full = len / ENG_NR * ENG_NR;
-    const int emin = mm_engine_type_format(type)->emin;  // type: one the kind takes
-    const eng_vi rng = eng_ibcast(-(int32_t)bf16_range);    // all ones: the bf16 range applies
+static inline __attribute__((always_inline)) void eng_exps_panel(int32_t *e2, int16_t *e, unsigned char *bad,
+                                                                  const float *x, size_t K, const size_t w, int emin,
+                                                                  bool bf16_range) {
+    const size_t len = K * w, full = len / ENG_NR * ENG_NR;
+    const eng_vi rng = eng_ibcast(-(int32_t)bf16_range);  // all ones: the bf16 range applies
     const eng_vi lo = eng_ibcast(emin + 127);
-#pragma omp parallel for schedule(static)
-    for (size_t pp = 0; pp < np; pp++) {
-        const size_t at = pp * len;
-        eng_vi acc[ENG_NV] = {{0}};
-        for (size_t c = 0; c < full; c += ENG_NR)
-            for (int v = 0; v < ENG_NV; v++) {  // signed lanes: magnitudes are below 2^31
-                const size_t o = at + c + (size_t)v * ENG_VL;
-                const eng_vi u = *(const eng_vi_u *)(x + o), m = u & 0x7fffffff, z = m == 0;
-                acc[v] |= (m >= 0x7f800000) | (rng & ~z & ((m < ENG_BF16_LO) | (m > ENG_BF16_HI)));
-                // max(biased, emin + 127) - 127, a zero's -126
-                const eng_vi ex = (~z & (eng_max((u >> 23) & 0xff, lo) - 127)) | (z & -126);
-                if (e2) *(eng_vi_u *)(e2 + o) = (eng_vi)(((eng_vu)ex & 0xffff) | ((eng_vu)ex << 16));
-                else if (e) {
-                    const eng_vh16 h = __builtin_convertvector(ex, eng_vh16);
-                    memcpy(e + o, &h, sizeof h);
-                }
+    eng_vi acc[ENG_NV] = {{0}};
+    for (size_t c = 0; c < full; c += ENG_NR)
+        for (int v = 0; v < ENG_NV; v++) {  // signed lanes: magnitudes are below 2^31
+            const size_t o = c + (size_t)v * ENG_VL;
+            const eng_vi u = *(const eng_vi_u *)(x + o), m = u & 0x7fffffff, z = m == 0;
+            acc[v] |= (m >= 0x7f800000) | (rng & ~z & ((m < ENG_BF16_LO) | (m > ENG_BF16_HI)));
+            // max(biased, emin + 127) - 127, a zero's -126
+            const eng_vi ex = (~z & (eng_max((u >> 23) & 0xff, lo) - 127)) | (z & -126);
+            if (e2) *(eng_vi_u *)(e2 + o) = (eng_vi)(((eng_vu)ex & 0xffff) | ((eng_vu)ex << 16));
+            else if (e) {
+                const eng_vh16 h = __builtin_convertvector(ex, eng_vh16);
+                memcpy(e + o, &h, sizeof h);
             }
-        unsigned char b[ENG_NR] = {0};  // per line (w <= NR)
-        for (int l = 0; l < ENG_NR; l++) b[(size_t)l % w] |= acc[l / ENG_VL][l % ENG_VL] != 0;
-        for (size_t c = full; c < len; c++) {
-            uint32_t u;
-            memcpy(&u, &x[at + c], 4);
-            b[c % w] |= !eng_op_ok(u, bf16_range);
-            const int16_t ex = eng_op_exp(u, emin);
-            if (e2) e2[at + c] = (int32_t)((uint32_t)(uint16_t)ex * 0x10001u);
-            else if (e) e[at + c] = ex;
         }
-        memcpy(bad + pp * w, b, w);
+    uint64_t lanes = 0;  // bit l: lane l's flag (l < NR <= 64)
+    for (int l = 0; l < ENG_NR; l++) lanes |= (uint64_t)(acc[l / ENG_VL][l % ENG_VL] != 0) << l;
+    unsigned char b[ENG_NR] = {0};  // per line (w <= NR)
+    for (size_t l = 0; l < w; l++)
+        for (size_t q = l; q < ENG_NR; q += w) b[l] |= (lanes >> q) & 1;
+    for (size_t c = full; c < len; c++) {
+        uint32_t u;
+        memcpy(&u, &x[c], 4);
+        b[c % w] |= !eng_op_ok(u, bf16_range);
+        const int16_t ex = eng_op_exp(u, emin);
+        if (e2) e2[c] = (int32_t)((uint32_t)(uint16_t)ex * 0x10001u);
+        else if (e) e[c] = ex;
     }
+    memcpy(bad, b, w);
 }
 
 // --- the products' scaling as an addition to their exponent fields
@@ -284,7 +281,6 @@ static inline int eng_prescale_bits(const mm__engine_plan *p) {
 // x[i] * 2^-pre in place, over a kernel's panel (exact for its operands; NaN and inf stay).
 static inline void eng_prescale(float *x, size_t n, int pre) {
     const float f = ldexpf(1.0f, -pre);
-#pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) x[i] *= f;
 }
 
@@ -363,21 +359,20 @@ static inline bool eng_exps8_cover(const mm__engine_plan *p) {
 // their lines are the scalar model's).
 static inline int8_t eng_exp8(int16_t e) { return (int8_t)(e == -126 ? ENG_E8_ZERO : e > 63 ? 63 : e); }
 
-// The int8 panels ea8, eb8 (eng_base_alloc's) from eng_exps' int16 ones ea, eb of na x K and
-// K x nb operands (lines padded to MR and NR): ea8 (na / MR, K, MR / 2) of row pairs (low byte
-// the pair's first row), eb8 (nb / NR, K, 2 NR), each column's exponent twice.
-static inline void eng_exps8_from(int16_t *ea8, int8_t *eb8, const int32_t *ea, const int16_t *eb, size_t na,
-                                  size_t nb, size_t K) {
+// An int8 exponent panel (eng_base_alloc's) from eng_exps_panel's int16 one, of K products: A's
+// ea8 (K, MR / 2) of row pairs (low byte the pair's first row) from ea (K, MR); B's eb8 (K, 2 NR),
+// each column's exponent twice, from eb (K, NR).
+static inline void eng_exps8_panel_a(int16_t *ea8, const int32_t *ea, size_t K) {
     enum { MR = ENG_MR };
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < na / MR * K; i++)
+    for (size_t i = 0; i < K; i++)
         for (size_t pr = 0; pr < MR / 2; pr++) {
             const uint8_t lo = (uint8_t)eng_exp8((int16_t)ea[i * MR + 2 * pr]);
             const uint8_t hi = (uint8_t)eng_exp8((int16_t)ea[i * MR + 2 * pr + 1]);
             ea8[i * (MR / 2) + pr] = (int16_t)(lo | (uint16_t)(hi << 8));
         }
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < nb * K; i++) eb8[2 * i] = eb8[2 * i + 1] = eng_exp8(eb[i]);
+}
+static inline void eng_exps8_panel_b(int8_t *eb8, const int16_t *eb, size_t K) {
+    for (size_t i = 0; i < K * ENG_NR; i++) eb8[2 * i] = eb8[2 * i + 1] = eng_exp8(eb[i]);
 }
 
 // The largest product exponent per lane of the products k0, k0 + st, ... (n of them) on the
@@ -427,13 +422,13 @@ typedef struct {
 typedef void eng_seg_fn(const void *ctx, const eng_tile *t, size_t s0, size_t s1, eng_vf c[ENG_MR][ENG_NV],
                         eng_vi bad[ENG_MR][ENG_NV]);
 
-// What the frame reads of a kernel's context (its first member): the exponent panels of eng_exps
+// What the frame reads of a kernel's context (its first member): the exponent panels of eng_prep_panel
 // beside mm__emu_pack's panels (NULL where the kernel keeps none) and the flags.
 typedef struct {
     const mm__engine_plan *p;
     int32_t *ea;          // A: the exponent twice (both int16 halves: one 32-bit broadcast per row)
     int16_t *eb;          // B: the exponent
-    int16_t *ea8;         // the same in int8 where eng_exps8_cover (eng_exps8), else NULL
+    int16_t *ea8;         // the same in int8 where eng_exps8_cover (eng_prep_panel), else NULL
     int8_t *eb8;
     unsigned char *abad;  // per row of op(A), per column of op(B): the scalar model's (all lines set)
     unsigned char *bbad;
@@ -444,7 +439,7 @@ typedef struct {
 } eng_base;
 
 // One block for the flags and, with exps, the exponent panels of M x K and K x N operands:
-// int32 A, then int16 B, then where eng_exps8_cover the int8 ones (eng_exps8), then `extra`
+// int32 A, then int16 B, then where eng_exps8_cover the int8 ones (eng_prep_panel), then `extra`
 // bytes for the kernel (*extra_at; a multiple of 8), then the flags, abad and bbad zeroed. Sets
 // x's pointers (p, set before, mark_c, redo_nan are the caller's). Returns the block to free, or
 // NULL (MM_ENOMEM).
@@ -463,12 +458,49 @@ static inline char *eng_base_alloc(eng_base *x, size_t M, size_t N, size_t K, bo
     return mem;
 }
 
-// x's int8 exponent panels (where eng_base_alloc made them) from its int16 ones, which eng_exps
-// filled, of M x K and K x N operands.
-static inline void eng_exps8(const eng_base *x, size_t M, size_t N, size_t K) {
-    if (x->ea8)
-        eng_exps8_from(x->ea8, x->eb8, x->ea, x->eb, (M + ENG_MR - 1) / ENG_MR * ENG_MR,
-                       (N + ENG_NR - 1) / ENG_NR * ENG_NR, K);
+// What a kernel derives from each packed panel (eng_prep_panel, mm__emu_pack_each's hook, on the
+// thread that packed it while the panel is in its cache): x's flags and, where x has them, its
+// exponent panels, int16 and int8; B's panel then times 2^-pre (pre 0: none). flush_a, flush_b:
+// CDNA2's input flush first, magnitudes below them +0 (0: none).
+typedef struct {
+    const eng_base *x;
+    size_t K;
+    int emin_a, emin_b;       // the operand types' emin (eng_op_exp)
+    bool bf16_a, bf16_b;      // eng_op_ok's bf16 range
+    bool flags;               // the flags and exponents (pairwise kinds: neither)
+    int pre;
+    uint32_t flush_a, flush_b;
+} eng_prep;
+
+static inline eng_prep eng_prep_make(const eng_base *x, size_t K, bool flags, bool bf16_range, int pre) {
+    const mm__engine_plan *p = x->p;
+    return (eng_prep){.x = x, .K = K, .emin_a = mm_engine_type_format(p->ta)->emin,
+                      .emin_b = mm_engine_type_format(p->tb)->emin, .bf16_a = bf16_range && p->ta == MM_ET_BF16,
+                      .bf16_b = bf16_range && p->tb == MM_ET_BF16, .flags = flags, .pre = pre};
+}
+
+// mm__emu_panel_fn: ctx an eng_prep.
+static inline void eng_prep_panel(void *ctx, bool a, size_t p, float *panel) {
+    const eng_prep *g = ctx;
+    const eng_base *x = g->x;
+    const size_t K = g->K, w = a ? ENG_MR : ENG_NR;
+    const uint32_t flush = a ? g->flush_a : g->flush_b;
+    if (flush)
+        for (size_t i = 0; i < K * w; i++) {
+            uint32_t u;
+            memcpy(&u, &panel[i], 4);
+            if ((u & 0x7fffffff) < flush) panel[i] = 0.0f;
+        }
+    if (g->flags && a) {
+        int32_t *ea = x->ea ? x->ea + p * K * ENG_MR : NULL;
+        eng_exps_panel(ea, NULL, x->abad + p * ENG_MR, panel, K, ENG_MR, g->emin_a, g->bf16_a);
+        if (x->ea8) eng_exps8_panel_a(x->ea8 + p * K * (ENG_MR / 2), ea, K);
+    } else if (g->flags) {
+        int16_t *eb = x->eb ? x->eb + p * K * ENG_NR : NULL;
+        eng_exps_panel(NULL, eb, x->bbad + p * ENG_NR, panel, K, ENG_NR, g->emin_b, g->bf16_b);
+        if (x->eb8) eng_exps8_panel_b(x->eb8 + p * K * 2 * ENG_NR, eb, K);
+    }
+    if (!a && g->pre) eng_prescale(panel, K * w, g->pre);
 }
 
 // The emulated path's job of a kernel whose segments are the plan's (scales per K-block applied

@@ -46,7 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/engine/engine_lanes.h"  // the exponent panels (eng_exps), the tile's frame
+#include "kernels/engine/engine_lanes.h"  // the exponent panels (eng_prep_panel), the tile's frame
 #include "kernels/scaled_mm_internal.h"
 
 // The lanes of engine_lanes.h under this kernel's short names.
@@ -278,18 +278,19 @@ int mm__engine_fast_run(float *C, size_t ldc, const mm_operand *A, const mm_oper
     }
     mm__emu_job J;
     eng_job(&J, &p, A, B, M, N, K, o);  // not a block-scaled kind (mm__engine_fast_covers)
-    const float *ap, *bp;
-    int st = mm__emu_pack(&J, A, B, MR, NR, &ap, &bp);
-    if (st != MM_OK) return st;
     eng_ctx x = {.b = {.p = &p, .mark_c = true, .seg = engine_seg}, .f16 = o->acc.engine_f16,
                  .pre = eng_prescale_bits(&p)};
     char *mem = eng_base_alloc(&x.b, M, N, K, true, 0, NULL);
     if (!mem) return MM_ENOMEM;
     x.wide = sum_may_wrap(p.q), x.lean = x.f16 && !((p.ta | p.tb) & MM_ET_BF16);
-    eng_exps(x.b.ea, NULL, x.b.abad, ap, M, K, MR, p.ta, p.ta == MM_ET_BF16);
-    eng_exps(NULL, x.b.eb, x.b.bbad, bp, N, K, NR, p.tb, p.tb == MM_ET_BF16);
-    eng_exps8(&x.b, M, N, K);
-    eng_prescale((float *)bp, (N + NR - 1) / NR * NR * K, x.pre);  // the thread's scratch panel
+    // The panels (the thread's scratch), their exponents and flags, B's prescaled.
+    const float *ap, *bp;
+    eng_prep g = eng_prep_make(&x.b, K, true, true, x.pre);
+    int st = mm__emu_pack_each(&J, A, B, MR, NR, &ap, &bp, eng_prep_panel, &g);
+    if (st != MM_OK) {
+        free(mem);
+        return st;
+    }
     mm__emu_tile_loop(&J, ap, bp, C, ldc, MR, NR, eng_tile_frame, &x);
     st = mm__engine_finish(&p, C, ldc, A, B, M, N, K, o, x.b.redo, "engine-fast");
     free(mem);

@@ -63,18 +63,6 @@ bool mm__engine_amd_covers(const mm__engine_plan *p, const mm_opts *o) {
 }
 
 
-// CDNA2's input flush: |x| below its type's smallest normal becomes +0, in the packed panel
-// (the calling thread's scratch copy, mm__emu_pack).
-static void flush_panel(float *x, size_t n, unsigned type) {
-    const uint32_t min = (uint32_t)(127 + mm_engine_type_format(type)->emin) << 23;
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, &x[i], 4);
-        if ((u & 0x7fffffff) < min) x[i] = 0.0f;
-    }
-}
-
 // --- CDNA3 fused: one group
 
 
@@ -299,26 +287,24 @@ int mm__engine_amd_run(float *C, size_t ldc, const mm_operand *A, const mm_opera
     if (!mm__engine_amd_covers(&p, o)) return MM_EUNSUPPORTED;
     mm__emu_job J;
     eng_job(&J, &p, A, B, M, N, K, o);  // not a block-scaled kind (mm__engine_amd_covers)
-    const float *ap, *bp;
-    int st = mm__emu_pack(&J, A, B, MR, NR, &ap, &bp);
-    if (st != MM_OK) return st;
-    const size_t na = (M + MR - 1) / MR * MR, nb = (N + NR - 1) / NR * NR;
     const bool fused = p.q->op == MM_EOP_AMD_FUSED;
-    if (p.q->flush) {
-        flush_panel((float *)ap, na * K, p.ta);
-        flush_panel((float *)bp, nb * K, p.tb);
-    }
     // Pairwise: C and the operands as they are (no flags), only a NaN output is the model's.
     amd_ctx x = {.b = {.p = &p, .mark_c = fused, .redo_nan = true, .seg = amd_seg},
                  .pre = fused ? eng_prescale_bits(&p) : 0};
     char *mem = eng_base_alloc(&x.b, M, N, K, fused, 0, NULL);
     if (!mem) return MM_ENOMEM;
-    if (fused) {
-        eng_exps(x.b.ea, NULL, x.b.abad, ap, M, K, MR, p.ta, p.ta == MM_ET_BF16);
-        eng_exps(NULL, x.b.eb, x.b.bbad, bp, N, K, NR, p.tb, p.tb == MM_ET_BF16);
-        eng_prescale((float *)bp, nb * K, x.pre);  // the thread's scratch panel
+    // The panels (the thread's scratch): CDNA2's input flush (|x| below its type's smallest
+    // normal becomes +0); the fused kinds' exponents and flags, B's prescaled.
+    const float *ap, *bp;
+    eng_prep g = eng_prep_make(&x.b, K, fused, true, x.pre);
+    if (p.q->flush)
+        g.flush_a = (uint32_t)(127 + mm_engine_type_format(p.ta)->emin) << 23,
+        g.flush_b = (uint32_t)(127 + mm_engine_type_format(p.tb)->emin) << 23;
+    int st = mm__emu_pack_each(&J, A, B, MR, NR, &ap, &bp, eng_prep_panel, &g);
+    if (st != MM_OK) {
+        free(mem);
+        return st;
     }
-    eng_exps8(&x.b, M, N, K);
     mm__emu_tile_loop(&J, ap, bp, C, ldc, MR, NR, eng_tile_frame, &x);
     st = mm__engine_finish(&p, C, ldc, A, B, M, N, K, o, x.b.redo, "engine-amd");
     free(mem);

@@ -338,9 +338,6 @@ int mm__engine_block_run(float *C, size_t ldc, const mm_operand *A, const mm_ope
         J.ab = mm__fl32_prod3(o->alpha, mm__tscale(A), mm__tscale(B));
         J.bk = K, J.pe = mm__seg_promote(o);
     }
-    const float *ap, *bp;
-    int st = mm__emu_pack(&J, A, B, MR, NR, &ap, &bp);
-    if (st != MM_OK) return st;
     size_t bka = K, bkb = K;
     const size_t nba = unit ? 0 : mm__nblocks(A, K, &bka);
     if (!unit) mm__nblocks(B, K, &bkb);
@@ -355,14 +352,16 @@ int mm__engine_block_run(float *C, size_t ldc, const mm_operand *A, const mm_ope
     if (!mem) return MM_ENOMEM;
     x.sae = tabs, x.sas = (float *)(x.sae + nblk * mp);
     x.sbe = (int32_t *)(x.sas + nblk * mp), x.sbs = (float *)(x.sbe + nblk * np);
-    // Operands: flags (finite), and the exponents for mxf8f6f4 and f8f6f4.
-    eng_exps(x.b.ea, NULL, x.b.abad, ap, M, K, MR, p.ta, false);
-    eng_exps(NULL, x.b.eb, x.b.bbad, bp, N, K, NR, p.tb, false);
-    if (!fp4) {  // the thread's scratch panel
-        x.pre = eng_prescale_bits(&p);
-        eng_prescale((float *)bp, np * K, x.pre);
+    // The panels (the thread's scratch): flags (finite), and the exponents for mxf8f6f4 and
+    // f8f6f4, B's prescaled.
+    x.pre = fp4 ? 0 : eng_prescale_bits(&p);
+    const float *ap, *bp;
+    eng_prep g = eng_prep_make(&x.b, K, true, false, x.pre);
+    int st = mm__emu_pack_each(&J, A, B, MR, NR, &ap, &bp, eng_prep_panel, &g);
+    if (st != MM_OK) {
+        free(mem);
+        return st;
     }
-    eng_exps8(&x.b, M, N, K);
     if (!unit) {
         const int semin = q->ue4m3_scales ? -6 : -127;
         scale_tab(x.sae, x.sas, x.b.abad, A->scales, M, mp, nblk, nba, 1, semin);
