@@ -5,7 +5,7 @@
 // mm__engine_run runs one dot product at a time.
 //
 // It is a third tile kernel of the emulated path (scaled_mm_internal.h): the same packed
-// panels, tile loop and floating-point environment (mm__emu_pack, mm__emu_tile_loop), the same
+// panels, tile loop and floating-point environment (mm__emu_pack_each, mm__emu_tile_loop), the same
 // segments, promotion and epilogue. A tile is MR rows of op(A) x NR columns of op(B), one output
 // per lane (columns along the vector). Per fused step (k / split products) and per lane:
 // - the exponents: every operand's exponent is kept in a panel beside its own as an int16
@@ -84,7 +84,7 @@ static bool sum_may_wrap(const mm_engine_kind *q) { return step_sum_bits(q) > 30
 
 // --- the exponent panels
 
-// What the kernel reads beside the float panels of mm__emu_pack (same layout, (ceil(n/w), K,
+// What the kernel reads beside the float panels of mm__emu_pack_each (same layout, (ceil(n/w), K,
 // w)): each element's model exponent, and per line whether an operand is outside eng_op_ok (engine_lanes.h).
 typedef struct {
     eng_base b;  // flags: an operand outside eng_op_ok
