@@ -503,6 +503,15 @@ static inline void eng_prep_panel(void *ctx, bool a, size_t p, float *panel) {
     if (!a && g->pre) eng_prescale(panel, K * w, g->pre);
 }
 
+// The tiles' panels and what g derives from them (mm__emu_pack_each with eng_prep_panel); on
+// failure (MM_ENOMEM) frees the kernel's block mem.
+static inline int eng_pack(const mm__emu_job *J, const mm_operand *A, const mm_operand *B, eng_prep *g,
+                           const float **ap, const float **bp, char *mem) {
+    const int st = mm__emu_pack_each(J, A, B, ENG_MR, ENG_NR, ap, bp, eng_prep_panel, g);
+    if (st != MM_OK) free(mem);
+    return st;
+}
+
 // The emulated path's job of a kernel whose segments are the plan's (scales per K-block applied
 // at promotion by mm__emu_promote): every kind but the block-scaled ones.
 static inline void eng_job(mm__emu_job *J, const mm__engine_plan *p, const mm_operand *A, const mm_operand *B,

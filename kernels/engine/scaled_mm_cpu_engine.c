@@ -286,11 +286,8 @@ int mm__engine_fast_run(float *C, size_t ldc, const mm_operand *A, const mm_oper
     // The panels (the thread's scratch), their exponents and flags, B's prescaled.
     const float *ap, *bp;
     eng_prep g = eng_prep_make(&x.b, K, true, true, x.pre);
-    int st = mm__emu_pack_each(&J, A, B, MR, NR, &ap, &bp, eng_prep_panel, &g);
-    if (st != MM_OK) {
-        free(mem);
-        return st;
-    }
+    int st = eng_pack(&J, A, B, &g, &ap, &bp, mem);
+    if (st != MM_OK) return st;
     mm__emu_tile_loop(&J, ap, bp, C, ldc, MR, NR, eng_tile_frame, &x);
     st = mm__engine_finish(&p, C, ldc, A, B, M, N, K, o, x.b.redo, "engine-fast");
     free(mem);

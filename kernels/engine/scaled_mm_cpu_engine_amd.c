@@ -300,11 +300,8 @@ int mm__engine_amd_run(float *C, size_t ldc, const mm_operand *A, const mm_opera
     if (p.q->flush)
         g.flush_a = (uint32_t)(127 + mm_engine_type_format(p.ta)->emin) << 23,
         g.flush_b = (uint32_t)(127 + mm_engine_type_format(p.tb)->emin) << 23;
-    int st = mm__emu_pack_each(&J, A, B, MR, NR, &ap, &bp, eng_prep_panel, &g);
-    if (st != MM_OK) {
-        free(mem);
-        return st;
-    }
+    int st = eng_pack(&J, A, B, &g, &ap, &bp, mem);
+    if (st != MM_OK) return st;
     mm__emu_tile_loop(&J, ap, bp, C, ldc, MR, NR, eng_tile_frame, &x);
     st = mm__engine_finish(&p, C, ldc, A, B, M, N, K, o, x.b.redo, "engine-amd");
     free(mem);

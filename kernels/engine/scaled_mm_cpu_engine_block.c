@@ -357,11 +357,8 @@ int mm__engine_block_run(float *C, size_t ldc, const mm_operand *A, const mm_ope
     x.pre = fp4 ? 0 : eng_prescale_bits(&p);
     const float *ap, *bp;
     eng_prep g = eng_prep_make(&x.b, K, true, false, x.pre);
-    int st = mm__emu_pack_each(&J, A, B, MR, NR, &ap, &bp, eng_prep_panel, &g);
-    if (st != MM_OK) {
-        free(mem);
-        return st;
-    }
+    int st = eng_pack(&J, A, B, &g, &ap, &bp, mem);
+    if (st != MM_OK) return st;
     if (!unit) {
         const int semin = q->ue4m3_scales ? -6 : -127;
         scale_tab(x.sae, x.sas, x.b.abad, A->scales, M, mp, nblk, nba, 1, semin);
