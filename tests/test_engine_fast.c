@@ -9,6 +9,9 @@
 // The seed is printed; FPLAB_SEED replays.
 #include <criterion/criterion.h>
 #include <float.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -522,5 +525,30 @@ Test(engine_fast, f8f6f4_f16_d_at_fp16_max) {
         cr_assert_eq(mm__engine_plan_make(&p, &A, &B, M, N, K, &o, msg, sizeof msg), MM_OK, "%s", msg);
         cr_assert(p.c_in_chain && mm__engine_block_covers(&p, &o), "%s: not taken by the block kernel", accs[q]);
         tu_engine_fast_vs_model(mm__engine_block_run, &A, &B, M, N, K, &o, C0, accs[q]);
+    }
+}
+
+// Each panel is packed, and its exponents and flags taken, by the thread whose share of the
+// lines holds its first (mm__emu_pack_each): on 1, 3 and 5 threads, with A's and B's panels in
+// one thread's share (M and N over several panels, every orientation), CDNA3's and CDNA2's kinds
+// (its input flush), a block-scaled one and f8f6f4 without scales against the model.
+Test(engine_fast, any_thread_count) {
+    uint64_t s = tu_seed("engine_fast", "any_thread_count", 3731);
+    static const int threads[] = {1, 3, 5};
+    for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
+#ifdef _OPENMP
+        omp_set_num_threads(threads[t]);
+#endif
+        for (int o = 0; o < 4; o++) {
+            const bool ta = o & 1, tb = o >> 1;
+            const ecase cases[] = {
+                {"cdna3:mfma", "e4m3fnuz", "e4m3fnuz", 45, 70, 96, D_NORMAL, ta, tb, 0, SC_NONE, 1.0f, 0.0f, false},
+                {"cdna2:mfma", "fp16", "fp16", 45, 70, 96, D_FLUSH, ta, tb, 0, SC_NONE, 1.0f, 0.0f, false},
+                {"blackwell:tcgen05", "e4m3", "e4m3", 45, 70, 96, D_SPECIAL, ta, tb, 32, SC_POW2, 1.0f, 0.0f, false},
+                {"blackwell:tcgen05", "e5m2", "e4m3", 45, 70, 96, D_NORMAL, ta, tb, 0, SC_NONE, 1.0f, 0.0f, false},
+            };
+            for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+                check(c < 2 ? K_AMD : K_BLOCK, &cases[c], &s);
+        }
     }
 }
