@@ -297,9 +297,7 @@ int mm__engine_amd_run(float *C, size_t ldc, const mm_operand *A, const mm_opera
     // normal becomes +0); the fused kinds' exponents and flags, B's prescaled.
     const float *ap, *bp;
     eng_prep g = eng_prep_make(&x.b, K, fused, true, x.pre);
-    if (p.q->flush)
-        g.flush_a = (uint32_t)(127 + mm_engine_type_format(p.ta)->emin) << 23,
-        g.flush_b = (uint32_t)(127 + mm_engine_type_format(p.tb)->emin) << 23;
+    if (p.q->flush) g.flush_a = (uint32_t)(127 + g.emin_a) << 23, g.flush_b = (uint32_t)(127 + g.emin_b) << 23;
     int st = eng_pack(&J, A, B, &g, &ap, &bp, mem);
     if (st != MM_OK) return st;
     mm__emu_tile_loop(&J, ap, bp, C, ldc, MR, NR, eng_tile_frame, &x);
