@@ -261,7 +261,7 @@ asan: deps
 # built again for x86-64-v3 (AVX2, 8 lanes) in build-v3/ without CUDA, so that a machine with
 # AVX-512 runs the AVX2 paths too (an AVX2-only trap that make test there passed: 901e670). In
 # .ci/run after make test.
-ARCH_TESTS := test_mm_engine test_engine_fast test_engine test_round test_block_lean test_scale test_sr test_mm_cpu
+ARCH_TESTS := test_mm_engine test_engine_fast test_engine test_round test_block_lean test_scale test_sr test_mm_cpu test_sum_squares
 test-arch: deps
 	@$(MAKE) --no-print-directory BUILD=build-v3 NO_CUDA=1 ARCH=x86-64-v3 $(addprefix build-v3/tests/,$(ARCH_TESTS))
 	@for t in $(ARCH_TESTS); do echo "== build-v3/tests/$$t (x86-64-v3)"; \

@@ -4,6 +4,8 @@
 
 #include <math.h>
 
+#include "trainer/sum_squares_internal.h"
+
 // One optimizer's arithmetic over the flat buffers or one tensor: the arrays, the step's
 // constants and, per tensor of the flat buffer, where it starts and its weight decay.
 typedef struct optim_run optim_run;
@@ -114,12 +116,9 @@ float lr_at(const lr_schedule *s, long step) {
 }
 
 double clip_grad_norm(float *grads, size_t n, double max_norm) {
-    // The sum in index order, one add after another: its bits are the logged norm's and the clip
-    // factor's, so it stays sequential (a double add's latency per element: the one serial pass
-    // of the update).
-    double ss = 0.0;
-    for (size_t i = 0; i < n; i++) ss += (double)grads[i] * grads[i];
-    const double norm = sqrt(ss);
+    // The sum in index order, each addition rounded: its bits are the logged norm's and the clip
+    // factor's (clip__sum_squares keeps them, without the plain loop's chain of additions).
+    const double norm = sqrt(clip__sum_squares(grads, n));
     if (max_norm > 0 && isfinite(norm) && norm > max_norm) {
         const float k = (float)(max_norm / norm);
 #pragma omp parallel for schedule(static)
