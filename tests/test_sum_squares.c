@@ -93,6 +93,12 @@ Test(sum_squares, binade_crossings) {
     for (size_t i = 0; i < N; i++) x[i] = 0x1p26f;  // squares 2^52: every addition exact, sums powers of two
     same(x, N, "powers of two");
     free(x);
+    // A block's rounded end lands on 2^53 units: the sum is exact only below it.
+    const float edge[9] = {0x1.fffffep-1f, 0x1.6a08p-12f, 0x1.289fd6p-19f};
+    same(edge, 9, "a block ending at the binade's top");
+    // A square between 2^51 and 2^52 of the sum's units (past the magic number's range).
+    const float big[9] = {1.0f, 0.75f};
+    same(big, 9, "a square of 2^51.2 units");
 }
 
 Test(sum_squares, zeros_subnormals_huge) {
@@ -122,6 +128,8 @@ Test(sum_squares, nan_and_inf) {
         for (size_t i = 0; i < N; i++) x[i] = (float)(tu_sm_unif(&st) - 0.5);
         x[at[k]] = NAN;
         same(x, N, "a NaN");
+        x[at[k]] = -NAN;  // x86's own NaNs (0 / 0, inf - inf) have the sign bit set
+        same(x, N, "a negative NaN");
         x[at[k]] = -INFINITY;
         same(x, N, "an inf");
         if (at[k] + 1 < N) x[at[k] + 1] = NAN;
